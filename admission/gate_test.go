@@ -1,0 +1,284 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// solve returns a solution for the ticket's challenge.
+func solve(t testing.TB, c *WaitClaims) string {
+	t.Helper()
+	n, err := Solve(context.Background(), c.Ch, c.Dif)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// eligibleAt is when the ticket's visitor becomes eligible under the room's
+// current clock: the test may know v, the gate's answers may not reveal it.
+func eligibleAt(t testing.TB, g *Gate, room *Room, c *WaitClaims, now time.Time) time.Time {
+	t.Helper()
+	v := g.Codec().Keys().Lottery(c.Lot)
+	when, ok := room.View(now).Clock.When(now, c.Srv+Threshold(v))
+	if !ok {
+		t.Fatal("never eligible")
+	}
+	return when
+}
+
+func TestDecideAdmitsOnceEligible(t *testing.T) {
+	g := testGate(t, 100)
+	room := testRoom(t, nil)
+	ctx := context.Background()
+	tk, err := g.Issue(room, "", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := tk.Claims
+	nonce := solve(t, first)
+	token := tk.Token
+	at := first.NextAttempt()
+	when := eligibleAt(t, g, room, first, t0)
+	for range 1000 {
+		d := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: at})
+		if d.Outcome == OutcomeAdmit {
+			if at.Before(when) {
+				t.Fatalf("admitted at %v, before eligibility at %v", at, when)
+			}
+			if d.PassClaims.Wid != first.ID || d.PassClaims.Subject != first.Subject {
+				t.Fatalf("pass %+v does not name its token", d.PassClaims)
+			}
+			pc, err := g.VerifyPass("sale", d.Pass, at)
+			if err != nil || pc.ID != d.PassClaims.ID {
+				t.Fatalf("VerifyPass: %+v, %v", pc, err)
+			}
+			again := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: at})
+			if again.Outcome != OutcomeReused {
+				t.Fatalf("second use: %v", again.Outcome)
+			}
+			return
+		}
+		if d.Outcome != OutcomeWait {
+			t.Fatalf("attempt at %v: %v (%v)", at.Sub(t0), d.Outcome, d.Err)
+		}
+		c := d.Ticket.Claims
+		if c.ID != first.ID || c.Lot != first.Lot || c.Ch != first.Ch || c.Srv != first.Srv || c.IssuedAt != first.IssuedAt {
+			t.Fatalf("re-signing moved a fixed claim: %+v vs %+v", c, first)
+		}
+		if d.RetryAfter < g.Policy().MinBackoff*3/4 || d.RetryAfter > g.Policy().MaxBackoff {
+			t.Fatalf("backoff %v out of bounds", d.RetryAfter)
+		}
+		token, at = d.Ticket.Token, c.NextAttempt()
+	}
+	t.Fatal("never admitted")
+}
+
+func TestDecideRejections(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 100)
+	room := testRoom(t, func(c *RoomConfig) { c.Difficulty = 8 })
+	tk, err := g.Issue(room, "user-1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := solve(t, tk.Claims)
+	at := tk.Claims.NextAttempt()
+	tests := []struct {
+		name    string
+		attempt Attempt
+		want    Outcome
+		err     error
+	}{
+		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, ErrMalformed},
+		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, ErrExpired},
+		{"wrong visitor", Attempt{Token: tk.Token, Nonce: nonce, Subject: "user-2", Now: at}, OutcomeInvalid, ErrIdentity},
+		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Now: at}, OutcomeInvalid, ErrNonceMalformed},
+		{"no nonce", Attempt{Token: tk.Token, Now: at}, OutcomeInvalid, ErrNonceMalformed},
+		{"right visitor", Attempt{Token: tk.Token, Nonce: nonce, Subject: "user-1", Now: at}, OutcomeWait, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := g.Decide(ctx, room, tt.attempt)
+			if d.Outcome != tt.want || !errors.Is(d.Err, tt.err) {
+				t.Fatalf("Decide = %v (%v), want %v (%v)", d.Outcome, d.Err, tt.want, tt.err)
+			}
+		})
+	}
+	// A nonce for the 8-bit challenge that fails a harder one.
+	wrong := "0"
+	for i := 0; VerifyWork(tk.Claims.Ch, 8, wrong) == nil; i++ {
+		wrong = strconv.Itoa(i + 1)
+	}
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Now: at}); !errors.Is(d.Err, ErrWorkInsufficient) {
+		t.Fatalf("wrong proof of work: %v (%v)", d.Outcome, d.Err)
+	}
+}
+
+// TestStrikesAndPenalty: attempts before nxt never help, and repeated ones
+// push the entry back and raise the difficulty.
+func TestStrikesAndPenalty(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 100)
+	room := testRoom(t, func(c *RoomConfig) { c.Difficulty = 2 })
+	tk, _ := g.Issue(room, "", t0)
+	orig := *tk.Claims
+	token, c := tk.Token, tk.Claims
+	now := t0.Add(30 * time.Second)
+	if !now.Before(c.NextAttempt()) {
+		// Keep the attempt early whatever backoff the jitter drew.
+		now = c.NextAttempt().Add(-time.Second)
+	}
+	for strike := 1; strike <= g.Policy().StrikeLimit; strike++ {
+		d := g.Decide(ctx, room, Attempt{Token: token, Nonce: solve(t, c), Now: now})
+		if d.Outcome != OutcomeEarly {
+			t.Fatalf("strike %d: %v", strike, d.Outcome)
+		}
+		next := d.Ticket.Claims
+		if next.NextAttempt().Before(c.NextAttempt()) {
+			t.Fatalf("an early attempt brought nxt forward")
+		}
+		if strike < g.Policy().StrikeLimit {
+			if next.Pen != strike || next.Srv != orig.Srv || next.Dif != orig.Dif {
+				t.Fatalf("strike %d: pen %d srv %v dif %d", strike, next.Pen, next.Srv, next.Dif)
+			}
+		} else {
+			if next.Pen != 0 || next.Srv <= orig.Srv || next.Dif != orig.Dif+g.Policy().PenaltyDifficulty {
+				t.Fatalf("penalty: pen %d srv %v (was %v) dif %d", next.Pen, next.Srv, orig.Srv, next.Dif)
+			}
+			wantSrv := room.View(now).Clock.At(now) + g.Policy().Penalty
+			if next.Srv != wantSrv {
+				t.Fatalf("penalised srv %v, want %v", next.Srv, wantSrv)
+			}
+		}
+		token, c = d.Ticket.Token, next
+	}
+}
+
+func TestDecideRoomStates(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 100)
+	room := testRoom(t, func(c *RoomConfig) { c.Burst = 1; c.Rate = 1 })
+	tk, _ := g.Issue(room, "", t0)
+	nonce := solve(t, tk.Claims)
+	when := eligibleAt(t, g, room, tk.Claims, t0)
+	at := when.Add(time.Second)
+	if at.Before(tk.Claims.NextAttempt()) {
+		at = tk.Claims.NextAttempt()
+	}
+	if err := room.SetState(StatePaused, time.Time{}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: at}); d.Outcome != OutcomeWait {
+		t.Fatalf("paused room: %v", d.Outcome)
+	}
+	if err := room.SetState(StateClosed, time.Time{}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: at}); d.Outcome != OutcomeClosed {
+		t.Fatalf("closed room: %v", d.Outcome)
+	}
+	// Back to queue with the clock having stood still while paused: the
+	// visitor is eligible as far after the resume as before the pause.
+	resume := at
+	if err := room.SetState(StateQueue, time.Time{}, resume); err != nil {
+		t.Fatal(err)
+	}
+	late := resume.Add(when.Sub(t0) + time.Second)
+	room.TakeAdmission(late) // empty the bucket of 1
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: late}); d.Outcome != OutcomeBusy {
+		t.Fatalf("eligible with an empty bucket: %v", d.Outcome)
+	} else if d.RetryAfter > 2*g.Policy().BusyBackoff {
+		t.Fatalf("busy backoff %v", d.RetryAfter)
+	}
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: late.Add(time.Second)}); d.Outcome != OutcomeAdmit {
+		t.Fatalf("after refill: %v (%v)", d.Outcome, d.Err)
+	}
+}
+
+func TestScheduledPreQueue(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 100)
+	start := t0.Add(10 * time.Minute)
+	room := testRoom(t, func(c *RoomConfig) { c.State = StateScheduled; c.SaleStart = start })
+	tk, _ := g.Issue(room, "", t0.Add(time.Minute))
+	if tk.Claims.Srv != 0 {
+		t.Fatalf("pre-queue srv %v, want 0", tk.Claims.Srv)
+	}
+	if est, ok := tk.Estimate, tk.EstimateKnown; !ok || est < 9*time.Minute {
+		t.Fatalf("pre-queue estimate %v %v", est, ok)
+	}
+	before := start.Add(-time.Second)
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: "0", Now: before}); d.Outcome != OutcomeWait && d.Outcome != OutcomeEarly {
+		t.Fatalf("before the start: %v (%v)", d.Outcome, d.Err)
+	}
+	if got := room.View(start).State; got != StateQueue {
+		t.Fatalf("state at the start: %v", got)
+	}
+}
+
+// TestEstimateRevealsNothing: every visitor of a room gets the same estimate
+// at the same moment, whatever their lottery number.
+func TestEstimateRevealsNothing(t *testing.T) {
+	g := testGate(t, 100)
+	room := testRoom(t, nil)
+	var first time.Duration
+	for i := range 50 {
+		tk, err := g.Issue(room, "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = tk.Estimate
+		} else if tk.Estimate != first {
+			t.Fatalf("estimates differ: %v vs %v", tk.Estimate, first)
+		}
+	}
+}
+
+func TestLedgerFullFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 1)
+	room := testRoom(t, func(c *RoomConfig) { c.State = StateOpen })
+	for i, want := range []Outcome{OutcomeAdmit, OutcomeUnavailable} {
+		tk, _ := g.Issue(room, "", t0)
+		d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: "0", Now: tk.Claims.NextAttempt()})
+		if d.Outcome != want {
+			t.Fatalf("attempt %d: %v (%v), want %v", i, d.Outcome, d.Err, want)
+		}
+	}
+}
+
+func TestResumeChangesNothing(t *testing.T) {
+	g := testGate(t, 100)
+	room := testRoom(t, nil)
+	tk, _ := g.Issue(room, "u", t0)
+	again, err := g.Resume(room, tk.Token, "u", t0.Add(time.Second))
+	if err != nil || again.Token != tk.Token {
+		t.Fatalf("Resume: %v", err)
+	}
+	if _, err := g.Resume(room, tk.Token, "someone else", t0); !errors.Is(err, ErrIdentity) {
+		t.Fatalf("Resume by another visitor: %v", err)
+	}
+}
+
+func TestNewRoomValidates(t *testing.T) {
+	bad := []func(*RoomConfig){
+		func(c *RoomConfig) { c.Name = "" },
+		func(c *RoomConfig) { c.State = "busy" },
+		func(c *RoomConfig) { c.Rate = 0 },
+		func(c *RoomConfig) { c.Tau = 0 },
+		func(c *RoomConfig) { c.Difficulty = 40 },
+		func(c *RoomConfig) { c.State = StateScheduled },
+	}
+	for i, mutate := range bad {
+		cfg := RoomConfig{Name: "r", State: StateQueue, Rate: 1, Tau: time.Second}
+		mutate(&cfg)
+		if _, err := NewRoom(cfg, t0); err == nil {
+			t.Errorf("case %d: invalid config accepted: %+v", i, cfg)
+		}
+	}
+}

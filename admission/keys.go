@@ -1,0 +1,243 @@
+package admission
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// MinKeyBytes is the shortest secret accepted for signing or for the lottery.
+// HMAC-SHA256 gains nothing from more than 64 bytes and loses strength below 32.
+const MinKeyBytes = 32
+
+// KeysConfig is the operator-facing description of a key ring. Each secret is
+// written as one of:
+//
+//	base64 text            the secret itself (standard or URL alphabet, padding optional)
+//	env:NAME               base64 text read from environment variable NAME
+//	file:/path/to/secret   base64 text read from a file (surrounding whitespace ignored)
+type KeysConfig struct {
+	// Signing is the id (`kid`) of the key that signs new tokens. It must be
+	// one of Keys. Every key in Keys verifies, so rotating means adding a key,
+	// switching Signing to it, and removing the old one after the longest
+	// token lifetime has passed.
+	Signing string `json:"signing"`
+	// Keys maps key ids to secrets.
+	Keys map[string]string `json:"keys"`
+	// Lottery is the secret that turns a lottery ticket into a lottery number.
+	// It must differ from every signing key and must stay the same for as long
+	// as any waiting token is alive, or the queue is reshuffled.
+	Lottery string `json:"lottery"`
+}
+
+// KeyRing holds the HMAC secrets that sign and verify tokens, by key id, and
+// the separate lottery secret.
+type KeyRing struct {
+	signingID string
+	secrets   map[string][]byte
+	lottery   []byte
+	// lotteryMACs and signingMACs pool keyed HMACs: one is needed per
+	// request, and hmac.New allocates its two inner hashes every time.
+	lotteryMACs sync.Pool
+	signingMACs map[string]*sync.Pool
+	// order lists key ids with the signing key first, the likeliest signer.
+	order []string
+}
+
+// Environment resolves `env:` and `file:` secret references. The zero value
+// uses the process environment and file system.
+type Environment struct {
+	Getenv   func(string) string
+	ReadFile func(string) ([]byte, error)
+}
+
+func (e Environment) getenv(name string) string {
+	if e.Getenv != nil {
+		return e.Getenv(name)
+	}
+	return os.Getenv(name)
+}
+
+func (e Environment) readFile(path string) ([]byte, error) {
+	if e.ReadFile != nil {
+		return e.ReadFile(path)
+	}
+	return os.ReadFile(path)
+}
+
+// Load resolves every secret of the config and builds a key ring.
+func (c KeysConfig) Load(env Environment) (*KeyRing, error) {
+	if len(c.Keys) == 0 {
+		return nil, errors.New("no signing keys configured")
+	}
+	secrets := make(map[string][]byte, len(c.Keys))
+	for id, spec := range c.Keys {
+		if id == "" || len(id) > 64 {
+			return nil, fmt.Errorf("key id %q: must be 1 to 64 characters", id)
+		}
+		secret, err := resolveSecret(spec, env)
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", id, err)
+		}
+		secrets[id] = secret
+	}
+	lottery, err := resolveSecret(c.Lottery, env)
+	if err != nil {
+		return nil, fmt.Errorf("lottery key: %w", err)
+	}
+	return NewKeyRing(c.Signing, secrets, lottery)
+}
+
+// NewKeyRing builds a key ring from raw secrets.
+func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*KeyRing, error) {
+	if _, ok := secrets[signingID]; !ok {
+		return nil, fmt.Errorf("signing key %q is not among the configured keys", signingID)
+	}
+	for id, s := range secrets {
+		if len(s) < MinKeyBytes {
+			return nil, fmt.Errorf("key %q: %d bytes, need at least %d", id, len(s), MinKeyBytes)
+		}
+		if string(s) == string(lottery) {
+			return nil, fmt.Errorf("key %q: the lottery key must not also be a signing key", id)
+		}
+	}
+	if len(lottery) < MinKeyBytes {
+		return nil, fmt.Errorf("lottery key: %d bytes, need at least %d", len(lottery), MinKeyBytes)
+	}
+	copied := make(map[string][]byte, len(secrets))
+	for id, s := range secrets {
+		copied[id] = append([]byte(nil), s...)
+	}
+	k := &KeyRing{signingID: signingID, secrets: copied, lottery: append([]byte(nil), lottery...),
+		signingMACs: make(map[string]*sync.Pool, len(copied))}
+	k.lotteryMACs.New = func() any { return hmac.New(sha256.New, k.lottery) }
+	k.order = append(k.order, signingID)
+	for _, id := range k.IDs() {
+		secret := copied[id]
+		k.signingMACs[id] = &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }}
+		if id != signingID {
+			k.order = append(k.order, id)
+		}
+	}
+	return k, nil
+}
+
+// SigningID is the id of the key that signs new tokens.
+func (k *KeyRing) SigningID() string { return k.signingID }
+
+// IDs lists every verifying key id, sorted.
+func (k *KeyRing) IDs() []string {
+	ids := make([]string, 0, len(k.secrets))
+	for id := range k.secrets {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (k *KeyRing) secret(id string) ([]byte, bool) {
+	s, ok := k.secrets[id]
+	return s, ok
+}
+
+// Lottery returns the lottery number of a ticket under this ring's lottery key.
+func (k *KeyRing) Lottery(lot string) float64 {
+	mac := k.lotteryMACs.Get().(hash.Hash)
+	defer k.lotteryMACs.Put(mac)
+	return lotteryNumber(mac, lot)
+}
+
+// signedByRing reports whether some key of the ring made the HS256
+// signature of a compact JWS. It allocates nothing, so forged tokens are
+// turned away before any JSON is decoded. It is a fast filter only: tokens
+// that pass are still parsed and verified in full by golang-jwt.
+func (k *KeyRing) signedByRing(token string) bool {
+	dot := strings.LastIndexByte(token, '.')
+	if dot < 0 {
+		return false
+	}
+	var given, want [64]byte
+	sig := token[dot+1:]
+	if len(sig) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+		return false
+	}
+	copy(given[:], sig)
+	for _, id := range k.order {
+		pool := k.signingMACs[id]
+		mac := pool.Get().(hash.Hash)
+		mac.Reset()
+		_, _ = io.WriteString(mac, token[:dot])
+		var sum [sha256.Size]byte
+		base64.RawURLEncoding.Encode(want[:], mac.Sum(sum[:0]))
+		pool.Put(mac)
+		if subtle.ConstantTimeCompare(given[:len(sig)], want[:len(sig)]) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// GenerateKeys returns a fresh config with one signing key and a lottery key,
+// secrets inline.
+func GenerateKeys(kid string) (KeysConfig, error) {
+	sign, err := randomSecret()
+	if err != nil {
+		return KeysConfig{}, err
+	}
+	lottery, err := randomSecret()
+	if err != nil {
+		return KeysConfig{}, err
+	}
+	return KeysConfig{Signing: kid, Keys: map[string]string{kid: sign}, Lottery: lottery}, nil
+}
+
+func randomSecret() (string, error) {
+	b := make([]byte, MinKeyBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("reading random bytes: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+func resolveSecret(spec string, env Environment) ([]byte, error) {
+	text := spec
+	switch {
+	case strings.HasPrefix(spec, "env:"):
+		name := strings.TrimPrefix(spec, "env:")
+		text = env.getenv(name)
+		if text == "" {
+			return nil, fmt.Errorf("environment variable %s is empty or unset", name)
+		}
+	case strings.HasPrefix(spec, "file:"):
+		path := strings.TrimPrefix(spec, "file:")
+		b, err := env.readFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading secret file: %w", err)
+		}
+		text = string(b)
+	}
+	return decodeSecret(strings.TrimSpace(text))
+}
+
+func decodeSecret(text string) ([]byte, error) {
+	if text == "" {
+		return nil, errors.New("secret is empty")
+	}
+	unpadded := strings.TrimRight(text, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(unpadded); err == nil {
+			return b, nil
+		}
+	}
+	return nil, errors.New("secret is not base64")
+}

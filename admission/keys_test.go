@@ -1,0 +1,73 @@
+package admission
+
+import (
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+func TestKeysConfigLoad(t *testing.T) {
+	k1 := base64.StdEncoding.EncodeToString(secretOf("a"))
+	k2 := base64.RawURLEncoding.EncodeToString(secretOf("b"))
+	lot := base64.StdEncoding.EncodeToString(secretOf("lot"))
+	env := Environment{
+		Getenv: func(name string) string {
+			return map[string]string{"FG_K2": k2, "FG_LOT": lot}[name]
+		},
+		ReadFile: func(path string) ([]byte, error) {
+			if path == "/secrets/k1" {
+				return []byte(k1 + "\n"), nil
+			}
+			return nil, fs.ErrNotExist
+		},
+	}
+	tests := []struct {
+		name    string
+		cfg     KeysConfig
+		wantErr string
+	}{
+		{"inline", KeysConfig{Signing: "a", Keys: map[string]string{"a": k1}, Lottery: lot}, ""},
+		{"env and file", KeysConfig{Signing: "b", Keys: map[string]string{"a": "file:/secrets/k1", "b": "env:FG_K2"}, Lottery: "env:FG_LOT"}, ""},
+		{"no keys", KeysConfig{Signing: "a", Lottery: lot}, "no signing keys"},
+		{"signing key missing", KeysConfig{Signing: "z", Keys: map[string]string{"a": k1}, Lottery: lot}, "not among"},
+		{"unset env", KeysConfig{Signing: "a", Keys: map[string]string{"a": "env:NOPE"}, Lottery: lot}, "NOPE is empty"},
+		{"missing file", KeysConfig{Signing: "a", Keys: map[string]string{"a": "file:/nope"}, Lottery: lot}, "reading secret file"},
+		{"not base64", KeysConfig{Signing: "a", Keys: map[string]string{"a": "!!!"}, Lottery: lot}, "not base64"},
+		{"short", KeysConfig{Signing: "a", Keys: map[string]string{"a": "c2hvcnQ="}, Lottery: lot}, "need at least 32"},
+		{"no lottery", KeysConfig{Signing: "a", Keys: map[string]string{"a": k1}}, "lottery key"},
+		{"lottery reuses signing key", KeysConfig{Signing: "a", Keys: map[string]string{"a": k1}, Lottery: k1}, "must not also be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ring, err := tt.cfg.Load(env)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				if ring.SigningID() != tt.cfg.Signing {
+					t.Fatalf("signing id %q, want %q", ring.SigningID(), tt.cfg.Signing)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestGenerateKeysLoads(t *testing.T) {
+	cfg, err := GenerateKeys("2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := cfg.Load(Environment{ReadFile: func(string) ([]byte, error) { return nil, errors.New("unused") }})
+	if err != nil {
+		t.Fatalf("generated keys do not load: %v", err)
+	}
+	if got := ring.IDs(); len(got) != 1 || got[0] != "2026-11" {
+		t.Fatalf("ids %v", got)
+	}
+}

@@ -1,0 +1,269 @@
+package admission
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// State is a room's operating state.
+type State string
+
+// Room states (DESIGN.md, "Room states").
+const (
+	// StateOpen lets everyone through without a queue.
+	StateOpen State = "open"
+	// StateQueue runs the waiting room.
+	StateQueue State = "queue"
+	// StateScheduled queues visitors before SaleStart (the pre-queue) and
+	// becomes StateQueue at SaleStart.
+	StateScheduled State = "scheduled"
+	// StatePaused stops the serving clock: nobody is admitted and nobody loses
+	// their place.
+	StatePaused State = "paused"
+	// StateClosed shows the closed or sold-out page.
+	StateClosed State = "closed"
+)
+
+// ParseState checks a state name.
+func ParseState(s string) (State, error) {
+	switch st := State(s); st {
+	case StateOpen, StateQueue, StateScheduled, StatePaused, StateClosed:
+		return st, nil
+	}
+	return "", fmt.Errorf("unknown room state %q (want open, queue, scheduled, paused or closed)", s)
+}
+
+// RoomConfig is the initial control state of a room.
+type RoomConfig struct {
+	Name  string
+	State State
+	// SaleStart is when a scheduled room starts admitting.
+	SaleStart time.Time
+	// Rate is the target admissions per second.
+	Rate float64
+	// Burst is the most admissions the bucket allows at once (at least 1).
+	Burst float64
+	// Tau is the mean wait the clock starts with, before the controller has
+	// observed anything (or always, when Adaptive is false).
+	Tau time.Duration
+	// Adaptive lets the controller set the clock's speed from the observed
+	// population; otherwise the speed stays at 1/Tau.
+	Adaptive bool
+	// Difficulty is the proof-of-work difficulty in bits for new tokens.
+	Difficulty int
+	// Window is how far back population and eligibility are measured; it
+	// should be at least the longest backoff.
+	Window time.Duration
+	// Controller bounds the speed changes; the zero value means DefaultController.
+	Controller Controller
+}
+
+// View is one consistent reading of a room's control state.
+type View struct {
+	Name       string
+	State      State // the effective state: scheduled becomes queue at SaleStart
+	SaleStart  time.Time
+	Clock      Clock
+	Rate       float64
+	Difficulty int
+	// Cruise is the speed the clock runs at while admitting.
+	Cruise float64
+}
+
+// Room is the shared control state of one waiting room: its state, serving
+// clock, admission bucket and the aggregate observations the controller uses.
+// Reads are lock-free; changes take a lock and publish a new View.
+type Room struct {
+	mu         sync.Mutex
+	view       atomic.Pointer[View]
+	stored     State // the state as set, before scheduled turns into queue
+	tau        float64
+	adaptive   bool
+	controller Controller
+	bucket     *Bucket
+	backoffs   *Window
+	eligible   *Window
+}
+
+// NewRoom validates cfg and returns a room whose clock starts at now.
+func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("room needs a name")
+	}
+	if _, err := ParseState(string(cfg.State)); err != nil {
+		return nil, err
+	}
+	if cfg.Rate <= 0 || math.IsInf(cfg.Rate, 0) || math.IsNaN(cfg.Rate) {
+		return nil, fmt.Errorf("room %s: rate must be a positive number of admissions per second", cfg.Name)
+	}
+	if cfg.Tau <= 0 {
+		return nil, fmt.Errorf("room %s: tau must be positive", cfg.Name)
+	}
+	if cfg.Difficulty < 0 || cfg.Difficulty > MaxDifficulty {
+		return nil, fmt.Errorf("room %s: difficulty %d out of range 0..%d", cfg.Name, cfg.Difficulty, MaxDifficulty)
+	}
+	if cfg.State == StateScheduled && cfg.SaleStart.IsZero() {
+		return nil, fmt.Errorf("room %s: a scheduled room needs a sale start", cfg.Name)
+	}
+	ctl := cfg.Controller
+	if ctl == (Controller{}) {
+		ctl = DefaultController
+	}
+	r := &Room{
+		stored:     cfg.State,
+		tau:        cfg.Tau.Seconds(),
+		adaptive:   cfg.Adaptive,
+		controller: ctl,
+		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
+		backoffs:   NewWindow(cfg.Window),
+		eligible:   NewWindow(cfg.Window),
+	}
+	v := &View{
+		Name:       cfg.Name,
+		SaleStart:  cfg.SaleStart,
+		Rate:       cfg.Rate,
+		Difficulty: cfg.Difficulty,
+		Cruise:     1 / cfg.Tau.Seconds(),
+		Clock:      Clock{Origin: now},
+	}
+	r.publish(v, now)
+	return r, nil
+}
+
+// View returns the control state as of now.
+func (r *Room) View(now time.Time) View {
+	v := *r.view.Load()
+	if v.State == StateScheduled && !now.Before(v.SaleStart) {
+		v.State = StateQueue
+	}
+	return v
+}
+
+// Name is the room's name, the audience of its tokens.
+func (r *Room) Name() string { return r.view.Load().Name }
+
+// SetState changes the state at now. Changing to scheduled needs saleStart.
+func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
+	if _, err := ParseState(string(s)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := *r.view.Load()
+	if s == StateScheduled {
+		if saleStart.IsZero() {
+			return fmt.Errorf("a scheduled room needs a sale start")
+		}
+		v.SaleStart = saleStart
+	}
+	r.stored = s
+	r.publish(&v, now)
+	return nil
+}
+
+// SetRate changes the target admission rate and bucket burst at now.
+func (r *Room) SetRate(rate, burst float64, now time.Time) error {
+	if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
+		return fmt.Errorf("rate must be a positive number of admissions per second")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	v := *r.view.Load()
+	v.Rate = rate
+	r.publish(&v, now)
+	return nil
+}
+
+// SetDifficulty changes the proof-of-work difficulty of new tokens.
+func (r *Room) SetDifficulty(bits int) error {
+	if bits < 0 || bits > MaxDifficulty {
+		return fmt.Errorf("difficulty %d out of range 0..%d", bits, MaxDifficulty)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := *r.view.Load()
+	v.Difficulty = bits
+	r.view.Store(&v)
+	return nil
+}
+
+// Tick lets the controller adjust the clock's speed from what it observed.
+// Call it about once a second; every node sharing a clock should let one
+// node tick and distribute the resulting View.
+func (r *Room) Tick(now time.Time) {
+	if !r.adaptive {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := *r.view.Load()
+	v.Cruise = r.controller.Next(v.Cruise, v.Rate, r.backoffs.Rate(now), r.eligible.Rate(now))
+	r.publish(&v, now)
+}
+
+// publish rebuilds the clock for the stored state and makes v current.
+// Callers hold r.mu (or own r exclusively).
+func (r *Room) publish(v *View, now time.Time) {
+	v.State = r.stored
+	switch {
+	case r.stored == StateQueue:
+		v.Clock = v.Clock.From(now, v.Cruise)
+	case r.stored == StateScheduled && now.Before(v.SaleStart):
+		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, v.Cruise)
+	case r.stored == StateScheduled:
+		v.Clock = v.Clock.From(now, v.Cruise)
+	default: // open, paused and closed: nobody's place moves
+		v.Clock = v.Clock.From(now, 0)
+	}
+	r.view.Store(v)
+}
+
+// TakeAdmission takes one admission from the bucket.
+func (r *Room) TakeAdmission(now time.Time) bool { return r.bucket.Take(now) }
+
+// BucketEmpty reports whether the bucket is empty and how long until it refills one.
+func (r *Room) BucketEmpty(now time.Time) (bool, time.Duration) { return r.bucket.Empty(now) }
+
+// BucketLevel is the number of admissions available right now.
+func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
+
+// ObserveBackoff records that a visitor was told to come back after b: by
+// Little's law it stands for one visitor present for b.
+func (r *Room) ObserveBackoff(now time.Time, b time.Duration) {
+	r.backoffs.Add(now, b.Seconds())
+}
+
+// ObserveEligible records one attempt by an eligible visitor.
+func (r *Room) ObserveEligible(now time.Time) { r.eligible.Add(now, 1) }
+
+// Population is the estimated number of visitors waiting.
+func (r *Room) Population(now time.Time) float64 { return r.backoffs.Rate(now) }
+
+// EligibleRate is the observed rate of eligible attempts per second.
+func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }
+
+// EstimateWait is the expected remaining wait of a visitor who is not yet
+// eligible. Thresholds are memoryless, so it is the same for everyone: one
+// clock unit at the current speed, plus the time until the sale starts. It
+// depends only on the clock, so it reveals nothing of anyone's lottery
+// number. ok is false while the room is paused or closed.
+func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
+	switch v.State {
+	case StateOpen:
+		return 0, true
+	case StatePaused, StateClosed:
+		return 0, false
+	}
+	if v.Cruise <= 0 {
+		return 0, false
+	}
+	d = durationOf(1 / v.Cruise)
+	if v.State == StateScheduled && now.Before(v.SaleStart) {
+		d += v.SaleStart.Sub(now)
+	}
+	return d, true
+}

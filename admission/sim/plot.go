@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// WriteSVG draws two panels: each visitor's arrival against admission time
+// (a sample), and the distribution of admission times per group, paired runs.
+func (r Report) WriteSVG(w io.Writer) error {
+	const width, height, pad = 1100, 480, 60
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+
+	// Panel 1: arrival vs admission, minutes from the start.
+	vs := r.Baseline.Visitors
+	xmin, xmax, ymax := 0.0, 0.0, 0.0
+	for _, v := range vs {
+		xmin = math.Min(xmin, v.Arrive.Minutes())
+		xmax = math.Max(xmax, v.Arrive.Minutes())
+		ymax = math.Max(ymax, v.Admitted.Minutes())
+	}
+	p1 := panel{x: pad, y: 40, w: 460, h: 360, xmin: xmin, xmax: xmax, ymin: 0, ymax: ymax}
+	p1.frame(&b, "arrival (min from sale start)", "admitted (min from sale start)", "Who gets in when: pre-queue is a lottery, later arrivals wait longer")
+	step := max(1, len(vs)/3000)
+	for i := 0; i < len(vs); i += step {
+		v := vs[i]
+		if !v.Done {
+			continue
+		}
+		colour := "#1f77b4"
+		if !v.PreQueue {
+			colour = "#ff7f0e"
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="1.6" fill="%s" fill-opacity="0.5"/>`+"\n", p1.px(v.Arrive.Minutes()), p1.py(v.Admitted.Minutes()), colour)
+	}
+	legend(&b, p1.x+10, p1.y+10, []string{"#1f77b4", "#ff7f0e"}, []string{"pre-queue", "after the start"})
+
+	// Panel 2: CDF of waits for each group, baseline and behaviour runs.
+	type series struct {
+		label, colour, dash string
+		waits               []float64
+	}
+	var all []series
+	for _, g := range []struct {
+		kind   Kind
+		run    *Run
+		colour string
+	}{{Poller, r.Pollers, "#2ca02c"}, {Cheater, r.Cheaters, "#d62728"}} {
+		var base, got []float64
+		for i, v := range g.run.Visitors {
+			b0 := r.Baseline.Visitors[i]
+			if v.Kind != g.kind || !v.Done || !b0.Done {
+				continue
+			}
+			from := max(v.Arrive, 0)
+			base = append(base, (b0.Admitted - from).Minutes())
+			got = append(got, (v.Admitted - from).Minutes())
+		}
+		all = append(all,
+			series{g.kind.String() + "s when honest", g.colour, "4 3", base},
+			series{g.kind.String() + "s as " + g.kind.String() + "s", g.colour, "", got})
+	}
+	xm := 0.0
+	for _, s := range all {
+		for _, x := range s.waits {
+			xm = math.Max(xm, x)
+		}
+	}
+	p2 := panel{x: 600, y: 40, w: 460, h: 360, xmin: 0, xmax: xm, ymin: 0, ymax: 1}
+	p2.frame(&b, "wait (min; from the start for the pre-queue)", "share admitted", "Refreshing gains nothing; ignoring nxt costs")
+	var colours, labels []string
+	for _, s := range all {
+		if len(s.waits) == 0 {
+			continue
+		}
+		slices.Sort(s.waits)
+		var pts []string
+		n := len(s.waits)
+		for i := 0; i < n; i += max(1, n/200) {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", p2.px(s.waits[i]), p2.py(float64(i+1)/float64(n))))
+		}
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", p2.px(s.waits[n-1]), p2.py(1)))
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"/>`+"\n", s.colour, s.dash, strings.Join(pts, " "))
+		colours, labels = append(colours, s.colour), append(labels, s.label)
+	}
+	legend(&b, p2.x+p2.w-190, p2.y+p2.h-20*float64(len(labels))-10, colours, labels)
+	c := r.Baseline.Config
+	fmt.Fprintf(&b, `<text x="%d" y="%d">%d pre-queue + %d arrivals, %.0f admissions/s, jitter 0-%v, seed %d, sale lasted %v</text>`+"\n",
+		pad, height-20, c.PreQueue, c.Arrivals, c.Rate, c.Jitter, c.Seed, r.Baseline.Duration.Round(time.Second))
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type panel struct {
+	x, y, w, h             float64
+	xmin, xmax, ymin, ymax float64
+}
+
+func (p panel) px(v float64) float64 {
+	if p.xmax == p.xmin {
+		return p.x
+	}
+	return p.x + (v-p.xmin)/(p.xmax-p.xmin)*p.w
+}
+
+func (p panel) py(v float64) float64 {
+	if p.ymax == p.ymin {
+		return p.y + p.h
+	}
+	return p.y + p.h - (v-p.ymin)/(p.ymax-p.ymin)*p.h
+}
+
+func (p panel) frame(b *strings.Builder, xlabel, ylabel, title string) {
+	fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#444"/>`+"\n", p.x, p.y, p.w, p.h)
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", p.x, p.y-12, title)
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", p.x+p.w/2, p.y+p.h+36, xlabel)
+	fmt.Fprintf(b, `<text transform="translate(%.0f,%.0f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", p.x-42, p.y+p.h/2, ylabel)
+	for i := 0; i <= 4; i++ {
+		xv := p.xmin + float64(i)/4*(p.xmax-p.xmin)
+		yv := p.ymin + float64(i)/4*(p.ymax-p.ymin)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle" fill="#444">%.3g</text>`+"\n", p.px(xv), p.y+p.h+16, xv)
+		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end" fill="#444">%.3g</text>`+"\n", p.x-6, p.py(yv)+4, yv)
+	}
+}
+
+func legend(b *strings.Builder, x, y float64, colours, labels []string) {
+	for i, l := range labels {
+		yy := y + float64(i)*20
+		fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="12" height="12" fill="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n", x, yy, colours[i], x+18, yy+10, l)
+	}
+}

@@ -1,0 +1,249 @@
+package admission
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Rejection reasons for tokens. Each is distinct so the gateway can answer
+// with the right status and operators can tell attacks from clock skew.
+var (
+	ErrMalformed   = errors.New("token malformed")
+	ErrAlgorithm   = errors.New("token algorithm not allowed")
+	ErrUnknownKey  = errors.New("token signed with an unknown key")
+	ErrSignature   = errors.New("token signature invalid")
+	ErrAudience    = errors.New("token is for another room")
+	ErrExpired     = errors.New("token expired")
+	ErrNotYetValid = errors.New("token not valid yet")
+	ErrClaims      = errors.New("token claims invalid")
+)
+
+// MaxTokenBytes bounds the tokens the codec will look at. Real tokens are
+// under 600 bytes; refusing larger ones before decoding keeps forged input cheap.
+const MaxTokenBytes = 2048
+
+// Registered holds the registered JWT claims fairgate uses, as plain numbers
+// and strings: decoding them costs a fraction of jwt.RegisteredClaims, and
+// golang-jwt's validator still checks exp, iat and aud through the jwt.Claims
+// methods below. The audience is a single string, as fairgate signs it.
+type Registered struct {
+	ID        string `json:"jti"`
+	Audience  string `json:"aud"`
+	Subject   string `json:"sub"`
+	IssuedAt  int64  `json:"iat"`
+	ExpiresAt int64  `json:"exp"`
+}
+
+// GetExpirationTime implements jwt.Claims.
+func (r Registered) GetExpirationTime() (*jwt.NumericDate, error) {
+	return numericDate(r.ExpiresAt), nil
+}
+
+// GetIssuedAt implements jwt.Claims.
+func (r Registered) GetIssuedAt() (*jwt.NumericDate, error) { return numericDate(r.IssuedAt), nil }
+
+// GetNotBefore implements jwt.Claims; fairgate tokens have no nbf.
+func (r Registered) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+
+// GetIssuer implements jwt.Claims; fairgate tokens have no iss.
+func (r Registered) GetIssuer() (string, error) { return "", nil }
+
+// GetSubject implements jwt.Claims.
+func (r Registered) GetSubject() (string, error) { return r.Subject, nil }
+
+// GetAudience implements jwt.Claims.
+func (r Registered) GetAudience() (jwt.ClaimStrings, error) {
+	if r.Audience == "" {
+		return nil, nil
+	}
+	return jwt.ClaimStrings{r.Audience}, nil
+}
+
+// Expiry is exp as a time.
+func (r Registered) Expiry() time.Time { return time.Unix(r.ExpiresAt, 0) }
+
+// Issued is iat as a time.
+func (r Registered) Issued() time.Time { return time.Unix(r.IssuedAt, 0) }
+
+func numericDate(sec int64) *jwt.NumericDate {
+	if sec == 0 {
+		return nil
+	}
+	return jwt.NewNumericDate(time.Unix(sec, 0))
+}
+
+// WaitClaims is the payload of a waiting token (see DESIGN.md, "Tokens").
+type WaitClaims struct {
+	Registered
+	// Lot is the lottery ticket: 16 random bytes, standard padded base64.
+	Lot string `json:"lot"`
+	// Srv is the serving-clock reading at entry; penalties move it forward.
+	Srv float64 `json:"srv"`
+	// Ch is the proof-of-work challenge, unpadded base64url.
+	Ch string `json:"ch"`
+	// Dif is the proof-of-work difficulty in leading zero bits.
+	Dif int `json:"dif"`
+	// Nxt is the earliest time of the next admission attempt, Unix milliseconds.
+	Nxt int64 `json:"nxt"`
+	// Pen counts attempts made before Nxt since the last penalty.
+	Pen int `json:"pen,omitempty"`
+}
+
+// NextAttempt is Nxt as a time.
+func (c *WaitClaims) NextAttempt() time.Time { return time.UnixMilli(c.Nxt) }
+
+// PassClaims is the payload of a pass: proof that a visitor was admitted.
+type PassClaims struct {
+	Registered
+	// Wid is the id of the waiting token this pass came from.
+	Wid string `json:"wid"`
+	// Ses is the session id the admission hook returned, if any.
+	Ses string `json:"ses,omitempty"`
+}
+
+// Codec signs and strictly verifies fairgate's JWTs with a key ring.
+type Codec struct {
+	keys   *KeyRing
+	leeway time.Duration
+}
+
+// NewCodec returns a codec that tolerates leeway of clock skew on exp and iat.
+func NewCodec(keys *KeyRing, leeway time.Duration) *Codec {
+	return &Codec{keys: keys, leeway: leeway}
+}
+
+// Keys is the codec's key ring.
+func (c *Codec) Keys() *KeyRing { return c.keys }
+
+// Sign signs claims with the ring's signing key, naming it in the kid header.
+func (c *Codec) Sign(claims jwt.Claims) (string, error) {
+	kid := c.keys.SigningID()
+	secret, _ := c.keys.secret(kid)
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(secret)
+	if err != nil {
+		return "", fmt.Errorf("signing token: %w", err)
+	}
+	return s, nil
+}
+
+// ParseWait verifies a waiting token for room at time now.
+func (c *Codec) ParseWait(token, room string, now time.Time) (*WaitClaims, error) {
+	claims := new(WaitClaims)
+	if err := c.parse(token, room, now, claims); err != nil {
+		return nil, err
+	}
+	if claims.ID == "" || claims.Lot == "" || claims.Ch == "" || claims.IssuedAt == 0 ||
+		claims.Dif < 0 || claims.Dif > MaxDifficulty || claims.Pen < 0 {
+		return nil, fmt.Errorf("%w: waiting token is missing fields", ErrClaims)
+	}
+	return claims, nil
+}
+
+// ParsePass verifies a pass for room at time now.
+func (c *Codec) ParsePass(token, room string, now time.Time) (*PassClaims, error) {
+	claims := new(PassClaims)
+	if err := c.parse(token, room, now, claims); err != nil {
+		return nil, err
+	}
+	if claims.ID == "" || claims.Wid == "" {
+		return nil, fmt.Errorf("%w: pass is missing fields", ErrClaims)
+	}
+	return claims, nil
+}
+
+func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) error {
+	if len(token) > MaxTokenBytes {
+		return fmt.Errorf("%w: longer than %d bytes", ErrMalformed, MaxTokenBytes)
+	}
+	if !c.keys.signedByRing(token) {
+		return c.classifyUnsigned(token)
+	}
+	parser := jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithAudience(room),
+		jwt.WithLeeway(c.leeway),
+		jwt.WithStrictDecoding(),
+		jwt.WithTimeFunc(func() time.Time { return now }),
+	)
+	var keyErr error
+	_, err := parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		secret, ok := c.keys.secret(kid)
+		if !ok {
+			keyErr = ErrUnknownKey
+			return nil, keyErr
+		}
+		return secret, nil
+	})
+	if err == nil {
+		return nil
+	}
+	return classify(err, keyErr)
+}
+
+// classifyUnsigned names the reason a token no ring key signed is refused.
+// The cheap reasons come first, so a forged token never costs more than a
+// good one: only a token with an unknown kid or algorithm is decoded further,
+// by golang-jwt, to tell which.
+func (c *Codec) classifyUnsigned(token string) error {
+	if strings.Count(token, ".") != 2 {
+		return fmt.Errorf("%w: not three segments", ErrMalformed)
+	}
+	header, _, _ := strings.Cut(token, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		return fmt.Errorf("%w: header is not base64url", ErrMalformed)
+	}
+	var h struct {
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return fmt.Errorf("%w: header is not JSON", ErrMalformed)
+	}
+	if h.Alg != jwt.SigningMethodHS256.Alg() {
+		return fmt.Errorf("%w: %q", ErrAlgorithm, h.Alg)
+	}
+	if _, ok := c.keys.secret(h.Kid); !ok {
+		return ErrUnknownKey
+	}
+	return ErrSignature
+}
+
+// classify maps golang-jwt's errors to fairgate's reasons. The order matters:
+// golang-jwt joins several sentinel errors into one.
+func classify(err, keyErr error) error {
+	switch {
+	case keyErr != nil:
+		return keyErr
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		// Raised for an algorithm golang-jwt does not know.
+		return fmt.Errorf("%w: %v", ErrAlgorithm, err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid) && errors.Is(err, jwt.ErrSignatureInvalid):
+		return ErrSignature
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		// WithValidMethods rejects `none` and every other algorithm this way,
+		// before any key is looked at.
+		return fmt.Errorf("%w: %v", ErrAlgorithm, err)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return ErrAudience
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return ErrExpired
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
+		return ErrNotYetValid
+	default:
+		return fmt.Errorf("%w: %v", ErrClaims, err)
+	}
+}

@@ -1,0 +1,169 @@
+package admission
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func validWait(now time.Time) *WaitClaims {
+	return &WaitClaims{
+		Registered: Registered{
+			ID: "0193-id", Subject: "anon:x", Audience: "sale",
+			IssuedAt: now.Unix(), ExpiresAt: now.Add(10 * time.Minute).Unix(),
+		},
+		Lot: "AAAAAAAAAAAAAAAAAAAAAA==", Ch: "Y2hhbGxlbmdl", Dif: 4, Nxt: now.UnixMilli(),
+	}
+}
+
+func signWith(t *testing.T, method jwt.SigningMethod, kid string, key any, claims jwt.Claims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(method, claims)
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestParseWaitRejections(t *testing.T) {
+	ring := testRing(t, "k1", "k1")
+	codec := NewCodec(ring, 5*time.Second)
+	good, err := codec.Sign(validWait(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(good, ".")
+	noneToken := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT","kid":"k1"}`)) + "." + parts[1] + "."
+	rsHeader := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","typ":"JWT","kid":"k1"}`))
+	missing := validWait(t0)
+	missing.Lot = ""
+	noExp := validWait(t0)
+	noExp.ExpiresAt = 0
+	otherRoom := validWait(t0)
+	otherRoom.Audience = "other"
+	future := validWait(t0.Add(time.Hour))
+
+	tests := []struct {
+		name  string
+		token string
+		now   time.Time
+		want  error
+	}{
+		{"good", good, t0, nil},
+		{"good within leeway after expiry", good, t0.Add(10*time.Minute + 4*time.Second), nil},
+		{"expired", good, t0.Add(10*time.Minute + 6*time.Second), ErrExpired},
+		{"alg none", noneToken, t0, ErrAlgorithm},
+		{"alg none with a signature", noneToken + parts[2], t0, ErrAlgorithm},
+		{"HS512 with the right secret", signWith(t, jwt.SigningMethodHS512, "k1", secretOf("key k1"), validWait(t0)), t0, ErrAlgorithm},
+		{"RS256 header on an HMAC signature", rsHeader + "." + parts[1] + "." + parts[2], t0, ErrAlgorithm},
+		{"unknown alg", base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"XX1","kid":"k1"}`)) + "." + parts[1] + "." + parts[2], t0, ErrAlgorithm},
+		{"unknown kid", signWith(t, jwt.SigningMethodHS256, "k9", secretOf("key k9"), validWait(t0)), t0, ErrUnknownKey},
+		{"no kid", signWith(t, jwt.SigningMethodHS256, "", secretOf("key k1"), validWait(t0)), t0, ErrUnknownKey},
+		{"wrong secret", signWith(t, jwt.SigningMethodHS256, "k1", secretOf("guess"), validWait(t0)), t0, ErrSignature},
+		{"other room", mustSign(t, codec, otherRoom), t0, ErrAudience},
+		{"issued in the future", mustSign(t, codec, future), t0, ErrNotYetValid},
+		{"no expiry", mustSign(t, codec, noExp), t0, ErrClaims},
+		{"missing lottery", mustSign(t, codec, missing), t0, ErrClaims},
+		{"garbage", "not a token", t0, ErrMalformed},
+		{"empty", "", t0, ErrMalformed},
+		{"two parts", parts[0] + "." + parts[1], t0, ErrMalformed},
+		{"payload not json, signed", signRaw(parts[0]+".bm90IGpzb24", secretOf("key k1")), t0, ErrMalformed},
+		{"payload changed", parts[0] + ".bm90IGpzb24." + parts[2], t0, ErrSignature},
+		{"oversized", strings.Repeat("a", MaxTokenBytes+1), t0, ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claims, err := codec.ParseWait(tt.token, "sale", tt.now)
+			if tt.want == nil {
+				if err != nil || claims.Lot == "" {
+					t.Fatalf("ParseWait: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("ParseWait error %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// signRaw signs arbitrary segments, as an attacker holding the key could.
+func signRaw(signingInput string, key []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(signingInput))
+	return signingInput + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func mustSign(t *testing.T, c *Codec, claims jwt.Claims) string {
+	t.Helper()
+	s, err := c.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestFlippedByteRejected flips one bit in every byte of a valid token: no
+// single change anywhere may still verify.
+func TestFlippedByteRejected(t *testing.T) {
+	codec := NewCodec(testRing(t, "k1", "k1"), 0)
+	good := mustSign(t, codec, validWait(t0))
+	for i := range len(good) {
+		b := []byte(good)
+		b[i] ^= 0x01
+		if _, err := codec.ParseWait(string(b), "sale", t0); err == nil {
+			t.Fatalf("token with byte %d flipped (%q) verified", i, b[i])
+		}
+	}
+}
+
+// TestKeyRotation: a token signed before a rotation verifies after it for as
+// long as its key stays in the ring.
+func TestKeyRotation(t *testing.T) {
+	old := NewCodec(testRing(t, "k1", "k1"), 0)
+	rotated := NewCodec(testRing(t, "k2", "k1", "k2"), 0)
+	retired := NewCodec(testRing(t, "k2", "k2"), 0)
+	tok := mustSign(t, old, validWait(t0))
+	if _, err := rotated.ParseWait(tok, "sale", t0); err != nil {
+		t.Fatalf("old token after rotation: %v", err)
+	}
+	newTok := mustSign(t, rotated, validWait(t0))
+	if !strings.Contains(string(mustDecodeHeader(t, newTok)), `"kid":"k2"`) {
+		t.Fatalf("rotated ring did not sign with k2: %s", mustDecodeHeader(t, newTok))
+	}
+	if _, err := retired.ParseWait(tok, "sale", t0); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("token of a retired key: %v, want ErrUnknownKey", err)
+	}
+}
+
+func mustDecodeHeader(t *testing.T, tok string) []byte {
+	t.Helper()
+	h, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestParsePass(t *testing.T) {
+	codec := NewCodec(testRing(t, "k1", "k1"), 0)
+	pass := &PassClaims{Registered: Registered{ID: "p1", Audience: "sale", Subject: "u",
+		IssuedAt: t0.Unix(), ExpiresAt: t0.Add(time.Minute).Unix()}, Wid: "w1", Ses: "s1"}
+	tok := mustSign(t, codec, pass)
+	got, err := codec.ParsePass(tok, "sale", t0)
+	if err != nil || got.Wid != "w1" || got.Ses != "s1" || got.Audience != "sale" {
+		t.Fatalf("ParsePass = %+v, %v", got, err)
+	}
+	// A waiting token is not a pass: it has no wid.
+	if _, err := codec.ParsePass(mustSign(t, codec, validWait(t0)), "sale", t0); !errors.Is(err, ErrClaims) {
+		t.Fatalf("waiting token accepted as a pass: %v", err)
+	}
+}
