@@ -14,7 +14,7 @@ func BenchmarkIssue(b *testing.B) {
 	room := testRoom(b, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := g.Issue(room, "", t0); err != nil {
+		if _, err := g.Issue(room, Visitor{}, t0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -25,7 +25,7 @@ func BenchmarkIssue(b *testing.B) {
 func BenchmarkDecide(b *testing.B) {
 	g := testGate(b, 1)
 	room := testRoom(b, func(c *RoomConfig) { c.Tau = 24 * time.Hour; c.Adaptive = false })
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	at := tk.Claims.NextAttempt()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -41,7 +41,7 @@ func BenchmarkDecide(b *testing.B) {
 func BenchmarkVerifyWait(b *testing.B) {
 	g := testGate(b, 1)
 	room := testRoom(b, nil)
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := g.Codec().ParseWait(tk.Token, "sale", t0); err != nil {
@@ -53,7 +53,7 @@ func BenchmarkVerifyWait(b *testing.B) {
 func BenchmarkVerifyPass(b *testing.B) {
 	g := testGate(b, 1<<20)
 	room := testRoom(b, func(c *RoomConfig) { c.State = StateOpen })
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	d := g.Decide(context.Background(), room, Attempt{Token: tk.Token, Nonce: "0", Now: tk.Claims.NextAttempt()})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -68,7 +68,7 @@ func BenchmarkVerifyPass(b *testing.B) {
 func BenchmarkRejectForged(b *testing.B) {
 	g := testGate(b, 1)
 	room := testRoom(b, nil)
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	forged := tk.Token[:strings.LastIndexByte(tk.Token, '.')+1] + strings.Repeat("A", 43)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -92,7 +92,7 @@ func BenchmarkVerifyWork(b *testing.B) {
 func BenchmarkGolangJWTBaseline(b *testing.B) {
 	g := testGate(b, 1)
 	room := testRoom(b, nil)
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	secret := secretOf("key k1")
 	keyFunc := func(*jwt.Token) (any, error) { return secret, nil }
 	parser := jwt.NewParser(jwt.WithoutClaimsValidation())

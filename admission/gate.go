@@ -157,9 +157,23 @@ type Ticket struct {
 	EstimateKnown bool
 }
 
-// Issue gives a new visitor a waiting token. subject is the visitor's
-// identity, or empty for an anonymous visitor (who gets a random one).
-func (g *Gate) Issue(room *Room, subject string, now time.Time) (Ticket, error) {
+// Visitor is who is asking, as the gateway established it.
+type Visitor struct {
+	// Subject is the verified identity, or empty for an anonymous visitor
+	// (who gets a random one at issue and is not checked after).
+	Subject string
+	// Binding is a keyed hash of the client's network, or empty.
+	Binding string
+}
+
+// matches reports whether the token belongs to this visitor.
+func (v Visitor) matches(c *WaitClaims) bool {
+	return (v.Subject == "" || c.Subject == v.Subject) && (c.Bnd == "" || c.Bnd == v.Binding)
+}
+
+// Issue gives a new visitor a waiting token.
+func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
+	subject := who.Subject
 	view := room.View(now)
 	id, err := uuid.NewV7FromReader(g.random)
 	if err != nil {
@@ -191,6 +205,7 @@ func (g *Gate) Issue(room *Room, subject string, now time.Time) (Ticket, error) 
 		Srv: view.Clock.At(now),
 		Ch:  ch,
 		Dif: view.Difficulty,
+		Bnd: who.Binding,
 	}
 	g.scheduleNext(room, &view, claims, g.backoff(&view, now), now)
 	return g.ticket(&view, claims, now)
@@ -198,12 +213,12 @@ func (g *Gate) Issue(room *Room, subject string, now time.Time) (Ticket, error) 
 
 // Resume verifies a visitor's existing token and returns it unchanged: a
 // refreshed page costs nothing and changes nothing.
-func (g *Gate) Resume(room *Room, token, subject string, now time.Time) (Ticket, error) {
+func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Ticket, error) {
 	claims, err := g.codec.ParseWait(token, room.Name(), now)
 	if err != nil {
 		return Ticket{}, err
 	}
-	if subject != "" && claims.Subject != subject {
+	if !who.matches(claims) {
 		return Ticket{}, ErrIdentity
 	}
 	view := room.View(now)
@@ -249,9 +264,8 @@ type Attempt struct {
 	Token string
 	// Nonce is the proof-of-work solution, decimal.
 	Nonce string
-	// Subject is the visitor's verified identity, or empty when the room is
-	// anonymous; when set it must match the token's.
-	Subject string
+	// Visitor must match the token's subject and binding.
+	Visitor Visitor
 	Now     time.Time
 }
 
@@ -260,6 +274,9 @@ type Decision struct {
 	Outcome Outcome
 	// Err is the reason for OutcomeInvalid and OutcomeUnavailable.
 	Err error
+	// Claims are the verified claims of the token attempted, nil if it
+	// did not verify.
+	Claims *WaitClaims
 	// Ticket is the re-signed waiting token for wait, busy and early.
 	Ticket Ticket
 	// Pass and PassClaims are set for OutcomeAdmit.
@@ -276,15 +293,15 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	if err != nil {
 		return Decision{Outcome: OutcomeInvalid, Err: err}
 	}
-	if a.Subject != "" && claims.Subject != a.Subject {
-		return Decision{Outcome: OutcomeInvalid, Err: ErrIdentity}
+	if !a.Visitor.matches(claims) {
+		return Decision{Outcome: OutcomeInvalid, Err: ErrIdentity, Claims: claims}
 	}
 	if err := VerifyWork(claims.Ch, claims.Dif, a.Nonce); err != nil {
-		return Decision{Outcome: OutcomeInvalid, Err: err}
+		return Decision{Outcome: OutcomeInvalid, Err: err, Claims: claims}
 	}
 	view := room.View(now)
 	if view.State == StateClosed {
-		return Decision{Outcome: OutcomeClosed}
+		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
 	if now.Add(g.policy.EarlyTolerance).Before(claims.NextAttempt()) {
 		return g.strike(room, &view, claims, now)
@@ -301,9 +318,9 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	used, err := g.ledger.Used(ctx, claims.ID)
 	switch {
 	case err != nil:
-		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("checking token ledger: %w", err), RetryAfter: g.policy.BusyBackoff}
+		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("checking token ledger: %w", err), RetryAfter: g.policy.BusyBackoff, Claims: claims}
 	case used:
-		return Decision{Outcome: OutcomeReused}
+		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
 	if !room.TakeAdmission(now) {
 		return g.wait(room, &view, claims, OutcomeBusy, g.jittered(g.policy.BusyBackoff), now)
@@ -311,9 +328,9 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	fresh, err := g.ledger.Consume(ctx, claims.ID, claims.Expiry().Add(g.policy.Leeway))
 	switch {
 	case err != nil:
-		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("consuming token: %w", err), RetryAfter: g.policy.BusyBackoff}
+		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("consuming token: %w", err), RetryAfter: g.policy.BusyBackoff, Claims: claims}
 	case !fresh:
-		return Decision{Outcome: OutcomeReused}
+		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
 	pc := &PassClaims{
 		Registered: Registered{
@@ -326,9 +343,20 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	}
 	pass, err := g.SignPass(pc)
 	if err != nil {
-		return Decision{Outcome: OutcomeUnavailable, Err: err}
+		return Decision{Outcome: OutcomeUnavailable, Err: err, Claims: claims}
 	}
-	return Decision{Outcome: OutcomeAdmit, Pass: pass, PassClaims: pc}
+	return Decision{Outcome: OutcomeAdmit, Pass: pass, PassClaims: pc, Claims: claims}
+}
+
+// Requeue sends an admitted visitor back to waiting without a strike, when
+// the admission could not complete (the admission hook said the seat service
+// is full): their token is released and re-signed with a fresh nxt.
+func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) Decision {
+	if err := g.ledger.Release(ctx, claims.ID); err != nil {
+		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("releasing token: %w", err), Claims: claims}
+	}
+	view := room.View(now)
+	return g.wait(room, &view, claims, OutcomeWait, g.backoff(&view, now), now)
 }
 
 // SignPass signs a pass, giving it a fresh id. The gateway calls it again
@@ -367,9 +395,9 @@ func (g *Gate) wait(room *Room, view *View, claims *WaitClaims, outcome Outcome,
 	g.scheduleNext(room, view, claims, backoff, now)
 	t, err := g.ticket(view, claims, now)
 	if err != nil {
-		return Decision{Outcome: OutcomeUnavailable, Err: err}
+		return Decision{Outcome: OutcomeUnavailable, Err: err, Claims: claims}
 	}
-	return Decision{Outcome: outcome, Ticket: t, RetryAfter: claims.NextAttempt().Sub(now)}
+	return Decision{Outcome: outcome, Ticket: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
 }
 
 // scheduleNext sets nxt and extends exp past it, and records the new

@@ -34,7 +34,7 @@ func TestDecideAdmitsOnceEligible(t *testing.T) {
 	g := testGate(t, 100)
 	room := testRoom(t, nil)
 	ctx := context.Background()
-	tk, err := g.Issue(room, "", t0)
+	tk, err := g.Issue(room, Visitor{}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestDecideRejections(t *testing.T) {
 	ctx := context.Background()
 	g := testGate(t, 100)
 	room := testRoom(t, func(c *RoomConfig) { c.Difficulty = 8 })
-	tk, err := g.Issue(room, "user-1", t0)
+	tk, err := g.Issue(room, Visitor{Subject: "user-1"}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestDecideRejections(t *testing.T) {
 	}{
 		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, ErrMalformed},
 		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, ErrExpired},
-		{"wrong visitor", Attempt{Token: tk.Token, Nonce: nonce, Subject: "user-2", Now: at}, OutcomeInvalid, ErrIdentity},
+		{"wrong visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-2"}, Now: at}, OutcomeInvalid, ErrIdentity},
 		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Now: at}, OutcomeInvalid, ErrNonceMalformed},
 		{"no nonce", Attempt{Token: tk.Token, Now: at}, OutcomeInvalid, ErrNonceMalformed},
-		{"right visitor", Attempt{Token: tk.Token, Nonce: nonce, Subject: "user-1", Now: at}, OutcomeWait, nil},
+		{"right visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeWait, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestStrikesAndPenalty(t *testing.T) {
 	ctx := context.Background()
 	g := testGate(t, 100)
 	room := testRoom(t, func(c *RoomConfig) { c.Difficulty = 2 })
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	orig := *tk.Claims
 	token, c := tk.Token, tk.Claims
 	now := t0.Add(30 * time.Second)
@@ -162,7 +162,7 @@ func TestDecideRoomStates(t *testing.T) {
 	ctx := context.Background()
 	g := testGate(t, 100)
 	room := testRoom(t, func(c *RoomConfig) { c.Burst = 1; c.Rate = 1 })
-	tk, _ := g.Issue(room, "", t0)
+	tk, _ := g.Issue(room, Visitor{}, t0)
 	nonce := solve(t, tk.Claims)
 	when := eligibleAt(t, g, room, tk.Claims, t0)
 	at := when.Add(time.Second)
@@ -204,7 +204,7 @@ func TestScheduledPreQueue(t *testing.T) {
 	g := testGate(t, 100)
 	start := t0.Add(10 * time.Minute)
 	room := testRoom(t, func(c *RoomConfig) { c.State = StateScheduled; c.SaleStart = start })
-	tk, _ := g.Issue(room, "", t0.Add(time.Minute))
+	tk, _ := g.Issue(room, Visitor{}, t0.Add(time.Minute))
 	if tk.Claims.Srv != 0 {
 		t.Fatalf("pre-queue srv %v, want 0", tk.Claims.Srv)
 	}
@@ -227,7 +227,7 @@ func TestEstimateRevealsNothing(t *testing.T) {
 	room := testRoom(t, nil)
 	var first time.Duration
 	for i := range 50 {
-		tk, err := g.Issue(room, "", t0)
+		tk, err := g.Issue(room, Visitor{}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestLedgerFullFailsClosed(t *testing.T) {
 	g := testGate(t, 1)
 	room := testRoom(t, func(c *RoomConfig) { c.State = StateOpen })
 	for i, want := range []Outcome{OutcomeAdmit, OutcomeUnavailable} {
-		tk, _ := g.Issue(room, "", t0)
+		tk, _ := g.Issue(room, Visitor{}, t0)
 		d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: "0", Now: tk.Claims.NextAttempt()})
 		if d.Outcome != want {
 			t.Fatalf("attempt %d: %v (%v), want %v", i, d.Outcome, d.Err, want)
@@ -255,12 +255,12 @@ func TestLedgerFullFailsClosed(t *testing.T) {
 func TestResumeChangesNothing(t *testing.T) {
 	g := testGate(t, 100)
 	room := testRoom(t, nil)
-	tk, _ := g.Issue(room, "u", t0)
-	again, err := g.Resume(room, tk.Token, "u", t0.Add(time.Second))
+	tk, _ := g.Issue(room, Visitor{Subject: "u"}, t0)
+	again, err := g.Resume(room, tk.Token, Visitor{Subject: "u"}, t0.Add(time.Second))
 	if err != nil || again.Token != tk.Token {
 		t.Fatalf("Resume: %v", err)
 	}
-	if _, err := g.Resume(room, tk.Token, "someone else", t0); !errors.Is(err, ErrIdentity) {
+	if _, err := g.Resume(room, tk.Token, Visitor{Subject: "someone else"}, t0); !errors.Is(err, ErrIdentity) {
 		t.Fatalf("Resume by another visitor: %v", err)
 	}
 }
@@ -280,5 +280,35 @@ func TestNewRoomValidates(t *testing.T) {
 		if _, err := NewRoom(cfg, t0); err == nil {
 			t.Errorf("case %d: invalid config accepted: %+v", i, cfg)
 		}
+	}
+}
+
+func TestBindingAndRequeue(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 100)
+	room := testRoom(t, func(c *RoomConfig) { c.State = StateOpen })
+	tk, err := g.Issue(room, Visitor{Binding: "net-a"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Claims.Bnd != "net-a" || tk.Claims.Subject == "" {
+		t.Fatalf("claims %+v", tk.Claims)
+	}
+	at := tk.Claims.NextAttempt()
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: "0", Visitor: Visitor{Binding: "net-b"}, Now: at}); !errors.Is(d.Err, ErrIdentity) {
+		t.Fatalf("token from another network: %v (%v)", d.Outcome, d.Err)
+	}
+	d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: "0", Visitor: Visitor{Binding: "net-a"}, Now: at})
+	if d.Outcome != OutcomeAdmit {
+		t.Fatalf("same network: %v (%v)", d.Outcome, d.Err)
+	}
+	// The hook turned the admission away: the token waits again, unpunished.
+	back := g.Requeue(ctx, room, d.Claims, at)
+	if back.Outcome != OutcomeWait || back.Ticket.Claims.Pen != 0 || back.Ticket.Claims.ID != tk.Claims.ID {
+		t.Fatalf("requeue: %v %+v", back.Outcome, back.Ticket.Claims)
+	}
+	again := g.Decide(ctx, room, Attempt{Token: back.Ticket.Token, Nonce: "0", Visitor: Visitor{Binding: "net-a"}, Now: back.Ticket.Claims.NextAttempt()})
+	if again.Outcome != OutcomeAdmit {
+		t.Fatalf("after requeue: %v (%v)", again.Outcome, again.Err)
 	}
 }

@@ -19,6 +19,9 @@ type Ledger interface {
 	// Consume marks id used until the given time, reporting false if it
 	// already was.
 	Consume(ctx context.Context, id string, until time.Time) (bool, error)
+	// Release forgets a consumed id whose admission did not go through
+	// (the admission hook turned it away), so the token may try again.
+	Release(ctx context.Context, id string) error
 }
 
 // MemoryLedger is a bounded Ledger in process memory for one node. Ids are
@@ -61,6 +64,15 @@ func (l *MemoryLedger) Consume(_ context.Context, id string, until time.Time) (b
 	return true, nil
 }
 
+// Release implements Ledger. The heap entry stays until it expires; Consume
+// skips the stale entry because the map no longer names it.
+func (l *MemoryLedger) Release(_ context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.until, id)
+	return nil
+}
+
 // Len is the number of ids remembered.
 func (l *MemoryLedger) Len() int {
 	l.mu.Lock()
@@ -71,7 +83,9 @@ func (l *MemoryLedger) Len() int {
 func (l *MemoryLedger) forgetExpired(now time.Time) {
 	for len(l.order) > 0 && l.order[0].until.Before(now) {
 		e := heap.Pop(&l.order).(expiring)
-		delete(l.until, e.id)
+		if l.until[e.id].Equal(e.until) {
+			delete(l.until, e.id)
+		}
 	}
 }
 

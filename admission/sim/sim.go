@@ -197,7 +197,7 @@ func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 		}
 		switch {
 		case st.token == "":
-			tk, err := st.gate.Issue(room, "", now)
+			tk, err := st.gate.Issue(room, admission.Visitor{}, now)
 			if err != nil {
 				return nil, err
 			}
@@ -208,7 +208,7 @@ func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 			}
 		case ev.poll:
 			// A refresh: the page reads its cookie and asks for the token.
-			if _, err := st.gate.Resume(room, st.token, "", now); err != nil {
+			if _, err := st.gate.Resume(room, st.token, admission.Visitor{}, now); err != nil {
 				return nil, fmt.Errorf("visitor %d refresh: %w", v.ID, err)
 			}
 			v.Polls++

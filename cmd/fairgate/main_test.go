@@ -82,7 +82,7 @@ func TestKeygenAndInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(10, time.Now))
-	tk, err := gate.Issue(room, "", time.Now())
+	tk, err := gate.Issue(room, admission.Visitor{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
