@@ -209,22 +209,31 @@ func randomSecret() (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
-func resolveSecret(spec string, env Environment) ([]byte, error) {
-	text := spec
+// ResolveText resolves a value that may be `env:NAME` or `file:/path`
+// to its text; anything else is returned as it is.
+func ResolveText(spec string, env Environment) (string, error) {
 	switch {
 	case strings.HasPrefix(spec, "env:"):
 		name := strings.TrimPrefix(spec, "env:")
-		text = env.getenv(name)
+		text := env.getenv(name)
 		if text == "" {
-			return nil, fmt.Errorf("environment variable %s is empty or unset", name)
+			return "", fmt.Errorf("environment variable %s is empty or unset", name)
 		}
+		return text, nil
 	case strings.HasPrefix(spec, "file:"):
-		path := strings.TrimPrefix(spec, "file:")
-		b, err := env.readFile(path)
+		b, err := env.readFile(strings.TrimPrefix(spec, "file:"))
 		if err != nil {
-			return nil, fmt.Errorf("reading secret file: %w", err)
+			return "", fmt.Errorf("reading secret file: %w", err)
 		}
-		text = string(b)
+		return string(b), nil
+	}
+	return spec, nil
+}
+
+func resolveSecret(spec string, env Environment) ([]byte, error) {
+	text, err := ResolveText(spec, env)
+	if err != nil {
+		return nil, err
 	}
 	return decodeSecret(strings.TrimSpace(text))
 }
@@ -240,4 +249,18 @@ func decodeSecret(text string) ([]byte, error) {
 		}
 	}
 	return nil, errors.New("secret is not base64")
+}
+
+// Bind returns a short keyed hash of data, such as a client address, so a
+// token can be tied to it without carrying it. The lottery key is used with a
+// prefix no lottery ticket (base64) can start with, so the two uses never
+// collide.
+func (k *KeyRing) Bind(data string) string {
+	mac := k.lotteryMACs.Get().(hash.Hash)
+	defer k.lotteryMACs.Put(mac)
+	mac.Reset()
+	_, _ = io.WriteString(mac, "bind\x00")
+	_, _ = io.WriteString(mac, data)
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:12])
 }

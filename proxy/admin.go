@@ -1,0 +1,242 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// Rooms is the set of live rooms the admin API manages, by name.
+type Rooms struct {
+	mu    sync.RWMutex
+	rooms map[string]*Shared
+}
+
+// NewRooms returns an empty set.
+func NewRooms() *Rooms { return &Rooms{rooms: map[string]*Shared{}} }
+
+// Put adds or replaces a room.
+func (rs *Rooms) Put(sh *Shared) {
+	rs.mu.Lock()
+	rs.rooms[sh.Room.Name()] = sh
+	rs.mu.Unlock()
+}
+
+// Delete removes a room if it is still sh.
+func (rs *Rooms) Delete(sh *Shared) {
+	rs.mu.Lock()
+	if rs.rooms[sh.Room.Name()] == sh {
+		delete(rs.rooms, sh.Room.Name())
+	}
+	rs.mu.Unlock()
+}
+
+// Get returns a room by name.
+func (rs *Rooms) Get(name string) (*Shared, bool) {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	sh, ok := rs.rooms[name]
+	return sh, ok
+}
+
+func (rs *Rooms) all() []*Shared {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	out := make([]*Shared, 0, len(rs.rooms))
+	for _, sh := range rs.rooms {
+		out = append(out, sh)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Room.Name() < out[j].Room.Name() })
+	return out
+}
+
+// RoomStatus is a room's live figures in the admin API.
+type RoomStatus struct {
+	Room       string  `json:"room"`
+	State      string  `json:"state"`
+	Reason     string  `json:"reason,omitempty"`
+	SaleStart  string  `json:"sale_start,omitempty"`
+	Rate       float64 `json:"rate"`
+	Difficulty int     `json:"difficulty"`
+	// ClockSpeed is 1/tau now; Clock is S(now).
+	ClockSpeed float64 `json:"clock_speed"`
+	Clock      float64 `json:"clock"`
+	// Waiting is the estimated population; Eligible the eligible attempts per second.
+	Waiting     float64 `json:"waiting"`
+	Eligible    float64 `json:"eligible_per_second"`
+	BucketLevel float64 `json:"bucket_level"`
+	// EstimateSeconds is the public wait estimate, absent when unknown.
+	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	UsedTokens      int      `json:"used_tokens"`
+}
+
+// Status reads a room's live figures.
+func (sh *Shared) Status(now time.Time) RoomStatus {
+	v := sh.Room.View(now)
+	st := RoomStatus{
+		Room: v.Name, State: string(v.State), Rate: v.Rate, Difficulty: v.Difficulty,
+		ClockSpeed: v.Clock.SpeedAt(now), Clock: v.Clock.At(now),
+		Waiting: sh.Room.Population(now), Eligible: sh.Room.EligibleRate(now),
+		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.Ledger.Len(),
+	}
+	if v.State == admission.StateClosed {
+		st.Reason = sh.ClosedReason()
+	}
+	if !v.SaleStart.IsZero() {
+		st.SaleStart = v.SaleStart.UTC().Format(time.RFC3339)
+	}
+	if est, ok := v.EstimateWait(now); ok {
+		secs := math.Round(est.Seconds())
+		st.EstimateSeconds = &secs
+	}
+	return st
+}
+
+// RoomChange is a live change through the admin API; absent fields stay.
+type RoomChange struct {
+	State *string `json:"state,omitempty"`
+	// Reason goes with state closed: "sold_out" shows the sold-out page.
+	Reason     *string  `json:"reason,omitempty"`
+	SaleStart  *string  `json:"sale_start,omitempty"`
+	Rate       *float64 `json:"rate,omitempty"`
+	Burst      *float64 `json:"burst,omitempty"`
+	Difficulty *int     `json:"difficulty,omitempty"`
+}
+
+// Apply makes a change live. It validates everything before changing anything.
+func (sh *Shared) Apply(c RoomChange, now time.Time) error {
+	v := sh.Room.View(now)
+	state := v.State
+	if c.State != nil {
+		s, err := admission.ParseState(*c.State)
+		if err != nil {
+			return err
+		}
+		state = s
+	}
+	saleStart := v.SaleStart
+	if c.SaleStart != nil {
+		t, err := time.Parse(time.RFC3339, *c.SaleStart)
+		if err != nil {
+			return err
+		}
+		saleStart = t
+	}
+	if c.Reason != nil && *c.Reason != "" && *c.Reason != "sold_out" {
+		return errBadReason
+	}
+	if c.Difficulty != nil && (*c.Difficulty < 0 || *c.Difficulty > admission.MaxDifficulty) {
+		return errBadDifficulty
+	}
+	if c.Rate != nil && (*c.Rate <= 0 || math.IsNaN(*c.Rate) || math.IsInf(*c.Rate, 0)) {
+		return errBadRate
+	}
+	if c.State != nil || c.SaleStart != nil {
+		if err := sh.Room.SetState(state, saleStart, now); err != nil {
+			return err
+		}
+	}
+	if c.Rate != nil || c.Burst != nil {
+		rate, burst := v.Rate, math.Max(1, v.Rate)
+		if c.Rate != nil {
+			rate, burst = *c.Rate, math.Max(1, *c.Rate)
+		}
+		if c.Burst != nil {
+			burst = *c.Burst
+		}
+		if err := sh.Room.SetRate(rate, burst, now); err != nil {
+			return err
+		}
+	}
+	if c.Difficulty != nil {
+		if err := sh.Room.SetDifficulty(*c.Difficulty); err != nil {
+			return err
+		}
+	}
+	if c.Reason != nil {
+		sh.setClosedReason(*c.Reason)
+	} else if c.State != nil && state != admission.StateClosed {
+		sh.setClosedReason("")
+	}
+	return nil
+}
+
+type adminError string
+
+func (e adminError) Error() string { return string(e) }
+
+const (
+	errBadReason     adminError = `reason must be "sold_out" or empty`
+	errBadDifficulty adminError = "difficulty must be 0 to 32 bits"
+	errBadRate       adminError = "rate must be a positive number of admissions per second"
+)
+
+// AdminHandler serves the admin API under any prefix it is mounted at:
+//
+//	GET  /rooms          every room's live figures
+//	GET  /rooms/{room}   one room's
+//	POST /rooms/{room}   a RoomChange: state, reason, sale_start, rate, burst, difficulty
+//
+// A non-empty token requires `Authorization: Bearer <token>`.
+func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
+				return
+			}
+		}
+		ServeAdmin(w, r, rooms, now())
+	})
+}
+
+// ServeAdmin answers one admin request; the path's last segments are
+// `rooms` or `rooms/{room}`. The Caddy admin API calls it too.
+func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.Time) {
+	_, rest, found := strings.Cut(r.URL.Path, "/rooms")
+	if !found {
+		writeError(w, http.StatusNotFound, "not_found", "try /rooms")
+		return
+	}
+	name := strings.Trim(rest, "/")
+	if name == "" {
+		if !allowMethod(w, r, http.MethodGet) {
+			return
+		}
+		var out []RoomStatus
+		for _, sh := range rooms.all() {
+			out = append(out, sh.Status(now))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"rooms": out})
+		return
+	}
+	sh, ok := rooms.Get(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no room "+name)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		writeJSON(w, http.StatusOK, sh.Status(now))
+	case http.MethodPost, http.MethodPatch:
+		var c RoomChange
+		if err := decodeJSON(w, r, 4096, &c); err != nil {
+			return
+		}
+		if err := sh.Apply(c, now); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, sh.Status(now))
+	default:
+		allowMethod(w, r, http.MethodGet, http.MethodPost)
+	}
+}

@@ -1,0 +1,318 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+type cookieNames struct{ wait, pass string }
+
+// ticketJSON is what the waiting page and apps learn of a waiting token.
+// Nothing in it is derived from the lottery number.
+type ticketJSON struct {
+	Room  string `json:"room"`
+	State string `json:"state"`
+	// Token is the waiting token itself, for apps without cookies.
+	Token      string `json:"token,omitempty"`
+	Challenge  string `json:"challenge,omitempty"`
+	Difficulty int    `json:"difficulty"`
+	// NextAttempt is nxt, Unix milliseconds; RetryAfter is the same as
+	// seconds from now, for clients whose clock is off.
+	NextAttempt int64   `json:"next_attempt,omitempty"`
+	RetryAfter  float64 `json:"retry_after"`
+	// EstimateSeconds is the public wait estimate; absent when unknown.
+	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	SaleStart       string   `json:"sale_start,omitempty"`
+	Strikes         int      `json:"strikes,omitempty"`
+	Outcome         string   `json:"outcome,omitempty"`
+	Message         string   `json:"message,omitempty"`
+}
+
+type admitRequest struct {
+	Nonce string `json:"nonce"`
+	// Token is for apps that keep the waiting token themselves.
+	Token string `json:"token,omitempty"`
+	// Return is where to send the visitor once admitted: a path on this site.
+	Return string `json:"return,omitempty"`
+}
+
+type admitResponse struct {
+	Admitted bool   `json:"admitted"`
+	Redirect string `json:"redirect"`
+	Pass     string `json:"pass"`
+	Session  string `json:"session,omitempty"`
+	Expires  int64  `json:"expires"`
+}
+
+func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, rest string) {
+	switch {
+	case rest == "token":
+		if !allowMethod(w, r, http.MethodPost) {
+			return
+		}
+		g.serveToken(w, r)
+	case rest == "admit":
+		if !allowMethod(w, r, http.MethodPost) {
+			return
+		}
+		g.serveAdmit(w, r)
+	case rest == "status":
+		if !allowMethod(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		g.serveStatus(w, r)
+	case strings.HasPrefix(rest, "assets/"):
+		if !allowMethod(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		serveAsset(w, r, strings.TrimPrefix(rest, "assets/"))
+	default:
+		writeError(w, http.StatusNotFound, "not_found", "no such fairgate endpoint")
+	}
+}
+
+// serveToken gives a visitor a waiting token, or returns the one they hold
+// unchanged: refreshing costs nothing and changes nothing.
+func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
+	now := g.now()
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes)); err != nil {
+		writeBodyError(w, err)
+		return
+	}
+	view := g.shared.Room.View(now)
+	if view.State == admission.StateClosed {
+		g.writeClosedJSON(w)
+		return
+	}
+	who, err := g.visitor(r, now)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
+		return
+	}
+	if c, err := r.Cookie(g.cookies.wait); err == nil && c.Value != "" {
+		tk, err := g.gate.Resume(g.shared.Room, c.Value, who, now)
+		if err == nil {
+			g.writeTicket(w, r, http.StatusOK, tk, view, now, "")
+			return
+		}
+		// An expired or foreign token just means a new one.
+		g.log.Debug("replacing waiting token", zap.String("room", g.cfg.Room), zap.Error(err))
+	}
+	tk, err := g.gate.Issue(g.shared.Room, who, now)
+	if err != nil {
+		g.log.Error("issuing token", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "internal", "could not issue a token")
+		return
+	}
+	g.metrics.issued.Inc()
+	g.writeTicket(w, r, http.StatusOK, tk, view, now, "")
+}
+
+func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
+	now := g.now()
+	var req admitRequest
+	if err := decodeJSON(w, r, g.cfg.MaxBodyBytes, &req); err != nil {
+		return
+	}
+	token := req.Token
+	if token == "" {
+		if c, err := r.Cookie(g.cookies.wait); err == nil {
+			token = c.Value
+		}
+	}
+	if token == "" {
+		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
+		return
+	}
+	// While the bucket is empty nobody can be admitted: answer from one
+	// prepared response without verifying anything.
+	if empty, refill := g.shared.Room.BucketEmpty(now); empty && g.shared.Room.View(now).State == admission.StateQueue {
+		g.metrics.attempts.WithLabelValues("busy_cached").Inc()
+		writeBusy(w, refill)
+		return
+	}
+	who, err := g.visitor(r, now)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
+		return
+	}
+	d := g.gate.Decide(r.Context(), g.shared.Room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
+	g.metrics.attempts.WithLabelValues(d.Outcome.String()).Inc()
+	view := g.shared.Room.View(now)
+	switch d.Outcome {
+	case admission.OutcomeAdmit:
+		g.admit(w, r, d, req.Return, now)
+	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
+		if d.Outcome == admission.OutcomeEarly {
+			g.metrics.strikes.Inc()
+		}
+		g.writeTicket(w, r, http.StatusTooManyRequests, d.Ticket, view, now, d.Outcome.String())
+	case admission.OutcomeInvalid:
+		status, code := invalidStatus(d.Err)
+		if code == "pow" {
+			g.metrics.powFailures.Inc()
+		}
+		writeError(w, status, code, d.Err.Error())
+	case admission.OutcomeReused:
+		writeError(w, http.StatusConflict, "token_used", "this waiting token was already used; request a new one")
+	case admission.OutcomeClosed:
+		g.writeClosedJSON(w)
+	default:
+		g.log.Error("admission unavailable", zap.String("room", g.cfg.Room), zap.Error(d.Err))
+		w.Header().Set("Retry-After", "2")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
+	}
+}
+
+// admit completes an admission: the hook, then the pass cookie.
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Decision, ret string, now time.Time) {
+	pass, session := d.Pass, ""
+	if g.hook != nil {
+		res := g.hook.call(r.Context(), g.cfg.Room, d.Pass, d.PassClaims)
+		switch {
+		case res.err == nil && res.admit:
+			session = res.session
+		case res.err == nil || g.hook.onFailure == "closed":
+			// The seat service is full (409/429) or down with a closed
+			// policy: back to waiting, no strike.
+			if res.err != nil {
+				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
+				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
+			}
+			back := g.gate.Requeue(r.Context(), g.shared.Room, d.Claims, now)
+			if back.Outcome != admission.OutcomeWait {
+				w.Header().Set("Retry-After", "2")
+				writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
+				return
+			}
+			g.writeTicket(w, r, http.StatusTooManyRequests, back.Ticket, g.shared.Room.View(now), now, "deferred")
+			return
+		default:
+			g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
+			g.log.Warn("admission hook failed; admitting without a session (on_failure open)", zap.String("room", g.cfg.Room), zap.Error(res.err))
+		}
+	}
+	if session != "" {
+		d.PassClaims.Ses = session
+		signed, err := g.gate.SignPass(d.PassClaims)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", "could not sign the pass")
+			return
+		}
+		pass = signed
+	}
+	g.metrics.admissions.Inc()
+	expires := d.PassClaims.Expiry()
+	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
+	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
+	writeJSON(w, http.StatusOK, admitResponse{Admitted: true, Redirect: safeReturn(ret), Pass: pass, Session: session, Expires: expires.Unix()})
+}
+
+type statusJSON struct {
+	Room            string   `json:"room"`
+	State           string   `json:"state"`
+	Reason          string   `json:"reason,omitempty"`
+	SaleStart       string   `json:"sale_start,omitempty"`
+	Rate            float64  `json:"rate"`
+	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	Waiting         float64  `json:"waiting"`
+}
+
+// serveStatus is the public room status, the same for everyone, cacheable
+// for a second.
+func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
+	now := g.now()
+	view := g.shared.Room.View(now)
+	st := statusJSON{Room: view.Name, State: string(view.State), Rate: view.Rate, Waiting: math.Round(g.shared.Room.Population(now))}
+	if view.State == admission.StateClosed {
+		st.Reason = g.shared.ClosedReason()
+	}
+	if !view.SaleStart.IsZero() {
+		st.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
+	}
+	if est, ok := view.EstimateWait(now); ok {
+		secs := math.Round(est.Seconds())
+		st.EstimateSeconds = &secs
+	}
+	w.Header().Set("Cache-Control", "public, max-age=1")
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int, tk admission.Ticket, view admission.View, now time.Time, outcome string) {
+	c := tk.Claims
+	retry := c.NextAttempt().Sub(now)
+	body := ticketJSON{
+		Room: view.Name, State: string(view.State), Token: tk.Token,
+		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
+		RetryAfter: math.Max(0, retry.Seconds()), Strikes: c.Pen, Outcome: outcome,
+	}
+	if tk.EstimateKnown {
+		secs := math.Round(tk.Estimate.Seconds())
+		body.EstimateSeconds = &secs
+	}
+	if !view.SaleStart.IsZero() {
+		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
+	}
+	setCookie(w, r, g.cookies.wait, tk.Token, c.Expiry(), g.cfg.trusted)
+	w.Header().Set("Cache-Control", "no-store")
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
+	}
+	writeJSON(w, status, body)
+}
+
+func (g *Gateway) writeClosedJSON(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "60")
+	reason := g.shared.ClosedReason()
+	msg := "the waiting room is closed"
+	if reason == "sold_out" {
+		msg = "sold out"
+	}
+	writeErrorReason(w, http.StatusServiceUnavailable, "closed", msg, reason)
+}
+
+// invalidStatus maps a rejection to DESIGN.md's statuses.
+func invalidStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, admission.ErrMalformed), errors.Is(err, admission.ErrNonceMalformed):
+		return http.StatusBadRequest, "malformed"
+	case errors.Is(err, admission.ErrWorkInsufficient):
+		return http.StatusForbidden, "pow"
+	case errors.Is(err, admission.ErrIdentity):
+		return http.StatusForbidden, "identity"
+	default: // signature, algorithm, key, audience, expiry, claims
+		return http.StatusUnauthorized, "token_invalid"
+	}
+}
+
+// busyBody is the one response every attempt gets while the bucket is empty.
+var busyBody = []byte(`{"error":{"code":"busy","message":"admissions are full this moment; your place is kept, try again after Retry-After"}}` + "\n")
+
+func writeBusy(w http.ResponseWriter, refill time.Duration) {
+	secs := int(math.Ceil(math.Max(1, math.Min(refill.Seconds(), 60))))
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", secs))
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(busyBody)
+}
+
+// safeReturn keeps redirects on this site: a path, not a URL.
+func safeReturn(ret string) string {
+	if ret == "" || !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.HasPrefix(ret, "/\\") ||
+		strings.ContainsAny(ret, "\r\n") {
+		return "/"
+	}
+	return ret
+}

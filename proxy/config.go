@@ -1,0 +1,307 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// Config is one waiting room in front of one site. Its JSON is the JSON of
+// the Caddy module `http.handlers.waiting_room` and of `fairgate proxy
+// --config`: one struct for both front doors.
+type Config struct {
+	// Room names the waiting room: the audience of its tokens, the suffix
+	// of its cookies (`fairgate_wait_<room>`, `fairgate_pass_<room>`) and its
+	// name in the admin API. Letters, digits, `-` and `_`. Default: `main`.
+	Room string `json:"room,omitempty"`
+	// State the room starts in: `open`, `queue`, `scheduled`, `paused` or
+	// `closed`. Default: `queue`. Changed live through the admin API.
+	State string `json:"state,omitempty"`
+	// SaleStart is when a `scheduled` room starts admitting, RFC 3339.
+	SaleStart string `json:"sale_start,omitempty"`
+	// Rate is the target number of admissions per second. Default:
+	// Sessions / SessionLength when Sessions is set (Little's law), else 10.
+	Rate float64 `json:"rate,omitempty"`
+	// Sessions is the target number of concurrent sessions on the site.
+	Sessions int `json:"sessions,omitempty"`
+	// SessionLength is how long a pass lasts. Default: 15m.
+	SessionLength Duration `json:"session_length,omitempty"`
+	// Burst is the most admissions allowed at once. Default: one second's Rate.
+	Burst float64 `json:"burst,omitempty"`
+	// Tau is the mean wait the serving clock starts with, before the
+	// controller has measured the queue. Default: 2m.
+	Tau Duration `json:"tau,omitempty"`
+	// FixedSpeed keeps the clock at 1/Tau instead of letting the controller
+	// match the eligible rate to Rate.
+	FixedSpeed bool `json:"fixed_speed,omitempty"`
+	// Difficulty is the proof-of-work difficulty in leading zero bits.
+	// Default: 16 (about 65,000 hashes, well under a second in a browser).
+	Difficulty *int `json:"difficulty,omitempty"`
+	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
+	// `env:NAME` or `file:/path`. Without keys the gateway generates some
+	// and warns: a restart then invalidates every token.
+	Keys admission.KeysConfig `json:"keys,omitempty"`
+	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`.
+	Prefix string `json:"prefix,omitempty"`
+	// Bypass lets requests through without a pass.
+	Bypass Bypass `json:"bypass,omitempty"`
+	// Identity, when set, verifies the site's own login JWT and ties
+	// waiting tokens and passes to its subject.
+	Identity *Identity `json:"identity,omitempty"`
+	// BindIP ties waiting tokens to a keyed hash of the client's address.
+	BindIP bool `json:"bind_ip,omitempty"`
+	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
+	// finding the client's address.
+	TrustedProxies []string `json:"trusted_proxies,omitempty"`
+	// Hook is called when a visitor is admitted.
+	Hook *Hook `json:"admission_hook,omitempty"`
+	// Cache serves configured read paths from memory.
+	Cache *Cache `json:"cache,omitempty"`
+	// WaitingStatus is the status of the waiting page. Default: 200.
+	WaitingStatus int `json:"waiting_status,omitempty"`
+	// ClosedPage and SoldOutPage are HTML files shown while the room is
+	// closed (SoldOutPage when it was closed as sold out). Default: built in.
+	ClosedPage  string `json:"closed_page,omitempty"`
+	SoldOutPage string `json:"sold_out_page,omitempty"`
+	// TokenTTL is how long a waiting token lives past its next attempt.
+	// Default: 10m.
+	TokenTTL Duration `json:"token_ttl,omitempty"`
+	// MinBackoff and MaxBackoff bound the time between admission
+	// attempts. Defaults: 2s and 30s.
+	MinBackoff Duration `json:"min_backoff,omitempty"`
+	MaxBackoff Duration `json:"max_backoff,omitempty"`
+	// LedgerSize bounds how many used token ids this node remembers.
+	// Default: 1048576. When full, admissions fail closed (503).
+	LedgerSize int `json:"ledger_size,omitempty"`
+	// MaxBodyBytes bounds request bodies of the gateway's endpoints.
+	// Default: 4096.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+}
+
+// Bypass rules let matching requests through without a pass. A request
+// bypasses when any rule matches.
+type Bypass struct {
+	// Paths are path prefixes, or globs with `*` (one segment) and a
+	// trailing `/**` (any depth).
+	Paths []string `json:"paths,omitempty"`
+	// Methods, e.g. `OPTIONS`.
+	Methods []string `json:"methods,omitempty"`
+	// CIDRs of clients, e.g. health checkers.
+	CIDRs []string `json:"cidrs,omitempty"`
+	// UserAgents are regular expressions matched against User-Agent.
+	UserAgents []string `json:"user_agents,omitempty"`
+}
+
+// Identity verifies the site's login JWT.
+type Identity struct {
+	// Cookie names the cookie holding the JWT.
+	Cookie string `json:"cookie,omitempty"`
+	// Header names the header holding it (`Authorization` takes a Bearer token).
+	Header string `json:"header,omitempty"`
+	// Algorithm is the JWT algorithm: HS256, HS384, HS512, RS256, ES256 or EdDSA.
+	Algorithm string `json:"algorithm"`
+	// Key is the HMAC secret (base64) or the PEM public key; `env:` and
+	// `file:` work as for Keys.
+	Key string `json:"key"`
+	// Issuer and Audience, when set, must match.
+	Issuer   string `json:"issuer,omitempty"`
+	Audience string `json:"audience,omitempty"`
+	// Required refuses visitors without a valid login (401) instead of
+	// letting them wait anonymously.
+	Required bool `json:"required,omitempty"`
+}
+
+// Hook is called with the pass when a visitor is admitted. A 2xx answer
+// admits, and a `session` string in its JSON body goes into the pass as
+// `ses`; 409 or 429 keeps the visitor waiting without penalty; anything
+// else, or no answer within Timeout, follows OnFailure.
+type Hook struct {
+	URL string `json:"url"`
+	// Timeout of one call. Default: 3s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// OnFailure is `closed` (keep the visitor waiting; default) or `open`
+	// (admit without a session).
+	OnFailure string `json:"on_failure,omitempty"`
+}
+
+// Cache serves read paths from memory.
+type Cache struct {
+	// Paths as in Bypass.Paths. Only GET and HEAD are cached.
+	Paths []string `json:"paths"`
+	// TTL when the upstream sends no `s-maxage`/`max-age`. Default: 2s.
+	TTL Duration `json:"ttl,omitempty"`
+	// StaleWhileRevalidate is how long an expired entry is served while one
+	// request refreshes it. Default: 10s.
+	StaleWhileRevalidate Duration `json:"stale_while_revalidate,omitempty"`
+	// MaxBytes bounds the memory of cached bodies. Default: 64 MiB.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// MaxEntryBytes bounds one cached body. Default: 1 MiB.
+	MaxEntryBytes int64 `json:"max_entry_bytes,omitempty"`
+}
+
+// Duration is a time.Duration that reads from JSON as a string such as
+// "1m30s" or a number of nanoseconds, as Caddy's durations do.
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\" or nanoseconds: %s", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+var roomName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// settings is a Config with defaults applied and values parsed.
+type settings struct {
+	Config
+	state      admission.State
+	saleStart  time.Time
+	difficulty int
+	trusted    []netip.Prefix
+}
+
+// defaults fills in defaults and checks the config.
+func (c Config) settle() (settings, error) {
+	s := settings{Config: c}
+	if s.Room == "" {
+		s.Room = "main"
+	}
+	if !roomName.MatchString(s.Room) {
+		return s, fmt.Errorf("room %q: use 1 to 64 letters, digits, '-' or '_'", s.Room)
+	}
+	if s.State == "" {
+		s.State = string(admission.StateQueue)
+	}
+	st, err := admission.ParseState(s.State)
+	if err != nil {
+		return s, err
+	}
+	s.state = st
+	if s.SaleStart != "" {
+		if s.saleStart, err = time.Parse(time.RFC3339, s.SaleStart); err != nil {
+			return s, fmt.Errorf("sale_start: %w", err)
+		}
+	}
+	if st == admission.StateScheduled && s.saleStart.IsZero() {
+		return s, errors.New("a scheduled room needs sale_start")
+	}
+	setDur(&s.SessionLength, 15*time.Minute)
+	setDur(&s.Tau, 2*time.Minute)
+	setDur(&s.TokenTTL, 10*time.Minute)
+	setDur(&s.MinBackoff, 2*time.Second)
+	setDur(&s.MaxBackoff, 30*time.Second)
+	if s.Rate == 0 && s.Sessions > 0 {
+		s.Rate = float64(s.Sessions) / time.Duration(s.SessionLength).Seconds()
+	}
+	if s.Rate == 0 {
+		s.Rate = 10
+	}
+	if s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
+		return s, fmt.Errorf("rate %v: must be a positive number of admissions per second", s.Rate)
+	}
+	if s.Burst == 0 {
+		s.Burst = math.Max(1, s.Rate)
+	}
+	s.difficulty = 16
+	if s.Difficulty != nil {
+		s.difficulty = *s.Difficulty
+	}
+	if s.difficulty < 0 || s.difficulty > admission.MaxDifficulty {
+		return s, fmt.Errorf("difficulty %d: must be 0 to %d bits", s.difficulty, admission.MaxDifficulty)
+	}
+	if s.Prefix == "" {
+		s.Prefix = "/_fairgate"
+	}
+	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {
+		return s, fmt.Errorf("prefix %q: must start with / and not end with one", s.Prefix)
+	}
+	if s.WaitingStatus == 0 {
+		s.WaitingStatus = 200
+	}
+	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
+		return s, fmt.Errorf("waiting_status %d is not an HTTP status", s.WaitingStatus)
+	}
+	if s.LedgerSize == 0 {
+		s.LedgerSize = 1 << 20
+	}
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = 4096
+	}
+	for _, cidr := range s.TrustedProxies {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return s, fmt.Errorf("trusted_proxies: %w", err)
+		}
+		s.trusted = append(s.trusted, p)
+	}
+	if s.Hook != nil {
+		if s.Hook.URL == "" {
+			return s, errors.New("admission_hook needs a url")
+		}
+		setDur(&s.Hook.Timeout, 3*time.Second)
+		switch s.Hook.OnFailure {
+		case "":
+			s.Hook.OnFailure = "closed"
+		case "open", "closed":
+		default:
+			return s, fmt.Errorf("admission_hook on_failure %q: want open or closed", s.Hook.OnFailure)
+		}
+	}
+	if s.Cache != nil {
+		setDur(&s.Cache.TTL, 2*time.Second)
+		setDur(&s.Cache.StaleWhileRevalidate, 10*time.Second)
+		if s.Cache.MaxBytes == 0 {
+			s.Cache.MaxBytes = 64 << 20
+		}
+		if s.Cache.MaxEntryBytes == 0 {
+			s.Cache.MaxEntryBytes = 1 << 20
+		}
+	}
+	return s, nil
+}
+
+func setDur(d *Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = Duration(def)
+	}
+}
+
+func (s settings) roomConfig() admission.RoomConfig {
+	return admission.RoomConfig{
+		Name: s.Room, State: s.state, SaleStart: s.saleStart,
+		Rate: s.Rate, Burst: s.Burst, Tau: time.Duration(s.Tau), Adaptive: !s.FixedSpeed,
+		Difficulty: s.difficulty, Window: 2 * time.Duration(s.MaxBackoff),
+	}
+}
+
+func (s settings) policy() admission.Policy {
+	return admission.Policy{
+		TokenTTL:   time.Duration(s.TokenTTL),
+		PassTTL:    time.Duration(s.SessionLength),
+		MinBackoff: time.Duration(s.MinBackoff),
+		MaxBackoff: time.Duration(s.MaxBackoff),
+	}
+}

@@ -1,0 +1,319 @@
+// Package proxy is fairgate's HTTP gateway as plain net/http: the waiting
+// page and its API, passes, bypass rules, room states, the response cache,
+// the admin API and the standalone reverse proxy. The Caddy module is a thin
+// adapter over it.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// PassHeader carries the verified pass to the upstream. Client-sent
+// headers starting with HeaderPrefix are always removed first.
+const (
+	PassHeader   = "Fairgate-Pass"
+	HeaderPrefix = "Fairgate-"
+)
+
+// Options are what a Gateway needs besides its Config.
+type Options struct {
+	// Logger; nil means no logs.
+	Logger *zap.Logger
+	// Registerer for metrics; nil means not registered.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Client makes admission hook calls; nil means a client with the hook's timeout.
+	Client *http.Client
+}
+
+// Gateway is one waiting room in front of one site.
+type Gateway struct {
+	cfg      settings
+	shared   *Shared
+	gate     *admission.Gate
+	log      *zap.Logger
+	now      func() time.Time
+	metrics  *metrics
+	bypass   *matcher
+	agents   []*regexpMatcher
+	cidrs    []netip.Prefix
+	identity *identityVerifier
+	hook     *hookClient
+	cache    *responseCache
+	passes   *ristretto.Cache[string, *admission.PassClaims]
+	pages    *pages
+	cookies  cookieNames
+}
+
+// Outcome is what the gateway did with a request, for logs and placeholders.
+type Outcome string
+
+// Request outcomes.
+const (
+	OutcomePassed   Outcome = "passed"   // a valid pass, forwarded
+	OutcomeOpen     Outcome = "open"     // room open, forwarded
+	OutcomeBypassed Outcome = "bypassed" // a bypass rule, forwarded
+	OutcomeWaiting  Outcome = "waiting"  // shown the waiting page or JSON
+	OutcomeClosed   Outcome = "closed"   // shown the closed page
+	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
+)
+
+type outcomeKey struct{}
+
+// OutcomeOf returns what the gateway did with r, once it has served it
+// (the Caddy module exposes it as a placeholder).
+func OutcomeOf(r *http.Request) Outcome {
+	if p, ok := r.Context().Value(outcomeKey{}).(*Outcome); ok {
+		return *p
+	}
+	return ""
+}
+
+// New builds a gateway over shared state (see NewShared).
+func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
+	s, err := cfg.settle()
+	if err != nil {
+		return nil, err
+	}
+	if shared.Room.Name() != s.Room {
+		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
+	}
+	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now}
+	if g.log == nil {
+		g.log = zap.NewNop()
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if err := shared.reconfigure(s, g.now()); err != nil {
+		return nil, err
+	}
+	ring, generated, err := shared.keys(s.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("loading keys: %w", err)
+	}
+	if generated {
+		g.log.Warn("NO KEYS CONFIGURED: generated keys for this process only; a restart will invalidate every waiting token and pass. Run `fairgate keygen` and configure keys.",
+			zap.String("room", s.Room))
+	}
+	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger)
+	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
+		return nil, fmt.Errorf("bypass paths: %w", err)
+	}
+	for _, ua := range s.Bypass.UserAgents {
+		m, err := newRegexpMatcher(ua)
+		if err != nil {
+			return nil, fmt.Errorf("bypass user_agents: %w", err)
+		}
+		g.agents = append(g.agents, m)
+	}
+	for _, c := range s.Bypass.CIDRs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("bypass cidrs: %w", err)
+		}
+		g.cidrs = append(g.cidrs, p)
+	}
+	if s.Identity != nil {
+		if g.identity, err = newIdentityVerifier(*s.Identity); err != nil {
+			return nil, fmt.Errorf("identity: %w", err)
+		}
+	}
+	if g.metrics, err = newMetrics(opts.Registerer, shared, g.now); err != nil {
+		return nil, err
+	}
+	if s.Hook != nil {
+		g.hook = newHookClient(*s.Hook, opts.Client)
+	}
+	if s.Cache != nil {
+		if g.cache, err = newResponseCache(*s.Cache, g.metrics, g.now); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
+	g.passes, err = ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{
+		NumCounters: 1 << 20, MaxCost: 1 << 17, BufferItems: 64,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pass cache: %w", err)
+	}
+	if g.pages, err = newPages(s); err != nil {
+		return nil, err
+	}
+	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
+	return g, nil
+}
+
+// Close releases the gateway's caches and metrics. The shared state stays.
+func (g *Gateway) Close() {
+	g.passes.Close()
+	if g.cache != nil {
+		g.cache.close()
+	}
+	g.metrics.unregister()
+}
+
+// Room is the room's shared state.
+func (g *Gateway) Room() *Shared { return g.shared }
+
+// Handle serves r: the gateway's own endpoints, or the protected site
+// through next when the visitor may pass.
+func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	outcome := new(Outcome)
+	r = r.WithContext(context.WithValue(r.Context(), outcomeKey{}, outcome))
+	for name := range r.Header {
+		if len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) {
+			r.Header.Del(name)
+		}
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
+		*outcome = OutcomeAPI
+		g.serveAPI(w, r, rest)
+		return
+	}
+	now := g.now()
+	if g.bypassed(r) {
+		*outcome = OutcomeBypassed
+		g.forward(w, r, next)
+		return
+	}
+	if pass, ok := g.validPass(r, now); ok {
+		*outcome = OutcomePassed
+		r.Header.Set(PassHeader, pass)
+		g.forward(w, r, next)
+		return
+	}
+	switch g.shared.Room.View(now).State {
+	case admission.StateOpen:
+		*outcome = OutcomeOpen
+		g.forward(w, r, next)
+	case admission.StateClosed:
+		*outcome = OutcomeClosed
+		g.serveClosed(w, r)
+	default:
+		*outcome = OutcomeWaiting
+		g.serveWaiting(w, r, now)
+	}
+}
+
+// ServeHTTP makes a gateway with no upstream: everything past the waiting
+// room answers 404. Useful for tests and for serving only the API.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.Handle(w, r, http.NotFoundHandler())
+}
+
+// Wrap returns a handler that puts the gateway in front of next.
+func (g *Gateway) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.Handle(w, r, next) })
+}
+
+func (g *Gateway) bypassed(r *http.Request) bool {
+	if g.bypass.match(r.URL.Path) {
+		return true
+	}
+	for _, m := range g.cfg.Bypass.Methods {
+		if strings.EqualFold(m, r.Method) {
+			return true
+		}
+	}
+	if len(g.cidrs) > 0 {
+		if ip, ok := clientIP(r, g.cfg.trusted); ok {
+			for _, p := range g.cidrs {
+				if p.Contains(ip) {
+					return true
+				}
+			}
+		}
+	}
+	ua := r.UserAgent()
+	for _, m := range g.agents {
+		if m.MatchString(ua) {
+			return true
+		}
+	}
+	return false
+}
+
+// validPass returns the visitor's pass if it verifies. Verified passes are
+// cached, so a protected request costs a lookup rather than a JWT parse; a
+// forged one is refused by the key ring's HMAC check before any decoding.
+func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
+	c, err := r.Cookie(g.cookies.pass)
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	token := c.Value
+	if claims, ok := g.passes.Get(token); ok {
+		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) {
+			g.metrics.passChecks.WithLabelValues("cached").Inc()
+			return token, true
+		}
+		return "", false
+	}
+	claims, err := g.gate.VerifyPass(g.cfg.Room, token, now)
+	if err != nil {
+		g.metrics.passChecks.WithLabelValues("invalid").Inc()
+		return "", false
+	}
+	if !g.identityMatches(r, claims.Subject) {
+		g.metrics.passChecks.WithLabelValues("other_visitor").Inc()
+		return "", false
+	}
+	g.metrics.passChecks.WithLabelValues("verified").Inc()
+	g.passes.SetWithTTL(token, claims, 1, claims.Expiry().Sub(now))
+	return token, true
+}
+
+// identityMatches checks a pass's subject against the logged-in visitor,
+// when identity is configured: a pass cannot be handed to another account.
+func (g *Gateway) identityMatches(r *http.Request, subject string) bool {
+	if g.identity == nil {
+		return true
+	}
+	sub, err := g.identity.subject(r, g.now())
+	return err == nil && sub == subject
+}
+
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if g.cache != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		g.cache.serve(w, r, next)
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// visitor establishes who is asking: their login subject (if identity is
+// configured) and network binding (if bind_ip is set).
+func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, error) {
+	var v admission.Visitor
+	if g.identity != nil {
+		sub, err := g.identity.subject(r, now)
+		switch {
+		case err == nil:
+			v.Subject = sub
+		case errors.Is(err, errNoIdentity) && !g.cfg.Identity.Required:
+		default:
+			return v, err
+		}
+	}
+	if g.cfg.BindIP {
+		ip, ok := clientIP(r, g.cfg.trusted)
+		if !ok {
+			return v, errors.New("client address unknown")
+		}
+		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
+	}
+	return v, nil
+}

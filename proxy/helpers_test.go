@@ -1,0 +1,194 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// fakeClock is the injected clock of the tests.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+}
+
+func (c *fakeClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+var testKeys = admission.KeysConfig{
+	Signing: "k1",
+	Keys:    map[string]string{"k1": "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
+	Lottery: "bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ==",
+}
+
+func intp(i int) *int { return &i }
+
+// origin records what reached the protected site.
+type origin struct {
+	mu       sync.Mutex
+	requests []*http.Request
+}
+
+func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	o.requests = append(o.requests, r.Clone(context.Background()))
+	o.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "origin:"+r.URL.Path)
+}
+
+func (o *origin) last() *http.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.requests) == 0 {
+		return nil
+	}
+	return o.requests[len(o.requests)-1]
+}
+
+func (o *origin) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.requests)
+}
+
+type env struct {
+	t      *testing.T
+	clock  *fakeClock
+	gw     *Gateway
+	origin *origin
+	srv    *httptest.Server
+	client *http.Client
+	reg    *prometheus.Registry
+}
+
+// newEnv runs a gateway in front of a recording origin on a real listener.
+func newEnv(t *testing.T, cfg Config, next http.Handler) *env {
+	t.Helper()
+	clock := newFakeClock()
+	if cfg.Keys.Signing == "" {
+		cfg.Keys = testKeys
+	}
+	if cfg.Difficulty == nil {
+		cfg.Difficulty = intp(4)
+	}
+	shared, err := NewShared(cfg, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	gw, err := New(cfg, shared, Options{Now: clock.Now, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &origin{}
+	if next == nil {
+		next = o
+	}
+	srv := httptest.NewServer(gw.Wrap(next))
+	t.Cleanup(func() { srv.Close(); gw.Close() })
+	jar, _ := cookiejar.New(nil)
+	return &env{t: t, clock: clock, gw: gw, origin: o, srv: srv, reg: reg,
+		client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (e *env) do(method, path, body string, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func (e *env) ticket() ticketJSON {
+	e.t.Helper()
+	resp, body := e.do("POST", "/_fairgate/token", "")
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("token: %d %s", resp.StatusCode, body)
+	}
+	var tk ticketJSON
+	if err := json.Unmarshal(body, &tk); err != nil {
+		e.t.Fatal(err)
+	}
+	return tk
+}
+
+func solveFor(t *testing.T, tk ticketJSON) string {
+	t.Helper()
+	n, err := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// admitted waits and attempts as an honest page would, until admitted.
+func (e *env) admitted() admitResponse {
+	e.t.Helper()
+	tk := e.ticket()
+	for range 2000 {
+		e.clock.Set(time.UnixMilli(tk.NextAttempt))
+		resp, body := e.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(e.t, tk)+`","return":"/shop?x=1"}`)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var a admitResponse
+			if err := json.Unmarshal(body, &a); err != nil {
+				e.t.Fatal(err)
+			}
+			return a
+		case http.StatusTooManyRequests:
+			var next ticketJSON
+			if err := json.Unmarshal(body, &next); err != nil {
+				e.t.Fatal(err)
+			}
+			if next.Challenge == "" { // the cached busy answer
+				e.clock.Add(time.Second)
+				continue
+			}
+			tk = next
+		default:
+			e.t.Fatalf("admit: %d %s", resp.StatusCode, body)
+		}
+	}
+	e.t.Fatal("never admitted")
+	return admitResponse{}
+}

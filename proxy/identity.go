@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"crypto"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+var errNoIdentity = errors.New("no login token")
+
+// identityVerifier checks the site's own login JWT and yields its subject.
+type identityVerifier struct {
+	cfg Identity
+	key any
+}
+
+func newIdentityVerifier(cfg Identity) (*identityVerifier, error) {
+	if cfg.Cookie == "" && cfg.Header == "" {
+		return nil, errors.New("set cookie or header")
+	}
+	if jwt.GetSigningMethod(cfg.Algorithm) == nil || cfg.Algorithm == "none" {
+		return nil, fmt.Errorf("unknown algorithm %q", cfg.Algorithm)
+	}
+	raw, err := admission.ResolveText(cfg.Key, admission.Environment{})
+	if err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	v := &identityVerifier{cfg: cfg}
+	switch {
+	case strings.HasPrefix(cfg.Algorithm, "HS"):
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("HMAC key must be base64: %w", err)
+		}
+		v.key = b
+	case strings.HasPrefix(cfg.Algorithm, "RS"), strings.HasPrefix(cfg.Algorithm, "PS"):
+		v.key, err = jwt.ParseRSAPublicKeyFromPEM([]byte(raw))
+	case strings.HasPrefix(cfg.Algorithm, "ES"):
+		v.key, err = jwt.ParseECPublicKeyFromPEM([]byte(raw))
+	case cfg.Algorithm == "EdDSA":
+		var k crypto.PublicKey
+		k, err = jwt.ParseEdPublicKeyFromPEM([]byte(raw))
+		v.key = k
+	default:
+		return nil, fmt.Errorf("unsupported algorithm %q", cfg.Algorithm)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	return v, nil
+}
+
+// subject verifies the request's login token and returns its sub.
+func (v *identityVerifier) subject(r *http.Request, now time.Time) (string, error) {
+	token := ""
+	if v.cfg.Cookie != "" {
+		if c, err := r.Cookie(v.cfg.Cookie); err == nil {
+			token = c.Value
+		}
+	}
+	if token == "" && v.cfg.Header != "" {
+		token = r.Header.Get(v.cfg.Header)
+		if strings.EqualFold(v.cfg.Header, "Authorization") {
+			token, _ = strings.CutPrefix(token, "Bearer ")
+		}
+	}
+	if token == "" {
+		return "", errNoIdentity
+	}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{v.cfg.Algorithm}),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(5 * time.Second),
+		jwt.WithTimeFunc(func() time.Time { return now }),
+	}
+	if v.cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(v.cfg.Issuer))
+	}
+	if v.cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(v.cfg.Audience))
+	}
+	var claims jwt.RegisteredClaims
+	if _, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return v.key, nil }, opts...); err != nil {
+		return "", fmt.Errorf("login token: %w", err)
+	}
+	if claims.Subject == "" {
+		return "", errors.New("login token has no sub")
+	}
+	return claims.Subject, nil
+}

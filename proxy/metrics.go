@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// metrics of one room. No label names a visitor.
+type metrics struct {
+	reg            prometheus.Registerer
+	registered     []prometheus.Collector
+	issued         prometheus.Counter
+	attempts       *prometheus.CounterVec
+	admissions     prometheus.Counter
+	strikes        prometheus.Counter
+	powFailures    prometheus.Counter
+	passChecks     *prometheus.CounterVec
+	cacheRequests  *prometheus.CounterVec
+	upstreamErrors *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time) (*metrics, error) {
+	room := prometheus.Labels{"room": shared.Room.Name()}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room})
+	}
+	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room}, labels)
+	}
+	m := &metrics{
+		reg:            reg,
+		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
+		attempts:       vec("admission_attempts_total", "Admission attempts by outcome.", "outcome"),
+		admissions:     counter("admissions_total", "Visitors admitted (passes issued)."),
+		strikes:        counter("strikes_total", "Admission attempts made before nxt."),
+		powFailures:    counter("pow_failures_total", "Admission attempts with a wrong proof of work."),
+		passChecks:     vec("pass_checks_total", "Protected requests with a pass, by result.", "result"),
+		cacheRequests:  vec("cache_requests_total", "Cacheable requests by cache status.", "status"),
+		upstreamErrors: vec("upstream_errors_total", "Failed calls to the upstream or the admission hook.", "kind"),
+	}
+	collectors := []prometheus.Collector{m.issued, m.attempts, m.admissions, m.strikes, m.powFailures,
+		m.passChecks, m.cacheRequests, m.upstreamErrors, newRoomCollector(shared, now)}
+	if reg == nil {
+		return m, nil
+	}
+	for i, c := range collectors {
+		err := reg.Register(c)
+		var already prometheus.AlreadyRegisteredError
+		switch {
+		case err == nil:
+			m.registered = append(m.registered, c)
+		case errors.As(err, &already):
+			// A reload registers the same room again: keep counting on the
+			// collector already there.
+			collectors[i] = already.ExistingCollector
+		default:
+			return nil, err
+		}
+	}
+	m.issued = collectors[0].(prometheus.Counter)
+	m.attempts = collectors[1].(*prometheus.CounterVec)
+	m.admissions = collectors[2].(prometheus.Counter)
+	m.strikes = collectors[3].(prometheus.Counter)
+	m.powFailures = collectors[4].(prometheus.Counter)
+	m.passChecks = collectors[5].(*prometheus.CounterVec)
+	m.cacheRequests = collectors[6].(*prometheus.CounterVec)
+	m.upstreamErrors = collectors[7].(*prometheus.CounterVec)
+	return m, nil
+}
+
+// unregister removes what this gateway registered.
+func (m *metrics) unregister() {
+	if m.reg == nil {
+		return
+	}
+	for _, c := range m.registered {
+		m.reg.Unregister(c)
+	}
+}
+
+// roomCollector reports the room's live control state at scrape time. Its
+// descriptors carry the room as a constant label, so each room's collector
+// is distinct and a reload of the same room is recognised as already there.
+type roomCollector struct {
+	shared                              *Shared
+	now                                 func() time.Time
+	speed, bucket, population, rate, st *prometheus.Desc
+}
+
+func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
+	room := prometheus.Labels{"room": shared.Room.Name()}
+	return &roomCollector{
+		shared:     shared,
+		now:        now,
+		speed:      prometheus.NewDesc("fairgate_clock_speed", "Serving clock speed, clock units per second (1/tau).", nil, room),
+		bucket:     prometheus.NewDesc("fairgate_bucket_level", "Admissions available in the bucket now.", nil, room),
+		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting (Little's law).", nil, room),
+		rate:       prometheus.NewDesc("fairgate_target_rate", "Target admissions per second.", nil, room),
+		st:         prometheus.NewDesc("fairgate_room_state", "1 for the room's current state.", []string{"state"}, room),
+	}
+}
+
+func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st} {
+		ch <- d
+	}
+}
+
+func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	room := c.shared.Room
+	v := room.View(now)
+	ch <- prometheus.MustNewConstMetric(c.speed, prometheus.GaugeValue, v.Clock.SpeedAt(now))
+	ch <- prometheus.MustNewConstMetric(c.bucket, prometheus.GaugeValue, room.BucketLevel(now))
+	ch <- prometheus.MustNewConstMetric(c.population, prometheus.GaugeValue, room.Population(now))
+	ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, v.Rate)
+	for _, s := range []admission.State{admission.StateOpen, admission.StateQueue, admission.StateScheduled, admission.StatePaused, admission.StateClosed} {
+		val := 0.0
+		if s == v.State {
+			val = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.st, prometheus.GaugeValue, val, string(s))
+	}
+}

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// Shared is the part of a room that must outlive any one Gateway: the
+// serving clock, the bucket and the used-token ledger. The Caddy module keeps
+// it in a caddy.UsagePool keyed by room, so a config reload changes nothing a
+// queued visitor can notice.
+type Shared struct {
+	Room   *admission.Room
+	Ledger *admission.MemoryLedger
+	// generated keys, when the config had none: kept so a reload does not
+	// invalidate every token.
+	generated *admission.KeyRing
+
+	mu      sync.Mutex
+	applied applied
+	reason  string // why the room is closed: "sold_out" or ""
+}
+
+// applied is what the config last asked for, so a reload re-applies only
+// what it changed and never reverts a live change made by the admin API.
+type applied struct {
+	state      admission.State
+	saleStart  time.Time
+	rate       float64
+	burst      float64
+	difficulty int
+}
+
+// NewShared creates a room's shared state from its config.
+func NewShared(cfg Config, now time.Time) (*Shared, error) {
+	s, err := cfg.settle()
+	if err != nil {
+		return nil, err
+	}
+	room, err := admission.NewRoom(s.roomConfig(), now)
+	if err != nil {
+		return nil, err
+	}
+	sh := &Shared{
+		Room:    room,
+		Ledger:  admission.NewMemoryLedger(s.LedgerSize, time.Now),
+		applied: appliedOf(s),
+	}
+	return sh, nil
+}
+
+func appliedOf(s settings) applied {
+	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty}
+}
+
+// reconfigure applies what a new config changed.
+func (sh *Shared) reconfigure(s settings, now time.Time) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	want := appliedOf(s)
+	if want.state != sh.applied.state || !want.saleStart.Equal(sh.applied.saleStart) {
+		if err := sh.Room.SetState(want.state, want.saleStart, now); err != nil {
+			return fmt.Errorf("applying state: %w", err)
+		}
+	}
+	if want.rate != sh.applied.rate || want.burst != sh.applied.burst {
+		if err := sh.Room.SetRate(want.rate, want.burst, now); err != nil {
+			return fmt.Errorf("applying rate: %w", err)
+		}
+	}
+	if want.difficulty != sh.applied.difficulty {
+		if err := sh.Room.SetDifficulty(want.difficulty); err != nil {
+			return fmt.Errorf("applying difficulty: %w", err)
+		}
+	}
+	sh.applied = want
+	return nil
+}
+
+// ClosedReason is why the room is closed ("sold_out" or "").
+func (sh *Shared) ClosedReason() string {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.reason
+}
+
+func (sh *Shared) setClosedReason(r string) {
+	sh.mu.Lock()
+	sh.reason = r
+	sh.mu.Unlock()
+}
+
+// keys returns the configured key ring, or generated keys kept for the
+// room's lifetime. generated reports the latter.
+func (sh *Shared) keys(cfg admission.KeysConfig) (ring *admission.KeyRing, generated bool, err error) {
+	if len(cfg.Keys) > 0 {
+		ring, err = cfg.Load(admission.Environment{})
+		return ring, false, err
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.generated == nil {
+		gen, err := admission.GenerateKeys("generated")
+		if err != nil {
+			return nil, false, err
+		}
+		if sh.generated, err = gen.Load(admission.Environment{}); err != nil {
+			return nil, false, err
+		}
+	}
+	return sh.generated, true, nil
+}
