@@ -403,6 +403,9 @@ func (g *Gate) wait(room *Room, view *View, claims *WaitClaims, outcome Outcome,
 // scheduleNext sets nxt and extends exp past it, and records the new
 // presence for the population estimate.
 func (g *Gate) scheduleNext(room *Room, view *View, claims *WaitClaims, backoff time.Duration, now time.Time) {
+	if view.State == StateOpen {
+		backoff = 0 // no queue: try at once
+	}
 	next := now.Add(backoff)
 	if view.State == StateScheduled && now.Before(view.SaleStart) {
 		// Bring the pre-queue in just after the start, spread over the

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -112,4 +113,19 @@ func (sh *Shared) keys(cfg admission.KeysConfig) (ring *admission.KeyRing, gener
 		}
 	}
 	return sh.generated, true, nil
+}
+
+// Run lets the room's controller adjust the clock once a second until ctx
+// ends. One goroutine per room, whichever front door owns it.
+func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sh.Room.Tick(now())
+		}
+	}
 }

@@ -23,6 +23,8 @@ commands:
   token lottery --key KEY LOT  print a ticket's lottery number (17 significant digits)
   solve CHALLENGE DIFFICULTY   print a proof-of-work nonce
   sim [flags]                  run the fairness simulation (table and SVG plot)
+  proxy --upstream URL [--listen ADDR] [--config FILE] [--admin ADDR]
+                               the waiting room as a standalone reverse proxy
   demo                         show the waiting room at work
 
 Run 'fairgate <command> -h' for a command's flags.
@@ -48,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"solve":  solve,
 		"sim":    simulate,
 		"demo":   demo,
+		"proxy":  runProxy,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -1,0 +1,153 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// Server is `fairgate proxy`: the gateway in front of a reverse proxy to
+// one upstream, and an admin listener for the admin API and /metrics.
+type Server struct {
+	gateway  *Gateway
+	shared   *Shared
+	public   http.Handler
+	admin    http.Handler
+	log      *zap.Logger
+	tlsCert  string
+	tlsKey   string
+	shutdown time.Duration
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	Upstream *url.URL
+	Gateway  Config
+	// AdminToken is the bearer token of the admin API (required).
+	AdminToken string
+	// TLSCert and TLSKey, when set, serve the public listener over TLS.
+	TLSCert, TLSKey string
+	// ShutdownGrace bounds a graceful shutdown. Default: 15s.
+	ShutdownGrace time.Duration
+	Logger        *zap.Logger
+	// Transport to the upstream; nil means a tuned one (see newTransport).
+	Transport http.RoundTripper
+}
+
+// NewServer builds the proxy.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "" {
+		return nil, errors.New("upstream must be an absolute URL such as http://127.0.0.1:8080")
+	}
+	if cfg.AdminToken == "" {
+		return nil, errors.New("an admin token is required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	shared, err := NewShared(cfg.Gateway, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gw, err := New(cfg.Gateway, shared, Options{Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport = newTransport()
+	}
+	rp := NewReverseProxy(cfg.Upstream, transport, log, gw.metrics)
+	rooms := NewRooms()
+	rooms.Put(shared)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", AdminHandler(rooms, cfg.AdminToken, time.Now))
+	grace := cfg.ShutdownGrace
+	if grace == 0 {
+		grace = 15 * time.Second
+	}
+	return &Server{gateway: gw, shared: shared, public: gw.Wrap(rp), admin: mux, log: log,
+		tlsCert: cfg.TLSCert, tlsKey: cfg.TLSKey, shutdown: grace}, nil
+}
+
+// NewReverseProxy is the upstream half of `fairgate proxy`: streaming,
+// websockets and X-Forwarded-* as httputil.ReverseProxy does them; an
+// unreachable upstream is a 502 JSON error while the waiting room goes on.
+func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger, m *metrics) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: transport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if m != nil {
+				m.upstreamErrors.WithLabelValues("origin").Inc()
+			}
+			log.Warn("upstream unreachable", zap.String("path", r.URL.Path), zap.Error(err))
+			writeError(w, http.StatusBadGateway, "upstream", "the site behind the waiting room is not answering")
+		},
+	}
+}
+
+// Handler is the public handler: waiting room in front of the upstream.
+func (s *Server) Handler() http.Handler { return s.public }
+
+// AdminHandler serves the admin API and /metrics.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
+
+// Serve runs both listeners until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
+	defer s.gateway.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.shared.Run(ctx, time.Now)
+	pub := &http.Server{
+		Handler:           s.public,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	adm := &http.Server{Handler: s.admin, ReadHeaderTimeout: 10 * time.Second}
+	errs := make(chan error, 2)
+	go func() {
+		var err error
+		if s.tlsCert != "" {
+			err = pub.ServeTLS(public, s.tlsCert, s.tlsKey)
+		} else {
+			err = pub.Serve(public)
+		}
+		errs <- err
+	}()
+	go func() { errs <- adm.Serve(admin) }()
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errs:
+	}
+	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), s.shutdown)
+	defer done()
+	if err := pub.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("public listener did not drain in time", zap.Error(err))
+	}
+	_ = adm.Shutdown(shutdownCtx)
+	if first != nil && !errors.Is(first, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", first)
+	}
+	return nil
+}

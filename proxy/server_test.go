@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func startServer(t *testing.T, upstream string, cfg Config) (public, admin string, stop func()) {
+	t.Helper()
+	u, _ := url.Parse(upstream)
+	cfg.Keys = testKeys
+	srv, err := NewServer(ServerConfig{Upstream: u, Gateway: cfg, AdminToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := net.Listen("tcp", "127.0.0.1:0")
+	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, pub, adm) }()
+	return "http://" + pub.Addr().String(), "http://" + adm.Addr().String(), func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("no graceful shutdown")
+		}
+	}
+}
+
+func get(t *testing.T, u string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestServerForwardsAndStreams(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "websocket" {
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			fmt.Fprint(buf, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			buf.Flush()
+			line, _ := buf.ReadString('\n')
+			fmt.Fprint(buf, "echo "+line)
+			buf.Flush()
+			return
+		}
+		fmt.Fprintf(w, "xff=%s pass=%q", r.Header.Get("X-Forwarded-For"), r.Header.Get(PassHeader))
+	}))
+	defer origin.Close()
+	public, admin, stop := startServer(t, origin.URL, Config{Room: "sale", State: "open"})
+	defer stop()
+
+	resp, body := get(t, public+"/page", "Fairgate-Pass", "forged")
+	if resp.StatusCode != 200 || !strings.Contains(body, "xff=127.0.0.1") || !strings.Contains(body, `pass=""`) {
+		t.Fatalf("forwarded: %d %s", resp.StatusCode, body)
+	}
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(public, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	r := bufio.NewReader(conn)
+	status, _ := r.ReadString('\n')
+	if !strings.Contains(status, "101") {
+		t.Fatalf("websocket upgrade: %q", status)
+	}
+	for line, _ := r.ReadString('\n'); line != "\r\n" && line != ""; line, _ = r.ReadString('\n') {
+	}
+	fmt.Fprint(conn, "hello\n")
+	if echo, _ := r.ReadString('\n'); echo != "echo hello\n" {
+		t.Fatalf("websocket echo: %q", echo)
+	}
+
+	if resp, _ := get(t, admin+"/rooms"); resp.StatusCode != 401 {
+		t.Fatalf("admin without token: %d", resp.StatusCode)
+	}
+	if resp, body := get(t, admin+"/rooms", "Authorization", "Bearer tok"); resp.StatusCode != 200 || !strings.Contains(body, `"sale"`) {
+		t.Fatalf("admin: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := get(t, admin+"/metrics"); resp.StatusCode != 200 || !strings.Contains(body, `fairgate_room_state{room="sale",state="open"} 1`) {
+		t.Fatalf("metrics: %d", resp.StatusCode)
+	}
+}
+
+// TestServerOriginDown: admitted visitors get a 502; the waiting room keeps
+// serving everyone else.
+func TestServerOriginDown(t *testing.T) {
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := dead.Addr().String()
+	dead.Close()
+	public, _, stop := startServer(t, "http://"+addr, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/static/"}}})
+	defer stop()
+	resp, body := get(t, public+"/static/x.css")
+	if resp.StatusCode != 502 || !strings.Contains(body, `"upstream"`) {
+		t.Fatalf("origin down: %d %s", resp.StatusCode, body)
+	}
+	resp, body = get(t, public+"/tickets", "Accept", "text/html")
+	if resp.StatusCode != 200 || !strings.Contains(body, "waiting room") {
+		t.Fatalf("waiting room while the origin is down: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("POST", public+"/_fairgate/token", nil)
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil || r2.StatusCode != 200 {
+		t.Fatalf("token while the origin is down: %v %v", r2, err)
+	}
+	r2.Body.Close()
+}
+
+func TestServerConfigErrors(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:1")
+	if _, err := NewServer(ServerConfig{Upstream: u}); err == nil {
+		t.Error("no admin token accepted")
+	}
+	if _, err := NewServer(ServerConfig{Upstream: &url.URL{Path: "x"}, AdminToken: "t"}); err == nil {
+		t.Error("relative upstream accepted")
+	}
+}
