@@ -221,7 +221,8 @@ func directive(cc, name string) (time.Duration, bool) {
 			if err != nil || n < 0 {
 				return 0, false
 			}
-			return time.Duration(n) * time.Second, true
+			const year = 365 * 24 * 3600 // keeps the product from overflowing
+			return time.Duration(min(n, year)) * time.Second, true
 		}
 	}
 	return 0, false

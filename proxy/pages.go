@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html/template"
+	"io"
 	"math"
 	"mime"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +43,7 @@ type pages struct {
 	assets          string
 	prefix          string
 	status          int
+	rendered        atomic.Pointer[renderedPage]
 }
 
 func newPages(s settings) (*pages, error) {
@@ -87,11 +90,8 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	if !known {
 		estimate = "unknown while paused"
 	}
-	data := struct {
-		Prefix, Assets, Return, State, Estimate string
-	}{g.cfg.Prefix, g.pages.assets, r.URL.RequestURI(), string(view.State), estimate}
-	var buf bytes.Buffer
-	if err := waitingTemplate.Execute(&buf, data); err != nil {
+	page, err := g.pages.waiting(string(view.State), estimate)
+	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", "could not render the waiting page")
 		return
 	}
@@ -100,8 +100,45 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	ret := template.HTMLEscapeString(r.URL.RequestURI())
+	h.Set("Content-Length", strconv.Itoa(len(page.before)+len(ret)+len(page.after)))
 	w.WriteHeader(g.pages.status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(page.before)
+	_, _ = io.WriteString(w, ret)
+	_, _ = w.Write(page.after)
+}
+
+// renderedPage is the waiting page rendered for one state and estimate,
+// split where the visitor's own return path goes.
+type renderedPage struct {
+	state, estimate string
+	before, after   []byte
+}
+
+// returnMark stands in for the return path while rendering; it is plain
+// letters, so the template leaves it as it is.
+const returnMark = "FAIRGATExRETURNxMARK"
+
+// waiting returns the page for a state and estimate, rendering it only when
+// they changed: the template costs more than everything else on this path.
+func (p *pages) waiting(state, estimate string) (*renderedPage, error) {
+	if cur := p.rendered.Load(); cur != nil && cur.state == state && cur.estimate == estimate {
+		return cur, nil
+	}
+	data := struct {
+		Prefix, Assets, Return, State, Estimate string
+	}{p.prefix, p.assets, returnMark, state, estimate}
+	var buf bytes.Buffer
+	if err := waitingTemplate.Execute(&buf, data); err != nil {
+		return nil, err
+	}
+	before, after, ok := bytes.Cut(buf.Bytes(), []byte(returnMark))
+	if !ok {
+		return nil, fmt.Errorf("waiting page template lost its return mark")
+	}
+	page := &renderedPage{state: state, estimate: estimate, before: before, after: after}
+	p.rendered.Store(page)
+	return page, nil
 }
 
 func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {

@@ -88,6 +88,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // websockets and X-Forwarded-* as httputil.ReverseProxy does them; an
 // unreachable upstream is a 502 JSON error while the waiting room goes on.
 func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger, m *metrics) *httputil.ReverseProxy {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
