@@ -47,11 +47,11 @@ type Config struct {
 	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
 	// and warns: a restart then invalidates every token.
-	Keys admission.KeysConfig `json:"keys,omitempty"`
+	Keys admission.KeysConfig `json:"keys,omitzero"`
 	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`.
 	Prefix string `json:"prefix,omitempty"`
 	// Bypass lets requests through without a pass.
-	Bypass Bypass `json:"bypass,omitempty"`
+	Bypass Bypass `json:"bypass,omitzero"`
 	// Identity, when set, verifies the site's own login JWT and ties
 	// waiting tokens and passes to its subject.
 	Identity *Identity `json:"identity,omitempty"`

@@ -5,7 +5,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,6 +36,9 @@ type Options struct {
 	Now func() time.Time
 	// Client makes admission hook calls; nil means a client with the hook's timeout.
 	Client *http.Client
+	// OnOutcome, if set, learns what the gateway does with a request before
+	// it does it (the Caddy module sets a placeholder from it).
+	OnOutcome func(*http.Request, Outcome)
 }
 
 // Gateway is one waiting room in front of one site.
@@ -56,6 +58,7 @@ type Gateway struct {
 	passes   *ristretto.Cache[string, *admission.PassClaims]
 	pages    *pages
 	cookies  cookieNames
+	notify   func(*http.Request, Outcome)
 }
 
 // Outcome is what the gateway did with a request, for logs and placeholders.
@@ -71,17 +74,6 @@ const (
 	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
 )
 
-type outcomeKey struct{}
-
-// OutcomeOf returns what the gateway did with r, once it has served it
-// (the Caddy module exposes it as a placeholder).
-func OutcomeOf(r *http.Request) Outcome {
-	if p, ok := r.Context().Value(outcomeKey{}).(*Outcome); ok {
-		return *p
-	}
-	return ""
-}
-
 // New builds a gateway over shared state (see NewShared).
 func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	s, err := cfg.settle()
@@ -91,7 +83,10 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if shared.Room.Name() != s.Room {
 		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
 	}
-	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now}
+	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome}
+	if g.notify == nil {
+		g.notify = func(*http.Request, Outcome) {}
+	}
 	if g.log == nil {
 		g.log = zap.NewNop()
 	}
@@ -169,54 +164,55 @@ func (g *Gateway) Close() {
 func (g *Gateway) Room() *Shared { return g.shared }
 
 // Handle serves r: the gateway's own endpoints, or the protected site
-// through next when the visitor may pass.
-func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	outcome := new(Outcome)
-	r = r.WithContext(context.WithValue(r.Context(), outcomeKey{}, outcome))
+// through next when the visitor may pass. It returns what it did.
+func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) Outcome {
 	for name := range r.Header {
 		if len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) {
 			r.Header.Del(name)
 		}
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
-		*outcome = OutcomeAPI
+		g.notify(r, OutcomeAPI)
 		g.serveAPI(w, r, rest)
-		return
+		return OutcomeAPI
 	}
 	now := g.now()
 	if g.bypassed(r) {
-		*outcome = OutcomeBypassed
+		g.notify(r, OutcomeBypassed)
 		g.forward(w, r, next)
-		return
+		return OutcomeBypassed
 	}
 	if pass, ok := g.validPass(r, now); ok {
-		*outcome = OutcomePassed
+		g.notify(r, OutcomePassed)
 		r.Header.Set(PassHeader, pass)
 		g.forward(w, r, next)
-		return
+		return OutcomePassed
 	}
 	switch g.shared.Room.View(now).State {
 	case admission.StateOpen:
-		*outcome = OutcomeOpen
+		g.notify(r, OutcomeOpen)
 		g.forward(w, r, next)
+		return OutcomeOpen
 	case admission.StateClosed:
-		*outcome = OutcomeClosed
+		g.notify(r, OutcomeClosed)
 		g.serveClosed(w, r)
+		return OutcomeClosed
 	default:
-		*outcome = OutcomeWaiting
+		g.notify(r, OutcomeWaiting)
 		g.serveWaiting(w, r, now)
+		return OutcomeWaiting
 	}
 }
 
 // ServeHTTP makes a gateway with no upstream: everything past the waiting
 // room answers 404. Useful for tests and for serving only the API.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.Handle(w, r, http.NotFoundHandler())
+	_ = g.Handle(w, r, http.NotFoundHandler())
 }
 
 // Wrap returns a handler that puts the gateway in front of next.
 func (g *Gateway) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.Handle(w, r, next) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = g.Handle(w, r, next) })
 }
 
 func (g *Gateway) bypassed(r *http.Request) bool {

@@ -1,0 +1,103 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden JSON of the adapt tests")
+
+// TestAdapt: each testdata/adapt/*.caddyfile adapts, with no warnings, to
+// the JSON beside it. Run with -update to accept a change.
+func TestAdapt(t *testing.T) {
+	files, err := filepath.Glob("testdata/adapt/*.caddyfile")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no adapt tests: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			got := adapt(t, file)
+			golden := strings.TrimSuffix(file, ".caddyfile") + ".json"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("adapted JSON differs from %s:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func adapt(t *testing.T, file string) []byte {
+	t.Helper()
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}
+	out, warnings, err := adapter.Adapt(body, map[string]any{"filename": file})
+	if err != nil {
+		t.Fatalf("adapting %s: %v", file, err)
+	}
+	if len(warnings) > 0 {
+		t.Fatalf("warnings: %v", warnings)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "\t"); err != nil {
+		t.Fatal(err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// TestAdaptOrder: waiting_room runs before basic_auth and reverse_proxy
+// however the Caddyfile lists them.
+func TestAdaptOrder(t *testing.T) {
+	out := string(adapt(t, "testdata/adapt/order.caddyfile"))
+	wr := strings.Index(out, `"handler": "waiting_room"`)
+	auth := strings.Index(out, `"handler": "authentication"`)
+	rp := strings.Index(out, `"handler": "reverse_proxy"`)
+	if wr < 0 || auth < 0 || rp < 0 || wr > auth || wr > rp {
+		t.Fatalf("order: waiting_room at %d, basic_auth at %d, reverse_proxy at %d", wr, auth, rp)
+	}
+}
+
+func TestCaddyfileErrors(t *testing.T) {
+	for _, input := range []string{
+		"waiting_room a b",
+		"waiting_room {\n nope\n}",
+		"waiting_room {\n rate\n}",
+		"waiting_room {\n rate fast\n}",
+		"waiting_room {\n difficulty 1 2\n}",
+		"waiting_room {\n tau soon\n}",
+		"waiting_room {\n backoff 1s\n}",
+		"waiting_room {\n sessions\n}",
+		"waiting_room {\n keys {\n key k1\n }\n}",
+		"waiting_room {\n bypass {\n path\n }\n}",
+		"waiting_room {\n bypass {\n nope x\n }\n}",
+		"waiting_room {\n identity {\n nope\n }\n}",
+		"waiting_room {\n admission_hook\n}",
+		"waiting_room {\n cache\n}",
+		"waiting_room {\n fixed_speed yes\n}",
+	} {
+		h := new(Handler)
+		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err == nil {
+			t.Errorf("accepted %q", input)
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package caddymodule
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/fairgate/fairgate/proxy"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("waiting_room", parseCaddyfile)
+	// Before basic_auth: the waiting room must stand in front of everything
+	// that costs the site something — auth checks (forward_auth is a round
+	// trip per request), routing blocks and every handler that responds —
+	// while header, redir and rewrites still apply first.
+	httpcaddyfile.RegisterDirectiveOrder("waiting_room", httpcaddyfile.Before, "basic_auth")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	wr := new(Handler)
+	if err := wr.UnmarshalCaddyfile(h.Dispenser); err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	waiting_room [<matcher>] [<room>] {
+//	    room            <name>
+//	    state           open|queue|scheduled|paused|closed
+//	    sale_start      <RFC 3339 time>
+//	    rate            <admissions per second>
+//	    sessions        <concurrent sessions> [<session length>]
+//	    session_length  <duration>
+//	    burst           <admissions>
+//	    tau             <duration>
+//	    fixed_speed
+//	    difficulty      <bits>
+//	    keys_from       <placeholder or file>     # e.g. {env.FAIRGATE_KEYS}
+//	    keys {
+//	        signing  <kid>
+//	        key      <kid> <secret>               # base64, env:NAME, file:/path or a placeholder
+//	        lottery  <secret>
+//	    }
+//	    prefix          <path>
+//	    bypass {
+//	        path        <patterns...>
+//	        method      <methods...>
+//	        cidr        <cidrs...>
+//	        user_agent  <regexps...>
+//	    }
+//	    identity {
+//	        cookie     <name>
+//	        header     <name>
+//	        algorithm  HS256|HS384|HS512|RS256|ES256|EdDSA
+//	        key        <secret or PEM>
+//	        issuer     <iss>
+//	        audience   <aud>
+//	        required
+//	    }
+//	    bind_ip
+//	    trusted_proxies <cidrs...>
+//	    admission_hook  <url> {
+//	        timeout     <duration>
+//	        on_failure  open|closed
+//	    }
+//	    cache <paths...> {
+//	        ttl                     <duration>
+//	        stale_while_revalidate  <duration>
+//	        max_bytes               <bytes>
+//	        max_entry_bytes         <bytes>
+//	    }
+//	    waiting_status  <code>
+//	    closed_page     <file>
+//	    sold_out_page   <file>
+//	    token_ttl       <duration>
+//	    backoff         <min> <max>
+//	    ledger_size     <ids>
+//	    max_body_bytes  <bytes>
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume directive name
+	if d.NextArg() {
+		h.Room = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		if err := h.unmarshalOption(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
+	c := &h.Config
+	switch opt := d.Val(); opt {
+	case "room":
+		return oneString(d, &c.Room)
+	case "state":
+		return oneString(d, &c.State)
+	case "sale_start":
+		return oneString(d, &c.SaleStart)
+	case "rate":
+		return oneFloat(d, &c.Rate)
+	case "burst":
+		return oneFloat(d, &c.Burst)
+	case "sessions":
+		args := d.RemainingArgs()
+		if len(args) < 1 || len(args) > 2 {
+			return d.ArgErr()
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return d.Errf("sessions: %v", err)
+		}
+		c.Sessions = n
+		if len(args) == 2 {
+			return parseDuration(d, args[1], &c.SessionLength)
+		}
+		return nil
+	case "session_length":
+		return oneDuration(d, &c.SessionLength)
+	case "tau":
+		return oneDuration(d, &c.Tau)
+	case "fixed_speed":
+		c.FixedSpeed = true
+		return noArgs(d)
+	case "difficulty":
+		var bits int
+		if err := oneInt(d, &bits); err != nil {
+			return err
+		}
+		c.Difficulty = &bits
+		return nil
+	case "keys_from":
+		return oneString(d, &h.KeysFrom)
+	case "keys":
+		return h.unmarshalKeys(d)
+	case "prefix":
+		return oneString(d, &c.Prefix)
+	case "bypass":
+		return unmarshalBypass(d, &c.Bypass)
+	case "identity":
+		c.Identity = &proxy.Identity{}
+		return unmarshalIdentity(d, c.Identity)
+	case "bind_ip":
+		c.BindIP = true
+		return noArgs(d)
+	case "trusted_proxies":
+		c.TrustedProxies = append(c.TrustedProxies, d.RemainingArgs()...)
+		return nil
+	case "admission_hook":
+		c.Hook = &proxy.Hook{}
+		return unmarshalHook(d, c.Hook)
+	case "cache":
+		c.Cache = &proxy.Cache{}
+		return unmarshalCache(d, c.Cache)
+	case "waiting_status":
+		return oneInt(d, &c.WaitingStatus)
+	case "closed_page":
+		return oneString(d, &c.ClosedPage)
+	case "sold_out_page":
+		return oneString(d, &c.SoldOutPage)
+	case "token_ttl":
+		return oneDuration(d, &c.TokenTTL)
+	case "backoff":
+		args := d.RemainingArgs()
+		if len(args) != 2 {
+			return d.ArgErr()
+		}
+		if err := parseDuration(d, args[0], &c.MinBackoff); err != nil {
+			return err
+		}
+		return parseDuration(d, args[1], &c.MaxBackoff)
+	case "ledger_size":
+		return oneInt(d, &c.LedgerSize)
+	case "max_body_bytes":
+		var n int
+		if err := oneInt(d, &n); err != nil {
+			return err
+		}
+		c.MaxBodyBytes = int64(n)
+		return nil
+	default:
+		return d.Errf("unrecognized waiting_room option %q", opt)
+	}
+}
+
+func (h *Handler) unmarshalKeys(d *caddyfile.Dispenser) error {
+	k := &h.Keys
+	if k.Keys == nil {
+		k.Keys = map[string]string{}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "signing":
+			if err := oneString(d, &k.Signing); err != nil {
+				return err
+			}
+		case "key":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.ArgErr()
+			}
+			k.Keys[args[0]] = args[1]
+		case "lottery":
+			if err := oneString(d, &k.Lottery); err != nil {
+				return err
+			}
+		default:
+			return d.Errf("unrecognized keys option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+func unmarshalBypass(d *caddyfile.Dispenser, b *proxy.Bypass) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		args := d.RemainingArgs()
+		if len(args) == 0 {
+			return d.ArgErr()
+		}
+		switch opt {
+		case "path":
+			b.Paths = append(b.Paths, args...)
+		case "method":
+			b.Methods = append(b.Methods, args...)
+		case "cidr":
+			b.CIDRs = append(b.CIDRs, args...)
+		case "user_agent":
+			b.UserAgents = append(b.UserAgents, args...)
+		default:
+			return d.Errf("unrecognized bypass option %q", opt)
+		}
+	}
+	return nil
+}
+
+func unmarshalIdentity(d *caddyfile.Dispenser, id *proxy.Identity) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "cookie":
+			err = oneString(d, &id.Cookie)
+		case "header":
+			err = oneString(d, &id.Header)
+		case "algorithm":
+			err = oneString(d, &id.Algorithm)
+		case "key":
+			err = oneString(d, &id.Key)
+		case "issuer":
+			err = oneString(d, &id.Issuer)
+		case "audience":
+			err = oneString(d, &id.Audience)
+		case "required":
+			id.Required = true
+			err = noArgs(d)
+		default:
+			err = d.Errf("unrecognized identity option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unmarshalHook(d *caddyfile.Dispenser, hk *proxy.Hook) error {
+	if err := oneString(d, &hk.URL); err != nil {
+		return err
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "timeout":
+			err = oneDuration(d, &hk.Timeout)
+		case "on_failure":
+			err = oneString(d, &hk.OnFailure)
+		default:
+			err = d.Errf("unrecognized admission_hook option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
+	c.Paths = d.RemainingArgs()
+	if len(c.Paths) == 0 {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		var n int
+		switch d.Val() {
+		case "ttl":
+			err = oneDuration(d, &c.TTL)
+		case "stale_while_revalidate":
+			err = oneDuration(d, &c.StaleWhileRevalidate)
+		case "max_bytes":
+			err = oneInt(d, &n)
+			c.MaxBytes = int64(n)
+		case "max_entry_bytes":
+			err = oneInt(d, &n)
+			c.MaxEntryBytes = int64(n)
+		default:
+			err = d.Errf("unrecognized cache option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func noArgs(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func oneString(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	return noArgs(d)
+}
+
+func oneInt(d *caddyfile.Dispenser, dst *int) error {
+	var s string
+	if err := oneString(d, &s); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return d.Errf("%s: %v", d.Val(), err)
+	}
+	*dst = n
+	return nil
+}
+
+func oneFloat(d *caddyfile.Dispenser, dst *float64) error {
+	var s string
+	if err := oneString(d, &s); err != nil {
+		return err
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return d.Errf("%s: %v", s, err)
+	}
+	*dst = f
+	return nil
+}
+
+func oneDuration(d *caddyfile.Dispenser, dst *proxy.Duration) error {
+	var s string
+	if err := oneString(d, &s); err != nil {
+		return err
+	}
+	return parseDuration(d, s, dst)
+}
+
+func parseDuration(d *caddyfile.Dispenser, s string, dst *proxy.Duration) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return d.Errf("duration %q: %v", s, err)
+	}
+	*dst = proxy.Duration(v)
+	return nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Handler)(nil)
+
