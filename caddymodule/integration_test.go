@@ -1,0 +1,164 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// noSkip turns caddytest's silent skip (when Caddy cannot start) into a
+// failure: the integration tests must never pass by not running.
+type noSkip struct{ *testing.T }
+
+func (n noSkip) Skipf(format string, args ...any) { n.T.Fatalf("caddytest would skip: "+format, args...) }
+func (n noSkip) SkipNow()                         { n.T.Fatal("caddytest would skip") }
+func (n noSkip) Skip(args ...any)                 { n.T.Fatal(append([]any{"caddytest would skip:"}, args...)...) }
+
+const testKeysJSON = `{"signing":"k1","keys":{"k1":"c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},"lottery":"bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ=="}`
+
+func siteConfig(origin, extra string) string {
+	return fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+	metrics
+}
+http://localhost:9080 {
+	header >X-Queue-Outcome {http.waiting_room.outcome}
+	waiting_room it {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		state open
+		difficulty 4
+		bypass {
+			path /static/*
+		}
+	}
+	%s
+	reverse_proxy %s
+}
+`, extra, strings.TrimPrefix(origin, "http://"))
+}
+
+type call struct {
+	t      *testing.T
+	client *http.Client
+}
+
+func (c call) do(method, url, body string, header ...string) (int, http.Header, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestCaddyIntegration runs Caddy in process with the module: the flow,
+// the pass reaching the upstream, placeholders, the admin API, metrics, and
+// a reload that keeps the room's state.
+func TestCaddyIntegration(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "origin %s pass=%t", r.URL.Path, r.Header.Get("Fairgate-Pass") != "")
+	}))
+	defer origin.Close()
+
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(siteConfig(origin.URL, ""), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	site := "http://localhost:9080"
+
+	// Open room: everyone passes, the outcome placeholder says so.
+	code, h, body := c.do("GET", site+"/shop", "")
+	if code != 200 || body != "origin /shop pass=false" || h.Get("X-Queue-Outcome") != "open" {
+		t.Fatalf("open room: %d %q %v", code, body, h)
+	}
+
+	// Queue via the admin API: no pass means the waiting page.
+	code, _, body = c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"queue","rate":100}`)
+	if code != 200 || !strings.Contains(body, `"state":"queue"`) {
+		t.Fatalf("admin change: %d %s", code, body)
+	}
+	code, h, body = c.do("GET", site+"/shop", "", "Accept", "text/html")
+	if code != 200 || !strings.Contains(body, `id="fairgate"`) || h.Get("X-Queue-Outcome") != "waiting" {
+		t.Fatalf("waiting page: %d %v", code, h)
+	}
+	if code, _, body := c.do("GET", site+"/static/app.css", ""); code != 200 || !strings.Contains(body, "origin /static/") {
+		t.Fatalf("bypass: %d %s", code, body)
+	}
+
+	// A token issued in the open state may be used at once; mint one there.
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"open"}`)
+	code, _, body = c.do("POST", site+"/_fairgate/token", "")
+	var tk struct {
+		Token, Challenge string
+		Difficulty       int
+	}
+	if err := json.Unmarshal([]byte(body), &tk); err != nil || code != 200 {
+		t.Fatalf("token: %d %s", code, body)
+	}
+	n, _ := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+	nonce := strconv.FormatUint(n, 10)
+	code, _, body = c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`)
+	if code != 200 || !strings.Contains(body, `"admitted":true`) {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	// With the pass (cookie jar), a queued room forwards, with the pass header.
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"queue"}`)
+	code, h, body = c.do("GET", site+"/shop", "", "Fairgate-Pass", "forged-by-client")
+	if code != 200 || body != "origin /shop pass=true" || h.Get("X-Queue-Outcome") != "passed" {
+		t.Fatalf("with a pass: %d %q %v", code, body, h)
+	}
+
+	// Pause stops admissions.
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"paused","difficulty":6}`)
+	code, _, body = c.do("GET", "http://localhost:2999/waiting_room/rooms", "")
+	if code != 200 || !strings.Contains(body, `"state":"paused"`) || !strings.Contains(body, `"used_tokens":1`) {
+		t.Fatalf("rooms: %d %s", code, body)
+	}
+
+	// Metrics are in Caddy's registry.
+	_, _, metrics := c.do("GET", "http://localhost:2999/metrics", "")
+	for _, want := range []string{`fairgate_tokens_issued_total{room="it"} 1`, `fairgate_admissions_total{room="it"} 1`, `fairgate_room_state{room="it",state="paused"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	// Reload with a different config: the room keeps its state, its
+	// difficulty change and its used tokens.
+	tester.InitServer(siteConfig(origin.URL, "header X-Reloaded yes"), "caddyfile")
+	code, h, _ = c.do("GET", site+"/shop", "", "Accept", "application/json")
+	if h.Get("X-Reloaded") != "yes" {
+		t.Fatalf("reload did not take: %v", h)
+	}
+	code, _, body = c.do("GET", "http://localhost:2999/waiting_room/rooms/it", "")
+	if code != 200 || !strings.Contains(body, `"state":"paused"`) || !strings.Contains(body, `"difficulty":6`) || !strings.Contains(body, `"used_tokens":1`) {
+		t.Fatalf("room after reload: %d %s", code, body)
+	}
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"open"}`)
+	code, _, body = c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`)
+	if code != 409 {
+		t.Fatalf("token reused after reload: %d %s", code, body)
+	}
+}
