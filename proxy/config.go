@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/duration"
 )
 
 // Config is one waiting room in front of one site. Its JSON is the JSON of
@@ -148,29 +148,7 @@ type Cache struct {
 
 // Duration is a time.Duration that reads from JSON as a string such as
 // "1m30s" or a number of nanoseconds, as Caddy's durations do.
-type Duration time.Duration
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: %w", s, err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration must be a string like \"30s\" or nanoseconds: %s", b)
-	}
-	*d = Duration(n)
-	return nil
-}
-
-// MarshalJSON implements json.Marshaler.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+type Duration = duration.Duration
 
 var roomName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 

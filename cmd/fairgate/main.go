@@ -25,6 +25,9 @@ commands:
   sim [flags]                  run the fairness simulation (table and SVG plot)
   proxy --upstream URL [--listen ADDR] [--config FILE] [--admin ADDR]
                                the waiting room as a standalone reverse proxy
+  seats [serve] --keys FILE [--db FILE] [--listen ADDR] [--event ID]
+                               the seat-reservation service (embedded bbolt store)
+  seats layout [--id ID]       print a 20,000-seat stadium event as JSON
   demo                         show the waiting room at work
 
 Run 'fairgate <command> -h' for a command's flags.
@@ -51,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"sim":    simulate,
 		"demo":   demo,
 		"proxy":  runProxy,
+		"seats":  seatsCommand,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

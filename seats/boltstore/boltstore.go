@@ -1,0 +1,303 @@
+// Package boltstore is the seat service's embedded store: one bbolt file.
+// Every change is one bbolt transaction applying the domain's rule, and
+// concurrent changes are group-committed with db.Batch: one fsync for many
+// holds, so throughput does not pay a disk flush per request. A commit is
+// durable when it returns, so a crash loses nothing confirmed.
+package boltstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/fairgate/fairgate/seats"
+)
+
+var (
+	eventsBucket   = []byte("events")
+	seatsBucket    = []byte("seats") // nested: one bucket per event, keyed by seat id
+	sessionsBucket = []byte("sessions")
+	liveBucket     = []byte("live")   // user \x00 event → session id
+	tokensBucket   = []byte("tokens") // waiting token id → session id
+	keysBucket     = []byte("idempotency")
+)
+
+// Store is a seats.Store on a bbolt file.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens (or creates) the store at path.
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	// Group commits: many concurrent holds share one fsync.
+	db.MaxBatchDelay = 2 * time.Millisecond
+	db.MaxBatchSize = 256
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, keysBucket} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating buckets: %w", err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// PutEvent implements seats.Store.
+func (s *Store) PutEvent(_ context.Context, ev seats.Event, list []seats.Seat) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		events := tx.Bucket(eventsBucket)
+		if events.Get([]byte(ev.ID)) != nil {
+			return fmt.Errorf("event %s: %w", ev.ID, seats.ErrExists)
+		}
+		if err := putJSON(events, ev.ID, ev); err != nil {
+			return err
+		}
+		b, err := tx.Bucket(seatsBucket).CreateBucket([]byte(ev.ID))
+		if err != nil {
+			return fmt.Errorf("seats of %s: %w", ev.ID, err)
+		}
+		for _, seat := range list {
+			if err := putJSON(b, seat.ID, seat); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Event implements seats.Store.
+func (s *Store) Event(_ context.Context, id string) (seats.Event, error) {
+	var ev seats.Event
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(eventsBucket), id, &ev, "event")
+	})
+	return ev, err
+}
+
+// SectionSeats implements seats.Store. Seat ids start with their section
+// and a '-' (section ids have none), so a section is one key range.
+func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.Seat, error) {
+	var out []seats.Seat
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(seatsBucket).Bucket([]byte(event))
+		if b == nil {
+			return fmt.Errorf("event %s: %w", event, seats.ErrNotFound)
+		}
+		prefix := []byte(section + "-")
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+			var seat seats.Seat
+			if err := json.Unmarshal(v, &seat); err != nil {
+				return fmt.Errorf("seat %s: %w", k, err)
+			}
+			seat.EventID = event
+			out = append(out, seat)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }
+
+// CreateSession implements seats.Store.
+func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Time) error {
+	return s.batch(func(tx *bolt.Tx) error {
+		if id := tx.Bucket(tokensBucket).Get([]byte(sess.TokenID)); sess.TokenID != "" && id != nil {
+			return seats.ErrTokenUsed
+		}
+		liveKey := sess.UserID + "\x00" + sess.EventID
+		if id := tx.Bucket(liveBucket).Get([]byte(liveKey)); id != nil {
+			var other seats.Session
+			if err := getJSON(tx.Bucket(sessionsBucket), string(id), &other, "session"); err == nil && other.Live(now) {
+				return &seats.SessionExistsError{Session: other.ID}
+			}
+		}
+		if err := putJSON(tx.Bucket(sessionsBucket), sess.ID, sess); err != nil {
+			return err
+		}
+		if err := tx.Bucket(liveBucket).Put([]byte(liveKey), []byte(sess.ID)); err != nil {
+			return err
+		}
+		if sess.TokenID != "" {
+			return tx.Bucket(tokensBucket).Put([]byte(sess.TokenID), []byte(sess.ID))
+		}
+		return nil
+	})
+}
+
+// Session implements seats.Store.
+func (s *Store) Session(_ context.Context, id string) (seats.Session, error) {
+	var sess seats.Session
+	err := s.db.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(sessionsBucket), id, &sess, "session") })
+	return sess, err
+}
+
+// Hold implements seats.Store.
+func (s *Store) Hold(_ context.Context, h seats.Hold) (seats.Session, error) {
+	return s.change(h.Session, h.Seats, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyHold(sess, list, h)
+	})
+}
+
+// Release implements seats.Store.
+func (s *Store) Release(_ context.Context, session, seat string, now time.Time) (seats.Session, error) {
+	return s.change(session, []string{seat}, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyRelease(sess, list[0], now)
+	})
+}
+
+// Checkout implements seats.Store.
+func (s *Store) Checkout(_ context.Context, session string, now, until time.Time, _ string) (seats.Session, error) {
+	return s.changeHeld(session, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyCheckout(sess, list, now, until)
+	})
+}
+
+// Confirm implements seats.Store.
+func (s *Store) Confirm(_ context.Context, session, reservation, paymentRef string, now time.Time, _ string) (seats.Session, error) {
+	return s.changeHeld(session, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyConfirm(sess, list, reservation, paymentRef, now)
+	})
+}
+
+// Cancel implements seats.Store.
+func (s *Store) Cancel(_ context.Context, session string, now time.Time, _ string) (seats.Session, error) {
+	return s.changeHeld(session, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyCancel(sess, list, now)
+	})
+}
+
+// changeHeld runs a rule over the session and the seats it holds.
+func (s *Store) changeHeld(session string, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
+	return s.change(session, nil, rule)
+}
+
+// change loads a session and seats (nil ids: the seats it holds), applies
+// a rule and writes back what it changed, in one group-committed
+// transaction. A rule's refusal is a result, not a failed transaction, so it
+// does not make bbolt re-run the rest of the batch one by one.
+func (s *Store) change(session string, ids []string, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
+	var out seats.Session
+	var refused error
+	err := s.batch(func(tx *bolt.Tx) error {
+		refused = nil
+		var sess seats.Session
+		if err := getJSON(tx.Bucket(sessionsBucket), session, &sess, "session"); err != nil {
+			refused = err
+			return nil
+		}
+		b := tx.Bucket(seatsBucket).Bucket([]byte(sess.EventID))
+		if b == nil {
+			return fmt.Errorf("seats of event %s are missing", sess.EventID)
+		}
+		want := ids
+		if want == nil {
+			want = sess.Seats
+		}
+		list := make([]*seats.Seat, len(want))
+		for i, id := range want {
+			if v := b.Get([]byte(id)); v != nil {
+				list[i] = new(seats.Seat)
+				if err := json.Unmarshal(v, list[i]); err != nil {
+					return fmt.Errorf("seat %s: %w", id, err)
+				}
+			}
+		}
+		if err := rule(&sess, list); err != nil {
+			refused = err
+			return nil
+		}
+		for _, seat := range list {
+			if seat != nil {
+				if err := putJSON(b, seat.ID, seat); err != nil {
+					return err
+				}
+			}
+		}
+		out = sess
+		return putJSON(tx.Bucket(sessionsBucket), sess.ID, sess)
+	})
+	if err != nil {
+		return seats.Session{}, err
+	}
+	return out, refused
+}
+
+// ClaimKey implements seats.Store.
+func (s *Store) ClaimKey(_ context.Context, key string, now time.Time) (seats.KeyRecord, bool, error) {
+	var rec seats.KeyRecord
+	claimed := false
+	err := s.batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(keysBucket)
+		if v := b.Get([]byte(key)); v != nil {
+			claimed = false
+			return json.Unmarshal(v, &rec)
+		}
+		claimed = true
+		rec = seats.KeyRecord{ClaimedAt: now}
+		return putJSON(b, key, rec)
+	})
+	return rec, claimed, err
+}
+
+// CompleteKey implements seats.Store.
+func (s *Store) CompleteKey(_ context.Context, key string, rec seats.KeyRecord) error {
+	return s.batch(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(keysBucket), key, rec) })
+}
+
+// batch runs fn in a group commit, passing domain errors through.
+func (s *Store) batch(fn func(*bolt.Tx) error) error {
+	var domain error
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		domain = nil
+		err := fn(tx)
+		var exists *seats.SessionExistsError
+		if errors.Is(err, seats.ErrTokenUsed) || errors.As(err, &exists) {
+			domain = err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return domain
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", key, err)
+	}
+	return b.Put([]byte(key), raw)
+}
+
+func getJSON(b *bolt.Bucket, key string, v any, what string) error {
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return fmt.Errorf("%s %s: %w", what, key, seats.ErrNotFound)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s %s: %w", what, key, err)
+	}
+	return nil
+}
+
+var _ seats.Store = (*Store)(nil)

@@ -1,0 +1,66 @@
+package seats
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStadium(t *testing.T) {
+	ev := Stadium("final", "Final", time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC))
+	list, err := expand(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 20000 || len(ev.Sections) != 32 {
+		t.Fatalf("%d seats in %d sections", len(list), len(ev.Sections))
+	}
+}
+
+func TestBestTogether(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	row := func(taken ...int) []Seat {
+		var out []Seat
+		for n := 1; n <= 8; n++ {
+			s := Seat{ID: SeatID("A", "1", "1", n), Block: "1", Row: "1", Number: n, Status: Available}
+			for _, t := range taken {
+				if t == n {
+					s.Status = Reserved
+				}
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		seats []Seat
+		count int
+		want  []string
+	}{
+		{"empty row", row(), 2, []string{"A-1-1-1", "A-1-1-2"}},
+		{"exact fit first", row(3), 2, []string{"A-1-1-1", "A-1-1-2"}},
+		{"no lone seat", row(4), 2, []string{"A-1-1-5", "A-1-1-6"}}, // 1-3 would leave one
+		{"none fits", row(2, 4, 6, 8), 2, nil},
+		{"whole row", row(), 8, []string{"A-1-1-1", "A-1-1-2", "A-1-1-3", "A-1-1-4", "A-1-1-5", "A-1-1-6", "A-1-1-7", "A-1-1-8"}},
+		{"seven of eight leaves one", row(), 7, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BestTogether(tt.seats, tt.count, now, nil)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("got %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+	// An expired lock counts as free.
+	seats := row()
+	seats[0].Status, seats[0].ExpiresAt = Locked, now.Add(-time.Second)
+	if got := BestTogether(seats, 2, now, nil); len(got) != 2 || got[0] != "A-1-1-1" {
+		t.Fatalf("expired lock: %v", got)
+	}
+}

@@ -1,0 +1,325 @@
+package seats
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MaxSeatsPerHold caps one hold. DynamoDB's TransactWriteItems takes at
+// most 100 actions, one of which is the session: 99 seats is the hard limit;
+// 20 leaves room and is more than any sale lets one person hold.
+const MaxSeatsPerHold = 20
+
+// Service is the seat service's behaviour over a Store.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a service; now is its clock.
+func NewService(store Store, now func() time.Time) *Service {
+	return &Service{store: store, now: now}
+}
+
+// Now is the service's clock.
+func (s *Service) Now() time.Time { return s.now() }
+
+// Store is the service's store.
+func (s *Service) Store() Store { return s.store }
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// CreateEvent validates an event, expands its seats and stores it.
+func (s *Service) CreateEvent(ctx context.Context, ev Event) (Event, error) {
+	if !idPattern.MatchString(ev.ID) {
+		return ev, fmt.Errorf("%w: event id %q: 1-64 letters, digits, '.', '_' or '-'", ErrInvalid, ev.ID)
+	}
+	if ev.MaxSeats == 0 {
+		ev.MaxSeats = 6
+	}
+	if ev.MaxSeats < 1 || ev.MaxSeats > MaxSeatsPerHold {
+		return ev, fmt.Errorf("%w: max_seats_per_session must be 1 to %d", ErrInvalid, MaxSeatsPerHold)
+	}
+	seats, err := expand(ev)
+	if err != nil {
+		return ev, err
+	}
+	if err := s.store.PutEvent(ctx, ev, seats); err != nil {
+		return ev, err
+	}
+	return ev, nil
+}
+
+// expand lists an event's seats, checking ids are well formed and unique.
+func expand(ev Event) ([]Seat, error) {
+	var out []Seat
+	seen := map[string]bool{}
+	if len(ev.Sections) == 0 {
+		return nil, fmt.Errorf("%w: an event needs sections", ErrInvalid)
+	}
+	for _, sec := range ev.Sections {
+		for _, blk := range sec.Blocks {
+			for _, row := range blk.Rows {
+				for _, spec := range row.Seats {
+					for _, part := range []string{sec.ID, blk.ID, row.ID} {
+						if !idPattern.MatchString(part) || strings.Contains(part, "-") {
+							return nil, fmt.Errorf("%w: section, block and row ids are letters, digits, '.' or '_': %q", ErrInvalid, part)
+						}
+					}
+					seat := Seat{
+						EventID: ev.ID, ID: SeatID(sec.ID, blk.ID, row.ID, spec.Number),
+						Section: sec.ID, Block: blk.ID, Row: row.ID, Number: spec.Number,
+						Category: firstNonEmpty(spec.Category, sec.Category), Price: spec.Price, Status: Available,
+					}
+					if seat.Price == 0 {
+						seat.Price = sec.Price
+					}
+					if spec.NotForSale {
+						seat.Status = NotForSale
+					}
+					if seen[seat.ID] {
+						return nil, fmt.Errorf("%w: seat %s appears twice", ErrInvalid, seat.ID)
+					}
+					seen[seat.ID] = true
+					out = append(out, seat)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: an event needs seats", ErrInvalid)
+	}
+	return out, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// EventCounts is an event with its seat counts per section, at now.
+func (s *Service) EventCounts(ctx context.Context, id string) (Event, map[string]Counts, error) {
+	ev, err := s.store.Event(ctx, id)
+	if err != nil {
+		return ev, nil, err
+	}
+	now := s.now()
+	counts := make(map[string]Counts, len(ev.Sections))
+	for _, sec := range ev.Sections {
+		seats, err := s.store.SectionSeats(ctx, id, sec.ID)
+		if err != nil {
+			return ev, nil, err
+		}
+		counts[sec.ID] = Count(seats, now)
+	}
+	return ev, counts, nil
+}
+
+// Count tallies seats by their availability at now.
+func Count(seats []Seat, now time.Time) Counts {
+	var c Counts
+	for _, st := range seats {
+		switch st.StatusAt(now) {
+		case Available:
+			c.Available++
+		case Locked:
+			c.Locked++
+		case Reserved:
+			c.Reserved++
+		}
+		if st.Status != NotForSale {
+			c.Total++
+		}
+	}
+	return c
+}
+
+// SectionMap is one section's seats at now.
+func (s *Service) SectionMap(ctx context.Context, event, section string) (Section, []Seat, error) {
+	ev, err := s.store.Event(ctx, event)
+	if err != nil {
+		return Section{}, nil, err
+	}
+	i := slices.IndexFunc(ev.Sections, func(sec Section) bool { return sec.ID == section })
+	if i < 0 {
+		return Section{}, nil, fmt.Errorf("section %s: %w", section, ErrNotFound)
+	}
+	seats, err := s.store.SectionSeats(ctx, event, section)
+	if err != nil {
+		return Section{}, nil, err
+	}
+	now := s.now()
+	for i := range seats {
+		seats[i].Status = seats[i].StatusAt(now)
+		if seats[i].Status != Locked && seats[i].Status != Reserved {
+			seats[i].Session, seats[i].ExpiresAt = "", time.Time{}
+		}
+		seats[i].Reservation = ""
+	}
+	return ev.Sections[i], seats, nil
+}
+
+// OpenSession opens a reservation session for an admitted visitor.
+func (s *Service) OpenSession(ctx context.Context, event, user, tokenID string, now time.Time) (Session, error) {
+	ev, err := s.store.Event(ctx, event)
+	if err != nil {
+		return Session{}, err
+	}
+	sess := Session{
+		ID: newID("S"), EventID: event, UserID: user, TokenID: tokenID, State: StateReservation,
+		Limit: ev.MaxSeats, CreatedAt: now, ExpiresAt: now.Add(ev.HoldWindow.Or(10 * time.Minute)),
+		Seats: []string{},
+	}
+	if err := s.store.CreateSession(ctx, sess, now); err != nil {
+		return Session{}, err
+	}
+	return sess, nil
+}
+
+// Session returns a session if it belongs to user.
+func (s *Service) Session(ctx context.Context, id, user string) (Session, error) {
+	sess, err := s.store.Session(ctx, id)
+	if err != nil {
+		return sess, err
+	}
+	if sess.UserID != user {
+		return Session{}, ErrForbidden
+	}
+	sess.State = sess.StateAt(s.now())
+	return sess, nil
+}
+
+// HoldSeats holds the given seats, all or nothing.
+func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []string, now time.Time, token string) (Session, error) {
+	if _, err := s.Session(ctx, id, user); err != nil {
+		return Session{}, err
+	}
+	if len(seatIDs) == 0 || len(seatIDs) > MaxSeatsPerHold {
+		return Session{}, fmt.Errorf("%w: hold 1 to %d seats", ErrInvalid, MaxSeatsPerHold)
+	}
+	ids := slices.Clone(seatIDs)
+	slices.Sort(ids)
+	if len(slices.Compact(ids)) != len(seatIDs) {
+		return Session{}, fmt.Errorf("%w: a seat is named twice", ErrInvalid)
+	}
+	return s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Token: token})
+}
+
+// HoldBest holds count seats together in one row, trying sections in the
+// given order and, after a lost race, the next candidates.
+func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sections []string, now time.Time, token string) (Session, error) {
+	sess, err := s.Session(ctx, id, user)
+	if err != nil {
+		return sess, err
+	}
+	if count < 1 || count > MaxSeatsPerHold {
+		return sess, fmt.Errorf("%w: count must be 1 to %d", ErrInvalid, MaxSeatsPerHold)
+	}
+	if len(sections) == 0 {
+		ev, err := s.store.Event(ctx, sess.EventID)
+		if err != nil {
+			return sess, err
+		}
+		for _, sec := range ev.Sections {
+			sections = append(sections, sec.ID)
+		}
+	}
+	const maxTries = 8
+	tries := 0
+	for _, section := range sections {
+		seats, err := s.store.SectionSeats(ctx, sess.EventID, section)
+		if err != nil {
+			return sess, err
+		}
+		if len(seats) == 0 {
+			return sess, fmt.Errorf("section %s: %w", section, ErrNotFound)
+		}
+		taken := map[string]bool{}
+		for {
+			cand := BestTogether(seats, count, now, taken)
+			if cand == nil {
+				break
+			}
+			out, err := s.store.Hold(ctx, Hold{Session: id, Seats: cand, Now: now, Token: tokenFor(token, tries)})
+			var te *TakenError
+			if !errors.As(err, &te) {
+				return out, err
+			}
+			for _, seat := range te.Seats {
+				taken[seat] = true
+			}
+			if tries++; tries >= maxTries {
+				return sess, err
+			}
+		}
+	}
+	return sess, &TakenError{}
+}
+
+// tokenFor varies an idempotency token per attempt, so retries on other
+// candidates are distinct writes.
+func tokenFor(token string, attempt int) string {
+	if token == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s.%d", token, attempt)
+}
+
+// ReleaseSeat releases one held seat.
+func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now time.Time) (Session, error) {
+	if _, err := s.Session(ctx, id, user); err != nil {
+		return Session{}, err
+	}
+	return s.store.Release(ctx, id, seat, now)
+}
+
+// Checkout freezes the holds and extends them by the checkout window.
+func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, token string) (Session, error) {
+	sess, err := s.Session(ctx, id, user)
+	if err != nil {
+		return sess, err
+	}
+	ev, err := s.store.Event(ctx, sess.EventID)
+	if err != nil {
+		return sess, err
+	}
+	return s.store.Checkout(ctx, id, now, now.Add(ev.CheckoutWindow.Or(7*time.Minute)), token)
+}
+
+// Confirm finalises a checkout and returns the session with its reservation id.
+func (s *Service) Confirm(ctx context.Context, id, user, paymentRef string, now time.Time, token string) (Session, error) {
+	if paymentRef == "" || len(paymentRef) > 200 {
+		return Session{}, fmt.Errorf("%w: payment_ref is required (at most 200 characters)", ErrInvalid)
+	}
+	if _, err := s.Session(ctx, id, user); err != nil {
+		return Session{}, err
+	}
+	return s.store.Confirm(ctx, id, reservationID(id), paymentRef, now, token)
+}
+
+// Cancel cancels a session and releases its seats.
+func (s *Service) Cancel(ctx context.Context, id, user string, now time.Time, token string) (Session, error) {
+	if _, err := s.Session(ctx, id, user); err != nil {
+		return Session{}, err
+	}
+	return s.store.Cancel(ctx, id, now, token)
+}
+
+// reservationID derives the reservation id from the session, so a retried
+// confirm can never mint a second one.
+func reservationID(session string) string { return "R" + strings.TrimPrefix(session, "S") }
+
+func newID(prefix string) string {
+	b := make([]byte, 10)
+	_, _ = rand.Read(b)
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
