@@ -384,4 +384,3 @@ func parseDuration(d *caddyfile.Dispenser, s string, dst *proxy.Duration) error 
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*Handler)(nil)
-

@@ -20,9 +20,11 @@ import (
 // failure: the integration tests must never pass by not running.
 type noSkip struct{ *testing.T }
 
-func (n noSkip) Skipf(format string, args ...any) { n.T.Fatalf("caddytest would skip: "+format, args...) }
-func (n noSkip) SkipNow()                         { n.T.Fatal("caddytest would skip") }
-func (n noSkip) Skip(args ...any)                 { n.T.Fatal(append([]any{"caddytest would skip:"}, args...)...) }
+func (n noSkip) Skipf(format string, args ...any) {
+	n.T.Fatalf("caddytest would skip: "+format, args...)
+}
+func (n noSkip) SkipNow()         { n.T.Fatal("caddytest would skip") }
+func (n noSkip) Skip(args ...any) { n.T.Fatal(append([]any{"caddytest would skip:"}, args...)...) }
 
 const testKeysJSON = `{"signing":"k1","keys":{"k1":"c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},"lottery":"bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ=="}`
 

@@ -97,4 +97,3 @@ func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
 	}
 	return nil
 }
-
