@@ -1,0 +1,226 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/seats"
+	"github.com/fairgate/fairgate/seats/boltstore"
+	"github.com/fairgate/fairgate/seats/storetest"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	t     *testing.T
+	srv   *httptest.Server
+	clk   *clock
+	gate  *admission.Gate
+	room  *admission.Room
+	event string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	clk := &clock{now: storetest.T0}
+	api := New(seats.NewService(store, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin"})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
+	e := &env{t: t, srv: srv, clk: clk, gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1000, clk.Now)), room: room, event: "ev"}
+	body, _ := json.Marshal(storetest.Event("ev"))
+	if code, b := e.do("POST", "/api/events", string(body), "", "Authorization", "Bearer admin"); code != 201 {
+		t.Fatalf("create event: %d %s", code, b)
+	}
+	return e
+}
+
+// pass admits a visitor through a real gate and returns their pass.
+func (e *env) pass(user string) string {
+	e.t.Helper()
+	tk, err := e.gate.Issue(e.room, admission.Visitor{Subject: user}, e.clk.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	d := e.gate.Decide(context.Background(), e.room, admission.Attempt{Token: tk.Token, Nonce: "0", Visitor: admission.Visitor{Subject: user}, Now: e.clk.Now()})
+	if d.Outcome != admission.OutcomeAdmit {
+		e.t.Fatalf("admitting %s: %v", user, d.Outcome)
+	}
+	return d.Pass
+}
+
+func (e *env) do(method, path, body, pass string, header ...string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	if pass != "" {
+		req.Header.Set(PassHeader, pass)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (e *env) open(pass string) string {
+	e.t.Helper()
+	code, body := e.do("POST", "/api/sessions", "", pass)
+	if code != 201 {
+		e.t.Fatalf("open session: %d %s", code, body)
+	}
+	var v struct{ Session string }
+	_ = json.Unmarshal([]byte(body), &v)
+	return v.Session
+}
+
+func TestSessionFlow(t *testing.T) {
+	e := newEnv(t)
+	alice, bob := e.pass("alice"), e.pass("bob")
+	sa, sb := e.open(alice), e.open(bob)
+	tests := []struct {
+		name, method, path, body, pass string
+		status                          int
+		contains                        string
+	}{
+		{"no pass", "POST", "/api/sessions", "", "", 401, "no_pass"},
+		{"forged pass", "POST", "/api/sessions", "", alice[:len(alice)-2] + "AA", 401, "bad_pass"},
+		{"second live session", "POST", "/api/sessions", "", e.pass("alice"), 409, `"session":"` + sa},
+		{"same token again", "POST", "/api/sessions", "", alice, 409, "token_used"},
+		{"unknown event", "POST", "/api/sessions", `{"event":"nope"}`, e.pass("carol"), 404, "not_found"},
+		{"hold", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-1","A-1-1-2"]}`, alice, 200, `"A-1-1-2"`},
+		{"taken", "POST", "/api/sessions/" + sb + "/holds", `{"seats":["A-1-1-2","A-1-1-3"]}`, bob, 409, `"seats":["A-1-1-2"]`},
+		{"another's session", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5"]}`, bob, 403, "forbidden"},
+		{"over the limit", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5","A-1-1-6","A-1-1-7"]}`, alice, 422, "limit"},
+		{"too many in one hold", "POST", "/api/sessions/" + sa + "/holds", `{"seats":[` + strings.Repeat(`"x",`, 25) + `"y"]}`, alice, 400, "invalid"},
+		{"unknown seat", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["Z-1-1-1"]}`, alice, 400, "unknown seat"},
+		{"malformed", "POST", "/api/sessions/" + sa + "/holds", `{"seats":`, alice, 400, "malformed"},
+		{"unknown field", "POST", "/api/sessions/" + sa + "/holds", `{"sets":["A-1-1-9"]}`, alice, 400, "malformed"},
+		{"oversized", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["` + strings.Repeat("a", 70000) + `"]}`, alice, 413, "too_large"},
+		{"both forms", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-9"],"best":{"count":1}}`, alice, 400, "invalid"},
+		{"unknown session", "GET", "/api/sessions/nope", "", alice, 404, "not_found"},
+		{"best available", "POST", "/api/sessions/" + sb + "/holds", `{"best":{"count":2,"sections":["AB"]}}`, bob, 200, `"AB-1-1-1"`},
+		{"release", "DELETE", "/api/sessions/" + sa + "/holds/A-1-1-2", "", alice, 200, `"seats":["A-1-1-1"]`},
+		{"release again", "DELETE", "/api/sessions/" + sa + "/holds/A-1-1-2", "", alice, 409, "state"},
+		{"confirm before checkout", "POST", "/api/sessions/" + sa + "/confirm", `{"payment_ref":"p1"}`, alice, 409, "checkout first"},
+		{"checkout", "POST", "/api/sessions/" + sa + "/checkout", "", alice, 200, `"state":"checkout"`},
+		{"hold during checkout", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-9"]}`, alice, 409, "state"},
+		{"confirm without payment", "POST", "/api/sessions/" + sa + "/confirm", `{}`, alice, 400, "payment_ref"},
+		{"confirm", "POST", "/api/sessions/" + sa + "/confirm", `{"payment_ref":"p1"}`, alice, 200, `"reservation":"R`},
+		{"cancel", "DELETE", "/api/sessions/" + sb, "", bob, 200, `"state":"cancelled"`},
+		{"unknown route", "GET", "/api/nope", "", "", 404, "not_found"},
+	}
+	for _, tt := range tests {
+		code, body := e.do(tt.method, tt.path, tt.body, tt.pass)
+		if code != tt.status || !strings.Contains(body, tt.contains) {
+			t.Errorf("%s: %d %s; want %d containing %q", tt.name, code, body, tt.status, tt.contains)
+		}
+	}
+	// The seat map shows A-1-1-1 reserved and the cancelled hold free again.
+	code, body := e.do("GET", "/api/events/ev/sections/A", "", "")
+	if code != 200 || !strings.Contains(body, `"id":"A-1-1-1","section":"A","block":"1","row":"1","number":1,"price":5000,"status":"reserved"`) {
+		t.Fatalf("seat map: %d %.300s", code, body)
+	}
+	if strings.Contains(body, sa) {
+		t.Fatal("the seat map names a session")
+	}
+}
+
+func TestExpiredSession(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.clk.Add(11 * time.Minute)
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice); code != 410 {
+		t.Fatalf("hold in an expired session: %d %s", code, body)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	hold := `{"seats":["A-1-1-4"]}`
+	code1, body1 := e.do("POST", "/api/sessions/"+s+"/holds", hold, alice, "Idempotency-Key", "k1")
+	e.clk.Add(time.Second)
+	code2, body2 := e.do("POST", "/api/sessions/"+s+"/holds", hold, alice, "Idempotency-Key", "k1")
+	if code1 != 200 || code1 != code2 || body1 != body2 {
+		t.Fatalf("retry differs: %d %s / %d %s", code1, body1, code2, body2)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-5"]}`, alice, "Idempotency-Key", "k1"); code != 422 {
+		t.Fatalf("key reused for another body: %d %s", code, body)
+	}
+	// A retried confirm returns the same reservation, not a second one.
+	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	c1, b1 := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c1")
+	c2, b2 := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c1")
+	if c1 != 200 || c2 != 200 || b1 != b2 {
+		t.Fatalf("confirm retry: %d %s / %d %s", c1, b1, c2, b2)
+	}
+}
+
+func TestCacheHeaders(t *testing.T) {
+	e := newEnv(t)
+	req, _ := http.NewRequest("GET", e.srv.URL+"/api/events/ev", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || etag == "" || !strings.Contains(resp.Header.Get("Cache-Control"), "s-maxage=") {
+		t.Fatalf("event: %d %v", resp.StatusCode, resp.Header)
+	}
+	req.Header.Set("If-None-Match", etag)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 304 {
+		t.Fatalf("If-None-Match: %d", resp.StatusCode)
+	}
+	if code, _ := e.do("POST", "/api/events", `{"id":"x"}`, "", "Authorization", "Bearer wrong"); code != 401 {
+		t.Fatalf("event creation without the admin token: %d", code)
+	}
+	if code, body := e.do("POST", "/api/events", `{"id":"bad id!","sections":[]}`, "", "Authorization", "Bearer admin"); code != 400 {
+		t.Fatalf("bad event: %d %s", code, body)
+	}
+	for _, p := range []string{"/api/events/nope", "/api/events/ev/sections/ZZ"} {
+		if code, _ := e.do("GET", p, "", ""); code != 404 {
+			t.Errorf("%s: %d", p, code)
+		}
+	}
+}
