@@ -197,35 +197,38 @@ type Hold struct {
 
 // ApplyHold is the rule of a hold, applied to a session and its seats
 // (in the order of h.Seats) as read inside one transaction: the session is
-// the caller's, in reservation and not expired, under its limit with the new
-// seats; every seat is available now or already held by the session. On
-// success it mutates session and seats; on failure it changes nothing.
+// the caller's, in reservation and not expired, and stays within its limit
+// with the seats it does not hold yet (checked first: it depends on the
+// session alone); every such seat exists and is available now. Seats the
+// session already holds are kept as they are. On success it mutates session
+// and seats; on failure it changes nothing.
 func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
 	if err := sessionOpen(sess, h.Now); err != nil {
 		return err
 	}
-	var taken, fresh []string
-	for i, s := range seats {
-		switch {
+	var fresh []int
+	for i, id := range h.Seats {
+		if !slices.Contains(sess.Seats, id) {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(sess.Seats)+len(fresh) > sess.Limit {
+		return fmt.Errorf("%w: %d held, %d more asked, limit %d", ErrLimit, len(sess.Seats), len(fresh), sess.Limit)
+	}
+	var taken []string
+	for _, i := range fresh {
+		switch s := seats[i]; {
 		case s == nil:
 			return fmt.Errorf("%w: unknown seat %s", ErrInvalid, h.Seats[i])
-		case s.LockedBy(sess.ID, h.Now):
-		case s.StatusAt(h.Now) == Available:
-			fresh = append(fresh, s.ID)
-		default:
+		case s.StatusAt(h.Now) != Available:
 			taken = append(taken, s.ID)
 		}
 	}
 	if len(taken) > 0 {
 		return &TakenError{Seats: taken}
 	}
-	if len(sess.Seats)+len(fresh) > sess.Limit {
-		return fmt.Errorf("%w: %d held, %d more asked, limit %d", ErrLimit, len(sess.Seats), len(fresh), sess.Limit)
-	}
-	for _, s := range seats {
-		if !slices.Contains(fresh, s.ID) {
-			continue
-		}
+	for _, i := range fresh {
+		s := seats[i]
 		s.Status, s.Session, s.ExpiresAt, s.Reservation = Locked, sess.ID, sess.ExpiresAt, ""
 		sess.Seats = append(sess.Seats, s.ID)
 	}

@@ -25,9 +25,10 @@ commands:
   sim [flags]                  run the fairness simulation (table and SVG plot)
   proxy --upstream URL [--listen ADDR] [--config FILE] [--admin ADDR]
                                the waiting room as a standalone reverse proxy
-  seats [serve] --keys FILE [--db FILE] [--listen ADDR] [--event ID]
-                               the seat-reservation service (embedded bbolt store)
+  seats [serve] --keys FILE [--store bolt|dynamodb] [--db FILE] [--listen ADDR] [--event ID]
+                               the seat-reservation service
   seats layout [--id ID]       print a 20,000-seat stadium event as JSON
+  seats init-tables            create the DynamoDB tables (--dynamodb-endpoint, --table-prefix)
   demo                         show the waiting room at work
 
 Run 'fairgate <command> -h' for a command's flags.
