@@ -109,7 +109,9 @@ func (s *Store) CreateTables(ctx context.Context) error {
 type item = map[string]types.AttributeValue
 
 func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-func nv(n int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)} }
+func nv(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
 func ms(t time.Time) types.AttributeValue {
 	if t.IsZero() {
 		return nv(0)

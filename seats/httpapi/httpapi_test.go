@@ -112,8 +112,8 @@ func TestSessionFlow(t *testing.T) {
 	sa, sb := e.open(alice), e.open(bob)
 	tests := []struct {
 		name, method, path, body, pass string
-		status                          int
-		contains                        string
+		status                         int
+		contains                       string
 	}{
 		{"no pass", "POST", "/api/sessions", "", "", 401, "no_pass"},
 		{"forged pass", "POST", "/api/sessions", "", alice[:len(alice)-2] + "AA", 401, "bad_pass"},
