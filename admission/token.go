@@ -137,12 +137,15 @@ func (c *Codec) Sign(claims jwt.Claims) (string, error) {
 		return "", fmt.Errorf("encoding claims: %w", err)
 	}
 	secret, _ := c.keys.secret(c.keys.SigningID())
-	signing := c.header + "." + base64.RawURLEncoding.EncodeToString(payload)
-	sig, err := jwt.SigningMethodHS256.Sign(signing, secret)
+	enc := base64.RawURLEncoding
+	// One buffer for the whole token: header.payload, then .signature.
+	buf := make([]byte, 0, len(c.header)+2+enc.EncodedLen(len(payload))+enc.EncodedLen(32))
+	buf = enc.AppendEncode(append(append(buf, c.header...), '.'), payload)
+	sig, err := jwt.SigningMethodHS256.Sign(string(buf), secret)
 	if err != nil {
 		return "", fmt.Errorf("signing token: %w", err)
 	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return string(enc.AppendEncode(append(buf, '.'), sig)), nil
 }
 
 // ParseWait verifies a waiting token for room at time now.

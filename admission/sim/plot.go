@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"slices"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func (r Report) WriteSVG(w io.Writer) error {
 		ymax = math.Max(ymax, v.Admitted.Minutes())
 	}
 	p1 := panel{x: pad, y: 40, w: 460, h: 360, xmin: xmin, xmax: xmax, ymin: 0, ymax: ymax}
-	p1.frame(&b, "arrival (min from sale start)", "admitted (min from sale start)", "Who gets in when: pre-queue is a lottery, later arrivals wait longer")
+	p1.frame(&b, "arrival (min from sale start)", "admitted (min from sale start)", "Who gets in when: the pre-queue is a lottery; nobody gets in before arriving")
 	step := max(1, len(vs)/3000)
 	for i := 0; i < len(vs); i += step {
 		v := vs[i]
@@ -74,7 +75,7 @@ func (r Report) WriteSVG(w io.Writer) error {
 	}
 	p2 := panel{x: 600, y: 40, w: 460, h: 360, xmin: 0, xmax: xm, ymin: 0, ymax: 1}
 	p2.frame(&b, "wait (min; from the start for the pre-queue)", "share admitted", "Refreshing gains nothing; ignoring nxt costs")
-	var colours, labels []string
+	var colours, labels, dashes []string
 	for _, s := range all {
 		if len(s.waits) == 0 {
 			continue
@@ -87,9 +88,9 @@ func (r Report) WriteSVG(w io.Writer) error {
 		}
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", p2.px(s.waits[n-1]), p2.py(1)))
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"/>`+"\n", s.colour, s.dash, strings.Join(pts, " "))
-		colours, labels = append(colours, s.colour), append(labels, s.label)
+		colours, labels, dashes = append(colours, s.colour), append(labels, s.label), append(dashes, s.dash)
 	}
-	legend(&b, p2.x+p2.w-190, p2.y+p2.h-20*float64(len(labels))-10, colours, labels)
+	legend(&b, p2.x+p2.w-200, p2.y+p2.h-20*float64(len(labels))-10, colours, labels, dashes...)
 	c := r.Baseline.Config
 	fmt.Fprintf(&b, `<text x="%d" y="%d">%d pre-queue + %d arrivals, %.0f admissions/s, jitter 0-%v, seed %d, sale lasted %v</text>`+"\n",
 		pad, height-20, c.PreQueue, c.Arrivals, c.Rate, c.Jitter, c.Seed, r.Baseline.Duration.Round(time.Second))
@@ -125,14 +126,28 @@ func (p panel) frame(b *strings.Builder, xlabel, ylabel, title string) {
 	for i := 0; i <= 4; i++ {
 		xv := p.xmin + float64(i)/4*(p.xmax-p.xmin)
 		yv := p.ymin + float64(i)/4*(p.ymax-p.ymin)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle" fill="#444">%.3g</text>`+"\n", p.px(xv), p.y+p.h+16, xv)
-		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end" fill="#444">%.3g</text>`+"\n", p.x-6, p.py(yv)+4, yv)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle" fill="#444">%s</text>`+"\n", p.px(xv), p.y+p.h+16, tick(xv, p.xmax-p.xmin))
+		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n", p.x-6, p.py(yv)+4, tick(yv, p.ymax-p.ymin))
 	}
 }
 
-func legend(b *strings.Builder, x, y float64, colours, labels []string) {
+// tick formats an axis value, showing float noise around zero as 0.
+func tick(v, span float64) string {
+	if math.Abs(v) < span*1e-6 {
+		v = 0
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// legend draws a line sample (dashed where dashes[i] is set) per label.
+func legend(b *strings.Builder, x, y float64, colours, labels []string, dashes ...string) {
 	for i, l := range labels {
 		yy := y + float64(i)*20
-		fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="12" height="12" fill="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n", x, yy, colours[i], x+18, yy+10, l)
+		dash := ""
+		if i < len(dashes) {
+			dash = dashes[i]
+		}
+		fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="3" stroke-dasharray="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n",
+			x, yy+6, x+22, yy+6, colours[i], dash, x+28, yy+10, l)
 	}
 }
