@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
