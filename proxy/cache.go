@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -31,6 +32,9 @@ type responseCache struct {
 
 	mu     sync.Mutex
 	flight map[string]*fetch
+	// breakerUntil is when the last remembered upstream 429/503 expires
+	// (Unix nanoseconds): until then uncached paths look for one.
+	breakerUntil atomic.Int64
 }
 
 type entry struct {
@@ -67,21 +71,30 @@ func newResponseCache(cfg Cache, m *metrics, now func() time.Time) (*responseCac
 func (c *responseCache) close() { c.store.Close() }
 
 func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	key := r.Host + " " + r.URL.RequestURI()
 	now := c.now()
+	cacheable := c.cacheable(r)
+	if !cacheable && now.UnixNano() >= c.breakerUntil.Load() {
+		// No upstream has asked anyone to back off: pass straight through,
+		// watching for it.
+		bw := &breakerWriter{ResponseWriter: w, cache: c, key: r.Host + " " + r.URL.RequestURI()}
+		next.ServeHTTP(bw, r)
+		bw.finish()
+		return
+	}
+	key := r.Host + " " + r.URL.RequestURI()
 	e, ok := c.store.Get(key)
 	if ok && now.Before(e.stale) {
 		switch {
 		case now.Before(e.fresh):
 			c.metrics.cacheRequests.WithLabelValues(hitLabel(e)).Inc()
-		case c.cacheable(r):
+		case cacheable:
 			c.metrics.cacheRequests.WithLabelValues("stale").Inc()
 			c.refresh(key, r, next)
 		}
 		c.write(w, r, e, now, "hit")
 		return
 	}
-	if !c.cacheable(r) {
+	if !cacheable {
 		// Not a cached path: pass through, keeping only an upstream's
 		// request to back off.
 		bw := &breakerWriter{ResponseWriter: w, cache: c, key: key}
@@ -340,6 +353,12 @@ func (b *breakerWriter) finish() {
 	e := &entry{status: b.rec.status, header: b.rec.header, body: b.rec.body.Bytes(), fresh: now.Add(b.ttl), stale: now.Add(b.ttl)}
 	b.cache.store.SetWithTTL(b.key, e, int64(len(e.body)+512), b.ttl)
 	b.cache.store.Wait()
+	for until := now.Add(b.ttl).UnixNano(); ; {
+		cur := b.cache.breakerUntil.Load()
+		if cur >= until || b.cache.breakerUntil.CompareAndSwap(cur, until) {
+			break
+		}
+	}
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

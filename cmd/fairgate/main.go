@@ -29,7 +29,8 @@ commands:
                                the seat-reservation service
   seats layout [--id ID]       print a 20,000-seat stadium event as JSON
   seats init-tables            create the DynamoDB tables (--dynamodb-endpoint, --table-prefix)
-  demo                         show the waiting room at work
+  demo [--crowd N] [--sale-in 30s] [--listen ADDR]
+                               a ticket shop behind the waiting room, in one process
 
 Run 'fairgate <command> -h' for a command's flags.
 `
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"token":  token,
 		"solve":  solve,
 		"sim":    simulate,
-		"demo":   demo,
+		"demo":   runDemo,
 		"proxy":  runProxy,
 		"seats":  seatsCommand,
 	}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# End-to-end tests against real built binaries: Caddy built by xcaddy from
+# xcaddy.json, running Caddyfile.example, in front of the real seat service
+# and a shop origin, all on loopback. Prints each scenario's
+# "N passed, N failed" and fails on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+W=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
+trap cleanup EXIT
+
+echo "building Caddy from xcaddy.json…"
+go run ./e2e/build xcaddy.json "$W/caddy"
+go build -o "$W/fairgate" ./cmd/fairgate
+go build -o "$W/targets" ./bench/targets
+"$W/caddy" list-modules | grep -q '^http.handlers.waiting_room$'
+
+"$W/fairgate" keygen --kid e2e > "$W/keys.json"
+export FAIRGATE_KEYS
+FAIRGATE_KEYS=$(cat "$W/keys.json")
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+site=$(port) admin=$(port) seats=$(port) shop=$(port)
+wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; exit 1; }
+
+"$W/fairgate" seats --keys "$W/keys.json" --db "$W/seats.db" --listen "127.0.0.1:$seats" --room sale \
+  --event final-2026 --admin-token e2e > "$W/seats.log" 2>&1 & pids+=($!)
+wait_for "http://127.0.0.1:$seats/api/events/none"
+"$W/fairgate" seats layout --id final-2026 | curl -sf -o /dev/null -X POST -H 'Authorization: Bearer e2e' --data-binary @- "http://127.0.0.1:$seats/api/events"
+"$W/targets" origin "127.0.0.1:$shop" > "$W/shop.log" 2>&1 & pids+=($!)
+wait_for "http://127.0.0.1:$shop/"
+
+export SITE_ADDRESS="http://127.0.0.1:$site" ADMIN_ADDRESS="127.0.0.1:$admin" SEATS_UPSTREAM="127.0.0.1:$seats" \
+  SHOP_UPSTREAM="127.0.0.1:$shop" TAU=1s MIN_BACKOFF=1s DIFFICULTY=10 SESSIONS=100000
+"$W/caddy" run --config Caddyfile.example --adapter caddyfile > "$W/caddy.log" 2>&1 & pids+=($!)
+wait_for "http://127.0.0.1:$admin/config/"
+wait_for "http://127.0.0.1:$site/healthz"
+
+export SITE="http://127.0.0.1:$site" ADMIN="http://127.0.0.1:$admin" FAIRGATE="$W/fairgate"
+export RELOAD="$W/caddy reload --config Caddyfile.example --adapter caddyfile --address 127.0.0.1:$admin --force"
+status=0
+for scenario in e2e/waiting_room.sh; do
+  echo "== $scenario"
+  bash "$scenario" || status=1
+done
+if [ "$status" -ne 0 ]; then
+  echo "--- caddy log"; tail -30 "$W/caddy.log"; echo "--- seats log"; tail -10 "$W/seats.log"
+fi
+exit "$status"
