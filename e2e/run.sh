@@ -30,6 +30,8 @@ wait_for "http://127.0.0.1:$seats/api/events/none"
 "$W/targets" origin "127.0.0.1:$shop" > "$W/shop.log" 2>&1 & pids+=($!)
 wait_for "http://127.0.0.1:$shop/"
 
+# Caddy's autosave and storage stay in the scratch directory.
+export XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data"
 export SITE_ADDRESS="http://127.0.0.1:$site" ADMIN_ADDRESS="127.0.0.1:$admin" SEATS_UPSTREAM="127.0.0.1:$seats" \
   SHOP_UPSTREAM="127.0.0.1:$shop" TAU=1s MIN_BACKOFF=1s DIFFICULTY=10 SESSIONS=100000
 "$W/caddy" run --config Caddyfile.example --adapter caddyfile > "$W/caddy.log" 2>&1 & pids+=($!)

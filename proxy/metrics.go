@@ -9,7 +9,9 @@ import (
 	"github.com/fairgate/fairgate/admission"
 )
 
-// metrics of one room. No label names a visitor.
+// metrics of one room. No label names a visitor. The collectors belong to
+// the room's shared state, so counts carry on across Caddy reloads, which
+// give every new config a new registry.
 type metrics struct {
 	reg            prometheus.Registerer
 	registered     []prometheus.Collector
@@ -21,9 +23,11 @@ type metrics struct {
 	passChecks     *prometheus.CounterVec
 	cacheRequests  *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
+	room           *roomCollector
 }
 
-func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time) (*metrics, error) {
+// newRoomMetrics builds a room's collectors, once per room.
+func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 	room := prometheus.Labels{"room": shared.Room.Name()}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room})
@@ -31,8 +35,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room}, labels)
 	}
-	m := &metrics{
-		reg:            reg,
+	return &metrics{
 		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
 		attempts:       vec("admission_attempts_total", "Admission attempts by outcome.", "outcome"),
 		admissions:     counter("admissions_total", "Visitors admitted (passes issued)."),
@@ -41,35 +44,32 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 		passChecks:     vec("pass_checks_total", "Protected requests with a pass, by result.", "result"),
 		cacheRequests:  vec("cache_requests_total", "Cacheable requests by cache status.", "status"),
 		upstreamErrors: vec("upstream_errors_total", "Failed calls to the upstream or the admission hook.", "kind"),
+		room:           newRoomCollector(shared, now),
 	}
-	collectors := []prometheus.Collector{m.issued, m.attempts, m.admissions, m.strikes, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, newRoomCollector(shared, now)}
+}
+
+// newMetrics registers the room's collectors with reg (nil: none) for one
+// gateway. A collector reg already has is left as it is.
+func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time) (*metrics, error) {
+	base := shared.metrics(now)
+	m := *base
+	m.reg, m.registered = reg, nil
 	if reg == nil {
-		return m, nil
+		return &m, nil
 	}
-	for i, c := range collectors {
+	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.strikes, m.powFailures,
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.room} {
 		err := reg.Register(c)
 		var already prometheus.AlreadyRegisteredError
 		switch {
 		case err == nil:
 			m.registered = append(m.registered, c)
 		case errors.As(err, &already):
-			// A reload registers the same room again: keep counting on the
-			// collector already there.
-			collectors[i] = already.ExistingCollector
 		default:
 			return nil, err
 		}
 	}
-	m.issued = collectors[0].(prometheus.Counter)
-	m.attempts = collectors[1].(*prometheus.CounterVec)
-	m.admissions = collectors[2].(prometheus.Counter)
-	m.strikes = collectors[3].(prometheus.Counter)
-	m.powFailures = collectors[4].(prometheus.Counter)
-	m.passChecks = collectors[5].(*prometheus.CounterVec)
-	m.cacheRequests = collectors[6].(*prometheus.CounterVec)
-	m.upstreamErrors = collectors[7].(*prometheus.CounterVec)
-	return m, nil
+	return &m, nil
 }
 
 // unregister removes what this gateway registered.

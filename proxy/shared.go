@@ -23,6 +23,17 @@ type Shared struct {
 	mu      sync.Mutex
 	applied applied
 	reason  string // why the room is closed: "sold_out" or ""
+	counts  *metrics
+}
+
+// metrics returns the room's collectors, creating them once.
+func (sh *Shared) metrics(now func() time.Time) *metrics {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.counts == nil {
+		sh.counts = newRoomMetrics(sh, now)
+	}
+	return sh.counts
 }
 
 // applied is what the config last asked for, so a reload re-applies only

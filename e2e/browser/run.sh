@@ -12,6 +12,7 @@ trap cleanup EXIT
 
 (cd e2e/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 go build -o "$W/fairgate" ./cmd/fairgate
+export XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 site=$(port) admin=$(port)
 "$W/fairgate" demo --listen "127.0.0.1:$site" --admin "127.0.0.1:$admin" --rate 20 --tau 2s --difficulty 12 > "$W/demo.log" 2>&1 &
