@@ -163,6 +163,9 @@ func (h *Handler) Cleanup() error {
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if h.gw == nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, fmt.Errorf("waiting room %s is not provisioned", h.room))
+	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.waiting_room.room", h.room)
 		repl.Set("http.waiting_room.state", string(h.gw.Room().Room.View(time.Now()).State))
