@@ -32,8 +32,10 @@ wait_for "http://127.0.0.1:$shop/"
 
 # Caddy's autosave and storage stay in the scratch directory.
 export XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data"
+# A 4 s backoff floor (3 s after jitter) leaves the "early attempt" check
+# room to solve and post before nxt even on a loaded machine.
 export SITE_ADDRESS="http://127.0.0.1:$site" ADMIN_ADDRESS="127.0.0.1:$admin" SEATS_UPSTREAM="127.0.0.1:$seats" \
-  SHOP_UPSTREAM="127.0.0.1:$shop" TAU=1s MIN_BACKOFF=1s DIFFICULTY=10 SESSIONS=100000
+  SHOP_UPSTREAM="127.0.0.1:$shop" TAU=1s MIN_BACKOFF=4s DIFFICULTY=10 SESSIONS=100000
 "$W/caddy" run --config Caddyfile.example --adapter caddyfile > "$W/caddy.log" 2>&1 & pids+=($!)
 wait_for "http://127.0.0.1:$admin/config/"
 wait_for "http://127.0.0.1:$site/healthz"
