@@ -7,9 +7,7 @@ cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 1; }
 DUR=${DUR:-10s} CONN=${CONN:-64} THREADS=${THREADS:-1}
 W=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
-trap cleanup EXIT
+source bench/lib.sh
 
 go build -o "$W/targets" ./bench/targets
 go build -o "$W/fairgate" ./cmd/fairgate
@@ -20,9 +18,6 @@ cat > "$W/config.json" <<JSON
  "bypass":{"paths":["/api/sections/"]},
  "cache":{"paths":["/api/sections/*"],"ttl":"2s"}}
 JSON
-
-start() { "$@" >"$W/$(basename "$1").$RANDOM.log" 2>&1 & pids+=($!); }
-wait_port() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }
 
 start "$W/targets" origin 127.0.0.1:18081; wait_port 18081
 start "$W/fairgate" proxy --listen 127.0.0.1:18080 --upstream http://127.0.0.1:18081 --config "$W/config.json" \
@@ -37,24 +32,7 @@ curl -s http://127.0.0.1:18081/api/sections/A > "$W/static/api/sections/A"
 start "$W/targets" static 127.0.0.1:18085 "$W/static"; wait_port 18085
 pass=$("$W/targets" pass "$W/config.json" bench)
 
-# run URL [header…]: prints "requests/s p50 p99" from wrk --latency.
-run() {
-  local url=$1; shift
-  local args=()
-  for h in "$@"; do args+=(-H "$h"); done
-  wrk -t"$THREADS" -c"$CONN" -d"$DUR" --latency "${args[@]}" "$url" > "$W/wrk.out"
-  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {n=$NF} END {printf "%s %s %s\n", rps, p50, p99}' "$W/wrk.out"
-}
-
-row() { # name fairgate-result baseline-result
-  read -r frps fp50 fp99 <<<"$2"; read -r brps bp50 bp99 <<<"$3"
-  printf "| %s | %.0f | %s | %.0f | %s | %.0f%% |\n" "$1" "$frps" "$fp99" "$brps" "$bp99" "$(echo "100*$frps/$brps" | bc -l)"
-}
-
-echo "wrk -t$THREADS -c$CONN -d$DUR, $(nproc) cores, $(go version | cut -d' ' -f3)"
-echo
-echo "| path | fairgate req/s | fairgate p99 | baseline req/s | baseline p99 | ratio |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+header
 row "waiting page, HTML (vs plain Go server, same bytes)" \
   "$(run http://127.0.0.1:18080/tickets 'Accept: text/html')" "$(run http://127.0.0.1:18083/tickets 'Accept: text/html')"
 row "waiting, JSON 429 (vs plain Go server, same bytes)" \
