@@ -136,9 +136,12 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// While the bucket is empty nobody can be admitted: answer from one
 	// prepared response without verifying anything.
+	// The answer never asks for a retry sooner than the minimum backoff:
+	// the bucket refills in fractions of a second at low rates, and telling
+	// every waiting visitor to come back that soon would multiply the load.
 	if empty, refill := g.shared.Room.BucketEmpty(now); empty && g.shared.Room.View(now).State == admission.StateQueue {
 		g.metrics.attempts.WithLabelValues("busy_cached").Inc()
-		writeBusy(w, refill)
+		writeBusy(w, max(refill, time.Duration(g.cfg.MinBackoff)))
 		return
 	}
 	who, err := g.visitor(r, now)

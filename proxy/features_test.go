@@ -306,3 +306,15 @@ func TestMetricsRegistered(t *testing.T) {
 		t.Fatalf("issued after reload: %v", v)
 	}
 }
+
+// TestBusyAnswer: while the bucket is empty, attempts get one prepared 429
+// that never asks for a retry sooner than the minimum backoff.
+func TestBusyAnswer(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", Rate: 1, Burst: 1, MinBackoff: Duration(3 * time.Second)}, nil)
+	e.gw.Room().Room.TakeAdmission(e.clock.Now())
+	tk := e.ticket()
+	resp, body := e.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" || resp.Header.Get("Cache-Control") != "public, max-age=3" || !strings.Contains(string(body), `"busy"`) {
+		t.Fatalf("busy answer: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+}
