@@ -403,6 +403,19 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
+// reply returns the answer to a session call: the session, or the
+// error's status. It takes the call's two results directly:
+// a.reply(w)(a.svc.Checkout(…)).
+func (a *API) reply(w http.ResponseWriter) func(seats.Session, error) {
+	return func(sess seats.Session, err error) {
+		if err != nil {
+			a.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, sessionView(sess))
+	}
+}
+
 // view is a session as the API shows it.
 type view struct {
 	seats.Session
@@ -417,12 +430,7 @@ func (a *API) session(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sess, err := a.svc.Session(r.Context(), r.PathValue("id"), claims.Subject)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionView(sess))
+	a.reply(w)(a.svc.Session(r.Context(), r.PathValue("id"), claims.Subject))
 }
 
 func (a *API) hold(w http.ResponseWriter, r *http.Request, req request) {
@@ -447,29 +455,15 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, http.StatusBadRequest, "invalid", `send {"seats":[...]} or {"best":{"count":N}}`, nil)
 		return
 	}
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionView(sess))
+	a.reply(w)(sess, err)
 }
 
 func (a *API) release(w http.ResponseWriter, r *http.Request, req request) {
-	sess, err := a.svc.ReleaseSeat(r.Context(), r.PathValue("id"), req.pass.Subject, r.PathValue("seat"), req.now)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionView(sess))
+	a.reply(w)(a.svc.ReleaseSeat(r.Context(), r.PathValue("id"), req.pass.Subject, r.PathValue("seat"), req.now))
 }
 
 func (a *API) checkout(w http.ResponseWriter, r *http.Request, req request) {
-	sess, err := a.svc.Checkout(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.token)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionView(sess))
+	a.reply(w)(a.svc.Checkout(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.token))
 }
 
 func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
@@ -479,19 +473,9 @@ func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
 	if !unmarshal(w, req.body, &body) {
 		return
 	}
-	sess, err := a.svc.Confirm(r.Context(), r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.token)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionView(sess))
+	a.reply(w)(a.svc.Confirm(r.Context(), r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.token))
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request, req request) {
-	sess, err := a.svc.Cancel(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.token)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionView(sess))
+	a.reply(w)(a.svc.Cancel(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.token))
 }
