@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,5 +115,31 @@ func TestKeygenAndInspect(t *testing.T) {
 	out, _, _ = runCLI(t, "token", "inspect", "--keys", path, tampered)
 	if !strings.Contains(out, `"valid": false`) || !strings.Contains(out, "signature") {
 		t.Fatalf("tampered token: %s", out)
+	}
+}
+
+func TestInspectWithLiveClock(t *testing.T) {
+	keys, _, _ := runCLI(t, "keygen", "--kid", "k")
+	path := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(path, []byte(keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ring, _ := loadKeys(path)
+	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateQueue, Rate: 1, Tau: time.Minute}, time.Now())
+	tk, _ := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(10, time.Now)).Issue(room, admission.Visitor{}, time.Now())
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/rooms/sale" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, `{"state":"queue","clock":-1,"clock_speed":0.01}`)
+	}))
+	defer admin.Close()
+	out, stderr, code := runCLI(t, "token", "inspect", "--keys", path, "--admin", admin.URL, "--admin-token", "tok", tk.Token)
+	if code != 0 || !strings.Contains(out, "eligible in about") {
+		t.Fatalf("inspect with the live clock: %d %s %s", code, out, stderr)
+	}
+	if _, _, code := runCLI(t, "token", "inspect", "--keys", path, "--admin", admin.URL, tk.Token); code != 1 {
+		t.Fatalf("inspect with a refused admin call: exit %d", code)
 	}
 }

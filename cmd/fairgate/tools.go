@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -97,6 +99,8 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 	keysFile := fs.String("keys", "", "key file (the JSON keygen prints) to verify with")
 	room := fs.String("room", "", "room to verify for (default: the token's aud)")
 	tau := fs.Duration("tau", 0, "mean wait at the room's current speed, to turn clock units into time")
+	admin := fs.String("admin", "", "admin API of the room's front door, e.g. http://localhost:2019/waiting_room or http://127.0.0.1:9180, to read the live clock")
+	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_ADMIN_TOKEN"), "bearer token for --admin (fairgate proxy)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -180,7 +184,50 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 	if claims.Pen > 0 {
 		out.Explanation += fmt.Sprintf("; %d strike(s) for early attempts", claims.Pen)
 	}
+	if *admin != "" {
+		live, err := liveClock(*admin, *room, *adminToken)
+		if err != nil {
+			return err
+		}
+		switch {
+		case live.Clock >= at:
+			out.Explanation += fmt.Sprintf("; the room's clock reads %.4f: eligible now (admitted at the next attempt the bucket allows)", live.Clock)
+		case live.ClockSpeed <= 0:
+			out.Explanation += fmt.Sprintf("; the room's clock reads %.4f and stands still (%s): eligible once it runs again", live.Clock, live.State)
+		default:
+			eta := time.Duration((at - live.Clock) / live.ClockSpeed * float64(time.Second)).Round(time.Second)
+			out.Explanation += fmt.Sprintf("; the room's clock reads %.4f at speed %.5f/s: eligible in about %v if the speed holds", live.Clock, live.ClockSpeed, eta)
+		}
+	}
 	return writeJSON(stdout, out)
+}
+
+// roomFigures is what inspect needs of the admin API's room status.
+type roomFigures struct {
+	State      string  `json:"state"`
+	Clock      float64 `json:"clock"`
+	ClockSpeed float64 `json:"clock_speed"`
+}
+
+func liveClock(admin, room, token string) (roomFigures, error) {
+	var f roomFigures
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(admin, "/")+"/rooms/"+url.PathEscape(room), nil)
+	if err != nil {
+		return f, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return f, fmt.Errorf("reading the room's clock: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return f, fmt.Errorf("reading the room's clock: %s", resp.Status)
+	}
+	return f, json.NewDecoder(resp.Body).Decode(&f)
 }
 
 func loadKeys(path string) (*admission.KeyRing, error) {
