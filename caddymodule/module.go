@@ -86,7 +86,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.room = "main"
 	}
 	val, _, err := pool.LoadOrNew(h.room, func() (caddy.Destructor, error) {
-		sh, err := proxy.NewShared(cfg, time.Now())
+		sh, err := proxy.NewShared(cfg, time.Now)
 		if err != nil {
 			return nil, err
 		}

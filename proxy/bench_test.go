@@ -16,7 +16,7 @@ func BenchmarkPassedRequest(b *testing.B) {
 	clock := newFakeClock()
 	cfg := Config{Room: "sale", Keys: testKeys, Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
 		Cache: &Cache{Paths: []string{"/api/sections/*"}}}
-	shared, err := NewShared(cfg, clock.Now())
+	shared, err := NewShared(cfg, clock.Now)
 	if err != nil {
 		b.Fatal(err)
 	}

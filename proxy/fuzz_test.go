@@ -13,7 +13,7 @@ import (
 func FuzzAdmitBody(f *testing.F) {
 	clock := newFakeClock()
 	cfg := Config{Room: "sale", Keys: testKeys, Difficulty: intp(0)}
-	shared, err := NewShared(cfg, clock.Now())
+	shared, err := NewShared(cfg, clock.Now)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func newEnv(t *testing.T, cfg Config, next http.Handler) *env {
 	if cfg.Difficulty == nil {
 		cfg.Difficulty = intp(4)
 	}
-	shared, err := NewShared(cfg, clock.Now())
+	shared, err := NewShared(cfg, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

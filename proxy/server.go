@@ -56,7 +56,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	shared, err := NewShared(cfg.Gateway, time.Now())
+	shared, err := NewShared(cfg.Gateway, time.Now)
 	if err != nil {
 		return nil, err
 	}

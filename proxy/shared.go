@@ -46,19 +46,20 @@ type applied struct {
 	difficulty int
 }
 
-// NewShared creates a room's shared state from its config.
-func NewShared(cfg Config, now time.Time) (*Shared, error) {
+// NewShared creates a room's shared state from its config; clock is the
+// time its clock starts at and its used-token memory expires by.
+func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	s, err := cfg.settle()
 	if err != nil {
 		return nil, err
 	}
-	room, err := admission.NewRoom(s.roomConfig(), now)
+	room, err := admission.NewRoom(s.roomConfig(), clock())
 	if err != nil {
 		return nil, err
 	}
 	sh := &Shared{
 		Room:    room,
-		Ledger:  admission.NewMemoryLedger(s.LedgerSize, time.Now),
+		Ledger:  admission.NewMemoryLedger(s.LedgerSize, clock),
 		applied: appliedOf(s),
 	}
 	return sh, nil

@@ -162,7 +162,7 @@ func capture(u, accept, file string) error {
 // reports the resident set size before and after: nothing is kept per visitor.
 func tokens(n int) error {
 	cfg := proxy.Config{Room: "mem"}
-	shared, err := proxy.NewShared(cfg, time.Now())
+	shared, err := proxy.NewShared(cfg, time.Now)
 	if err != nil {
 		return err
 	}
