@@ -62,4 +62,4 @@ header
 row "waiting page: waiting_room (vs respond, same bytes)" \
   "$(run http://127.0.0.1:18380/tickets 'Accept: text/html')" "$(run http://127.0.0.1:18383/tickets)"
 row "admitted: waiting_room + reverse_proxy (vs reverse_proxy alone)" \
-  "$(run http://127.0.0.1:18380/page "Cookie: fairgate_pass_bench=$pass")" "$(run http://127.0.0.1:18382/page)"
+  "$(run http://127.0.0.1:18380/page "Cookie: fairgate_pass_bench=$pass")" "$(run http://127.0.0.1:18382/page "Cookie: fairgate_pass_bench=$pass")"

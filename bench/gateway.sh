@@ -38,7 +38,7 @@ row "waiting page, HTML (vs plain Go server, same bytes)" \
 row "waiting, JSON 429 (vs plain Go server, same bytes)" \
   "$(run http://127.0.0.1:18080/tickets 'Accept: application/json')" "$(run http://127.0.0.1:18084/tickets 'Accept: application/json')"
 row "admitted, pass verified (vs httputil.ReverseProxy alone)" \
-  "$(run http://127.0.0.1:18080/page "Cookie: fairgate_pass_bench=$pass")" "$(run http://127.0.0.1:18082/page)"
+  "$(run http://127.0.0.1:18080/page "Cookie: fairgate_pass_bench=$pass")" "$(run http://127.0.0.1:18082/page "Cookie: fairgate_pass_bench=$pass")"
 before=$(curl -s http://127.0.0.1:18081/reads)
 cached=$(run http://127.0.0.1:18080/api/sections/A)
 after=$(curl -s http://127.0.0.1:18081/reads)
