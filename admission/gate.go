@@ -157,6 +157,9 @@ type Ticket struct {
 	EstimateKnown bool
 }
 
+// AnonymousPrefix starts the random subject of a visitor without a login.
+const AnonymousPrefix = "anon:"
+
 // Visitor is who is asking, as the gateway established it.
 type Visitor struct {
 	// Subject is the verified identity, or empty for an anonymous visitor
@@ -184,7 +187,7 @@ func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
 		if err != nil {
 			return Ticket{}, err
 		}
-		subject = "anon:" + anon
+		subject = AnonymousPrefix + anon
 	}
 	lot, err := g.randomText(base64.StdEncoding, 16)
 	if err != nil {

@@ -318,3 +318,24 @@ func TestBusyAnswer(t *testing.T) {
 		t.Fatalf("busy answer: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
 }
+
+// TestOptionalIdentity: with identity configured but not required, an
+// anonymous visitor's pass works without a login, a logged-in visitor's
+// pass only with that login.
+func TestOptionalIdentity(t *testing.T) {
+	secret := []byte("site-login-secret-0123456789abcdef")
+	e := newEnv(t, Config{Room: "sale", State: "open", Identity: &Identity{
+		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
+	}}, nil)
+	e.admitted()
+	if resp, body := e.do("GET", "/shop", ""); resp.StatusCode != 200 || string(body) != "origin:/shop" {
+		t.Fatalf("anonymous pass: %d %s", resp.StatusCode, body)
+	}
+	login, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: "bob", ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
+	// Closing the room shows whether the pass is what let a request through.
+	closed := "closed"
+	_ = e.gw.Room().Apply(RoomChange{State: &closed}, e.clock.Now())
+	if resp, _ := e.do("GET", "/shop", "", "Authorization", "Bearer "+login, "Accept", "application/json"); resp.StatusCode != 503 {
+		t.Fatalf("an anonymous pass used with bob's login: %d", resp.StatusCode)
+	}
+}

@@ -274,12 +274,20 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 
 // identityMatches checks a pass's subject against the logged-in visitor,
 // when identity is configured: a pass cannot be handed to another account.
+// Without a login (where that is allowed) only an anonymous pass counts.
 func (g *Gateway) identityMatches(r *http.Request, subject string) bool {
 	if g.identity == nil {
 		return true
 	}
 	sub, err := g.identity.subject(r, g.now())
-	return err == nil && sub == subject
+	switch {
+	case err == nil:
+		return sub == subject
+	case errors.Is(err, errNoIdentity) && !g.cfg.Identity.Required:
+		return strings.HasPrefix(subject, admission.AnonymousPrefix)
+	default:
+		return false
+	}
 }
 
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
