@@ -178,6 +178,9 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 	up.Method = http.MethodGet
 	up.Header.Del("If-None-Match")
 	up.Header.Del("If-Modified-Since")
+	// One entry serves every client: ask for the identity encoding, so a
+	// compressed body is never kept for clients that cannot read it.
+	up.Header.Del("Accept-Encoding")
 	rec := &recorder{header: http.Header{}, limit: c.maxEntry}
 	next.ServeHTTP(rec, up)
 	if rec.status == 0 {
@@ -210,6 +213,15 @@ func (c *responseCache) lifetime(rec *recorder) (time.Duration, bool) {
 	cc := strings.ToLower(rec.header.Get("Cache-Control"))
 	if rec.header.Get("Set-Cookie") != "" || strings.Contains(cc, "no-store") || strings.Contains(cc, "private") {
 		return 0, false
+	}
+	// The key is host and URI only: an answer that varies by anything but
+	// the encoding (which load pins) is not kept.
+	for _, v := range rec.header.Values("Vary") {
+		for _, field := range strings.Split(v, ",") {
+			if f := strings.TrimSpace(field); f != "" && !strings.EqualFold(f, "Accept-Encoding") {
+				return 0, false
+			}
+		}
 	}
 	switch rec.status {
 	case http.StatusOK:

@@ -339,3 +339,28 @@ func TestOptionalIdentity(t *testing.T) {
 		t.Fatalf("an anonymous pass used with bob's login: %d", resp.StatusCode)
 	}
 }
+
+// TestCacheKeepsOneEncoding: the cache asks the upstream for the identity
+// encoding and does not keep answers that vary by other headers.
+func TestCacheKeepsOneEncoding(t *testing.T) {
+	var reads atomic.Int32
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		if r.Header.Get("Accept-Encoding") != "" {
+			t.Errorf("the cache forwarded Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
+		}
+		if r.URL.Path == "/api/sections/lang" {
+			w.Header().Set("Vary", "Accept-Language")
+		}
+		w.Header().Set("Cache-Control", "public, s-maxage=5")
+		fmt.Fprint(w, "map")
+	})
+	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	for range 3 {
+		e.do("GET", "/api/sections/A", "", "Accept-Encoding", "gzip")
+		e.do("GET", "/api/sections/lang", "")
+	}
+	if n := reads.Load(); n != 4 { // A once; lang every time
+		t.Fatalf("%d upstream reads, want 4", n)
+	}
+}
