@@ -154,6 +154,9 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {
 	g.passes.Close()
+	if g.identity != nil {
+		g.identity.close()
+	}
 	if g.cache != nil {
 		g.cache.close()
 	}
