@@ -139,9 +139,14 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	// The answer never asks for a retry sooner than the minimum backoff:
 	// the bucket refills in fractions of a second at low rates, and telling
 	// every waiting visitor to come back that soon would multiply the load.
+	// It still counts for the population estimate (Little's law: one
+	// visitor present for the Retry-After it is given); leaving these
+	// answers out made the queue look empty whenever the bucket was, and
+	// the controller then sped the clock up exactly when it should not.
 	if empty, refill := g.shared.Room.BucketEmpty(now); empty && g.shared.Room.View(now).State == admission.StateQueue {
 		g.metrics.attempts.WithLabelValues("busy_cached").Inc()
-		writeBusy(w, max(refill, time.Duration(g.cfg.MinBackoff)))
+		retry := writeBusy(w, max(refill, time.Duration(g.cfg.MinBackoff)))
+		g.shared.Room.ObserveBackoff(now, retry)
 		return
 	}
 	who, err := g.visitor(r, now)
@@ -301,7 +306,8 @@ func invalidStatus(err error) (int, string) {
 // busyBody is the one response every attempt gets while the bucket is empty.
 var busyBody = []byte(`{"error":{"code":"busy","message":"admissions are full this moment; your place is kept, try again after Retry-After"}}` + "\n")
 
-func writeBusy(w http.ResponseWriter, refill time.Duration) {
+// writeBusy writes the prepared answer and returns the Retry-After it gave.
+func writeBusy(w http.ResponseWriter, refill time.Duration) time.Duration {
 	secs := int(math.Ceil(math.Max(1, math.Min(refill.Seconds(), 60))))
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -309,6 +315,7 @@ func writeBusy(w http.ResponseWriter, refill time.Duration) {
 	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", secs))
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write(busyBody)
+	return time.Duration(secs) * time.Second
 }
 
 // safeReturn keeps redirects on this site: a path, not a URL.
