@@ -18,7 +18,15 @@ func startServer(t *testing.T, upstream string, cfg Config) (public, admin strin
 	t.Helper()
 	u, _ := url.Parse(upstream)
 	cfg.Keys = testKeys
-	srv, err := NewServer(ServerConfig{Upstream: u, Gateway: cfg, AdminToken: "tok"})
+	pub, adm, stop := serveConfig(t, ServerConfig{Upstream: u, Gateway: cfg, AdminToken: "tok"})
+	return "http://" + pub, "http://" + adm, stop
+}
+
+// serveConfig runs a Server on loopback listeners until stop, which checks
+// that it shut down gracefully.
+func serveConfig(t *testing.T, sc ServerConfig) (public, admin string, stop func()) {
+	t.Helper()
+	srv, err := NewServer(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +35,7 @@ func startServer(t *testing.T, upstream string, cfg Config) (public, admin strin
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	return "http://" + pub.Addr().String(), "http://" + adm.Addr().String(), func() {
+	return pub.Addr().String(), adm.Addr().String(), func() {
 		cancel()
 		select {
 		case err := <-done:

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -62,23 +61,10 @@ func TestServerTLS(t *testing.T) {
 	defer origin.Close()
 	certFile, keyFile, pool := selfSigned(t)
 	u, _ := url.Parse(origin.URL)
-	srv, err := NewServer(ServerConfig{Upstream: u, Gateway: Config{Room: "sale", Keys: testKeys}, AdminToken: "tok", TLSCert: certFile, TLSKey: keyFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := net.Listen("tcp", "127.0.0.1:0")
-	adm, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	pub, _, stop := serveConfig(t, ServerConfig{Upstream: u, Gateway: Config{Room: "sale", Keys: testKeys}, AdminToken: "tok", TLSCert: certFile, TLSKey: keyFile})
+	defer stop()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	resp, err := client.Post("https://"+pub.Addr().String()+"/_fairgate/token", "application/json", nil)
+	resp, err := client.Post("https://"+pub+"/_fairgate/token", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
