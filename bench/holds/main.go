@@ -97,7 +97,10 @@ func run(kind, endpoint string, clients int, hot bool, duration time.Duration) e
 			user := fmt.Sprintf("u%d", c)
 			sess, err := svc.OpenSession(ctx, "bench", user, "t"+user, time.Now())
 			if err != nil {
-				panic(err)
+				mu.Lock()
+				failed++
+				mu.Unlock()
+				return
 			}
 			var mine []time.Duration
 			var good, lose, bad int

@@ -171,20 +171,25 @@ func tokens(n int) error {
 		return err
 	}
 	defer gw.Close()
-	issue := func() {
+	issue := func() error {
 		rec := httptest.NewRecorder()
 		gw.ServeHTTP(rec, httptest.NewRequest("POST", "/_fairgate/token", nil))
 		if rec.Code != 200 {
-			panic(rec.Body.String())
+			return fmt.Errorf("token endpoint answered %d: %s", rec.Code, rec.Body)
 		}
+		return nil
 	}
 	for range 10000 { // warm up pools and caches before the first reading
-		issue()
+		if err := issue(); err != nil {
+			return err
+		}
 	}
 	before := rss()
 	start := time.Now()
 	for i := range n {
-		issue()
+		if err := issue(); err != nil {
+			return err
+		}
 		if i%1_000_000 == 999_999 {
 			fmt.Printf("%d tokens, RSS %.1f MB\n", i+1, float64(rss())/1e6)
 		}
