@@ -68,9 +68,6 @@ func (r Registered) GetAudience() (jwt.ClaimStrings, error) {
 // Expiry is exp as a time.
 func (r Registered) Expiry() time.Time { return time.Unix(r.ExpiresAt, 0) }
 
-// Issued is iat as a time.
-func (r Registered) Issued() time.Time { return time.Unix(r.IssuedAt, 0) }
-
 func numericDate(sec int64) *jwt.NumericDate {
 	if sec == 0 {
 		return nil

@@ -143,7 +143,8 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	// visitor present for the Retry-After it is given); leaving these
 	// answers out made the queue look empty whenever the bucket was, and
 	// the controller then sped the clock up exactly when it should not.
-	if empty, refill := g.shared.Room.BucketEmpty(now); empty && g.shared.Room.View(now).State == admission.StateQueue {
+	view := g.shared.Room.View(now)
+	if empty, refill := g.shared.Room.BucketEmpty(now); empty && view.State == admission.StateQueue {
 		g.metrics.attempts.WithLabelValues("busy_cached").Inc()
 		retry := writeBusy(w, max(refill, time.Duration(g.cfg.MinBackoff)))
 		g.shared.Room.ObserveBackoff(now, retry)
@@ -156,7 +157,6 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	d := g.gate.Decide(r.Context(), g.shared.Room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
 	g.metrics.attempts.WithLabelValues(d.Outcome.String()).Inc()
-	view := g.shared.Room.View(now)
 	switch d.Outcome {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, d, req.Return, now)

@@ -256,7 +256,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	token := c.Value
 	if claims, ok := g.passes.Get(token); ok {
 		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) {
-			g.metrics.passChecks.WithLabelValues("cached").Inc()
+			g.metrics.passCached.Inc()
 			return token, true
 		}
 		return "", false

@@ -13,14 +13,17 @@ import (
 // the room's shared state, so counts carry on across Caddy reloads, which
 // give every new config a new registry.
 type metrics struct {
-	reg            prometheus.Registerer
-	registered     []prometheus.Collector
-	issued         prometheus.Counter
-	attempts       *prometheus.CounterVec
-	admissions     prometheus.Counter
-	strikes        prometheus.Counter
-	powFailures    prometheus.Counter
-	passChecks     *prometheus.CounterVec
+	reg         prometheus.Registerer
+	registered  []prometheus.Collector
+	issued      prometheus.Counter
+	attempts    *prometheus.CounterVec
+	admissions  prometheus.Counter
+	strikes     prometheus.Counter
+	powFailures prometheus.Counter
+	passChecks  *prometheus.CounterVec
+	// passCached is passChecks{result="cached"}, resolved once: it counts
+	// every protected request, the gateway's hottest path.
+	passCached     prometheus.Counter
 	cacheRequests  *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	room           *roomCollector
@@ -35,7 +38,7 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room}, labels)
 	}
-	return &metrics{
+	m := &metrics{
 		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
 		attempts:       vec("admission_attempts_total", "Admission attempts by outcome.", "outcome"),
 		admissions:     counter("admissions_total", "Visitors admitted (passes issued)."),
@@ -46,6 +49,8 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		upstreamErrors: vec("upstream_errors_total", "Failed calls to the upstream or the admission hook.", "kind"),
 		room:           newRoomCollector(shared, now),
 	}
+	m.passCached = m.passChecks.WithLabelValues("cached")
+	return m
 }
 
 // newMetrics registers the room's collectors with reg (nil: none) for one
