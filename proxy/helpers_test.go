@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -24,8 +23,10 @@ type fakeClock struct {
 	now time.Time
 }
 
+// newFakeClock starts at a fixed instant far from today's date: nothing in
+// the tests may depend on the calendar (cookies are judged by clockJar).
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	return &fakeClock{now: time.Date(2031, 3, 9, 12, 0, 0, 0, time.UTC)}
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -116,7 +117,7 @@ func newEnv(t *testing.T, cfg Config, next http.Handler) *env {
 	}
 	srv := httptest.NewServer(gw.Wrap(next))
 	t.Cleanup(func() { srv.Close(); gw.Close() })
-	jar, _ := cookiejar.New(nil)
+	jar := newClockJar(clock.Now)
 	return &env{t: t, clock: clock, gw: gw, origin: o, srv: srv, reg: reg,
 		client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
