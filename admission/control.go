@@ -95,3 +95,53 @@ func (c Controller) Next(current, target, population, eligible float64) float64 
 func clamp(x, lo, hi float64) float64 {
 	return math.Max(lo, math.Min(hi, x))
 }
+
+// Presence counts the distinct places seen over a sliding span, in two
+// generations: a place presented over and over counts once, so hammering
+// cannot inflate the population and slow the clock for everyone.
+type Presence struct {
+	mu        sync.Mutex
+	span      time.Duration
+	start     time.Time
+	cur, prev map[string]struct{}
+}
+
+// NewPresence returns a counter over span (at least a second). Every waiting
+// visitor must present their place at least once a span for the count to
+// see them: the span should exceed the longest backoff.
+func NewPresence(span time.Duration) *Presence {
+	return &Presence{span: max(span, time.Second), cur: map[string]struct{}{}, prev: map[string]struct{}{}}
+}
+
+// See records place as present at now.
+func (p *Presence) See(now time.Time, place string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rotate(now)
+	p.cur[place] = struct{}{}
+}
+
+// Count is the number of distinct places seen in the last complete span, or
+// in the current one if it already saw more.
+func (p *Presence) Count(now time.Time) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rotate(now)
+	return float64(max(len(p.cur), len(p.prev)))
+}
+
+func (p *Presence) rotate(now time.Time) {
+	if p.start.IsZero() {
+		p.start = now
+	}
+	if now.Before(p.start.Add(p.span)) {
+		return
+	}
+	if now.Before(p.start.Add(2 * p.span)) {
+		p.prev = p.cur
+	} else {
+		p.prev = map[string]struct{}{}
+	}
+	p.cur = make(map[string]struct{}, len(p.prev))
+	p.start = now
+}

@@ -88,8 +88,6 @@ type WaitClaims struct {
 	Dif int `json:"dif"`
 	// Nxt is the earliest time of the next admission attempt, Unix milliseconds.
 	Nxt int64 `json:"nxt"`
-	// Pen counts attempts made before Nxt since the last penalty.
-	Pen int `json:"pen,omitempty"`
 	// Bnd, when set, binds the token to a network: a keyed hash of the
 	// client address the gateway saw at issue (an extension to DESIGN.md's
 	// claims, present only when IP binding is configured).
@@ -152,7 +150,7 @@ func (c *Codec) ParseWait(token, room string, now time.Time) (*WaitClaims, error
 		return nil, err
 	}
 	if claims.ID == "" || claims.Lot == "" || claims.Ch == "" || claims.IssuedAt == 0 ||
-		claims.Dif < 0 || claims.Dif > MaxDifficulty || claims.Pen < 0 {
+		claims.Dif < 0 || claims.Dif > MaxDifficulty {
 		return nil, fmt.Errorf("%w: waiting token is missing fields", ErrClaims)
 	}
 	return claims, nil

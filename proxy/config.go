@@ -272,6 +272,10 @@ func (s settings) roomConfig() admission.RoomConfig {
 		Name: s.Room, State: s.state, SaleStart: s.saleStart,
 		Rate: s.Rate, Burst: s.Burst, Tau: time.Duration(s.Tau), Adaptive: !s.FixedSpeed,
 		Difficulty: s.difficulty, Window: 2 * time.Duration(s.MaxBackoff),
+		// A token stays valid TokenTTL past its checkpoint, plus the leeway:
+		// the clock is remembered that long, so a late attempt is judged
+		// at the checkpoint it names.
+		Memory: time.Duration(s.TokenTTL) + admission.DefaultPolicy.Leeway + time.Duration(s.MaxBackoff),
 	}
 }
 

@@ -139,9 +139,7 @@ func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 		return nil, err
 	}
 	ledger := admission.NewMemoryLedger(cfg.PreQueue+cfg.Arrivals+1, func() time.Time { return now })
-	// Penalties may raise the difficulty 8 bits over the base: enough to
-	// show the cost, small enough to simulate 200k visitors in minutes.
-	policy := admission.Policy{MaxDifficulty: cfg.Difficulty + 8}
+	policy := admission.Policy{}
 
 	n := cfg.PreQueue + cfg.Arrivals
 	run := &Run{Config: cfg, Visitors: make([]Visitor, n)}

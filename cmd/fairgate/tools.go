@@ -181,9 +181,6 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 		out.Explanation += fmt.Sprintf("; at tau %v that is about %v of running clock after entry", *tau,
 			time.Duration(thr*float64(*tau)).Round(time.Second))
 	}
-	if claims.Pen > 0 {
-		out.Explanation += fmt.Sprintf("; %d strike(s) for early attempts", claims.Pen)
-	}
 	if *admin != "" {
 		live, err := liveClock(*admin, *room, *adminToken)
 		if err != nil {

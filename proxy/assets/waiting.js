@@ -106,7 +106,7 @@
         break;
       default:
         announce(d.outcome === "early"
-          ? "Checked too early: that does not help and, repeated, sends you back. Waiting as the page says."
+          ? "Checked too early: that does not help, and does not hurt. Waiting as the page says."
           : "You're in line. This page will let you in automatically.");
     }
   }
