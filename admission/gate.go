@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"math"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -333,17 +334,36 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 
 // walk judges the place at each checkpoint from its nxt up to now. It
 // returns the first checkpoint at which it was eligible, or the first
-// checkpoint after now if there was none.
+// checkpoint after now if there was none. Eligibility only grows with time
+// (the clock never runs backwards), so the checkpoints between are
+// searched, not walked one by one.
 func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, bool) {
-	threshold := Threshold(g.codec.keys.Lottery(claims.Lot))
-	at := claims.NextAttempt()
-	for !at.After(now) {
-		if view.State == StateOpen || (!view.Opens.After(at) && view.ClockAt(at)-claims.Srv >= threshold) {
-			return at, true
-		}
-		at = g.nextCheckpoint(view, claims, at)
+	first := claims.NextAttempt()
+	if view.State == StateOpen {
+		return first, true
 	}
-	return at, false
+	threshold := Threshold(g.codec.keys.Lottery(claims.Lot))
+	eligible := func(at time.Time) bool {
+		return !view.Opens.After(at) && view.ClockAt(at)-claims.Srv >= threshold
+	}
+	grid := g.grid(view, claims.Lot)
+	// Checkpoints are grid points: index n is at grid.at(n).
+	lo, hi := grid.index(first), grid.after(now)-1
+	if hi < lo || !eligible(grid.at(hi)) {
+		return grid.at(max(hi+1, lo)), false
+	}
+	if eligible(first) {
+		return first, true
+	}
+	for hi-lo > 1 { // eligible at hi, not at lo
+		mid := lo + (hi-lo)/2
+		if eligible(grid.at(mid)) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return grid.at(hi), true
 }
 
 // reserve takes the eligible place's admission from the bucket and records
@@ -404,11 +424,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 	}
 	room.RefundAdmission(now)
 	view := room.View(now)
-	at := claims.NextAttempt()
-	for !at.After(now) {
-		at = g.nextCheckpoint(&view, claims, at)
-	}
-	return g.wait(&view, claims, OutcomeWait, at, now)
+	return g.wait(&view, claims, OutcomeWait, g.nextCheckpoint(&view, claims, now), now)
 }
 
 // SignPass signs a pass, giving it a fresh id. The gateway calls it again
@@ -436,26 +452,79 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 	return Decision{Outcome: outcome, Ticket: t, RetryAfter: next.Sub(now), Claims: claims}
 }
 
-// nextCheckpoint is the checkpoint after at. It depends on the token's place
-// and entry, the checkpoint and the sale start only, so every version of a
-// token names the same chain whenever it is judged. Before the start, the
-// pre-queue is brought in just after it, spread over the shortest backoff.
-// After it, checkpoints lie BackoffShare of the time waited apart, within
-// the backoff bounds, spread by a keyed hash the client cannot predict.
+// checkpoints is one draw's grid of checkpoints in a room. Point n lies at
+// Opens + F(n + phase): F grows geometrically from MinBackoff apart, by
+// BackoffShare of the time since Opens, until points are MaxBackoff apart,
+// then linearly. The phase is a keyed hash of the lottery ticket, so the
+// grid depends on the draw and the room alone: every version of a token,
+// and every token of one identity (which share a draw), name the same
+// checkpoints, whenever they are judged; and draws spread evenly over time.
+type checkpoints struct {
+	origin        time.Time
+	phase         float64
+	min, max, mul float64 // seconds; mul is 1 + BackoffShare
+	knee          float64 // the index where spacing reaches max
+}
+
+func (g *Gate) grid(view *View, lot string) checkpoints {
+	c := checkpoints{
+		origin: view.Opens,
+		phase:  g.codec.keys.Jitter(lot),
+		min:    g.policy.MinBackoff.Seconds(),
+		max:    g.policy.MaxBackoff.Seconds(),
+		mul:    1 + g.policy.BackoffShare,
+	}
+	c.knee = math.Log(c.max/c.min) / math.Log(c.mul)
+	return c
+}
+
+// offset is F(x) in seconds.
+func (c checkpoints) offset(x float64) float64 {
+	if x <= c.knee {
+		return c.min * (math.Pow(c.mul, x) - 1) / (c.mul - 1)
+	}
+	return c.offset(c.knee) + c.max*(x-c.knee)
+}
+
+// inverse is F⁻¹(seconds).
+func (c checkpoints) inverse(sec float64) float64 {
+	if k := c.offset(c.knee); sec > k {
+		return c.knee + (sec-k)/c.max
+	}
+	return math.Log1p(sec*(c.mul-1)/c.min) / math.Log(c.mul)
+}
+
+// at is point n, in whole milliseconds as nxt carries it.
+func (c checkpoints) at(n int64) time.Time {
+	sec := c.offset(float64(n) + c.phase)
+	return time.UnixMilli(c.origin.Add(durationOf(sec)).UnixMilli())
+}
+
+// after is the index of the first point strictly after t.
+func (c checkpoints) after(t time.Time) int64 {
+	if t.Before(c.origin) {
+		return 0
+	}
+	n := max(0, int64(math.Floor(c.inverse(t.Sub(c.origin).Seconds())-c.phase))+1)
+	for n > 0 && c.at(n-1).After(t) { // rounding to milliseconds
+		n--
+	}
+	for !c.at(n).After(t) {
+		n++
+	}
+	return n
+}
+
+// index is the index of point t, or of the first point after it if t is
+// not one (a token from before the grid moved).
+func (c checkpoints) index(t time.Time) int64 {
+	return c.after(t.Add(-time.Millisecond))
+}
+
+// nextCheckpoint is the first checkpoint after at on the draw's grid.
 func (g *Gate) nextCheckpoint(view *View, claims *WaitClaims, at time.Time) time.Time {
-	h := g.codec.keys.Jitter(claims.ID, at.UnixMilli())
-	if view.Opens.After(at) {
-		return view.Opens.Add(time.Duration(h * float64(g.policy.MinBackoff)))
-	}
-	since := time.Unix(claims.IssuedAt, 0)
-	if view.Opens.After(since) {
-		since = view.Opens
-	}
-	b := time.Duration(g.policy.BackoffShare * float64(at.Sub(since)))
-	b = min(max(b, g.policy.MinBackoff), g.policy.MaxBackoff)
-	// Milliseconds: nxt is carried in milliseconds, and the chain must
-	// come out the same from the carried value.
-	return time.UnixMilli(at.Add(time.Duration(float64(b) * (0.75 + 0.5*h))).UnixMilli())
+	grid := g.grid(view, claims.Lot)
+	return grid.at(grid.after(at))
 }
 
 // schedule sets nxt and extends exp past it, never beyond the place's life.

@@ -327,3 +327,31 @@ func TestBindingAndRequeue(t *testing.T) {
 		t.Fatalf("after requeue: %v (%v)", again.Outcome, again.Err)
 	}
 }
+
+// TestCheckpointGrid: points are strictly increasing, spaced between the
+// backoff bounds (MinBackoff near the start), and after() finds the first
+// point after any moment.
+func TestCheckpointGrid(t *testing.T) {
+	g := testGate(t, 1)
+	view := testRoom(t, nil).View(t0)
+	for _, lot := range []string{"a", "b", "c"} {
+		grid := g.grid(&view, lot)
+		prev := grid.at(0)
+		if prev.Before(t0) || prev.Sub(t0) >= g.Policy().MinBackoff {
+			t.Fatalf("first point at %v", prev.Sub(t0))
+		}
+		for n := int64(1); n < 400; n++ {
+			p := grid.at(n)
+			gap := p.Sub(prev)
+			if gap < g.Policy().MinBackoff-time.Millisecond || gap > g.Policy().MaxBackoff+time.Millisecond {
+				t.Fatalf("lot %s point %d: gap %v", lot, n, gap)
+			}
+			for _, probe := range []time.Time{prev, prev.Add(time.Millisecond), p.Add(-time.Millisecond)} {
+				if got := grid.after(probe); got != n {
+					t.Fatalf("after(%v) = %d, want %d", probe.Sub(t0), got, n)
+				}
+			}
+			prev = p
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -291,10 +290,9 @@ func (k *KeyRing) IdentityLot(room, subject string) string {
 	return base64.StdEncoding.EncodeToString(sum[:16])
 }
 
-// Jitter is a number in [0, 1) fixed by a place and a checkpoint: the
-// spread of the next checkpoint, the same every time that version of the
-// token is judged, and unknowable to the client.
-func (k *KeyRing) Jitter(place string, checkpoint int64) float64 {
-	sum := k.keyedHash("nxt", place, strconv.FormatInt(checkpoint, 10))
+// Jitter is a number in [0, 1) fixed by a lottery ticket, independent of
+// its lottery number: the phase of the draw's checkpoints.
+func (k *KeyRing) Jitter(lot string) float64 {
+	sum := k.keyedHash("nxt", lot)
 	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
 }

@@ -77,8 +77,9 @@ type View struct {
 	Difficulty int
 	// Cruise is the speed the clock runs at while admitting.
 	Cruise float64
-	// Opens is when waiting starts to count: the sale start of a scheduled
-	// room, zero otherwise.
+	// Opens is where the room's checkpoint grid starts: the sale start of a
+	// scheduled room, otherwise when the room last began to queue (from
+	// open or closed; a pause does not move it).
 	Opens time.Time
 	// Past holds the clock's earlier readings, oldest first, back to the
 	// room's memory: each is valid from its Origin to the next one's.
@@ -108,6 +109,7 @@ type Room struct {
 	adaptive   bool
 	controller Controller
 	memory     time.Duration
+	queueing   time.Time // when the room last began to queue
 	bucket     *Bucket
 	presence   *Presence
 	eligible   *Window
@@ -143,6 +145,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		adaptive:   cfg.Adaptive,
 		controller: ctl,
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
+		queueing:   now,
 		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
@@ -184,6 +187,9 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 			return fmt.Errorf("a scheduled room needs a sale start")
 		}
 		v.SaleStart = saleStart
+	}
+	if (r.stored == StateOpen || r.stored == StateClosed) && s != r.stored {
+		r.queueing = now
 	}
 	r.stored = s
 	r.publish(&v, now)
@@ -245,7 +251,7 @@ func (r *Room) publish(v *View, now time.Time) {
 		v.Past = past
 	}
 	v.State = r.stored
-	v.Opens = time.Time{}
+	v.Opens = r.queueing
 	if r.stored == StateScheduled {
 		v.Opens = v.SaleStart
 	}
