@@ -2,12 +2,12 @@ package admission
 
 import (
 	"context"
-	"math"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
