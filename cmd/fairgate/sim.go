@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fairgate/fairgate/admission/sim"
+	"github.com/fairgate/fairgate/sim"
 )
 
 func simulate(ctx context.Context, args []string, stdout io.Writer) error {
