@@ -221,7 +221,7 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		Room: "sim", State: "scheduled", SaleStart: s.start.Format(time.RFC3339),
 		Rate: cfg.Rate, Burst: cfg.Rate, Tau: proxy.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0,
 		Difficulty: &difficulty,
-		Keys: simKeys(cfg.Seed),
+		Keys:       simKeys(cfg.Seed),
 		Identity: &proxy.Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(simSecret)},
 	}
