@@ -144,7 +144,7 @@
           return;
         }
         if (a.status === 429 && !(a.data && a.data.challenge)) {
-          // Admissions are full this second: same token, try again soon.
+          // Turned away without a token (a rate limit in front): same token, again after Retry-After.
           countdown(a.retry * 1000);
           await sleep(a.retry * 1000 + Math.random() * 500);
           t = { status: 200, data: Object.assign({}, d, { retry_after: 0 }) };
