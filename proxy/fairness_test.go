@@ -278,3 +278,41 @@ func TestTabsAreExtraLotteryTickets(t *testing.T) {
 		t.Fatal("bob drew alice's number")
 	}
 }
+
+// TestPausedRoomLosesPlaces: a page following every answer through an
+// hour-long pause keeps its token, and its place, to the end.
+func TestPausedRoomLosesPlaces(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Minute), FixedSpeed: true}, nil)
+	tb := e.newTab()
+	tk := tb.token()
+	place := e.claims(tk.Token).ID
+	paused := "paused"
+	if err := e.gw.Room().Apply(RoomChange{State: &paused}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	end := e.clock.Now().Add(time.Hour)
+	for e.clock.Now().Before(end) {
+		e.clock.Set(time.UnixMilli(tk.NextAttempt))
+		status, back := tb.admit(tk)
+		if status != 429 || back.Token == "" {
+			t.Fatalf("paused for %v: %d %+v", end.Sub(e.clock.Now()), status, back)
+		}
+		tk = back
+	}
+	queue := "queue"
+	if err := e.gw.Room().Apply(RoomChange{State: &queue}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		e.clock.Set(time.UnixMilli(tk.NextAttempt))
+		status, back := tb.admit(tk)
+		if status == 200 {
+			return
+		}
+		if status != 429 || e.claims(back.Token).ID != place {
+			t.Fatalf("after the pause: %d %+v", status, back)
+		}
+		tk = back
+	}
+	t.Fatal("never admitted after the pause")
+}
