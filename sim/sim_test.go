@@ -17,12 +17,12 @@ func TestFairness(t *testing.T) {
 		t.Skip("simulation skipped in -short mode")
 	}
 	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 600, 600
+	cfg.PreQueue, cfg.Arrivals = 600/raceScale, 600/raceScale
 	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, time.Minute
 	// Arrivals (10/s) outpace admissions, so the queue grows as in the
 	// full scenario.
-	cfg.Rate = 6
-	cfg.Share = 0.04
+	cfg.Rate = 6.0 / raceScale
+	cfg.Share = 0.04 * raceScale
 	// A fixed clock pairs each visitor with its twin exactly (see FixedTau);
 	// at tau 2m the eligible rate outgrows the bucket, so the busy answer
 	// and its slots are exercised too.
@@ -42,8 +42,8 @@ func TestFairness(t *testing.T) {
 	if r.Expired != 0 {
 		t.Errorf("%d tokens expired under honest visitors: places lost", r.Expired)
 	}
-	// 600 samples: rho's standard error is about 1/sqrt(600) = 0.04.
-	if math.Abs(r.PreQueueRho) > 0.15 {
+	// 300 to 600 samples: rho's standard error is at most 1/sqrt(300) = 0.06.
+	if math.Abs(r.PreQueueRho) > 0.2 {
 		t.Errorf("pre-queue admission order follows arrival order: rho %.4f", r.PreQueueRho)
 	}
 	if r.ArrivalRho <= 0 {
@@ -64,7 +64,7 @@ func TestFairness(t *testing.T) {
 	if err := r.WriteSVG(&svg); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<circle") < 300 {
+	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<circle") < 150 {
 		t.Errorf("plot is empty")
 	}
 }
