@@ -119,16 +119,21 @@
   // already over at once, and a late timer costs only its lateness.
   const sleep = (ms) => new Promise((resolve) => {
     const until = Date.now() + ms;
-    const done = () => {
-      if (Date.now() < until) return;
+    let timer;
+    const check = () => {
       clearTimeout(timer);
-      document.removeEventListener("visibilitychange", done);
-      window.removeEventListener("pageshow", done);
+      const left = until - Date.now();
+      if (left > 0) {
+        timer = setTimeout(check, left);
+        return;
+      }
+      document.removeEventListener("visibilitychange", check);
+      window.removeEventListener("pageshow", check);
       resolve();
     };
-    const timer = setTimeout(() => { if (Date.now() >= until) done(); else setTimeout(done, until - Date.now()); }, ms);
-    document.addEventListener("visibilitychange", done);
-    window.addEventListener("pageshow", done);
+    timer = setTimeout(check, ms);
+    document.addEventListener("visibilitychange", check);
+    window.addEventListener("pageshow", check);
   });
 
   async function post(path, body) {
