@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/fairgate/fairgate/admission"
 )
 
 //go:embed assets/waiting.js assets/worker.js assets/pow.js assets/waiting.css assets/waiting.html assets/closed.html
@@ -58,7 +60,8 @@ type PageData struct {
 	EstimateKnown   bool
 	EstimateMinutes int
 	Estimate        string
-	// SaleStart is when a scheduled sale starts, RFC 3339 in UTC, or "".
+	// SaleStart is when the sale starts, RFC 3339 in UTC, while the room
+	// is scheduled; "" otherwise.
 	// The script shows it in the visitor's time zone in any
 	// <time data-fg-local> element.
 	SaleStart string
@@ -252,7 +255,7 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 		w.Header().Add("Vary", "Accept-Language")
 	}
 	saleStart := ""
-	if !view.SaleStart.IsZero() {
+	if view.State == admission.StateScheduled && !view.SaleStart.IsZero() {
 		saleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
 	if wantsJSON(r) {
