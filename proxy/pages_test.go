@@ -266,3 +266,22 @@ func TestWaitTextFormatsNumbers(t *testing.T) {
 		t.Errorf("German grouping: %q", got)
 	}
 }
+
+// TestWaitingPageStates: the template sees the state, its message, the
+// sale start only while scheduled, and no estimate while paused.
+func TestWaitingPageStates(t *testing.T) {
+	file := writeTemplate(t, `{{.State}}|{{.SaleStart}}|{{.EstimateKnown}}|{{.Estimate}}|{{.Message}}{{.Script}}`)
+	e := newEnv(t, Config{Room: "sale", State: "scheduled", SaleStart: "2031-03-09T13:00:00Z", WaitingPage: file}, nil)
+	_, body := e.do("GET", "/", "", "Accept", "text/html")
+	if want := "scheduled|2031-03-09T13:00:00Z|"; !strings.HasPrefix(string(body), want) || !strings.Contains(string(body), "At the start (2031-03-09 13:00 UTC)") {
+		t.Fatalf("scheduled: %.300s", body)
+	}
+	paused := "paused"
+	if err := e.gw.Room().Apply(RoomChange{State: &paused}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, body = e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "es")
+	if want := "paused||false|desconocida durante la pausa|La venta está en pausa."; !strings.HasPrefix(string(body), want) {
+		t.Fatalf("paused: want %q, got %.300s", want, body)
+	}
+}

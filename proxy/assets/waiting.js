@@ -14,7 +14,7 @@
   const returnTo = cfg.return || "/";
   const lang = cfg.lang || document.documentElement.lang || "en";
   let text = {};
-  try { text = JSON.parse(document.getElementById("fairgate-text").textContent); } catch (_) { /* English keys below */ }
+  try { text = JSON.parse(document.getElementById("fairgate-text").textContent); } catch (_) { /* no text: tr shows the keys */ }
   // tr fills {name} placeholders; a missing key shows the key, never "undefined".
   const tr = (key, args) => String(text[key] || key).replace(/\{(\w+)\}/g, (m, k) => (args && k in args ? args[k] : m));
   const $ = (id) => document.getElementById(id);
