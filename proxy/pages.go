@@ -226,6 +226,9 @@ type pageJSON struct {
 	Message       string   `json:"message"`
 	EstimateLabel string   `json:"estimate_label,omitempty"`
 	Estimate      string   `json:"estimate,omitempty"`
+	NextLabel     string   `json:"next_label,omitempty"`
+	StrikesLabel  string   `json:"strikes_label,omitempty"`
+	TipsHeading   string   `json:"tips_heading,omitempty"`
 	Tips          []string `json:"tips,omitempty"`
 }
 
@@ -233,7 +236,8 @@ func waitingPageJSON(l *locale, state, saleStart string, estSecs float64, known 
 	return &pageJSON{
 		Lang: l.name, Dir: l.dir, Title: l.t("title"), Heading: l.t("heading"), Lead: l.t("lead"),
 		Message: l.stateMessage(state, "", saleStart), EstimateLabel: l.t("estimate_label"), Estimate: l.waitText(estSecs, known),
-		Tips: []string{l.t("tip_keep_open"), l.t("tip_refresh"), l.t("tip_tabs")},
+		NextLabel: l.t("next_label"), StrikesLabel: l.t("strikes_label"),
+		TipsHeading: l.t("tips_heading"), Tips: []string{l.t("tip_keep_open"), l.t("tip_refresh"), l.t("tip_tabs")},
 	}
 }
 

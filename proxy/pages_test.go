@@ -191,14 +191,14 @@ func TestJSONParity(t *testing.T) {
 	de := pageLanguages.all[pageLanguages.choose("de")]
 	p := waiting.Page
 	if p.Lang != "de" || p.Title != de.text["title"] || p.Heading != de.text["heading"] || p.Lead != de.text["lead"] ||
-		p.Message != de.text["status_queue"] || p.Estimate != "etwa 3 Min." || p.EstimateLabel != de.text["estimate_label"] || len(p.Tips) != 3 {
+		p.Message != de.text["status_queue"] || p.Estimate != "etwa 3 Min." || p.EstimateLabel != de.text["estimate_label"] || p.NextLabel == "" || p.TipsHeading == "" || len(p.Tips) != 3 {
 		t.Fatalf("page JSON: %+v", p)
 	}
 	if !waiting.Status.EstimateKnown || waiting.Status.EstimateSeconds == nil {
 		t.Fatalf("status JSON: %+v", waiting.Status)
 	}
 	_, html := e.do("GET", "/shop", "", "Accept", "text/html", "Accept-Language", "de")
-	for _, s := range append([]string{p.Title, p.Heading, p.Lead, p.Message, p.Estimate, p.EstimateLabel}, p.Tips...) {
+	for _, s := range append([]string{p.Title, p.Heading, p.Lead, p.Message, p.Estimate, p.EstimateLabel, p.NextLabel, p.StrikesLabel, p.TipsHeading}, p.Tips...) {
 		if !strings.Contains(string(html), s) {
 			t.Errorf("the page lacks JSON's %q", s)
 		}
