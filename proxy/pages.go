@@ -169,7 +169,11 @@ func (p *pages) check() error {
 		for _, state := range []string{"queue", "scheduled", "paused"} {
 			for _, known := range []bool{true, false} {
 				var buf bytes.Buffer
-				data := p.data(i, state, 754, known, "2031-03-09T12:00:00Z")
+				saleStart := "" // as served: a sale start only while scheduled
+				if state == "scheduled" {
+					saleStart = "2031-03-09T12:00:00Z"
+				}
+				data := p.data(i, state, 754, known, saleStart)
 				if err := p.waitingTemplate.Execute(&buf, data); err != nil {
 					return err
 				}

@@ -46,6 +46,8 @@ func TestWaitingPageBrokenTemplateFailsLoad(t *testing.T) {
 		{"unknown field", "<p>\n\n{{.Nope}}{{.Script}}", []string{"page.html:3", "Nope"}},
 		{"unknown text key", "{{.Script}}\n{{.T.no_such_key}}", []string{"page.html:2", "no_such_key"}},
 		{"branch by state", "{{.Script}}\n{{if eq .State \"paused\"}}{{.Oops}}{{end}}", []string{"page.html:2", "Oops"}},
+		{"branch without a sale start", "{{.Script}}\n{{if .SaleStart}}ok{{else}}{{.T.nope}}{{end}}", []string{"page.html:2", "nope"}},
+		{"branch by language", "{{.Script}}\n{{if eq .Dir \"rtl\"}}{{.Rtl}}{{end}}", []string{"page.html:2", "Rtl"}},
 		{"no script", "<p>{{.T.heading}}</p>", []string{"{{.Script}}"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
