@@ -180,7 +180,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 			session = res.session
 		case res.err == nil || g.hook.onFailure == "closed":
 			// The seat service is full (409/429) or down with a closed
-			// policy: back to waiting, no strike.
+			// policy: back to waiting, place and budget given back.
 			if res.err != nil {
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
