@@ -177,9 +177,11 @@ func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
 		Dif: view.Difficulty,
 		Bnd: who.Binding,
 	}
+	// The first checkpoint leaves at least the shortest backoff to solve
+	// the challenge in, and lies on the draw's grid like every other.
 	next := now
 	if view.State != StateOpen {
-		next = g.nextCheckpoint(&view, claims, now)
+		next = g.nextCheckpoint(&view, claims, now.Add(g.policy.MinBackoff))
 	}
 	g.schedule(claims, next)
 	return g.ticket(&view, claims, now)
