@@ -121,6 +121,14 @@ func (p *Presence) See(now time.Time, place string) {
 	p.cur[place] = struct{}{}
 }
 
+// Forget removes place from the count: it was admitted and waits no more.
+func (p *Presence) Forget(place string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.cur, place)
+	delete(p.prev, place)
+}
+
 // Count is the number of distinct places seen in the last complete span, or
 // in the current one if it already saw more.
 func (p *Presence) Count(now time.Time) float64 {

@@ -324,7 +324,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		case !used:
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
-		return g.pass(claims, now)
+		return g.pass(room, claims, now)
 	}
 	room.ObservePresent(now, claims.ID)
 	at, eligible := g.walk(&view, claims, now)
@@ -392,10 +392,11 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	if want.State == PlaceReserved {
 		return g.wait(view, claims, OutcomeBusy, slot, now)
 	}
-	return g.pass(claims, now)
+	return g.pass(room, claims, now)
 }
 
-func (g *Gate) pass(claims *WaitClaims, now time.Time) Decision {
+func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
+	room.ObserveAdmitted(claims.ID)
 	pc := &PassClaims{
 		Registered: Registered{
 			Subject:   claims.Subject,

@@ -283,6 +283,9 @@ func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
 // taking a token costs nothing and proves nobody is waiting.
 func (r *Room) ObservePresent(now time.Time, place string) { r.presence.See(now, place) }
 
+// ObserveAdmitted removes an admitted place from the population.
+func (r *Room) ObserveAdmitted(place string) { r.presence.Forget(place) }
+
 // ObserveEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).
 func (r *Room) ObserveEligible(now time.Time) { r.eligible.Add(now, 1) }

@@ -22,6 +22,10 @@ type Report struct {
 	ArrivalRho float64
 	// WaitByDecile is the mean wait of each tenth of the post-start arrivals.
 	WaitByDecile [10]time.Duration
+	// RateHeld is the admission rate over each 10-second window in which
+	// at least 10 seconds' worth of admissions were waiting throughout, as
+	// shares of the target: the lowest, the mean and the highest.
+	RateHeld struct{ Min, Mean, Max float64 }
 	// Strategies compares each strategy's visitors with their honest twins.
 	Strategies []Paired
 	// Unadmitted counts visitors the baseline never admitted (should be 0).
@@ -128,10 +132,47 @@ func Analyse(runs []*Run) Report {
 			r.WaitByDecile[d] = sum / time.Duration(len(part))
 		}
 	}
+	r.RateHeld.Min, r.RateHeld.Mean, r.RateHeld.Max = rateHeld(baseline)
 	for k := FastRetrier; k < kinds; k++ {
 		r.Strategies = append(r.Strategies, pair(baseline, runs[k], k))
 	}
 	return r
+}
+
+// rateHeld measures the admission rate against the target over 10-second
+// windows during which the queue never held fewer than 10 seconds' worth.
+func rateHeld(run *Run) (lo, mean, hi float64) {
+	const window = 10 * time.Second
+	rate := run.Config.Rate
+	var arrive, admit []time.Duration
+	for _, v := range run.Visitors {
+		arrive = append(arrive, max(v.Arrive, 0))
+		if v.Done {
+			admit = append(admit, v.Admitted)
+		}
+	}
+	slices.Sort(arrive)
+	slices.Sort(admit)
+	count := func(ts []time.Duration, t time.Duration) int { // how many are <= t
+		i, _ := slices.BinarySearch(ts, t+1)
+		return i
+	}
+	lo, hi = math.Inf(1), 0
+	n := 0
+	for t := time.Duration(0); t+window <= run.Duration; t += window {
+		// Waiting at the window's end is the least it held: arrivals
+		// only add and the window's admissions are already out.
+		if float64(count(arrive, t)-count(admit, t+window)) < rate*window.Seconds() {
+			continue
+		}
+		got := float64(count(admit, t+window)-count(admit, t)) / window.Seconds() / rate
+		lo, hi, mean = math.Min(lo, got), math.Max(hi, got), mean+got
+		n++
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return lo, mean / float64(n), hi
 }
 
 func pair(baseline, mixed *Run, kind Kind) Paired {
@@ -239,6 +280,8 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "ordering (baseline run):\n")
 	fmt.Fprintf(&b, "  pre-queue: Spearman rho arrival vs admission   %8.4f\n", r.PreQueueRho)
 	fmt.Fprintf(&b, "  after the start: rho arrival vs admission      %8.4f\n", r.ArrivalRho)
+	fmt.Fprintf(&b, "  admission rate while the queue held 10 s of it, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%\n",
+		100*r.RateHeld.Min, 100*r.RateHeld.Mean, 100*r.RateHeld.Max)
 	fmt.Fprintf(&b, "  mean wait by arrival decile after the start:")
 	for _, w := range r.WaitByDecile {
 		fmt.Fprintf(&b, " %v", w.Round(time.Second))
