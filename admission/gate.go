@@ -376,7 +376,11 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	if slot.After(now) {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
-	held, fresh, err := g.ledger.Hold(ctx, claims.ID, want, g.placeEnd(claims))
+	due := now
+	if slot.After(now) {
+		due = slot
+	}
+	held, fresh, err := g.ledger.Hold(ctx, claims.ID, want, g.lastValid(view, claims, due))
 	if err != nil {
 		room.RefundAdmission(now)
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
@@ -540,10 +544,23 @@ func (g *Gate) schedule(claims *WaitClaims, next time.Time) {
 	claims.ExpiresAt = exp.Unix()
 }
 
-// placeEnd is when no version of the place's token can be valid any more:
-// until then the ledger must remember it.
-func (g *Gate) placeEnd(claims *WaitClaims) time.Time {
-	return time.Unix(claims.IssuedAt, 0).Add(g.policy.PlaceTTL + g.policy.Leeway + time.Second)
+// lastValid is when no version of an admitted (or slotted) place's token
+// can be valid any more, so the ledger must remember the place until then.
+// Once the ledger holds a place, no version with a later nxt is minted: the
+// versions that exist were minted by now, and each names a checkpoint at
+// most one backoff after its minting (or just after a sale start, or the
+// slot due), and expires TokenTTL after it. So the ledger keeps a place
+// minutes, not the place's whole life; never beyond that life either.
+func (g *Gate) lastValid(view *View, claims *WaitClaims, due time.Time) time.Time {
+	last := due.Add(g.policy.MinBackoff + g.policy.MaxBackoff)
+	if start := view.LatestStart.Add(g.policy.MinBackoff); start.After(last) {
+		last = start
+	}
+	last = last.Add(g.policy.TokenTTL + g.policy.Leeway + time.Second)
+	if end := time.Unix(claims.IssuedAt, 0).Add(g.policy.PlaceTTL + g.policy.Leeway + time.Second); end.Before(last) {
+		return end
+	}
+	return last
 }
 
 func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (Ticket, error) {

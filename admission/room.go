@@ -77,6 +77,9 @@ type View struct {
 	Difficulty int
 	// Cruise is the speed the clock runs at while admitting.
 	Cruise float64
+	// LatestStart is the latest sale start the room was ever given: no
+	// token's first checkpoint lies much beyond it.
+	LatestStart time.Time
 	// Opens is where the room's checkpoint grid starts: the sale start of a
 	// scheduled room, otherwise when the room last began to queue (from
 	// open or closed; a pause does not move it).
@@ -151,12 +154,13 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		eligible:   NewWindow(cfg.Window),
 	}
 	v := &View{
-		Name:       cfg.Name,
-		SaleStart:  cfg.SaleStart,
-		Rate:       cfg.Rate,
-		Difficulty: cfg.Difficulty,
-		Cruise:     1 / cfg.Tau.Seconds(),
-		Clock:      Clock{Origin: now},
+		Name:        cfg.Name,
+		SaleStart:   cfg.SaleStart,
+		Rate:        cfg.Rate,
+		Difficulty:  cfg.Difficulty,
+		Cruise:      1 / cfg.Tau.Seconds(),
+		LatestStart: cfg.SaleStart,
+		Clock:       Clock{Origin: now},
 	}
 	r.publish(v, now)
 	return r, nil
@@ -187,6 +191,9 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 			return fmt.Errorf("a scheduled room needs a sale start")
 		}
 		v.SaleStart = saleStart
+		if saleStart.After(v.LatestStart) {
+			v.LatestStart = saleStart
+		}
 	}
 	if (r.stored == StateOpen || r.stored == StateClosed) && s != r.stored {
 		r.queueing = now
