@@ -57,8 +57,8 @@ func (w *Window) Rate(now time.Time) float64 {
 // Every waiting visitor's remaining threshold is an exponential draw with mean
 // 1 clock unit (memorylessness), so at speed s a population of N visitors
 // produces about N*s eligible visitors per second: the speed that meets a
-// target rate R is R/N. N is estimated by Little's law from the backoffs
-// handed out (see Room.ObserveBackoff). The observed eligible rate then
+// target rate R is R/N. N is the number of distinct places presented over
+// the window (see Presence and Room.ObservePresent). The observed eligible rate then
 // corrects for what the estimate misses, and slew limits keep any change from
 // releasing a flood.
 type Controller struct {

@@ -71,8 +71,8 @@ func (p Policy) withDefaults() Policy {
 }
 
 // Gate issues waiting tokens and decides admission attempts. It holds no
-// per-visitor state: everything about a visitor is in their token, except the
-// ledger of used token ids.
+// per-visitor state: everything about a waiting place is in its token, except
+// the ledger of places admitted or holding an admission slot.
 type Gate struct {
 	codec  *Codec
 	policy Policy

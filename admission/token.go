@@ -80,13 +80,14 @@ type WaitClaims struct {
 	Registered
 	// Lot is the lottery ticket: 16 random bytes, standard padded base64.
 	Lot string `json:"lot"`
-	// Srv is the serving-clock reading at entry; penalties move it forward.
+	// Srv is the serving-clock reading at entry.
 	Srv float64 `json:"srv"`
 	// Ch is the proof-of-work challenge, unpadded base64url.
 	Ch string `json:"ch"`
 	// Dif is the proof-of-work difficulty in leading zero bits.
 	Dif int `json:"dif"`
-	// Nxt is the earliest time of the next admission attempt, Unix milliseconds.
+	// Nxt is the checkpoint the token is judged at, Unix milliseconds: a
+	// point of the draw's checkpoint grid, or the admission slot held.
 	Nxt int64 `json:"nxt"`
 	// Bnd, when set, binds the token to a network: a keyed hash of the
 	// client address the gateway saw at issue (an extension to DESIGN.md's

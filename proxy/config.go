@@ -87,7 +87,8 @@ type Config struct {
 	// attempts. Defaults: 2s and 30s.
 	MinBackoff Duration `json:"min_backoff,omitempty"`
 	MaxBackoff Duration `json:"max_backoff,omitempty"`
-	// LedgerSize bounds how many used token ids this node remembers.
+	// LedgerSize bounds how many admitted places this node remembers (each
+	// for about token_ttl + max_backoff + min_backoff after its admission).
 	// Default: 1048576. When full, admissions fail closed (503).
 	LedgerSize int `json:"ledger_size,omitempty"`
 	// MaxBodyBytes bounds request bodies of the gateway's endpoints.

@@ -101,7 +101,7 @@ func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
 		now:        now,
 		speed:      prometheus.NewDesc("fairgate_clock_speed", "Serving clock speed, clock units per second (1/tau).", nil, room),
 		bucket:     prometheus.NewDesc("fairgate_bucket_level", "Admissions available in the bucket now.", nil, room),
-		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting (Little's law).", nil, room),
+		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting: distinct places presented over the last window.", nil, room),
 		rate:       prometheus.NewDesc("fairgate_target_rate", "Target admissions per second.", nil, room),
 		st:         prometheus.NewDesc("fairgate_room_state", "1 for the room's current state.", []string{"state"}, room),
 	}
