@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -122,7 +121,7 @@ type dynamo struct {
 	endpoint, prefix *string
 }
 
-func dynamoFlags(fs *flag.FlagSet) dynamo {
+func dynamoFlags(fs *flagSet) dynamo {
 	return dynamo{
 		endpoint: fs.String("dynamodb-endpoint", os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT"), "DynamoDB endpoint override, e.g. DynamoDB Local"),
 		prefix:   fs.String("table-prefix", "fairgate", "table names: <prefix>_seats and <prefix>_reservations"),
