@@ -12,9 +12,6 @@
 # Usage: bench/caddy.sh            (DUR=10s CONN=64 THREADS=1 PAIRS=3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 1; }
-DUR=${DUR:-10s} CONN=${CONN:-64} THREADS=${THREADS:-1}
-W=$(mktemp -d)
 source bench/lib.sh
 export XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data"
 
@@ -47,8 +44,7 @@ http://127.0.0.1:18382 {
 }
 CADDY
 start "$W/caddy" run --config "$W/Caddyfile" --adapter caddyfile; wait_port 18380
-"$W/targets" capture http://127.0.0.1:18380/tickets text/html "$W/waiting.html"
-"$W/targets" capture http://127.0.0.1:18380/tickets application/json "$W/waiting.json"
+capture_waiting http://127.0.0.1:18380/tickets
 # Then the same config with the baselines added, as JSON.
 "$W/caddy" adapt --config "$W/Caddyfile" --adapter caddyfile > "$W/caddy.json"
 "$W/targets" caddy-baseline "$W/caddy.json" 127.0.0.1:18383="$W/waiting.html" 127.0.0.1:18384="$W/waiting.json" > "$W/bench.json"
@@ -57,9 +53,4 @@ wait_port 18383; wait_port 18384
 pass=$("$W/targets" pass "$W/keys.json" bench)
 
 header
-compare "waiting page: waiting_room (vs headers + respond, same bytes)" \
-  http://127.0.0.1:18380/tickets 'Accept: text/html' http://127.0.0.1:18383/tickets 'Accept: text/html'
-compare "waiting, JSON 429: waiting_room (vs headers + respond, same bytes)" \
-  http://127.0.0.1:18380/tickets 'Accept: application/json' http://127.0.0.1:18384/tickets 'Accept: application/json'
-compare "admitted: waiting_room + reverse_proxy (vs reverse_proxy alone)" \
-  http://127.0.0.1:18380/page "Cookie: fairgate_pass_bench=$pass" http://127.0.0.1:18382/page "Cookie: fairgate_pass_bench=$pass"
+compare_front_door 1838 "headers + respond, same bytes" "reverse_proxy alone"

@@ -6,9 +6,6 @@
 # Usage: bench/gateway.sh            (DUR=10s CONN=64 THREADS=1 PAIRS=3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 1; }
-DUR=${DUR:-10s} CONN=${CONN:-64} THREADS=${THREADS:-1}
-W=$(mktemp -d)
 source bench/lib.sh
 
 go build -o "$W/targets" ./bench/targets
@@ -26,8 +23,7 @@ start "$W/fairgate" proxy --listen 127.0.0.1:18080 --upstream http://127.0.0.1:1
   --admin 127.0.0.1:18089 --admin-token bench; wait_port 18080
 start "$W/targets" baseline 127.0.0.1:18082 http://127.0.0.1:18081; wait_port 18082
 # The baselines replay fairgate's own answers from memory.
-"$W/targets" capture http://127.0.0.1:18080/tickets text/html "$W/waiting.html"
-"$W/targets" capture http://127.0.0.1:18080/tickets application/json "$W/waiting.json"
+capture_waiting http://127.0.0.1:18080/tickets
 "$W/targets" capture http://127.0.0.1:18080/api/sections/A '*/*' "$W/seatmap"
 start "$W/targets" replay 127.0.0.1:18083 "$W/waiting.html"; wait_port 18083
 start "$W/targets" replay 127.0.0.1:18084 "$W/waiting.json"; wait_port 18084
@@ -35,12 +31,7 @@ start "$W/targets" replay 127.0.0.1:18085 "$W/seatmap"; wait_port 18085
 pass=$("$W/targets" pass "$W/config.json" bench)
 
 header
-compare "waiting page, HTML (vs its bytes from memory)" \
-  http://127.0.0.1:18080/tickets 'Accept: text/html' http://127.0.0.1:18083/tickets 'Accept: text/html'
-compare "waiting, JSON 429 (vs its bytes from memory)" \
-  http://127.0.0.1:18080/tickets 'Accept: application/json' http://127.0.0.1:18084/tickets 'Accept: application/json'
-compare "admitted, pass verified (vs httputil.ReverseProxy alone)" \
-  http://127.0.0.1:18080/page "Cookie: fairgate_pass_bench=$pass" http://127.0.0.1:18082/page "Cookie: fairgate_pass_bench=$pass"
+compare_front_door 1808 "its bytes from memory" "httputil.ReverseProxy alone"
 before=$(curl -s http://127.0.0.1:18081/reads)
 compare "cached seat map (vs its bytes from memory)" \
   http://127.0.0.1:18080/api/sections/A '' http://127.0.0.1:18085/api/sections/A ''

@@ -1,5 +1,6 @@
-# Shared helpers of the load scripts (sourced). Expects W (scratch dir),
-# DUR, CONN and THREADS. SERVER_CPUS and WRK_CPUS (taskset lists, e.g. 0
+# Shared helpers of the load scripts (sourced from the repository's root).
+# DUR, CONN and THREADS are wrk's duration, connections and threads; W is
+# a scratch directory removed at exit. SERVER_CPUS and WRK_CPUS (taskset lists, e.g. 0
 # and 1) pin the servers and the load generator apart, so wrk does not
 # compete with what it measures.
 #
@@ -9,6 +10,9 @@
 # does not collect several times as often as fairgate with its caches.
 # PAIRS (default 3) is how many times each comparison runs A then B.
 
+command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 1; }
+DUR=${DUR:-10s} CONN=${CONN:-64} THREADS=${THREADS:-1}
+W=$(mktemp -d)
 GOGC=${GOGC:-off} GOMEMLIMIT=${GOMEMLIMIT:-256MiB}
 PAIRS=${PAIRS:-3}
 
@@ -71,6 +75,24 @@ compare() {
   local m=()
   for col in 1 2 3 4 5; do m+=("$(cut -d' ' -f"$col" "$W/pairs" | median)"); done
   row "**$name, median of $PAIRS**" "${m[@]}"
+}
+
+# capture_waiting URL: saves the waiting answers of URL, HTML and JSON, as
+# $W/waiting.html and $W/waiting.json for the baselines to replay.
+capture_waiting() {
+  "$W/targets" capture "$1" text/html "$W/waiting.html"
+  "$W/targets" capture "$1" application/json "$W/waiting.json"
+}
+
+# compare_front_door PORTS PAGE_BASELINE PROXY_BASELINE: the comparisons both
+# front doors share, on one port layout: PORTS0 is fairgate, PORTS2 the
+# reverse proxy alone, PORTS3 and PORTS4 the waiting page's HTML and JSON
+# answers from a baseline; $pass is a valid pass for the room `bench`.
+compare_front_door() {
+  local p=http://127.0.0.1:$1 cookie="Cookie: fairgate_pass_bench=$pass"
+  compare "waiting page, HTML (vs $2)" "${p}0/tickets" 'Accept: text/html' "${p}3/tickets" 'Accept: text/html'
+  compare "waiting, JSON 429 (vs $2)" "${p}0/tickets" 'Accept: application/json' "${p}4/tickets" 'Accept: application/json'
+  compare "admitted, pass verified (vs $3)" "${p}0/page" "$cookie" "${p}2/page" "$cookie"
 }
 
 header() {
