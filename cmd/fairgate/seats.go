@@ -53,7 +53,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	storeKind := fs.String("store", "bolt", "bolt (embedded file) or dynamodb")
 	dbPath := fs.String("db", "fairgate-seats.db", "bbolt file of the embedded store")
 	ddb := dynamoFlags(fs)
-	keysFile := fs.String("keys", "", "the gateway's keys (JSON of `fairgate keygen`) to verify passes (required)")
+	keysFile := fs.String("keys", "", "the gateway's keys (the JSON of 'fairgate keygen') to verify passes (required)")
 	room := fs.String("room", "main", "the waiting room whose passes open sessions")
 	event := fs.String("event", "", "event of sessions opened without naming one (the admission hook's)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_SEATS_ADMIN_TOKEN"), "bearer token for creating events")
