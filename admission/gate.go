@@ -268,18 +268,17 @@ type Decision struct {
 // unavailableRetry is how soon to retry after the ledger failed.
 const unavailableRetry = time.Second
 
-// Decide runs one admission attempt.
+// Decide runs one admission attempt (docs/FAIRNESS.md, "The rule").
 //
-// The rule: a place is judged at the checkpoints its token names, never at
-// the moment a request arrives. The token's nxt is a checkpoint; each
-// checkpoint determines the next one from the token alone (a keyed hash of
-// the place and the checkpoint spreads them), so every version of a token
-// names the same chain. An attempt walks that chain from its nxt up to now:
-// at the first checkpoint where the serving clock had passed the place's
-// threshold, the place takes the next admission from the bucket, in the
-// order places ask (now, or a slot the ledger holds for it while the bucket
-// binds). Presenting early, often, late or an old version therefore changes
-// nothing but lateness, and a place is admitted once whatever is presented.
+// A place is judged at the checkpoints its token names, never at the moment
+// a request arrives. The token's nxt is a point of the draw's checkpoint grid
+// (see checkpoints), so every version of a token names the same points. An
+// attempt looks at the points from its nxt up to now: at the first where the
+// serving clock had passed the place's threshold, the place takes the next
+// admission from the bucket, in the order places ask (now, or a slot the
+// ledger holds for it while the bucket binds). Presenting early, often, late
+// or an old version therefore changes nothing but lateness, and a place is
+// admitted once whatever is presented.
 func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	now := a.Now
 	claims, err := g.codec.ParseWait(a.Token, room.Name(), now)
