@@ -42,7 +42,7 @@ func TestFairness(t *testing.T) {
 	if r.Expired != 0 {
 		t.Errorf("%d tokens expired under honest visitors: places lost", r.Expired)
 	}
-	// 300 to 600 samples: rho's standard error is at most 1/sqrt(300) = 0.06.
+	// 200 to 600 samples: rho's standard error is at most 1/sqrt(200) = 0.07.
 	if math.Abs(r.PreQueueRho) > 0.2 {
 		t.Errorf("pre-queue admission order follows arrival order: rho %.4f", r.PreQueueRho)
 	}
