@@ -16,6 +16,10 @@ import (
 // ErrIdentity means the token belongs to another visitor.
 var ErrIdentity = errors.New("token belongs to another visitor")
 
+// ErrLane means the token waits in another lane than the room judging it:
+// the visitor's login no longer (or never did) grant that lane.
+var ErrLane = errors.New("token belongs to another lane")
+
 // Policy is how a gate treats waiting visitors. Zero fields take the
 // defaults of DefaultPolicy.
 type Policy struct {
@@ -171,11 +175,12 @@ func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
 			Audience: view.Name,
 			IssuedAt: now.Unix(),
 		},
-		Lot: lot,
-		Srv: view.Clock.At(now),
-		Ch:  ch,
-		Dif: view.Difficulty,
-		Bnd: who.Binding,
+		Lot:  lot,
+		Srv:  view.Clock.At(now),
+		Ch:   ch,
+		Dif:  view.Difficulty,
+		Bnd:  who.Binding,
+		Lane: view.Lane,
 	}
 	// The first checkpoint leaves at least the shortest backoff to solve
 	// the challenge in, and lies on the draw's grid like every other.
@@ -198,6 +203,9 @@ func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Tic
 		return Ticket{}, ErrIdentity
 	}
 	view := room.View(now)
+	if claims.Lane != view.Lane {
+		return Ticket{}, ErrLane
+	}
 	t := Ticket{Token: token, Claims: claims}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
@@ -287,6 +295,9 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	}
 	if !a.Visitor.matches(claims) {
 		return Decision{Outcome: OutcomeInvalid, Err: ErrIdentity, Claims: claims}
+	}
+	if claims.Lane != room.Lane() {
+		return Decision{Outcome: OutcomeInvalid, Err: ErrLane, Claims: claims}
 	}
 	// One hash: cheaper than the signature check before it.
 	if err := VerifyWork(claims.Ch, claims.Dif, a.Nonce); err != nil {

@@ -39,7 +39,11 @@ func ParseState(s string) (State, error) {
 
 // RoomConfig is the initial control state of a room.
 type RoomConfig struct {
-	Name  string
+	Name string
+	// Lane names the priority lane this room judges, empty for the default
+	// lane. Every lane of a waiting room is a Room of the same Name with its
+	// own clock and bucket (docs/FAIRNESS.md, "Lanes").
+	Lane  string
 	State State
 	// SaleStart is when a scheduled room starts admitting.
 	SaleStart time.Time
@@ -70,6 +74,7 @@ type RoomConfig struct {
 // View is one consistent reading of a room's control state.
 type View struct {
 	Name       string
+	Lane       string
 	State      State // the effective state: scheduled becomes queue at SaleStart
 	SaleStart  time.Time
 	Clock      Clock
@@ -155,6 +160,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	}
 	v := &View{
 		Name:        cfg.Name,
+		Lane:        cfg.Lane,
 		SaleStart:   cfg.SaleStart,
 		Rate:        cfg.Rate,
 		Difficulty:  cfg.Difficulty,
@@ -177,6 +183,16 @@ func (r *Room) View(now time.Time) View {
 
 // Name is the room's name, the audience of its tokens.
 func (r *Room) Name() string { return r.view.Load().Name }
+
+// Lane is the lane the room judges, empty for the default lane.
+func (r *Room) Lane() string { return r.view.Load().Lane }
+
+// Active reports whether anybody waits in the room or holds an admission
+// it gave out recently: someone presented a place over the last window, or
+// the bucket is below one admission.
+func (r *Room) Active(now time.Time) bool {
+	return r.presence.Count(now) > 0 || r.bucket.Level(now) < 1
+}
 
 // SetState changes the state at now. Changing to scheduled needs saleStart.
 func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {

@@ -93,6 +93,11 @@ type WaitClaims struct {
 	// client address the gateway saw at issue (an extension to the source design's
 	// claims, present only when IP binding is configured).
 	Bnd string `json:"bnd,omitempty"`
+	// Lane is the priority lane the place waits in, empty for the default
+	// lane (docs/FAIRNESS.md, "Lanes"). The gateway decides it from the
+	// verified login at issue and checks it against the login at every
+	// attempt.
+	Lane string `json:"lane,omitempty"`
 }
 
 // NextAttempt is Nxt as a time.
