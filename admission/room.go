@@ -187,11 +187,10 @@ func (r *Room) Name() string { return r.view.Load().Name }
 // Lane is the lane the room judges, empty for the default lane.
 func (r *Room) Lane() string { return r.view.Load().Lane }
 
-// Active reports whether anybody waits in the room or holds an admission
-// it gave out recently: someone presented a place over the last window, or
-// the bucket is below one admission.
+// Active reports whether the room had visitors over the last window: a
+// place presented, or found eligible (admitted, or given a slot).
 func (r *Room) Active(now time.Time) bool {
-	return r.presence.Count(now) > 0 || r.bucket.Level(now) < 1
+	return r.presence.Count(now) > 0 || r.eligible.Rate(now) > 0
 }
 
 // SetState changes the state at now. Changing to scheduled needs saleStart.

@@ -74,19 +74,26 @@ type RoomStatus struct {
 	// EstimateSeconds is the public wait estimate, absent when unknown.
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
 	UsedTokens      int      `json:"used_tokens"`
+	// Lanes are the figures of each lane, the default lane (named "")
+	// first; absent without priority lanes. The room's own figures above
+	// are the default lane's, but for Rate, which is the whole room's.
+	Lanes []LaneStatus `json:"lanes,omitempty"`
 }
 
 // Status reads a room's live figures.
 func (sh *Shared) Status(now time.Time) RoomStatus {
 	v := sh.Room.View(now)
 	st := RoomStatus{
-		Room: v.Name, State: string(v.State), Rate: v.Rate, Difficulty: v.Difficulty,
+		Room: v.Name, State: string(v.State), Rate: sh.totalRate(), Difficulty: v.Difficulty,
 		ClockSpeed: v.Clock.SpeedAt(now), Clock: v.Clock.At(now),
 		Waiting: sh.Room.Population(now), Eligible: sh.Room.EligibleRate(now),
 		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.Ledger.Len(),
 	}
 	if v.State == admission.StateClosed {
 		st.Reason = sh.ClosedReason()
+	}
+	if len(sh.lanes()) > 1 {
+		st.Lanes = sh.laneStatus(now)
 	}
 	if !v.SaleStart.IsZero() {
 		st.SaleStart = v.SaleStart.UTC().Format(time.RFC3339)
@@ -138,24 +145,17 @@ func (sh *Shared) Apply(c RoomChange, now time.Time) error {
 		return errBadRate
 	}
 	if c.State != nil || c.SaleStart != nil {
-		if err := sh.Room.SetState(state, saleStart, now); err != nil {
+		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetState(state, saleStart, now) }); err != nil {
 			return err
 		}
 	}
 	if c.Rate != nil || c.Burst != nil {
-		rate, burst := v.Rate, math.Max(1, v.Rate)
-		if c.Rate != nil {
-			rate, burst = *c.Rate, math.Max(1, *c.Rate)
-		}
-		if c.Burst != nil {
-			burst = *c.Burst
-		}
-		if err := sh.Room.SetRate(rate, burst, now); err != nil {
+		if err := sh.setRate(c.Rate, c.Burst, now); err != nil {
 			return err
 		}
 	}
 	if c.Difficulty != nil {
-		if err := sh.Room.SetDifficulty(*c.Difficulty); err != nil {
+		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetDifficulty(*c.Difficulty) }); err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,10 @@ type cookieNames struct{ wait, pass string }
 // ticketJSON is what the waiting page and apps learn of a waiting token.
 // Nothing in it is derived from the lottery number.
 type ticketJSON struct {
-	Room  string `json:"room"`
+	Room string `json:"room"`
+	// Lane is the priority lane the visitor waits in, absent for the
+	// default lane.
+	Lane  string `json:"lane,omitempty"`
 	State string `json:"state"`
 	// Token is the waiting token itself, for apps without cookies.
 	Token      string `json:"token,omitempty"`
@@ -98,13 +101,14 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		g.writeClosedJSON(w, r)
 		return
 	}
-	who, err := g.visitor(r, now)
+	who, room, err := g.visitor(r, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
+	view = room.View(now)
 	if c, err := r.Cookie(g.cookies.wait); err == nil && c.Value != "" {
-		tk, err := g.gate.Resume(g.shared.Room, c.Value, who, now)
+		tk, err := g.gate.Resume(room, c.Value, who, now)
 		if err == nil {
 			g.writeTicket(w, r, http.StatusOK, tk, view, now, "")
 			return
@@ -112,7 +116,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		// An expired or foreign token just means a new one.
 		g.log.Debug("replacing waiting token", zap.String("room", g.cfg.Room), zap.Error(err))
 	}
-	tk, err := g.gate.Issue(g.shared.Room, who, now)
+	tk, err := g.gate.Issue(room, who, now)
 	if err != nil {
 		g.log.Error("issuing token", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "internal", "could not issue a token")
@@ -140,17 +144,17 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every decision, the busy one included, is the gate's: the gateway only
 	// carries it to HTTP.
-	view := g.shared.Room.View(now)
-	who, err := g.visitor(r, now)
+	who, room, err := g.visitor(r, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	d := g.gate.Decide(r.Context(), g.shared.Room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
+	view := room.View(now)
+	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
 	g.metrics.attempts.WithLabelValues(d.Outcome.String()).Inc()
 	switch d.Outcome {
 	case admission.OutcomeAdmit:
-		g.admit(w, r, d, req.Return, now)
+		g.admit(w, r, room, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
 		g.writeTicket(w, r, http.StatusTooManyRequests, d.Ticket, view, now, d.Outcome.String())
 	case admission.OutcomeInvalid:
@@ -171,7 +175,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // admit completes an admission: the hook, then the pass cookie.
-func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Decision, ret string, now time.Time) {
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.Room, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
 	if g.hook != nil {
 		res := g.hook.call(r.Context(), g.cfg.Room, d.Pass, d.PassClaims)
@@ -185,13 +189,13 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
 			}
-			back := g.gate.Requeue(r.Context(), g.shared.Room, d.Claims, now)
+			back := g.gate.Requeue(r.Context(), room, d.Claims, now)
 			if back.Outcome != admission.OutcomeWait {
 				w.Header().Set("Retry-After", "2")
 				writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
 				return
 			}
-			g.writeTicket(w, r, http.StatusTooManyRequests, back.Ticket, g.shared.Room.View(now), now, "deferred")
+			g.writeTicket(w, r, http.StatusTooManyRequests, back.Ticket, room.View(now), now, "deferred")
 			return
 		default:
 			g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
@@ -208,6 +212,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 		pass = signed
 	}
 	g.metrics.admissions.Inc()
+	g.metrics.laneAdmissions.WithLabelValues(laneLabel(d.Claims.Lane)).Inc()
+	g.shared.countAdmitted(d.Claims.Lane)
 	expires := d.PassClaims.Expiry()
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
@@ -250,7 +256,7 @@ func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int
 	c := tk.Claims
 	retry := c.NextAttempt().Sub(now)
 	body := ticketJSON{
-		Room: view.Name, State: string(view.State), Token: tk.Token,
+		Room: view.Name, Lane: c.Lane, State: string(view.State), Token: tk.Token,
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
 		RetryAfter: math.Max(0, retry.Seconds()), Outcome: outcome,
 	}
@@ -302,6 +308,8 @@ func invalidStatus(err error) (int, string) {
 		return http.StatusForbidden, "pow"
 	case errors.Is(err, admission.ErrIdentity):
 		return http.StatusForbidden, "identity"
+	case errors.Is(err, admission.ErrLane):
+		return http.StatusForbidden, "lane"
 	default: // signature, algorithm, key, audience, expiry, claims
 		return http.StatusUnauthorized, "token_invalid"
 	}

@@ -55,6 +55,11 @@ type Config struct {
 	// Identity, when set, verifies the site's own login JWT and ties
 	// waiting tokens and passes to its subject.
 	Identity *Identity `json:"identity,omitempty"`
+	// Lanes are priority lanes, each with its own share of Rate, for the
+	// visitors whose verified login carries the lane's claim (the first
+	// lane that matches; everyone else waits in the default lane, which gets
+	// the rest). Needs Identity. See docs/FAIRNESS.md, "Lanes". Default: none.
+	Lanes []Lane `json:"lanes,omitempty"`
 	// BindIP ties waiting tokens to a keyed hash of the client's address.
 	BindIP bool `json:"bind_ip,omitempty"`
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
@@ -129,6 +134,18 @@ type Identity struct {
 	Required bool `json:"required,omitempty"`
 }
 
+// Lane is a priority lane.
+type Lane struct {
+	// Name of the lane: letters, digits, `-` and `_`, unique in the room.
+	Name string `json:"name"`
+	// Share of the room's rate the lane gets while both it and others have
+	// visitors, in (0, 1); all lanes' shares sum to less than 1.
+	Share float64 `json:"share"`
+	// Claim is `key=value`: the login JWT's claim key must be the string
+	// value, or an array holding it (e.g. `tier=vip`, `roles=presale`).
+	Claim string `json:"claim"`
+}
+
 // Hook is called with the pass when a visitor is admitted. A 2xx answer
 // admits, and a `session` string in its JSON body goes into the pass as
 // `ses`; 409 or 429 keeps the visitor waiting without penalty; anything
@@ -171,6 +188,50 @@ type settings struct {
 	difficulty int
 	trusted    []netip.Prefix
 	language   int // index in pageLanguages, or -1 for Accept-Language
+	lanes      []laneRule
+}
+
+// laneRule is a validated Lane.
+type laneRule struct {
+	name, key, value string
+	share            float64
+}
+
+// settleLanes checks the lanes: names unique and well formed, shares in
+// (0, 1) summing below 1, claims `key=value`, identity configured.
+func settleLanes(lanes []Lane, identity *Identity) ([]laneRule, error) {
+	if len(lanes) > 0 && identity == nil {
+		return nil, errors.New("lanes need identity: a lane is granted by a claim of the verified login")
+	}
+	rules := make([]laneRule, 0, len(lanes))
+	seen := map[string]bool{}
+	sum := 0.0
+	for i, l := range lanes {
+		if !roomName.MatchString(l.Name) {
+			return nil, fmt.Errorf("lane %d: name %q: use 1 to 64 letters, digits, '-' or '_'", i+1, l.Name)
+		}
+		if l.Name == defaultLane {
+			return nil, fmt.Errorf("lane %s: the name is the default lane's", l.Name)
+		}
+		if seen[l.Name] {
+			return nil, fmt.Errorf("lane %s: name used twice", l.Name)
+		}
+		seen[l.Name] = true
+		if !(l.Share > 0 && l.Share < 1) {
+			return nil, fmt.Errorf("lane %s: share %v: must be between 0 and 1, exclusive", l.Name, l.Share)
+		}
+		sum += l.Share
+		key, value, ok := strings.Cut(l.Claim, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !ok || key == "" || value == "" {
+			return nil, fmt.Errorf("lane %s: claim %q: want key=value, e.g. tier=vip", l.Name, l.Claim)
+		}
+		rules = append(rules, laneRule{name: l.Name, key: key, value: value, share: l.Share})
+	}
+	if sum >= 1 {
+		return nil, fmt.Errorf("lanes: shares sum to %v: must be below 1, the default lane gets the rest", sum)
+	}
+	return rules, nil
 }
 
 // defaults fills in defaults and checks the config.
@@ -239,6 +300,9 @@ func (c Config) settle() (settings, error) {
 		if s.language, err = pageLanguages.byName(s.Language); err != nil {
 			return s, err
 		}
+	}
+	if s.lanes, err = settleLanes(s.Lanes, s.Identity); err != nil {
+		return s, err
 	}
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20

@@ -131,7 +131,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		g.cidrs = append(g.cidrs, p)
 	}
 	if s.Identity != nil {
-		if g.identity, err = newIdentityVerifier(*s.Identity); err != nil {
+		if g.identity, err = newIdentityVerifier(*s.Identity, s.lanes); err != nil {
 			return nil, fmt.Errorf("identity: %w", err)
 		}
 	}
@@ -310,25 +310,28 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Hand
 }
 
 // visitor establishes who is asking: their login subject (if identity is
-// configured) and network binding (if bind_ip is set).
-func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, error) {
+// configured) and network binding (if bind_ip is set), and the room of the
+// lane their login grants: the default lane's without a login.
+func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, *admission.Room, error) {
 	var v admission.Visitor
+	room := g.shared.Room
 	if g.identity != nil {
-		sub, err := g.identity.subject(r, now)
+		login, err := g.identity.login(r, now)
 		switch {
 		case err == nil:
-			v.Subject = sub
+			v.Subject = login.subject
+			room = g.shared.laneRoom(login.lane)
 		case errors.Is(err, errNoIdentity) && !g.cfg.Identity.Required:
 		default:
-			return v, err
+			return v, room, err
 		}
 	}
 	if g.cfg.BindIP {
 		ip, ok := clientIP(r, g.cfg.trusted)
 		if !ok {
-			return v, errors.New("client address unknown")
+			return v, room, errors.New("client address unknown")
 		}
 		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
 	}
-	return v, nil
+	return v, room, nil
 }

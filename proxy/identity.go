@@ -23,16 +23,19 @@ var errNoIdentity = errors.New("no login token")
 // microseconds.
 type identityVerifier struct {
 	cfg      Identity
+	lanes    []laneRule
 	key      any
 	verified *ristretto.Cache[string, verifiedLogin]
 }
 
 type verifiedLogin struct {
 	subject string
+	// lane is the first lane whose claim the login carries, "" for none.
+	lane    string
 	expires time.Time
 }
 
-func newIdentityVerifier(cfg Identity) (*identityVerifier, error) {
+func newIdentityVerifier(cfg Identity, lanes []laneRule) (*identityVerifier, error) {
 	if cfg.Cookie == "" && cfg.Header == "" {
 		return nil, errors.New("set cookie or header")
 	}
@@ -47,7 +50,7 @@ func newIdentityVerifier(cfg Identity) (*identityVerifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("login cache: %w", err)
 	}
-	v := &identityVerifier{cfg: cfg, verified: cache}
+	v := &identityVerifier{cfg: cfg, lanes: lanes, verified: cache}
 	switch {
 	case strings.HasPrefix(cfg.Algorithm, "HS"):
 		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(raw))
@@ -74,6 +77,12 @@ func newIdentityVerifier(cfg Identity) (*identityVerifier, error) {
 
 // subject verifies the request's login token and returns its sub.
 func (v *identityVerifier) subject(r *http.Request, now time.Time) (string, error) {
+	l, err := v.login(r, now)
+	return l.subject, err
+}
+
+// login verifies the request's login token and returns its sub and lane.
+func (v *identityVerifier) login(r *http.Request, now time.Time) (verifiedLogin, error) {
 	token := ""
 	if v.cfg.Cookie != "" {
 		if c, err := r.Cookie(v.cfg.Cookie); err == nil {
@@ -87,10 +96,10 @@ func (v *identityVerifier) subject(r *http.Request, now time.Time) (string, erro
 		}
 	}
 	if token == "" {
-		return "", errNoIdentity
+		return verifiedLogin{}, errNoIdentity
 	}
 	if hit, ok := v.verified.Get(token); ok && now.Before(hit.expires) {
-		return hit.subject, nil
+		return hit, nil
 	}
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{v.cfg.Algorithm}),
@@ -104,17 +113,41 @@ func (v *identityVerifier) subject(r *http.Request, now time.Time) (string, erro
 	if v.cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(v.cfg.Audience))
 	}
-	var claims jwt.RegisteredClaims
-	if _, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return v.key, nil }, opts...); err != nil {
-		return "", fmt.Errorf("login token: %w", err)
+	claims := jwt.MapClaims{}
+	if _, err := jwt.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return v.key, nil }, opts...); err != nil {
+		return verifiedLogin{}, fmt.Errorf("login token: %w", err)
 	}
-	if claims.Subject == "" {
-		return "", errors.New("login token has no sub")
+	sub, err := claims.GetSubject()
+	if err != nil || sub == "" {
+		return verifiedLogin{}, errors.New("login token has no sub")
 	}
-	if exp := claims.ExpiresAt.Time; exp.After(now) {
-		v.verified.SetWithTTL(token, verifiedLogin{subject: claims.Subject, expires: exp}, 1, exp.Sub(now))
+	login := verifiedLogin{subject: sub, lane: v.laneOf(claims)}
+	// WithExpirationRequired made sure exp is there.
+	if exp, _ := claims.GetExpirationTime(); exp != nil && exp.After(now) {
+		login.expires = exp.Time
+		v.verified.SetWithTTL(token, login, 1, exp.Sub(now))
 	}
-	return claims.Subject, nil
+	return login, nil
+}
+
+// laneOf is the first lane whose claim the login carries: the claim is the
+// lane's value, or an array holding it.
+func (v *identityVerifier) laneOf(claims jwt.MapClaims) string {
+	for _, l := range v.lanes {
+		switch c := claims[l.key].(type) {
+		case string:
+			if c == l.value {
+				return l.name
+			}
+		case []any:
+			for _, e := range c {
+				if s, ok := e.(string); ok && s == l.value {
+					return l.name
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func (v *identityVerifier) close() { v.verified.Close() }

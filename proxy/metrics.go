@@ -13,13 +13,15 @@ import (
 // the room's shared state, so counts carry on across Caddy reloads, which
 // give every new config a new registry.
 type metrics struct {
-	reg         prometheus.Registerer
-	registered  []prometheus.Collector
-	issued      prometheus.Counter
-	attempts    *prometheus.CounterVec
-	admissions  prometheus.Counter
-	powFailures prometheus.Counter
-	passChecks  *prometheus.CounterVec
+	reg        prometheus.Registerer
+	registered []prometheus.Collector
+	issued     prometheus.Counter
+	attempts   *prometheus.CounterVec
+	admissions prometheus.Counter
+	// laneAdmissions counts admissions by lane (`default` for the default lane).
+	laneAdmissions *prometheus.CounterVec
+	powFailures    prometheus.Counter
+	passChecks     *prometheus.CounterVec
 	// passCached is passChecks{result="cached"}, resolved once: it counts
 	// every protected request, the gateway's hottest path.
 	passCached     prometheus.Counter
@@ -41,6 +43,7 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
 		attempts:       vec("admission_attempts_total", "Admission attempts by outcome.", "outcome"),
 		admissions:     counter("admissions_total", "Visitors admitted (passes issued)."),
+		laneAdmissions: vec("lane_admissions_total", "Visitors admitted by lane (default: the default lane).", "lane"),
 		powFailures:    counter("pow_failures_total", "Admission attempts with a wrong proof of work."),
 		passChecks:     vec("pass_checks_total", "Protected requests with a pass, by result.", "result"),
 		cacheRequests:  vec("cache_requests_total", "Cacheable requests by cache status.", "status"),
@@ -60,7 +63,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 	if reg == nil {
 		return &m, nil
 	}
-	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.powFailures,
+	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.laneAdmissions, m.powFailures,
 		m.passChecks, m.cacheRequests, m.upstreamErrors, m.room} {
 		err := reg.Register(c)
 		var already prometheus.AlreadyRegisteredError
@@ -89,10 +92,22 @@ func (m *metrics) unregister() {
 // descriptors carry the room as a constant label, so each room's collector
 // is distinct and a reload of the same room is recognised as already there.
 type roomCollector struct {
-	shared                              *Shared
-	now                                 func() time.Time
-	speed, bucket, population, rate, st *prometheus.Desc
+	shared                               *Shared
+	now                                  func() time.Time
+	speed, bucket, population, rate, st  *prometheus.Desc
+	laneRate, laneBucket, lanePopulation *prometheus.Desc
 }
+
+// laneLabel is a lane's `lane` label value: its name, or `default`.
+func laneLabel(name string) string {
+	if name == "" {
+		return defaultLane
+	}
+	return name
+}
+
+// defaultLane is the default lane's name in metrics, which no lane may take.
+const defaultLane = "default"
 
 func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
 	room := prometheus.Labels{"room": shared.Room.Name()}
@@ -104,11 +119,15 @@ func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
 		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting: distinct places presented over the last window.", nil, room),
 		rate:       prometheus.NewDesc("fairgate_target_rate", "Target admissions per second.", nil, room),
 		st:         prometheus.NewDesc("fairgate_room_state", "1 for the room's current state.", []string{"state"}, room),
+		laneRate: prometheus.NewDesc("fairgate_lane_target_rate",
+			"Admissions per second a lane gets now: its share, or more while other lanes are empty.", []string{"lane"}, room),
+		laneBucket:     prometheus.NewDesc("fairgate_lane_bucket_level", "Admissions available in a lane's bucket now.", []string{"lane"}, room),
+		lanePopulation: prometheus.NewDesc("fairgate_lane_waiting_estimate", "Estimated visitors waiting in a lane.", []string{"lane"}, room),
 	}
 }
 
 func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st} {
+	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st, c.laneRate, c.laneBucket, c.lanePopulation} {
 		ch <- d
 	}
 }
@@ -120,7 +139,13 @@ func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.speed, prometheus.GaugeValue, v.Clock.SpeedAt(now))
 	ch <- prometheus.MustNewConstMetric(c.bucket, prometheus.GaugeValue, room.BucketLevel(now))
 	ch <- prometheus.MustNewConstMetric(c.population, prometheus.GaugeValue, room.Population(now))
-	ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, v.Rate)
+	ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, c.shared.totalRate())
+	for _, l := range c.shared.lanes() {
+		name := laneLabel(l.name)
+		ch <- prometheus.MustNewConstMetric(c.laneRate, prometheus.GaugeValue, l.room.View(now).Rate, name)
+		ch <- prometheus.MustNewConstMetric(c.laneBucket, prometheus.GaugeValue, l.room.BucketLevel(now), name)
+		ch <- prometheus.MustNewConstMetric(c.lanePopulation, prometheus.GaugeValue, l.room.Population(now), name)
+	}
 	for _, s := range []admission.State{admission.StateOpen, admission.StateQueue, admission.StateScheduled, admission.StatePaused, admission.StateClosed} {
 		val := 0.0
 		if s == v.State {

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
@@ -14,16 +16,22 @@ import (
 // it in a caddy.UsagePool keyed by room, so a config reload changes nothing a
 // queued visitor can notice.
 type Shared struct {
+	// Room is the room's default lane: its name, state and clock are the
+	// room's; priority lanes are rooms of their own beside it.
 	Room   *admission.Room
 	Ledger *admission.MemoryLedger
 	// generated keys, when the config had none: kept so a reload does not
 	// invalidate every token.
 	generated *admission.KeyRing
 
+	lanesNow atomic.Pointer[[]*lane]
+
 	mu      sync.Mutex
 	applied applied
-	reason  string // why the room is closed: "sold_out" or ""
-	counts  *metrics
+	// rate and burst are the room's, split between its lanes.
+	rate, burst float64
+	reason      string // why the room is closed: "sold_out" or ""
+	counts      *metrics
 }
 
 // metrics returns the room's collectors, creating them once.
@@ -44,6 +52,7 @@ type applied struct {
 	rate       float64
 	burst      float64
 	difficulty int
+	lanes      []laneRule
 }
 
 // NewShared creates a room's shared state from its config; clock is the
@@ -53,20 +62,23 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	room, err := admission.NewRoom(s.roomConfig(), clock())
+	lanes, err := newLanes(s, nil, clock())
 	if err != nil {
 		return nil, err
 	}
 	sh := &Shared{
-		Room:    room,
+		Room:    lanes[0].room,
 		Ledger:  admission.NewMemoryLedger(s.LedgerSize, clock),
 		applied: appliedOf(s),
+		rate:    s.Rate,
+		burst:   s.Burst,
 	}
+	sh.lanesNow.Store(&lanes)
 	return sh, nil
 }
 
 func appliedOf(s settings) applied {
-	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty}
+	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty, lanes: s.lanes}
 }
 
 // reconfigure applies what a new config changed.
@@ -74,18 +86,37 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	want := appliedOf(s)
+	if !slices.Equal(want.lanes, sh.applied.lanes) {
+		// A new lane starts in the room's current state and difficulty.
+		lanes, err := newLanes(s, sh.lanes(), now)
+		if err != nil {
+			return fmt.Errorf("applying lanes: %w", err)
+		}
+		v := sh.Room.View(now)
+		for _, l := range lanes {
+			if err := l.room.SetState(v.State, v.SaleStart, now); err != nil {
+				return fmt.Errorf("applying lanes: %w", err)
+			}
+			if err := l.room.SetDifficulty(v.Difficulty); err != nil {
+				return fmt.Errorf("applying lanes: %w", err)
+			}
+		}
+		sh.lanesNow.Store(&lanes)
+	}
 	if want.state != sh.applied.state || !want.saleStart.Equal(sh.applied.saleStart) {
-		if err := sh.Room.SetState(want.state, want.saleStart, now); err != nil {
+		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetState(want.state, want.saleStart, now) }); err != nil {
 			return fmt.Errorf("applying state: %w", err)
 		}
 	}
-	if want.rate != sh.applied.rate || want.burst != sh.applied.burst {
-		if err := sh.Room.SetRate(want.rate, want.burst, now); err != nil {
-			return fmt.Errorf("applying rate: %w", err)
-		}
+	changed := want.rate != sh.applied.rate || want.burst != sh.applied.burst
+	if changed {
+		sh.rate, sh.burst = want.rate, want.burst
+	}
+	if err := sh.rebalance(now, changed); err != nil {
+		return fmt.Errorf("applying rate: %w", err)
 	}
 	if want.difficulty != sh.applied.difficulty {
-		if err := sh.Room.SetDifficulty(want.difficulty); err != nil {
+		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetDifficulty(want.difficulty) }); err != nil {
 			return fmt.Errorf("applying difficulty: %w", err)
 		}
 	}
@@ -137,7 +168,19 @@ func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			sh.Room.Tick(now())
+			sh.tick(now())
 		}
 	}
+}
+
+// tick lets each lane's controller adjust its clock, then splits the rate
+// between the lanes that have visitors now.
+func (sh *Shared) tick(now time.Time) {
+	for _, l := range sh.lanes() {
+		l.room.Tick(now)
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	// The rate was validated when set; rebalance cannot fail on it.
+	_ = sh.rebalance(now, false)
 }

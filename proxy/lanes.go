@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// lane is one lane of a room: the default lane (name "") or a priority
+// lane. Each is an admission.Room of its own, with its own clock, bucket and
+// population, so the protocol runs unchanged and fairly inside each lane;
+// only the rate is split (docs/FAIRNESS.md, "Lanes").
+type lane struct {
+	name     string
+	share    float64
+	room     *admission.Room
+	admitted atomic.Int64
+}
+
+// laneShares are the shares of the default lane and then of each rule.
+func laneShares(rules []laneRule) []float64 {
+	shares := []float64{1}
+	for _, r := range rules {
+		shares[0] -= r.share
+		shares = append(shares, r.share)
+	}
+	return shares
+}
+
+// newLanes builds the lanes of s, reusing the rooms of prev whose lane
+// still exists so a reload keeps every waiting place in a kept lane.
+func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
+	shares := laneShares(s.lanes)
+	names := []string{""}
+	for _, r := range s.lanes {
+		names = append(names, r.name)
+	}
+	out := make([]*lane, len(names))
+	for i, name := range names {
+		if j := slices.IndexFunc(prev, func(l *lane) bool { return l.name == name }); j >= 0 {
+			out[i] = &lane{name: name, share: shares[i], room: prev[j].room}
+			out[i].admitted.Store(prev[j].admitted.Load())
+			continue
+		}
+		cfg := s.roomConfig()
+		cfg.Lane = name
+		cfg.Rate, cfg.Burst = s.Rate*shares[i], math.Max(1, s.Burst*shares[i])
+		room, err := admission.NewRoom(cfg, now)
+		if err != nil {
+			return nil, fmt.Errorf("lane %s: %w", name, err)
+		}
+		out[i] = &lane{name: name, share: shares[i], room: room}
+	}
+	return out, nil
+}
+
+// lanes are the room's lanes, the default one first.
+func (sh *Shared) lanes() []*lane { return *sh.lanesNow.Load() }
+
+// laneRoom is the room judging the named lane; an unknown lane (removed by
+// a reload) falls back to the default one, whose room refuses the lane's
+// tokens.
+func (sh *Shared) laneRoom(name string) *admission.Room {
+	for _, l := range sh.lanes() {
+		if l.name == name {
+			return l.room
+		}
+	}
+	return sh.Room
+}
+
+// countAdmitted counts one admission in the named lane.
+func (sh *Shared) countAdmitted(name string) {
+	for _, l := range sh.lanes() {
+		if l.name == name {
+			l.admitted.Add(1)
+			return
+		}
+	}
+}
+
+// eachRoom applies change to every lane's room, stopping at the first error.
+func (sh *Shared) eachRoom(change func(*admission.Room) error) error {
+	for _, l := range sh.lanes() {
+		if err := change(l.room); err != nil {
+			if l.name != "" {
+				return fmt.Errorf("lane %s: %w", l.name, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// rebalance splits the room's rate and burst between its lanes by
+// admission.LaneRates: the lanes with visitors share the whole rate.
+// Unless force, a lane whose rate stays is left alone. Callers hold sh.mu.
+func (sh *Shared) rebalance(now time.Time, force bool) error {
+	lanes := sh.lanes()
+	shares := make([]float64, len(lanes))
+	active := make([]bool, len(lanes))
+	for i, l := range lanes {
+		shares[i], active[i] = l.share, l.room.Active(now)
+	}
+	rates := admission.LaneRates(sh.rate, shares, active)
+	for i, l := range lanes {
+		if !force && l.room.View(now).Rate == rates[i] {
+			continue
+		}
+		burst := math.Max(1, sh.burst*rates[i]/sh.rate)
+		if err := l.room.SetRate(rates[i], burst, now); err != nil {
+			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+	}
+	return nil
+}
+
+// totalRate is the room's rate, all lanes together.
+func (sh *Shared) totalRate() float64 {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.rate
+}
+
+// setRate changes the room's rate (its burst then defaults to one second's
+// rate) and burst, and splits them between the lanes.
+func (sh *Shared) setRate(rate, burst *float64, now time.Time) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if rate != nil {
+		sh.rate, sh.burst = *rate, math.Max(1, *rate)
+	}
+	if burst != nil {
+		sh.burst = math.Max(1, *burst)
+	}
+	return sh.rebalance(now, true)
+}
+
+// LaneStatus is one lane's live figures in the admin API.
+type LaneStatus struct {
+	// Lane is the lane's name, empty for the default lane.
+	Lane string `json:"lane"`
+	// Share is the configured share; Rate the admissions per second the
+	// lane gets now (more than its share while other lanes are empty).
+	Share    float64 `json:"share"`
+	Rate     float64 `json:"rate"`
+	Waiting  float64 `json:"waiting"`
+	Admitted int64   `json:"admitted"`
+	// EstimateSeconds is the lane's public wait estimate, absent when unknown.
+	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+}
+
+func (sh *Shared) laneStatus(now time.Time) []LaneStatus {
+	var out []LaneStatus
+	for _, l := range sh.lanes() {
+		v := l.room.View(now)
+		st := LaneStatus{Lane: l.name, Share: l.share, Rate: v.Rate, Waiting: l.room.Population(now), Admitted: l.admitted.Load()}
+		if est, ok := v.EstimateWait(now); ok {
+			secs := math.Round(est.Seconds())
+			st.EstimateSeconds = &secs
+		}
+		out = append(out, st)
+	}
+	return out
+}
