@@ -63,6 +63,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        audience   <aud>
 //	        required
 //	    }
+//	    lane <name> {                             # repeatable; needs identity
+//	        share  <fraction>
+//	        claim  <key>=<value>
+//	    }
 //	    bind_ip
 //	    trusted_proxies <cidrs...>
 //	    admission_hook  <url> {
@@ -153,6 +157,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "identity":
 		c.Identity = &proxy.Identity{}
 		return unmarshalIdentity(d, c.Identity)
+	case "lane":
+		return unmarshalLane(d, c)
 	case "bind_ip":
 		c.BindIP = true
 		return noArgs(d)
