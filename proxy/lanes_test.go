@@ -140,14 +140,14 @@ func TestLaneShareIsNotLostWhenEmpty(t *testing.T) {
 	for range 20 {
 		e.attempt(e.laneTicket(""), "")
 	}
-	sh.tick(e.clock.Now())
+	sh.Tick(e.clock.Now())
 	if l := sh.Status(e.clock.Now()).Lanes; l[0].Rate != 10 {
 		t.Fatalf("default lane rate with the vip lane empty = %v, want the whole 10", l[0].Rate)
 	}
 	login := laneLogin(t, e, "vip", jwt.MapClaims{"tier": "vip"})
 	e.attempt(e.laneTicket(login), login)
 	e.clock.Add(time.Second) // the window counts whole seconds
-	sh.tick(e.clock.Now())
+	sh.Tick(e.clock.Now())
 	if l := sh.Status(e.clock.Now()).Lanes; l[0].Rate != 8 || l[1].Rate != 2 {
 		t.Fatalf("rates with both lanes busy = %v and %v, want 8 and 2", l[0].Rate, l[1].Rate)
 	}

@@ -168,14 +168,15 @@ func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			sh.tick(now())
+			sh.Tick(now())
 		}
 	}
 }
 
-// tick lets each lane's controller adjust its clock, then splits the rate
-// between the lanes that have visitors now.
-func (sh *Shared) tick(now time.Time) {
+// Tick lets each lane's controller adjust its clock, then splits the rate
+// between the lanes that have visitors now. Run calls it once a second;
+// a simulation in its own time calls it itself.
+func (sh *Shared) Tick(now time.Time) {
 	for _, l := range sh.lanes() {
 		l.room.Tick(now)
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -32,7 +33,9 @@ type Report struct {
 	Unadmitted int
 	// Expired counts tokens that expired under visitors following the page
 	// (honest, in both runs): each is a lost place, and should be 0.
-	Expired  int
+	Expired int
+	// Lanes are the baseline's waits by lane, when the sale had lanes.
+	Lanes    []LaneWaits
 	Baseline *Run
 	// Runs holds one run per strategy, indexed by Kind (Runs[Honest] is
 	// the baseline).
@@ -50,6 +53,40 @@ func RunAll(ctx context.Context, cfg Config) (Report, error) {
 		runs[k] = r
 	}
 	return Analyse(runs), nil
+}
+
+// LaneWaits are the waits of one lane's visitors (from the sale start for
+// the pre-queue, from arrival otherwise).
+type LaneWaits struct {
+	// Lane is the lane's name, "" for the default lane.
+	Lane             string
+	Visitors         int
+	Median, P90, Max time.Duration
+}
+
+// laneWaits groups the admitted visitors of run by lane, default first.
+func laneWaits(run *Run) []LaneWaits {
+	waits := map[string][]time.Duration{}
+	for _, v := range run.Visitors {
+		if v.Done {
+			waits[v.Lane] = append(waits[v.Lane], v.Admitted-max(v.Arrive, 0))
+		}
+	}
+	if len(waits) < 2 && waits[""] != nil {
+		return nil
+	}
+	lanes := make([]string, 0, len(waits))
+	for l := range waits {
+		lanes = append(lanes, l)
+	}
+	slices.Sort(lanes)
+	var out []LaneWaits
+	for _, l := range lanes {
+		d := waits[l]
+		slices.Sort(d)
+		out = append(out, LaneWaits{Lane: l, Visitors: len(d), Median: quantile(d, 0.5), P90: quantile(d, 0.9), Max: d[len(d)-1]})
+	}
+	return out
 }
 
 // Paired compares one strategy's visitors with the same visitors honest.
@@ -133,6 +170,7 @@ func Analyse(runs []*Run) Report {
 		}
 	}
 	r.RateHeld.Min, r.RateHeld.Mean, r.RateHeld.Max = rateHeld(baseline)
+	r.Lanes = laneWaits(baseline)
 	for k := FastRetrier; k < kinds; k++ {
 		r.Strategies = append(r.Strategies, pair(baseline, runs[k], k))
 	}
@@ -285,6 +323,14 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "  mean wait by arrival decile after the start:")
 	for _, w := range r.WaitByDecile {
 		fmt.Fprintf(&b, " %v", w.Round(time.Second))
+	}
+	if len(r.Lanes) > 0 {
+		fmt.Fprintf(&b, "\n  waits by lane (vip lane: %.0f%% of the rate):", 100*c.VIPLane)
+		for _, l := range r.Lanes {
+			name := cmp.Or(l.Lane, "default")
+			fmt.Fprintf(&b, "\n    %-10s %6d visitors  median %9v  p90 %9v  max %9v", name, l.Visitors,
+				l.Median.Round(time.Second), l.P90.Round(time.Second), l.Max.Round(time.Second))
+		}
 	}
 	fmt.Fprintf(&b, "\n\nstrategies, each visitor paired with its honest twin (same visitor, same draw):\n")
 	fmt.Fprintf(&b, "  %-20s %5s %9s %9s %9s %9s %9s %9s %9s %10s %9s %s\n", "strategy", "n", "twin med", "median", "twin p90", "p90",

@@ -58,6 +58,10 @@ type Config struct {
 	Horizon time.Duration
 	// Seed makes a run reproducible.
 	Seed uint64
+	// VIPVisitors is the share of visitors whose login carries tier=vip,
+	// and VIPLane the share of Rate their lane gets (docs/FAIRNESS.md,
+	// "Lanes"). Zero VIPLane: no lane.
+	VIPVisitors, VIPLane float64
 }
 
 // DefaultConfig is the full-scale scenario: 100k in the pre-queue, 100k
@@ -105,6 +109,8 @@ type Visitor struct {
 	// Expired counts the visitor's tokens that expired while it waited:
 	// a lost place.
 	Expired int
+	// Lane is the lane the visitor's login grants, "" for the default one.
+	Lane string
 }
 
 // Run is the outcome of one simulation.
@@ -167,7 +173,7 @@ type sale struct {
 	now     time.Time
 	start   time.Time
 	handler http.Handler
-	room    *admission.Room
+	shared  *proxy.Shared
 	random  *streams
 	run     *Run
 	states  []state
@@ -193,7 +199,7 @@ func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 			break
 		}
 		for !nextTick.After(ev.at) {
-			s.room.Tick(nextTick)
+			s.shared.Tick(nextTick)
 			nextTick = nextTick.Add(time.Second)
 		}
 		s.now = ev.at
@@ -225,6 +231,9 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		Identity: &proxy.Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(simSecret)},
 	}
+	if cfg.VIPLane > 0 {
+		pcfg.Lanes = []proxy.Lane{{Name: "vip", Share: cfg.VIPLane, Claim: "tier=vip"}}
+	}
 	clock := func() time.Time { return s.now }
 	shared, err := proxy.NewShared(pcfg, clock)
 	if err != nil {
@@ -235,12 +244,14 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		return nil, err
 	}
 	s.handler = gw.Wrap(http.NotFoundHandler())
-	s.room = shared.Room
+	s.shared = shared
 
 	n := cfg.PreQueue + cfg.Arrivals
 	s.run = &Run{Config: cfg, Visitors: make([]Visitor, n)}
 	s.states = make([]state, n)
 	setup := rand.New(rand.NewPCG(cfg.Seed, 0))
+	// Its own stream, so adding lanes changes nobody's arrival or kind.
+	vips := rand.New(rand.NewPCG(cfg.Seed, 1<<63))
 	for i := range n {
 		v := &s.run.Visitors[i]
 		v.ID, v.PreQueue = i, i < cfg.PreQueue
@@ -257,9 +268,11 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		if kind == active {
 			v.Kind = kind
 		}
-		login, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
-			Subject: "visitor-" + strconv.Itoa(i), ExpiresAt: jwt.NewNumericDate(s.start.Add(simLoginTTL)),
-		}).SignedString(simSecret)
+		claims := jwt.MapClaims{"sub": "visitor-" + strconv.Itoa(i), "exp": s.start.Add(simLoginTTL).Unix()}
+		if cfg.VIPLane > 0 && vips.Float64() < cfg.VIPVisitors {
+			claims["tier"], v.Lane = "vip", "vip"
+		}
+		login, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(simSecret)
 		if err != nil {
 			return nil, fmt.Errorf("signing a login: %w", err)
 		}

@@ -85,3 +85,37 @@ func TestSpearman(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneWaits: a tenth of the visitors hold a VIP login and their lane
+// gets 30% of the rate; in the same sale they wait far less than the
+// default lane, and everyone is admitted.
+func TestLaneWaits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation skipped in -short mode")
+	}
+	cfg := DefaultConfig
+	cfg.PreQueue, cfg.Arrivals = 300/raceScale, 300/raceScale
+	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, time.Minute
+	cfg.Rate = 5.0 / raceScale
+	// The adaptive clock: each lane's controller sets its own lane's speed
+	// from its own population and rate.
+	cfg.VIPVisitors, cfg.VIPLane = 0.1, 0.3
+	run, err := Simulate(context.Background(), cfg, Honest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range run.Visitors {
+		if !v.Done {
+			t.Fatalf("visitor %d (lane %q) never admitted", v.ID, v.Lane)
+		}
+	}
+	lanes := laneWaits(run)
+	t.Logf("waits by lane: %+v", lanes)
+	if len(lanes) != 2 || lanes[0].Lane != "" || lanes[1].Lane != "vip" || lanes[1].Visitors == 0 {
+		t.Fatalf("lanes = %+v, want the default lane and vip", lanes)
+	}
+	if def, vip := lanes[0], lanes[1]; vip.Median*2 > def.Median || vip.P90*2 > def.P90 {
+		t.Fatalf("vip waits (median %v, p90 %v) not well below the default lane's (median %v, p90 %v)",
+			vip.Median, vip.P90, def.Median, def.P90)
+	}
+}

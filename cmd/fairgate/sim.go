@@ -24,12 +24,17 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.Jitter, "jitter", cfg.Jitter, "largest network delay")
 	fs.IntVar(&cfg.Difficulty, "difficulty", cfg.Difficulty, "proof-of-work bits")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
+	fs.Float64Var(&cfg.VIPVisitors, "vip-visitors", cfg.VIPVisitors, "share of visitors whose login has tier=vip")
+	fs.Float64Var(&cfg.VIPLane, "vip-lane", cfg.VIPLane, "share of the rate the vip lane gets (0: no lane)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cfg.PreQueue < 1 || cfg.Arrivals < 1 || cfg.Rate <= 0 || cfg.Share <= 0 || cfg.Share*7 >= 1 || cfg.Tabs < 1 {
 		return usageErr("need at least one visitor in each group, a positive rate, a share in (0, 1/7) and k >= 1")
+	}
+	if cfg.VIPLane < 0 || cfg.VIPLane >= 1 || cfg.VIPVisitors < 0 || cfg.VIPVisitors > 1 {
+		return usageErr("--vip-lane must be in [0, 1) and --vip-visitors in [0, 1]")
 	}
 	report, err := sim.RunAll(ctx, cfg)
 	if err != nil {
