@@ -254,7 +254,13 @@ func closedPageJSON(l *locale, soldOut bool) *pageJSON {
 // serveWaiting answers a protected request without a pass: the waiting
 // page for browsers, a JSON 429 for apps.
 func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.Time) {
-	view := g.shared.Room.View(now)
+	// The estimate is the visitor's lane's (the default lane's without a
+	// login); a refused login is answered when the page asks for a token.
+	room := g.shared.Room
+	if _, lane, err := g.visitor(r, now); err == nil {
+		room = lane
+	}
+	view := room.View(now)
 	est, known := view.EstimateWait(now)
 	secs := math.Round(est.Seconds())
 	lang, varies := g.pages.localeFor(r)
