@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -220,3 +221,33 @@ func TestLaneConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLaneReloadKeepsPlaces: a reload that adds a lane keeps the default
+// lane's room (and every place in it) and starts the new lane in the
+// room's live state.
+func TestLaneReloadKeepsPlaces(t *testing.T) {
+	e := laneEnv(t)
+	sh := e.gw.Room()
+	def, vip := sh.Room, sh.laneRoom("vip")
+	if err := sh.Apply(RoomChange{State: ptr("paused")}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.gw.cfg.Config
+	cfg.Lanes = append(cfg.Lanes, Lane{Name: "presale", Share: 0.1, Claim: "roles=presale"})
+	gw2, err := New(cfg, sh, Options{Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw2.Close()
+	if sh.Room != def || sh.laneRoom("vip") != vip {
+		t.Fatal("a reload adding a lane replaced the rooms of the kept lanes")
+	}
+	if st := sh.laneRoom("presale").View(e.clock.Now()).State; st != "paused" || sh.laneRoom("presale") == def {
+		t.Fatalf("new lane: state %q, want the room's live paused", st)
+	}
+	if l := sh.Status(e.clock.Now()).Lanes; len(l) != 3 || math.Abs(l[0].Share-0.7) > 1e-9 {
+		t.Fatalf("lanes after reload = %+v, want 3 with the default lane's share 0.7", l)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -87,13 +87,18 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	defer sh.mu.Unlock()
 	want := appliedOf(s)
 	if !slices.Equal(want.lanes, sh.applied.lanes) {
-		// A new lane starts in the room's current state and difficulty.
-		lanes, err := newLanes(s, sh.lanes(), now)
+		// A new lane starts in the room's current state and difficulty; a
+		// kept lane keeps its room untouched, and its places their grid.
+		prev := sh.lanes()
+		lanes, err := newLanes(s, prev, now)
 		if err != nil {
 			return fmt.Errorf("applying lanes: %w", err)
 		}
 		v := sh.Room.View(now)
 		for _, l := range lanes {
+			if slices.ContainsFunc(prev, func(p *lane) bool { return p.room == l.room }) {
+				continue
+			}
 			if err := l.room.SetState(v.State, v.SaleStart, now); err != nil {
 				return fmt.Errorf("applying lanes: %w", err)
 			}
