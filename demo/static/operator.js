@@ -58,6 +58,15 @@
       $("f-estimate").textContent = room.estimate_seconds != null ? Math.round(room.estimate_seconds) + " s" : "unknown";
       $("f-bucket").textContent = room.bucket_level.toFixed(1);
       $("f-used").textContent = room.used_tokens;
+      // Lanes (docs/FAIRNESS.md): present only when the room has priority lanes.
+      $("lanes").hidden = !room.lanes;
+      $("lane-rows").replaceChildren(...(room.lanes || []).map((l) => {
+        const tr = document.createElement("tr");
+        for (const v of [l.lane || "default", Math.round(l.share * 100) + " %", l.rate.toFixed(2) + " /s", Math.round(l.waiting), l.admitted]) {
+          tr.appendChild(document.createElement("td")).textContent = v;
+        }
+        return tr;
+      }));
       if (document.activeElement !== $("rate")) $("rate").value = room.rate;
       if (last) {
         const dt = (now - last.t) / 1000;
