@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -251,3 +252,31 @@ func TestLaneReloadKeepsPlaces(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLaneAdminAPI: the admin API shows each lane, and a change of state,
+// rate or difficulty applies to every lane, the rate split by share.
+func TestLaneAdminAPI(t *testing.T) {
+	e := laneEnv(t)
+	rooms := NewRooms()
+	rooms.Put(e.gw.Room())
+	admin := httptest.NewServer(AdminHandler(rooms, "s3cret", e.clock.Now))
+	defer admin.Close()
+	req, _ := http.NewRequest("POST", admin.URL+"/rooms/sale", strings.NewReader(`{"state":"paused","rate":20,"difficulty":9}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st RoomStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("change: %d %v", resp.StatusCode, err)
+	}
+	if st.Rate != 20 || len(st.Lanes) != 2 || st.Lanes[1].Lane != "vip" || math.Abs(st.Lanes[0].Rate-16) > 1e-9 || math.Abs(st.Lanes[1].Rate-4) > 1e-9 {
+		t.Fatalf("status after the change = %+v, want rate 20 split 16 and 4", st)
+	}
+	v := e.gw.Room().laneRoom("vip").View(e.clock.Now())
+	if v.State != "paused" || v.Difficulty != 9 {
+		t.Fatalf("vip lane: state %q difficulty %d, want paused and 9", v.State, v.Difficulty)
+	}
+}
