@@ -124,7 +124,7 @@ func hitLabel(e *entry) string {
 }
 
 func (c *responseCache) cacheable(r *http.Request) bool {
-	return c.paths.match(r.URL.Path) && r.Header.Get("Authorization") == ""
+	return matchRequest(c.paths, r) && r.Header.Get("Authorization") == ""
 }
 
 // fetchOnce reads key from the upstream, once however many ask at a time.

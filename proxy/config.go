@@ -88,8 +88,13 @@ type Config struct {
 // Bypass rules let matching requests through without a pass. A request
 // bypasses when any rule matches.
 type Bypass struct {
-	// Paths are path prefixes, or globs with `*` (one segment) and a
-	// trailing `/**` (any depth).
+	// Paths are path prefixes on segment boundaries (`/healthz` matches
+	// `/healthz` and `/healthz/live`, not `/healthzX`), or globs with `*`
+	// (one segment, never `.` or `..`) and a trailing `/**` (any depth).
+	// They match the path the origin will serve: percent-decoded, duplicate
+	// slashes merged, case kept. A path with a dot segment is refused (400)
+	// and one with an encoded slash or a backslash never bypasses; see
+	// docs/SECURITY.md.
 	Paths []string `json:"paths,omitempty"`
 	// Methods, e.g. `OPTIONS`.
 	Methods []string `json:"methods,omitempty"`

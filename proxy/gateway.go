@@ -72,6 +72,7 @@ const (
 	OutcomeWaiting  Outcome = "waiting"  // shown the waiting page or JSON
 	OutcomeClosed   Outcome = "closed"   // shown the closed page
 	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
+	OutcomeRefused  Outcome = "refused"  // an ambiguous path, answered 400
 )
 
 // New builds a gateway over shared state (see NewShared).
@@ -169,10 +170,11 @@ func (g *Gateway) Room() *Shared { return g.shared }
 // Handle serves r: the gateway's own endpoints, or the protected site
 // through next when the visitor may pass. It returns what it did.
 func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) Outcome {
-	for name := range r.Header {
-		if len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) {
-			r.Header.Del(name)
-		}
+	stripOwnHeaders(r.Header)
+	if _, _, err := canonicalPath(r.URL); err != nil {
+		g.notify(r, OutcomeRefused)
+		writeError(w, http.StatusBadRequest, "ambiguous_path", err.Error())
+		return OutcomeRefused
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
 		g.notify(r, OutcomeAPI)
@@ -207,6 +209,18 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 	}
 }
 
+// stripOwnHeaders removes every client-sent header in fairgate's namespace,
+// in either spelling: CGI, WSGI and Rack origins read `Fairgate_Pass` and
+// `Fairgate-Pass` alike as HTTP_FAIRGATE_PASS, so a forged underscore
+// spelling must not reach them either.
+func stripOwnHeaders(h http.Header) {
+	for name := range h {
+		if len(name) >= len(HeaderPrefix) && strings.EqualFold(strings.ReplaceAll(name[:len(HeaderPrefix)], "_", "-"), HeaderPrefix) {
+			delete(h, name)
+		}
+	}
+}
+
 // ServeHTTP makes a gateway with no upstream: everything past the waiting
 // room answers 404. Useful for tests and for serving only the API.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -219,7 +233,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 }
 
 func (g *Gateway) bypassed(r *http.Request) bool {
-	if g.bypass.match(r.URL.Path) {
+	if matchRequest(g.bypass, r) {
 		return true
 	}
 	for _, m := range g.cfg.Bypass.Methods {

@@ -1,0 +1,207 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/fairgate/fairgate/internal/pathtest"
+)
+
+// exampleBypass are the bypass rules of Caddyfile.example.
+var exampleBypass = []string{"/static/*", "/favicon.ico", "/healthz", "/api/events/*", "/api/events/*/sections/*"}
+
+// rawGet sends path exactly as given, as `curl --path-as-is` does.
+func rawGet(t *testing.T, base, rawPath string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.URL.Opaque = rawPath
+	req.Header.Set("Accept", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header[header[i]] = []string{header[i+1]}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// bypassProbes are the paths of issue 10's first finding and their
+// neighbours, with what the gateway must answer in a queued room: 400 for a
+// dot segment, the waiting room (429 to JSON clients) for what no rule
+// covers, the origin for what a rule does.
+var bypassProbes = []struct {
+	path   string
+	status int
+}{
+	{"/healthz/../secret", 400},
+	{"/static/%2e%2e", 400},
+	{"/static/%2e%2e/secret", 400},
+	{"/static/%2E%2E%2Fsecret", 400},
+	{"/favicon.ico/../secret", 400},
+	{"/healthz%2F..%2Fsecret", 400},
+	{"/api/events/%2e%2e", 400},
+	{"/api/events/%2e%2e/%2e%2e/secret", 400},
+	{"/api/events/x/sections/..", 400},
+	{"/static/./x/../../secret", 400},
+	{`/static/..\secret`, 400},
+	{"/static/%5c..%5csecret", 400},
+	{"/healthzX", 429},
+	{"/healthz.secret", 429},
+	{"/healthz%2Fsecret", 429},
+	{"/static%2Fapp.css", 429},
+	{"/healthz//../secret", 400},
+	{"/secret", 429},
+	{"/healthz", 200},
+	{"/healthz/", 200},
+	{"/healthz/live", 200},
+	{"/healthz//live", 200},
+	{"/static/app.css", 200},
+	{"/static//app.css", 200},
+	{"/favicon.ico", 200},
+	{"/api/events/final", 200},
+	{"/api/events/final/sections/L1", 200},
+}
+
+// TestFindingBypassRulesReachProtectedPages is issue 10, finding 1, through
+// `fairgate proxy` in front of an origin that resolves paths as nginx does.
+func TestFindingBypassRulesReachProtectedPages(t *testing.T) {
+	origin := startOrigin(t, pathtest.Origin())
+	public, _, stop := startServer(t, origin, Config{Room: "sale", Bypass: Bypass{Paths: exampleBypass}})
+	defer stop()
+	for _, p := range bypassProbes {
+		code, body := rawGet(t, public, p.path)
+		if strings.Contains(body, pathtest.Secret) {
+			t.Errorf("%s reached the protected page (%d)", p.path, code)
+		}
+		if code != p.status {
+			t.Errorf("%s: %d, want %d (%s)", p.path, code, p.status, body)
+		}
+	}
+}
+
+// TestFindingUnderscorePassHeaderReachesOrigin is issue 10, finding 7: a
+// forged pass header in either spelling never reaches the origin, on
+// bypassed and on passed requests.
+func TestFindingUnderscorePassHeaderReachesOrigin(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/healthz"}}}, pathtest.Origin())
+	forged := []string{"Fairgate_Pass", "Fairgate-Pass", "fairgate_pass", "FAIRGATE_PASS", "Fairgate_Whatever"}
+	check := func(what, p string, wantPass bool) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.srv.URL+p, nil)
+		for _, name := range forged {
+			req.Header[name] = []string{"FORGED"}
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		if resp.StatusCode != 200 || strings.Contains(body, "FORGED") {
+			t.Errorf("%s: %d, origin saw %q", what, resp.StatusCode, body)
+		}
+		if got := strings.Contains(body, "\nFairgate-Pass: ey"); got != wantPass {
+			t.Errorf("%s: real pass forwarded %t, want %t: %q", what, got, wantPass, body)
+		}
+	}
+	check("bypassed", "/healthz", false)
+	e.admitted()
+	check("passed", "/shop", true)
+}
+
+// referenceBypass is what the rules mean on a resolved path, written
+// independently of matcher: prefixes on segment boundaries, globs
+// segment by segment.
+func referenceBypass(rules []string, resolved string) bool {
+	segs := strings.Split(resolved, "/")
+	for _, rule := range rules {
+		if !strings.Contains(rule, "*") {
+			if resolved == rule || strings.HasPrefix(resolved, rule+"/") {
+				return true
+			}
+			continue
+		}
+		want := strings.Split(rule, "/")
+		if len(want) != len(segs) {
+			continue
+		}
+		ok := true
+		for i := range want {
+			m, _ := path.Match(want[i], segs[i])
+			ok = ok && m && segs[i] != "." && segs[i] != ".."
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzBypassMatcher: whatever path a client sends, a request the gateway
+// bypasses is one an nginx-like origin serves from a path the rules cover,
+// and the gateway's canonical path is the origin's.
+func FuzzBypassMatcher(f *testing.F) {
+	m, err := newMatcher(exampleBypass)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range bypassProbes {
+		f.Add(p.path)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.ParseRequestURI(raw)
+		if err != nil || u.Opaque != "" || u.Host != "" {
+			return
+		}
+		canon, exact, err := canonicalPath(u)
+		if err != nil || !exact {
+			return
+		}
+		resolved, ok := pathtest.Resolve(u.EscapedPath())
+		if !ok {
+			t.Fatalf("%q: canonical %q, but the origin refuses it", raw, canon)
+		}
+		if canon != resolved {
+			t.Fatalf("%q: canonical %q, origin serves %q", raw, canon, resolved)
+		}
+		if m.match(canon) && !referenceBypass(exampleBypass, resolved) {
+			t.Fatalf("%q bypassed, but the origin serves %q", raw, resolved)
+		}
+	})
+}
+
+func TestMatcherSegments(t *testing.T) {
+	m, err := newMatcher([]string{"/healthz", "/static/*", "/assets/**", "/dir/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		"/healthz": true, "/healthz/x": true, "/healthzX": false, "/healthz.txt": false,
+		"/static/a.css": true, "/static/..": false, "/static/.": false, "/static/a/b": false,
+		"/assets": true, "/assets/a/b": true, "/assetsX": false, "/assets/../x": false,
+		"/dir": true, "/dir/x": true, "/dirx": false,
+	} {
+		if got := m.match(p); got != want {
+			t.Errorf("match(%q) = %t, want %t", p, got, want)
+		}
+	}
+}
+
+func startOrigin(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
