@@ -72,6 +72,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    cache <paths...> {
 //	        ttl                     <duration>
 //	        stale_while_revalidate  <duration>
+//	        max_retry_after         <duration>
 //	        max_bytes               <bytes>
 //	        max_entry_bytes         <bytes>
 //	    }
@@ -308,6 +309,8 @@ func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
 			err = oneDuration(d, &c.TTL)
 		case "stale_while_revalidate":
 			err = oneDuration(d, &c.StaleWhileRevalidate)
+		case "max_retry_after":
+			err = oneDuration(d, &c.MaxRetryAfter)
 		case "max_bytes":
 			err = oneInt(d, &n)
 			c.MaxBytes = int64(n)

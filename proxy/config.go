@@ -138,13 +138,21 @@ type Hook struct {
 
 // Cache serves read paths from memory.
 type Cache struct {
-	// Paths as in Bypass.Paths. Only GET and HEAD are cached.
+	// Paths as in Bypass.Paths. Only GET and HEAD are cached, and never for
+	// a request with an Authorization header. Entries are filled with the
+	// request stripped of credentials (Cookie, Authorization, fairgate's
+	// headers): a cached path serves every visitor what an anonymous one
+	// gets.
 	Paths []string `json:"paths"`
 	// TTL when the upstream sends no `s-maxage`/`max-age`. Default: 2s.
 	TTL Duration `json:"ttl,omitempty"`
 	// StaleWhileRevalidate is how long an expired entry is served while one
 	// request refreshes it. Default: 10s.
 	StaleWhileRevalidate Duration `json:"stale_while_revalidate,omitempty"`
+	// MaxRetryAfter bounds how long an upstream 429 or 503 with
+	// Retry-After is served from memory on these paths (it is kept like any
+	// other answer that is not one visitor's). Default: 10s.
+	MaxRetryAfter Duration `json:"max_retry_after,omitempty"`
 	// MaxBytes bounds the memory of cached bodies. Default: 64 MiB.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MaxEntryBytes bounds one cached body. Default: 1 MiB.
@@ -256,6 +264,7 @@ func (c Config) settle() (settings, error) {
 	if s.Cache != nil {
 		setDur(&s.Cache.TTL, 2*time.Second)
 		setDur(&s.Cache.StaleWhileRevalidate, 10*time.Second)
+		setDur(&s.Cache.MaxRetryAfter, 10*time.Second)
 		if s.Cache.MaxBytes == 0 {
 			s.Cache.MaxBytes = 64 << 20
 		}
