@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -307,5 +308,43 @@ func TestFindingCacheFillCarriesFirstVisitorsCookies(t *testing.T) {
 	if first.Header.Get("Set-Cookie") == second.Header.Get("Set-Cookie") || reads.Load() != 3 {
 		t.Fatalf("a cookie-setting answer was stored: %q %q, %d reads",
 			first.Header.Get("Set-Cookie"), second.Header.Get("Set-Cookie"), reads.Load())
+	}
+}
+
+// TestFindingSlowBodiesHoldConnectionsOpen is issue 10, finding 6, through
+// `fairgate proxy`: a POST trickled after its headers loses its connection
+// at the read timeout, and the origin's read of it ends too.
+func TestFindingSlowBodiesHoldConnectionsOpen(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	bodyDone := make(chan error, 1)
+	origin := startOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		bodyDone <- err
+	}))
+	u, _ := url.Parse(origin)
+	public, _, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", ReadTimeout: limit,
+		Gateway: Config{Room: "sale", State: "open", Keys: testKeys}})
+	defer stop()
+	conn, err := net.Dial("tcp", public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nthe first bytes")
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds the test; the server must hang up first
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("the proxy held the slow client's connection: %v", err)
+	}
+	if held := time.Since(start); held < limit {
+		t.Fatalf("cut off after %v, before the %v timeout", held, limit)
+	}
+	select {
+	case err := <-bodyDone:
+		if err == nil {
+			t.Fatal("the origin read a whole body that was never sent")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the origin is still reading the slow body")
 	}
 }
