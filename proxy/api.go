@@ -6,9 +6,11 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -318,10 +320,17 @@ func writeBusy(w http.ResponseWriter, refill time.Duration) time.Duration {
 	return time.Duration(secs) * time.Second
 }
 
-// safeReturn keeps redirects on this site: a path, not a URL.
+// safeReturn keeps redirects on this site: a path, not a URL. Browsers
+// drop tabs and newlines and read a backslash as a slash, so `/\t/evil.example`
+// is another host to them: any control character or backslash is refused,
+// as is whatever net/url does not read as a bare path.
 func safeReturn(ret string) string {
-	if ret == "" || !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.HasPrefix(ret, "/\\") ||
-		strings.ContainsAny(ret, "\r\n") {
+	if !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.ContainsRune(ret, '\\') ||
+		strings.ContainsFunc(ret, unicode.IsControl) {
+		return "/"
+	}
+	u, err := url.Parse(ret)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 		return "/"
 	}
 	return ret

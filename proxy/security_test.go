@@ -348,3 +348,57 @@ func TestFindingSlowBodiesHoldConnectionsOpen(t *testing.T) {
 		t.Fatal("the origin is still reading the slow body")
 	}
 }
+
+// TestFindingSafeReturnAcceptsOtherHosts is issue 10, finding 8: what a
+// browser would resolve to another host is never a redirect target.
+func TestFindingSafeReturnAcceptsOtherHosts(t *testing.T) {
+	for in, want := range map[string]string{
+		"/\t/evil.example":     "/",
+		"/\t\\evil.example":    "/",
+		"/\\evil.example":      "/",
+		"\\/evil.example":      "/",
+		"//evil.example":       "/",
+		"/\n/evil.example":     "/",
+		"/\x00/evil":           "/",
+		"/\u0085/evil":         "/",
+		"https://evil.example": "/",
+		"/%zz":                 "/",
+		"":                     "/",
+		"/shop?x=1#top":        "/shop?x=1#top",
+		"/a/b":                 "/a/b",
+		"/%2F%2Fevil.example":  "/%2F%2Fevil.example", // a path on this site
+	} {
+		if got := safeReturn(in); got != want {
+			t.Errorf("safeReturn(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzSafeReturn: whatever a client asks to return to, the redirect stays
+// on this site as both Go and a browser read it: a path with no control
+// characters or backslashes, resolving to the same host.
+func FuzzSafeReturn(f *testing.F) {
+	for _, s := range []string{"/shop", "/\t/evil.example", "//x", "/\\x", "https://x", "/%2e%2e/x", "/?next=//x"} {
+		f.Add(s)
+	}
+	site, _ := url.Parse("https://shop.example/queue/page")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := safeReturn(in)
+		if out == "/" {
+			return
+		}
+		if out != in {
+			t.Fatalf("safeReturn(%q) rewrote it to %q", in, out)
+		}
+		if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") || strings.ContainsAny(out, "\\\t\r\n") {
+			t.Fatalf("safeReturn(%q) = %q", in, out)
+		}
+		ref, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("safeReturn(%q) = %q, which does not parse: %v", in, out, err)
+		}
+		if got := site.ResolveReference(ref); got.Host != site.Host || got.Scheme != site.Scheme {
+			t.Fatalf("safeReturn(%q) = %q resolves to %s", in, out, got)
+		}
+	})
+}
