@@ -343,6 +343,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 			ExpiresAt: now.Add(g.policy.PassTTL).Unix(),
 		},
 		Wid: claims.ID,
+		Bnd: claims.Bnd,
 	}
 	pass, err := g.SignPass(pc)
 	if err != nil {

@@ -64,6 +64,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        required
 //	    }
 //	    bind_ip
+//	    bind_pass                                 # needs bind_ip
 //	    trusted_proxies <cidrs...>
 //	    admission_hook  <url> {
 //	        timeout     <duration>
@@ -154,6 +155,9 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return unmarshalIdentity(d, c.Identity)
 	case "bind_ip":
 		c.BindIP = true
+		return noArgs(d)
+	case "bind_pass":
+		c.BindPass = true
 		return noArgs(d)
 	case "trusted_proxies":
 		c.TrustedProxies = append(c.TrustedProxies, d.RemainingArgs()...)

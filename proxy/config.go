@@ -57,6 +57,13 @@ type Config struct {
 	Identity *Identity `json:"identity,omitempty"`
 	// BindIP ties waiting tokens to a keyed hash of the client's address.
 	BindIP bool `json:"bind_ip,omitempty"`
+	// BindPass holds a pass to the address it was admitted from (it needs
+	// BindIP): a pass copied to another client is refused there. The cost
+	// falls on mobile visitors, whose address changes between networks (Wi-Fi
+	// to cellular, carrier NAT pools): they lose their pass and queue again.
+	// Off by default. With Identity, passes are always held to the login's
+	// subject, which survives address changes.
+	BindPass bool `json:"bind_pass,omitempty"`
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
 	// finding the client's address.
 	TrustedProxies []string `json:"trusted_proxies,omitempty"`
@@ -228,6 +235,9 @@ func (c Config) settle() (settings, error) {
 	}
 	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {
 		return s, fmt.Errorf("prefix %q: must start with / and not end with one", s.Prefix)
+	}
+	if s.BindPass && !s.BindIP {
+		return s, errors.New("bind_pass needs bind_ip: a pass carries its waiting token's address binding")
 	}
 	if s.WaitingStatus == 0 {
 		s.WaitingStatus = 200

@@ -269,7 +269,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	}
 	token := c.Value
 	if claims, ok := g.passes.Get(token); ok {
-		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) {
+		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) && g.addressMatches(r, claims.Bnd) {
 			g.metrics.passCached.Inc()
 			return token, true
 		}
@@ -282,6 +282,10 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	}
 	if !g.identityMatches(r, claims.Subject) {
 		g.metrics.passChecks.WithLabelValues("other_visitor").Inc()
+		return "", false
+	}
+	if !g.addressMatches(r, claims.Bnd) {
+		g.metrics.passChecks.WithLabelValues("other_address").Inc()
 		return "", false
 	}
 	g.metrics.passChecks.WithLabelValues("verified").Inc()
@@ -305,6 +309,16 @@ func (g *Gateway) identityMatches(r *http.Request, subject string) bool {
 	default:
 		return false
 	}
+}
+
+// addressMatches holds a pass to the address it was admitted from, when
+// bind_pass is set: bnd must be the keyed hash of the client's address now.
+func (g *Gateway) addressMatches(r *http.Request, bnd string) bool {
+	if !g.cfg.BindPass {
+		return true
+	}
+	ip, ok := clientIP(r, g.cfg.trusted)
+	return ok && bnd != "" && bnd == g.gate.Codec().Keys().Bind(ip.String())
 }
 
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {

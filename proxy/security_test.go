@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -9,9 +10,12 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fairgate/fairgate/internal/pathtest"
 )
@@ -399,6 +403,80 @@ func FuzzSafeReturn(f *testing.F) {
 		}
 		if got := site.ResolveReference(ref); got.Host != site.Host || got.Scheme != site.Scheme {
 			t.Fatalf("safeReturn(%q) = %q resolves to %s", in, out, got)
+		}
+	})
+}
+
+// TestFindingPassIsABearerToken is issue 10, finding 9: with bind_pass a
+// pass copied to other clients opens the site only for the address it was
+// admitted from; with identity, only for the login it was admitted as.
+func TestFindingPassIsABearerToken(t *testing.T) {
+	t.Run("address", func(t *testing.T) {
+		e := newEnv(t, Config{Room: "sale", BindIP: true, BindPass: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+		a := e.admitted("X-Forwarded-For", "203.0.113.7")
+		cookie := "fairgate_pass_sale=" + a.Pass
+		var wg sync.WaitGroup
+		var through atomic.Int32
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("GET", e.srv.URL+"/shop", nil)
+				req.Header.Set("Cookie", cookie)
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					through.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := through.Load(); n != 0 {
+			t.Fatalf("a pass copied to 20 other addresses let %d in", n)
+		}
+		if resp, _ := e.do("GET", "/shop", "", "Cookie", cookie, "X-Forwarded-For", "203.0.113.7"); resp.StatusCode != 200 {
+			t.Fatalf("the pass from its own address: %d", resp.StatusCode)
+		}
+	})
+	t.Run("address binding is off by default", func(t *testing.T) {
+		e := newEnv(t, Config{Room: "sale", BindIP: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+		a := e.admitted("X-Forwarded-For", "203.0.113.7")
+		if resp, _ := e.do("GET", "/shop", "", "Cookie", "fairgate_pass_sale="+a.Pass, "X-Forwarded-For", "198.51.100.1"); resp.StatusCode != 200 {
+			t.Fatalf("an unbound pass from another address: %d", resp.StatusCode)
+		}
+	})
+	t.Run("subject", func(t *testing.T) {
+		secret := []byte("login-secret-for-tests-0123456789")
+		e := newEnv(t, Config{Room: "sale", Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
+		}}, nil)
+		login := func(sub string) string {
+			s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return "Bearer " + s
+		}
+		a := e.admitted("Authorization", login("alice"))
+		cookie := "fairgate_pass_sale=" + a.Pass
+		for who, want := range map[string]int{"alice": 200, "mallory": 429} {
+			if resp, _ := e.do("GET", "/shop", "", "Cookie", cookie, "Authorization", login(who), "Accept", "application/json"); resp.StatusCode != want {
+				t.Errorf("alice's pass with %s's login: %d, want %d", who, resp.StatusCode, want)
+			}
+		}
+		if resp, _ := e.do("GET", "/shop", "", "Cookie", cookie, "Accept", "application/json"); resp.StatusCode != 429 {
+			t.Errorf("alice's pass without a login: %d", resp.StatusCode)
+		}
+	})
+	t.Run("bind_pass needs bind_ip", func(t *testing.T) {
+		if _, err := (Config{BindPass: true}).settle(); err == nil {
+			t.Fatal("bind_pass without bind_ip accepted")
 		}
 	})
 }
