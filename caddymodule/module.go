@@ -11,10 +11,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
@@ -48,6 +51,7 @@ type Handler struct {
 
 	gw     *proxy.Gateway
 	room   string
+	pooled *pooledRoom
 	logger *zap.Logger
 }
 
@@ -60,54 +64,110 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 }
 
 // pooledRoom is a room's shared state in the usage pool, with the
-// controller loop that goes with it.
+// controller loop that goes with it. A room a config creates stays out of
+// sight (no controller, not in the admin API) until that config runs.
 type pooledRoom struct {
 	shared *proxy.Shared
+	mu     sync.Mutex
+	live   bool
 	stop   context.CancelFunc
+}
+
+// activate starts the room's controller and lists it in the admin API, once.
+func (p *pooledRoom) activate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		return
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	go p.shared.Run(runCtx, time.Now)
+	rooms.Put(p.shared)
+	p.live, p.stop = true, stop
 }
 
 // Destruct stops the room's controller when its last handler is gone.
 func (p *pooledRoom) Destruct() error {
-	p.stop()
-	rooms.Delete(p.shared)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		p.stop()
+		rooms.Delete(p.shared)
+		p.live = false
+	}
 	return nil
 }
 
 // Provision sets up the handler: keys resolved, the room's shared state
-// taken from the pool (or created), the gateway built over it.
+// taken from the pool (or created), the gateway built over it. It changes
+// nothing a visitor or operator can see: Caddy may still reject this config
+// (a later module fails to provision, an app fails to start), and then the
+// running config must keep its room exactly as it was. The room takes this
+// config's settings when Caddy emits `started` (see App).
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	cfg, err := h.resolvedConfig()
 	if err != nil {
 		return err
 	}
-	h.room = cfg.Room
-	if h.room == "" {
-		h.room = "main"
+	h.room = cfg.RoomName()
+	appVal, err := ctx.App(appID)
+	if err != nil {
+		return err
+	}
+	if err := appVal.(*App).register(h); err != nil {
+		return err
 	}
 	val, _, err := pool.LoadOrNew(h.room, func() (caddy.Destructor, error) {
 		sh, err := proxy.NewShared(cfg, time.Now)
 		if err != nil {
 			return nil, err
 		}
-		runCtx, stop := context.WithCancel(context.Background())
-		go sh.Run(runCtx, time.Now)
-		rooms.Put(sh)
-		return &pooledRoom{shared: sh, stop: stop}, nil
+		return &pooledRoom{shared: sh}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
-	h.gw, err = proxy.New(cfg, val.(*pooledRoom).shared, proxy.Options{
+	h.pooled = val.(*pooledRoom)
+	// On an error below Caddy calls Cleanup, which releases the room: it
+	// must not be released here as well.
+	h.gw, err = proxy.New(cfg, h.pooled.shared, proxy.Options{
 		Logger:     h.logger,
-		Registerer: ctx.GetMetricsRegistry(),
+		Registerer: gatewayRegisterer(ctx),
 		OnOutcome:  setOutcome,
 	})
 	if err != nil {
-		_, _ = pool.Delete(h.room)
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
 	return nil
+}
+
+// gatewayRegisterer is where a gateway registers its room's metrics: nowhere
+// when the config's registry is the admin endpoint's, which reports every
+// live room (see AdminAPI.Provision); else the config's registry (Caddy
+// runs without an admin endpoint), where they stay until the registry goes
+// with its config.
+func gatewayRegisterer(ctx caddy.Context) prometheus.Registerer {
+	reg := ctx.GetMetricsRegistry()
+	if reg == nil || reg == adminRegistry.Load() {
+		return nil
+	}
+	return keepRegistered{reg}
+}
+
+// keepRegistered ignores Unregister: a config's registry is dropped with the
+// config, and a rejected config must not take a room's metrics with it.
+type keepRegistered struct{ prometheus.Registerer }
+
+func (keepRegistered) Unregister(prometheus.Collector) bool { return false }
+
+// activate makes this handler's config live in its room; App calls it
+// when the config this handler belongs to has started.
+func (h *Handler) activate() {
+	h.pooled.activate()
+	if err := h.gw.ApplyConfig(); err != nil {
+		h.logger.Error("applying the room's settings", zap.String("room", h.room), zap.Error(err))
+	}
 }
 
 // resolvedConfig expands placeholders in the key settings. Secrets stay out
@@ -157,6 +217,9 @@ func (h *Handler) Cleanup() error {
 	if h.gw != nil {
 		h.gw.Close()
 	}
+	if h.pooled == nil {
+		return nil
+	}
 	_, err := pool.Delete(h.room)
 	return err
 }
@@ -199,6 +262,26 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// adminRegistry is the metrics registry of Caddy's current admin endpoint.
+var adminRegistry atomic.Pointer[prometheus.Registry]
+
+// Provision reports every live room's metrics in the registry of the admin
+// endpoint being set up. Caddy replaces the admin endpoint, and the
+// registry its /metrics serves, before it provisions the apps of a new
+// config, and keeps it when it rejects that config; so the rooms' metrics
+// are registered here, from the live rooms, not by the config's handlers.
+func (AdminAPI) Provision(ctx caddy.Context) error {
+	reg := ctx.GetMetricsRegistry()
+	if reg == nil {
+		return nil
+	}
+	if err := reg.Register(rooms.Collector(time.Now)); err != nil {
+		return fmt.Errorf("waiting room metrics: %w", err)
+	}
+	adminRegistry.Store(reg)
+	return nil
+}
+
 // Routes implements caddy.AdminRouter.
 func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{
@@ -217,5 +300,6 @@ var (
 	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 	_ caddy.AdminRouter           = (*AdminAPI)(nil)
+	_ caddy.Provisioner           = (*AdminAPI)(nil)
 	_ caddy.Destructor            = (*pooledRoom)(nil)
 )

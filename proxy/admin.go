@@ -63,6 +63,7 @@ type RoomStatus struct {
 	Reason     string  `json:"reason,omitempty"`
 	SaleStart  string  `json:"sale_start,omitempty"`
 	Rate       float64 `json:"rate"`
+	Burst      float64 `json:"burst"`
 	Difficulty int     `json:"difficulty"`
 	// ClockSpeed is 1/tau now; Clock is S(now).
 	ClockSpeed float64 `json:"clock_speed"`
@@ -80,7 +81,7 @@ type RoomStatus struct {
 func (sh *Shared) Status(now time.Time) RoomStatus {
 	v := sh.Room.View(now)
 	st := RoomStatus{
-		Room: v.Name, State: string(v.State), Rate: v.Rate, Difficulty: v.Difficulty,
+		Room: v.Name, State: string(v.State), Rate: v.Rate, Burst: sh.Room.Burst(), Difficulty: v.Difficulty,
 		ClockSpeed: v.Clock.SpeedAt(now), Clock: v.Clock.At(now),
 		Waiting: sh.Room.Population(now), Eligible: sh.Room.EligibleRate(now),
 		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.Ledger.Len(),

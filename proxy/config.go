@@ -19,7 +19,8 @@ import (
 type Config struct {
 	// Room names the waiting room: the audience of its tokens, the suffix
 	// of its cookies (`fairgate_wait_<room>`, `fairgate_pass_<room>`) and its
-	// name in the admin API. Letters, digits, `-` and `_`. Default: `main`.
+	// name in the admin API. Letters, digits, `-` and `_`. Default: `main`
+	// (DefaultRoom).
 	Room string `json:"room,omitempty"`
 	// State the room starts in: `open`, `queue`, `scheduled`, `paused` or
 	// `closed`. Default: `queue`. Changed live through the admin API.
@@ -150,6 +151,17 @@ type Cache struct {
 // "1m30s" or a number of nanoseconds, as Caddy's durations do.
 type Duration = duration.Duration
 
+// DefaultRoom is the room of a config that names none.
+const DefaultRoom = "main"
+
+// RoomName is the room the config is for, DefaultRoom when it names none.
+func (c Config) RoomName() string {
+	if c.Room == "" {
+		return DefaultRoom
+	}
+	return c.Room
+}
+
 var roomName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // settings is a Config with defaults applied and values parsed.
@@ -164,9 +176,7 @@ type settings struct {
 // defaults fills in defaults and checks the config.
 func (c Config) settle() (settings, error) {
 	s := settings{Config: c}
-	if s.Room == "" {
-		s.Room = "main"
-	}
+	s.Room = c.RoomName()
 	if !roomName.MatchString(s.Room) {
 		return s, fmt.Errorf("room %q: use 1 to 64 letters, digits, '-' or '_'", s.Room)
 	}

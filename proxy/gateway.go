@@ -74,7 +74,9 @@ const (
 	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
 )
 
-// New builds a gateway over shared state (see NewShared).
+// New builds a gateway over shared state (see NewShared). It changes
+// nothing in the shared state: ApplyConfig does, once the caller knows the
+// gateway will serve.
 func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	s, err := cfg.settle()
 	if err != nil {
@@ -92,9 +94,6 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	}
 	if g.now == nil {
 		g.now = time.Now
-	}
-	if err := shared.reconfigure(s, g.now()); err != nil {
-		return nil, err
 	}
 	ring, generated, err := shared.keys(s.Keys)
 	if err != nil {
@@ -150,6 +149,14 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
 	return g, nil
 }
+
+// ApplyConfig makes the config's room settings (state, sale_start, rate,
+// burst, difficulty, tau, fixed_speed, ledger_size) live in the shared room,
+// changing only what differs from the config applied before, so a live change
+// made through the admin API stays unless the config changes that setting.
+// Call it once the gateway is certain to serve: a config that is rejected
+// must leave the room as it was.
+func (g *Gateway) ApplyConfig() error { return g.shared.reconfigure(g.cfg, g.now()) }
 
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {

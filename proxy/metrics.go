@@ -62,8 +62,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 	if reg == nil {
 		return &m, nil
 	}
-	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.strikes, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, m.room} {
+	for _, c := range m.collectors() {
 		err := reg.Register(c)
 		var already prometheus.AlreadyRegisteredError
 		switch {
@@ -75,6 +74,37 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 		}
 	}
 	return &m, nil
+}
+
+// collectors are the room's metrics.
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.issued, m.attempts, m.admissions, m.strikes, m.powFailures,
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.room}
+}
+
+// Collector reports the metrics of every room in rs at scrape time, for a
+// registry that outlives the gateways: the Caddy module registers it with
+// the registry of Caddy's admin endpoint, which Caddy replaces at the start
+// of every load, even one it then rejects.
+func (rs *Rooms) Collector(now func() time.Time) prometheus.Collector {
+	return roomsCollector{rooms: rs, now: now}
+}
+
+type roomsCollector struct {
+	rooms *Rooms
+	now   func() time.Time
+}
+
+// Describe describes nothing: the rooms come and go, so the collector is
+// unchecked.
+func (roomsCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c roomsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, sh := range c.rooms.all() {
+		for _, col := range sh.metrics(c.now).collectors() {
+			col.Collect(ch)
+		}
+	}
 }
 
 // unregister removes what this gateway registered.

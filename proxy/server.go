@@ -66,6 +66,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := gw.ApplyConfig(); err != nil {
+		return nil, err
+	}
 	transport := cfg.Transport
 	if transport == nil {
 		transport = newTransport()

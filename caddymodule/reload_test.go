@@ -1,0 +1,134 @@
+package caddymodule
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+)
+
+// load posts a Caddyfile to the admin API's /load, as `caddy reload` does,
+// and returns Caddy's answer.
+func load(t *testing.T, caddyfile string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "http://localhost:2999/load", strings.NewReader(caddyfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/caddyfile")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// reloadConfig is a site with room "reload": options go into its block,
+// extra after it in the site.
+func reloadConfig(origin, options, extra string) string {
+	return fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+	metrics
+}
+http://localhost:9080 {
+	waiting_room reload {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		difficulty 4
+		%s
+	}
+	%s
+	reverse_proxy %s
+}
+`, options, extra, strings.TrimPrefix(origin, "http://"))
+}
+
+// roomFigures is what an operator sees of room "reload": the admin API's
+// settings and the room's gauges in /metrics.
+func roomFigures(t *testing.T, c call) string {
+	t.Helper()
+	code, _, room := c.do("GET", "http://localhost:2999/waiting_room/rooms/reload", "")
+	if code != 200 {
+		return fmt.Sprintf("no room (%d %s)", code, room)
+	}
+	settings := regexp.MustCompile(`"(state|rate|burst|difficulty|clock_speed)":[^,}]*`).FindAllString(room, -1)
+	_, _, metrics := c.do("GET", "http://localhost:2999/metrics", "")
+	gauges := regexp.MustCompile(`(?m)^fairgate_(target_rate|room_state|clock_speed)\{room="reload"[^}]*\} [1-9][0-9.e+-]*$`).FindAllString(metrics, -1)
+	return strings.Join(settings, " ") + " | " + strings.Join(gauges, " ")
+}
+
+// TestRejectedReloadChangesNothing guards finding 1 of issue 14: a config
+// Caddy rejects — a bad bypass regexp in the room, a bad module elsewhere,
+// an app that cannot start — leaves the room, the admin API and the
+// metrics exactly as they were, and the good reload after it applies.
+func TestRejectedReloadChangesNothing(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin")
+	}))
+	defer origin.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(reloadConfig(origin.URL, "state queue\n rate 5\n tau 1m", ""), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	before := roomFigures(t, c)
+	if !strings.Contains(before, `"state":"queue"`) || !strings.Contains(before, `"rate":5`) || !strings.Contains(before, `state="queue"} 1`) {
+		t.Fatalf("room before: %s", before)
+	}
+	waiting := func(when string) {
+		t.Helper()
+		if code, _, _ := c.do("GET", "http://localhost:9080/shop", "", "Accept", "application/json"); code != 429 {
+			t.Fatalf("%s: a visitor without a pass got %d, not the waiting room", when, code)
+		}
+	}
+	waiting("before")
+
+	changed := "state open\n rate 50\n burst 70\n difficulty 8\n tau 5s\n fixed_speed"
+	for _, bad := range []struct{ name, options, extra string }{
+		{"bad user_agent regexp", changed + "\n bypass {\n user_agent (\n }", ""},
+		{"bad module elsewhere", changed, "@bad path_regexp [\n\trespond @bad 404"},
+		{"app that cannot start", changed, "}\nhttp://127.0.0.1:" + strings.Split(taken.Addr().String(), ":")[1] + " {\n\tbind 127.0.0.1\n\trespond ok"},
+	} {
+		code, body := load(t, reloadConfig(origin.URL, bad.options, bad.extra))
+		if code == 200 {
+			t.Fatalf("%s: Caddy accepted the config", bad.name)
+		}
+		if after := roomFigures(t, c); after != before {
+			t.Fatalf("%s (Caddy said %d %s): the room changed:\nbefore %s\nafter  %s", bad.name, code, body, before, after)
+		}
+		waiting("after " + bad.name)
+	}
+
+	// The same change in a good config takes effect.
+	if code, body := load(t, reloadConfig(origin.URL, changed, "")); code != 200 {
+		t.Fatalf("good reload: %d %s", code, body)
+	}
+	after := roomFigures(t, c)
+	for _, want := range []string{`"state":"open"`, `"rate":50`, `"burst":70`, `"difficulty":8`, `state="open"} 1`, `fairgate_target_rate{room="reload"} 50`} {
+		if !strings.Contains(after, want) {
+			t.Errorf("after the good reload, want %s in %s", want, after)
+		}
+	}
+	if code, _, body := c.do("GET", "http://localhost:9080/shop", ""); code != 200 || body != "origin" {
+		t.Fatalf("open room after the good reload: %d %s", code, body)
+	}
+	// tau 5s with fixed_speed: a queue's clock runs at 1/5 s.
+	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
+		t.Fatalf("clock after tau 5s, fixed_speed: %d %s", code, body)
+	}
+}
