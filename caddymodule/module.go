@@ -177,6 +177,9 @@ func (h *Handler) resolvedConfig() (proxy.Config, error) {
 	repl := caddy.NewReplacer()
 	if h.KeysFrom != "" {
 		text := strings.TrimSpace(repl.ReplaceAll(h.KeysFrom, ""))
+		if text == "" {
+			return cfg, fmt.Errorf("keys_from %s is empty: is the environment variable set?", h.KeysFrom)
+		}
 		if !strings.HasPrefix(text, "{") {
 			b, err := os.ReadFile(text)
 			if err != nil {

@@ -44,7 +44,6 @@ func reloadConfig(origin, options, extra string) string {
 http://localhost:9080 {
 	waiting_room reload {
 		keys_from {env.FAIRGATE_IT_KEYS}
-		difficulty 4
 		%s
 	}
 	%s
@@ -84,7 +83,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	defer taken.Close()
 
 	tester := caddytest.NewTester(noSkip{t})
-	tester.InitServer(reloadConfig(origin.URL, "state queue\n rate 5\n tau 1m", ""), "caddyfile")
+	tester.InitServer(reloadConfig(origin.URL, "state queue\n rate 5\n tau 1m\n difficulty 4", ""), "caddyfile")
 	c := call{t: t, client: tester.Client}
 	before := roomFigures(t, c)
 	if !strings.Contains(before, `"state":"queue"`) || !strings.Contains(before, `"rate":5`) || !strings.Contains(before, `state="queue"} 1`) {
@@ -105,8 +104,8 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 		{"app that cannot start", changed, "}\nhttp://127.0.0.1:" + strings.Split(taken.Addr().String(), ":")[1] + " {\n\tbind 127.0.0.1\n\trespond ok"},
 	} {
 		code, body := load(t, reloadConfig(origin.URL, bad.options, bad.extra))
-		if code == 200 {
-			t.Fatalf("%s: Caddy accepted the config", bad.name)
+		if code == 200 || strings.Contains(body, "adapting config") {
+			t.Fatalf("%s: Caddy answered %d %s, not a rejection while loading", bad.name, code, body)
 		}
 		if after := roomFigures(t, c); after != before {
 			t.Fatalf("%s (Caddy said %d %s): the room changed:\nbefore %s\nafter  %s", bad.name, code, body, before, after)
@@ -130,5 +129,51 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	// tau 5s with fixed_speed: a queue's clock runs at 1/5 s.
 	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
 		t.Fatalf("clock after tau 5s, fixed_speed: %d %s", code, body)
+	}
+}
+
+// TestMatcherKeepsEndpointsReachable guards finding 3 of issue 14: with a
+// matcher on the directive, the waiting page's calls to the room's
+// endpoints reach the room, not the site.
+func TestMatcherKeepsEndpointsReachable(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin")
+	}))
+	defer origin.Close()
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+}
+http://localhost:9080 {
+	waiting_room /a/* matched {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		difficulty 4
+	}
+	reverse_proxy %s
+}
+`, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	if code, _, body := c.do("GET", "http://localhost:9080/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
+		t.Fatalf("matched path: %d %s", code, body)
+	}
+	if code, _, body := c.do("GET", "http://localhost:9080/b", ""); code != 200 || body != "origin" {
+		t.Fatalf("unmatched path: %d %s", code, body)
+	}
+	if code, _, body := c.do("POST", "http://localhost:9080/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+		t.Fatalf("the room's token endpoint outside the matcher: %d %s", code, body)
+	}
+}
+
+// TestKeysFromUnset guards finding 4 of issue 14: keys_from naming an unset
+// variable says so.
+func TestKeysFromUnset(t *testing.T) {
+	h := &Handler{KeysFrom: "{env.FAIRGATE_SURELY_UNSET}"}
+	_, err := h.resolvedConfig()
+	if err == nil || !strings.Contains(err.Error(), "keys_from {env.FAIRGATE_SURELY_UNSET} is empty: is the environment variable set?") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -49,7 +50,8 @@ type Config struct {
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
 	// and warns: a restart then invalidates every token.
 	Keys admission.KeysConfig `json:"keys,omitzero"`
-	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`.
+	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`
+	// (DefaultPrefix).
 	Prefix string `json:"prefix,omitempty"`
 	// Bypass lets requests through without a pass.
 	Bypass Bypass `json:"bypass,omitzero"`
@@ -162,7 +164,39 @@ func (c Config) RoomName() string {
 	return c.Room
 }
 
+// DefaultPrefix is where the gateway's endpoints live unless Prefix says.
+const DefaultPrefix = "/_fairgate"
+
+// EndpointPrefix is the path the gateway's own endpoints live under.
+func (c Config) EndpointPrefix() string {
+	if c.Prefix == "" {
+		return DefaultPrefix
+	}
+	return c.Prefix
+}
+
 var roomName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// OptionError is a config value that is wrong on its own, named by its
+// option, so the Caddyfile adapter can point at the line that set it.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+func optionErr(option string, format string, args ...any) error {
+	return &OptionError{Option: option, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks the config as the gateway will read it, without loading
+// keys or files.
+func (c Config) Validate() error {
+	_, err := c.settle()
+	return err
+}
 
 // settings is a Config with defaults applied and values parsed.
 type settings struct {
@@ -178,19 +212,19 @@ func (c Config) settle() (settings, error) {
 	s := settings{Config: c}
 	s.Room = c.RoomName()
 	if !roomName.MatchString(s.Room) {
-		return s, fmt.Errorf("room %q: use 1 to 64 letters, digits, '-' or '_'", s.Room)
+		return s, optionErr("room", "%q: use 1 to 64 letters, digits, '-' or '_'", s.Room)
 	}
 	if s.State == "" {
 		s.State = string(admission.StateQueue)
 	}
 	st, err := admission.ParseState(s.State)
 	if err != nil {
-		return s, err
+		return s, &OptionError{Option: "state", Err: err}
 	}
 	s.state = st
 	if s.SaleStart != "" {
 		if s.saleStart, err = time.Parse(time.RFC3339, s.SaleStart); err != nil {
-			return s, fmt.Errorf("sale_start: %w", err)
+			return s, &OptionError{Option: "sale_start", Err: err}
 		}
 	}
 	if st == admission.StateScheduled && s.saleStart.IsZero() {
@@ -201,6 +235,15 @@ func (c Config) settle() (settings, error) {
 	setDur(&s.TokenTTL, 10*time.Minute)
 	setDur(&s.MinBackoff, 2*time.Second)
 	setDur(&s.MaxBackoff, 30*time.Second)
+	if s.MinBackoff > s.MaxBackoff {
+		return s, optionErr("backoff", "min_backoff %v is longer than max_backoff %v", time.Duration(s.MinBackoff), time.Duration(s.MaxBackoff))
+	}
+	if s.Burst < 0 || math.IsNaN(s.Burst) || math.IsInf(s.Burst, 0) {
+		return s, optionErr("burst", "%v: must be a positive number of admissions", s.Burst)
+	}
+	if s.LedgerSize < 0 {
+		return s, optionErr("ledger_size", "%d: must be positive", s.LedgerSize)
+	}
 	if s.Rate == 0 && s.Sessions > 0 {
 		s.Rate = float64(s.Sessions) / time.Duration(s.SessionLength).Seconds()
 	}
@@ -208,7 +251,7 @@ func (c Config) settle() (settings, error) {
 		s.Rate = 10
 	}
 	if s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
-		return s, fmt.Errorf("rate %v: must be a positive number of admissions per second", s.Rate)
+		return s, optionErr("rate", "%v: must be a positive number of admissions per second", s.Rate)
 	}
 	if s.Burst == 0 {
 		s.Burst = math.Max(1, s.Rate)
@@ -218,19 +261,17 @@ func (c Config) settle() (settings, error) {
 		s.difficulty = *s.Difficulty
 	}
 	if s.difficulty < 0 || s.difficulty > admission.MaxDifficulty {
-		return s, fmt.Errorf("difficulty %d: must be 0 to %d bits", s.difficulty, admission.MaxDifficulty)
+		return s, optionErr("difficulty", "%d: must be 0 to %d bits", s.difficulty, admission.MaxDifficulty)
 	}
-	if s.Prefix == "" {
-		s.Prefix = "/_fairgate"
-	}
+	s.Prefix = c.EndpointPrefix()
 	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {
-		return s, fmt.Errorf("prefix %q: must start with / and not end with one", s.Prefix)
+		return s, optionErr("prefix", "%q: must start with / and not end with one", s.Prefix)
 	}
 	if s.WaitingStatus == 0 {
 		s.WaitingStatus = 200
 	}
 	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
-		return s, fmt.Errorf("waiting_status %d is not an HTTP status", s.WaitingStatus)
+		return s, optionErr("waiting_status", "%d is not an HTTP status", s.WaitingStatus)
 	}
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20
@@ -241,13 +282,13 @@ func (c Config) settle() (settings, error) {
 	for _, cidr := range s.TrustedProxies {
 		p, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return s, fmt.Errorf("trusted_proxies: %w", err)
+			return s, &OptionError{Option: "trusted_proxies", Err: err}
 		}
 		s.trusted = append(s.trusted, p)
 	}
 	if s.Hook != nil {
-		if s.Hook.URL == "" {
-			return s, errors.New("admission_hook needs a url")
+		if err := checkHookURL(s.Hook.URL); err != nil {
+			return s, &OptionError{Option: "admission_hook", Err: err}
 		}
 		setDur(&s.Hook.Timeout, 3*time.Second)
 		switch s.Hook.OnFailure {
@@ -255,7 +296,7 @@ func (c Config) settle() (settings, error) {
 			s.Hook.OnFailure = "closed"
 		case "open", "closed":
 		default:
-			return s, fmt.Errorf("admission_hook on_failure %q: want open or closed", s.Hook.OnFailure)
+			return s, optionErr("on_failure", "%q: want open or closed", s.Hook.OnFailure)
 		}
 	}
 	if s.Cache != nil {
@@ -269,6 +310,22 @@ func (c Config) settle() (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// placeholder is a Caddy placeholder such as {http.request.host}.
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+// checkHookURL accepts an absolute http or https URL; placeholders (which
+// the Caddy module fills per request) stand in for any text.
+func checkHookURL(raw string) error {
+	u, err := url.Parse(placeholder.ReplaceAllString(raw, "placeholder"))
+	if err != nil {
+		return fmt.Errorf("url %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url %q: want an absolute http:// or https:// URL", raw)
+	}
+	return nil
 }
 
 func setDur(d *Duration, def time.Duration) {
