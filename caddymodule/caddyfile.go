@@ -83,7 +83,6 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        required
 //	    }
 //	    bind_ip
-//	    trusted_proxies <cidrs...>
 //	    admission_hook  <url> {
 //	        timeout     <duration>
 //	        on_failure  open|closed
@@ -208,8 +207,7 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		c.BindIP = true
 		return noArgs(d)
 	case "trusted_proxies":
-		c.TrustedProxies = append(c.TrustedProxies, d.RemainingArgs()...)
-		return nil
+		return d.Errf("%v", errTrustedProxies)
 	case "admission_hook":
 		c.Hook = &proxy.Hook{}
 		return unmarshalHook(d, c.Hook)

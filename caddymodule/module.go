@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -135,6 +136,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		Logger:     h.logger,
 		Registerer: gatewayRegisterer(ctx),
 		OnOutcome:  setOutcome,
+		ClientIP:   clientIP,
+		ReturnURI:  originalURI,
+		HookURL:    expandPlaceholders,
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
@@ -211,8 +215,13 @@ func (h *Handler) Validate() error {
 	if h.KeysFrom != "" && len(h.Keys.Keys) > 0 {
 		return fmt.Errorf("waiting room: set keys or keys_from, not both")
 	}
+	if len(h.TrustedProxies) > 0 {
+		return errTrustedProxies
+	}
 	return nil
 }
+
+var errTrustedProxies = fmt.Errorf("waiting room: trusted_proxies is for `fairgate proxy`; in Caddy the room uses the client address Caddy determines, so set Caddy's own trusted_proxies server option")
 
 // Cleanup closes this handler's gateway and releases its room from the pool;
 // the room's state lives on while a newer config uses it.
@@ -241,6 +250,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		nextErr = next.ServeHTTP(w, r)
 	}))
 	return nextErr
+}
+
+// clientIP is the client address Caddy determined, by its own
+// trusted_proxies and client_ip_headers.
+func clientIP(r *http.Request) (netip.Addr, bool) {
+	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ip.Unmap(), true
+}
+
+// originalURI is the request's URI as it arrived, before any rewrite: the
+// page an admitted visitor asked for.
+func originalURI(r *http.Request) string {
+	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+		return orig.URL.RequestURI()
+	}
+	return r.URL.RequestURI()
+}
+
+// expandPlaceholders fills Caddy's request placeholders in s, e.g.
+// {http.request.host} in the admission hook URL.
+func expandPlaceholders(r *http.Request, s string) string {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		return repl.ReplaceAll(s, "")
+	}
+	return s
 }
 
 // setOutcome publishes what the gateway did as {http.waiting_room.outcome}.

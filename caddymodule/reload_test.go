@@ -177,3 +177,70 @@ func TestKeysFromUnset(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestCaddyConventions guards finding 5 of issue 14: the client address is
+// Caddy's (its trusted_proxies), the return URL is the request as it
+// arrived (before rewrite), and the hook URL takes request placeholders.
+func TestCaddyConventions(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin "+r.URL.Path)
+	}))
+	defer origin.Close()
+	hookCalls := make(chan string, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hookCalls <- r.URL.RequestURI()
+		fmt.Fprint(w, `{"session":"s1"}`)
+	}))
+	defer hook.Close()
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+	servers {
+		trusted_proxies static 127.0.0.1/32
+	}
+}
+http://localhost:9080 {
+	rewrite /old /new
+	waiting_room conventions {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		difficulty 4
+		token_ttl 1d
+		bypass {
+			cidr 203.0.113.7/32
+		}
+		admission_hook %s/hook?host={http.request.host}
+	}
+	reverse_proxy %s
+}
+`, hook.URL, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	site := "http://localhost:9080"
+
+	if code, _, body := c.do("GET", site+"/old", "", "Accept", "text/html"); code != 200 || !strings.Contains(body, `data-return="/old"`) {
+		t.Fatalf("waiting page after rewrite /old /new: %d, want data-return=\"/old\"", code)
+	}
+	if code, _, body := c.do("GET", site+"/x", "", "X-Forwarded-For", "203.0.113.7"); code != 200 || body != "origin /x" {
+		t.Fatalf("bypass by the client address Caddy trusts: %d %s", code, body)
+	}
+	if code, _, _ := c.do("GET", site+"/x", "", "X-Forwarded-For", "198.51.100.1", "Accept", "application/json"); code != 429 {
+		t.Fatalf("another client address: %d", code)
+	}
+
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"state":"open"}`)
+	tk := token(t, c, site)
+	code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`)
+	if code != 200 || !strings.Contains(body, `"session":"s1"`) {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	if got := <-hookCalls; got != "/hook?host=localhost" {
+		t.Fatalf("hook called at %s", got)
+	}
+	// Admin API: unknown fields are named.
+	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"rates":5}`); code != 400 || !strings.Contains(body, `unknown field \"rates\"`) {
+		t.Fatalf("unknown admin field: %d %s", code, body)
+	}
+}

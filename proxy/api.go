@@ -186,7 +186,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
 	if g.hook != nil {
-		res := g.hook.call(r.Context(), g.cfg.Room, d.Pass, d.PassClaims)
+		res := g.hook.call(r.Context(), g.hookURL(r), g.cfg.Room, d.Pass, d.PassClaims)
 		switch {
 		case res.err == nil && res.admit:
 			session = res.session

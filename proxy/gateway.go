@@ -39,6 +39,16 @@ type Options struct {
 	// OnOutcome, if set, learns what the gateway does with a request before
 	// it does it (the Caddy module sets a placeholder from it).
 	OnOutcome func(*http.Request, Outcome)
+	// ClientIP, if set, is the client's address as the server in front
+	// determined it (Caddy's, by its trusted_proxies); nil means the peer
+	// address, or X-Forwarded-For from Config.TrustedProxies.
+	ClientIP func(*http.Request) (netip.Addr, bool)
+	// ReturnURI, if set, is where an admitted visitor goes back to (Caddy:
+	// the request as it arrived, before any rewrite); nil means r's URI.
+	ReturnURI func(*http.Request) string
+	// HookURL, if set, expands the admission hook URL for a request (Caddy:
+	// its placeholders); nil means the URL as configured.
+	HookURL func(r *http.Request, url string) string
 }
 
 // Gateway is one waiting room in front of one site.
@@ -59,6 +69,7 @@ type Gateway struct {
 	pages    *pages
 	cookies  cookieNames
 	notify   func(*http.Request, Outcome)
+	opts     Options
 }
 
 // Outcome is what the gateway did with a request, for logs and placeholders.
@@ -85,7 +96,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if shared.Room.Name() != s.Room {
 		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
 	}
-	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome}
+	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome, opts: opts}
 	if g.notify == nil {
 		g.notify = func(*http.Request, Outcome) {}
 	}
@@ -235,7 +246,7 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 		}
 	}
 	if len(g.cidrs) > 0 {
-		if ip, ok := clientIP(r, g.cfg.trusted); ok {
+		if ip, ok := g.clientIP(r); ok {
 			for _, p := range g.cidrs {
 				if p.Contains(ip) {
 					return true
@@ -323,11 +334,35 @@ func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, er
 		}
 	}
 	if g.cfg.BindIP {
-		ip, ok := clientIP(r, g.cfg.trusted)
+		ip, ok := g.clientIP(r)
 		if !ok {
 			return v, errors.New("client address unknown")
 		}
 		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
 	}
 	return v, nil
+}
+
+// clientIP is the visitor's address (see Options.ClientIP).
+func (g *Gateway) clientIP(r *http.Request) (netip.Addr, bool) {
+	if g.opts.ClientIP != nil {
+		return g.opts.ClientIP(r)
+	}
+	return clientIP(r, g.cfg.trusted)
+}
+
+// returnURI is where the visitor returns once admitted (see Options.ReturnURI).
+func (g *Gateway) returnURI(r *http.Request) string {
+	if g.opts.ReturnURI != nil {
+		return g.opts.ReturnURI(r)
+	}
+	return r.URL.RequestURI()
+}
+
+// hookURL is the admission hook's URL for r (see Options.HookURL).
+func (g *Gateway) hookURL(r *http.Request) string {
+	if g.opts.HookURL != nil {
+		return g.opts.HookURL(r, g.cfg.Hook.URL)
+	}
+	return g.cfg.Hook.URL
 }

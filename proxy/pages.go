@@ -100,7 +100,7 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	ret := template.HTMLEscapeString(r.URL.RequestURI())
+	ret := template.HTMLEscapeString(g.returnURI(r))
 	h.Set("Content-Length", strconv.Itoa(len(page.before)+len(ret)+len(page.after)))
 	w.WriteHeader(g.pages.status)
 	_, _ = w.Write(page.before)

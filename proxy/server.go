@@ -46,8 +46,8 @@ type ServerConfig struct {
 
 // NewServer builds the proxy.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "" {
-		return nil, errors.New("upstream must be an absolute URL such as http://127.0.0.1:8080")
+	if cfg.Upstream == nil || (cfg.Upstream.Scheme != "http" && cfg.Upstream.Scheme != "https") || cfg.Upstream.Host == "" {
+		return nil, errors.New("upstream must be an absolute http:// or https:// URL such as http://127.0.0.1:8080")
 	}
 	if cfg.AdminToken == "" {
 		return nil, errors.New("an admin token is required")
