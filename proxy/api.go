@@ -220,6 +220,9 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 		pass = signed
 	}
 	g.metrics.admissions.Inc()
+	if d.Claims != nil {
+		g.metrics.waited.Observe(math.Max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)).Seconds()))
+	}
 	expires := d.PassClaims.Expiry()
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)

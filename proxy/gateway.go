@@ -216,10 +216,16 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		return OutcomeOpen
 	case admission.StateClosed:
 		g.notify(r, OutcomeClosed)
+		g.metrics.held.WithLabelValues("closed").Inc()
 		g.serveClosed(w, r)
 		return OutcomeClosed
 	default:
 		g.notify(r, OutcomeWaiting)
+		if wantsJSON(r) {
+			g.metrics.held.WithLabelValues("waiting_json").Inc()
+		} else {
+			g.metrics.held.WithLabelValues("waiting_page").Inc()
+		}
 		g.serveWaiting(w, r, now)
 		return OutcomeWaiting
 	}
