@@ -1,11 +1,15 @@
 package caddymodule
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,13 +19,16 @@ import (
 
 // load posts a Caddyfile to the admin API's /load, as `caddy reload` does,
 // and returns Caddy's answer.
-func load(t *testing.T, caddyfile string) (int, string) {
+func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest("POST", "http://localhost:2999/load", strings.NewReader(caddyfile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "text/caddyfile")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -243,4 +250,80 @@ http://localhost:9080 {
 	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"rates":5}`); code != 400 || !strings.Contains(body, `unknown field \"rates\"`) {
 		t.Fatalf("unknown admin field: %d %s", code, body)
 	}
+}
+
+// TestKeyFileReload guards finding 6 of issue 14: a forced reload re-reads a
+// keys_from file; a key added to it signs from then on, and a pass signed
+// by the old key stays valid.
+func TestKeyFileReload(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin")
+	}))
+	defer origin.Close()
+	file := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(file, []byte(testKeysJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+}
+http://localhost:9080 {
+	waiting_room keyfile {
+		keys_from %s
+		difficulty 4
+		state open
+	}
+	reverse_proxy %s
+}
+`, file, strings.TrimPrefix(origin.URL, "http://"))
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(config, "caddyfile")
+	c := call{t: t, client: tester.Client}
+	site := "http://localhost:9080"
+	tk := token(t, c, site)
+	if kid := tokenKid(t, tk.Token); kid != "k1" {
+		t.Fatalf("signed by %q before rotation", kid)
+	}
+	code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`)
+	if code != 200 {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	var admitted struct{ Pass string }
+	_ = json.Unmarshal([]byte(body), &admitted)
+
+	// Rotate: a new signing key in the file, then `caddy reload --force`.
+	ring := map[string]any{}
+	_ = json.Unmarshal([]byte(testKeysJSON), &ring)
+	ring["keys"].(map[string]any)["k2"] = "bmV3LXNpZ25pbmcta2V5LWZvci10ZXN0cy0wMTIzNDU2Nzg5"
+	ring["signing"] = "k2"
+	raw, _ := json.Marshal(ring)
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := load(t, config, "Cache-Control", "must-revalidate"); code != 200 {
+		t.Fatalf("forced reload: %d %s", code, body)
+	}
+	if kid := tokenKid(t, token(t, c, site).Token); kid != "k2" {
+		t.Fatalf("signed by %q after the forced reload", kid)
+	}
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/keyfile", `{"state":"queue"}`)
+	if code, _, body := c.do("GET", site+"/shop", "", "Cookie", "fairgate_pass_keyfile="+admitted.Pass); code != 200 || body != "origin" {
+		t.Fatalf("a pass signed by the old key after rotation: %d %s", code, body)
+	}
+}
+
+// tokenKid is the kid in a JWT's header.
+func tokenKid(t *testing.T, jwt string) string {
+	t.Helper()
+	head, _, _ := strings.Cut(jwt, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Kid string }
+	_ = json.Unmarshal(raw, &h)
+	return h.Kid
 }

@@ -17,6 +17,9 @@ const usage = `usage: fairgate <command> [flags]
 
 commands:
   keygen                       print new keys in the config format
+  keys add --file FILE --kid KID
+                               add a signing key to a key file and sign with it
+                               (old keys still verify; the lottery key stays)
   token inspect [--keys FILE] TOKEN
                                show a token's claims and, with keys, its validity,
                                lottery number and when it becomes eligible
@@ -51,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	commands := map[string]func(context.Context, []string, io.Writer) error{
 		"keygen": keygen,
+		"keys":   keysCommand,
 		"token":  token,
 		"solve":  solve,
 		"sim":    simulate,
