@@ -107,7 +107,7 @@ func TestCaddyfileErrors(t *testing.T) {
 func TestCaddyfileMistakes(t *testing.T) {
 	for _, tc := range []struct{ name, block, want, at string }{
 		{"state typo", "state queu", `state: unknown room state "queu"`, "at Caddyfile:3"},
-		{"difficulty range", "difficulty 99", "difficulty: 99: must be 0 to", "at Caddyfile:3"},
+		{"difficulty range", "difficulty 99", "difficulty 99: must be 0 to", "at Caddyfile:3"},
 		{"hook without scheme", "admission_hook ftp//nope", `admission_hook: url "ftp//nope"`, "at Caddyfile:3"},
 		{"hook ftp", "admission_hook ftp://x/y", `admission_hook: url "ftp://x/y": want an absolute http:// or https:// URL`, "at Caddyfile:3"},
 		{"hook on_failure", "admission_hook http://x/y {\n on_failure maybe\n }", `on_failure: "maybe"`, "at Caddyfile:5"},

@@ -42,6 +42,16 @@ var (
 // Handler is a virtual waiting room in front of the routes after it. Its
 // JSON is fairgate's gateway config (the same struct `fairgate proxy` reads),
 // plus keys_from.
+//
+// It sets these placeholders for the routes after it and for logs:
+//
+//	{http.waiting_room.room}     the room's name
+//	{http.waiting_room.state}    the room's state: open, queue, scheduled, paused or closed
+//	{http.waiting_room.outcome}  what the room did with the request: passed,
+//	                             open, bypassed, waiting, closed or api
+//
+// It reads Caddy's request placeholders in admission_hook's url, and the
+// environment placeholders ({env.NAME}) in keys_from and keys.
 type Handler struct {
 	proxy.Config
 

@@ -132,11 +132,15 @@ func (sh *Shared) Apply(c RoomChange, now time.Time) error {
 	if c.Reason != nil && *c.Reason != "" && *c.Reason != "sold_out" {
 		return errBadReason
 	}
-	if c.Difficulty != nil && (*c.Difficulty < 0 || *c.Difficulty > admission.MaxDifficulty) {
-		return errBadDifficulty
+	if c.Difficulty != nil {
+		if err := checkDifficulty(*c.Difficulty); err != nil {
+			return err
+		}
 	}
-	if c.Rate != nil && (*c.Rate <= 0 || math.IsNaN(*c.Rate) || math.IsInf(*c.Rate, 0)) {
-		return errBadRate
+	if c.Rate != nil {
+		if err := checkRate(*c.Rate); err != nil {
+			return err
+		}
 	}
 	if c.State != nil || c.SaleStart != nil {
 		if err := sh.Room.SetState(state, saleStart, now); err != nil {
@@ -173,9 +177,7 @@ type adminError string
 func (e adminError) Error() string { return string(e) }
 
 const (
-	errBadReason     adminError = `reason must be "sold_out" or empty`
-	errBadDifficulty adminError = "difficulty must be 0 to 32 bits"
-	errBadRate       adminError = "rate must be a positive number of admissions per second"
+	errBadReason adminError = `reason must be "sold_out" or empty`
 )
 
 // AdminHandler serves the admin API under any prefix it is mounted at:

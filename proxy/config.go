@@ -29,22 +29,24 @@ type Config struct {
 	// SaleStart is when a `scheduled` room starts admitting, RFC 3339.
 	SaleStart string `json:"sale_start,omitempty"`
 	// Rate is the target number of admissions per second. Default:
-	// Sessions / SessionLength when Sessions is set (Little's law), else 10.
+	// Sessions / SessionLength when Sessions is set (Little's law), else
+	// 10 (DefaultRate).
 	Rate float64 `json:"rate,omitempty"`
 	// Sessions is the target number of concurrent sessions on the site.
 	Sessions int `json:"sessions,omitempty"`
-	// SessionLength is how long a pass lasts. Default: 15m.
+	// SessionLength is how long a pass lasts. Default: 15m
+	// (admission.DefaultPolicy).
 	SessionLength Duration `json:"session_length,omitempty"`
 	// Burst is the most admissions allowed at once. Default: one second's Rate.
 	Burst float64 `json:"burst,omitempty"`
 	// Tau is the mean wait the serving clock starts with, before the
-	// controller has measured the queue. Default: 2m.
+	// controller has measured the queue. Default: 2m (DefaultTau).
 	Tau Duration `json:"tau,omitempty"`
 	// FixedSpeed keeps the clock at 1/Tau instead of letting the controller
 	// match the eligible rate to Rate.
 	FixedSpeed bool `json:"fixed_speed,omitempty"`
 	// Difficulty is the proof-of-work difficulty in leading zero bits.
-	// Default: 16 (about 65,000 hashes, well under a second in a browser).
+	// Default: 16 (DefaultDifficulty).
 	Difficulty *int `json:"difficulty,omitempty"`
 	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
@@ -61,7 +63,8 @@ type Config struct {
 	// BindIP ties waiting tokens to a keyed hash of the client's address.
 	BindIP bool `json:"bind_ip,omitempty"`
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
-	// finding the client's address.
+	// finding the client's address (`fairgate proxy` only: in Caddy the
+	// client address is Caddy's, by its own trusted_proxies). Default: none.
 	TrustedProxies []string `json:"trusted_proxies,omitempty"`
 	// Hook is called when a visitor is admitted.
 	Hook *Hook `json:"admission_hook,omitempty"`
@@ -69,16 +72,20 @@ type Config struct {
 	Cache *Cache `json:"cache,omitempty"`
 	// WaitingStatus is the status of the waiting page. Default: 200.
 	WaitingStatus int `json:"waiting_status,omitempty"`
-	// ClosedPage and SoldOutPage are HTML files shown while the room is
-	// closed (SoldOutPage when it was closed as sold out). Default: built in.
-	ClosedPage  string `json:"closed_page,omitempty"`
+	// ClosedPage is an HTML file shown while the room is closed. Default:
+	// built in.
+	ClosedPage string `json:"closed_page,omitempty"`
+	// SoldOutPage is an HTML file shown while the room is closed with
+	// reason `sold_out` (admin API). Default: built in.
 	SoldOutPage string `json:"sold_out_page,omitempty"`
 	// TokenTTL is how long a waiting token lives past its next attempt.
-	// Default: 10m.
+	// Default: 10m (admission.DefaultPolicy).
 	TokenTTL Duration `json:"token_ttl,omitempty"`
-	// MinBackoff and MaxBackoff bound the time between admission
-	// attempts. Defaults: 2s and 30s.
+	// MinBackoff is the shortest time between admission attempts.
+	// Default: 2s (admission.DefaultPolicy).
 	MinBackoff Duration `json:"min_backoff,omitempty"`
+	// MaxBackoff is the longest time between admission attempts; at least
+	// MinBackoff. Default: 30s (admission.DefaultPolicy).
 	MaxBackoff Duration `json:"max_backoff,omitempty"`
 	// LedgerSize bounds how many used token ids this node remembers.
 	// Default: 1048576. When full, admissions fail closed (503).
@@ -113,8 +120,9 @@ type Identity struct {
 	// Key is the HMAC secret (base64) or the PEM public key; `env:` and
 	// `file:` work as for Keys.
 	Key string `json:"key"`
-	// Issuer and Audience, when set, must match.
-	Issuer   string `json:"issuer,omitempty"`
+	// Issuer, when set, must equal the JWT's `iss`. Default: not checked.
+	Issuer string `json:"issuer,omitempty"`
+	// Audience, when set, must be in the JWT's `aud`. Default: not checked.
 	Audience string `json:"audience,omitempty"`
 	// Required refuses visitors without a valid login (401) instead of
 	// letting them wait anonymously.
@@ -126,6 +134,9 @@ type Identity struct {
 // `ses`; 409 or 429 keeps the visitor waiting without penalty; anything
 // else, or no answer within Timeout, follows OnFailure.
 type Hook struct {
+	// URL receives a POST per admission: an absolute http or https URL.
+	// In Caddy it may hold request placeholders ({http.request.host}).
+	// Required.
 	URL string `json:"url"`
 	// Timeout of one call. Default: 3s.
 	Timeout Duration `json:"timeout,omitempty"`
@@ -164,6 +175,33 @@ func (c Config) RoomName() string {
 	return c.Room
 }
 
+// Defaults of the room settings that are the gateway's own (the token,
+// pass and backoff defaults are admission.DefaultPolicy's).
+const (
+	// DefaultRate is the target admissions per second without Rate or Sessions.
+	DefaultRate = 10
+	// DefaultTau is the mean wait the serving clock starts with.
+	DefaultTau = 2 * time.Minute
+	// DefaultDifficulty is about 65,000 hashes: well under a second in a browser.
+	DefaultDifficulty = 16
+)
+
+// checkRate is the one rule for a target rate, in the config and the admin API.
+func checkRate(rate float64) error {
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("rate %v: must be a positive number of admissions per second", rate)
+	}
+	return nil
+}
+
+// checkDifficulty is the one rule for a difficulty, in the config and the admin API.
+func checkDifficulty(bits int) error {
+	if bits < 0 || bits > admission.MaxDifficulty {
+		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, admission.MaxDifficulty)
+	}
+	return nil
+}
+
 // DefaultPrefix is where the gateway's endpoints live unless Prefix says.
 const DefaultPrefix = "/_fairgate"
 
@@ -184,7 +222,12 @@ type OptionError struct {
 	Err    error
 }
 
-func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Error() string {
+	if msg := e.Err.Error(); strings.HasPrefix(msg, e.Option+" ") {
+		return msg
+	}
+	return e.Option + ": " + e.Err.Error()
+}
 func (e *OptionError) Unwrap() error { return e.Err }
 
 func optionErr(option string, format string, args ...any) error {
@@ -230,11 +273,13 @@ func (c Config) settle() (settings, error) {
 	if st == admission.StateScheduled && s.saleStart.IsZero() {
 		return s, errors.New("a scheduled room needs sale_start")
 	}
-	setDur(&s.SessionLength, 15*time.Minute)
-	setDur(&s.Tau, 2*time.Minute)
-	setDur(&s.TokenTTL, 10*time.Minute)
-	setDur(&s.MinBackoff, 2*time.Second)
-	setDur(&s.MaxBackoff, 30*time.Second)
+	// The gate's defaults, applied here so the room and the admin API see
+	// the values the gate uses.
+	setDur(&s.SessionLength, admission.DefaultPolicy.PassTTL)
+	setDur(&s.Tau, DefaultTau)
+	setDur(&s.TokenTTL, admission.DefaultPolicy.TokenTTL)
+	setDur(&s.MinBackoff, admission.DefaultPolicy.MinBackoff)
+	setDur(&s.MaxBackoff, admission.DefaultPolicy.MaxBackoff)
 	if s.MinBackoff > s.MaxBackoff {
 		return s, optionErr("backoff", "min_backoff %v is longer than max_backoff %v", time.Duration(s.MinBackoff), time.Duration(s.MaxBackoff))
 	}
@@ -248,20 +293,20 @@ func (c Config) settle() (settings, error) {
 		s.Rate = float64(s.Sessions) / time.Duration(s.SessionLength).Seconds()
 	}
 	if s.Rate == 0 {
-		s.Rate = 10
+		s.Rate = DefaultRate
 	}
-	if s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
-		return s, optionErr("rate", "%v: must be a positive number of admissions per second", s.Rate)
+	if err := checkRate(s.Rate); err != nil {
+		return s, &OptionError{Option: "rate", Err: err}
 	}
 	if s.Burst == 0 {
 		s.Burst = math.Max(1, s.Rate)
 	}
-	s.difficulty = 16
+	s.difficulty = DefaultDifficulty
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
-	if s.difficulty < 0 || s.difficulty > admission.MaxDifficulty {
-		return s, optionErr("difficulty", "%d: must be 0 to %d bits", s.difficulty, admission.MaxDifficulty)
+	if err := checkDifficulty(s.difficulty); err != nil {
+		return s, &OptionError{Option: "difficulty", Err: err}
 	}
 	s.Prefix = c.EndpointPrefix()
 	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {

@@ -1,0 +1,225 @@
+// Command load is the fault suite's bounded load generator. For a fixed
+// time it runs honest visitors through a waiting room (token, proof of
+// work, waiting until nxt, admission, the shop with the pass, and one replay
+// of the used token) and, optionally, plain workers against a site without
+// the room. It prints one JSON line of counts:
+//
+//	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-for 15s]
+//
+// failed: answers outside the documented set (transport errors, 5xx from
+// the waiting room's own endpoints, unexpected statuses); origin_errors:
+// 502/503/504 on the shop behind a pass (the origin's fault, the documented
+// answer while it is down); lost: visitors whose waiting token was refused
+// before they were admitted; double: a used token admitted again.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+type counts struct {
+	Requests     atomic.Int64 `json:"-"`
+	Failed       atomic.Int64 `json:"-"`
+	OriginErrors atomic.Int64 `json:"-"`
+	Admitted     atomic.Int64 `json:"-"`
+	Lost         atomic.Int64 `json:"-"`
+	Double       atomic.Int64 `json:"-"`
+	PlainReqs    atomic.Int64 `json:"-"`
+	PlainFailed  atomic.Int64 `json:"-"`
+	mu           sync.Mutex
+	samples      []string
+}
+
+// fail records a failure and keeps the first few for the report.
+func (c *counts) fail(n *atomic.Int64, what string) {
+	n.Add(1)
+	c.mu.Lock()
+	if len(c.samples) < 5 {
+		c.samples = append(c.samples, what)
+	}
+	c.mu.Unlock()
+}
+
+func main() {
+	site := flag.String("site", "", "the site behind the waiting room")
+	room := flag.String("room", "", "the room's name (its pass cookie is fairgate_pass_ROOM)")
+	plain := flag.String("plain", "", "a site without the waiting room, for comparison")
+	visitors := flag.Int("visitors", 20, "concurrent visitors")
+	workers := flag.Int("workers", 4, "concurrent plain workers")
+	length := flag.Duration("for", 15*time.Second, "how long to run")
+	flag.Parse()
+	if *site == "" || *room == "" {
+		fmt.Fprintln(os.Stderr, "load: -site and -room are required")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *length)
+	defer cancel()
+	c := &counts{}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var wg sync.WaitGroup
+	for range *visitors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				visit(ctx, client, c, *site, *room)
+			}
+		}()
+	}
+	if *plain != "" {
+		for range *workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					status, _, err := do(ctx, client, "GET", *plain+"/", nil, "")
+					if ctx.Err() != nil {
+						return
+					}
+					c.PlainReqs.Add(1)
+					if err != nil || status != http.StatusOK {
+						c.fail(&c.PlainFailed, fmt.Sprintf("plain: %d %v", status, err))
+					}
+					sleep(ctx, 20*time.Millisecond)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	out, _ := json.Marshal(map[string]any{
+		"requests": c.Requests.Load(), "failed": c.Failed.Load(), "origin_errors": c.OriginErrors.Load(),
+		"admitted": c.Admitted.Load(), "lost": c.Lost.Load(), "double": c.Double.Load(),
+		"plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "samples": c.samples,
+	})
+	fmt.Println(string(out))
+}
+
+type ticket struct {
+	Token      string  `json:"token"`
+	Challenge  string  `json:"challenge"`
+	Difficulty int     `json:"difficulty"`
+	RetryAfter float64 `json:"retry_after"`
+}
+
+// visit is one honest visitor, from the waiting answer to the shop.
+func visit(ctx context.Context, client *http.Client, c *counts, site, room string) {
+	status, _, err := c.call(ctx, client, "GET", site+"/", nil, "")
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil || (status != http.StatusTooManyRequests && status != http.StatusOK) {
+		c.fail(&c.Failed, fmt.Sprintf("GET /: %d %v", status, err))
+		sleep(ctx, time.Second)
+		return
+	}
+	status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/token", nil, "")
+	var tk ticket
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
+		if ctx.Err() == nil {
+			c.fail(&c.Failed, fmt.Sprintf("token: %d %v %.80s", status, err, body))
+			sleep(ctx, time.Second)
+		}
+		return
+	}
+	for ctx.Err() == nil {
+		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
+		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		if err != nil {
+			return
+		}
+		req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(n, 10), "token": tk.Token})
+		status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, "")
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil || status >= 500:
+			// The place is kept: try again with the same token.
+			c.fail(&c.Failed, fmt.Sprintf("admit: %d %v %.80s", status, err, body))
+			tk.RetryAfter = 1
+		case status == http.StatusOK:
+			var a struct{ Pass string }
+			_ = json.Unmarshal(body, &a)
+			c.Admitted.Add(1)
+			if st, _, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK {
+				c.fail(&c.Double, "a used token admitted again")
+			}
+			shop(ctx, client, c, site, room, a.Pass)
+			return
+		case status == http.StatusTooManyRequests:
+			var next ticket
+			_ = json.Unmarshal(body, &next)
+			if next.Token != "" {
+				tk = next
+			} else { // the prepared busy answer: same token, later
+				tk.RetryAfter = next.RetryAfter
+			}
+		default:
+			c.fail(&c.Lost, fmt.Sprintf("admit refused the place: %d %.120s", status, body))
+			return
+		}
+	}
+}
+
+// shop browses with the pass for a few requests.
+func shop(ctx context.Context, client *http.Client, c *counts, site, room, pass string) {
+	for range 5 {
+		status, body, err := c.call(ctx, client, "GET", site+"/shop", nil, "fairgate_pass_"+room+"="+pass)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil && status == http.StatusOK:
+		case err == nil && (status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout):
+			c.fail(&c.OriginErrors, fmt.Sprintf("shop: %d", status))
+		default:
+			c.fail(&c.Failed, fmt.Sprintf("shop with a pass: %d %v %.80s", status, err, body))
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+}
+
+func (c *counts) call(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, error) {
+	c.Requests.Add(1)
+	return do(ctx, client, method, url, body, cookie)
+}
+
+func do(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, err
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
