@@ -1,15 +1,18 @@
 // Command load is the fault suite's bounded load generator. For a fixed
 // time it runs honest visitors through a waiting room (token, proof of
 // work, waiting until nxt, admission, the shop with the pass, and one replay
-// of the used token) and, optionally, plain workers against a site without
-// the room. It prints one JSON line of counts:
+// of the used token) and, optionally, plain workers sending GETs and POSTs
+// to a site without the room. It prints one JSON line of counts:
 //
-//	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-for 15s]
+//	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-for 15s] [-keepalive=false]
+//	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
 //
 // failed: answers outside the documented set (transport errors, 5xx from
 // the waiting room's own endpoints, unexpected statuses); origin_errors:
 // 502/503/504 on the shop behind a pass (the origin's fault, the documented
-// answer while it is down); lost: visitors whose waiting token was refused
+// answer while it is down); deferred: admissions the room put off because
+// the admission hook failed (429 "deferred", or 503 "unavailable", the
+// place kept); lost: visitors whose waiting token was refused
 // before they were admitted; double: a used token admitted again.
 package main
 
@@ -37,6 +40,7 @@ type counts struct {
 	Admitted     atomic.Int64 `json:"-"`
 	Lost         atomic.Int64 `json:"-"`
 	Double       atomic.Int64 `json:"-"`
+	Deferred     atomic.Int64 `json:"-"`
 	PlainReqs    atomic.Int64 `json:"-"`
 	PlainFailed  atomic.Int64 `json:"-"`
 	mu           sync.Mutex
@@ -60,7 +64,14 @@ func main() {
 	visitors := flag.Int("visitors", 20, "concurrent visitors")
 	workers := flag.Int("workers", 4, "concurrent plain workers")
 	length := flag.Duration("for", 15*time.Second, "how long to run")
+	keepAlive := flag.Bool("keepalive", true, "reuse connections")
+	hookAddr := flag.String("serve-hook", "", "serve an admission hook on this address instead")
+	hookDelay := flag.Duration("hook-delay", 0, "how long the hook takes to answer")
 	flag.Parse()
+	if *hookAddr != "" {
+		fmt.Fprintln(os.Stderr, serveHook(*hookAddr, *hookDelay))
+		os.Exit(1)
+	}
 	if *site == "" || *room == "" {
 		fmt.Fprintln(os.Stderr, "load: -site and -room are required")
 		os.Exit(2)
@@ -68,7 +79,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), *length)
 	defer cancel()
 	c := &counts{}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableKeepAlives: !*keepAlive}}
 	var wg sync.WaitGroup
 	for range *visitors {
 		wg.Add(1)
@@ -84,14 +95,21 @@ func main() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for ctx.Err() == nil {
-					status, _, err := do(ctx, client, "GET", *plain+"/", nil, "")
+				// GETs and POSTs, as the visitors send: Go's client retries
+				// an idempotent request on a connection closed under it, and
+				// a POST it does not.
+				for i := 0; ctx.Err() == nil; i++ {
+					method := "GET"
+					if i%2 == 1 {
+						method = "POST"
+					}
+					status, _, err := do(ctx, client, method, *plain+"/", []byte("{}"), "")
 					if ctx.Err() != nil {
 						return
 					}
 					c.PlainReqs.Add(1)
 					if err != nil || status != http.StatusOK {
-						c.fail(&c.PlainFailed, fmt.Sprintf("plain: %d %v", status, err))
+						c.fail(&c.PlainFailed, fmt.Sprintf("plain %s: %d %v", method, status, err))
 					}
 					sleep(ctx, 20*time.Millisecond)
 				}
@@ -101,7 +119,7 @@ func main() {
 	wg.Wait()
 	out, _ := json.Marshal(map[string]any{
 		"requests": c.Requests.Load(), "failed": c.Failed.Load(), "origin_errors": c.OriginErrors.Load(),
-		"admitted": c.Admitted.Load(), "lost": c.Lost.Load(), "double": c.Double.Load(),
+		"admitted": c.Admitted.Load(), "lost": c.Lost.Load(), "double": c.Double.Load(), "deferred": c.Deferred.Load(),
 		"plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "samples": c.samples,
 	})
 	fmt.Println(string(out))
@@ -112,6 +130,7 @@ type ticket struct {
 	Challenge  string  `json:"challenge"`
 	Difficulty int     `json:"difficulty"`
 	RetryAfter float64 `json:"retry_after"`
+	Outcome    string  `json:"outcome"`
 }
 
 // visit is one honest visitor, from the waiting answer to the shop.
@@ -146,6 +165,10 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			return
 		}
 		switch {
+		case status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"unavailable"`)):
+			// The documented answer while a dependency fails: the place is kept.
+			c.Deferred.Add(1)
+			tk.RetryAfter = 2
 		case err != nil || status >= 500:
 			// The place is kept: try again with the same token.
 			c.fail(&c.Failed, fmt.Sprintf("admit: %d %v %.80s", status, err, body))
@@ -162,6 +185,9 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 		case status == http.StatusTooManyRequests:
 			var next ticket
 			_ = json.Unmarshal(body, &next)
+			if next.Outcome == "deferred" {
+				c.Deferred.Add(1)
+			}
 			if next.Token != "" {
 				tk = next
 			} else { // the prepared busy answer: same token, later
@@ -213,6 +239,16 @@ func do(ctx context.Context, client *http.Client, method, url string, body []byt
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, b, err
+}
+
+// serveHook is an admission hook that opens a session after delay.
+func serveHook(addr string, delay time.Duration) error {
+	var n atomic.Int64
+	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sleep(r.Context(), delay)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"session":"s%d"}`, n.Add(1))
+	}))
 }
 
 func sleep(ctx context.Context, d time.Duration) {
