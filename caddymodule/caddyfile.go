@@ -94,6 +94,8 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        max_entry_bytes         <bytes>
 //	    }
 //	    waiting_status  <code>
+//	    waiting_page    <file>                    # html/template, see docs/WAITING_PAGE.md
+//	    language        <tag>                     # force en, de, fr, es, it, pt, nl, ja or ar
 //	    closed_page     <file>
 //	    sold_out_page   <file>
 //	    token_ttl       <duration>
@@ -216,6 +218,10 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return unmarshalCache(d, c.Cache)
 	case "waiting_status":
 		return oneInt(d, &c.WaitingStatus)
+	case "waiting_page":
+		return oneString(d, &c.WaitingPage)
+	case "language":
+		return oneString(d, &c.Language)
 	case "closed_page":
 		return oneString(d, &c.ClosedPage)
 	case "sold_out_page":

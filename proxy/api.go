@@ -32,10 +32,16 @@ type ticketJSON struct {
 	RetryAfter  float64 `json:"retry_after"`
 	// EstimateSeconds is the public wait estimate; absent when unknown.
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	EstimateKnown   bool     `json:"estimate_known"`
 	SaleStart       string   `json:"sale_start,omitempty"`
 	Strikes         int      `json:"strikes,omitempty"`
 	Outcome         string   `json:"outcome,omitempty"`
-	Message         string   `json:"message,omitempty"`
+	// Lang is the language of Message and Estimate (Accept-Language, or
+	// the configured language); Message is the page's status line and
+	// Estimate the wait in words, as the waiting page shows them.
+	Lang     string `json:"lang"`
+	Message  string `json:"message"`
+	Estimate string `json:"estimate"`
 }
 
 type admitRequest struct {
@@ -91,7 +97,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	view := g.shared.Room.View(now)
 	if view.State == admission.StateClosed {
-		g.writeClosedJSON(w)
+		g.writeClosedJSON(w, r)
 		return
 	}
 	who, err := g.visitor(r, now)
@@ -174,7 +180,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	case admission.OutcomeReused:
 		writeError(w, http.StatusConflict, "token_used", "this waiting token was already used; request a new one")
 	case admission.OutcomeClosed:
-		g.writeClosedJSON(w)
+		g.writeClosedJSON(w, r)
 	default:
 		g.log.Error("admission unavailable", zap.String("room", g.cfg.Room), zap.Error(d.Err))
 		w.Header().Set("Retry-After", "2")
@@ -236,6 +242,7 @@ type statusJSON struct {
 	SaleStart       string   `json:"sale_start,omitempty"`
 	Rate            float64  `json:"rate"`
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	EstimateKnown   bool     `json:"estimate_known"`
 	Waiting         float64  `json:"waiting"`
 }
 
@@ -254,6 +261,7 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	if est, ok := view.EstimateWait(now); ok {
 		secs := math.Round(est.Seconds())
 		st.EstimateSeconds = &secs
+		st.EstimateKnown = true
 	}
 	w.Header().Set("Cache-Control", "public, max-age=1")
 	writeJSON(w, http.StatusOK, st)
@@ -267,13 +275,21 @@ func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
 		RetryAfter: math.Max(0, retry.Seconds()), Strikes: c.Pen, Outcome: outcome,
 	}
+	secs := math.Round(tk.Estimate.Seconds())
 	if tk.EstimateKnown {
-		secs := math.Round(tk.Estimate.Seconds())
 		body.EstimateSeconds = &secs
+		body.EstimateKnown = true
 	}
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
+	lang, varies := g.pages.localeFor(r)
+	if varies {
+		w.Header().Add("Vary", "Accept-Language")
+	}
+	l := pageLanguages.all[lang]
+	body.Lang, body.Message = l.name, l.stateMessage(body.State, outcome, body.SaleStart)
+	body.Estimate = l.waitText(secs, tk.EstimateKnown)
 	setCookie(w, r, g.cookies.wait, tk.Token, c.Expiry(), g.cfg.trusted)
 	w.Header().Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
@@ -282,14 +298,20 @@ func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int
 	writeJSON(w, status, body)
 }
 
-func (g *Gateway) writeClosedJSON(w http.ResponseWriter) {
+// writeClosedJSON is the closed answer for apps: the error, and the
+// closed page's text in the visitor's language.
+func (g *Gateway) writeClosedJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "60")
 	reason := g.shared.ClosedReason()
 	msg := "the waiting room is closed"
 	if reason == "sold_out" {
 		msg = "sold out"
 	}
-	writeErrorReason(w, http.StatusServiceUnavailable, "closed", msg, reason)
+	lang, _ := g.pages.localeFor(r)
+	writeJSON(w, http.StatusServiceUnavailable, struct {
+		Error errorBody `json:"error"`
+		Page  *pageJSON `json:"page"`
+	}{errorBody{Code: "closed", Message: msg, Reason: reason}, closedPageJSON(pageLanguages.all[lang], reason == "sold_out")})
 }
 
 // invalidStatus maps a rejection to DESIGN.md's statuses.

@@ -72,6 +72,16 @@ type Config struct {
 	Cache *Cache `json:"cache,omitempty"`
 	// WaitingStatus is the status of the waiting page. Default: 200.
 	WaitingStatus int `json:"waiting_status,omitempty"`
+	// WaitingPage is an html/template file for the waiting page, executed
+	// with PageData (docs/WAITING_PAGE.md). It must include {{.Script}}. It
+	// is parsed and executed against sample data in every language when the
+	// config loads, so a broken template fails the load with its file and
+	// line. Default: the built-in page.
+	WaitingPage string `json:"waiting_page,omitempty"`
+	// Language forces the language of the visitor pages (`en`, `de`, `fr`,
+	// `es`, `it`, `pt`, `nl`, `ja`, `ar`). Default: each visitor's
+	// Accept-Language, English when none of these matches.
+	Language string `json:"language,omitempty"`
 	// ClosedPage is an HTML file shown while the room is closed. Default:
 	// built in.
 	ClosedPage string `json:"closed_page,omitempty"`
@@ -248,6 +258,7 @@ type settings struct {
 	saleStart  time.Time
 	difficulty int
 	trusted    []netip.Prefix
+	language   int // index in pageLanguages, or -1 for Accept-Language
 }
 
 // defaults fills in defaults and checks the config.
@@ -317,6 +328,12 @@ func (c Config) settle() (settings, error) {
 	}
 	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
 		return s, optionErr("waiting_status", "%d is not an HTTP status", s.WaitingStatus)
+	}
+	s.language = -1
+	if s.Language != "" {
+		if s.language, err = pageLanguages.byName(s.Language); err != nil {
+			return s, &OptionError{Option: "language", Err: err}
+		}
 	}
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20

@@ -154,7 +154,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pass cache: %w", err)
 	}
-	if g.pages, err = newPages(s); err != nil {
+	if g.pages, err = newPages(s, g.log); err != nil {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
