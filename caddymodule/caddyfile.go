@@ -103,6 +103,14 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    ledger_size     <ids>
 //	    max_body_bytes  <bytes>
 //	}
+//
+// Each option may be given once. Durations are Caddy's (`1d` works). Values
+// wrong on their own (`state queu`, `difficulty 99`, a hook URL that is not
+// http or https, `backoff 30s 2s`) are refused with the file and line. The
+// client address is Caddy's (its `trusted_proxies` server option). With a
+// matcher, the room's endpoints under `prefix` get a route of their own.
+// A keys_from file is read at each load: after changing it, reload with
+// `caddy reload --force`.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
 	if d.NextArg() {

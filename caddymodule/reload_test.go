@@ -109,10 +109,14 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 		{"bad user_agent regexp", changed + "\n bypass {\n user_agent (\n }", ""},
 		{"bad module elsewhere", changed, "@bad path_regexp [\n\trespond @bad 404"},
 		{"app that cannot start", changed, "}\nhttp://127.0.0.1:" + strings.Split(taken.Addr().String(), ":")[1] + " {\n\tbind 127.0.0.1\n\trespond ok"},
+		{"same room, other settings", changed, "}\nhttp://localhost:9081 {\n\twaiting_room reload {\n\t\tstate paused\n\t}\n\trespond ok"},
 	} {
 		code, body := load(t, reloadConfig(origin.URL, bad.options, bad.extra))
 		if code == 200 || strings.Contains(body, "adapting config") {
 			t.Fatalf("%s: Caddy answered %d %s, not a rejection while loading", bad.name, code, body)
+		}
+		if bad.name == "same room, other settings" && !strings.Contains(body, `room \"reload\" is configured twice with different settings`) {
+			t.Fatalf("%s: %s", bad.name, body)
 		}
 		if after := roomFigures(t, c); after != before {
 			t.Fatalf("%s (Caddy said %d %s): the room changed:\nbefore %s\nafter  %s", bad.name, code, body, before, after)
