@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
@@ -28,6 +29,20 @@ type App struct {
 	mu       sync.Mutex
 	handlers []*Handler
 	settings map[string][]byte // room -> the JSON of its first handler
+	events   *caddyevents.App
+	ctx      caddy.Context
+}
+
+// liveApp is the App of the config that started last: admin API changes
+// are emitted through its events app.
+var liveApp atomic.Pointer[App]
+
+// emit sends a waiting room event through Caddy's events app (subscribe
+// with the `events` global option). It costs nothing without subscribers.
+func (a *App) emit(name string, data map[string]any) {
+	if a != nil && a.events != nil {
+		a.events.Emit(a.ctx, name, data)
+	}
 }
 
 // CaddyModule returns the Caddy module information.
@@ -41,11 +56,13 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 // Provision subscribes to Caddy's `started` event.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.settings = map[string][]byte{}
+	a.ctx = ctx
 	events, err := ctx.App("events")
 	if err != nil {
 		return fmt.Errorf("waiting_room: %w", err)
 	}
-	return events.(*caddyevents.App).On("started", a)
+	a.events = events.(*caddyevents.App)
+	return a.events.On("started", a)
 }
 
 // register adds a handler of this config. Two handlers of one room must
@@ -63,6 +80,7 @@ func (a *App) register(h *Handler) error {
 	}
 	a.settings[h.room] = js
 	a.handlers = append(a.handlers, h)
+	h.app = a
 	return nil
 }
 
@@ -74,6 +92,7 @@ func (a *App) Handle(context.Context, caddy.Event) error {
 	for _, h := range handlers {
 		h.activate()
 	}
+	liveApp.Store(a)
 	return nil
 }
 

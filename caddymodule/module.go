@@ -63,6 +63,7 @@ type Handler struct {
 	gw     *proxy.Gateway
 	room   string
 	pooled *pooledRoom
+	app    *App
 	logger *zap.Logger
 }
 
@@ -149,6 +150,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		ClientIP:   clientIP,
 		ReturnURI:  originalURI,
 		HookURL:    expandPlaceholders,
+		OnAdmit:    h.emitAdmitted,
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
@@ -179,9 +181,27 @@ func (keepRegistered) Unregister(prometheus.Collector) bool { return false }
 // when the config this handler belongs to has started.
 func (h *Handler) activate() {
 	h.pooled.activate()
+	before := h.pooled.shared.Status(time.Now())
 	if err := h.gw.ApplyConfig(); err != nil {
 		h.logger.Error("applying the room's settings", zap.String("room", h.room), zap.Error(err))
 	}
+	emitStateChange(h.app, before, h.pooled.shared.Status(time.Now()), "config")
+}
+
+// emitStateChange emits `waiting_room_state_changed` when a room's state
+// or closed reason changed; by is `config` or `admin_api`.
+func emitStateChange(app *App, before, after proxy.RoomStatus, by string) {
+	if before.State == after.State && before.Reason == after.Reason {
+		return
+	}
+	app.emit("waiting_room_state_changed", map[string]any{
+		"room": after.Room, "from": before.State, "to": after.State, "reason": after.Reason, "by": by,
+	})
+}
+
+// emitAdmitted emits `waiting_room_admitted` for one admission.
+func (h *Handler) emitAdmitted(_ *http.Request, waited time.Duration) {
+	h.app.emit("waiting_room_admitted", map[string]any{"room": h.room, "waited_seconds": waited.Seconds()})
 }
 
 // resolvedConfig expands placeholders in the key settings. Secrets stay out
@@ -303,6 +323,11 @@ func setOutcome(r *http.Request, o proxy.Outcome) {
 //	GET  /waiting_room/rooms          every room's live figures
 //	GET  /waiting_room/rooms/{room}   one room's
 //	POST /waiting_room/rooms/{room}   change state, reason, sale_start, rate, burst, difficulty
+//
+// A change of state is emitted as the event `waiting_room_state_changed`
+// (room, from, to, reason, by), as is one a reloaded config makes; each
+// admission as `waiting_room_admitted` (room, waited_seconds). Subscribe
+// with Caddy's `events` global option.
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -338,7 +363,15 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{
 		Pattern: "/waiting_room/",
 		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			_, name, _ := strings.Cut(r.URL.Path, "/rooms/")
+			sh, ok := rooms.Get(strings.Trim(name, "/"))
+			if !ok || r.Method == http.MethodGet {
+				proxy.ServeAdmin(w, r, rooms, time.Now())
+				return nil
+			}
+			before := sh.Status(time.Now())
 			proxy.ServeAdmin(w, r, rooms, time.Now())
+			emitStateChange(liveApp.Load(), before, sh.Status(time.Now()), "admin_api")
 			return nil
 		}),
 	}}

@@ -227,7 +227,11 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 	}
 	g.metrics.admissions.Inc()
 	if d.Claims != nil {
-		g.metrics.waited.Observe(math.Max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)).Seconds()))
+		waited := max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)))
+		g.metrics.waited.Observe(waited.Seconds())
+		if g.opts.OnAdmit != nil {
+			g.opts.OnAdmit(r, waited)
+		}
 	}
 	expires := d.PassClaims.Expiry()
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)

@@ -49,6 +49,9 @@ type Options struct {
 	// HookURL, if set, expands the admission hook URL for a request (Caddy:
 	// its placeholders); nil means the URL as configured.
 	HookURL func(r *http.Request, url string) string
+	// OnAdmit, if set, learns of each admission and how long the visitor
+	// waited since entering (the waiting token's iat).
+	OnAdmit func(r *http.Request, waited time.Duration)
 }
 
 // Gateway is one waiting room in front of one site.
