@@ -25,13 +25,14 @@ start_hook() { "$LOAD" -serve-hook "$HOOK_ADDR" -hook-delay "$1" 2>/dev/null & h
 room_settings() { curl -s "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["rate"], d["burst"], d["difficulty"])'; }
 field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
 row() { # row NAME FILE EXTRA: one line of the figures table
-  echo "| $1 | $(field "$2" requests) | $(field "$2" failed) | $(field "$2" plain_requests) | $(field "$2" plain_failed) | $(field "$2" origin_errors) | $(field "$2" admitted) | $(field "$2" deferred) | $(field "$2" lost) | $(field "$2" double) | $3 |" >> "$T/table"
+  echo "| $1 | $(field "$2" requests) | $(field "$2" failed) | $(field "$2" conn_errors) | $(field "$2" plain_requests) | $(field "$2" plain_failed) | $(field "$2" plain_conn_errors) | $(field "$2" origin_errors) | $(field "$2" admitted) | $(field "$2" deferred) | $(field "$2" lost) | $(field "$2" double) | $3 |" >> "$T/table"
 }
-# no_more_failed FILE: the room's share of failed requests is at most plain Caddy's.
-no_more_failed() { python3 -c "
+# conn_share_ok FILE: connection errors (resets and EOFs as Caddy switches
+# listeners on a reload) are rare on both sides: under 1% of requests.
+conn_share_ok() { python3 -c "
 import json; d=json.load(open('$1'))
-room = d['failed'] / max(d['requests'], 1); plain = d['plain_failed'] / max(d['plain_requests'], 1)
-raise SystemExit(0 if d['failed'] == 0 or room <= plain else 1)"; }
+ok = d['conn_errors'] <= 0.01 * d['requests'] and d['plain_conn_errors'] <= 0.01 * max(d['plain_requests'], 1)
+raise SystemExit(0 if ok else 1)"; }
 
 start_origin
 start_hook 0s
@@ -39,11 +40,10 @@ start_hook 0s
 wait_for "$admin/config/" && wait_for "$plain/"
 
 # 1. Ten reloads during load, the fifth rejected (a bad regexp, with rate 999).
-# A new connection per request: a reload closes idle keep-alive connections,
-# and a POST sent on one just as it closes fails on either side, at random
-# (Go's client retries only idempotent requests); docs/OPERATIONS.md has the
-# figures with keep-alive too.
-"$LOAD" -site "$room" -room faults -plain "$plain" -for 14s -keepalive=false > "$T/reloads.json" 2> "$T/load.err" & load=$!
+# Connection errors (a reset or EOF as Caddy switches listeners, or closes an
+# idle keep-alive connection a POST was just sent on) hit either side at
+# random and are counted apart from HTTP failures.
+"$LOAD" -site "$room" -room faults -plain "$plain" -for 14s > "$T/reloads.json" 2> "$T/load.err" & load=$!
 sleep 2
 rejected_ok=yes
 for i in $(seq 10); do
@@ -57,10 +57,11 @@ for i in $(seq 10); do
   sleep 1
 done
 wait "$load"
-check "10 reloads under load: no failed request beyond plain Caddy's share" no_more_failed "$T/reloads.json"
+check "10 reloads under load: no HTTP failure from the room (plain Caddy: none either)" test "$(field "$T/reloads.json" failed)" = 0 -a "$(field "$T/reloads.json" plain_failed)" = 0
+check "10 reloads under load: connection errors under 1% on both sides" conn_share_ok "$T/reloads.json"
 check "10 reloads under load: no lost place, no double admission" test "$(field "$T/reloads.json" lost)" = 0 -a "$(field "$T/reloads.json" double)" = 0 -a "$(field "$T/reloads.json" admitted)" -gt 0
 check "the rejected reload was refused and changed nothing (state, rate, burst, difficulty)" test "$rejected_ok" = yes
-row "10 reloads, 1 rejected (no keep-alive)" "$T/reloads.json" "rejected reload changed nothing: $rejected_ok"
+row "10 reloads, 1 rejected" "$T/reloads.json" "rejected reload changed nothing: $rejected_ok"
 
 # 2. The origin down for 3 s and back.
 "$LOAD" -site "$room" -room faults -plain "$plain" -for 9s > "$T/origin.json" 2>> "$T/load.err" & load=$!
@@ -70,7 +71,7 @@ sleep 3
 start_origin
 wait "$load"
 check "origin down and back: the waiting room kept answering, no lost place, no double admission" \
-  test "$(field "$T/origin.json" failed)" = 0 -a "$(field "$T/origin.json" lost)" = 0 -a "$(field "$T/origin.json" double)" = 0
+  test "$(field "$T/origin.json" failed)" = 0 -a "$(field "$T/origin.json" conn_errors)" = 0 -a "$(field "$T/origin.json" lost)" = 0 -a "$(field "$T/origin.json" double)" = 0
 check "origin down: the shop behind a pass answered 502 (Caddy's documented answer), then recovered" \
   test "$(field "$T/origin.json" admitted)" -gt 0
 row "origin down 3 s, back" "$T/origin.json" "502 from reverse_proxy while down"
@@ -87,12 +88,13 @@ kill "$hook"; wait "$hook" 2>/dev/null
 start_hook 0s
 wait "$load"
 check "admission hook down, slow and back: no failed request, no lost place, no double admission" \
-  test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
+  test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" conn_errors)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
 row "hook down 3 s, slow 3 s, back" "$T/hook.json" "visitors kept waiting (on_failure closed)"
 
 echo
-echo "| scenario | room requests | failed | plain requests | plain failed | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| scenario | room requests | failed | connection errors | plain requests | plain failed | plain connection errors | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cat "$T/table"
 for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
+if [ "$failed" -ne 0 ]; then echo "--- faults caddy log (errors)"; grep -iE 'panic|"level":"error"' "$T/caddy.log" | tail -10; fi
 summary

@@ -7,8 +7,10 @@
 //	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-for 15s] [-keepalive=false]
 //	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
 //
-// failed: answers outside the documented set (transport errors, 5xx from
-// the waiting room's own endpoints, unexpected statuses); origin_errors:
+// failed: HTTP answers outside the documented set (5xx from the waiting
+// room's own endpoints, unexpected statuses); conn_errors: requests whose
+// connection failed (reset, EOF), which a reload causes on either side
+// (plain_conn_errors) when Caddy switches listeners; origin_errors:
 // 502/503/504 on the shop behind a pass (the origin's fault, the documented
 // answer while it is down); deferred: admissions the room put off because
 // the admission hook failed (429 "deferred", or 503 "unavailable", the
@@ -41,10 +43,27 @@ type counts struct {
 	Lost         atomic.Int64 `json:"-"`
 	Double       atomic.Int64 `json:"-"`
 	Deferred     atomic.Int64 `json:"-"`
+	ConnErrors   atomic.Int64 `json:"-"`
 	PlainReqs    atomic.Int64 `json:"-"`
 	PlainFailed  atomic.Int64 `json:"-"`
+	PlainConn    atomic.Int64 `json:"-"`
 	mu           sync.Mutex
 	samples      []string
+}
+
+// failure records a failed request as an HTTP failure or, when the
+// connection itself failed (reset, EOF), as a connection error.
+func (c *counts) failure(plain bool, err error, what string) {
+	switch {
+	case plain && err != nil:
+		c.fail(&c.PlainConn, what)
+	case plain:
+		c.fail(&c.PlainFailed, what)
+	case err != nil:
+		c.fail(&c.ConnErrors, what)
+	default:
+		c.fail(&c.Failed, what)
+	}
 }
 
 // fail records a failure and keeps the first few for the report.
@@ -109,7 +128,7 @@ func main() {
 					}
 					c.PlainReqs.Add(1)
 					if err != nil || status != http.StatusOK {
-						c.fail(&c.PlainFailed, fmt.Sprintf("plain %s: %d %v", method, status, err))
+						c.failure(true, err, fmt.Sprintf("plain %s: %d %v", method, status, err))
 					}
 					sleep(ctx, 20*time.Millisecond)
 				}
@@ -120,7 +139,7 @@ func main() {
 	out, _ := json.Marshal(map[string]any{
 		"requests": c.Requests.Load(), "failed": c.Failed.Load(), "origin_errors": c.OriginErrors.Load(),
 		"admitted": c.Admitted.Load(), "lost": c.Lost.Load(), "double": c.Double.Load(), "deferred": c.Deferred.Load(),
-		"plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "samples": c.samples,
+		"conn_errors": c.ConnErrors.Load(), "plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "plain_conn_errors": c.PlainConn.Load(), "samples": c.samples,
 	})
 	fmt.Println(string(out))
 }
@@ -140,7 +159,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 		return
 	}
 	if err != nil || (status != http.StatusTooManyRequests && status != http.StatusOK) {
-		c.fail(&c.Failed, fmt.Sprintf("GET /: %d %v", status, err))
+		c.failure(false, err, fmt.Sprintf("GET /: %d %v", status, err))
 		sleep(ctx, time.Second)
 		return
 	}
@@ -148,7 +167,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 	var tk ticket
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 		if ctx.Err() == nil {
-			c.fail(&c.Failed, fmt.Sprintf("token: %d %v %.80s", status, err, body))
+			c.failure(false, err, fmt.Sprintf("token: %d %v %.80s", status, err, body))
 			sleep(ctx, time.Second)
 		}
 		return
@@ -171,7 +190,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			tk.RetryAfter = 2
 		case err != nil || status >= 500:
 			// The place is kept: try again with the same token.
-			c.fail(&c.Failed, fmt.Sprintf("admit: %d %v %.80s", status, err, body))
+			c.failure(false, err, fmt.Sprintf("admit: %d %v %.80s", status, err, body))
 			tk.RetryAfter = 1
 		case status == http.StatusOK:
 			var a struct{ Pass string }
@@ -212,7 +231,7 @@ func shop(ctx context.Context, client *http.Client, c *counts, site, room, pass 
 		case err == nil && (status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout):
 			c.fail(&c.OriginErrors, fmt.Sprintf("shop: %d", status))
 		default:
-			c.fail(&c.Failed, fmt.Sprintf("shop with a pass: %d %v %.80s", status, err, body))
+			c.failure(false, err, fmt.Sprintf("shop with a pass: %d %v %.80s", status, err, body))
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
