@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fault suite: faults during bounded load (e2e/load) against the
 # xcaddy-built Caddy, each stated as figures. Run by e2e/run.sh, which sets
-# CADDY, TARGETS, LOAD and FAIRGATE_KEYS. Prints a Markdown table of the
+# CADDY, TARGETS, LOAD and FAIRGATE (the CLI). Prints a Markdown table of the
 # figures (docs/OPERATIONS.md shows one) and fails when a figure is wrong:
 # a failed request beyond plain Caddy's share, a lost place, a double
 # admission, a room changed by a rejected reload.
@@ -15,7 +15,8 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; return 1; }
 
 export ADMIN_ADDRESS="127.0.0.1:$(port)" ROOM_PORT=$(port) PLAIN_PORT=$(port) SHOP_PORT=$(port)
-export SHOP_UPSTREAM="127.0.0.1:$SHOP_PORT" HOOK_ADDR="127.0.0.1:$(port)"
+export SHOP_UPSTREAM="127.0.0.1:$SHOP_PORT" HOOK_ADDR="127.0.0.1:$(port)" KEYS_FILE="$T/keys.json"
+"$FAIRGATE" keygen --kid first > "$KEYS_FILE"
 export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data"
 room="http://127.0.0.1:$ROOM_PORT" plain="http://127.0.0.1:$PLAIN_PORT" admin="http://$ADMIN_ADDRESS"
 caddyfile="$(dirname "$0")/faults.caddyfile"
@@ -91,10 +92,23 @@ check "admission hook down, slow and back: no failed request, no lost place, no 
   test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" conn_errors)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
 row "hook down 3 s, slow 3 s, back" "$T/hook.json" "visitors kept waiting (on_failure closed)"
 
+# 4. Key rotation during load: a key added to the key file and signing
+# (`fairgate keys add`), then `caddy reload --force`; waiting tokens and
+# passes signed by the old key stay valid.
+"$LOAD" -site "$room" -room faults -plain "$plain" -for 10s > "$T/keys.json.out" 2>> "$T/load.err" & load=$!
+sleep 3
+"$FAIRGATE" keys add --file "$KEYS_FILE" --kid second >> "$T/reload.log" && reload
+rotated=$(python3 -c "import json; print(json.load(open('$KEYS_FILE'))['signing'])")
+wait "$load"
+check "key rotation under load: no failed request, no lost place, no double admission" \
+  test "$rotated" = second -a "$(field "$T/keys.json.out" failed)" = 0 -a "$(field "$T/keys.json.out" lost)" = 0 -a "$(field "$T/keys.json.out" double)" = 0 -a "$(field "$T/keys.json.out" admitted)" -gt 0
+check "key rotation under load: connection errors under 1% on both sides" conn_share_ok "$T/keys.json.out"
+row "key rotation (keys add, reload --force)" "$T/keys.json.out" "new key signing: $rotated; old tokens and passes accepted"
+
 echo
 echo "| scenario | room requests | failed | connection errors | plain requests | plain failed | plain connection errors | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cat "$T/table"
-for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
+for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/keys.json.out; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
 if [ "$failed" -ne 0 ]; then echo "--- faults caddy log (errors)"; grep -iE 'panic|"level":"error"' "$T/caddy.log" | tail -10; fi
 summary
