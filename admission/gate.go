@@ -289,7 +289,7 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
-// Decide runs one admission attempt (DESIGN.md, "Flow", step 4 and 5).
+// Decide runs one admission attempt (docs/DESIGN.md, "The decision").
 func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	now := a.Now
 	claims, err := g.codec.ParseWait(a.Token, room.Name(), now)

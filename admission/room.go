@@ -11,7 +11,7 @@ import (
 // State is a room's operating state.
 type State string
 
-// Room states (DESIGN.md, "Room states").
+// Room states (docs/DESIGN.md, "Room states").
 const (
 	// StateOpen lets everyone through without a queue.
 	StateOpen State = "open"

@@ -75,7 +75,7 @@ func numericDate(sec int64) *jwt.NumericDate {
 	return jwt.NewNumericDate(time.Unix(sec, 0))
 }
 
-// WaitClaims is the payload of a waiting token (see DESIGN.md, "Tokens").
+// WaitClaims is the payload of a waiting token (see docs/DESIGN.md, "Tokens").
 type WaitClaims struct {
 	Registered
 	// Lot is the lottery ticket: 16 random bytes, standard padded base64.
@@ -91,7 +91,7 @@ type WaitClaims struct {
 	// Pen counts attempts made before Nxt since the last penalty.
 	Pen int `json:"pen,omitempty"`
 	// Bnd, when set, binds the token to a network: a keyed hash of the
-	// client address the gateway saw at issue (an extension to DESIGN.md's
+	// client address the gateway saw at issue (an extension to the source design's
 	// claims, present only when IP binding is configured).
 	Bnd string `json:"bnd,omitempty"`
 }

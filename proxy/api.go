@@ -318,7 +318,7 @@ func (g *Gateway) writeClosedJSON(w http.ResponseWriter, r *http.Request) {
 	}{errorBody{Code: "closed", Message: msg, Reason: reason}, closedPageJSON(pageLanguages.all[lang], reason == "sold_out")})
 }
 
-// invalidStatus maps a rejection to DESIGN.md's statuses.
+// invalidStatus maps a rejection to the statuses of docs/DESIGN.md, "The gateway".
 func invalidStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, admission.ErrMalformed), errors.Is(err, admission.ErrNonceMalformed):

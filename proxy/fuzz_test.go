@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzAdmitBody: whatever a client posts to the admission endpoint, the
-// answer is a JSON error or decision with a DESIGN.md status, never a panic
+// answer is a JSON error or decision with a docs/DESIGN.md status, never a panic
 // or a 500.
 func FuzzAdmitBody(f *testing.F) {
 	clock := newFakeClock()

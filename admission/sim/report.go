@@ -238,7 +238,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "%-58s %12.4f %6s\n", "after the start: later arrivals admitted later (rho > 0)", r.ArrivalRho, check(r.ArrivalRho > 0))
 	fmt.Fprintf(&b, "%-58s %11.2f%% %6s\n", "refreshing 10x per backoff: median admission change", 100*r.Poller.Change, check(math.Abs(r.Poller.Change) < 0.01))
 	fmt.Fprintf(&b, "%-58s %11.2f%% %6s\n", "ignoring nxt: median admission change (must be > 0)", 100*r.Cheater.Change, check(r.Cheater.Change > 0))
-	fmt.Fprintf(&b, "\nmean wait by arrival decile after the start (DESIGN.md's curve is memoryless:\n")
+	fmt.Fprintf(&b, "\nmean wait by arrival decile after the start (the curve is memoryless:\n")
 	fmt.Fprintf(&b, "everyone waiting has the same chance each second, so a wait follows the length\n")
 	fmt.Fprintf(&b, "of the queue after arriving, and shrinks for the last arrivals as it drains):\n")
 	for d, w := range r.WaitByDecile {

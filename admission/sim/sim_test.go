@@ -41,7 +41,7 @@ func TestFairness(t *testing.T) {
 	if r.ArrivalRho <= 0.2 {
 		t.Errorf("later arrivals not admitted later: rho %.4f", r.ArrivalRho)
 	}
-	// DESIGN.md's curve is memoryless: a wait follows the queue after the
+	// The curve is memoryless (docs/DESIGN.md, "Ordering"): a wait follows the queue after the
 	// arrival, not the arrival order, so no decile may wait more than about
 	// the longest time the queue took to drain.
 	for d, w := range r.WaitByDecile {

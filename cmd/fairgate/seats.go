@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -54,7 +53,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	storeKind := fs.String("store", "bolt", "bolt (embedded file) or dynamodb")
 	dbPath := fs.String("db", "fairgate-seats.db", "bbolt file of the embedded store")
 	ddb := dynamoFlags(fs)
-	keysFile := fs.String("keys", "", "the gateway's keys (JSON of `fairgate keygen`) to verify passes (required)")
+	keysFile := fs.String("keys", "", "the gateway's keys (the JSON of 'fairgate keygen') to verify passes (required)")
 	room := fs.String("room", "main", "the waiting room whose passes open sessions")
 	event := fs.String("event", "", "event of sessions opened without naming one (the admission hook's)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_SEATS_ADMIN_TOKEN"), "bearer token for creating events")
@@ -122,7 +121,7 @@ type dynamo struct {
 	endpoint, prefix *string
 }
 
-func dynamoFlags(fs *flag.FlagSet) dynamo {
+func dynamoFlags(fs *flagSet) dynamo {
 	return dynamo{
 		endpoint: fs.String("dynamodb-endpoint", os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT"), "DynamoDB endpoint override, e.g. DynamoDB Local"),
 		prefix:   fs.String("table-prefix", "fairgate", "table names: <prefix>_seats and <prefix>_reservations"),
