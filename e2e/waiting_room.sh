@@ -21,7 +21,8 @@ nonce=$("$FAIRGATE" solve "$ch" "$dif")
 check "fairgate solve finds a nonce" test -n "$nonce"
 
 code=$(curl -s -c "$jar" -b "$jar" -o "$T/early" -w '%{http_code}' -X POST "$SITE/_fairgate/admit" -d "{\"nonce\":\"$nonce\"}")
-check "an early attempt is struck" test "$code" = 429 -a "$(json "$T/early" outcome)" = early -a "$(json "$T/early" strikes)" = 1
+early_token=$(json "$T/tk" token)
+check "an early attempt changes nothing" test "$code" = 429 -a "$(json "$T/early" outcome)" = early -a "$(json "$T/early" token)" = "$early_token"
 
 # Wait as the page would, then attempt, until admitted (bounded).
 admitted=no

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -34,7 +33,6 @@ type ticketJSON struct {
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
 	EstimateKnown   bool     `json:"estimate_known"`
 	SaleStart       string   `json:"sale_start,omitempty"`
-	Strikes         int      `json:"strikes,omitempty"`
 	Outcome         string   `json:"outcome,omitempty"`
 	// Lang is the language of Message and Estimate (Accept-Language, or
 	// the configured language); Message is the page's status line and
@@ -140,22 +138,9 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
 		return
 	}
-	// While the bucket is empty nobody can be admitted: answer from one
-	// prepared response without verifying anything.
-	// The answer never asks for a retry sooner than the minimum backoff:
-	// the bucket refills in fractions of a second at low rates, and telling
-	// every waiting visitor to come back that soon would multiply the load.
-	// It still counts for the population estimate (Little's law: one
-	// visitor present for the Retry-After it is given); leaving these
-	// answers out made the queue look empty whenever the bucket was, and
-	// the controller then sped the clock up exactly when it should not.
+	// Every decision, the busy one included, is the gate's: the gateway only
+	// carries it to HTTP.
 	view := g.shared.Room.View(now)
-	if empty, refill := g.shared.Room.BucketEmpty(now); empty && view.State == admission.StateQueue {
-		g.metrics.attempts.WithLabelValues("busy_cached").Inc()
-		retry := writeBusy(w, max(refill, time.Duration(g.cfg.MinBackoff)))
-		g.shared.Room.ObserveBackoff(now, retry)
-		return
-	}
 	who, err := g.visitor(r, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
@@ -167,9 +152,6 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
-		if d.Outcome == admission.OutcomeEarly {
-			g.metrics.strikes.Inc()
-		}
 		g.writeTicket(w, r, http.StatusTooManyRequests, d.Ticket, view, now, d.Outcome.String())
 	case admission.OutcomeInvalid:
 		status, code := invalidStatus(d.Err)
@@ -198,7 +180,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 			session = res.session
 		case res.err == nil || g.hook.onFailure == "closed":
 			// The seat service is full (409/429) or down with a closed
-			// policy: back to waiting, no strike.
+			// policy: back to waiting, place and budget given back.
 			if res.err != nil {
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
@@ -277,7 +259,7 @@ func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int
 	body := ticketJSON{
 		Room: view.Name, State: string(view.State), Token: tk.Token,
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
-		RetryAfter: math.Max(0, retry.Seconds()), Strikes: c.Pen, Outcome: outcome,
+		RetryAfter: math.Max(0, retry.Seconds()), Outcome: outcome,
 	}
 	secs := math.Round(tk.Estimate.Seconds())
 	if tk.EstimateKnown {
@@ -330,21 +312,6 @@ func invalidStatus(err error) (int, string) {
 	default: // signature, algorithm, key, audience, expiry, claims
 		return http.StatusUnauthorized, "token_invalid"
 	}
-}
-
-// busyBody is the one response every attempt gets while the bucket is empty.
-var busyBody = []byte(`{"error":{"code":"busy","message":"admissions are full this moment; your place is kept, try again after Retry-After"}}` + "\n")
-
-// writeBusy writes the prepared answer and returns the Retry-After it gave.
-func writeBusy(w http.ResponseWriter, refill time.Duration) time.Duration {
-	secs := int(math.Ceil(math.Max(1, math.Min(refill.Seconds(), 60))))
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Retry-After", strconv.Itoa(secs))
-	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", secs))
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(busyBody)
-	return time.Duration(secs) * time.Second
 }
 
 // safeReturn keeps redirects on this site: a path, not a URL.

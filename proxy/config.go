@@ -97,7 +97,8 @@ type Config struct {
 	// MaxBackoff is the longest time between admission attempts; at least
 	// MinBackoff. Default: 30s (admission.DefaultPolicy).
 	MaxBackoff Duration `json:"max_backoff,omitempty"`
-	// LedgerSize bounds how many used token ids this node remembers.
+	// LedgerSize bounds how many admitted places this node remembers (each
+	// for about token_ttl + max_backoff + min_backoff after its admission).
 	// Default: 1048576. When full, admissions fail closed (503).
 	LedgerSize int `json:"ledger_size,omitempty"`
 	// MaxBodyBytes bounds request bodies of the gateway's endpoints.
@@ -401,6 +402,10 @@ func (s settings) roomConfig() admission.RoomConfig {
 		Name: s.Room, State: s.state, SaleStart: s.saleStart,
 		Rate: s.Rate, Burst: s.Burst, Tau: time.Duration(s.Tau), Adaptive: !s.FixedSpeed,
 		Difficulty: s.difficulty, Window: 2 * time.Duration(s.MaxBackoff),
+		// A token stays valid TokenTTL past its checkpoint, plus the leeway:
+		// the clock is remembered that long, so a late attempt is judged
+		// at the checkpoint it names.
+		Memory: time.Duration(s.TokenTTL) + admission.DefaultPolicy.Leeway + time.Duration(s.MaxBackoff),
 	}
 }
 

@@ -7,6 +7,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -52,6 +53,9 @@ type Options struct {
 	// OnAdmit, if set, learns of each admission and how long the visitor
 	// waited since entering (the waiting token's iat).
 	OnAdmit func(r *http.Request, waited time.Duration)
+	// Random replaces crypto/rand for token ids, tickets and challenges.
+	// Only for simulations: predictable tickets are a broken queue.
+	Random io.Reader
 }
 
 // Gateway is one waiting room in front of one site.
@@ -117,7 +121,11 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		g.log.Warn("NO KEYS CONFIGURED: generated keys for this process only; a restart will invalidate every waiting token and pass. Run `fairgate keygen` and configure keys.",
 			zap.String("room", s.Room))
 	}
-	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger)
+	var gateOpts []admission.GateOption
+	if opts.Random != nil {
+		gateOpts = append(gateOpts, admission.WithRandom(opts.Random))
+	}
+	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger, gateOpts...)
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
 	}

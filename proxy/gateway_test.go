@@ -126,6 +126,7 @@ func TestAdmitStatuses(t *testing.T) {
 	// A wrong proof of work is 403.
 	e.clock.Set(time.UnixMilli(tk.NextAttempt).Add(time.Hour))
 	cur := e.ticket()
+	e.clock.Set(time.UnixMilli(cur.NextAttempt))
 	wrong := "0"
 	for i := 1; solveFor(t, cur) == wrong; i++ {
 		wrong = string(rune('0' + i))
@@ -134,8 +135,8 @@ func TestAdmitStatuses(t *testing.T) {
 	if resp.StatusCode != 403 || !strings.Contains(string(body), "pow") {
 		t.Fatalf("wrong pow: %d %s", resp.StatusCode, body)
 	}
-	if testutil.ToFloat64(e.gw.metrics.strikes) != 1 || testutil.ToFloat64(e.gw.metrics.powFailures) != 1 {
-		t.Fatal("strike and pow metrics not counted")
+	if testutil.ToFloat64(e.gw.metrics.attempts.WithLabelValues("early")) != 1 || testutil.ToFloat64(e.gw.metrics.powFailures) != 1 {
+		t.Fatal("early attempt and pow metrics not counted")
 	}
 	for _, path := range []string{"/_fairgate/token", "/_fairgate/admit"} {
 		if resp, _ := e.do("GET", path, ""); resp.StatusCode != 405 {

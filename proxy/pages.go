@@ -66,7 +66,7 @@ type PageData struct {
 	// <time data-fg-local> element.
 	SaleStart string
 	// Message is the status line for the state, in the page's language;
-	// the script keeps #fg-state current (strikes, turn, closing, errors).
+	// the script keeps #fg-state current (turn, closing, errors).
 	Message string
 	// T is all of the page's text in its language, by key (see
 	// proxy/assets/i18n/en.json): {{.T.heading}}. An unknown key fails the
@@ -231,7 +231,6 @@ type pageJSON struct {
 	EstimateLabel string   `json:"estimate_label,omitempty"`
 	Estimate      string   `json:"estimate,omitempty"`
 	NextLabel     string   `json:"next_label,omitempty"`
-	StrikesLabel  string   `json:"strikes_label,omitempty"`
 	TipsHeading   string   `json:"tips_heading,omitempty"`
 	Tips          []string `json:"tips,omitempty"`
 }
@@ -240,7 +239,7 @@ func waitingPageJSON(l *locale, state, saleStart string, estSecs float64, known 
 	return &pageJSON{
 		Lang: l.name, Dir: l.dir, Title: l.t("title"), Heading: l.t("heading"), Lead: l.t("lead"),
 		Message: l.stateMessage(state, "", saleStart), EstimateLabel: l.t("estimate_label"), Estimate: l.waitText(estSecs, known),
-		NextLabel: l.t("next_label"), StrikesLabel: l.t("strikes_label"),
+		NextLabel:   l.t("next_label"),
 		TipsHeading: l.t("tips_heading"), Tips: []string{l.t("tip_keep_open"), l.t("tip_refresh"), l.t("tip_tabs")},
 	}
 }

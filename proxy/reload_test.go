@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -39,11 +41,12 @@ func TestReloadAppliesEveryRoomOption(t *testing.T) {
 		t.Fatalf("tau 4s, fixed speed: clock speed %v, want 0.25", speed)
 	}
 	// ledger_size 1: a second used token does not fit.
-	if _, err := sh.Ledger.Consume(t.Context(), "a", now.Add(time.Hour)); err != nil {
+	used := admission.Place{State: admission.PlaceUsed}
+	if _, _, err := sh.Ledger.Hold(t.Context(), "a", used, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sh.Ledger.Consume(t.Context(), "b", now.Add(time.Hour)); err == nil {
-		t.Fatal("ledger_size 1 took a second id")
+	if _, _, err := sh.Ledger.Hold(t.Context(), "b", used, now.Add(time.Hour)); !errors.Is(err, admission.ErrLedgerFull) {
+		t.Fatalf("ledger_size 1 took a second place: %v", err)
 	}
 }
 

@@ -117,9 +117,6 @@ func explain(out *inspection, v float64, claims *admission.WaitClaims, tau time.
 		out.Explanation += fmt.Sprintf("; at tau %v that is about %v of running clock after entry", tau,
 			time.Duration(thr*float64(tau)).Round(time.Second))
 	}
-	if claims.Pen > 0 {
-		out.Explanation += fmt.Sprintf("; %d strike(s) for early attempts", claims.Pen)
-	}
 }
 
 // roomFigures is what inspect needs of the admin API's room status.
