@@ -28,8 +28,8 @@ type metrics struct {
 	// held counts requests answered without reaching the site because the
 	// visitor had no pass: the waiting page, the JSON 429, the closed page.
 	held *prometheus.CounterVec
-	// waited is the time from a waiting token's entry (its iat: issue, or
-	// the last penalty) to admission.
+	// waited is the time from a place's entry (its waiting token's iat,
+	// which never moves) to admission.
 	waited prometheus.Histogram
 	room   *roomCollector
 }
