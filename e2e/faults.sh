@@ -44,7 +44,7 @@ wait_for "$admin/config/" && wait_for "$plain/"
 # Connection errors (a reset or EOF as Caddy switches listeners, or closes an
 # idle keep-alive connection a POST was just sent on) hit either side at
 # random and are counted apart from HTTP failures.
-"$LOAD" -site "$room" -room faults -plain "$plain" -for 14s > "$T/reloads.json" 2> "$T/load.err" & load=$!
+"$LOAD" -site "$room" -room faults -plain "$plain" -workers "${PLAIN_WORKERS:-4}" -pace "${PLAIN_PACE:-20ms}" -for 14s > "$T/reloads.json" 2> "$T/load.err" & load=$!
 sleep 2
 rejected_ok=yes
 for i in $(seq 10); do

@@ -4,7 +4,7 @@
 // of the used token) and, optionally, plain workers sending GETs and POSTs
 // to a site without the room. It prints one JSON line of counts:
 //
-//	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-for 15s] [-keepalive=false]
+//	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-pace 20ms] [-for 15s] [-keepalive=false]
 //	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
 //
 // failed: HTTP answers outside the documented set (5xx from the waiting
@@ -82,6 +82,7 @@ func main() {
 	plain := flag.String("plain", "", "a site without the waiting room, for comparison")
 	visitors := flag.Int("visitors", 20, "concurrent visitors")
 	workers := flag.Int("workers", 4, "concurrent plain workers")
+	pace := flag.Duration("pace", 20*time.Millisecond, "pause between a plain worker's requests")
 	length := flag.Duration("for", 15*time.Second, "how long to run")
 	keepAlive := flag.Bool("keepalive", true, "reuse connections")
 	hookAddr := flag.String("serve-hook", "", "serve an admission hook on this address instead")
@@ -130,7 +131,7 @@ func main() {
 					if err != nil || status != http.StatusOK {
 						c.failure(true, err, fmt.Sprintf("plain %s: %d %v", method, status, err))
 					}
-					sleep(ctx, 20*time.Millisecond)
+					sleep(ctx, *pace)
 				}
 			}()
 		}
