@@ -119,11 +119,11 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	return nil
 }
 
-// totalRate is the room's rate, all lanes together.
-func (sh *Shared) totalRate() float64 {
+// totalRate is the room's rate and burst, all lanes together.
+func (sh *Shared) totalRate() (rate, burst float64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.rate
+	return sh.rate, sh.burst
 }
 
 // setRate changes the room's rate (its burst then defaults to one second's

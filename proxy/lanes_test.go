@@ -240,6 +240,9 @@ func TestLaneReloadKeepsPlaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gw2.Close()
+	if err := gw2.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
 	if sh.Room != def || sh.laneRoom("vip") != vip {
 		t.Fatal("a reload adding a lane replaced the rooms of the kept lanes")
 	}
