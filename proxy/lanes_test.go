@@ -180,7 +180,7 @@ func TestLaneNotGrantedWithoutTheClaim(t *testing.T) {
 
 // TestLaneTokenRefusedWithoutTheLane: a VIP token presented with a login
 // that no longer carries the claim (the same account, downgraded) is
-// refused, and resuming it gives a new default-lane token instead.
+// refused, as is the same token presented without any login.
 func TestLaneTokenRefusedWithoutTheLane(t *testing.T) {
 	e := laneEnv(t)
 	vip := laneLogin(t, e, "alice", jwt.MapClaims{"tier": "vip"})
@@ -189,6 +189,11 @@ func TestLaneTokenRefusedWithoutTheLane(t *testing.T) {
 	status, _, body := e.attempt(tk, plain)
 	if status != http.StatusForbidden || !strings.Contains(string(body), `"lane"`) {
 		t.Fatalf("vip token with a plain login: %d %s, want 403 lane", status, body)
+	}
+	// Without any login (allowed here) the token is not checked against a
+	// subject, but its lane still is.
+	if status, _, body := e.attempt(tk, ""); status != http.StatusForbidden || !strings.Contains(string(body), `"lane"`) {
+		t.Fatalf("vip token without a login: %d %s, want 403 lane", status, body)
 	}
 	if status, _, body := e.attempt(tk, vip); status != http.StatusOK {
 		t.Fatalf("vip token with its vip login: %d %s", status, body)
