@@ -176,6 +176,9 @@ var (
 	ErrNotHeld       = errors.New("seat not held by this session")
 	ErrInvalid       = errors.New("invalid request")
 	ErrForbidden     = errors.New("not your session")
+	// ErrKeyUsed means the write's Idempotency-Key already has a record
+	// (an earlier try of the same request committed): nothing changed.
+	ErrKeyUsed = errors.New("idempotency key already used")
 	// ErrThrottled means the store asked to slow down; retry after a moment.
 	ErrThrottled = errors.New("store is throttling; retry shortly")
 )
@@ -191,8 +194,8 @@ type Hold struct {
 	Session string
 	Seats   []string
 	Now     time.Time
-	// Token makes the write idempotent in stores that support it.
-	Token string
+	// Key, if set, commits the request's idempotency record with the hold.
+	Key *Idempotency
 }
 
 // ApplyHold is the rule of a hold, applied to a session and its seats

@@ -95,7 +95,7 @@ func run(kind, endpoint string, clients int, hot bool, duration time.Duration) e
 		go func() {
 			defer wg.Done()
 			user := fmt.Sprintf("u%d", c)
-			sess, err := svc.OpenSession(ctx, "bench", user, "t"+user, time.Now())
+			sess, err := svc.OpenSession(ctx, "bench", user, "t"+user, time.Now(), nil)
 			if err != nil {
 				mu.Lock()
 				failed++
@@ -110,13 +110,13 @@ func run(kind, endpoint string, clients int, hot bool, duration time.Duration) e
 					seat = seats.SeatID("HOT", "1", fmt.Sprint(1+(c+i)%2), 1+(c*7+i*13)%100)
 				}
 				start := time.Now()
-				_, err := svc.HoldSeats(ctx, sess.ID, user, []string{seat}, start, "")
+				_, err := svc.HoldSeats(ctx, sess.ID, user, []string{seat}, start, nil)
 				mine = append(mine, time.Since(start))
 				var taken *seats.TakenError
 				switch {
 				case err == nil:
 					good++
-					if _, err := svc.ReleaseSeat(ctx, sess.ID, user, seat, time.Now()); err != nil {
+					if _, err := svc.ReleaseSeat(ctx, sess.ID, user, seat, time.Now(), nil); err != nil {
 						bad++
 					}
 				case errors.As(err, &taken):

@@ -292,7 +292,7 @@ func sessionItem(sess seats.Session, version int64) (item, error) {
 
 // CreateSession implements seats.Store: the session, its user's live slot
 // and its waiting token in one transaction.
-func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time) error {
+func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, idem *seats.Idempotency) error {
 	it, err := sessionItem(sess, 1)
 	if err != nil {
 		return err
@@ -312,14 +312,26 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.tables.Reservations), Item: tok,
 			ConditionExpression: aws.String("attribute_not_exists(PK)")}})
 	}
-	reasons, err := s.transact(ctx, actions, "")
+	keyAt := len(actions)
+	token := ""
+	if idem != nil {
+		put, err := s.keyPut(idem.Key, idem.Record(sess, now))
+		if err != nil {
+			return err
+		}
+		actions = append(actions, put)
+		token = requestToken(idem, 0)
+	}
+	reasons, err := s.transact(ctx, actions, token)
 	if err != nil {
 		return err
 	}
 	switch {
 	case reasons == nil:
 		return nil
-	case failed(reasons, 2):
+	case idem != nil && failed(reasons, keyAt):
+		return seats.ErrKeyUsed
+	case sess.TokenID != "" && failed(reasons, 2):
 		return seats.ErrTokenUsed
 	case failed(reasons, 1):
 		return &seats.SessionExistsError{Session: getS(reasons[1].Item, "session")}
@@ -371,7 +383,7 @@ func heldSeats(sess seats.Session, ids []string) []*seats.Seat {
 // write the session (if its version is unchanged) and the seat updates the
 // rule implies, all in one transaction; retry with jitter when another
 // write won the race for the session.
-func (s *Store) change(ctx context.Context, id, token string, plan func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error)) (seats.Session, error) {
+func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seats.Idempotency, plan func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error)) (seats.Session, error) {
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
@@ -384,6 +396,13 @@ func (s *Store) change(ctx context.Context, id, token string, plan func(sess *se
 		}
 		updates, extra, err := plan(&sess)
 		if err != nil {
+			// The rule reads the session as the committed write left it: if
+			// this request's key has a record, that write was this one.
+			if idem != nil {
+				if _, found, kerr := s.Key(ctx, idem.Key); kerr == nil && found {
+					return seats.Session{}, seats.ErrKeyUsed
+				}
+			}
 			return seats.Session{}, err
 		}
 		it, err := sessionItem(sess, version+1)
@@ -399,7 +418,16 @@ func (s *Store) change(ctx context.Context, id, token string, plan func(sess *se
 			actions = append(actions, types.TransactWriteItem{Update: u.update(s.tables.Seats, sess.EventID)})
 		}
 		actions = append(actions, extra...)
-		reasons, err := s.transact(ctx, actions, attemptToken(token, attempt))
+		keyAt, token := len(actions), ""
+		if idem != nil {
+			put, err := s.keyPut(idem.Key, idem.Record(sess, now))
+			if err != nil {
+				return seats.Session{}, err
+			}
+			actions = append(actions, put)
+			token = requestToken(idem, attempt)
+		}
+		reasons, err := s.transact(ctx, actions, token)
 		if err != nil {
 			if errors.Is(err, errConflict) && attempt < 6 {
 				continue
@@ -408,6 +436,9 @@ func (s *Store) change(ctx context.Context, id, token string, plan func(sess *se
 		}
 		if reasons == nil {
 			return sess, nil
+		}
+		if idem != nil && failed(reasons, keyAt) {
+			return seats.Session{}, seats.ErrKeyUsed
 		}
 		if failed(reasons, 0) && attempt < 6 {
 			continue // the session changed under us: read it again
@@ -481,7 +512,7 @@ func (u seatUpdate) update(table, event string) *types.Update {
 
 // Hold implements seats.Store.
 func (s *Store) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
-	return s.change(ctx, h.Session, h.Token, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+	return s.change(ctx, h.Session, h.Now, h.Key, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
 		before := len(sess.Seats)
 		if err := seats.ApplyHold(sess, heldSeats(*sess, h.Seats), h); err != nil {
 			return nil, nil, err
@@ -495,8 +526,8 @@ func (s *Store) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(ctx context.Context, session, seat string, now time.Time) (seats.Session, error) {
-	return s.change(ctx, session, "", func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+func (s *Store) Release(ctx context.Context, session, seat string, now time.Time, idem *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, now, idem, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
 		if err := seats.ApplyRelease(sess, heldSeats(*sess, []string{seat})[0], now); err != nil {
 			return nil, nil, err
 		}
@@ -505,8 +536,8 @@ func (s *Store) Release(ctx context.Context, session, seat string, now time.Time
 }
 
 // Checkout implements seats.Store; the live slot lasts as long as the checkout.
-func (s *Store) Checkout(ctx context.Context, session string, now, until time.Time, token string) (seats.Session, error) {
-	return s.change(ctx, session, token, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+func (s *Store) Checkout(ctx context.Context, session string, now, until time.Time, idem *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, now, idem, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
 		if err := seats.ApplyCheckout(sess, heldSeats(*sess, sess.Seats), now, until); err != nil {
 			return nil, nil, err
 		}
@@ -519,8 +550,8 @@ func (s *Store) Checkout(ctx context.Context, session string, now, until time.Ti
 }
 
 // Confirm implements seats.Store.
-func (s *Store) Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, token string) (seats.Session, error) {
-	return s.change(ctx, session, token, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+func (s *Store) Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, idem *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, now, idem, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
 		if err := seats.ApplyConfirm(sess, heldSeats(*sess, sess.Seats), reservation, paymentRef, now); err != nil {
 			return nil, nil, err
 		}
@@ -533,8 +564,8 @@ func (s *Store) Confirm(ctx context.Context, session, reservation, paymentRef st
 }
 
 // Cancel implements seats.Store.
-func (s *Store) Cancel(ctx context.Context, session string, now time.Time, token string) (seats.Session, error) {
-	return s.change(ctx, session, token, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+func (s *Store) Cancel(ctx context.Context, session string, now time.Time, idem *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, now, idem, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
 		held := sess.Seats
 		if err := seats.ApplyCancel(sess, heldSeats(*sess, held), now); err != nil {
 			return nil, nil, err
@@ -561,38 +592,60 @@ func (s *Store) liveUpdate(sess seats.Session, until time.Time) types.TransactWr
 
 // --- idempotency records ---
 
-// ClaimKey implements seats.Store.
-func (s *Store) ClaimKey(ctx context.Context, k string, now time.Time) (seats.KeyRecord, bool, error) {
-	it := key("KEY#" + k)
-	it["claimedAt"], it["ttl"] = ms(now), nv(now.Add(24*time.Hour).Unix())
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.tables.Reservations), Item: it,
-		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var failedCheck *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return seats.KeyRecord{ClaimedAt: now.UTC()}, true, nil
-	case errors.As(err, &failedCheck):
-		old := failedCheck.Item
-		rec := seats.KeyRecord{ClaimedAt: getTime(old, "claimedAt"), Fingerprint: getS(old, "fingerprint"), Status: int(getN(old, "status"))}
-		if b, ok := old["body"].(*types.AttributeValueMemberB); ok {
-			rec.Body = b.Value
-		}
-		return rec, false, nil
-	default:
-		return seats.KeyRecord{}, false, s.wrap("claiming idempotency key", err)
+// keyPut is the transaction's write of an idempotency record: only if the
+// key has none yet.
+func (s *Store) keyPut(k string, rec seats.KeyRecord) (types.TransactWriteItem, error) {
+	it, err := keyItem(k, rec)
+	if err != nil {
+		return types.TransactWriteItem{}, err
 	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(s.tables.Reservations), Item: it,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	}}, nil
 }
 
-// CompleteKey implements seats.Store.
-func (s *Store) CompleteKey(ctx context.Context, k string, rec seats.KeyRecord) error {
+func keyItem(k string, rec seats.KeyRecord) (item, error) {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding idempotency record: %w", err)
+	}
 	it := key("KEY#" + k)
-	it["claimedAt"], it["fingerprint"], it["status"] = ms(rec.ClaimedAt), sv(rec.Fingerprint), nv(int64(rec.Status))
-	it["body"], it["ttl"] = &types.AttributeValueMemberB{Value: rec.Body}, nv(rec.ClaimedAt.Add(24*time.Hour).Unix())
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Reservations), Item: it})
-	return s.wrap("storing idempotent answer", err)
+	it["data"], it["ttl"] = sv(string(raw)), nv(rec.ClaimedAt.Add(seats.KeyTTL).Unix())
+	return it, nil
+}
+
+// Key implements seats.Store.
+func (s *Store) Key(ctx context.Context, k string) (seats.KeyRecord, bool, error) {
+	var rec seats.KeyRecord
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.tables.Reservations), Key: key("KEY#" + k), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return rec, false, s.wrap("reading idempotency record", err)
+	}
+	if out.Item == nil {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal([]byte(getS(out.Item, "data")), &rec); err != nil {
+		return rec, false, fmt.Errorf("idempotency record %s: %w", k, err)
+	}
+	return rec, true, nil
+}
+
+// PutKey implements seats.Store.
+func (s *Store) PutKey(ctx context.Context, k string, rec seats.KeyRecord) error {
+	it, err := keyItem(k, rec)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.tables.Reservations), Item: it,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	})
+	var failedCheck *types.ConditionalCheckFailedException
+	if errors.As(err, &failedCheck) {
+		return seats.ErrKeyUsed
+	}
+	return s.wrap("storing idempotency record", err)
 }
 
 // --- transactions and errors ---
@@ -626,6 +679,12 @@ func (s *Store) transact(ctx context.Context, actions []types.TransactWriteItem,
 	if errors.As(err, &conflict) {
 		return nil, errConflict
 	}
+	// The same ClientRequestToken with other parameters: another try of the
+	// same request (with its own clock) committed or is committing.
+	var mismatch *types.IdempotentParameterMismatchException
+	if errors.As(err, &mismatch) {
+		return nil, seats.ErrKeyUsed
+	}
 	return nil, s.wrap("transaction", err)
 }
 
@@ -648,14 +707,12 @@ func (s *Store) wrap(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// attemptToken derives the ClientRequestToken of one attempt from the
-// request's idempotency token: the same retried request gets the same token
-// with the same parameters; another attempt (after a race) gets its own.
-func attemptToken(token string, attempt int) string {
-	if token == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(token + "#" + strconv.Itoa(attempt)))
+// requestToken derives the ClientRequestToken of one transaction from the
+// request's idempotency key, its try (best available) and the store's
+// attempt (after a lost race for the session): the SDK's own resend of a
+// transaction that committed succeeds without applying it twice.
+func requestToken(idem *seats.Idempotency, attempt int) string {
+	sum := sha256.Sum256([]byte(idem.Key + "#" + strconv.Itoa(idem.Attempt) + "#" + strconv.Itoa(attempt)))
 	return hex.EncodeToString(sum[:16])
 }
 

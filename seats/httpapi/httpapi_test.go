@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,7 +40,10 @@ type env struct {
 	event string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith serves a store passed through wrap (if not nil).
+func newEnvWith(t *testing.T, wrap func(seats.Store) seats.Store) *env {
 	t.Helper()
 	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
 	if err != nil {
@@ -51,7 +55,11 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := &clock{now: storetest.T0}
-	api := New(seats.NewService(store, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin"})
+	var served seats.Store = store
+	if wrap != nil {
+		served = wrap(store)
+	}
+	api := New(seats.NewService(served, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin"})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
@@ -119,7 +127,7 @@ func TestSessionFlow(t *testing.T) {
 		{"forged pass", "POST", "/api/sessions", "", alice[:len(alice)-2] + "AA", 401, "bad_pass"},
 		{"second live session", "POST", "/api/sessions", "", e.pass("alice"), 409, `"session":"` + sa},
 		{"same token again", "POST", "/api/sessions", "", alice, 409, "token_used"},
-		{"unknown event", "POST", "/api/sessions", `{"event":"nope"}`, e.pass("carol"), 404, "not_found"},
+		{"pass for another event", "POST", "/api/sessions", `{"event":"nope"}`, e.pass("carol"), 403, "wrong_event"},
 		{"hold", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-1","A-1-1-2"]}`, alice, 200, `"A-1-1-2"`},
 		{"taken", "POST", "/api/sessions/" + sb + "/holds", `{"seats":["A-1-1-2","A-1-1-3"]}`, bob, 409, `"seats":["A-1-1-2"]`},
 		{"another's session", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5"]}`, bob, 403, "forbidden"},
@@ -222,5 +230,112 @@ func TestCacheHeaders(t *testing.T) {
 		if code, _ := e.do("GET", p, "", ""); code != 404 {
 			t.Errorf("%s: %d", p, code)
 		}
+	}
+}
+
+// slowStore holds Confirm until released, and fails the first confirms
+// it is told to.
+type slowStore struct {
+	seats.Store
+	entered  chan struct{}
+	release  chan struct{}
+	done     chan error // the store's own outcome
+	failures int
+	mu       sync.Mutex
+}
+
+func (s *slowStore) Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	s.mu.Lock()
+	if s.failures > 0 {
+		s.failures--
+		s.mu.Unlock()
+		return seats.Session{}, errors.New("the store fell over")
+	}
+	s.mu.Unlock()
+	if s.release != nil {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	if err := ctx.Err(); err != nil {
+		s.done <- err
+		return seats.Session{}, err
+	}
+	sess, err := s.Store.Confirm(ctx, session, reservation, paymentRef, now, key)
+	if s.done != nil {
+		s.done <- err
+	}
+	return sess, err
+}
+
+// TestConfirmAfterClientTimeout is issue 12 finding 2: a client gives up
+// on a confirm; the write still completes (it does not inherit the
+// client's cancellation) and the retry with the key learns the
+// reservation id instead of a replayed 503.
+func TestConfirmAfterClientTimeout(t *testing.T) {
+	slow := &slowStore{entered: make(chan struct{}, 1), release: make(chan struct{}), done: make(chan error, 1)}
+	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
+	alice := e.pass("alice")
+	s := e.open(alice)
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice); code != 200 {
+		t.Fatalf("hold: %d %s", code, body)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/checkout", "", alice); code != 200 {
+		t.Fatalf("checkout: %d %s", code, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/api/sessions/"+s+"/confirm", strings.NewReader(`{"payment_ref":"p"}`))
+	req.Header.Set(PassHeader, alice)
+	req.Header.Set("Idempotency-Key", "confirm-1")
+	gave := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		gave <- err
+	}()
+	<-slow.entered
+	cancel() // the client gives up while the store is busy
+	if err := <-gave; err == nil {
+		t.Fatal("the cancelled client got an answer")
+	}
+	close(slow.release)
+	if err := <-slow.done; err != nil {
+		t.Fatalf("the confirm inherited the client's cancellation: %v", err)
+	}
+	code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "confirm-1")
+	if code != 200 || !strings.Contains(body, `"reservation":"R`) {
+		t.Fatalf("retry after the client's timeout: %d %s", code, body)
+	}
+}
+
+// TestFailureIsNotFinal is issue 12 finding 2: a 5xx is never kept as a
+// key's answer; the retry runs the write.
+func TestFailureIsNotFinal(t *testing.T) {
+	slow := &slowStore{failures: 1}
+	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c"); code != 503 {
+		t.Fatalf("failing store: %d %s", code, body)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c"); code != 200 || !strings.Contains(body, `"reservation":"R`) {
+		t.Fatalf("retry after a 503: %d %s", code, body)
+	}
+}
+
+// TestRefusalIsReplayed: a refusal is a final answer, replayed as it was.
+func TestRefusalIsReplayed(t *testing.T) {
+	e := newEnv(t)
+	alice, bob := e.pass("alice"), e.pass("bob")
+	sa, sb := e.open(alice), e.open(bob)
+	e.do("POST", "/api/sessions/"+sa+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	c1, b1 := e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-1"]}`, bob, "Idempotency-Key", "h")
+	e.do("DELETE", "/api/sessions/"+sa+"/holds/A-1-1-1", "", alice)
+	c2, b2 := e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-1"]}`, bob, "Idempotency-Key", "h")
+	if c1 != 409 || c2 != 409 || b1 != b2 {
+		t.Fatalf("refusal replay: %d %s / %d %s", c1, b1, c2, b2)
 	}
 }
