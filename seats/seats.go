@@ -181,6 +181,8 @@ var (
 	ErrKeyUsed = errors.New("idempotency key already used")
 	// ErrThrottled means the store asked to slow down; retry after a moment.
 	ErrThrottled = errors.New("store is throttling; retry shortly")
+	// ErrUnknownSeat is a seat the session's event does not have (404).
+	ErrUnknownSeat = fmt.Errorf("unknown seat: %w", ErrNotFound)
 )
 
 // TakenError is a hold that failed because some seats were not available;
@@ -222,7 +224,7 @@ func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
 	for _, i := range fresh {
 		switch s := seats[i]; {
 		case s == nil:
-			return fmt.Errorf("%w: unknown seat %s", ErrInvalid, h.Seats[i])
+			return fmt.Errorf("%w: %s", ErrUnknownSeat, h.Seats[i])
 		case s.StatusAt(h.Now) != Available:
 			taken = append(taken, s.ID)
 		}

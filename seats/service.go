@@ -194,7 +194,9 @@ func (s *Service) Session(ctx context.Context, id, user string) (Session, error)
 	if sess.UserID != user {
 		return Session{}, ErrForbidden
 	}
-	sess.State = sess.StateAt(s.now())
+	if sess.State = sess.StateAt(s.now()); sess.State == StateExpired {
+		sess.Seats = []string{} // its locks have lapsed: nothing is held
+	}
 	return sess, nil
 }
 
@@ -214,6 +216,23 @@ func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []stri
 	return s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Key: key})
 }
 
+// MaxBestSections caps the sections one best-available request may name:
+// each costs a read of the section's seats.
+const MaxBestSections = 32
+
+// dedupe drops repeated sections, keeping the first of each in order.
+func dedupe(sections []string) []string {
+	seen := make(map[string]bool, len(sections))
+	out := sections[:0:0]
+	for _, s := range sections {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // HoldBest holds count seats together in one row, trying sections in the
 // given order and, after a lost race, the next candidates.
 func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sections []string, now time.Time, key *Idempotency) (Session, error) {
@@ -223,6 +242,10 @@ func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sect
 	}
 	if count < 1 || count > MaxSeatsPerHold {
 		return sess, fmt.Errorf("%w: count must be 1 to %d", ErrInvalid, MaxSeatsPerHold)
+	}
+	sections = dedupe(sections)
+	if len(sections) > MaxBestSections {
+		return sess, fmt.Errorf("%w: best.sections names %d distinct sections, at most %d", ErrInvalid, len(sections), MaxBestSections)
 	}
 	if len(sections) == 0 {
 		ev, err := s.store.Event(ctx, sess.EventID)
@@ -284,7 +307,7 @@ func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now ti
 	return s.store.Release(ctx, id, seat, now, key)
 }
 
-// Checkout freezes the holds and extends them by the checkout window.
+// Checkout freezes the holds and keeps them to CheckoutDeadline.
 func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, key *Idempotency) (Session, error) {
 	sess, err := s.Session(ctx, id, user)
 	if err != nil {
@@ -294,7 +317,21 @@ func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, 
 	if err != nil {
 		return sess, err
 	}
-	return s.store.Checkout(ctx, id, now, now.Add(ev.CheckoutWindow.Or(7*time.Minute)), key)
+	return s.store.Checkout(ctx, id, now, CheckoutDeadline(sess, now, ev.CheckoutWindow.Or(7*time.Minute)), key)
+}
+
+// CheckoutDeadline is when a checkout started at now ends: the later of
+// the hold's own deadline and the checkout window, so checking out early
+// never costs a buyer the minutes their hold still had.
+func CheckoutDeadline(sess Session, now time.Time, window time.Duration) time.Time {
+	return later(sess.ExpiresAt, now.Add(window))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Confirm finalises a checkout and returns the session with its reservation id.

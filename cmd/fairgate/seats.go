@@ -56,13 +56,20 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	ddb := dynamoFlags(fs)
 	keysFile := fs.String("keys", "", "the gateway's keys (JSON of `fairgate keygen`) to verify passes (required)")
 	room := fs.String("room", "main", "the waiting room whose passes open sessions")
-	event := fs.String("event", "", "event of sessions opened without naming one (the admission hook's)")
+	var events []string
+	fs.Func("event", "an event the room's passes open sessions for (repeat for several; the first is the admission hook's); a pass for any other event gets 403 (required)", func(v string) error {
+		events = append(events, v)
+		return nil
+	})
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_SEATS_ADMIN_TOKEN"), "bearer token for creating events")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *keysFile == "" {
 		return usageErr("--keys is required: sessions need passes verified with the gateway's keys")
+	}
+	if len(events) == 0 {
+		return usageErr("--event is required: it binds the room's passes to the events they may buy")
 	}
 	ring, err := loadKeys(*keysFile)
 	if err != nil {
@@ -88,7 +95,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	api := httpapi.New(seats.NewService(store, time.Now), httpapi.Config{
 		Codec: admission.NewCodec(ring, admission.DefaultPolicy.Leeway), Room: *room,
-		DefaultEvent: *event, AdminToken: *adminToken, Logger: log,
+		DefaultEvent: events[0], Events: events, AdminToken: *adminToken, Logger: log,
 	})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -447,7 +447,7 @@ func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seat
 		for i, u := range updates {
 			if failed(reasons, i+1) {
 				if reasons[i+1].Item == nil {
-					return seats.Session{}, fmt.Errorf("%w: unknown seat %s", seats.ErrInvalid, u.seat)
+					return seats.Session{}, fmt.Errorf("%w: %s", seats.ErrUnknownSeat, u.seat)
 				}
 				taken = append(taken, u.seat)
 			}

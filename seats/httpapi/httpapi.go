@@ -136,6 +136,8 @@ func (a *API) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, "state", err.Error(), nil)
 	case errors.Is(err, seats.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "invalid", err.Error(), nil)
+	case errors.Is(err, seats.ErrUnknownSeat):
+		writeError(w, http.StatusNotFound, "unknown_seat", err.Error(), nil)
 	case errors.Is(err, seats.ErrForbidden):
 		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
 	case errors.Is(err, seats.ErrNotFound):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -133,7 +134,7 @@ func TestSessionFlow(t *testing.T) {
 		{"another's session", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5"]}`, bob, 403, "forbidden"},
 		{"over the limit", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5","A-1-1-6","A-1-1-7"]}`, alice, 422, "limit"},
 		{"too many in one hold", "POST", "/api/sessions/" + sa + "/holds", `{"seats":[` + strings.Repeat(`"x",`, 25) + `"y"]}`, alice, 400, "invalid"},
-		{"unknown seat", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["Z-1-1-1"]}`, alice, 400, "unknown seat"},
+		{"unknown seat", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["Z-1-1-1"]}`, alice, 404, "unknown_seat"},
 		{"malformed", "POST", "/api/sessions/" + sa + "/holds", `{"seats":`, alice, 400, "malformed"},
 		{"unknown field", "POST", "/api/sessions/" + sa + "/holds", `{"sets":["A-1-1-9"]}`, alice, 400, "malformed"},
 		{"oversized", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["` + strings.Repeat("a", 70000) + `"]}`, alice, 413, "too_large"},
@@ -337,5 +338,62 @@ func TestRefusalIsReplayed(t *testing.T) {
 	c2, b2 := e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-1"]}`, bob, "Idempotency-Key", "h")
 	if c1 != 409 || c2 != 409 || b1 != b2 {
 		t.Fatalf("refusal replay: %d %s / %d %s", c1, b1, c2, b2)
+	}
+}
+
+// TestCheckoutKeepsTheLaterDeadline is issue 12 finding 5: checking out
+// early never shortens the hold (window 10 min, checkout 5 min).
+func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	holdEnds := storetest.T0.Add(10 * time.Minute)
+	e.clk.Add(time.Minute)
+	code, body := e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	var got struct {
+		ExpiresAt     time.Time `json:"expires_at"`
+		CheckoutUntil time.Time `json:"checkout_until"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil {
+		t.Fatalf("checkout: %d %s", code, body)
+	}
+	if !got.ExpiresAt.Equal(holdEnds) || !got.CheckoutUntil.Equal(holdEnds) {
+		t.Fatalf("early checkout ends at %v / %v, the hold at %v", got.ExpiresAt, got.CheckoutUntil, holdEnds)
+	}
+	// A late checkout gets the full checkout window.
+	bob := e.pass("bob")
+	sb := e.open(bob)
+	e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-2"]}`, bob)
+	e.clk.Add(8 * time.Minute)
+	_, body = e.do("POST", "/api/sessions/"+sb+"/checkout", "", bob)
+	if err := json.Unmarshal([]byte(body), &got); err != nil || !got.ExpiresAt.Equal(e.clk.Now().Add(5*time.Minute)) {
+		t.Fatalf("late checkout: %s", body)
+	}
+}
+
+// TestSmallerFindings covers issue 12 findings 4 and 6 through HTTP.
+func TestSmallerFindings(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	many := `{"best":{"count":1,"sections":["X"` + strings.Repeat(`,"X"`, 5000) + `]}}`
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", many, alice); code != 404 {
+		t.Fatalf("a section named 5000 times is one section (then unknown): %d %s", code, body)
+	}
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf(`"S%d"`, i))
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"best":{"count":1,"sections":[`+strings.Join(names, ",")+`]}}`, alice); code != 400 || !strings.Contains(body, "at most") {
+		t.Fatalf("40 sections: %d %s", code, body)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["Z-9-9-9"]}`, alice); code != 404 || !strings.Contains(body, "unknown_seat") {
+		t.Fatalf("unknown seat: %d %s", code, body)
+	}
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	e.clk.Add(11 * time.Minute)
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 || !strings.Contains(body, `"state":"expired"`) || !strings.Contains(body, `"seats":[]`) {
+		t.Fatalf("expired session lists its seats: %d %s", code, body)
 	}
 }

@@ -77,7 +77,7 @@ func outcome(err error) string {
 	case errors.As(err, &exists):
 		return "exists " + exists.Session
 	}
-	for _, e := range []error{seats.ErrTokenUsed, seats.ErrExpired, seats.ErrState, seats.ErrLimit, seats.ErrNotHeld, seats.ErrNotFound, seats.ErrInvalid} {
+	for _, e := range []error{seats.ErrTokenUsed, seats.ErrExpired, seats.ErrState, seats.ErrLimit, seats.ErrNotHeld, seats.ErrUnknownSeat, seats.ErrNotFound, seats.ErrInvalid} {
 		if errors.Is(err, e) {
 			return e.Error()
 		}

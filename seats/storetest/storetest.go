@@ -181,7 +181,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, Seats: []string{"A-1-1-3", "A-1-1-4", "A-1-1-5"}, Now: now}); !errors.Is(err, seats.ErrLimit) {
 		t.Fatalf("over the limit: %v", err)
 	}
-	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, Seats: []string{"A-9-9-9"}, Now: now}); !errors.Is(err, seats.ErrInvalid) {
+	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, Seats: []string{"A-9-9-9"}, Now: now}); !errors.Is(err, seats.ErrUnknownSeat) {
 		t.Fatalf("unknown seat: %v", err)
 	}
 	// Holding a seat already held is a no-op, not a conflict.
@@ -350,7 +350,7 @@ func testKeys(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	if st := f.seat("A-1-1-2"); st.StatusAt(T0) != seats.Available {
 		t.Fatal("a replayed key changed a seat")
 	}
-	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: first.ID, Seats: []string{"A-9-9-9"}, Now: T0, Key: idem(k("bad"))}); !errors.Is(err, seats.ErrInvalid) {
+	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: first.ID, Seats: []string{"A-9-9-9"}, Now: T0, Key: idem(k("bad"))}); !errors.Is(err, seats.ErrUnknownSeat) {
 		t.Fatalf("hold of an unknown seat: %v", err)
 	}
 	if _, found, err := f.store.Key(f.ctx, k("bad")); err != nil || found {
