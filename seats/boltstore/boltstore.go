@@ -115,7 +115,10 @@ func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
 }
 
 // PutEvent implements seats.Store.
-func (s *Store) PutEvent(_ context.Context, ev seats.Event, list []seats.Seat) error {
+func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("importing event %s: %w", ev.ID, err)
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		events := tx.Bucket(eventsBucket)
 		if events.Get([]byte(ev.ID)) != nil {

@@ -22,15 +22,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/fairgate/fairgate/seats"
 )
@@ -146,75 +147,98 @@ func seatKey(event, seat string) item { return key(event + "#" + seat) }
 
 // --- events and seats ---
 
-// PutEvent implements seats.Store: the event item first (conditional, so a
-// second import of the same id fails), then the seats in parallel batches.
+// Event items are "importing" until every seat is written, then "ready";
+// only a ready event is visible, so no session can open (nor any seat be
+// bought) half-way through an import.
+const (
+	eventImporting = "importing"
+	eventReady     = "ready"
+)
+
+// importWorkers bounds the concurrent seat writes of one import.
+const importWorkers = 8
+
+// PutEvent implements seats.Store, all or nothing from a client's view:
+// the event item is claimed as importing (conditional, so a different
+// layout under the same id fails), the seats are written with conditional
+// puts by a bounded group of workers that stops at the first failure or
+// when ctx ends, and the event becomes visible last. A repost of the same
+// layout resumes an interrupted import: seats already written are kept.
 func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
 	raw, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return fmt.Errorf("encoding event: %w", err)
 	}
+	sum := sha256.Sum256(raw)
+	digest := hex.EncodeToString(sum[:])
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.tables.Seats),
-		Item:                item{"PK": sv(ev.ID + "#EVENT"), "SK": sv("META"), "data": sv(string(raw))},
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		TableName: aws.String(s.tables.Seats),
+		Item:      item{"PK": sv(ev.ID + "#EVENT"), "SK": sv("META"), "data": sv(string(raw)), "state": sv(eventImporting), "digest": sv(digest)},
+		// A new event, or the resumption of this very layout's import.
+		ConditionExpression:       aws.String("attribute_not_exists(PK) OR (#st = :importing AND digest = :digest)"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state"},
+		ExpressionAttributeValues: item{":importing": sv(eventImporting), ":digest": sv(digest)},
 	})
-	var failed *types.ConditionalCheckFailedException
-	if errors.As(err, &failed) {
-		return fmt.Errorf("event %s: %w", ev.ID, seats.ErrExists)
+	var failedCheck *types.ConditionalCheckFailedException
+	if errors.As(err, &failedCheck) {
+		return fmt.Errorf("event %s (or another layout's import under that id): %w", ev.ID, seats.ErrExists)
 	}
 	if err != nil {
 		return s.wrap("storing event", err)
 	}
-	const batch, workers = 25, 8
-	jobs := make(chan []types.WriteRequest)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for reqs := range jobs {
-				if err := s.writeBatch(ctx, reqs); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	var reqs []types.WriteRequest
-	for _, seat := range list {
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: seatItem(ev.ID, seat)}})
-		if len(reqs) == batch {
-			jobs <- reqs
-			reqs = nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(importWorkers)
+	for batch := range slices.Chunk(list, 25) {
+		if gctx.Err() != nil {
+			break // a worker failed or the caller gave up: stop feeding
 		}
+		g.Go(func() error { return s.putSeats(gctx, ev.ID, batch) })
 	}
-	if len(reqs) > 0 {
-		jobs <- reqs
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("importing the seats of %s (repost the same layout to resume): %w", ev.ID, err)
 	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	return <-errs
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("importing the seats of %s (repost the same layout to resume): %w", ev.ID, err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.Seats), Key: key(ev.ID + "#EVENT"),
+		UpdateExpression:          aws.String("SET #st = :ready"),
+		ConditionExpression:       aws.String("digest = :digest"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state"},
+		ExpressionAttributeValues: item{":ready": sv(eventReady), ":digest": sv(digest)},
+	})
+	return s.wrap("publishing event", err)
 }
 
-// writeBatch writes one batch, resending what DynamoDB leaves unprocessed.
-func (s *Store) writeBatch(ctx context.Context, reqs []types.WriteRequest) error {
-	pending := map[string][]types.WriteRequest{s.tables.Seats: reqs}
-	for attempt := 0; len(pending[s.tables.Seats]) > 0; attempt++ {
-		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+// putSeats writes up to 25 new seats in one transaction, each only if it
+// does not exist; if some do (an import resumed), one by one, keeping those.
+func (s *Store) putSeats(ctx context.Context, event string, batch []seats.Seat) error {
+	put := func(seat seats.Seat) *types.Put {
+		return &types.Put{TableName: aws.String(s.tables.Seats), Item: seatItem(event, seat), ConditionExpression: aws.String("attribute_not_exists(PK)")}
+	}
+	actions := make([]types.TransactWriteItem, len(batch))
+	for i, seat := range batch {
+		actions[i] = types.TransactWriteItem{Put: put(seat)}
+	}
+	for attempt := 0; ; attempt++ {
+		reasons, err := s.transact(ctx, actions, "")
+		if errors.Is(err, errConflict) && attempt < 6 {
+			if err := sleep(ctx, backoff(attempt+1)); err != nil {
 				return err
 			}
+			continue
 		}
-		if attempt > 10 {
-			return fmt.Errorf("writing seats: %w", seats.ErrThrottled)
+		if err != nil || reasons == nil {
+			return err
 		}
-		out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-		if err != nil {
-			return s.wrap("writing seats", err)
+		break
+	}
+	for _, seat := range batch {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Seats), Item: seatItem(event, seat), ConditionExpression: aws.String("attribute_not_exists(PK)")})
+		var exists *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &exists) {
+			return s.wrap("writing seat "+seat.ID, err)
 		}
-		pending = out.UnprocessedItems
 	}
 	return nil
 }
@@ -249,11 +273,13 @@ func (s *Store) Event(ctx context.Context, id string) (seats.Event, error) {
 	if err != nil {
 		return ev, s.wrap("reading event", err)
 	}
-	if out.Item == nil {
+	if out.Item == nil || getS(out.Item, "state") == eventImporting {
 		return ev, fmt.Errorf("event %s: %w", id, seats.ErrNotFound)
 	}
-	err = json.Unmarshal([]byte(getS(out.Item, "data")), &ev)
-	return ev, err
+	if err := json.Unmarshal([]byte(getS(out.Item, "data")), &ev); err != nil {
+		return ev, fmt.Errorf("event %s: %w", id, err)
+	}
+	return ev, nil
 }
 
 // SectionSeats implements seats.Store with a query of GSI1. Index reads are

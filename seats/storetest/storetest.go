@@ -92,6 +92,7 @@ func (f *fixture) seat(id string) seats.Seat {
 // Run runs the whole suite against fresh stores from newStore.
 func Run(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore) })
+	t.Run("InterruptedImport", func(t *testing.T) { testInterruptedImport(t, newStore) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newStore) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, newStore) })
 	t.Run("LazyExpiry", func(t *testing.T) { testLazyExpiry(t, newStore) })
@@ -128,6 +129,47 @@ func testEvents(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	_, counts, err := f.svc.EventCounts(f.ctx, f.event)
 	if err != nil || counts["A"].Available != 20 || counts["AB"].Total != 30 {
 		t.Fatalf("counts %+v %v", counts, err)
+	}
+}
+
+// testInterruptedImport is issue 12 finding 3: an import cut off at any
+// point is invisible until it completes; reposting the same layout
+// completes it; another layout under the same id is refused.
+func testInterruptedImport(t *testing.T, newStore func(t *testing.T) seats.Store) {
+	f := setup(t, newStore)
+	for i, cut := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		id := fmt.Sprintf("imp%d-%s", i, f.event)
+		ctx, cancel := context.WithTimeout(f.ctx, cut)
+		if cut == 0 {
+			cancel()
+		}
+		_, err := f.svc.CreateEvent(ctx, Event(id))
+		cancel()
+		if err != nil {
+			if _, err := f.store.Event(f.ctx, id); !errors.Is(err, seats.ErrNotFound) {
+				t.Fatalf("import cut at %v is visible: %v", cut, err)
+			}
+			other := Event(id)
+			other.Name = "another layout"
+			switch _, err := f.svc.CreateEvent(f.ctx, other); {
+			case err == nil:
+				continue // the cut import never reached the store: the other layout is the event
+			case !errors.Is(err, seats.ErrExists):
+				t.Fatalf("another layout over an interrupted import: %v", err)
+			}
+			if _, err := f.svc.CreateEvent(f.ctx, Event(id)); err != nil {
+				t.Fatalf("resuming the import cut at %v: %v", cut, err)
+			}
+		}
+		if _, err := f.svc.CreateEvent(f.ctx, Event(id)); !errors.Is(err, seats.ErrExists) {
+			t.Fatalf("reposting a complete import: %v", err)
+		}
+		for sec, n := range map[string]int{"A": 20, "AB": 30} {
+			list, err := f.store.SectionSeats(f.ctx, id, sec)
+			if err != nil || len(list) != n {
+				t.Fatalf("import cut at %v: section %s has %d seats (%v)", cut, sec, len(list), err)
+			}
+		}
 	}
 }
 
