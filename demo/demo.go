@@ -8,6 +8,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -101,7 +102,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	api := httpapi.New(svc, httpapi.Config{Codec: codec, Room: room, DefaultEvent: eventID, Logger: log})
+	paymentKey := []byte(rand.Text() + rand.Text())
+	api := httpapi.New(svc, httpapi.Config{Codec: codec, Room: room, DefaultEvent: eventID, PaymentKey: paymentKey, Logger: log})
 	go serve(ctx, seatsLn, api)
 
 	adminURL := &url.URL{Scheme: "http", Host: opts.Admin}
@@ -109,7 +111,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	go serve(ctx, shopLn, newShop(codec, room, eventID, adminURL))
+	payments := &demoPaymentProvider{key: paymentKey, seats: &url.URL{Scheme: "http", Host: seatsLn.Addr().String()}}
+	go serve(ctx, shopLn, newShop(codec, room, eventID, adminURL, payments))
 
 	raw, err := json.Marshal(keys)
 	if err != nil {

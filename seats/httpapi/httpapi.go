@@ -6,6 +6,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -29,6 +30,20 @@ import (
 // PassHeader carries the gateway's pass, as the gateway forwards it.
 const PassHeader = "Fairgate-Pass"
 
+// PaymentSignatureHeader carries the payment's proof on a confirm: the hex
+// HMAC-SHA256, under Config.PaymentKey, of "<session>\n<payment_ref>". Only
+// the payment provider's callback or the shop's backend holds the key, so a
+// visitor cannot confirm without paying.
+const PaymentSignatureHeader = "Fairgate-Payment-Signature"
+
+// SignPayment is the signature a payment provider or shop backend sends
+// with a confirm.
+func SignPayment(key []byte, session, paymentRef string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(session + "\n" + paymentRef))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // Config configures the API.
 type Config struct {
 	// Codec verifies passes with the gateway's keys; Room is their audience.
@@ -45,6 +60,10 @@ type Config struct {
 	// (or this deadline) even if the client goes away, so its answer can
 	// be kept for the client's retry. Default 10s.
 	WriteTimeout time.Duration
+	// PaymentKey authenticates confirmations (PaymentSignatureHeader). With
+	// none, every confirm is refused: `fairgate seats` will not start
+	// without one.
+	PaymentKey []byte
 	// AdminToken guards event creation.
 	AdminToken string
 	// MaxEventBytes bounds an event import. Default 16 MiB.
@@ -548,6 +567,12 @@ func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
 		PaymentRef string `json:"payment_ref"`
 	}
 	if !unmarshal(w, req.body, &body) {
+		return
+	}
+	got, err := hex.DecodeString(r.Header.Get(PaymentSignatureHeader))
+	want, _ := hex.DecodeString(SignPayment(a.cfg.PaymentKey, r.PathValue("id"), body.PaymentRef))
+	if len(a.cfg.PaymentKey) == 0 || err != nil || !hmac.Equal(got, want) {
+		writeError(w, http.StatusForbidden, "payment_unverified", "a confirm needs the payment provider's signature ("+PaymentSignatureHeader+")", nil)
 		return
 	}
 	a.reply(w)(a.svc.Confirm(r.Context(), r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.key))

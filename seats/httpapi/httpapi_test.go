@@ -20,6 +20,8 @@ import (
 	"github.com/fairgate/fairgate/seats/storetest"
 )
 
+var testPaymentKey = []byte("payment-provider-key-0123456789ab")
+
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -60,7 +62,7 @@ func newEnvWith(t *testing.T, wrap func(seats.Store) seats.Store) *env {
 	if wrap != nil {
 		served = wrap(store)
 	}
-	api := New(seats.NewService(served, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin"})
+	api := New(seats.NewService(served, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin", PaymentKey: testPaymentKey})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
@@ -91,6 +93,15 @@ func (e *env) do(method, path, body, pass string, header ...string) (int, string
 	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
 	if pass != "" {
 		req.Header.Set(PassHeader, pass)
+	}
+	// Confirms come signed, as the payment provider's callback would be
+	// (TestPaymentConfirmation sends them unsigned and forged).
+	if session, ok := strings.CutSuffix(strings.TrimPrefix(path, "/api/sessions/"), "/confirm"); ok {
+		var v struct {
+			PaymentRef string `json:"payment_ref"`
+		}
+		_ = json.Unmarshal([]byte(body), &v)
+		req.Header.Set(PaymentSignatureHeader, SignPayment(testPaymentKey, session, v.PaymentRef))
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -287,6 +298,7 @@ func TestConfirmAfterClientTimeout(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/api/sessions/"+s+"/confirm", strings.NewReader(`{"payment_ref":"p"}`))
 	req.Header.Set(PassHeader, alice)
 	req.Header.Set("Idempotency-Key", "confirm-1")
+	req.Header.Set(PaymentSignatureHeader, SignPayment(testPaymentKey, s, "p"))
 	gave := make(chan error, 1)
 	go func() {
 		resp, err := http.DefaultClient.Do(req)
@@ -395,5 +407,30 @@ func TestSmallerFindings(t *testing.T) {
 	e.clk.Add(11 * time.Minute)
 	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 || !strings.Contains(body, `"state":"expired"`) || !strings.Contains(body, `"seats":[]`) {
 		t.Fatalf("expired session lists its seats: %d %s", code, body)
+	}
+}
+
+// TestPaymentConfirmation is issue 10 item 5: a visitor holding a pass
+// cannot confirm without the payment provider's signature over the session
+// and the payment reference.
+func TestPaymentConfirmation(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	for _, tt := range []struct{ name, signature string }{
+		{"unsigned", "-"},
+		{"not hex", "zz"},
+		{"signed with another key", SignPayment([]byte("guessed"), s, "p")},
+		{"signed for another payment", SignPayment(testPaymentKey, s, "other")},
+		{"signed for another session", SignPayment(testPaymentKey, "Sother", "p")},
+	} {
+		if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, PaymentSignatureHeader, tt.signature); code != 403 || !strings.Contains(body, "payment_unverified") {
+			t.Errorf("%s: %d %s", tt.name, code, body)
+		}
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice); code != 200 {
+		t.Fatalf("signed confirm: %d %s", code, body)
 	}
 }
