@@ -7,6 +7,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -39,6 +40,22 @@ type Options struct {
 	// OnOutcome, if set, learns what the gateway does with a request before
 	// it does it (the Caddy module sets a placeholder from it).
 	OnOutcome func(*http.Request, Outcome)
+	// ClientIP, if set, is the client's address as the server in front
+	// determined it (Caddy's, by its trusted_proxies); nil means the peer
+	// address, or X-Forwarded-For from Config.TrustedProxies.
+	ClientIP func(*http.Request) (netip.Addr, bool)
+	// ReturnURI, if set, is where an admitted visitor goes back to (Caddy:
+	// the request as it arrived, before any rewrite); nil means r's URI.
+	ReturnURI func(*http.Request) string
+	// HookURL, if set, expands the admission hook URL for a request (Caddy:
+	// its placeholders); nil means the URL as configured.
+	HookURL func(r *http.Request, url string) string
+	// OnAdmit, if set, learns of each admission and how long the visitor
+	// waited since entering (the waiting token's iat).
+	OnAdmit func(r *http.Request, waited time.Duration)
+	// Random replaces crypto/rand for token ids, tickets and challenges.
+	// Only for simulations: predictable tickets are a broken queue.
+	Random io.Reader
 }
 
 // Gateway is one waiting room in front of one site.
@@ -59,6 +76,7 @@ type Gateway struct {
 	pages    *pages
 	cookies  cookieNames
 	notify   func(*http.Request, Outcome)
+	opts     Options
 }
 
 // Outcome is what the gateway did with a request, for logs and placeholders.
@@ -72,9 +90,12 @@ const (
 	OutcomeWaiting  Outcome = "waiting"  // shown the waiting page or JSON
 	OutcomeClosed   Outcome = "closed"   // shown the closed page
 	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
+	OutcomeRefused  Outcome = "refused"  // an ambiguous path, answered 400
 )
 
-// New builds a gateway over shared state (see NewShared).
+// New builds a gateway over shared state (see NewShared). It changes
+// nothing in the shared state: ApplyConfig does, once the caller knows the
+// gateway will serve.
 func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	s, err := cfg.settle()
 	if err != nil {
@@ -83,7 +104,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if shared.Room.Name() != s.Room {
 		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
 	}
-	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome}
+	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome, opts: opts}
 	if g.notify == nil {
 		g.notify = func(*http.Request, Outcome) {}
 	}
@@ -93,9 +114,6 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	if err := shared.reconfigure(s, g.now()); err != nil {
-		return nil, err
-	}
 	ring, generated, err := shared.keys(s.Keys)
 	if err != nil {
 		return nil, fmt.Errorf("loading keys: %w", err)
@@ -104,7 +122,11 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		g.log.Warn("NO KEYS CONFIGURED: generated keys for this process only; a restart will invalidate every waiting token and pass. Run `fairgate keygen` and configure keys.",
 			zap.String("room", s.Room))
 	}
-	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger)
+	var gateOpts []admission.GateOption
+	if opts.Random != nil {
+		gateOpts = append(gateOpts, admission.WithRandom(opts.Random))
+	}
+	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger, gateOpts...)
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
 	}
@@ -144,12 +166,20 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pass cache: %w", err)
 	}
-	if g.pages, err = newPages(s); err != nil {
+	if g.pages, err = newPages(s, g.log); err != nil {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
 	return g, nil
 }
+
+// ApplyConfig makes the config's room settings (state, sale_start, rate,
+// burst, difficulty, tau, fixed_speed, ledger_size) live in the shared room,
+// changing only what differs from the config applied before, so a live change
+// made through the admin API stays unless the config changes that setting.
+// Call it once the gateway is certain to serve: a config that is rejected
+// must leave the room as it was.
+func (g *Gateway) ApplyConfig() error { return g.shared.reconfigure(g.cfg, g.now()) }
 
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {
@@ -169,10 +199,11 @@ func (g *Gateway) Room() *Shared { return g.shared }
 // Handle serves r: the gateway's own endpoints, or the protected site
 // through next when the visitor may pass. It returns what it did.
 func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) Outcome {
-	for name := range r.Header {
-		if len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) {
-			r.Header.Del(name)
-		}
+	stripOwnHeaders(r.Header)
+	if _, _, err := canonicalPath(r.URL); err != nil {
+		g.notify(r, OutcomeRefused)
+		writeError(w, http.StatusBadRequest, "ambiguous_path", err.Error())
+		return OutcomeRefused
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
 		g.notify(r, OutcomeAPI)
@@ -198,12 +229,30 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		return OutcomeOpen
 	case admission.StateClosed:
 		g.notify(r, OutcomeClosed)
+		g.metrics.held.WithLabelValues("closed").Inc()
 		g.serveClosed(w, r)
 		return OutcomeClosed
 	default:
 		g.notify(r, OutcomeWaiting)
+		if wantsJSON(r) {
+			g.metrics.held.WithLabelValues("waiting_json").Inc()
+		} else {
+			g.metrics.held.WithLabelValues("waiting_page").Inc()
+		}
 		g.serveWaiting(w, r, now)
 		return OutcomeWaiting
+	}
+}
+
+// stripOwnHeaders removes every client-sent header in fairgate's namespace,
+// in either spelling: CGI, WSGI and Rack origins read `Fairgate_Pass` and
+// `Fairgate-Pass` alike as HTTP_FAIRGATE_PASS, so a forged underscore
+// spelling must not reach them either.
+func stripOwnHeaders(h http.Header) {
+	for name := range h {
+		if len(name) >= len(HeaderPrefix) && strings.EqualFold(strings.ReplaceAll(name[:len(HeaderPrefix)], "_", "-"), HeaderPrefix) {
+			delete(h, name)
+		}
 	}
 }
 
@@ -219,7 +268,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 }
 
 func (g *Gateway) bypassed(r *http.Request) bool {
-	if g.bypass.match(r.URL.Path) {
+	if matchRequest(g.bypass, r) {
 		return true
 	}
 	for _, m := range g.cfg.Bypass.Methods {
@@ -228,7 +277,7 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 		}
 	}
 	if len(g.cidrs) > 0 {
-		if ip, ok := clientIP(r, g.cfg.trusted); ok {
+		if ip, ok := g.clientIP(r); ok {
 			for _, p := range g.cidrs {
 				if p.Contains(ip) {
 					return true
@@ -255,7 +304,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	}
 	token := c.Value
 	if claims, ok := g.passes.Get(token); ok {
-		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) {
+		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) && g.addressMatches(r, claims.Bnd) {
 			g.metrics.passCached.Inc()
 			return token, true
 		}
@@ -268,6 +317,10 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	}
 	if !g.identityMatches(r, claims.Subject) {
 		g.metrics.passChecks.WithLabelValues("other_visitor").Inc()
+		return "", false
+	}
+	if !g.addressMatches(r, claims.Bnd) {
+		g.metrics.passChecks.WithLabelValues("other_address").Inc()
 		return "", false
 	}
 	g.metrics.passChecks.WithLabelValues("verified").Inc()
@@ -293,6 +346,16 @@ func (g *Gateway) identityMatches(r *http.Request, subject string) bool {
 	}
 }
 
+// addressMatches holds a pass to the address it was admitted from, when
+// bind_pass is set: bnd must be the keyed hash of the client's address now.
+func (g *Gateway) addressMatches(r *http.Request, bnd string) bool {
+	if !g.cfg.BindPass {
+		return true
+	}
+	ip, ok := clientIP(r, g.cfg.trusted)
+	return ok && bnd != "" && bnd == g.gate.Codec().Keys().Bind(ip.String())
+}
+
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if g.cache != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		g.cache.serve(w, r, next)
@@ -316,11 +379,35 @@ func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, er
 		}
 	}
 	if g.cfg.BindIP {
-		ip, ok := clientIP(r, g.cfg.trusted)
+		ip, ok := g.clientIP(r)
 		if !ok {
 			return v, errors.New("client address unknown")
 		}
 		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
 	}
 	return v, nil
+}
+
+// clientIP is the visitor's address (see Options.ClientIP).
+func (g *Gateway) clientIP(r *http.Request) (netip.Addr, bool) {
+	if g.opts.ClientIP != nil {
+		return g.opts.ClientIP(r)
+	}
+	return clientIP(r, g.cfg.trusted)
+}
+
+// returnURI is where the visitor returns once admitted (see Options.ReturnURI).
+func (g *Gateway) returnURI(r *http.Request) string {
+	if g.opts.ReturnURI != nil {
+		return g.opts.ReturnURI(r)
+	}
+	return r.URL.RequestURI()
+}
+
+// hookURL is the admission hook's URL for r (see Options.HookURL).
+func (g *Gateway) hookURL(r *http.Request) string {
+	if g.opts.HookURL != nil {
+		return g.opts.HookURL(r, g.cfg.Hook.URL)
+	}
+	return g.cfg.Hook.URL
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/dynamostore"
@@ -55,7 +55,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	storeKind := fs.String("store", "bolt", "bolt (embedded file) or dynamodb")
 	dbPath := fs.String("db", "fairgate-seats.db", "bbolt file of the embedded store")
 	ddb := dynamoFlags(fs)
-	keysFile := fs.String("keys", "", "the gateway's keys (JSON of `fairgate keygen`) to verify passes (required)")
+	keysFile := fs.String("keys", "", "the gateway's keys (the JSON of 'fairgate keygen') to verify passes (required)")
 	room := fs.String("room", "main", "the waiting room whose passes open sessions")
 	var events []string
 	fs.Func("event", "an event the room's passes open sessions for (repeat for several; the first is the admission hook's); a pass for any other event gets 403 (required)", func(v string) error {
@@ -119,7 +119,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 // serveUntil serves h on ln until ctx ends, then drains gracefully.
 func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := httpserver.New(h, httpserver.Defaults) // slow bodies and idle clients are cut off
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -141,7 +141,7 @@ type dynamo struct {
 	endpoint, prefix *string
 }
 
-func dynamoFlags(fs *flag.FlagSet) dynamo {
+func dynamoFlags(fs *flagSet) dynamo {
 	return dynamo{
 		endpoint: fs.String("dynamodb-endpoint", os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT"), "DynamoDB endpoint override, e.g. DynamoDB Local"),
 		prefix:   fs.String("table-prefix", "fairgate", "table names: <prefix>_seats and <prefix>_reservations"),
