@@ -35,7 +35,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	clk   *clock
 	gate  *admission.Gate
@@ -43,10 +43,10 @@ type env struct {
 	event string
 }
 
-func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 
 // newEnvWith serves a store passed through wrap (if not nil).
-func newEnvWith(t *testing.T, wrap func(seats.Store) seats.Store) *env {
+func newEnvWith(t testing.TB, wrap func(seats.Store) seats.Store) *env {
 	t.Helper()
 	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
 	if err != nil {
