@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dgraph-io/ristretto/v2"
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
@@ -76,6 +77,11 @@ type API struct {
 	svc *seats.Service
 	cfg Config
 	mux *http.ServeMux
+	// passes caches verified passes by their text until they expire: every
+	// write checks one, and a signature check costs more than the hold. A
+	// pass signed by a key since removed stays good until its exp, as at
+	// the gateway's own cache.
+	passes *ristretto.Cache[string, *admission.PassClaims]
 }
 
 // New returns the API over a service.
@@ -92,7 +98,11 @@ func New(svc *seats.Service, cfg Config) *API {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
-	a := &API{svc: svc, cfg: cfg, mux: http.NewServeMux()}
+	passes, err := ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64})
+	if err != nil {
+		panic(fmt.Sprintf("pass cache: %v", err)) // constant, valid configuration
+	}
+	a := &API{svc: svc, cfg: cfg, mux: http.NewServeMux(), passes: passes}
 	a.mux.HandleFunc("POST /api/events", a.createEvent)
 	a.mux.HandleFunc("GET /api/events/{event}", a.event)
 	a.mux.HandleFunc("GET /api/events/{event}/sections/{section}", a.section)
@@ -296,6 +306,9 @@ func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admi
 		writeError(w, http.StatusUnauthorized, "no_pass", "this needs a pass from the waiting room", nil)
 		return nil, false
 	}
+	if claims, ok := a.passes.Get(token); ok && now.Before(claims.Expiry()) {
+		return claims, true
+	}
 	claims, err := a.cfg.Codec.ParsePass(token, a.cfg.Room, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "bad_pass", "the pass does not verify: "+err.Error(), nil)
@@ -305,6 +318,7 @@ func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admi
 		writeError(w, http.StatusUnauthorized, "bad_pass", "the pass names no visitor (sub)", nil)
 		return nil, false
 	}
+	a.passes.SetWithTTL(token, claims, 1, claims.Expiry().Sub(now))
 	return claims, true
 }
 

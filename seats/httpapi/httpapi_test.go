@@ -434,3 +434,17 @@ func TestPaymentConfirmation(t *testing.T) {
 		t.Fatalf("signed confirm: %d %s", code, body)
 	}
 }
+
+// TestCachedPassExpires: the pass cache never outlives the pass.
+func TestCachedPassExpires(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 {
+		t.Fatalf("fresh pass: %d %s", code, body)
+	}
+	e.clk.Add(2 * time.Hour) // the pass lives an hour
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 401 {
+		t.Fatalf("expired cached pass: %d %s", code, body)
+	}
+}
