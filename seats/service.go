@@ -213,7 +213,7 @@ func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []stri
 	if len(slices.Compact(ids)) != len(seatIDs) {
 		return Session{}, fmt.Errorf("%w: a seat is named twice", ErrInvalid)
 	}
-	return s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Key: key})
+	return s.decided(ctx, id)(s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Key: key}))
 }
 
 // MaxBestSections caps the sections one best-available request may name:
@@ -304,7 +304,7 @@ func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now ti
 	if _, err := s.Session(ctx, id, user); err != nil {
 		return Session{}, err
 	}
-	return s.store.Release(ctx, id, seat, now, key)
+	return s.decided(ctx, id)(s.store.Release(ctx, id, seat, now, key))
 }
 
 // Checkout freezes the holds and keeps them to CheckoutDeadline.
@@ -317,7 +317,7 @@ func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, 
 	if err != nil {
 		return sess, err
 	}
-	return s.store.Checkout(ctx, id, now, CheckoutDeadline(sess, now, ev.CheckoutWindow.Or(7*time.Minute)), key)
+	return s.decided(ctx, id)(s.store.Checkout(ctx, id, now, CheckoutDeadline(sess, now, ev.CheckoutWindow.Or(7*time.Minute)), key))
 }
 
 // CheckoutDeadline is when a checkout started at now ends: the later of
@@ -342,7 +342,7 @@ func (s *Service) Confirm(ctx context.Context, id, user, paymentRef string, now 
 	if _, err := s.Session(ctx, id, user); err != nil {
 		return Session{}, err
 	}
-	return s.store.Confirm(ctx, id, reservationID(id), paymentRef, now, key)
+	return s.decided(ctx, id)(s.store.Confirm(ctx, id, reservationID(id), paymentRef, now, key))
 }
 
 // Cancel cancels a session and releases its seats.
@@ -351,6 +351,21 @@ func (s *Service) Cancel(ctx context.Context, id, user string, now time.Time, ke
 		return Session{}, err
 	}
 	return s.store.Cancel(ctx, id, now, key)
+}
+
+// decided returns a write's outcome, except that a write refused because
+// its seats were no longer held, when the session's deadline has passed by
+// the time it was decided, is ErrExpired (410): the deadline is the cause.
+func (s *Service) decided(ctx context.Context, id string) func(Session, error) (Session, error) {
+	return func(sess Session, err error) (Session, error) {
+		if !errors.Is(err, ErrNotHeld) {
+			return sess, err
+		}
+		if cur, rerr := s.store.Session(ctx, id); rerr == nil && cur.StateAt(s.now()) == StateExpired {
+			return sess, fmt.Errorf("%w (decided after its deadline)", ErrExpired)
+		}
+		return sess, err
+	}
 }
 
 // reservationID derives the reservation id from the session, so a retried
