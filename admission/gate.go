@@ -320,6 +320,11 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		if now.Before(place.Slot) {
 			return g.wait(&view, claims, OutcomeBusy, place.Slot, now)
 		}
+		if view.State == StatePaused {
+			// Nobody is admitted while paused, slot holders neither: the
+			// place keeps its slot and asks again at its next checkpoint.
+			return g.wait(&view, claims, OutcomeBusy, g.nextCheckpoint(&view, claims, now), now)
+		}
 		used, err := g.ledger.Use(ctx, claims.ID)
 		switch {
 		case err != nil:

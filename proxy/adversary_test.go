@@ -209,3 +209,58 @@ func TestEligibleBeforePauseLosesPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotHeldThroughPause: a place holding an admission slot that falls
+// due during a pause is not admitted while the room is paused, keeps its
+// token through the pause, and is admitted after it.
+func TestSlotHeldThroughPause(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 1, Burst: 1}, nil)
+	first, second := e.newTab(), e.newTab()
+	t1, t2 := first.token(), second.token()
+	e.clock.Set(time.UnixMilli(max(t1.NextAttempt, t2.NextAttempt)))
+	if status, _ := first.admit(t1); status != 200 {
+		t.Fatalf("first visitor: %d", status)
+	}
+	status, tk := second.admit(t2)
+	if status != 429 || tk.Outcome != "busy" {
+		t.Fatalf("second visitor with the bucket empty: %d %+v", status, tk)
+	}
+	e.setState("paused")
+	end := e.clock.Now().Add(20 * time.Minute)
+	for e.clock.Now().Before(end) {
+		e.clock.Set(time.UnixMilli(tk.NextAttempt))
+		status, next := second.admit(tk)
+		if status != 429 || next.Token == "" {
+			t.Fatalf("slot holder %v into the pause: %d %+v, want 429 and a token", e.clock.Now().Sub(end.Add(-20*time.Minute)), status, next)
+		}
+		tk = next
+	}
+	e.setState("queue")
+	for range 100 {
+		e.clock.Set(time.UnixMilli(tk.NextAttempt))
+		status, next := second.admit(tk)
+		if status == 200 {
+			return
+		}
+		if status != 429 {
+			t.Fatalf("after the pause: %d %+v", status, next)
+		}
+		tk = next
+	}
+	t.Fatal("never admitted after the pause")
+}
+
+// TestSaleStartCenturiesAgo: a sale start further back than the
+// checkpoint grid can count (time.Duration reaches 292 years) is refused
+// by the admin API instead of hanging every token request.
+func TestSaleStartCenturiesAgo(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", State: "queue"}, nil)
+	scheduled, start := "scheduled", "1700-01-01T00:00:00Z"
+	if err := e.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &start}, e.clock.Now()); err == nil {
+		t.Fatal("a sale start in 1700 accepted")
+	}
+	if _, err := NewShared(Config{Room: "x", State: "scheduled", SaleStart: "1700-01-01T00:00:00Z", Keys: testKeys}, e.clock.Now); err == nil {
+		t.Fatal("a configured sale start in 1700 accepted")
+	}
+	e.newTab().token()
+}
