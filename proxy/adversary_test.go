@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -263,4 +264,74 @@ func TestSaleStartCenturiesAgo(t *testing.T) {
 		t.Fatal("a configured sale start in 1700 accepted")
 	}
 	e.newTab().token()
+}
+
+// TestLatePresenterCatchesUp: two tabs of one login (one draw, one grid)
+// take their tokens together under the adaptive clock; one follows every
+// checkpoint, the other sleeps and presents its oldest version once a
+// minute, the last time in the final seconds of that version's life. The
+// sleeper is never admitted before its honest twin.
+func TestLatePresenterCatchesUp(t *testing.T) {
+	secret := []byte("site-login-secret-0123456789abcdef")
+	e := newEnv(t, Config{Room: "sale", State: "queue", Rate: 0.001, Burst: 100, Identity: &Identity{
+		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+	}}, nil)
+	room := e.gw.Room().Room
+	for trial := range 6 {
+		login, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: fmt.Sprint("user-", trial), ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(24 * time.Hour))}).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		honest, sleeper := e.newTab("Authorization", "Bearer "+login), e.newTab("Authorization", "Bearer "+login)
+		htk, stk := honest.token(), sleeper.token()
+		oldest := stk
+		var honestIn, sleeperIn time.Time
+		start := e.clock.Now()
+		for step := 1; honestIn.IsZero() || sleeperIn.IsZero(); step++ {
+			if step > 4*3600 {
+				t.Fatal("neither admitted in four hours")
+			}
+			e.clock.Set(start.Add(time.Duration(step) * time.Second))
+			room.Tick(e.clock.Now())
+			now := e.clock.Now()
+			if honestIn.IsZero() && !now.Before(time.UnixMilli(htk.NextAttempt)) {
+				status, back := honest.admit(htk)
+				switch status {
+				case 200:
+					honestIn = now
+				case 429:
+					htk = back
+				default:
+					t.Fatalf("honest: %d", status)
+				}
+			}
+			if !sleeperIn.IsZero() {
+				continue
+			}
+			// The oldest version while it lives (its last second included),
+			// then the newest, once a minute.
+			exp := time.Unix(e.claims(stk.Token).ExpiresAt, 0).Add(admission.DefaultPolicy.Leeway)
+			if oldest.Token != "" && now.Equal(time.Unix(e.claims(oldest.Token).ExpiresAt, 0).Add(admission.DefaultPolicy.Leeway-time.Second)) {
+				stk = oldest
+			} else if step%60 != 0 || now.After(exp) {
+				continue
+			}
+			status, back := sleeper.admit(stk)
+			switch status {
+			case 200:
+				sleeperIn = now
+			case 429:
+				if stk == oldest {
+					oldest = ticketJSON{}
+				}
+				stk = back
+			default:
+				t.Fatalf("sleeper at %v: %d", now.Sub(start), status)
+			}
+		}
+		if sleeperIn.Before(honestIn) {
+			t.Fatalf("trial %d: the sleeper got in at %v, its honest twin at %v", trial, sleeperIn.Sub(start), honestIn.Sub(start))
+		}
+		t.Logf("trial %d: honest %v, sleeper %v", trial, honestIn.Sub(start), sleeperIn.Sub(start))
+	}
 }
