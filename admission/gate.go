@@ -423,6 +423,7 @@ func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
 			ExpiresAt: now.Add(g.policy.PassTTL).Unix(),
 		},
 		Wid: claims.ID,
+		Bnd: claims.Bnd,
 	}
 	pass, err := g.SignPass(pc)
 	if err != nil {

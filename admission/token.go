@@ -105,6 +105,9 @@ type PassClaims struct {
 	Wid string `json:"wid"`
 	// Ses is the session id the admission hook returned, if any.
 	Ses string `json:"ses,omitempty"`
+	// Bnd is the waiting token's network binding, carried over so that a
+	// gateway with bind_pass can hold the pass to that address.
+	Bnd string `json:"bnd,omitempty"`
 }
 
 // Codec signs and strictly verifies fairgate's JWTs with a key ring.

@@ -5,9 +5,11 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -174,7 +176,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
 	if g.hook != nil {
-		res := g.hook.call(r.Context(), g.cfg.Room, d.Pass, d.PassClaims)
+		res := g.hook.call(r.Context(), g.hookURL(r), g.cfg.Room, d.Pass, d.PassClaims)
 		switch {
 		case res.err == nil && res.admit:
 			session = res.session
@@ -208,6 +210,13 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 		pass = signed
 	}
 	g.metrics.admissions.Inc()
+	if d.Claims != nil {
+		waited := max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)))
+		g.metrics.waited.Observe(waited.Seconds())
+		if g.opts.OnAdmit != nil {
+			g.opts.OnAdmit(r, waited)
+		}
+	}
 	expires := d.PassClaims.Expiry()
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
@@ -307,10 +316,17 @@ func invalidStatus(err error) (int, string) {
 	}
 }
 
-// safeReturn keeps redirects on this site: a path, not a URL.
+// safeReturn keeps redirects on this site: a path, not a URL. Browsers
+// drop tabs and newlines and read a backslash as a slash, so `/\t/evil.example`
+// is another host to them: any control character or backslash is refused,
+// as is whatever net/url does not read as a bare path.
 func safeReturn(ret string) string {
-	if ret == "" || !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.HasPrefix(ret, "/\\") ||
-		strings.ContainsAny(ret, "\r\n") {
+	if !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.ContainsRune(ret, '\\') ||
+		strings.ContainsFunc(ret, unicode.IsControl) {
+		return "/"
+	}
+	u, err := url.Parse(ret)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 		return "/"
 	}
 	return ret

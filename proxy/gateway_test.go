@@ -219,7 +219,8 @@ func TestBypass(t *testing.T) {
 		{"GET", "/static/app.css", "", true},
 		{"GET", "/api/events/e1/sections/A", "", true},
 		{"GET", "/api/events/e1/sections/A/extra", "", false},
-		{"GET", "/healthz", "", true},
+		{"GET", "/health/live", "", true},
+		{"GET", "/healthz", "", false}, // prefixes end on segment boundaries
 		{"OPTIONS", "/shop", "", true},
 		{"GET", "/shop", "kube-probe/1.29", true},
 		{"GET", "/shop", "Mozilla/5.0", false},
@@ -237,7 +238,10 @@ func TestAssets(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") || !strings.Contains(string(body), "fairgate") {
 		t.Fatalf("asset: %d %v", resp.StatusCode, resp.Header)
 	}
-	for _, p := range []string{"/_fairgate/assets/x/../../etc/passwd", "/_fairgate/assets/" + assetVersion + "/waiting.html", "/_fairgate/nope"} {
+	if resp, _ := e.do("GET", "/_fairgate/assets/x/../../etc/passwd", ""); resp.StatusCode != 400 {
+		t.Errorf("a dot segment: %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/_fairgate/assets/" + assetVersion + "/waiting.html", "/_fairgate/nope"} {
 		if resp, _ := e.do("GET", p, ""); resp.StatusCode != 404 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/dynamostore"
@@ -99,7 +100,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 // serveUntil serves h on ln until ctx ends, then drains gracefully.
 func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := httpserver.New(h, httpserver.Defaults) // slow bodies and idle clients are cut off
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
