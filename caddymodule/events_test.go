@@ -11,7 +11,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 )
 
@@ -48,16 +47,16 @@ func TestEvents(t *testing.T) {
 	defer origin.Close()
 	config := func(state string) string {
 		return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 	events {
 		on waiting_room_state_changed fairgate_test_record
 		on waiting_room_admitted fairgate_test_record
 	}
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	waiting_room events {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
@@ -67,7 +66,7 @@ http://localhost:9080 {
 }
 `, state, strings.TrimPrefix(origin.URL, "http://"))
 	}
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(config("queue"), "caddyfile")
 	c := call{t: t, client: tester.Client}
 	drain := func() {
@@ -94,10 +93,10 @@ http://localhost:9080 {
 		}
 	}
 	drain()
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/events", `{"state":"open"}`)
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/events", `{"state":"open"}`)
 	expect("waiting_room_state_changed map[by:admin_api from:queue reason: room:events to:open]")
-	tk := token(t, c, "http://localhost:9080")
-	if code, _, body := c.do("POST", "http://localhost:9080/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`); code != 200 {
+	tk := token(t, c, "http://localhost:HTTP_PORT")
+	if code, _, body := c.do("POST", "http://localhost:HTTP_PORT/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`); code != 200 {
 		t.Fatalf("admit: %d %s", code, body)
 	}
 	expect("waiting_room_admitted map[room:events waited_seconds:")

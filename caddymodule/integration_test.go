@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
-
 	"github.com/fairgate/fairgate/admission"
 )
 
@@ -32,13 +30,13 @@ const testKeysJSON = `{"signing":"k1","keys":{"k1":"c2VjcmV0LWtleS1mb3ItdGVzdHMt
 
 func siteConfig(origin, extra string) string {
 	return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 	metrics
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	header >X-Queue-Outcome {http.waiting_room.outcome}
 	waiting_room it {
 		keys_from {env.FAIRGATE_IT_KEYS}
@@ -61,7 +59,7 @@ type call struct {
 
 func (c call) do(method, url, body string, header ...string) (int, http.Header, string) {
 	c.t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	req, err := http.NewRequest(method, withPorts(url), strings.NewReader(withPorts(body)))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -87,10 +85,10 @@ func TestCaddyIntegration(t *testing.T) {
 	}))
 	defer origin.Close()
 
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(siteConfig(origin.URL, ""), "caddyfile")
 	c := call{t: t, client: tester.Client}
-	site := "http://localhost:9080"
+	site := "http://localhost:HTTP_PORT"
 
 	// Open room: everyone passes, the outcome placeholder says so.
 	code, h, body := c.do("GET", site+"/shop", "")
@@ -99,7 +97,7 @@ func TestCaddyIntegration(t *testing.T) {
 	}
 
 	// Queue via the admin API: no pass means the waiting page.
-	code, _, body = c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"queue","rate":100}`)
+	code, _, body = c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/it", `{"state":"queue","rate":100}`)
 	if code != 200 || !strings.Contains(body, `"state":"queue"`) {
 		t.Fatalf("admin change: %d %s", code, body)
 	}
@@ -112,7 +110,7 @@ func TestCaddyIntegration(t *testing.T) {
 	}
 
 	// A token issued in the open state may be used at once; mint one there.
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"open"}`)
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/it", `{"state":"open"}`)
 	code, _, body = c.do("POST", site+"/_fairgate/token", "")
 	var tk struct {
 		Token, Challenge string
@@ -128,21 +126,21 @@ func TestCaddyIntegration(t *testing.T) {
 		t.Fatalf("admit: %d %s", code, body)
 	}
 	// With the pass (cookie jar), a queued room forwards, with the pass header.
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"queue"}`)
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/it", `{"state":"queue"}`)
 	code, h, body = c.do("GET", site+"/shop", "", "Fairgate-Pass", "forged-by-client")
 	if code != 200 || body != "origin /shop pass=true" || h.Get("X-Queue-Outcome") != "passed" {
 		t.Fatalf("with a pass: %d %q %v", code, body, h)
 	}
 
 	// Pause stops admissions.
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"paused","difficulty":6}`)
-	code, _, body = c.do("GET", "http://localhost:2999/waiting_room/rooms", "")
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/it", `{"state":"paused","difficulty":6}`)
+	code, _, body = c.do("GET", "http://localhost:ADMIN_PORT/waiting_room/rooms", "")
 	if code != 200 || !strings.Contains(body, `"state":"paused"`) || !strings.Contains(body, `"used_tokens":1`) {
 		t.Fatalf("rooms: %d %s", code, body)
 	}
 
 	// Metrics are in Caddy's registry.
-	_, _, metrics := c.do("GET", "http://localhost:2999/metrics", "")
+	_, _, metrics := c.do("GET", "http://localhost:ADMIN_PORT/metrics", "")
 	for _, want := range []string{`fairgate_tokens_issued_total{room="it"} 1`, `fairgate_admissions_total{room="it"} 1`, `fairgate_room_state{room="it",state="paused"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
@@ -156,11 +154,11 @@ func TestCaddyIntegration(t *testing.T) {
 	if h.Get("X-Reloaded") != "yes" {
 		t.Fatalf("reload did not take: %v", h)
 	}
-	code, _, body = c.do("GET", "http://localhost:2999/waiting_room/rooms/it", "")
+	code, _, body = c.do("GET", "http://localhost:ADMIN_PORT/waiting_room/rooms/it", "")
 	if code != 200 || !strings.Contains(body, `"state":"paused"`) || !strings.Contains(body, `"difficulty":6`) || !strings.Contains(body, `"used_tokens":1`) {
 		t.Fatalf("room after reload: %d %s", code, body)
 	}
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/it", `{"state":"open"}`)
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/it", `{"state":"open"}`)
 	code, _, body = c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`)
 	if code != 409 {
 		t.Fatalf("token reused after reload: %d %s", code, body)
@@ -173,7 +171,7 @@ func TestCaddyIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := strings.Replace(siteConfig(origin.URL, "header X-Reloaded yes"), "state open", "state open\n\t\twaiting_page "+page, 1)
-	code, _, body = c.do("POST", "http://localhost:2999/load", broken, "Content-Type", "text/caddyfile")
+	code, _, body = c.do("POST", "http://localhost:ADMIN_PORT/load", broken, "Content-Type", "text/caddyfile")
 	if code < 400 || !strings.Contains(body, page) || !strings.Contains(body, "waiting.html:3") {
 		t.Fatalf("broken waiting_page reload: %d %s", code, body)
 	}

@@ -13,15 +13,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
 // load posts a Caddyfile to the admin API's /load, as `caddy reload` does,
 // and returns Caddy's answer.
 func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", "http://localhost:2999/load", strings.NewReader(caddyfile))
+	req, err := http.NewRequest("POST", withPorts("http://localhost:ADMIN_PORT/load"), strings.NewReader(withPorts(caddyfile)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +40,13 @@ func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 // extra after it in the site.
 func reloadConfig(origin, options, extra string) string {
 	return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 	metrics
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	waiting_room reload {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		%s
@@ -63,12 +61,12 @@ http://localhost:9080 {
 // settings and the room's gauges in /metrics.
 func roomFigures(t *testing.T, c call) string {
 	t.Helper()
-	code, _, room := c.do("GET", "http://localhost:2999/waiting_room/rooms/reload", "")
+	code, _, room := c.do("GET", "http://localhost:ADMIN_PORT/waiting_room/rooms/reload", "")
 	if code != 200 {
 		return fmt.Sprintf("no room (%d %s)", code, room)
 	}
 	settings := regexp.MustCompile(`"(state|rate|burst|difficulty|clock_speed)":[^,}]*`).FindAllString(room, -1)
-	_, _, metrics := c.do("GET", "http://localhost:2999/metrics", "")
+	_, _, metrics := c.do("GET", "http://localhost:ADMIN_PORT/metrics", "")
 	gauges := regexp.MustCompile(`(?m)^fairgate_(target_rate|room_state|clock_speed)\{room="reload"[^}]*\} [1-9][0-9.e+-]*$`).FindAllString(metrics, -1)
 	return strings.Join(settings, " ") + " | " + strings.Join(gauges, " ")
 }
@@ -89,7 +87,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	}
 	defer taken.Close()
 
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(reloadConfig(origin.URL, "state queue\n rate 5\n tau 1m\n difficulty 4", ""), "caddyfile")
 	c := call{t: t, client: tester.Client}
 	before := roomFigures(t, c)
@@ -98,7 +96,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	}
 	waiting := func(when string) {
 		t.Helper()
-		if code, _, _ := c.do("GET", "http://localhost:9080/shop", "", "Accept", "application/json"); code != 429 {
+		if code, _, _ := c.do("GET", "http://localhost:HTTP_PORT/shop", "", "Accept", "application/json"); code != 429 {
 			t.Fatalf("%s: a visitor without a pass got %d, not the waiting room", when, code)
 		}
 	}
@@ -134,11 +132,11 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 			t.Errorf("after the good reload, want %s in %s", want, after)
 		}
 	}
-	if code, _, body := c.do("GET", "http://localhost:9080/shop", ""); code != 200 || body != "origin" {
+	if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/shop", ""); code != 200 || body != "origin" {
 		t.Fatalf("open room after the good reload: %d %s", code, body)
 	}
 	// tau 5s with fixed_speed: a queue's clock runs at 1/5 s.
-	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
+	if code, _, body := c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
 		t.Fatalf("clock after tau 5s, fixed_speed: %d %s", code, body)
 	}
 }
@@ -152,14 +150,14 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 		fmt.Fprint(w, "origin")
 	}))
 	defer origin.Close()
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	waiting_room /a/* matched {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
@@ -168,13 +166,13 @@ http://localhost:9080 {
 }
 `, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
 	c := call{t: t, client: tester.Client}
-	if code, _, body := c.do("GET", "http://localhost:9080/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
+	if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
 		t.Fatalf("matched path: %d %s", code, body)
 	}
-	if code, _, body := c.do("GET", "http://localhost:9080/b", ""); code != 200 || body != "origin" {
+	if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/b", ""); code != 200 || body != "origin" {
 		t.Fatalf("unmatched path: %d %s", code, body)
 	}
-	if code, _, body := c.do("POST", "http://localhost:9080/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+	if code, _, body := c.do("POST", "http://localhost:HTTP_PORT/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
 		t.Fatalf("the room's token endpoint outside the matcher: %d %s", code, body)
 	}
 }
@@ -204,17 +202,17 @@ func TestCaddyConventions(t *testing.T) {
 		fmt.Fprint(w, `{"session":"s1"}`)
 	}))
 	defer hook.Close()
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 	servers {
 		trusted_proxies static 127.0.0.1/32
 	}
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	rewrite /old /new
 	waiting_room conventions {
 		keys_from {env.FAIRGATE_IT_KEYS}
@@ -229,7 +227,7 @@ http://localhost:9080 {
 }
 `, hook.URL, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
 	c := call{t: t, client: tester.Client}
-	site := "http://localhost:9080"
+	site := "http://localhost:HTTP_PORT"
 
 	if code, _, body := c.do("GET", site+"/old", "", "Accept", "text/html"); code != 200 || !strings.Contains(body, `data-return="/old"`) {
 		t.Fatalf("waiting page after rewrite /old /new: %d, want data-return=\"/old\"", code)
@@ -241,7 +239,7 @@ http://localhost:9080 {
 		t.Fatalf("another client address: %d", code)
 	}
 
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"state":"open"}`)
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/conventions", `{"state":"open"}`)
 	tk := token(t, c, site)
 	code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`)
 	if code != 200 || !strings.Contains(body, `"session":"s1"`) {
@@ -251,7 +249,7 @@ http://localhost:9080 {
 		t.Fatalf("hook called at %s", got)
 	}
 	// Admin API: unknown fields are named.
-	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"rates":5}`); code != 400 || !strings.Contains(body, `unknown field \"rates\"`) {
+	if code, _, body := c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/conventions", `{"rates":5}`); code != 400 || !strings.Contains(body, `unknown field \"rates\"`) {
 		t.Fatalf("unknown admin field: %d %s", code, body)
 	}
 }
@@ -269,12 +267,12 @@ func TestKeyFileReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	waiting_room keyfile {
 		keys_from %s
 		difficulty 4
@@ -283,10 +281,10 @@ http://localhost:9080 {
 	reverse_proxy %s
 }
 `, file, strings.TrimPrefix(origin.URL, "http://"))
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(config, "caddyfile")
 	c := call{t: t, client: tester.Client}
-	site := "http://localhost:9080"
+	site := "http://localhost:HTTP_PORT"
 	tk := token(t, c, site)
 	if kid := tokenKid(t, tk.Token); kid != "k1" {
 		t.Fatalf("signed by %q before rotation", kid)
@@ -313,7 +311,7 @@ http://localhost:9080 {
 	if kid := tokenKid(t, token(t, c, site).Token); kid != "k2" {
 		t.Fatalf("signed by %q after the forced reload", kid)
 	}
-	c.do("POST", "http://localhost:2999/waiting_room/rooms/keyfile", `{"state":"queue"}`)
+	c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/keyfile", `{"state":"queue"}`)
 	if code, _, body := c.do("GET", site+"/shop", "", "Cookie", "fairgate_pass_keyfile="+admitted.Pass); code != 200 || body != "origin" {
 		t.Fatalf("a pass signed by the old key after rotation: %d %s", code, body)
 	}

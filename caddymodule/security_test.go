@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
-
 	"github.com/fairgate/fairgate/internal/pathtest"
 )
 
@@ -17,12 +15,12 @@ import (
 // in front of an origin that resolves paths as nginx does.
 func exampleSite(origin string) string {
 	return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
 	grace_period 1ns
 }
-http://localhost:9080 {
+http://localhost:HTTP_PORT {
 	waiting_room sec {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
@@ -44,7 +42,7 @@ func TestFindingBypassRulesReachProtectedPagesUnderCaddy(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(pathtest.Origin())
 	defer origin.Close()
-	tester := caddytest.NewTester(noSkip{t})
+	tester := newTester(t)
 	tester.InitServer(exampleSite(origin.URL), "caddyfile")
 	for _, p := range []struct {
 		path   string
@@ -64,7 +62,7 @@ func TestFindingBypassRulesReachProtectedPagesUnderCaddy(t *testing.T) {
 		{"/static/app.css", 200},
 		{"/api/events/final/sections/L1", 200},
 	} {
-		req, _ := http.NewRequest("GET", "http://localhost:9080/", nil)
+		req, _ := http.NewRequest("GET", withPorts("http://localhost:HTTP_PORT/"), nil)
 		req.URL.Opaque = p.path
 		req.Header.Set("Accept", "application/json")
 		req.Header["Fairgate_Pass"] = []string{"FORGED"}

@@ -15,7 +15,10 @@ go run ./e2e/build xcaddy.json "$W/caddy"
 go build -o "$W/fairgate" ./cmd/fairgate
 go build -o "$W/targets" ./bench/targets
 go build -o "$W/load" ./e2e/load
-"$W/caddy" list-modules | grep -q '^http.handlers.waiting_room$'
+# Not a pipe into grep -q: under pipefail, Caddy's SIGPIPE after grep quits
+# would fail the run at random.
+"$W/caddy" list-modules > "$W/modules.txt"
+grep -qx 'http.handlers.waiting_room' "$W/modules.txt" || { echo "the built Caddy lacks http.handlers.waiting_room" >&2; exit 1; }
 
 "$W/fairgate" keygen --kid e2e > "$W/keys.json"
 export FAIRGATE_KEYS
