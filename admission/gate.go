@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,9 +138,12 @@ type Visitor struct {
 	Binding string
 }
 
-// matches reports whether the token belongs to this visitor.
+// matches reports whether the token belongs to this visitor. A token
+// issued to a login needs that login: with identity optional, a request
+// without one must not carry a logged-in visitor's place off in their name.
 func (v Visitor) matches(c *WaitClaims) bool {
-	return (v.Subject == "" || c.Subject == v.Subject) && (c.Bnd == "" || c.Bnd == v.Binding)
+	subject := c.Subject == v.Subject || (v.Subject == "" && strings.HasPrefix(c.Subject, AnonymousPrefix))
+	return subject && (c.Bnd == "" || c.Bnd == v.Binding)
 }
 
 // Issue gives a new visitor a waiting token.
@@ -327,6 +331,11 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		if now.Before(place.Slot) {
 			return g.wait(&view, claims, OutcomeBusy, place.Slot, now)
 		}
+		if view.State == StatePaused {
+			// Nobody is admitted while paused, slot holders neither: the
+			// place keeps its slot and asks again at its next checkpoint.
+			return g.wait(&view, claims, OutcomeBusy, g.nextCheckpoint(&view, claims, now), now)
+		}
 		used, err := g.ledger.Use(ctx, claims.ID)
 		switch {
 		case err != nil:
@@ -338,8 +347,14 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	}
 	room.ObservePresent(now, claims.ID)
 	at, eligible := g.walk(&view, claims, now)
-	if !eligible || view.State == StatePaused || view.State == StateScheduled {
+	if !eligible {
 		return g.wait(&view, claims, OutcomeWait, at, now)
+	}
+	if view.State == StatePaused || view.State == StateScheduled {
+		// Eligible, but nobody is admitted now: the next checkpoint, not
+		// the one already passed, so the token's life moves on with the
+		// pause instead of running out under a page that follows it.
+		return g.wait(&view, claims, OutcomeWait, g.nextCheckpoint(&view, claims, now), now)
 	}
 	return g.reserve(ctx, room, &view, claims, now)
 }

@@ -96,8 +96,9 @@ func TestDecideRejections(t *testing.T) {
 		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, ErrMalformed},
 		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, ErrExpired},
 		{"wrong visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-2"}, Now: at}, OutcomeInvalid, ErrIdentity},
-		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Now: at}, OutcomeInvalid, ErrNonceMalformed},
-		{"no nonce", Attempt{Token: tk.Token, Now: at}, OutcomeInvalid, ErrNonceMalformed},
+		{"anonymous presenter", Attempt{Token: tk.Token, Nonce: nonce, Now: at}, OutcomeInvalid, ErrIdentity},
+		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, ErrNonceMalformed},
+		{"no nonce", Attempt{Token: tk.Token, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, ErrNonceMalformed},
 		{"right visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeWait, nil},
 	}
 	for _, tt := range tests {
@@ -113,7 +114,7 @@ func TestDecideRejections(t *testing.T) {
 	for i := 0; VerifyWork(tk.Claims.Ch, 8, wrong) == nil; i++ {
 		wrong = strconv.Itoa(i + 1)
 	}
-	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Now: at}); !errors.Is(d.Err, ErrWorkInsufficient) {
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Visitor: Visitor{Subject: "user-1"}, Now: at}); !errors.Is(d.Err, ErrWorkInsufficient) {
 		t.Fatalf("wrong proof of work: %v (%v)", d.Outcome, d.Err)
 	}
 }

@@ -88,6 +88,9 @@ func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Ti
 		return r.place, false, nil
 	}
 	l.forgetExpired(l.now())
+	if len(l.order) > 2*len(l.places)+compactSlack {
+		l.compact()
+	}
 	if len(l.places) >= l.capacity {
 		return Place{}, false, ErrLedgerFull
 	}
@@ -109,8 +112,9 @@ func (l *MemoryLedger) Use(_ context.Context, id string) (bool, error) {
 	return true, nil
 }
 
-// Release implements Ledger. The heap entry stays until it expires;
-// forgetExpired skips it because the map no longer holds that record.
+// Release implements Ledger. The heap entry stays until it expires or
+// the heap is compacted; forgetExpired skips it because the map no longer
+// holds that record.
 func (l *MemoryLedger) Release(_ context.Context, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -132,6 +136,22 @@ func (l *MemoryLedger) forgetExpired(now time.Time) {
 			delete(l.places, e.id)
 		}
 	}
+}
+
+// compactSlack is how many released records' heap entries may outnumber
+// the live ones twice over before the heap is rebuilt: a visitor the
+// admission hook turns away over and over releases a record each time, and
+// without a rebuild the heap would grow with their requests, past capacity.
+const compactSlack = 1024
+
+// compact rebuilds the expiry heap from the live records.
+func (l *MemoryLedger) compact() {
+	order := make(expiryHeap, 0, len(l.places))
+	for id, r := range l.places {
+		order = append(order, expiring{id: id, until: r.until})
+	}
+	heap.Init(&order)
+	l.order = order
 }
 
 type expiring struct {

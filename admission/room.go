@@ -71,6 +71,17 @@ type RoomConfig struct {
 	Memory time.Duration
 }
 
+// maxSaleStartAge is how far in the past a sale start may lie: the
+// checkpoint grid counts from it in time.Duration, which reaches 292 years.
+const maxSaleStartAge = 100 * 365 * 24 * time.Hour
+
+func checkSaleStart(saleStart, now time.Time) error {
+	if !saleStart.IsZero() && now.Sub(saleStart) > maxSaleStartAge {
+		return fmt.Errorf("sale start %s is more than a century ago", saleStart.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // View is one consistent reading of a room's control state.
 type View struct {
 	Name       string
@@ -143,6 +154,9 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	if cfg.State == StateScheduled && cfg.SaleStart.IsZero() {
 		return nil, fmt.Errorf("room %s: a scheduled room needs a sale start", cfg.Name)
 	}
+	if err := checkSaleStart(cfg.SaleStart, now); err != nil {
+		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
+	}
 	ctl := cfg.Controller
 	if ctl == (Controller{}) {
 		ctl = DefaultController
@@ -204,6 +218,9 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 	if s == StateScheduled {
 		if saleStart.IsZero() {
 			return fmt.Errorf("a scheduled room needs a sale start")
+		}
+		if err := checkSaleStart(saleStart, now); err != nil {
+			return err
 		}
 		v.SaleStart = saleStart
 		if saleStart.After(v.LatestStart) {

@@ -122,7 +122,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	api := httpapi.New(svc, httpapi.Config{Codec: codec, Room: room, DefaultEvent: eventID, Logger: log})
+	paymentKey := []byte(rand.Text() + rand.Text())
+	api := httpapi.New(svc, httpapi.Config{Codec: codec, Room: room, DefaultEvent: eventID, PaymentKey: paymentKey, Logger: log})
 	go serve(ctx, seatsLn, api)
 
 	adminURL := &url.URL{Scheme: "http", Host: opts.Admin}
@@ -130,7 +131,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	go serve(ctx, shopLn, newShop(codec, room, eventID, adminURL, opts.OperatorToken))
+	payments := &demoPaymentProvider{key: paymentKey, seats: &url.URL{Scheme: "http", Host: seatsLn.Addr().String()}}
+	go serve(ctx, shopLn, newShop(codec, room, eventID, adminURL, opts.OperatorToken, payments))
 
 	raw, err := json.Marshal(keys)
 	if err != nil {

@@ -19,7 +19,7 @@ func TestOperatorGuard(t *testing.T) {
 	}))
 	defer admin.Close()
 	u, _ := url.Parse(admin.URL)
-	s := newShop(nil, "sale", "e", u, "secret")
+	s := newShop(nil, "sale", "e", u, "secret", &demoPaymentProvider{})
 	for _, tc := range []struct {
 		name, method, target, xff string
 		header                    []string

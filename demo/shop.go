@@ -36,8 +36,9 @@ type shop struct {
 	mux           *http.ServeMux
 }
 
-func newShop(codec *admission.Codec, room, event string, admin *url.URL, operatorToken string) *shop {
+func newShop(codec *admission.Codec, room, event string, admin *url.URL, operatorToken string, payments *demoPaymentProvider) *shop {
 	s := &shop{codec: codec, room: room, event: event, admin: admin, operatorToken: operatorToken, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /shop/pay/{session}", payments.pay)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })

@@ -27,8 +27,9 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 site=$(port) admin=$(port) seats=$(port) shop=$(port)
 wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; exit 1; }
 
+head -c 32 /dev/urandom | base64 > "$W/payment.key"
 "$W/fairgate" seats --keys "$W/keys.json" --db "$W/seats.db" --listen "127.0.0.1:$seats" --room sale \
-  --event final-2026 --admin-token e2e > "$W/seats.log" 2>&1 & pids+=($!)
+  --event final-2026 --payment-key-file "$W/payment.key" --admin-token e2e > "$W/seats.log" 2>&1 & pids+=($!)
 wait_for "http://127.0.0.1:$seats/api/events/none"
 "$W/fairgate" seats layout --id final-2026 | curl -sf -o /dev/null -X POST -H 'Authorization: Bearer e2e' --data-binary @- "http://127.0.0.1:$seats/api/events"
 "$W/targets" origin "127.0.0.1:$shop" > "$W/shop.log" 2>&1 & pids+=($!)

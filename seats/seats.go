@@ -176,8 +176,13 @@ var (
 	ErrNotHeld       = errors.New("seat not held by this session")
 	ErrInvalid       = errors.New("invalid request")
 	ErrForbidden     = errors.New("not your session")
+	// ErrKeyUsed means the write's Idempotency-Key already has a record
+	// (an earlier try of the same request committed): nothing changed.
+	ErrKeyUsed = errors.New("idempotency key already used")
 	// ErrThrottled means the store asked to slow down; retry after a moment.
 	ErrThrottled = errors.New("store is throttling; retry shortly")
+	// ErrUnknownSeat is a seat the session's event does not have (404).
+	ErrUnknownSeat = fmt.Errorf("unknown seat: %w", ErrNotFound)
 )
 
 // TakenError is a hold that failed because some seats were not available;
@@ -191,8 +196,8 @@ type Hold struct {
 	Session string
 	Seats   []string
 	Now     time.Time
-	// Token makes the write idempotent in stores that support it.
-	Token string
+	// Key, if set, commits the request's idempotency record with the hold.
+	Key *Idempotency
 }
 
 // ApplyHold is the rule of a hold, applied to a session and its seats
@@ -219,7 +224,7 @@ func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
 	for _, i := range fresh {
 		switch s := seats[i]; {
 		case s == nil:
-			return fmt.Errorf("%w: unknown seat %s", ErrInvalid, h.Seats[i])
+			return fmt.Errorf("%w: %s", ErrUnknownSeat, h.Seats[i])
 		case s.StatusAt(h.Now) != Available:
 			taken = append(taken, s.ID)
 		}

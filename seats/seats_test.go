@@ -1,6 +1,8 @@
 package seats
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -63,4 +65,31 @@ func TestBestTogether(t *testing.T) {
 	if got := BestTogether(seats, 2, now, nil); len(got) != 2 || got[0] != "A-1-1-1" {
 		t.Fatalf("expired lock: %v", got)
 	}
+}
+
+// TestDecidedAfterDeadline is issue 12 finding 6: a write whose seats
+// lapsed because the session's deadline passed while it was decided is 410.
+func TestDecidedAfterDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	clock := now
+	store := &notHeldStore{sess: Session{ID: "S1", UserID: "u", State: StateReservation, ExpiresAt: now.Add(time.Second)}}
+	svc := NewService(store, func() time.Time { return clock })
+	if _, err := svc.ReleaseSeat(context.Background(), "S1", "u", "A-1-1-1", now, nil); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("before the deadline: %v", err)
+	}
+	clock = now.Add(2 * time.Second)
+	if _, err := svc.ReleaseSeat(context.Background(), "S1", "u", "A-1-1-1", now, nil); !errors.Is(err, ErrExpired) {
+		t.Fatalf("decided after the deadline: %v", err)
+	}
+}
+
+// notHeldStore refuses every release as not held.
+type notHeldStore struct {
+	Store
+	sess Session
+}
+
+func (s *notHeldStore) Session(context.Context, string) (Session, error) { return s.sess, nil }
+func (s *notHeldStore) Release(context.Context, string, string, time.Time, *Idempotency) (Session, error) {
+	return Session{}, ErrNotHeld
 }

@@ -169,7 +169,7 @@ func (s *Service) SectionMap(ctx context.Context, event, section string) (Sectio
 }
 
 // OpenSession opens a reservation session for an admitted visitor.
-func (s *Service) OpenSession(ctx context.Context, event, user, tokenID string, now time.Time) (Session, error) {
+func (s *Service) OpenSession(ctx context.Context, event, user, tokenID string, now time.Time, key *Idempotency) (Session, error) {
 	ev, err := s.store.Event(ctx, event)
 	if err != nil {
 		return Session{}, err
@@ -179,7 +179,7 @@ func (s *Service) OpenSession(ctx context.Context, event, user, tokenID string, 
 		Limit: ev.MaxSeats, CreatedAt: now, ExpiresAt: now.Add(ev.HoldWindow.Or(10 * time.Minute)),
 		Seats: []string{},
 	}
-	if err := s.store.CreateSession(ctx, sess, now); err != nil {
+	if err := s.store.CreateSession(ctx, sess, now, key); err != nil {
 		return Session{}, err
 	}
 	return sess, nil
@@ -194,12 +194,14 @@ func (s *Service) Session(ctx context.Context, id, user string) (Session, error)
 	if sess.UserID != user {
 		return Session{}, ErrForbidden
 	}
-	sess.State = sess.StateAt(s.now())
+	if sess.State = sess.StateAt(s.now()); sess.State == StateExpired {
+		sess.Seats = []string{} // its locks have lapsed: nothing is held
+	}
 	return sess, nil
 }
 
 // HoldSeats holds the given seats, all or nothing.
-func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []string, now time.Time, token string) (Session, error) {
+func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []string, now time.Time, key *Idempotency) (Session, error) {
 	if _, err := s.Session(ctx, id, user); err != nil {
 		return Session{}, err
 	}
@@ -211,18 +213,39 @@ func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []stri
 	if len(slices.Compact(ids)) != len(seatIDs) {
 		return Session{}, fmt.Errorf("%w: a seat is named twice", ErrInvalid)
 	}
-	return s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Token: token})
+	return s.decided(ctx, id)(s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Key: key}))
+}
+
+// MaxBestSections caps the sections one best-available request may name:
+// each costs a read of the section's seats.
+const MaxBestSections = 32
+
+// dedupe drops repeated sections, keeping the first of each in order.
+func dedupe(sections []string) []string {
+	seen := make(map[string]bool, len(sections))
+	out := sections[:0:0]
+	for _, s := range sections {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // HoldBest holds count seats together in one row, trying sections in the
 // given order and, after a lost race, the next candidates.
-func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sections []string, now time.Time, token string) (Session, error) {
+func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sections []string, now time.Time, key *Idempotency) (Session, error) {
 	sess, err := s.Session(ctx, id, user)
 	if err != nil {
 		return sess, err
 	}
 	if count < 1 || count > MaxSeatsPerHold {
 		return sess, fmt.Errorf("%w: count must be 1 to %d", ErrInvalid, MaxSeatsPerHold)
+	}
+	sections = dedupe(sections)
+	if len(sections) > MaxBestSections {
+		return sess, fmt.Errorf("%w: best.sections names %d distinct sections, at most %d", ErrInvalid, len(sections), MaxBestSections)
 	}
 	if len(sections) == 0 {
 		ev, err := s.store.Event(ctx, sess.EventID)
@@ -249,7 +272,7 @@ func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sect
 			if cand == nil {
 				break
 			}
-			out, err := s.store.Hold(ctx, Hold{Session: id, Seats: cand, Now: now, Token: tokenFor(token, tries)})
+			out, err := s.store.Hold(ctx, Hold{Session: id, Seats: cand, Now: now, Key: attemptKey(key, tries)})
 			var te *TakenError
 			if !errors.As(err, &te) {
 				return out, err
@@ -265,25 +288,27 @@ func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sect
 	return sess, &TakenError{}
 }
 
-// tokenFor varies an idempotency token per attempt, so retries on other
-// candidates are distinct writes.
-func tokenFor(token string, attempt int) string {
-	if token == "" {
-		return ""
+// attemptKey marks an idempotent write as one try of its request, so
+// tries on other candidates are distinct writes under the same key.
+func attemptKey(key *Idempotency, attempt int) *Idempotency {
+	if key == nil {
+		return nil
 	}
-	return fmt.Sprintf("%s.%d", token, attempt)
+	k := *key
+	k.Attempt = attempt
+	return &k
 }
 
 // ReleaseSeat releases one held seat.
-func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now time.Time) (Session, error) {
+func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now time.Time, key *Idempotency) (Session, error) {
 	if _, err := s.Session(ctx, id, user); err != nil {
 		return Session{}, err
 	}
-	return s.store.Release(ctx, id, seat, now)
+	return s.decided(ctx, id)(s.store.Release(ctx, id, seat, now, key))
 }
 
-// Checkout freezes the holds and extends them by the checkout window.
-func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, token string) (Session, error) {
+// Checkout freezes the holds and keeps them to CheckoutDeadline.
+func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, key *Idempotency) (Session, error) {
 	sess, err := s.Session(ctx, id, user)
 	if err != nil {
 		return sess, err
@@ -292,26 +317,55 @@ func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, 
 	if err != nil {
 		return sess, err
 	}
-	return s.store.Checkout(ctx, id, now, now.Add(ev.CheckoutWindow.Or(7*time.Minute)), token)
+	return s.decided(ctx, id)(s.store.Checkout(ctx, id, now, CheckoutDeadline(sess, now, ev.CheckoutWindow.Or(7*time.Minute)), key))
+}
+
+// CheckoutDeadline is when a checkout started at now ends: the later of
+// the hold's own deadline and the checkout window, so checking out early
+// never costs a buyer the minutes their hold still had.
+func CheckoutDeadline(sess Session, now time.Time, window time.Duration) time.Time {
+	return later(sess.ExpiresAt, now.Add(window))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Confirm finalises a checkout and returns the session with its reservation id.
-func (s *Service) Confirm(ctx context.Context, id, user, paymentRef string, now time.Time, token string) (Session, error) {
+func (s *Service) Confirm(ctx context.Context, id, user, paymentRef string, now time.Time, key *Idempotency) (Session, error) {
 	if paymentRef == "" || len(paymentRef) > 200 {
 		return Session{}, fmt.Errorf("%w: payment_ref is required (at most 200 characters)", ErrInvalid)
 	}
 	if _, err := s.Session(ctx, id, user); err != nil {
 		return Session{}, err
 	}
-	return s.store.Confirm(ctx, id, reservationID(id), paymentRef, now, token)
+	return s.decided(ctx, id)(s.store.Confirm(ctx, id, reservationID(id), paymentRef, now, key))
 }
 
 // Cancel cancels a session and releases its seats.
-func (s *Service) Cancel(ctx context.Context, id, user string, now time.Time, token string) (Session, error) {
+func (s *Service) Cancel(ctx context.Context, id, user string, now time.Time, key *Idempotency) (Session, error) {
 	if _, err := s.Session(ctx, id, user); err != nil {
 		return Session{}, err
 	}
-	return s.store.Cancel(ctx, id, now, token)
+	return s.store.Cancel(ctx, id, now, key)
+}
+
+// decided returns a write's outcome, except that a write refused because
+// its seats were no longer held, when the session's deadline has passed by
+// the time it was decided, is ErrExpired (410): the deadline is the cause.
+func (s *Service) decided(ctx context.Context, id string) func(Session, error) (Session, error) {
+	return func(sess Session, err error) (Session, error) {
+		if !errors.Is(err, ErrNotHeld) {
+			return sess, err
+		}
+		if cur, rerr := s.store.Session(ctx, id); rerr == nil && cur.StateAt(s.now()) == StateExpired {
+			return sess, fmt.Errorf("%w (decided after its deadline)", ErrExpired)
+		}
+		return sess, err
+	}
 }
 
 // reservationID derives the reservation id from the session, so a retried

@@ -20,26 +20,26 @@ type Store interface {
 	// CreateSession stores a new session: ErrSessionExists (with the live
 	// session's id in *SessionExistsError) if the user has a live session
 	// for the event, ErrTokenUsed if its waiting token opened one before.
-	CreateSession(ctx context.Context, s Session, now time.Time) error
+	CreateSession(ctx context.Context, s Session, now time.Time, key *Idempotency) error
 	// Session returns a session; ErrNotFound if there is none.
 	Session(ctx context.Context, id string) (Session, error)
 
 	// Hold applies ApplyHold atomically.
 	Hold(ctx context.Context, h Hold) (Session, error)
 	// Release applies ApplyRelease atomically.
-	Release(ctx context.Context, session, seat string, now time.Time) (Session, error)
+	Release(ctx context.Context, session, seat string, now time.Time, key *Idempotency) (Session, error)
 	// Checkout applies ApplyCheckout atomically.
-	Checkout(ctx context.Context, session string, now, until time.Time, token string) (Session, error)
+	Checkout(ctx context.Context, session string, now, until time.Time, key *Idempotency) (Session, error)
 	// Confirm applies ApplyConfirm atomically.
-	Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, token string) (Session, error)
+	Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, key *Idempotency) (Session, error)
 	// Cancel applies ApplyCancel atomically.
-	Cancel(ctx context.Context, session string, now time.Time, token string) (Session, error)
+	Cancel(ctx context.Context, session string, now time.Time, key *Idempotency) (Session, error)
 
-	// ClaimKey records an idempotency key as in progress, or returns the
-	// record already there (claimed false).
-	ClaimKey(ctx context.Context, key string, now time.Time) (rec KeyRecord, claimed bool, err error)
-	// CompleteKey stores the answer to an idempotent request.
-	CompleteKey(ctx context.Context, key string, rec KeyRecord) error
+	// Key returns the record of an idempotency key (found false if none).
+	Key(ctx context.Context, key string) (rec KeyRecord, found bool, err error)
+	// PutKey records the answer to a request that changed nothing (a
+	// refusal), unless the key has a record already (then ErrKeyUsed).
+	PutKey(ctx context.Context, key string, rec KeyRecord) error
 
 	Close() error
 }
@@ -52,16 +52,41 @@ func (e *SessionExistsError) Error() string { return ErrSessionExists.Error() + 
 // Unwrap makes errors.Is(err, ErrSessionExists) true.
 func (e *SessionExistsError) Unwrap() error { return ErrSessionExists }
 
-// KeyRecord is the stored answer to a request with an Idempotency-Key. A
-// record without Status is in progress; ClaimedAt is the request's clock, so
-// a retry computes exactly the same writes (and the same DynamoDB
-// ClientRequestToken).
+// Idempotency ties a write to its Idempotency-Key. A store commits the
+// key's record (the resulting session, Status, Fingerprint) in the same
+// transaction as the change, so a crash or a timeout leaves either both or
+// neither; a key that already has a record makes the write fail with
+// ErrKeyUsed and change nothing, and the caller replays the record.
+type Idempotency struct {
+	// Key is the scoped key; DynamoDB derives ClientRequestToken from it.
+	Key         string
+	Fingerprint string
+	// Status is the answer's status when the write succeeds.
+	Status int
+	// Attempt tells apart the tries of one request (best available tries
+	// other seats after a lost race): each is its own write.
+	Attempt int
+}
+
+// Record is the key's record for a write that produced sess at now.
+func (k *Idempotency) Record(sess Session, now time.Time) KeyRecord {
+	return KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status, Session: &sess}
+}
+
+// KeyRecord is the stored answer to a request with an Idempotency-Key:
+// the session a write produced, or the body of a refusal. Only final
+// answers are stored: never a 5xx or a 429.
 type KeyRecord struct {
 	ClaimedAt   time.Time `json:"claimed_at"`
 	Fingerprint string    `json:"fingerprint"`
-	Status      int       `json:"status,omitempty"`
+	Status      int       `json:"status"`
+	Session     *Session  `json:"session,omitempty"`
 	Body        []byte    `json:"body,omitempty"`
 }
+
+// KeyTTL is how long an idempotency record is kept: a client retries
+// within minutes, and a day covers any sane retry policy.
+const KeyTTL = 24 * time.Hour
 
 // Counts are a section's seats by availability.
 type Counts struct {

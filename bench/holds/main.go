@@ -1,6 +1,9 @@
 // Command holds measures seat holds per second and their latency through
 // the seat service (domain rules plus store), on the embedded store or on
-// DynamoDB: `go run ./bench/holds -store bolt -clients 64 -hot`.
+// DynamoDB, first in process and then, in the same run, over the HTTP API
+// with a pass and an Idempotency-Key on every request:
+// `go run ./bench/holds -store bolt -clients 256 -hot`. Profile the HTTP
+// path with -cpuprofile.
 //
 // Each client opens its own session and holds one seat at a time, releasing
 // it again, for -duration. Uncontended, each client has a row of its own;
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -33,14 +37,28 @@ func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	hot := flag.Bool("hot", false, "every client on one hot section")
 	duration := flag.Duration("duration", 10*time.Second, "how long to run")
+	overHTTP := flag.Bool("http", true, "after the in-process run, the same load over the HTTP API")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if err := run(*kind, *endpoint, *clients, *hot, *duration); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "holds:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(*kind, *endpoint, *clients, *hot, *overHTTP, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "holds:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(kind, endpoint string, clients int, hot bool, duration time.Duration) error {
+func run(kind, endpoint string, clients int, hot, overHTTP bool, duration time.Duration) error {
 	ctx := context.Background()
 	var store seats.Store
 	switch kind {
@@ -85,60 +103,112 @@ func run(kind, endpoint string, clients int, hot bool, duration time.Duration) e
 		return err
 	}
 
+	hotSeats = hot
+	seatFor := seatOf
+	mode := "uncontended"
+	if hot {
+		mode = "hot section"
+	}
+
+	// In process: the domain and the store, no HTTP.
+	inProcess := func(c int) (func(i int) (bool, error), error) {
+		user := fmt.Sprintf("u%d", c)
+		sess, err := svc.OpenSession(ctx, "bench", user, "t"+user, time.Now(), nil)
+		if err != nil {
+			return nil, err
+		}
+		return func(i int) (bool, error) {
+			seat := seatFor(c, i)
+			_, err := svc.HoldSeats(ctx, sess.ID, user, []string{seat}, time.Now(), nil)
+			if err != nil {
+				return false, err
+			}
+			_, err = svc.ReleaseSeat(ctx, sess.ID, user, seat, time.Now(), nil)
+			return true, err
+		}, nil
+	}
+	report(kind, mode+", in process", clients, duration, drive(clients, duration, inProcess))
+
+	// Over HTTP: the seat API on loopback, every hold with its pass and an
+	// Idempotency-Key, as a browser behind the gateway sends it.
+	if !overHTTP {
+		return nil
+	}
+	api, err := newHTTPTarget(svc)
+	if err != nil {
+		return err
+	}
+	defer api.close()
+	report(kind, mode+", HTTP + Idempotency-Key", clients, duration, drive(clients, duration, api.client))
+	return nil
+}
+
+// hotSeats puts every client on the hot section.
+var hotSeats bool
+
+// seatOf is the seat client c holds on its i-th try.
+func seatOf(c, i int) string {
+	if hotSeats {
+		return seats.SeatID("HOT", "1", fmt.Sprint(1+(c+i)%2), 1+(c*7+i*13)%100)
+	}
+	return seats.SeatID(fmt.Sprintf("C%d", c), "1", "1", 1+i%20)
+}
+
+type result struct {
+	lat              []time.Duration
+	ok, lost, failed int
+}
+
+// drive runs clients, each set up by setup and then calling its hold
+// function until duration is over; it times every call.
+func drive(clients int, duration time.Duration, setup func(c int) (func(i int) (bool, error), error)) result {
 	var mu sync.Mutex
-	var lat []time.Duration
-	var ok, lost, failed int
+	var res result
 	deadline := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			user := fmt.Sprintf("u%d", c)
-			sess, err := svc.OpenSession(ctx, "bench", user, "t"+user, time.Now())
+			hold, err := setup(c)
 			if err != nil {
 				mu.Lock()
-				failed++
+				res.failed++
 				mu.Unlock()
 				return
 			}
-			var mine []time.Duration
-			var good, lose, bad int
+			var mine result
 			for i := 0; time.Now().Before(deadline); i++ {
-				seat := seats.SeatID(fmt.Sprintf("C%d", c), "1", "1", 1+i%20)
-				if hot {
-					seat = seats.SeatID("HOT", "1", fmt.Sprint(1+(c+i)%2), 1+(c*7+i*13)%100)
-				}
 				start := time.Now()
-				_, err := svc.HoldSeats(ctx, sess.ID, user, []string{seat}, start, "")
-				mine = append(mine, time.Since(start))
+				held, err := hold(i)
+				mine.lat = append(mine.lat, time.Since(start))
 				var taken *seats.TakenError
 				switch {
-				case err == nil:
-					good++
-					if _, err := svc.ReleaseSeat(ctx, sess.ID, user, seat, time.Now()); err != nil {
-						bad++
-					}
+				case held && err == nil:
+					mine.ok++
 				case errors.As(err, &taken):
-					lose++
+					mine.lost++
 				default:
-					bad++
+					mine.failed++
 				}
 			}
 			mu.Lock()
-			lat = append(lat, mine...)
-			ok, lost, failed = ok+good, lost+lose, failed+bad
+			res.lat = append(res.lat, mine.lat...)
+			res.ok, res.lost, res.failed = res.ok+mine.ok, res.lost+mine.lost, res.failed+mine.failed
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	slices.Sort(lat)
-	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
-	mode := "uncontended"
-	if hot {
-		mode = "hot section"
+	return res
+}
+
+func report(kind, mode string, clients int, duration time.Duration, r result) {
+	if len(r.lat) == 0 {
+		fmt.Printf("| %s | %s | %d | no holds completed | | | | | %d |\n", kind, mode, clients, r.failed)
+		return
 	}
+	slices.Sort(r.lat)
+	pct := func(p float64) time.Duration { return r.lat[int(p*float64(len(r.lat)-1))] }
 	fmt.Printf("| %s | %s | %d | %.0f | %.0f | %v | %v | %d | %d |\n", kind, mode, clients,
-		float64(len(lat))/duration.Seconds(), float64(ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lost, failed)
-	return nil
+		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,13 +57,31 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	ddb := dynamoFlags(fs)
 	keysFile := fs.String("keys", "", "the gateway's keys (the JSON of 'fairgate keygen') to verify passes (required)")
 	room := fs.String("room", "main", "the waiting room whose passes open sessions")
-	event := fs.String("event", "", "event of sessions opened without naming one (the admission hook's)")
+	var events []string
+	fs.Func("event", "an event the room's passes open sessions for (repeat for several; the first is the admission hook's); a pass for any other event gets 403 (required)", func(v string) error {
+		events = append(events, v)
+		return nil
+	})
+	paymentKeyFile := fs.String("payment-key-file", "", "file holding the key your payment provider (or shop backend) signs confirmations with (required; see Fairgate-Payment-Signature)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_SEATS_ADMIN_TOKEN"), "bearer token for creating events")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *keysFile == "" {
 		return usageErr("--keys is required: sessions need passes verified with the gateway's keys")
+	}
+	if *paymentKeyFile == "" {
+		return usageErr("--payment-key-file is required: confirmations must be signed by your payment provider or shop backend")
+	}
+	paymentKey, err := os.ReadFile(*paymentKeyFile)
+	if err != nil {
+		return fmt.Errorf("reading the payment key: %w", err)
+	}
+	if paymentKey = bytes.TrimSpace(paymentKey); len(paymentKey) < 32 {
+		return usageErr("--payment-key-file: the key needs at least 32 bytes")
+	}
+	if len(events) == 0 {
+		return usageErr("--event is required: it binds the room's passes to the events they may buy")
 	}
 	ring, err := loadKeys(*keysFile)
 	if err != nil {
@@ -88,7 +107,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	api := httpapi.New(seats.NewService(store, time.Now), httpapi.Config{
 		Codec: admission.NewCodec(ring, admission.DefaultPolicy.Leeway), Room: *room,
-		DefaultEvent: *event, AdminToken: *adminToken, Logger: log,
+		DefaultEvent: events[0], Events: events, PaymentKey: paymentKey, AdminToken: *adminToken, Logger: log,
 	})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -28,8 +29,14 @@ var (
 
 // Store is a seats.Store on a bbolt file.
 type Store struct {
-	db *bolt.DB
+	db   *bolt.DB
+	stop chan struct{}
+	done chan struct{}
 }
+
+// sweepEvery is how often idempotency records older than seats.KeyTTL are
+// deleted (DynamoDB's TTL does this for the other store).
+const sweepEvery = 10 * time.Minute
 
 // Open opens (or creates) the store at path.
 func Open(path string) (*Store, error) {
@@ -52,14 +59,66 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating buckets: %w", err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.sweep(time.Now)
+	return s, nil
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the sweeper and closes the file.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	return s.db.Close()
+}
+
+// sweep deletes expired idempotency records until Close.
+func (s *Store) sweep(now func() time.Time) {
+	defer close(s.done)
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_, _ = s.PurgeKeys(now().Add(-seats.KeyTTL)) // a failed sweep is retried at the next tick
+		}
+	}
+}
+
+// PurgeKeys deletes the idempotency records claimed before cutoff and
+// returns how many it deleted.
+func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(keysBucket)
+		var old [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var rec seats.KeyRecord
+			if err := json.Unmarshal(v, &rec); err != nil || rec.ClaimedAt.Before(cutoff) {
+				old = append(old, slices.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range old {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	return n, err
+}
 
 // PutEvent implements seats.Store.
-func (s *Store) PutEvent(_ context.Context, ev seats.Event, list []seats.Seat) error {
+func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("importing event %s: %w", ev.ID, err)
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		events := tx.Bucket(eventsBucket)
 		if events.Get([]byte(ev.ID)) != nil {
@@ -117,8 +176,11 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }
 
 // CreateSession implements seats.Store.
-func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Time) error {
+func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
 	return s.batch(func(tx *bolt.Tx) error {
+		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
+			return seats.ErrKeyUsed
+		}
 		if id := tx.Bucket(tokensBucket).Get([]byte(sess.TokenID)); sess.TokenID != "" && id != nil {
 			return seats.ErrTokenUsed
 		}
@@ -136,7 +198,12 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 			return err
 		}
 		if sess.TokenID != "" {
-			return tx.Bucket(tokensBucket).Put([]byte(sess.TokenID), []byte(sess.ID))
+			if err := tx.Bucket(tokensBucket).Put([]byte(sess.TokenID), []byte(sess.ID)); err != nil {
+				return err
+			}
+		}
+		if key != nil {
+			return putJSON(tx.Bucket(keysBucket), key.Key, key.Record(sess, now))
 		}
 		return nil
 	})
@@ -151,53 +218,52 @@ func (s *Store) Session(_ context.Context, id string) (seats.Session, error) {
 
 // Hold implements seats.Store.
 func (s *Store) Hold(_ context.Context, h seats.Hold) (seats.Session, error) {
-	return s.change(h.Session, h.Seats, func(sess *seats.Session, list []*seats.Seat) error {
+	return s.change(h.Session, h.Seats, h.Now, h.Key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyHold(sess, list, h)
 	})
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(_ context.Context, session, seat string, now time.Time) (seats.Session, error) {
-	return s.change(session, []string{seat}, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Release(_ context.Context, session, seat string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(session, []string{seat}, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyRelease(sess, list[0], now)
 	})
 }
 
 // Checkout implements seats.Store.
-func (s *Store) Checkout(_ context.Context, session string, now, until time.Time, _ string) (seats.Session, error) {
-	return s.changeHeld(session, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Checkout(_ context.Context, session string, now, until time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyCheckout(sess, list, now, until)
 	})
 }
 
 // Confirm implements seats.Store.
-func (s *Store) Confirm(_ context.Context, session, reservation, paymentRef string, now time.Time, _ string) (seats.Session, error) {
-	return s.changeHeld(session, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Confirm(_ context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyConfirm(sess, list, reservation, paymentRef, now)
 	})
 }
 
 // Cancel implements seats.Store.
-func (s *Store) Cancel(_ context.Context, session string, now time.Time, _ string) (seats.Session, error) {
-	return s.changeHeld(session, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Cancel(_ context.Context, session string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyCancel(sess, list, now)
 	})
 }
 
-// changeHeld runs a rule over the session and the seats it holds.
-func (s *Store) changeHeld(session string, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
-	return s.change(session, nil, rule)
-}
-
 // change loads a session and seats (nil ids: the seats it holds), applies
 // a rule and writes back what it changed, in one group-committed
-// transaction. A rule's refusal is a result, not a failed transaction, so it
+// transaction with the request's idempotency record, if any. A rule's refusal is a result, not a failed transaction, so it
 // does not make bbolt re-run the rest of the batch one by one.
-func (s *Store) change(session string, ids []string, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
+func (s *Store) change(session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
 	var out seats.Session
 	var refused error
 	err := s.batch(func(tx *bolt.Tx) error {
 		refused = nil
+		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
+			refused = seats.ErrKeyUsed
+			return nil
+		}
 		var sess seats.Session
 		if err := getJSON(tx.Bucket(sessionsBucket), session, &sess, "session"); err != nil {
 			refused = err
@@ -232,6 +298,11 @@ func (s *Store) change(session string, ids []string, rule func(*seats.Session, [
 			}
 		}
 		out = sess
+		if key != nil {
+			if err := putJSON(tx.Bucket(keysBucket), key.Key, key.Record(sess, now)); err != nil {
+				return err
+			}
+		}
 		return putJSON(tx.Bucket(sessionsBucket), sess.ID, sess)
 	})
 	if err != nil {
@@ -240,26 +311,33 @@ func (s *Store) change(session string, ids []string, rule func(*seats.Session, [
 	return out, refused
 }
 
-// ClaimKey implements seats.Store.
-func (s *Store) ClaimKey(_ context.Context, key string, now time.Time) (seats.KeyRecord, bool, error) {
+// Key implements seats.Store.
+func (s *Store) Key(_ context.Context, key string) (seats.KeyRecord, bool, error) {
 	var rec seats.KeyRecord
-	claimed := false
-	err := s.batch(func(tx *bolt.Tx) error {
-		b := tx.Bucket(keysBucket)
-		if v := b.Get([]byte(key)); v != nil {
-			claimed = false
-			return json.Unmarshal(v, &rec)
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(keysBucket).Get([]byte(key))
+		if v == nil {
+			return nil
 		}
-		claimed = true
-		rec = seats.KeyRecord{ClaimedAt: now}
-		return putJSON(b, key, rec)
+		found = true
+		return json.Unmarshal(v, &rec)
 	})
-	return rec, claimed, err
+	if err != nil {
+		return seats.KeyRecord{}, false, fmt.Errorf("idempotency record: %w", err)
+	}
+	return rec, found, nil
 }
 
-// CompleteKey implements seats.Store.
-func (s *Store) CompleteKey(_ context.Context, key string, rec seats.KeyRecord) error {
-	return s.batch(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(keysBucket), key, rec) })
+// PutKey implements seats.Store.
+func (s *Store) PutKey(_ context.Context, key string, rec seats.KeyRecord) error {
+	return s.batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(keysBucket)
+		if b.Get([]byte(key)) != nil {
+			return seats.ErrKeyUsed
+		}
+		return putJSON(b, key, rec)
+	})
 }
 
 // batch runs fn in a group commit, passing domain errors through.
@@ -269,7 +347,7 @@ func (s *Store) batch(fn func(*bolt.Tx) error) error {
 		domain = nil
 		err := fn(tx)
 		var exists *seats.SessionExistsError
-		if errors.Is(err, seats.ErrTokenUsed) || errors.As(err, &exists) {
+		if errors.Is(err, seats.ErrTokenUsed) || errors.Is(err, seats.ErrKeyUsed) || errors.As(err, &exists) {
 			domain = err
 			return nil
 		}

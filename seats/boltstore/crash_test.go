@@ -35,6 +35,7 @@ func TestCrashKeepsConfirmedReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	confirmed := map[string][]string{} // reservation → seats
+	confirming := map[string]string{}  // session → its confirm's idempotency key
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -56,6 +57,8 @@ read:
 			}
 			if f := strings.Fields(line); len(f) >= 3 && f[0] == "CONFIRMED" {
 				confirmed[f[1]] = f[2:]
+			} else if len(f) == 3 && f[0] == "CONFIRMING" {
+				confirming[f[1]] = f[2]
 			}
 		case <-soon:
 			late = true
@@ -115,7 +118,31 @@ read:
 		}
 		claimed[id] = resv
 	}
-	t.Logf("%d reservations confirmed before the kill, all intact; %d seats reserved on disk", len(confirmed), len(owner))
+	// Issue 12 finding 1: for every confirm under way when the process
+	// died, the idempotency record exists exactly when the session was
+	// finalised, and it carries the reservation id.
+	recorded := 0
+	for id, key := range confirming {
+		sess, err := store.Session(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, found, err := store.Key(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		finalised := sess.State == seats.StateFinalised
+		if found != finalised || (found && (rec.Session == nil || rec.Session.Reservation != sess.Reservation)) {
+			t.Errorf("session %s finalised %v, its confirm's record %v %+v", id, finalised, found, rec.Session)
+		}
+		if found {
+			recorded++
+		}
+	}
+	t.Logf("%d reservations confirmed before the kill, all intact; %d seats reserved on disk; %d of %d confirms under way had committed with their record", len(confirmed), len(owner), recorded, len(confirming))
+	if len(confirming) == 0 {
+		t.Fatal("the child announced no confirms")
+	}
 }
 
 func contains(list []string, s string) bool {
@@ -152,19 +179,23 @@ func TestCrashChild(t *testing.T) {
 			for i := 0; ; i++ {
 				user := fmt.Sprintf("w%d-%d", w, i)
 				now := time.Now()
-				sess, err := svc.OpenSession(ctx, "crash", user, "t-"+user, now)
+				sess, err := svc.OpenSession(ctx, "crash", user, "t-"+user, now, nil)
 				if err != nil {
 					continue
 				}
 				section := []string{fmt.Sprintf("L%d", 1+(w+i)%12)}
-				held, err := svc.HoldBest(ctx, sess.ID, user, 1+i%3, section, now, "")
+				held, err := svc.HoldBest(ctx, sess.ID, user, 1+i%3, section, now, nil)
 				if err != nil {
 					continue // sold out or lost races: a new visitor
 				}
-				if _, err := svc.Checkout(ctx, sess.ID, user, now, ""); err != nil {
+				if _, err := svc.Checkout(ctx, sess.ID, user, now, nil); err != nil {
 					continue
 				}
-				done, err := svc.Confirm(ctx, sess.ID, user, "pay", now, "")
+				key := &seats.Idempotency{Key: "confirm-" + sess.ID, Fingerprint: "fp", Status: 200}
+				out.Lock()
+				fmt.Printf("CONFIRMING %s %s\n", sess.ID, key.Key)
+				out.Unlock()
+				done, err := svc.Confirm(ctx, sess.ID, user, "pay", now, key)
 				if err != nil {
 					continue
 				}

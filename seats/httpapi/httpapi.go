@@ -6,6 +6,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -15,10 +16,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dgraph-io/ristretto/v2"
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
@@ -28,6 +31,20 @@ import (
 // PassHeader carries the gateway's pass, as the gateway forwards it.
 const PassHeader = "Fairgate-Pass"
 
+// PaymentSignatureHeader carries the payment's proof on a confirm: the hex
+// HMAC-SHA256, under Config.PaymentKey, of "<session>\n<payment_ref>". Only
+// the payment provider's callback or the shop's backend holds the key, so a
+// visitor cannot confirm without paying.
+const PaymentSignatureHeader = "Fairgate-Payment-Signature"
+
+// SignPayment is the signature a payment provider or shop backend sends
+// with a confirm.
+func SignPayment(key []byte, session, paymentRef string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(session + "\n" + paymentRef))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // Config configures the API.
 type Config struct {
 	// Codec verifies passes with the gateway's keys; Room is their audience.
@@ -36,6 +53,18 @@ type Config struct {
 	// DefaultEvent is the event of a session opened without naming one
 	// (the admission hook does not).
 	DefaultEvent string
+	// Events are the events the room's passes may open sessions for; a
+	// pass for any other event is refused with 403. Default: DefaultEvent
+	// alone. A room bound to no event at all opens sessions for none.
+	Events []string
+	// WriteTimeout bounds a write once it has started: it runs to its end
+	// (or this deadline) even if the client goes away, so its answer can
+	// be kept for the client's retry. Default 10s.
+	WriteTimeout time.Duration
+	// PaymentKey authenticates confirmations (PaymentSignatureHeader). With
+	// none, every confirm is refused: `fairgate seats` will not start
+	// without one.
+	PaymentKey []byte
 	// AdminToken guards event creation.
 	AdminToken string
 	// MaxEventBytes bounds an event import. Default 16 MiB.
@@ -48,6 +77,11 @@ type API struct {
 	svc *seats.Service
 	cfg Config
 	mux *http.ServeMux
+	// passes caches verified passes by their text until they expire: every
+	// write checks one, and a signature check costs more than the hold. A
+	// pass signed by a key since removed stays good until its exp, as at
+	// the gateway's own cache.
+	passes *ristretto.Cache[string, *admission.PassClaims]
 }
 
 // New returns the API over a service.
@@ -58,7 +92,17 @@ func New(svc *seats.Service, cfg Config) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	a := &API{svc: svc, cfg: cfg, mux: http.NewServeMux()}
+	if len(cfg.Events) == 0 && cfg.DefaultEvent != "" {
+		cfg.Events = []string{cfg.DefaultEvent}
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	passes, err := ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64})
+	if err != nil {
+		panic(fmt.Sprintf("pass cache: %v", err)) // constant, valid configuration
+	}
+	a := &API{svc: svc, cfg: cfg, mux: http.NewServeMux(), passes: passes}
 	a.mux.HandleFunc("POST /api/events", a.createEvent)
 	a.mux.HandleFunc("GET /api/events/{event}", a.event)
 	a.mux.HandleFunc("GET /api/events/{event}/sections/{section}", a.section)
@@ -121,6 +165,8 @@ func (a *API) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, "state", err.Error(), nil)
 	case errors.Is(err, seats.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "invalid", err.Error(), nil)
+	case errors.Is(err, seats.ErrUnknownSeat):
+		writeError(w, http.StatusNotFound, "unknown_seat", err.Error(), nil)
 	case errors.Is(err, seats.ErrForbidden):
 		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
 	case errors.Is(err, seats.ErrNotFound):
@@ -129,6 +175,12 @@ func (a *API) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusGone, "expired", err.Error(), nil)
 	case errors.Is(err, seats.ErrLimit):
 		writeError(w, http.StatusUnprocessableEntity, "limit", err.Error(), nil)
+	case errors.Is(err, seats.ErrKeyUsed):
+		if c, ok := w.(*capture); ok {
+			c.keyUsed = true
+		}
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusConflict, "in_progress", "a request with this Idempotency-Key is in progress", nil)
 	case errors.Is(err, seats.ErrThrottled):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "throttled", err.Error(), nil)
@@ -254,30 +306,41 @@ func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admi
 		writeError(w, http.StatusUnauthorized, "no_pass", "this needs a pass from the waiting room", nil)
 		return nil, false
 	}
+	if claims, ok := a.passes.Get(token); ok && now.Before(claims.Expiry()) {
+		return claims, true
+	}
 	claims, err := a.cfg.Codec.ParsePass(token, a.cfg.Room, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "bad_pass", "the pass does not verify: "+err.Error(), nil)
 		return nil, false
 	}
+	if claims.Subject == "" {
+		writeError(w, http.StatusUnauthorized, "bad_pass", "the pass names no visitor (sub)", nil)
+		return nil, false
+	}
+	a.passes.SetWithTTL(token, claims, 1, claims.Expiry().Sub(now))
 	return claims, true
 }
 
-// request is what an idempotent handler gets: the verified pass, the
-// request's clock (the claim time of its idempotency key, so a retry writes
-// exactly the same) and the store token derived from the key.
+// request is what a write handler gets: the verified pass, the request's
+// clock and, with an Idempotency-Key, the key the store commits with the
+// write.
 type request struct {
-	pass  *admission.PassClaims
-	now   time.Time
-	token string
-	body  []byte
+	pass *admission.PassClaims
+	now  time.Time
+	key  *seats.Idempotency
+	body []byte
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, req request)
 
-// idempotent verifies the pass and gives a write Idempotency-Key
-// semantics: the first request with a key runs and its answer is kept; a
-// retry gets the same answer and changes nothing more; the same key with
-// another body is refused.
+// idempotent verifies the pass and runs a write detached from the
+// client's cancellation (bounded by WriteTimeout), with Idempotency-Key
+// semantics: the store commits the key's record in the write's own
+// transaction, so a retry after a crash or a timeout gets the original
+// answer (a confirm's reservation id) and changes nothing more; a refusal
+// is kept too; a 5xx or 429 never is, so a retry runs again. The same key
+// with another body is refused.
 func (a *API) idempotent(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := a.svc.Now()
@@ -290,6 +353,9 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large", nil)
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.cfg.WriteTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		req := request{pass: claims, now: now, body: body}
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
@@ -304,55 +370,92 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		scoped := hex.EncodeToString(scope[:16])
 		fp := sha256.Sum256(body)
 		fingerprint := hex.EncodeToString(fp[:16])
-		rec, claimed, err := a.svc.Store().ClaimKey(r.Context(), scoped, now)
-		if err != nil {
-			a.fail(w, err)
+		if a.replay(w, r, scoped, fingerprint) {
 			return
 		}
-		if !claimed {
-			switch {
-			case rec.Status == 0:
-				w.Header().Set("Retry-After", "1")
-				writeError(w, http.StatusConflict, "in_progress", "a request with this Idempotency-Key is in progress", nil)
-			case rec.Fingerprint != fingerprint:
-				writeError(w, http.StatusUnprocessableEntity, "key_reused", "this Idempotency-Key was used for a different request", nil)
-			default:
-				w.Header().Set("Idempotent-Replayed", "true")
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Cache-Control", "no-store")
-				w.WriteHeader(rec.Status)
-				_, _ = w.Write(rec.Body)
-			}
-			return
-		}
-		req.now, req.token = rec.ClaimedAt, scoped
-		rw := &capture{ResponseWriter: w}
+		req.key = &seats.Idempotency{Key: scoped, Fingerprint: fingerprint, Status: http.StatusOK}
+		rw := &capture{header: http.Header{}}
 		h(rw, r, req)
-		if err := a.svc.Store().CompleteKey(context.WithoutCancel(r.Context()), scoped,
-			seats.KeyRecord{ClaimedAt: rec.ClaimedAt, Fingerprint: fingerprint, Status: rw.status, Body: rw.body.Bytes()}); err != nil {
-			a.cfg.Logger.Error("storing idempotent answer", zap.Error(err))
+		switch {
+		case rw.keyUsed: // another try of this request committed first
+			if a.replay(w, r, scoped, fingerprint) {
+				return
+			}
+		case final(rw.status) && rw.status >= 400:
+			err := a.svc.Store().PutKey(ctx, scoped, seats.KeyRecord{ClaimedAt: now.UTC(), Fingerprint: fingerprint, Status: rw.status, Body: rw.body.Bytes()})
+			if errors.Is(err, seats.ErrKeyUsed) && a.replay(w, r, scoped, fingerprint) {
+				return
+			}
+			if err != nil && !errors.Is(err, seats.ErrKeyUsed) {
+				a.cfg.Logger.Warn("storing an idempotent refusal", zap.Error(err))
+			}
 		}
+		rw.flush(w)
 	}
 }
 
-// capture keeps a copy of what a handler wrote.
-type capture struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
+// final reports whether an answer is kept for retries: not a failure of
+// the service (5xx) nor a request to slow down (429).
+func final(status int) bool { return status < 500 && status != http.StatusTooManyRequests }
+
+// replay answers from the key's record, if it has one.
+func (a *API) replay(w http.ResponseWriter, r *http.Request, key, fingerprint string) bool {
+	rec, found, err := a.svc.Store().Key(r.Context(), key)
+	if err != nil {
+		a.fail(w, err)
+		return true
+	}
+	if !found {
+		return false
+	}
+	if rec.Fingerprint != fingerprint {
+		writeError(w, http.StatusUnprocessableEntity, "key_reused", "this Idempotency-Key was used for a different request", nil)
+		return true
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	if rec.Session != nil {
+		writeJSON(w, rec.Status, sessionView(*rec.Session))
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(rec.Status)
+	_, _ = w.Write(rec.Body)
+	return true
 }
 
+// capture holds a handler's answer until the idempotency record is settled.
+type capture struct {
+	header  http.Header
+	status  int
+	body    bytes.Buffer
+	keyUsed bool
+}
+
+func (c *capture) Header() http.Header { return c.header }
+
 func (c *capture) WriteHeader(status int) {
-	c.status = status
-	c.ResponseWriter.WriteHeader(status)
+	if c.status == 0 {
+		c.status = status
+	}
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
-	c.body.Write(p)
-	return c.ResponseWriter.Write(p)
+	return c.body.Write(p)
+}
+
+func (c *capture) flush(w http.ResponseWriter) {
+	for k, v := range c.header {
+		w.Header()[k] = v
+	}
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	w.WriteHeader(c.status)
+	_, _ = w.Write(c.body.Bytes())
 }
 
 func unmarshal(w http.ResponseWriter, body []byte, v any) bool {
@@ -386,7 +489,14 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, http.StatusBadRequest, "invalid", "name the event", nil)
 		return
 	}
-	sess, err := a.svc.OpenSession(r.Context(), event, req.pass.Subject, req.pass.Wid, req.now)
+	if !slices.Contains(a.cfg.Events, event) {
+		writeError(w, http.StatusForbidden, "wrong_event", fmt.Sprintf("a pass of room %s does not open sessions for event %s", a.cfg.Room, event), nil)
+		return
+	}
+	if req.key != nil {
+		req.key.Status = http.StatusCreated
+	}
+	sess, err := a.svc.OpenSession(r.Context(), event, req.pass.Subject, req.pass.Wid, req.now, req.key)
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -448,9 +558,9 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req request) {
 	var err error
 	switch {
 	case body.Best != nil && len(body.Seats) == 0:
-		sess, err = a.svc.HoldBest(r.Context(), r.PathValue("id"), req.pass.Subject, body.Best.Count, body.Best.Sections, req.now, req.token)
+		sess, err = a.svc.HoldBest(r.Context(), r.PathValue("id"), req.pass.Subject, body.Best.Count, body.Best.Sections, req.now, req.key)
 	case body.Best == nil && len(body.Seats) > 0:
-		sess, err = a.svc.HoldSeats(r.Context(), r.PathValue("id"), req.pass.Subject, body.Seats, req.now, req.token)
+		sess, err = a.svc.HoldSeats(r.Context(), r.PathValue("id"), req.pass.Subject, body.Seats, req.now, req.key)
 	default:
 		writeError(w, http.StatusBadRequest, "invalid", `send {"seats":[...]} or {"best":{"count":N}}`, nil)
 		return
@@ -459,11 +569,11 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req request) {
 }
 
 func (a *API) release(w http.ResponseWriter, r *http.Request, req request) {
-	a.reply(w)(a.svc.ReleaseSeat(r.Context(), r.PathValue("id"), req.pass.Subject, r.PathValue("seat"), req.now))
+	a.reply(w)(a.svc.ReleaseSeat(r.Context(), r.PathValue("id"), req.pass.Subject, r.PathValue("seat"), req.now, req.key))
 }
 
 func (a *API) checkout(w http.ResponseWriter, r *http.Request, req request) {
-	a.reply(w)(a.svc.Checkout(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.token))
+	a.reply(w)(a.svc.Checkout(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.key))
 }
 
 func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
@@ -473,9 +583,15 @@ func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
 	if !unmarshal(w, req.body, &body) {
 		return
 	}
-	a.reply(w)(a.svc.Confirm(r.Context(), r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.token))
+	got, err := hex.DecodeString(r.Header.Get(PaymentSignatureHeader))
+	want, _ := hex.DecodeString(SignPayment(a.cfg.PaymentKey, r.PathValue("id"), body.PaymentRef))
+	if len(a.cfg.PaymentKey) == 0 || err != nil || !hmac.Equal(got, want) {
+		writeError(w, http.StatusForbidden, "payment_unverified", "a confirm needs the payment provider's signature ("+PaymentSignatureHeader+")", nil)
+		return
+	}
+	a.reply(w)(a.svc.Confirm(r.Context(), r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.key))
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request, req request) {
-	a.reply(w)(a.svc.Cancel(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.token))
+	a.reply(w)(a.svc.Cancel(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.key))
 }

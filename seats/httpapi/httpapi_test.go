@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +20,8 @@ import (
 	"github.com/fairgate/fairgate/seats/storetest"
 )
 
+var testPaymentKey = []byte("payment-provider-key-0123456789ab")
+
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -31,7 +35,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	clk   *clock
 	gate  *admission.Gate
@@ -39,7 +43,10 @@ type env struct {
 	event string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith serves a store passed through wrap (if not nil).
+func newEnvWith(t testing.TB, wrap func(seats.Store) seats.Store) *env {
 	t.Helper()
 	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
 	if err != nil {
@@ -51,7 +58,11 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := &clock{now: storetest.T0}
-	api := New(seats.NewService(store, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin"})
+	var served seats.Store = store
+	if wrap != nil {
+		served = wrap(store)
+	}
+	api := New(seats.NewService(served, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin", PaymentKey: testPaymentKey})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
@@ -82,6 +93,15 @@ func (e *env) do(method, path, body, pass string, header ...string) (int, string
 	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
 	if pass != "" {
 		req.Header.Set(PassHeader, pass)
+	}
+	// Confirms come signed, as the payment provider's callback would be
+	// (TestPaymentConfirmation sends them unsigned and forged).
+	if session, ok := strings.CutSuffix(strings.TrimPrefix(path, "/api/sessions/"), "/confirm"); ok {
+		var v struct {
+			PaymentRef string `json:"payment_ref"`
+		}
+		_ = json.Unmarshal([]byte(body), &v)
+		req.Header.Set(PaymentSignatureHeader, SignPayment(testPaymentKey, session, v.PaymentRef))
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -119,13 +139,13 @@ func TestSessionFlow(t *testing.T) {
 		{"forged pass", "POST", "/api/sessions", "", alice[:len(alice)-2] + "AA", 401, "bad_pass"},
 		{"second live session", "POST", "/api/sessions", "", e.pass("alice"), 409, `"session":"` + sa},
 		{"same token again", "POST", "/api/sessions", "", alice, 409, "token_used"},
-		{"unknown event", "POST", "/api/sessions", `{"event":"nope"}`, e.pass("carol"), 404, "not_found"},
+		{"pass for another event", "POST", "/api/sessions", `{"event":"nope"}`, e.pass("carol"), 403, "wrong_event"},
 		{"hold", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-1","A-1-1-2"]}`, alice, 200, `"A-1-1-2"`},
 		{"taken", "POST", "/api/sessions/" + sb + "/holds", `{"seats":["A-1-1-2","A-1-1-3"]}`, bob, 409, `"seats":["A-1-1-2"]`},
 		{"another's session", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5"]}`, bob, 403, "forbidden"},
 		{"over the limit", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["A-1-1-5","A-1-1-6","A-1-1-7"]}`, alice, 422, "limit"},
 		{"too many in one hold", "POST", "/api/sessions/" + sa + "/holds", `{"seats":[` + strings.Repeat(`"x",`, 25) + `"y"]}`, alice, 400, "invalid"},
-		{"unknown seat", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["Z-1-1-1"]}`, alice, 400, "unknown seat"},
+		{"unknown seat", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["Z-1-1-1"]}`, alice, 404, "unknown_seat"},
 		{"malformed", "POST", "/api/sessions/" + sa + "/holds", `{"seats":`, alice, 400, "malformed"},
 		{"unknown field", "POST", "/api/sessions/" + sa + "/holds", `{"sets":["A-1-1-9"]}`, alice, 400, "malformed"},
 		{"oversized", "POST", "/api/sessions/" + sa + "/holds", `{"seats":["` + strings.Repeat("a", 70000) + `"]}`, alice, 413, "too_large"},
@@ -222,5 +242,209 @@ func TestCacheHeaders(t *testing.T) {
 		if code, _ := e.do("GET", p, "", ""); code != 404 {
 			t.Errorf("%s: %d", p, code)
 		}
+	}
+}
+
+// slowStore holds Confirm until released, and fails the first confirms
+// it is told to.
+type slowStore struct {
+	seats.Store
+	entered  chan struct{}
+	release  chan struct{}
+	done     chan error // the store's own outcome
+	failures int
+	mu       sync.Mutex
+}
+
+func (s *slowStore) Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	s.mu.Lock()
+	if s.failures > 0 {
+		s.failures--
+		s.mu.Unlock()
+		return seats.Session{}, errors.New("the store fell over")
+	}
+	s.mu.Unlock()
+	if s.release != nil {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	if err := ctx.Err(); err != nil {
+		s.done <- err
+		return seats.Session{}, err
+	}
+	sess, err := s.Store.Confirm(ctx, session, reservation, paymentRef, now, key)
+	if s.done != nil {
+		s.done <- err
+	}
+	return sess, err
+}
+
+// TestConfirmAfterClientTimeout is issue 12 finding 2: a client gives up
+// on a confirm; the write still completes (it does not inherit the
+// client's cancellation) and the retry with the key learns the
+// reservation id instead of a replayed 503.
+func TestConfirmAfterClientTimeout(t *testing.T) {
+	slow := &slowStore{entered: make(chan struct{}, 1), release: make(chan struct{}), done: make(chan error, 1)}
+	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
+	alice := e.pass("alice")
+	s := e.open(alice)
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice); code != 200 {
+		t.Fatalf("hold: %d %s", code, body)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/checkout", "", alice); code != 200 {
+		t.Fatalf("checkout: %d %s", code, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/api/sessions/"+s+"/confirm", strings.NewReader(`{"payment_ref":"p"}`))
+	req.Header.Set(PassHeader, alice)
+	req.Header.Set("Idempotency-Key", "confirm-1")
+	req.Header.Set(PaymentSignatureHeader, SignPayment(testPaymentKey, s, "p"))
+	gave := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		gave <- err
+	}()
+	<-slow.entered
+	cancel() // the client gives up while the store is busy
+	if err := <-gave; err == nil {
+		t.Fatal("the cancelled client got an answer")
+	}
+	close(slow.release)
+	if err := <-slow.done; err != nil {
+		t.Fatalf("the confirm inherited the client's cancellation: %v", err)
+	}
+	code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "confirm-1")
+	if code != 200 || !strings.Contains(body, `"reservation":"R`) {
+		t.Fatalf("retry after the client's timeout: %d %s", code, body)
+	}
+}
+
+// TestFailureIsNotFinal is issue 12 finding 2: a 5xx is never kept as a
+// key's answer; the retry runs the write.
+func TestFailureIsNotFinal(t *testing.T) {
+	slow := &slowStore{failures: 1}
+	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c"); code != 503 {
+		t.Fatalf("failing store: %d %s", code, body)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c"); code != 200 || !strings.Contains(body, `"reservation":"R`) {
+		t.Fatalf("retry after a 503: %d %s", code, body)
+	}
+}
+
+// TestRefusalIsReplayed: a refusal is a final answer, replayed as it was.
+func TestRefusalIsReplayed(t *testing.T) {
+	e := newEnv(t)
+	alice, bob := e.pass("alice"), e.pass("bob")
+	sa, sb := e.open(alice), e.open(bob)
+	e.do("POST", "/api/sessions/"+sa+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	c1, b1 := e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-1"]}`, bob, "Idempotency-Key", "h")
+	e.do("DELETE", "/api/sessions/"+sa+"/holds/A-1-1-1", "", alice)
+	c2, b2 := e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-1"]}`, bob, "Idempotency-Key", "h")
+	if c1 != 409 || c2 != 409 || b1 != b2 {
+		t.Fatalf("refusal replay: %d %s / %d %s", c1, b1, c2, b2)
+	}
+}
+
+// TestCheckoutKeepsTheLaterDeadline is issue 12 finding 5: checking out
+// early never shortens the hold (window 10 min, checkout 5 min).
+func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	holdEnds := storetest.T0.Add(10 * time.Minute)
+	e.clk.Add(time.Minute)
+	code, body := e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	var got struct {
+		ExpiresAt     time.Time `json:"expires_at"`
+		CheckoutUntil time.Time `json:"checkout_until"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil {
+		t.Fatalf("checkout: %d %s", code, body)
+	}
+	if !got.ExpiresAt.Equal(holdEnds) || !got.CheckoutUntil.Equal(holdEnds) {
+		t.Fatalf("early checkout ends at %v / %v, the hold at %v", got.ExpiresAt, got.CheckoutUntil, holdEnds)
+	}
+	// A late checkout gets the full checkout window.
+	bob := e.pass("bob")
+	sb := e.open(bob)
+	e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-2"]}`, bob)
+	e.clk.Add(8 * time.Minute)
+	_, body = e.do("POST", "/api/sessions/"+sb+"/checkout", "", bob)
+	if err := json.Unmarshal([]byte(body), &got); err != nil || !got.ExpiresAt.Equal(e.clk.Now().Add(5*time.Minute)) {
+		t.Fatalf("late checkout: %s", body)
+	}
+}
+
+// TestSmallerFindings covers issue 12 findings 4 and 6 through HTTP.
+func TestSmallerFindings(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	many := `{"best":{"count":1,"sections":["X"` + strings.Repeat(`,"X"`, 5000) + `]}}`
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", many, alice); code != 404 {
+		t.Fatalf("a section named 5000 times is one section (then unknown): %d %s", code, body)
+	}
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf(`"S%d"`, i))
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"best":{"count":1,"sections":[`+strings.Join(names, ",")+`]}}`, alice); code != 400 || !strings.Contains(body, "at most") {
+		t.Fatalf("40 sections: %d %s", code, body)
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["Z-9-9-9"]}`, alice); code != 404 || !strings.Contains(body, "unknown_seat") {
+		t.Fatalf("unknown seat: %d %s", code, body)
+	}
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	e.clk.Add(11 * time.Minute)
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 || !strings.Contains(body, `"state":"expired"`) || !strings.Contains(body, `"seats":[]`) {
+		t.Fatalf("expired session lists its seats: %d %s", code, body)
+	}
+}
+
+// TestPaymentConfirmation is issue 10 item 5: a visitor holding a pass
+// cannot confirm without the payment provider's signature over the session
+// and the payment reference.
+func TestPaymentConfirmation(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
+	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
+	for _, tt := range []struct{ name, signature string }{
+		{"unsigned", "-"},
+		{"not hex", "zz"},
+		{"signed with another key", SignPayment([]byte("guessed"), s, "p")},
+		{"signed for another payment", SignPayment(testPaymentKey, s, "other")},
+		{"signed for another session", SignPayment(testPaymentKey, "Sother", "p")},
+	} {
+		if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, PaymentSignatureHeader, tt.signature); code != 403 || !strings.Contains(body, "payment_unverified") {
+			t.Errorf("%s: %d %s", tt.name, code, body)
+		}
+	}
+	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice); code != 200 {
+		t.Fatalf("signed confirm: %d %s", code, body)
+	}
+}
+
+// TestCachedPassExpires: the pass cache never outlives the pass.
+func TestCachedPassExpires(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 {
+		t.Fatalf("fresh pass: %d %s", code, body)
+	}
+	e.clk.Add(2 * time.Hour) // the pass lives an hour
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 401 {
+		t.Fatalf("expired cached pass: %d %s", code, body)
 	}
 }

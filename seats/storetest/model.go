@@ -77,7 +77,7 @@ func outcome(err error) string {
 	case errors.As(err, &exists):
 		return "exists " + exists.Session
 	}
-	for _, e := range []error{seats.ErrTokenUsed, seats.ErrExpired, seats.ErrState, seats.ErrLimit, seats.ErrNotHeld, seats.ErrNotFound, seats.ErrInvalid} {
+	for _, e := range []error{seats.ErrTokenUsed, seats.ErrExpired, seats.ErrState, seats.ErrLimit, seats.ErrNotHeld, seats.ErrUnknownSeat, seats.ErrNotFound, seats.ErrInvalid} {
 		if errors.Is(err, e) {
 			return e.Error()
 		}
@@ -94,7 +94,10 @@ func testModel(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	f := setup(t, newStore)
 	m := &model{seats: map[string]*seats.Seat{}, sessions: map[string]*seats.Session{}, tokens: map[string]bool{}}
 	for _, sec := range []string{"A", "AB"} {
-		list, _ := f.store.SectionSeats(f.ctx, f.event, sec)
+		list, err := f.store.SectionSeats(f.ctx, f.event, sec)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, s := range list {
 			cp := s
 			m.seats[s.ID] = &cp
@@ -122,7 +125,7 @@ func testModel(t *testing.T, newStore func(t *testing.T) seats.Store) {
 			sess := seats.Session{ID: fmt.Sprintf("S%03d", step), EventID: f.event, UserID: user, TokenID: fmt.Sprintf("t%d", r.IntN(500)),
 				State: seats.StateReservation, Limit: 4, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), Seats: []string{}}
 			desc = "open " + sess.ID + " for " + user
-			got, want = f.store.CreateSession(f.ctx, sess, now), m.open(sess, now)
+			got, want = f.store.CreateSession(f.ctx, sess, now, nil), m.open(sess, now)
 			if want == nil {
 				ids = append(ids, sess.ID)
 			}
@@ -141,23 +144,23 @@ func testModel(t *testing.T, newStore func(t *testing.T) seats.Store) {
 		case op == 5:
 			id, seat := pick(), contested[r.IntN(len(contested))]
 			desc = "release " + id + " " + seat
-			_, got = f.store.Release(f.ctx, id, seat, now)
+			_, got = f.store.Release(f.ctx, id, seat, now, nil)
 			want = m.apply(id, []string{seat}, func(s *seats.Session, l []*seats.Seat) error { return seats.ApplyRelease(s, l[0], now) })
 		case op == 6:
 			id := pick()
 			until := now.Add(5 * time.Minute)
 			desc = "checkout " + id
-			_, got = f.store.Checkout(f.ctx, id, now, until, "")
+			_, got = f.store.Checkout(f.ctx, id, now, until, nil)
 			want = m.apply(id, nil, func(s *seats.Session, l []*seats.Seat) error { return seats.ApplyCheckout(s, l, now, until) })
 		case op <= 8:
 			id := pick()
 			desc = "confirm " + id
-			_, got = f.store.Confirm(f.ctx, id, "R"+id, "pay", now, "")
+			_, got = f.store.Confirm(f.ctx, id, "R"+id, "pay", now, nil)
 			want = m.apply(id, nil, func(s *seats.Session, l []*seats.Seat) error { return seats.ApplyConfirm(s, l, "R"+id, "pay", now) })
 		default:
 			id := pick()
 			desc = "cancel " + id
-			_, got = f.store.Cancel(f.ctx, id, now, "")
+			_, got = f.store.Cancel(f.ctx, id, now, nil)
 			want = m.apply(id, nil, func(s *seats.Session, l []*seats.Seat) error { return seats.ApplyCancel(s, l, now) })
 		}
 		if outcome(got) != outcome(want) {

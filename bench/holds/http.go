@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/seats"
+	"github.com/fairgate/fairgate/seats/httpapi"
+)
+
+// httpTarget is the seat API on loopback with a gate that mints real
+// passes, so every request pays for what a visitor's does: HTTP, the pass
+// check, the idempotency record.
+type httpTarget struct {
+	srv   *http.Server
+	base  string
+	gate  *admission.Gate
+	room  *admission.Room
+	httpc *http.Client
+}
+
+func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
+	secret := []byte(rand.Text() + rand.Text())
+	ring, err := admission.NewKeyRing("bench", map[string][]byte{"bench": secret}, []byte(rand.Text()+rand.Text()))
+	if err != nil {
+		return nil, err
+	}
+	room, err := admission.NewRoom(admission.RoomConfig{Name: "bench", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	api := httpapi.New(svc, httpapi.Config{Codec: admission.NewCodec(ring, time.Second), Room: "bench", DefaultEvent: "bench", PaymentKey: secret})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	t := &httpTarget{
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}, base: "http://" + ln.Addr().String(),
+		gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1<<16, time.Now)), room: room,
+		httpc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 10 * time.Second},
+	}
+	go func() { _ = t.srv.Serve(ln) }()
+	return t, nil
+}
+
+func (t *httpTarget) close() { _ = t.srv.Shutdown(context.Background()) }
+
+// client admits client c through the gate, opens its session over HTTP,
+// and returns its hold-and-release call.
+func (t *httpTarget) client(c int) (func(i int) (bool, error), error) {
+	user := fmt.Sprintf("h%d", c)
+	tk, err := t.gate.Issue(t.room, admission.Visitor{Subject: user}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	d := t.gate.Decide(context.Background(), t.room, admission.Attempt{Token: tk.Token, Nonce: "0", Visitor: admission.Visitor{Subject: user}, Now: time.Now()})
+	if d.Outcome != admission.OutcomeAdmit {
+		return nil, fmt.Errorf("admitting %s: %v", user, d.Outcome)
+	}
+	status, body, err := t.do("POST", "/api/sessions", "", d.Pass)
+	if err != nil || status != http.StatusCreated {
+		return nil, fmt.Errorf("opening a session: %d %s %v", status, body, err)
+	}
+	var sess struct{ Session string }
+	if err := json.Unmarshal(body, &sess); err != nil {
+		return nil, err
+	}
+	return func(i int) (bool, error) {
+		seat := seatOf(c, i)
+		status, body, err := t.do("POST", "/api/sessions/"+sess.Session+"/holds", `{"seats":["`+seat+`"]}`, d.Pass)
+		switch {
+		case err != nil:
+			return false, err
+		case status == http.StatusConflict && strings.Contains(string(body), "seat_taken"):
+			return false, &seats.TakenError{Seats: []string{seat}}
+		case status != http.StatusOK:
+			return false, fmt.Errorf("hold: %d %s", status, body)
+		}
+		if status, body, err := t.do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
+			return true, fmt.Errorf("release: %d %s %v", status, body, err)
+		}
+		return true, nil
+	}, nil
+}
+
+func (t *httpTarget) do(method, path, body, pass string) (int, []byte, error) {
+	req, err := http.NewRequest(method, t.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set(httpapi.PassHeader, pass)
+	req.Header.Set("Idempotency-Key", rand.Text())
+	resp, err := t.httpc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}

@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// FuzzWriteBodies sends arbitrary JSON bodies to every write of a live
+// session: whatever the body, the answer is a clear 2xx or 4xx, never a
+// 5xx or a panic.
+func FuzzWriteBodies(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `{"seats":["A-1-1-1"]}`, `{"seats":[]}`, `{"best":{"count":2,"sections":["A","A"]}}`,
+		`{"best":{"count":-1}}`, `{"seats":["A-1-1-1"],"best":{"count":1}}`, `{"payment_ref":"p"}`,
+		`{"seats":[null]}`, `[1,2]`, `{"seats":"A"}`, `{"event":"ev"}`, `{"unknown":1}`, `{"seats":["` + strings.Repeat("Z", 300) + `"]}`,
+	} {
+		f.Add("holds", seed)
+		f.Add("confirm", seed)
+		f.Add("checkout", seed)
+	}
+	e := newEnv(f)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	f.Fuzz(func(t *testing.T, endpoint, body string) {
+		if endpoint != "holds" && endpoint != "confirm" && endpoint != "checkout" {
+			endpoint = "holds"
+		}
+		call := *e
+		call.t = t
+		code, answer := call.do("POST", "/api/sessions/"+s+"/"+endpoint, body, alice)
+		if code >= 500 || code < 200 {
+			t.Fatalf("%s %q: %d %s", endpoint, body, code, answer)
+		}
+	})
+}
+
+// FuzzIfNoneMatch: an arbitrary If-None-Match gets the event (200) or, only
+// for the current ETag, 304.
+func FuzzIfNoneMatch(f *testing.F) {
+	e := newEnv(f)
+	resp, err := http.Get(e.srv.URL + "/api/events/ev")
+	if err != nil {
+		f.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	for _, seed := range []string{etag, "*", `W/` + etag, `"x"`, "", etag + ", " + etag, strings.Repeat(`"`, 100)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, inm string) {
+		req, err := http.NewRequest("GET", e.srv.URL+"/api/events/ev", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("If-None-Match", inm)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Skip("not a sendable header value")
+		}
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusNotModified && req.Header.Get("If-None-Match") != etag:
+			t.Fatalf("304 for If-None-Match %q (ETag %s)", inm, etag)
+		case resp.StatusCode != http.StatusNotModified && resp.StatusCode != http.StatusOK:
+			t.Fatalf("If-None-Match %q: %d", inm, resp.StatusCode)
+		}
+	})
+}
