@@ -23,9 +23,10 @@ type Budget struct {
 	block  int64
 	length time.Duration
 
-	mu   sync.Mutex
-	cur  Window
-	left int64
+	mu    sync.Mutex
+	cur   Window
+	left  int64
+	spent bool // the store granted less than a block: the window is used up
 }
 
 // NewBudget returns a node's budget for room, reserving block admissions at
@@ -58,14 +59,16 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 	defer b.mu.Unlock()
 	if w.Index != b.cur.Index {
 		// The old window is over: what is left of it can admit nobody.
-		b.cur, b.left = w, 0
+		b.cur, b.left, b.spent = w, 0, false
 	}
-	if b.left == 0 {
+	if b.left == 0 && !b.spent {
 		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
 		if err != nil {
 			return false, fmt.Errorf("reserving admission budget: %w", err)
 		}
-		b.left = got
+		// A short grant means the window is used up: refusals until it ends
+		// cost no request (budget another node returns later is not seen).
+		b.left, b.spent = got, got < b.block
 	}
 	if b.left == 0 {
 		return false, nil
