@@ -8,11 +8,17 @@ import (
 
 // Bucket is a token bucket: it refills at Rate tokens per second up to Burst
 // and caps how many visitors are admitted, whatever the clock says.
+//
+// It is not golang.org/x/time/rate's Limiter, though Reserve is the same
+// idea: admissions need a fractional burst, a rate change that keeps the
+// debt reservations ran up, and a refund after the reserved moment has
+// passed (the admission hook refuses a visitor after their slot), which
+// Reservation.CancelAt no longer gives back at that point.
 type Bucket struct {
 	mu     sync.Mutex
 	rate   float64
 	burst  float64
-	tokens float64
+	tokens float64 // negative while reservations are outstanding
 	last   time.Time
 }
 
@@ -21,19 +27,31 @@ func NewBucket(rate, burst float64, now time.Time) *Bucket {
 	return &Bucket{rate: rate, burst: burst, tokens: burst, last: now}
 }
 
-// Take removes one token if there is one.
-func (b *Bucket) Take(now time.Time) bool {
+// Reserve takes one token, going into debt if there is none, and returns
+// when the token is (or was) there: now if the bucket had one. Reservations
+// are served in the order they are made, so whoever asks first, not most
+// often, goes first.
+func (b *Bucket) Reserve(now time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
-	if b.tokens < 1 {
-		return false
-	}
 	b.tokens--
-	return true
+	if b.tokens >= 0 {
+		return now
+	}
+	return now.Add(durationOf(-b.tokens / b.rate))
 }
 
-// Level is the number of tokens available at now.
+// Refund gives back a token a reservation took and did not use.
+func (b *Bucket) Refund(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	b.tokens = math.Min(b.burst, b.tokens+1)
+}
+
+// Level is the number of tokens available at now (negative: the debt of
+// reservations not yet due).
 func (b *Bucket) Level(now time.Time) float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -41,21 +59,7 @@ func (b *Bucket) Level(now time.Time) float64 {
 	return b.tokens
 }
 
-// Empty reports whether Take would fail at now, and how long until it would not.
-func (b *Bucket) Empty(now time.Time) (empty bool, refill time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.refill(now)
-	if b.tokens >= 1 {
-		return false, 0
-	}
-	if b.rate <= 0 {
-		return true, time.Duration(math.MaxInt64)
-	}
-	return true, durationOf((1 - b.tokens) / b.rate)
-}
-
-// SetRate changes the refill rate and burst from now on.
+// SetRate changes the refill rate and burst from now on, keeping any debt.
 func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

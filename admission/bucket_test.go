@@ -10,18 +10,20 @@ import (
 func TestBucket(t *testing.T) {
 	b := NewBucket(2, 3, t0)
 	for i := range 3 {
-		if !b.Take(t0) {
-			t.Fatalf("take %d of a full bucket of 3 failed", i)
+		if got := b.Reserve(t0); !got.Equal(t0) {
+			t.Fatalf("reservation %d of a full bucket of 3 due at %v", i, got)
 		}
 	}
-	if b.Take(t0) {
-		t.Fatal("took from an empty bucket")
+	// Empty: reservations queue up in the order made, 1/rate apart.
+	if got := b.Reserve(t0); got != t0.Add(500*time.Millisecond) {
+		t.Fatalf("first reservation past the burst due at %v", got.Sub(t0))
 	}
-	if empty, wait := b.Empty(t0); !empty || wait != 500*time.Millisecond {
-		t.Fatalf("Empty = %v, %v", empty, wait)
+	if got := b.Reserve(t0.Add(100 * time.Millisecond)); got != t0.Add(time.Second) {
+		t.Fatalf("second due at %v", got.Sub(t0))
 	}
-	if !b.Take(t0.Add(500 * time.Millisecond)) {
-		t.Fatal("no token after refill")
+	b.Refund(t0.Add(time.Second))
+	if got := b.Level(t0.Add(time.Second)); got != 1 {
+		t.Fatalf("level after the debt and a refund: %v", got)
 	}
 	if got := b.Level(t0.Add(time.Hour)); got != 3 {
 		t.Fatalf("level capped at burst: %v", got)
@@ -78,23 +80,36 @@ func TestMemoryLedger(t *testing.T) {
 	now := t0
 	l := NewMemoryLedger(2, func() time.Time { return now })
 	ctx := context.Background()
-	mustConsume := func(id string, until time.Time, want bool, wantErr error) {
+	hold := func(id string, p Place, until time.Time, want Place, wantFresh bool, wantErr error) {
 		t.Helper()
-		got, err := l.Consume(ctx, id, until)
-		if got != want || !errors.Is(err, wantErr) {
-			t.Fatalf("Consume(%s) = %v, %v; want %v, %v", id, got, err, want, wantErr)
+		got, fresh, err := l.Hold(ctx, id, p, until)
+		if got != want || fresh != wantFresh || !errors.Is(err, wantErr) {
+			t.Fatalf("Hold(%s) = %v, %v, %v; want %v, %v, %v", id, got, fresh, err, want, wantFresh, wantErr)
 		}
 	}
-	mustConsume("a", t0.Add(time.Minute), true, nil)
-	mustConsume("a", t0.Add(time.Minute), false, nil)
-	mustConsume("b", t0.Add(2*time.Minute), true, nil)
-	mustConsume("c", t0.Add(time.Minute), false, ErrLedgerFull)
-	if used, _ := l.Used(ctx, "b"); !used {
-		t.Fatal("b forgotten")
+	used, reserved := Place{State: PlaceUsed}, Place{State: PlaceReserved, Slot: t0.Add(time.Second)}
+	hold("a", used, t0.Add(time.Minute), used, true, nil)
+	hold("a", reserved, t0.Add(time.Minute), used, false, nil)
+	hold("b", reserved, t0.Add(2*time.Minute), reserved, true, nil)
+	hold("c", used, t0.Add(time.Minute), Place{}, false, ErrLedgerFull)
+	if ok, err := l.Use(ctx, "a"); ok || err != nil {
+		t.Fatalf("Use of a used place: %v, %v", ok, err)
+	}
+	if ok, err := l.Use(ctx, "b"); !ok || err != nil {
+		t.Fatalf("Use of a reserved place: %v, %v", ok, err)
+	}
+	if p, _ := l.Lookup(ctx, "b"); p.State != PlaceUsed {
+		t.Fatalf("b after Use: %v", p)
 	}
 	now = t0.Add(90 * time.Second) // a has expired, b has not
-	mustConsume("c", t0.Add(3*time.Minute), true, nil)
-	if used, _ := l.Used(ctx, "a"); used || l.Len() != 2 {
-		t.Fatalf("expired id kept: len %d", l.Len())
+	hold("c", used, t0.Add(3*time.Minute), used, true, nil)
+	if p, _ := l.Lookup(ctx, "a"); p.State != PlaceWaiting || l.Len() != 2 {
+		t.Fatalf("expired place kept: len %d", l.Len())
+	}
+	if err := l.Release(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := l.Lookup(ctx, "c"); p.State != PlaceWaiting {
+		t.Fatalf("released place kept: %v", p)
 	}
 }

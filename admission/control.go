@@ -57,8 +57,8 @@ func (w *Window) Rate(now time.Time) float64 {
 // Every waiting visitor's remaining threshold is an exponential draw with mean
 // 1 clock unit (memorylessness), so at speed s a population of N visitors
 // produces about N*s eligible visitors per second: the speed that meets a
-// target rate R is R/N. N is estimated by Little's law from the backoffs
-// handed out (see Room.ObserveBackoff). The observed eligible rate then
+// target rate R is R/N. N is the number of distinct places presented over
+// the window (see Presence and Room.ObservePresent). The observed eligible rate then
 // corrects for what the estimate misses, and slew limits keep any change from
 // releasing a flood.
 type Controller struct {
@@ -94,4 +94,62 @@ func (c Controller) Next(current, target, population, eligible float64) float64 
 
 func clamp(x, lo, hi float64) float64 {
 	return math.Max(lo, math.Min(hi, x))
+}
+
+// Presence counts the distinct places seen over a sliding span, in two
+// generations: a place presented over and over counts once, so hammering
+// cannot inflate the population and slow the clock for everyone.
+type Presence struct {
+	mu        sync.Mutex
+	span      time.Duration
+	start     time.Time
+	cur, prev map[string]struct{}
+}
+
+// NewPresence returns a counter over span (at least a second). Every waiting
+// visitor must present their place at least once a span for the count to
+// see them: the span should exceed the longest backoff.
+func NewPresence(span time.Duration) *Presence {
+	return &Presence{span: max(span, time.Second), cur: map[string]struct{}{}, prev: map[string]struct{}{}}
+}
+
+// See records place as present at now.
+func (p *Presence) See(now time.Time, place string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rotate(now)
+	p.cur[place] = struct{}{}
+}
+
+// Forget removes place from the count: it was admitted and waits no more.
+func (p *Presence) Forget(place string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.cur, place)
+	delete(p.prev, place)
+}
+
+// Count is the number of distinct places seen in the last complete span, or
+// in the current one if it already saw more.
+func (p *Presence) Count(now time.Time) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rotate(now)
+	return float64(max(len(p.cur), len(p.prev)))
+}
+
+func (p *Presence) rotate(now time.Time) {
+	if p.start.IsZero() {
+		p.start = now
+	}
+	if now.Before(p.start.Add(p.span)) {
+		return
+	}
+	if now.Before(p.start.Add(2 * p.span)) {
+		p.prev = p.cur
+	} else {
+		p.prev = map[string]struct{}{}
+	}
+	p.cur = make(map[string]struct{}, len(p.prev))
+	p.start = now
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	mrand "math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,48 +19,33 @@ var ErrIdentity = errors.New("token belongs to another visitor")
 // Policy is how a gate treats waiting visitors. Zero fields take the
 // defaults of DefaultPolicy.
 type Policy struct {
-	// TokenTTL is how long a waiting token lives after each correct attempt.
+	// TokenTTL is how long a waiting token lives past its next checkpoint.
 	TokenTTL time.Duration
+	// PlaceTTL is the longest a place in line lasts from its first token:
+	// no version of the token is valid after it, and the ledger remembers
+	// an admitted place until then (plus Leeway).
+	PlaceTTL time.Duration
 	// PassTTL is the session length a pass grants.
 	PassTTL time.Duration
-	// MinBackoff and MaxBackoff bound the time between attempts.
+	// MinBackoff and MaxBackoff bound the time between checkpoints.
 	MinBackoff, MaxBackoff time.Duration
-	// BackoffShare is the share of the expected wait a visitor is told to
-	// wait before the next attempt: smaller means more attempts and a
-	// quicker reaction once eligible.
+	// BackoffShare is the share of the time already waited that the next
+	// checkpoint lies ahead: early in the wait, when most draws come due,
+	// checkpoints are close together; later they spread to MaxBackoff.
 	BackoffShare float64
-	// BusyBackoff is the wait of an eligible visitor the bucket turned away.
-	BusyBackoff time.Duration
-	// EarlyTolerance forgives attempts this little before nxt (timer skew).
-	EarlyTolerance time.Duration
-	// StrikeLimit is how many early attempts bring a penalty.
-	StrikeLimit int
-	// Penalty is how far a penalty pushes the entry back, in clock units
-	// (one unit is one mean wait).
-	Penalty float64
-	// PenaltyDifficulty is the difficulty a penalty adds, in bits.
-	PenaltyDifficulty int
-	// MaxDifficulty caps what penalties raise the difficulty to: 20 bits is
-	// about a million hashes, a few seconds in a browser's worker.
-	MaxDifficulty int
 	// Leeway is the clock skew tolerated on token times.
 	Leeway time.Duration
 }
 
 // DefaultPolicy is what zero Policy fields mean.
 var DefaultPolicy = Policy{
-	TokenTTL:          10 * time.Minute,
-	PassTTL:           15 * time.Minute,
-	MinBackoff:        2 * time.Second,
-	MaxBackoff:        30 * time.Second,
-	BackoffShare:      0.1,
-	BusyBackoff:       time.Second,
-	EarlyTolerance:    500 * time.Millisecond,
-	StrikeLimit:       3,
-	Penalty:           0.5,
-	PenaltyDifficulty: 2,
-	MaxDifficulty:     20,
-	Leeway:            5 * time.Second,
+	TokenTTL:     10 * time.Minute,
+	PlaceTTL:     6 * time.Hour,
+	PassTTL:      15 * time.Minute,
+	MinBackoff:   2 * time.Second,
+	MaxBackoff:   30 * time.Second,
+	BackoffShare: 0.1,
+	Leeway:       5 * time.Second,
 }
 
 func (p Policy) withDefaults() Policy {
@@ -72,26 +56,13 @@ func (p Policy) withDefaults() Policy {
 		}
 	}
 	set(&d.TokenTTL, p.TokenTTL)
+	set(&d.PlaceTTL, p.PlaceTTL)
 	set(&d.PassTTL, p.PassTTL)
 	set(&d.MinBackoff, p.MinBackoff)
 	set(&d.MaxBackoff, p.MaxBackoff)
-	set(&d.BusyBackoff, p.BusyBackoff)
-	set(&d.EarlyTolerance, p.EarlyTolerance)
 	set(&d.Leeway, p.Leeway)
 	if p.BackoffShare > 0 {
 		d.BackoffShare = p.BackoffShare
-	}
-	if p.StrikeLimit > 0 {
-		d.StrikeLimit = p.StrikeLimit
-	}
-	if p.Penalty > 0 {
-		d.Penalty = p.Penalty
-	}
-	if p.PenaltyDifficulty > 0 {
-		d.PenaltyDifficulty = p.PenaltyDifficulty
-	}
-	if p.MaxDifficulty > 0 {
-		d.MaxDifficulty = min(p.MaxDifficulty, MaxDifficulty)
 	}
 	if d.MaxBackoff < d.MinBackoff {
 		d.MaxBackoff = d.MinBackoff
@@ -100,29 +71,23 @@ func (p Policy) withDefaults() Policy {
 }
 
 // Gate issues waiting tokens and decides admission attempts. It holds no
-// per-visitor state: everything about a visitor is in their token, except the
-// ledger of used token ids.
+// per-visitor state: everything about a waiting place is in its token, except
+// the ledger of places admitted or holding an admission slot.
 type Gate struct {
 	codec  *Codec
 	policy Policy
 	ledger Ledger
 	random io.Reader
-	jitter func() float64
 }
 
 // GateOption configures a Gate.
 type GateOption func(*Gate)
 
 // WithRandom makes the gate draw ids, lottery tickets and challenges from r
-// instead of crypto/rand, and jitter from a generator seeded by r. Only for
-// simulations and tests: predictable tickets are a broken queue.
+// instead of crypto/rand. Only for simulations and tests: predictable
+// tickets are a broken queue.
 func WithRandom(r io.Reader) GateOption {
-	return func(g *Gate) {
-		g.random = r
-		var seed [32]byte
-		_, _ = io.ReadFull(r, seed[:])
-		g.jitter = mrand.New(mrand.NewChaCha8(seed)).Float64
-	}
+	return func(g *Gate) { g.random = r }
 }
 
 // NewGate returns a gate signing with keys and remembering used tokens in ledger.
@@ -133,7 +98,6 @@ func NewGate(keys *KeyRing, policy Policy, ledger Ledger, opts ...GateOption) *G
 		policy: policy,
 		ledger: ledger,
 		random: rand.Reader,
-		jitter: mrand.Float64,
 	}
 	for _, opt := range opts {
 		opt(g)
@@ -189,9 +153,12 @@ func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
 		}
 		subject = AnonymousPrefix + anon
 	}
-	lot, err := g.randomText(base64.StdEncoding, 16)
-	if err != nil {
-		return Ticket{}, err
+	// A verified subject draws once per room, however many tokens they take.
+	lot := g.codec.keys.IdentityLot(view.Name, who.Subject)
+	if who.Subject == "" {
+		if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
+			return Ticket{}, err
+		}
 	}
 	ch, err := g.randomText(base64.RawURLEncoding, challengeBytes)
 	if err != nil {
@@ -210,7 +177,13 @@ func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
 		Dif: view.Difficulty,
 		Bnd: who.Binding,
 	}
-	g.scheduleNext(room, &view, claims, g.backoff(&view, now), now)
+	// The first checkpoint leaves at least the shortest backoff to solve
+	// the challenge in, and lies on the draw's grid like every other.
+	next := now
+	if view.State != StateOpen {
+		next = g.nextCheckpoint(&view, claims, now.Add(g.policy.MinBackoff))
+	}
+	g.schedule(claims, next)
 	return g.ticket(&view, claims, now)
 }
 
@@ -235,17 +208,20 @@ type Outcome int
 
 // Outcomes of Decide.
 const (
-	// OutcomeAdmit: eligible, within budget, token consumed; Pass is set.
+	// OutcomeAdmit: eligible, within budget, place used; Pass is set.
 	OutcomeAdmit Outcome = iota
-	// OutcomeWait: not eligible yet (or the room is paused); keep waiting.
+	// OutcomeWait: not eligible at any checkpoint up to now (or the room is
+	// paused); keep waiting until the next one.
 	OutcomeWait
-	// OutcomeBusy: eligible, but the admission bucket is empty; retry soon.
+	// OutcomeBusy: eligible while the bucket binds; the place holds the
+	// admission slot the answer names.
 	OutcomeBusy
-	// OutcomeEarly: attempted before nxt; a strike, perhaps a penalty.
+	// OutcomeEarly: presented before its checkpoint; the same token back,
+	// nothing judged, nothing lost.
 	OutcomeEarly
 	// OutcomeInvalid: the token or solution is bad; Err says why.
 	OutcomeInvalid
-	// OutcomeReused: the token was already used for an admission.
+	// OutcomeReused: the place was already admitted.
 	OutcomeReused
 	// OutcomeClosed: the room is closed.
 	OutcomeClosed
@@ -280,7 +256,7 @@ type Decision struct {
 	// Claims are the verified claims of the token attempted, nil if it
 	// did not verify.
 	Claims *WaitClaims
-	// Ticket is the re-signed waiting token for wait, busy and early.
+	// Ticket is the waiting token to hold next, for wait, busy and early.
 	Ticket Ticket
 	// Pass and PassClaims are set for OutcomeAdmit.
 	Pass       string
@@ -289,7 +265,20 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
-// Decide runs one admission attempt (DESIGN.md, "Flow", step 4 and 5).
+// unavailableRetry is how soon to retry after the ledger failed.
+const unavailableRetry = time.Second
+
+// Decide runs one admission attempt (docs/FAIRNESS.md, "The rule").
+//
+// A place is judged at the checkpoints its token names, never at the moment
+// a request arrives. The token's nxt is a point of the draw's checkpoint grid
+// (see checkpoints), so every version of a token names the same points. An
+// attempt looks at the points from its nxt up to now: at the first where the
+// serving clock had passed the place's threshold, the place takes the next
+// admission from the bucket, in the order places ask (now, or a slot the
+// ledger holds for it while the bucket binds). Presenting early, often, late
+// or an old version therefore changes nothing but lateness, and a place is
+// admitted once whatever is presented.
 func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	now := a.Now
 	claims, err := g.codec.ParseWait(a.Token, room.Name(), now)
@@ -299,6 +288,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	if !a.Visitor.matches(claims) {
 		return Decision{Outcome: OutcomeInvalid, Err: ErrIdentity, Claims: claims}
 	}
+	// One hash: cheaper than the signature check before it.
 	if err := VerifyWork(claims.Ch, claims.Dif, a.Nonce); err != nil {
 		return Decision{Outcome: OutcomeInvalid, Err: err, Claims: claims}
 	}
@@ -306,35 +296,110 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	if view.State == StateClosed {
 		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
-	if now.Add(g.policy.EarlyTolerance).Before(claims.NextAttempt()) {
-		return g.strike(room, &view, claims, now)
+	if now.Before(claims.NextAttempt()) {
+		// Nothing to judge before the checkpoint: the same token back,
+		// without signing anything.
+		t := Ticket{Token: a.Token, Claims: claims}
+		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
+		return Decision{Outcome: OutcomeEarly, Ticket: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
 	}
-	switch view.State {
-	case StatePaused, StateScheduled: // View turns scheduled into queue at the start
-		return g.wait(room, &view, claims, OutcomeWait, g.backoff(&view, now), now)
-	case StateQueue:
-		if view.Clock.At(now)-claims.Srv < Threshold(g.codec.keys.Lottery(claims.Lot)) {
-			return g.wait(room, &view, claims, OutcomeWait, g.backoff(&view, now), now)
+	// The ledger first: a used or reserved place is answered from its
+	// record, whatever version of its token is presented.
+	place, err := g.ledger.Lookup(ctx, claims.ID)
+	if err != nil {
+		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
+	}
+	switch place.State {
+	case PlaceUsed:
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	case PlaceReserved:
+		if now.Before(place.Slot) {
+			return g.wait(&view, claims, OutcomeBusy, place.Slot, now)
 		}
-		room.ObserveEligible(now)
+		used, err := g.ledger.Use(ctx, claims.ID)
+		switch {
+		case err != nil:
+			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
+		case !used:
+			return Decision{Outcome: OutcomeReused, Claims: claims}
+		}
+		return g.pass(room, claims, now)
 	}
-	used, err := g.ledger.Used(ctx, claims.ID)
-	switch {
-	case err != nil:
-		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("checking token ledger: %w", err), RetryAfter: g.policy.BusyBackoff, Claims: claims}
-	case used:
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+	room.ObservePresent(now, claims.ID)
+	at, eligible := g.walk(&view, claims, now)
+	if !eligible || view.State == StatePaused || view.State == StateScheduled {
+		return g.wait(&view, claims, OutcomeWait, at, now)
 	}
-	if !room.TakeAdmission(now) {
-		return g.wait(room, &view, claims, OutcomeBusy, g.jittered(g.policy.BusyBackoff), now)
+	return g.reserve(ctx, room, &view, claims, now)
+}
+
+// walk judges the place at each checkpoint from its nxt up to now. It
+// returns the first checkpoint at which it was eligible, or the first
+// checkpoint after now if there was none. Eligibility only grows with time
+// (the clock never runs backwards), so the checkpoints between are
+// searched, not walked one by one.
+func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, bool) {
+	first := claims.NextAttempt()
+	if view.State == StateOpen {
+		return first, true
 	}
-	fresh, err := g.ledger.Consume(ctx, claims.ID, claims.Expiry().Add(g.policy.Leeway))
-	switch {
-	case err != nil:
-		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("consuming token: %w", err), RetryAfter: g.policy.BusyBackoff, Claims: claims}
-	case !fresh:
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+	threshold := Threshold(g.codec.keys.Lottery(claims.Lot))
+	eligible := func(at time.Time) bool {
+		return !view.Opens.After(at) && view.ClockAt(at)-claims.Srv >= threshold
 	}
+	grid := g.grid(view, claims.Lot)
+	// Checkpoints are grid points: index n is at grid.at(n).
+	lo, hi := grid.index(first), grid.after(now)-1
+	if hi < lo || !eligible(grid.at(hi)) {
+		return grid.at(max(hi+1, lo)), false
+	}
+	if eligible(first) {
+		return first, true
+	}
+	for hi-lo > 1 { // eligible at hi, not at lo
+		mid := lo + (hi-lo)/2
+		if eligible(grid.at(mid)) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return grid.at(hi), true
+}
+
+// reserve takes the eligible place's admission from the bucket and records
+// it in the ledger: admitted now, or holding the slot the bucket gave.
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
+	slot := room.ReserveAdmission(now)
+	want := Place{State: PlaceUsed}
+	if slot.After(now) {
+		want = Place{State: PlaceReserved, Slot: slot}
+	}
+	due := now
+	if slot.After(now) {
+		due = slot
+	}
+	held, fresh, err := g.ledger.Hold(ctx, claims.ID, want, g.lastValid(view, claims, due))
+	if err != nil {
+		room.RefundAdmission(now)
+		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
+	}
+	if !fresh { // a concurrent attempt for the place got there first
+		room.RefundAdmission(now)
+		if held.State == PlaceUsed {
+			return Decision{Outcome: OutcomeReused, Claims: claims}
+		}
+		return g.wait(view, claims, OutcomeBusy, held.Slot, now)
+	}
+	room.ObserveEligible(now)
+	if want.State == PlaceReserved {
+		return g.wait(view, claims, OutcomeBusy, slot, now)
+	}
+	return g.pass(room, claims, now)
+}
+
+func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
+	room.ObserveAdmitted(claims.ID)
 	pc := &PassClaims{
 		Registered: Registered{
 			Subject:   claims.Subject,
@@ -343,23 +408,30 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 			ExpiresAt: now.Add(g.policy.PassTTL).Unix(),
 		},
 		Wid: claims.ID,
+		Bnd: claims.Bnd,
 	}
 	pass, err := g.SignPass(pc)
 	if err != nil {
-		return Decision{Outcome: OutcomeUnavailable, Err: err, Claims: claims}
+		return g.unavailable(err, claims)
 	}
 	return Decision{Outcome: OutcomeAdmit, Pass: pass, PassClaims: pc, Claims: claims}
 }
 
-// Requeue sends an admitted visitor back to waiting without a strike, when
-// the admission could not complete (the admission hook said the seat service
-// is full): their token is released and re-signed with a fresh nxt.
+func (g *Gate) unavailable(err error, claims *WaitClaims) Decision {
+	return Decision{Outcome: OutcomeUnavailable, Err: err, RetryAfter: unavailableRetry, Claims: claims}
+}
+
+// Requeue sends an admitted visitor back to waiting when the admission could
+// not complete (the admission hook said the seat service is full, or is
+// down): the place is released, the bucket gets its admission back, and the
+// token continues its chain from the next checkpoint.
 func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) Decision {
 	if err := g.ledger.Release(ctx, claims.ID); err != nil {
-		return Decision{Outcome: OutcomeUnavailable, Err: fmt.Errorf("releasing token: %w", err), Claims: claims}
+		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
+	room.RefundAdmission(now)
 	view := room.View(now)
-	return g.wait(room, &view, claims, OutcomeWait, g.backoff(&view, now), now)
+	return g.wait(&view, claims, OutcomeWait, g.nextCheckpoint(&view, claims, now), now)
 }
 
 // SignPass signs a pass, giving it a fresh id. The gateway calls it again
@@ -378,74 +450,117 @@ func (g *Gate) VerifyPass(room, token string, now time.Time) (*PassClaims, error
 	return g.codec.ParsePass(token, room, now)
 }
 
-// strike answers an attempt made before nxt: one more strike, no earlier
-// next attempt, and at StrikeLimit a penalty: the entry moves back by
-// Penalty clock units and the difficulty rises. Hammering is therefore
-// strictly worse than waiting, without remembering anything server-side.
-func (g *Gate) strike(room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
-	claims.Pen++
-	if claims.Pen >= g.policy.StrikeLimit {
-		claims.Pen = 0
-		claims.Srv = math.Max(claims.Srv, view.Clock.At(now)) + g.policy.Penalty
-		claims.IssuedAt = now.Unix()
-		claims.Dif = max(claims.Dif, min(claims.Dif+g.policy.PenaltyDifficulty, g.policy.MaxDifficulty))
-	}
-	next := claims.NextAttempt().Sub(now)
-	return g.wait(room, view, claims, OutcomeEarly, max(next, g.backoff(view, now)), now)
-}
-
-func (g *Gate) wait(room *Room, view *View, claims *WaitClaims, outcome Outcome, backoff time.Duration, now time.Time) Decision {
-	g.scheduleNext(room, view, claims, backoff, now)
+func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now time.Time) Decision {
+	g.schedule(claims, next)
 	t, err := g.ticket(view, claims, now)
 	if err != nil {
-		return Decision{Outcome: OutcomeUnavailable, Err: err, Claims: claims}
+		return g.unavailable(err, claims)
 	}
-	return Decision{Outcome: outcome, Ticket: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
+	return Decision{Outcome: outcome, Ticket: t, RetryAfter: next.Sub(now), Claims: claims}
 }
 
-// scheduleNext sets nxt and extends exp past it, and records the new
-// presence for the population estimate.
-func (g *Gate) scheduleNext(room *Room, view *View, claims *WaitClaims, backoff time.Duration, now time.Time) {
-	if view.State == StateOpen {
-		backoff = 0 // no queue: try at once
+// checkpoints is one draw's grid of checkpoints in a room. Point n lies at
+// Opens + F(n + phase): F grows geometrically from MinBackoff apart, by
+// BackoffShare of the time since Opens, until points are MaxBackoff apart,
+// then linearly. The phase is a keyed hash of the lottery ticket, so the
+// grid depends on the draw and the room alone: every version of a token,
+// and every token of one identity (which share a draw), name the same
+// checkpoints, whenever they are judged; and draws spread evenly over time.
+type checkpoints struct {
+	origin        time.Time
+	phase         float64
+	min, max, mul float64 // seconds; mul is 1 + BackoffShare
+	knee          float64 // the index where spacing reaches max
+}
+
+func (g *Gate) grid(view *View, lot string) checkpoints {
+	c := checkpoints{
+		origin: view.Opens,
+		phase:  g.codec.keys.Jitter(lot),
+		min:    g.policy.MinBackoff.Seconds(),
+		max:    g.policy.MaxBackoff.Seconds(),
+		mul:    1 + g.policy.BackoffShare,
 	}
-	next := now.Add(backoff)
-	if view.State == StateScheduled && now.Before(view.SaleStart) {
-		// Bring the pre-queue in just after the start, spread over the
-		// shortest backoff so the start is no thundering herd.
-		atStart := view.SaleStart.Add(time.Duration(g.jitter() * float64(g.policy.MinBackoff)))
-		if atStart.Before(next) {
-			next = atStart
-		}
+	c.knee = math.Log(c.max/c.min) / math.Log(c.mul)
+	return c
+}
+
+// offset is F(x) in seconds.
+func (c checkpoints) offset(x float64) float64 {
+	if x <= c.knee {
+		return c.min * (math.Pow(c.mul, x) - 1) / (c.mul - 1)
 	}
-	// Little's law counts each visitor's presence once: an early attempt
-	// was already counted up to its old nxt, so it adds only the extension.
-	// Otherwise hammering would inflate the population and slow the clock
-	// for everyone.
-	counted := now
-	if prev := claims.NextAttempt(); prev.After(now) {
-		counted = prev
+	return c.offset(c.knee) + c.max*(x-c.knee)
+}
+
+// inverse is F⁻¹(seconds).
+func (c checkpoints) inverse(sec float64) float64 {
+	if k := c.offset(c.knee); sec > k {
+		return c.knee + (sec-k)/c.max
 	}
+	return math.Log1p(sec*(c.mul-1)/c.min) / math.Log(c.mul)
+}
+
+// at is point n, in whole milliseconds as nxt carries it.
+func (c checkpoints) at(n int64) time.Time {
+	sec := c.offset(float64(n) + c.phase)
+	return time.UnixMilli(c.origin.Add(durationOf(sec)).UnixMilli())
+}
+
+// after is the index of the first point strictly after t.
+func (c checkpoints) after(t time.Time) int64 {
+	if t.Before(c.origin) {
+		return 0
+	}
+	n := max(0, int64(math.Floor(c.inverse(t.Sub(c.origin).Seconds())-c.phase))+1)
+	for n > 0 && c.at(n-1).After(t) { // rounding to milliseconds
+		n--
+	}
+	for !c.at(n).After(t) {
+		n++
+	}
+	return n
+}
+
+// index is the index of point t, or of the first point after it if t is
+// not one (a token from before the grid moved).
+func (c checkpoints) index(t time.Time) int64 {
+	return c.after(t.Add(-time.Millisecond))
+}
+
+// nextCheckpoint is the first checkpoint after at on the draw's grid.
+func (g *Gate) nextCheckpoint(view *View, claims *WaitClaims, at time.Time) time.Time {
+	grid := g.grid(view, claims.Lot)
+	return grid.at(grid.after(at))
+}
+
+// schedule sets nxt and extends exp past it, never beyond the place's life.
+func (g *Gate) schedule(claims *WaitClaims, next time.Time) {
 	claims.Nxt = next.UnixMilli()
-	claims.ExpiresAt = next.Add(g.policy.TokenTTL).Unix()
-	if next.After(counted) {
-		room.ObserveBackoff(now, next.Sub(counted))
+	exp := next.Add(g.policy.TokenTTL)
+	if end := time.Unix(claims.IssuedAt, 0).Add(g.policy.PlaceTTL); exp.After(end) {
+		exp = end
 	}
+	claims.ExpiresAt = exp.Unix()
 }
 
-// backoff is BackoffShare of the expected wait, within bounds, jittered.
-func (g *Gate) backoff(view *View, now time.Time) time.Duration {
-	b := g.policy.MaxBackoff
-	if est, ok := view.EstimateWait(now); ok {
-		b = time.Duration(g.policy.BackoffShare * float64(est))
+// lastValid is when no version of an admitted (or slotted) place's token
+// can be valid any more, so the ledger must remember the place until then.
+// Once the ledger holds a place, no version with a later nxt is minted: the
+// versions that exist were minted by now, and each names a checkpoint at
+// most one backoff after its minting (or just after a sale start, or the
+// slot due), and expires TokenTTL after it. So the ledger keeps a place
+// minutes, not the place's whole life; never beyond that life either.
+func (g *Gate) lastValid(view *View, claims *WaitClaims, due time.Time) time.Time {
+	last := due.Add(g.policy.MinBackoff + g.policy.MaxBackoff)
+	if start := view.LatestStart.Add(g.policy.MinBackoff); start.After(last) {
+		last = start
 	}
-	b = min(max(b, g.policy.MinBackoff), g.policy.MaxBackoff)
-	return min(g.jittered(b), g.policy.MaxBackoff)
-}
-
-// jittered spreads d over [0.75 d, 1.25 d) so attempts do not synchronise.
-func (g *Gate) jittered(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.75 + 0.5*g.jitter()))
+	last = last.Add(g.policy.TokenTTL + g.policy.Leeway + time.Second)
+	if end := time.Unix(claims.IssuedAt, 0).Add(g.policy.PlaceTTL + g.policy.Leeway + time.Second); end.Before(last) {
+		return end
+	}
+	return last
 }
 
 func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (Ticket, error) {

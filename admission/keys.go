@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
@@ -263,4 +264,35 @@ func (k *KeyRing) Bind(data string) string {
 	_, _ = io.WriteString(mac, data)
 	var sum [sha256.Size]byte
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:12])
+}
+
+// keyedHash is HMAC(lottery key, label NUL parts...) under a label no lottery
+// ticket (base64) can start with, so the uses never collide.
+func (k *KeyRing) keyedHash(label string, parts ...string) [sha256.Size]byte {
+	mac := k.lotteryMACs.Get().(hash.Hash)
+	defer k.lotteryMACs.Put(mac)
+	mac.Reset()
+	_, _ = io.WriteString(mac, label)
+	for _, p := range parts {
+		_, _ = io.WriteString(mac, "\x00")
+		_, _ = io.WriteString(mac, p)
+	}
+	var sum [sha256.Size]byte
+	mac.Sum(sum[:0])
+	return sum
+}
+
+// IdentityLot is the lottery ticket of a verified subject in a room: every
+// token the subject takes there carries the same draw, so a second tab or
+// device buys nothing.
+func (k *KeyRing) IdentityLot(room, subject string) string {
+	sum := k.keyedHash("lot", room, subject)
+	return base64.StdEncoding.EncodeToString(sum[:16])
+}
+
+// Jitter is a number in [0, 1) fixed by a lottery ticket, independent of
+// its lottery number: the phase of the draw's checkpoints.
+func (k *KeyRing) Jitter(lot string) float64 {
+	sum := k.keyedHash("nxt", lot)
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
 }

@@ -71,3 +71,26 @@ func TestGenerateKeysLoads(t *testing.T) {
 		t.Fatalf("ids %v", got)
 	}
 }
+
+// TestIdentityLot: one draw per subject and room, different across either,
+// and a valid lottery ticket (16 bytes, standard padded base64).
+func TestIdentityLot(t *testing.T) {
+	ring := testRing(t, "k1", "k1")
+	a := ring.IdentityLot("sale", "alice")
+	if a != ring.IdentityLot("sale", "alice") {
+		t.Fatal("the same subject drew twice")
+	}
+	for _, other := range []string{ring.IdentityLot("sale", "bob"), ring.IdentityLot("other", "alice"), ring.IdentityLot("sal", "ealice")} {
+		if other == a {
+			t.Fatalf("draws collide: %s", a)
+		}
+	}
+	if b, err := base64.StdEncoding.DecodeString(a); err != nil || len(b) != 16 {
+		t.Fatalf("lot %q: %v", a, err)
+	}
+	// The checkpoint phase is a different function of the ticket than the
+	// lottery number, so nxt says nothing of v.
+	if ring.Jitter(a) == ring.Lottery(a) {
+		t.Fatal("phase equals lottery number")
+	}
+}

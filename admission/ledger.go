@@ -8,83 +8,128 @@ import (
 	"time"
 )
 
-// ErrLedgerFull means the ledger holds as many unexpired ids as it may. It
-// fails closed: forgetting a live id could admit its token twice.
-var ErrLedgerFull = errors.New("used-token ledger is full")
+// ErrLedgerFull means the ledger holds as many unexpired places as it may.
+// It fails closed: forgetting a live place could admit it twice.
+var ErrLedgerFull = errors.New("place ledger is full")
 
-// Ledger remembers which waiting tokens were used, so each admits once.
+// PlaceState is what the ledger knows of a place in line.
+type PlaceState int
+
+// Place states.
+const (
+	// PlaceWaiting: the ledger has no record; the place has not been admitted.
+	PlaceWaiting PlaceState = iota
+	// PlaceReserved: the place was eligible while the bucket was empty and
+	// holds the admission slot Place.Slot.
+	PlaceReserved
+	// PlaceUsed: the place was admitted; no version of its token admits again.
+	PlaceUsed
+)
+
+// Place is the ledger's record of one place (a waiting token's id, the same
+// in every version of the token).
+type Place struct {
+	State PlaceState
+	Slot  time.Time // for PlaceReserved
+}
+
+// Ledger remembers the places that were admitted or hold an admission slot,
+// so each place admits once whatever version of its token is presented. A
+// record must live at least as long as any version of the place's token can
+// be valid. Implementations may be shared by nodes (see the room-state store).
 type Ledger interface {
-	// Used reports whether id was consumed.
-	Used(ctx context.Context, id string) (bool, error)
-	// Consume marks id used until the given time, reporting false if it
-	// already was.
-	Consume(ctx context.Context, id string, until time.Time) (bool, error)
-	// Release forgets a consumed id whose admission did not go through
-	// (the admission hook turned it away), so the token may try again.
+	// Lookup returns the record of place id (PlaceWaiting if there is none).
+	Lookup(ctx context.Context, id string) (Place, error)
+	// Hold records p for place id until the given time, unless the place
+	// already has a record: it returns the record that stands and whether
+	// it is p.
+	Hold(ctx context.Context, id string, p Place, until time.Time) (Place, bool, error)
+	// Use turns a reserved place into a used one, reporting false if it was
+	// not reserved (already used, or released).
+	Use(ctx context.Context, id string) (bool, error)
+	// Release forgets a place whose admission did not go through (the
+	// admission hook turned it away), so it may wait and try again.
 	Release(ctx context.Context, id string) error
 }
 
-// MemoryLedger is a bounded Ledger in process memory for one node. Ids are
-// forgotten once their tokens expire; it never forgets one earlier.
+// MemoryLedger is a bounded Ledger in process memory for one node. Records
+// are forgotten once their time is up; never earlier.
 type MemoryLedger struct {
 	mu       sync.Mutex
 	capacity int
 	now      func() time.Time
-	until    map[string]time.Time
+	places   map[string]record
 	order    expiryHeap
 }
 
-// NewMemoryLedger returns a ledger of at most capacity live ids. now is the
-// clock used to forget expired ids.
+type record struct {
+	place Place
+	until time.Time
+}
+
+// NewMemoryLedger returns a ledger of at most capacity live places. now is
+// the clock used to forget expired records.
 func NewMemoryLedger(capacity int, now func() time.Time) *MemoryLedger {
-	return &MemoryLedger{capacity: capacity, now: now, until: make(map[string]time.Time)}
+	return &MemoryLedger{capacity: capacity, now: now, places: make(map[string]record)}
 }
 
-// Used implements Ledger.
-func (l *MemoryLedger) Used(_ context.Context, id string) (bool, error) {
+// Lookup implements Ledger.
+func (l *MemoryLedger) Lookup(_ context.Context, id string) (Place, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, ok := l.until[id]
-	return ok, nil
+	return l.places[id].place, nil
 }
 
-// Consume implements Ledger.
-func (l *MemoryLedger) Consume(_ context.Context, id string, until time.Time) (bool, error) {
+// Hold implements Ledger.
+func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Time) (Place, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.until[id]; ok {
-		return false, nil
+	if r, ok := l.places[id]; ok {
+		return r.place, false, nil
 	}
 	l.forgetExpired(l.now())
-	if len(l.until) >= l.capacity {
-		return false, ErrLedgerFull
+	if len(l.places) >= l.capacity {
+		return Place{}, false, ErrLedgerFull
 	}
-	l.until[id] = until
+	l.places[id] = record{place: p, until: until}
 	heap.Push(&l.order, expiring{id: id, until: until})
+	return p, true, nil
+}
+
+// Use implements Ledger.
+func (l *MemoryLedger) Use(_ context.Context, id string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.places[id]
+	if !ok || r.place.State != PlaceReserved {
+		return false, nil
+	}
+	r.place = Place{State: PlaceUsed}
+	l.places[id] = r
 	return true, nil
 }
 
-// Release implements Ledger. The heap entry stays until it expires; Consume
-// skips the stale entry because the map no longer names it.
+// Release implements Ledger. The heap entry stays until it expires;
+// forgetExpired skips it because the map no longer holds that record.
 func (l *MemoryLedger) Release(_ context.Context, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.until, id)
+	delete(l.places, id)
 	return nil
 }
 
-// Len is the number of ids remembered.
+// Len is the number of places remembered.
 func (l *MemoryLedger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.until)
+	return len(l.places)
 }
 
 func (l *MemoryLedger) forgetExpired(now time.Time) {
 	for len(l.order) > 0 && l.order[0].until.Before(now) {
 		e := heap.Pop(&l.order).(expiring)
-		if l.until[e.id].Equal(e.until) {
-			delete(l.until, e.id)
+		if r, ok := l.places[e.id]; ok && r.until.Equal(e.until) {
+			delete(l.places, e.id)
 		}
 	}
 }

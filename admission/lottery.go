@@ -12,7 +12,7 @@ import (
 // LotteryNumber maps a lottery ticket to a number in [0, 1]:
 // the first 8 bytes of HMAC-SHA256(key, lot), big-endian, divided by 2^64.
 // lot is the base64 text exactly as carried in the token, so any
-// implementation of seed 002's formula agrees bit for bit.
+// implementation of the formula (docs/DESIGN.md, "Lottery number") agrees bit for bit.
 //
 // The result is 1.0 only when the 64-bit value rounds up to 2^64 (about once
 // in 2^54 tickets); Threshold keeps that case finite.

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sync"
@@ -11,7 +12,7 @@ import (
 // State is a room's operating state.
 type State string
 
-// Room states (DESIGN.md, "Room states").
+// Room states (docs/DESIGN.md, "Room states").
 const (
 	// StateOpen lets everyone through without a queue.
 	StateOpen State = "open"
@@ -59,6 +60,11 @@ type RoomConfig struct {
 	Window time.Duration
 	// Controller bounds the speed changes; the zero value means DefaultController.
 	Controller Controller
+	// Memory is how far back the room remembers its clock, so an attempt is
+	// judged at the checkpoint its token names even when presented late. It
+	// should be at least the longest a token stays valid past its nxt
+	// (TokenTTL plus the leeway); zero means Window.
+	Memory time.Duration
 }
 
 // View is one consistent reading of a room's control state.
@@ -71,6 +77,28 @@ type View struct {
 	Difficulty int
 	// Cruise is the speed the clock runs at while admitting.
 	Cruise float64
+	// LatestStart is the latest sale start the room was ever given: no
+	// token's first checkpoint lies much beyond it.
+	LatestStart time.Time
+	// Opens is where the room's checkpoint grid starts: the sale start of a
+	// scheduled room, otherwise when the room last began to queue (from
+	// open or closed; a pause does not move it).
+	Opens time.Time
+	// Past holds the clock's earlier readings, oldest first, back to the
+	// room's memory: each is valid from its Origin to the next one's.
+	Past []Clock
+}
+
+// ClockAt is the serving clock's reading at t, from the room's memory when
+// t is in the past, so an attempt is judged at the checkpoint its token
+// names however late it is presented. Before the oldest reading kept it
+// answers with the oldest: no token stays valid that long unpresented.
+func (v View) ClockAt(t time.Time) float64 {
+	c := v.Clock
+	for i := len(v.Past) - 1; i >= 0 && t.Before(c.Origin); i-- {
+		c = v.Past[i]
+	}
+	return c.At(t)
 }
 
 // Room is the shared control state of one waiting room: its state, serving
@@ -83,8 +111,10 @@ type Room struct {
 	tau        float64
 	adaptive   bool
 	controller Controller
+	memory     time.Duration
+	queueing   time.Time // when the room last began to queue
 	bucket     *Bucket
-	backoffs   *Window
+	presence   *Presence
 	eligible   *Window
 }
 
@@ -117,17 +147,20 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		tau:        cfg.Tau.Seconds(),
 		adaptive:   cfg.Adaptive,
 		controller: ctl,
+		memory:     cmp.Or(cfg.Memory, cfg.Window),
+		queueing:   now,
 		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
-		backoffs:   NewWindow(cfg.Window),
+		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
 	}
 	v := &View{
-		Name:       cfg.Name,
-		SaleStart:  cfg.SaleStart,
-		Rate:       cfg.Rate,
-		Difficulty: cfg.Difficulty,
-		Cruise:     1 / cfg.Tau.Seconds(),
-		Clock:      Clock{Origin: now},
+		Name:        cfg.Name,
+		SaleStart:   cfg.SaleStart,
+		Rate:        cfg.Rate,
+		Difficulty:  cfg.Difficulty,
+		Cruise:      1 / cfg.Tau.Seconds(),
+		LatestStart: cfg.SaleStart,
+		Clock:       Clock{Origin: now},
 	}
 	r.publish(v, now)
 	return r, nil
@@ -158,6 +191,12 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 			return fmt.Errorf("a scheduled room needs a sale start")
 		}
 		v.SaleStart = saleStart
+		if saleStart.After(v.LatestStart) {
+			v.LatestStart = saleStart
+		}
+	}
+	if (r.stored == StateOpen || r.stored == StateClosed) && s != r.stored {
+		r.queueing = now
 	}
 	r.stored = s
 	r.publish(&v, now)
@@ -201,14 +240,28 @@ func (r *Room) Tick(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := *r.view.Load()
-	v.Cruise = r.controller.Next(v.Cruise, v.Rate, r.backoffs.Rate(now), r.eligible.Rate(now))
+	v.Cruise = r.controller.Next(v.Cruise, v.Rate, r.presence.Count(now), r.eligible.Rate(now))
 	r.publish(&v, now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.
 // Callers hold r.mu (or own r exclusively).
 func (r *Room) publish(v *View, now time.Time) {
+	if prev := r.view.Load(); prev != nil {
+		// Keep the readings that still cover some moment of the memory:
+		// a reading holds until the next one's origin.
+		past := append(append(make([]Clock, 0, len(prev.Past)+1), prev.Past...), prev.Clock)
+		cut := now.Add(-r.memory)
+		for len(past) > 1 && !past[1].Origin.After(cut) {
+			past = past[1:]
+		}
+		v.Past = past
+	}
 	v.State = r.stored
+	v.Opens = r.queueing
+	if r.stored == StateScheduled {
+		v.Opens = v.SaleStart
+	}
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.From(now, v.Cruise)
@@ -222,26 +275,31 @@ func (r *Room) publish(v *View, now time.Time) {
 	r.view.Store(v)
 }
 
-// TakeAdmission takes one admission from the bucket.
-func (r *Room) TakeAdmission(now time.Time) bool { return r.bucket.Take(now) }
+// ReserveAdmission takes one admission from the bucket and returns when it
+// is due: now, or later while the bucket binds, in the order asked.
+func (r *Room) ReserveAdmission(now time.Time) time.Time { return r.bucket.Reserve(now) }
 
-// BucketEmpty reports whether the bucket is empty and how long until it refills one.
-func (r *Room) BucketEmpty(now time.Time) (bool, time.Duration) { return r.bucket.Empty(now) }
+// RefundAdmission gives back an admission that did not go through.
+func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
 
 // BucketLevel is the number of admissions available right now.
 func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
 
-// ObserveBackoff records that a visitor was told to come back after b: by
-// Little's law it stands for one visitor present for b.
-func (r *Room) ObserveBackoff(now time.Time, b time.Duration) {
-	r.backoffs.Add(now, b.Seconds())
-}
+// ObservePresent records that a place was presented with a valid, solved
+// attempt at or after its checkpoint. Only that counts for the population:
+// taking a token costs nothing and proves nobody is waiting.
+func (r *Room) ObservePresent(now time.Time, place string) { r.presence.See(now, place) }
 
-// ObserveEligible records one attempt by an eligible visitor.
+// ObserveAdmitted removes an admitted place from the population.
+func (r *Room) ObserveAdmitted(place string) { r.presence.Forget(place) }
+
+// ObserveEligible records one place found eligible (once per place: the
+// ledger remembers it from then on).
 func (r *Room) ObserveEligible(now time.Time) { r.eligible.Add(now, 1) }
 
-// Population is the estimated number of visitors waiting.
-func (r *Room) Population(now time.Time) float64 { return r.backoffs.Rate(now) }
+// Population is the estimated number of visitors waiting: the distinct
+// places presented over the last window.
+func (r *Room) Population(now time.Time) float64 { return r.presence.Count(now) }
 
 // EligibleRate is the observed rate of eligible attempts per second.
 func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }

@@ -75,23 +75,22 @@ func numericDate(sec int64) *jwt.NumericDate {
 	return jwt.NewNumericDate(time.Unix(sec, 0))
 }
 
-// WaitClaims is the payload of a waiting token (see DESIGN.md, "Tokens").
+// WaitClaims is the payload of a waiting token (see docs/DESIGN.md, "Tokens").
 type WaitClaims struct {
 	Registered
 	// Lot is the lottery ticket: 16 random bytes, standard padded base64.
 	Lot string `json:"lot"`
-	// Srv is the serving-clock reading at entry; penalties move it forward.
+	// Srv is the serving-clock reading at entry.
 	Srv float64 `json:"srv"`
 	// Ch is the proof-of-work challenge, unpadded base64url.
 	Ch string `json:"ch"`
 	// Dif is the proof-of-work difficulty in leading zero bits.
 	Dif int `json:"dif"`
-	// Nxt is the earliest time of the next admission attempt, Unix milliseconds.
+	// Nxt is the checkpoint the token is judged at, Unix milliseconds: a
+	// point of the draw's checkpoint grid, or the admission slot held.
 	Nxt int64 `json:"nxt"`
-	// Pen counts attempts made before Nxt since the last penalty.
-	Pen int `json:"pen,omitempty"`
 	// Bnd, when set, binds the token to a network: a keyed hash of the
-	// client address the gateway saw at issue (an extension to DESIGN.md's
+	// client address the gateway saw at issue (an extension to the source design's
 	// claims, present only when IP binding is configured).
 	Bnd string `json:"bnd,omitempty"`
 }
@@ -106,6 +105,9 @@ type PassClaims struct {
 	Wid string `json:"wid"`
 	// Ses is the session id the admission hook returned, if any.
 	Ses string `json:"ses,omitempty"`
+	// Bnd is the waiting token's network binding, carried over so that a
+	// gateway with bind_pass can hold the pass to that address.
+	Bnd string `json:"bnd,omitempty"`
 }
 
 // Codec signs and strictly verifies fairgate's JWTs with a key ring.
@@ -152,7 +154,7 @@ func (c *Codec) ParseWait(token, room string, now time.Time) (*WaitClaims, error
 		return nil, err
 	}
 	if claims.ID == "" || claims.Lot == "" || claims.Ch == "" || claims.IssuedAt == 0 ||
-		claims.Dif < 0 || claims.Dif > MaxDifficulty || claims.Pen < 0 {
+		claims.Dif < 0 || claims.Dif > MaxDifficulty {
 		return nil, fmt.Errorf("%w: waiting token is missing fields", ErrClaims)
 	}
 	return claims, nil

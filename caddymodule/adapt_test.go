@@ -94,6 +94,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		"waiting_room {\n admission_hook\n}",
 		"waiting_room {\n cache\n}",
 		"waiting_room {\n fixed_speed yes\n}",
+		"waiting_room {\n waiting_page\n}",
+		"waiting_room {\n language de fr\n}",
 	} {
 		h := new(Handler)
 		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err == nil {

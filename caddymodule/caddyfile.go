@@ -64,6 +64,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        required
 //	    }
 //	    bind_ip
+//	    bind_pass                                 # needs bind_ip
 //	    trusted_proxies <cidrs...>
 //	    admission_hook  <url> {
 //	        timeout     <duration>
@@ -72,10 +73,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    cache <paths...> {
 //	        ttl                     <duration>
 //	        stale_while_revalidate  <duration>
+//	        max_retry_after         <duration>
 //	        max_bytes               <bytes>
 //	        max_entry_bytes         <bytes>
 //	    }
 //	    waiting_status  <code>
+//	    waiting_page    <file>                    # html/template, see docs/WAITING_PAGE.md
+//	    language        <tag>                     # force en, de, fr, es, it, pt, nl, ja or ar
 //	    closed_page     <file>
 //	    sold_out_page   <file>
 //	    token_ttl       <duration>
@@ -154,6 +158,9 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "bind_ip":
 		c.BindIP = true
 		return noArgs(d)
+	case "bind_pass":
+		c.BindPass = true
+		return noArgs(d)
 	case "trusted_proxies":
 		c.TrustedProxies = append(c.TrustedProxies, d.RemainingArgs()...)
 		return nil
@@ -165,6 +172,10 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return unmarshalCache(d, c.Cache)
 	case "waiting_status":
 		return oneInt(d, &c.WaitingStatus)
+	case "waiting_page":
+		return oneString(d, &c.WaitingPage)
+	case "language":
+		return oneString(d, &c.Language)
 	case "closed_page":
 		return oneString(d, &c.ClosedPage)
 	case "sold_out_page":
@@ -308,6 +319,8 @@ func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
 			err = oneDuration(d, &c.TTL)
 		case "stale_while_revalidate":
 			err = oneDuration(d, &c.StaleWhileRevalidate)
+		case "max_retry_after":
+			err = oneDuration(d, &c.MaxRetryAfter)
 		case "max_bytes":
 			err = oneInt(d, &n)
 			c.MaxBytes = int64(n)

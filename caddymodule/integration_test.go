@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,5 +164,20 @@ func TestCaddyIntegration(t *testing.T) {
 	code, _, body = c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`)
 	if code != 409 {
 		t.Fatalf("token reused after reload: %d %s", code, body)
+	}
+
+	// A reload with a broken waiting_page fails with its file and line, and
+	// the running config keeps serving.
+	page := filepath.Join(t.TempDir(), "waiting.html")
+	if err := os.WriteFile(page, []byte("<p>\n{{.Script}}\n<h1>{{.T.headng}}</h1>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(siteConfig(origin.URL, "header X-Reloaded yes"), "state open", "state open\n\t\twaiting_page "+page, 1)
+	code, _, body = c.do("POST", "http://localhost:2999/load", broken, "Content-Type", "text/caddyfile")
+	if code < 400 || !strings.Contains(body, page) || !strings.Contains(body, "waiting.html:3") {
+		t.Fatalf("broken waiting_page reload: %d %s", code, body)
+	}
+	if code, h, _ := c.do("GET", site+"/shop", ""); code != 200 || h.Get("X-Reloaded") != "yes" {
+		t.Fatalf("after a failed reload: %d %v", code, h)
 	}
 }

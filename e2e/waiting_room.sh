@@ -21,7 +21,8 @@ nonce=$("$FAIRGATE" solve "$ch" "$dif")
 check "fairgate solve finds a nonce" test -n "$nonce"
 
 code=$(curl -s -c "$jar" -b "$jar" -o "$T/early" -w '%{http_code}' -X POST "$SITE/_fairgate/admit" -d "{\"nonce\":\"$nonce\"}")
-check "an early attempt is struck" test "$code" = 429 -a "$(json "$T/early" outcome)" = early -a "$(json "$T/early" strikes)" = 1
+early_token=$(json "$T/tk" token)
+check "an early attempt changes nothing" test "$code" = 429 -a "$(json "$T/early" outcome)" = early -a "$(json "$T/early" token)" = "$early_token"
 
 # Wait as the page would, then attempt, until admitted (bounded).
 admitted=no
@@ -52,6 +53,14 @@ check "a tampered pass is refused" test "$code" = 429
 code=$(curl -s -o "$T/seatmap" -w '%{http_code}' "$SITE/api/events/final-2026/sections/L1")
 code2=$(curl -s -o /dev/null -D "$T/h2" -w '%{http_code}' "$SITE/api/events/final-2026/sections/L1")
 check "seat maps bypass the queue and come from the cache" test "$code" = 200 -a "$code2" = 200 -a -n "$(grep -i '^cache-status: fairgate; hit' "$T/h2")"
+
+# Issue 10, finding 1: bypass rules are matched on the path the origin serves.
+for p in '/healthz/../shop' '/static/%2e%2e' '/favicon.ico/../shop' '/healthz%2F..%2Fshop' '/api/events/%2e%2e'; do
+  code=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' -H 'Accept: application/json' "$SITE$p")
+  check "a dot segment after a bypass rule is refused: $p" test "$code" = 400
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept: application/json' "$SITE/healthzX")
+check "a bypass prefix ends on a segment boundary" test "$code" = 429
 
 # Pause: a new visitor waits and waits.
 curl -s -o "$T/paused" -X POST "$ADMIN/waiting_room/rooms/sale" -d '{"state":"paused"}'

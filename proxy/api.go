@@ -2,13 +2,14 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -32,10 +33,15 @@ type ticketJSON struct {
 	RetryAfter  float64 `json:"retry_after"`
 	// EstimateSeconds is the public wait estimate; absent when unknown.
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	EstimateKnown   bool     `json:"estimate_known"`
 	SaleStart       string   `json:"sale_start,omitempty"`
-	Strikes         int      `json:"strikes,omitempty"`
 	Outcome         string   `json:"outcome,omitempty"`
-	Message         string   `json:"message,omitempty"`
+	// Lang is the language of Message and Estimate (Accept-Language, or
+	// the configured language); Message is the page's status line and
+	// Estimate the wait in words, as the waiting page shows them.
+	Lang     string `json:"lang"`
+	Message  string `json:"message"`
+	Estimate string `json:"estimate"`
 }
 
 type admitRequest struct {
@@ -91,7 +97,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	view := g.shared.Room.View(now)
 	if view.State == admission.StateClosed {
-		g.writeClosedJSON(w)
+		g.writeClosedJSON(w, r)
 		return
 	}
 	who, err := g.visitor(r, now)
@@ -134,22 +140,9 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
 		return
 	}
-	// While the bucket is empty nobody can be admitted: answer from one
-	// prepared response without verifying anything.
-	// The answer never asks for a retry sooner than the minimum backoff:
-	// the bucket refills in fractions of a second at low rates, and telling
-	// every waiting visitor to come back that soon would multiply the load.
-	// It still counts for the population estimate (Little's law: one
-	// visitor present for the Retry-After it is given); leaving these
-	// answers out made the queue look empty whenever the bucket was, and
-	// the controller then sped the clock up exactly when it should not.
+	// Every decision, the busy one included, is the gate's: the gateway only
+	// carries it to HTTP.
 	view := g.shared.Room.View(now)
-	if empty, refill := g.shared.Room.BucketEmpty(now); empty && view.State == admission.StateQueue {
-		g.metrics.attempts.WithLabelValues("busy_cached").Inc()
-		retry := writeBusy(w, max(refill, time.Duration(g.cfg.MinBackoff)))
-		g.shared.Room.ObserveBackoff(now, retry)
-		return
-	}
 	who, err := g.visitor(r, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
@@ -161,9 +154,6 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
-		if d.Outcome == admission.OutcomeEarly {
-			g.metrics.strikes.Inc()
-		}
 		g.writeTicket(w, r, http.StatusTooManyRequests, d.Ticket, view, now, d.Outcome.String())
 	case admission.OutcomeInvalid:
 		status, code := invalidStatus(d.Err)
@@ -174,7 +164,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	case admission.OutcomeReused:
 		writeError(w, http.StatusConflict, "token_used", "this waiting token was already used; request a new one")
 	case admission.OutcomeClosed:
-		g.writeClosedJSON(w)
+		g.writeClosedJSON(w, r)
 	default:
 		g.log.Error("admission unavailable", zap.String("room", g.cfg.Room), zap.Error(d.Err))
 		w.Header().Set("Retry-After", "2")
@@ -192,7 +182,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 			session = res.session
 		case res.err == nil || g.hook.onFailure == "closed":
 			// The seat service is full (409/429) or down with a closed
-			// policy: back to waiting, no strike.
+			// policy: back to waiting, place and budget given back.
 			if res.err != nil {
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
@@ -233,6 +223,7 @@ type statusJSON struct {
 	SaleStart       string   `json:"sale_start,omitempty"`
 	Rate            float64  `json:"rate"`
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
+	EstimateKnown   bool     `json:"estimate_known"`
 	Waiting         float64  `json:"waiting"`
 }
 
@@ -251,6 +242,7 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	if est, ok := view.EstimateWait(now); ok {
 		secs := math.Round(est.Seconds())
 		st.EstimateSeconds = &secs
+		st.EstimateKnown = true
 	}
 	w.Header().Set("Cache-Control", "public, max-age=1")
 	writeJSON(w, http.StatusOK, st)
@@ -262,15 +254,23 @@ func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int
 	body := ticketJSON{
 		Room: view.Name, State: string(view.State), Token: tk.Token,
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
-		RetryAfter: math.Max(0, retry.Seconds()), Strikes: c.Pen, Outcome: outcome,
+		RetryAfter: math.Max(0, retry.Seconds()), Outcome: outcome,
 	}
+	secs := math.Round(tk.Estimate.Seconds())
 	if tk.EstimateKnown {
-		secs := math.Round(tk.Estimate.Seconds())
 		body.EstimateSeconds = &secs
+		body.EstimateKnown = true
 	}
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
+	lang, varies := g.pages.localeFor(r)
+	if varies {
+		w.Header().Add("Vary", "Accept-Language")
+	}
+	l := pageLanguages.all[lang]
+	body.Lang, body.Message = l.name, l.stateMessage(body.State, outcome, body.SaleStart)
+	body.Estimate = l.waitText(secs, tk.EstimateKnown)
 	setCookie(w, r, g.cookies.wait, tk.Token, c.Expiry(), g.cfg.trusted)
 	w.Header().Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
@@ -279,17 +279,23 @@ func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int
 	writeJSON(w, status, body)
 }
 
-func (g *Gateway) writeClosedJSON(w http.ResponseWriter) {
+// writeClosedJSON is the closed answer for apps: the error, and the
+// closed page's text in the visitor's language.
+func (g *Gateway) writeClosedJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "60")
 	reason := g.shared.ClosedReason()
 	msg := "the waiting room is closed"
 	if reason == "sold_out" {
 		msg = "sold out"
 	}
-	writeErrorReason(w, http.StatusServiceUnavailable, "closed", msg, reason)
+	lang, _ := g.pages.localeFor(r)
+	writeJSON(w, http.StatusServiceUnavailable, struct {
+		Error errorBody `json:"error"`
+		Page  *pageJSON `json:"page"`
+	}{errorBody{Code: "closed", Message: msg, Reason: reason}, closedPageJSON(pageLanguages.all[lang], reason == "sold_out")})
 }
 
-// invalidStatus maps a rejection to DESIGN.md's statuses.
+// invalidStatus maps a rejection to the statuses of docs/DESIGN.md, "The gateway".
 func invalidStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, admission.ErrMalformed), errors.Is(err, admission.ErrNonceMalformed):
@@ -303,25 +309,17 @@ func invalidStatus(err error) (int, string) {
 	}
 }
 
-// busyBody is the one response every attempt gets while the bucket is empty.
-var busyBody = []byte(`{"error":{"code":"busy","message":"admissions are full this moment; your place is kept, try again after Retry-After"}}` + "\n")
-
-// writeBusy writes the prepared answer and returns the Retry-After it gave.
-func writeBusy(w http.ResponseWriter, refill time.Duration) time.Duration {
-	secs := int(math.Ceil(math.Max(1, math.Min(refill.Seconds(), 60))))
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Retry-After", strconv.Itoa(secs))
-	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", secs))
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(busyBody)
-	return time.Duration(secs) * time.Second
-}
-
-// safeReturn keeps redirects on this site: a path, not a URL.
+// safeReturn keeps redirects on this site: a path, not a URL. Browsers
+// drop tabs and newlines and read a backslash as a slash, so `/\t/evil.example`
+// is another host to them: any control character or backslash is refused,
+// as is whatever net/url does not read as a bare path.
 func safeReturn(ret string) string {
-	if ret == "" || !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.HasPrefix(ret, "/\\") ||
-		strings.ContainsAny(ret, "\r\n") {
+	if !strings.HasPrefix(ret, "/") || strings.HasPrefix(ret, "//") || strings.ContainsRune(ret, '\\') ||
+		strings.ContainsFunc(ret, unicode.IsControl) {
+		return "/"
+	}
+	u, err := url.Parse(ret)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 		return "/"
 	}
 	return ret

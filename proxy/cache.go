@@ -9,32 +9,33 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"golang.org/x/sync/singleflight"
 )
 
 // responseCache serves configured read paths from memory (ristretto). An
 // entry is fresh for its TTL (the upstream's s-maxage or max-age, else the
 // configured TTL), then served stale for StaleWhileRevalidate while one
 // request refreshes it; concurrent misses of a key wait for one upstream
-// read. Upstream 429 and 503 answers with Retry-After are kept for that long,
-// on every GET path: the upstream asked for the breathing room.
+// read (singleflight).
+//
+// One entry serves every visitor, so it is filled with a request stripped of
+// credentials (see anonymous) and an answer that sets a cookie, is private
+// or no-store, or varies by anything but the encoding is never stored. An
+// upstream 429 or 503 with Retry-After is an answer like any other on these
+// paths: stored for at most MaxRetryAfter. Paths that are not configured are
+// never served from memory.
 type responseCache struct {
 	paths    *matcher
 	ttl, swr time.Duration
+	maxRetry time.Duration
 	maxEntry int64
 	store    *ristretto.Cache[string, *entry]
 	metrics  *metrics
 	now      func() time.Time
-
-	mu     sync.Mutex
-	flight map[string]*fetch
-	// breakerUntil is when the last remembered upstream 429/503 expires
-	// (Unix nanoseconds): until then uncached paths look for one.
-	breakerUntil atomic.Int64
+	flight   singleflight.Group
 }
 
 type entry struct {
@@ -44,11 +45,7 @@ type entry struct {
 	etag   string
 	fresh  time.Time // fresh until
 	stale  time.Time // may be served stale until
-}
-
-type fetch struct {
-	done chan struct{}
-	e    *entry
+	stored bool      // false: the answer of one fill, not to be shared
 }
 
 func newResponseCache(cfg Cache, m *metrics, now func() time.Time) (*responseCache, error) {
@@ -64,48 +61,47 @@ func newResponseCache(cfg Cache, m *metrics, now func() time.Time) (*responseCac
 	}
 	return &responseCache{
 		paths: paths, ttl: time.Duration(cfg.TTL), swr: time.Duration(cfg.StaleWhileRevalidate),
-		maxEntry: cfg.MaxEntryBytes, store: store, metrics: m, now: now, flight: map[string]*fetch{},
+		maxRetry: time.Duration(cfg.MaxRetryAfter), maxEntry: cfg.MaxEntryBytes, store: store, metrics: m, now: now,
 	}, nil
 }
 
 func (c *responseCache) close() { c.store.Close() }
 
 func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	now := c.now()
-	cacheable := c.cacheable(r)
-	if !cacheable && now.UnixNano() >= c.breakerUntil.Load() {
-		// No upstream has asked anyone to back off: pass straight through,
-		// watching for it.
-		bw := &breakerWriter{ResponseWriter: w, cache: c, key: r.Host + " " + r.URL.RequestURI()}
-		next.ServeHTTP(bw, r)
-		bw.finish()
+	if !c.cacheable(r) {
+		next.ServeHTTP(w, r)
 		return
 	}
+	now := c.now()
 	key := r.Host + " " + r.URL.RequestURI()
-	e, ok := c.store.Get(key)
-	if ok && now.Before(e.stale) {
-		switch {
-		case now.Before(e.fresh):
+	if e, ok := c.store.Get(key); ok && now.Before(e.stale) {
+		if now.Before(e.fresh) {
 			c.metrics.cacheRequests.WithLabelValues(hitLabel(e)).Inc()
-		case cacheable:
+		} else {
 			c.metrics.cacheRequests.WithLabelValues("stale").Inc()
 			c.refresh(key, r, next)
 		}
 		c.write(w, r, e, now, "hit")
 		return
 	}
-	if !cacheable {
-		// Not a cached path: pass through, keeping only an upstream's
-		// request to back off.
-		bw := &breakerWriter{ResponseWriter: w, cache: c, key: key}
-		next.ServeHTTP(bw, r)
-		bw.finish()
+	leader := false
+	fill := c.flight.DoChan(key, func() (any, error) {
+		leader = true
+		// Others wait on this load: it must not end with the leader's connection.
+		return c.load(key, anonymous(r), next), nil
+	})
+	var e *entry
+	select {
+	case res := <-fill:
+		e = res.Val.(*entry)
+	case <-r.Context().Done():
 		return
 	}
-	e, leader := c.fetchOnce(key, r, next)
-	if e == nil {
-		c.metrics.upstreamErrors.WithLabelValues("cache_fetch").Inc()
-		writeError(w, http.StatusBadGateway, "upstream", "the upstream did not answer")
+	if !leader && !e.stored {
+		// The answer was for the leader alone (it set a cookie, say): ask
+		// the upstream for this visitor's own.
+		c.metrics.cacheRequests.WithLabelValues("uncacheable").Inc()
+		next.ServeHTTP(w, r)
 		return
 	}
 	label := "miss"
@@ -123,53 +119,31 @@ func hitLabel(e *entry) string {
 	return "hit"
 }
 
+// cacheable: a configured path, asked without an Authorization header (an
+// API client's answer is its own).
 func (c *responseCache) cacheable(r *http.Request) bool {
-	return c.paths.match(r.URL.Path) && r.Header.Get("Authorization") == ""
+	return matchRequest(c.paths, r) && r.Header.Get("Authorization") == ""
 }
 
-// fetchOnce reads key from the upstream, once however many ask at a time.
-func (c *responseCache) fetchOnce(key string, r *http.Request, next http.Handler) (*entry, bool) {
-	c.mu.Lock()
-	if f, ok := c.flight[key]; ok {
-		c.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.e, false
-		case <-r.Context().Done():
-			return nil, false
-		}
-	}
-	f := &fetch{done: make(chan struct{})}
-	c.flight[key] = f
-	c.mu.Unlock()
+// credentialHeaders are what make a request one visitor's. Any header in
+// fairgate's namespace (the pass) goes too, see stripOwnHeaders.
+var credentialHeaders = []string{"Cookie", "Authorization", "Proxy-Authorization"}
 
-	// Others wait on this load: it must not end with the leader's connection.
-	f.e = c.load(key, r.Clone(context.WithoutCancel(r.Context())), next)
-	c.mu.Lock()
-	delete(c.flight, key)
-	c.mu.Unlock()
-	close(f.done)
-	return f.e, true
+// anonymous is r as a visitor without credentials would send it, detached
+// from r's connection: what fills an entry every visitor is served.
+func anonymous(r *http.Request) *http.Request {
+	up := r.Clone(context.WithoutCancel(r.Context()))
+	for _, h := range credentialHeaders {
+		up.Header.Del(h)
+	}
+	stripOwnHeaders(up.Header)
+	return up
 }
 
 // refresh reloads a stale key in the background, unless a load is under way.
 func (c *responseCache) refresh(key string, r *http.Request, next http.Handler) {
-	c.mu.Lock()
-	if _, busy := c.flight[key]; busy {
-		c.mu.Unlock()
-		return
-	}
-	f := &fetch{done: make(chan struct{})}
-	c.flight[key] = f
-	c.mu.Unlock()
-	bg := r.Clone(context.WithoutCancel(r.Context()))
-	go func() {
-		f.e = c.load(key, bg, next)
-		c.mu.Lock()
-		delete(c.flight, key)
-		c.mu.Unlock()
-		close(f.done)
-	}()
+	up := anonymous(r)
+	c.flight.DoChan(key, func() (any, error) { return c.load(key, up, next), nil })
 }
 
 // load asks the upstream and stores what may be stored.
@@ -200,6 +174,7 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 		if e.status == http.StatusOK {
 			e.stale = e.fresh.Add(c.swr)
 		}
+		e.stored = true
 		c.store.SetWithTTL(key, e, int64(len(e.body)+512), e.stale.Sub(now))
 		c.store.Wait()
 	}
@@ -207,7 +182,8 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 }
 
 // lifetime is how long a response may be kept: 200s per s-maxage, max-age
-// or the default TTL; 429 and 503 per Retry-After (seconds). Private,
+// or the default TTL; 429 and 503 per Retry-After (seconds), at most
+// MaxRetryAfter. Private,
 // no-store and cookie-setting answers are not kept.
 func (c *responseCache) lifetime(rec *recorder) (time.Duration, bool) {
 	cc := strings.ToLower(rec.header.Get("Cache-Control"))
@@ -233,7 +209,8 @@ func (c *responseCache) lifetime(rec *recorder) (time.Duration, bool) {
 		}
 		return c.ttl, true
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return retryAfter(rec.header)
+		d, ok := retryAfter(rec.header)
+		return min(d, c.maxRetry), ok
 	}
 	return 0, false
 }
@@ -258,7 +235,8 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 	if err != nil || n <= 0 {
 		return 0, false
 	}
-	return time.Duration(min(n, 3600)) * time.Second, true
+	const day = 24 * 3600 // keeps the product from overflowing
+	return time.Duration(min(n, day)) * time.Second, true
 }
 
 // write serves an entry, answering 304 to a matching If-None-Match.
@@ -328,50 +306,3 @@ func (r *recorder) Write(p []byte) (int, error) {
 	}
 	return r.body.Write(p)
 }
-
-// breakerWriter streams a response through and remembers an upstream 429 or
-// 503 with Retry-After, so the next requests for the path get it from memory.
-type breakerWriter struct {
-	http.ResponseWriter
-	cache *responseCache
-	key   string
-	rec   *recorder
-	ttl   time.Duration
-}
-
-func (b *breakerWriter) WriteHeader(status int) {
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		if ttl, ok := retryAfter(b.Header()); ok {
-			b.rec = &recorder{header: b.Header().Clone(), status: status, limit: 64 << 10}
-			b.ttl = ttl
-		}
-	}
-	b.ResponseWriter.WriteHeader(status)
-}
-
-func (b *breakerWriter) Write(p []byte) (int, error) {
-	if b.rec != nil {
-		_, _ = b.rec.Write(p)
-	}
-	return b.ResponseWriter.Write(p)
-}
-
-// finish stores a recorded 429 or 503 once the upstream has answered.
-func (b *breakerWriter) finish() {
-	if b.rec == nil || b.rec.overflow {
-		return
-	}
-	now := b.cache.now()
-	e := &entry{status: b.rec.status, header: b.rec.header, body: b.rec.body.Bytes(), fresh: now.Add(b.ttl), stale: now.Add(b.ttl)}
-	b.cache.store.SetWithTTL(b.key, e, int64(len(e.body)+512), b.ttl)
-	b.cache.store.Wait()
-	for until := now.Add(b.ttl).UnixNano(); ; {
-		cur := b.cache.breakerUntil.Load()
-		if cur >= until || b.cache.breakerUntil.CompareAndSwap(cur, until) {
-			break
-		}
-	}
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (b *breakerWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }

@@ -57,6 +57,13 @@ type Config struct {
 	Identity *Identity `json:"identity,omitempty"`
 	// BindIP ties waiting tokens to a keyed hash of the client's address.
 	BindIP bool `json:"bind_ip,omitempty"`
+	// BindPass holds a pass to the address it was admitted from (it needs
+	// BindIP): a pass copied to another client is refused there. The cost
+	// falls on mobile visitors, whose address changes between networks (Wi-Fi
+	// to cellular, carrier NAT pools): they lose their pass and queue again.
+	// Off by default. With Identity, passes are always held to the login's
+	// subject, which survives address changes.
+	BindPass bool `json:"bind_pass,omitempty"`
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
 	// finding the client's address.
 	TrustedProxies []string `json:"trusted_proxies,omitempty"`
@@ -66,6 +73,16 @@ type Config struct {
 	Cache *Cache `json:"cache,omitempty"`
 	// WaitingStatus is the status of the waiting page. Default: 200.
 	WaitingStatus int `json:"waiting_status,omitempty"`
+	// WaitingPage is an html/template file for the waiting page, executed
+	// with PageData (docs/WAITING_PAGE.md). It must include {{.Script}}. It
+	// is parsed and executed against sample data in every language when the
+	// config loads, so a broken template fails the load with its file and
+	// line. Default: the built-in page.
+	WaitingPage string `json:"waiting_page,omitempty"`
+	// Language forces the language of the visitor pages (`en`, `de`, `fr`,
+	// `es`, `it`, `pt`, `nl`, `ja`, `ar`). Default: each visitor's
+	// Accept-Language, English when none of these matches.
+	Language string `json:"language,omitempty"`
 	// ClosedPage and SoldOutPage are HTML files shown while the room is
 	// closed (SoldOutPage when it was closed as sold out). Default: built in.
 	ClosedPage  string `json:"closed_page,omitempty"`
@@ -77,7 +94,8 @@ type Config struct {
 	// attempts. Defaults: 2s and 30s.
 	MinBackoff Duration `json:"min_backoff,omitempty"`
 	MaxBackoff Duration `json:"max_backoff,omitempty"`
-	// LedgerSize bounds how many used token ids this node remembers.
+	// LedgerSize bounds how many admitted places this node remembers (each
+	// for about token_ttl + max_backoff + min_backoff after its admission).
 	// Default: 1048576. When full, admissions fail closed (503).
 	LedgerSize int `json:"ledger_size,omitempty"`
 	// MaxBodyBytes bounds request bodies of the gateway's endpoints.
@@ -88,8 +106,13 @@ type Config struct {
 // Bypass rules let matching requests through without a pass. A request
 // bypasses when any rule matches.
 type Bypass struct {
-	// Paths are path prefixes, or globs with `*` (one segment) and a
-	// trailing `/**` (any depth).
+	// Paths are path prefixes on segment boundaries (`/healthz` matches
+	// `/healthz` and `/healthz/live`, not `/healthzX`), or globs with `*`
+	// (one segment, never `.` or `..`) and a trailing `/**` (any depth).
+	// They match the path the origin will serve: percent-decoded, duplicate
+	// slashes merged, case kept. A path with a dot segment is refused (400)
+	// and one with an encoded slash or a backslash never bypasses; see
+	// docs/SECURITY.md.
 	Paths []string `json:"paths,omitempty"`
 	// Methods, e.g. `OPTIONS`.
 	Methods []string `json:"methods,omitempty"`
@@ -133,13 +156,21 @@ type Hook struct {
 
 // Cache serves read paths from memory.
 type Cache struct {
-	// Paths as in Bypass.Paths. Only GET and HEAD are cached.
+	// Paths as in Bypass.Paths. Only GET and HEAD are cached, and never for
+	// a request with an Authorization header. Entries are filled with the
+	// request stripped of credentials (Cookie, Authorization, fairgate's
+	// headers): a cached path serves every visitor what an anonymous one
+	// gets.
 	Paths []string `json:"paths"`
 	// TTL when the upstream sends no `s-maxage`/`max-age`. Default: 2s.
 	TTL Duration `json:"ttl,omitempty"`
 	// StaleWhileRevalidate is how long an expired entry is served while one
 	// request refreshes it. Default: 10s.
 	StaleWhileRevalidate Duration `json:"stale_while_revalidate,omitempty"`
+	// MaxRetryAfter bounds how long an upstream 429 or 503 with
+	// Retry-After is served from memory on these paths (it is kept like any
+	// other answer that is not one visitor's). Default: 10s.
+	MaxRetryAfter Duration `json:"max_retry_after,omitempty"`
 	// MaxBytes bounds the memory of cached bodies. Default: 64 MiB.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MaxEntryBytes bounds one cached body. Default: 1 MiB.
@@ -159,6 +190,7 @@ type settings struct {
 	saleStart  time.Time
 	difficulty int
 	trusted    []netip.Prefix
+	language   int // index in pageLanguages, or -1 for Accept-Language
 }
 
 // defaults fills in defaults and checks the config.
@@ -216,11 +248,20 @@ func (c Config) settle() (settings, error) {
 	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {
 		return s, fmt.Errorf("prefix %q: must start with / and not end with one", s.Prefix)
 	}
+	if s.BindPass && !s.BindIP {
+		return s, errors.New("bind_pass needs bind_ip: a pass carries its waiting token's address binding")
+	}
 	if s.WaitingStatus == 0 {
 		s.WaitingStatus = 200
 	}
 	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
 		return s, fmt.Errorf("waiting_status %d is not an HTTP status", s.WaitingStatus)
+	}
+	s.language = -1
+	if s.Language != "" {
+		if s.language, err = pageLanguages.byName(s.Language); err != nil {
+			return s, err
+		}
 	}
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20
@@ -251,6 +292,7 @@ func (c Config) settle() (settings, error) {
 	if s.Cache != nil {
 		setDur(&s.Cache.TTL, 2*time.Second)
 		setDur(&s.Cache.StaleWhileRevalidate, 10*time.Second)
+		setDur(&s.Cache.MaxRetryAfter, 10*time.Second)
 		if s.Cache.MaxBytes == 0 {
 			s.Cache.MaxBytes = 64 << 20
 		}
@@ -272,6 +314,10 @@ func (s settings) roomConfig() admission.RoomConfig {
 		Name: s.Room, State: s.state, SaleStart: s.saleStart,
 		Rate: s.Rate, Burst: s.Burst, Tau: time.Duration(s.Tau), Adaptive: !s.FixedSpeed,
 		Difficulty: s.difficulty, Window: 2 * time.Duration(s.MaxBackoff),
+		// A token stays valid TokenTTL past its checkpoint, plus the leeway:
+		// the clock is remembered that long, so a late attempt is judged
+		// at the checkpoint it names.
+		Memory: time.Duration(s.TokenTTL) + admission.DefaultPolicy.Leeway + time.Duration(s.MaxBackoff),
 	}
 }
 

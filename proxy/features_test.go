@@ -60,7 +60,7 @@ func TestAdmissionHook(t *testing.T) {
 			if !tt.admitted {
 				var back ticketJSON
 				_ = json.Unmarshal(body, &back)
-				if resp.StatusCode != 429 || back.Strikes != 0 || back.Token == "" {
+				if resp.StatusCode != 429 || back.Token == "" {
 					t.Fatalf("turned away: %d %s", resp.StatusCode, body)
 				}
 				// The same token may try again: it was released, not spent.
@@ -138,22 +138,18 @@ func TestCache(t *testing.T) {
 	if n := reads.Load(); n != 2 {
 		t.Fatalf("refresh reads: %d", n)
 	}
-	// Upstream 429 with Retry-After on a path that is not cached: kept for 5s.
+	// Upstream 429 with Retry-After on a path that is not cached: never
+	// kept, every request asks the upstream (issue 10, finding 2).
 	status.Store(429)
 	before := reads.Load()
-	for range 5 {
+	for range 3 {
 		resp, body = e.do("GET", "/api/hot", "")
-		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "slow down") {
-			t.Fatalf("breaker: %d %s", resp.StatusCode, body)
+		if resp.StatusCode != 429 || resp.Header.Get("Cache-Status") != "" || !strings.Contains(string(body), "slow down") {
+			t.Fatalf("uncached 429: %d %s %v", resp.StatusCode, body, resp.Header)
 		}
 	}
-	if n := reads.Load() - before; n != 1 {
-		t.Fatalf("429 reached the upstream %d times, want 1", n)
-	}
-	e.clock.Add(6 * time.Second)
-	status.Store(200)
-	if resp, _ := e.do("GET", "/api/hot", ""); resp.StatusCode != 200 {
-		t.Fatalf("after Retry-After: %d", resp.StatusCode)
+	if n := reads.Load() - before; n != 3 {
+		t.Fatalf("3 requests for an uncached path reached the upstream %d times", n)
 	}
 	served := testutil.ToFloat64(e.gw.metrics.cacheRequests.WithLabelValues("coalesced")) +
 		testutil.ToFloat64(e.gw.metrics.cacheRequests.WithLabelValues("hit"))
@@ -304,25 +300,6 @@ func TestMetricsRegistered(t *testing.T) {
 	defer gw2.Close()
 	if v := testutil.ToFloat64(gw2.metrics.issued); v != 1 {
 		t.Fatalf("issued after reload: %v", v)
-	}
-}
-
-// TestBusyAnswer: while the bucket is empty, attempts get one prepared 429
-// that never asks for a retry sooner than the minimum backoff.
-func TestBusyAnswer(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Rate: 1, Burst: 1, MinBackoff: Duration(3 * time.Second)}, nil)
-	tk := e.ticket()
-	e.clock.Add(time.Second)
-	before := e.gw.Room().Room.Population(e.clock.Now())
-	e.gw.Room().Room.TakeAdmission(e.clock.Now()) // empty the bucket of 1
-	resp, body := e.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`)
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" || resp.Header.Get("Cache-Control") != "public, max-age=3" || !strings.Contains(string(body), `"busy"`) {
-		t.Fatalf("busy answer: %d %v %s", resp.StatusCode, resp.Header, body)
-	}
-	// The visitor it answered still counts as waiting (Little's law).
-	e.clock.Add(time.Second)
-	if after := e.gw.Room().Room.Population(e.clock.Now()); after <= before {
-		t.Fatalf("population %v after a busy answer, %v before", after, before)
 	}
 }
 

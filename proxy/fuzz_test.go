@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzAdmitBody: whatever a client posts to the admission endpoint, the
-// answer is a JSON error or decision with a DESIGN.md status, never a panic
+// answer is a JSON error or decision with a docs/DESIGN.md status, never a panic
 // or a 500.
 func FuzzAdmitBody(f *testing.F) {
 	clock := newFakeClock()
@@ -74,6 +74,19 @@ func FuzzCacheControl(f *testing.F) {
 		h.Set("Retry-After", cc)
 		if d, ok := retryAfter(h); ok && d <= 0 {
 			t.Fatalf("non-positive Retry-After from %q", cc)
+		}
+	})
+}
+
+// FuzzChooseLanguage: any Accept-Language header picks one of the page
+// languages, without panicking.
+func FuzzChooseLanguage(f *testing.F) {
+	for _, s := range []string{"", "de-DE,de;q=0.9", "nl-BE;q=0.8, zz;q=0.9", "garbage;;;q=x", "*", "ar;q=0", "ja, *;q=0.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		if i := pageLanguages.choose(header); i < 0 || i >= len(pageLanguages.all) {
+			t.Fatalf("choose(%q) = %d", header, i)
 		}
 	})
 }

@@ -7,6 +7,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -39,6 +40,9 @@ type Options struct {
 	// OnOutcome, if set, learns what the gateway does with a request before
 	// it does it (the Caddy module sets a placeholder from it).
 	OnOutcome func(*http.Request, Outcome)
+	// Random replaces crypto/rand for token ids, tickets and challenges.
+	// Only for simulations: predictable tickets are a broken queue.
+	Random io.Reader
 }
 
 // Gateway is one waiting room in front of one site.
@@ -72,6 +76,7 @@ const (
 	OutcomeWaiting  Outcome = "waiting"  // shown the waiting page or JSON
 	OutcomeClosed   Outcome = "closed"   // shown the closed page
 	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
+	OutcomeRefused  Outcome = "refused"  // an ambiguous path, answered 400
 )
 
 // New builds a gateway over shared state (see NewShared).
@@ -104,7 +109,11 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		g.log.Warn("NO KEYS CONFIGURED: generated keys for this process only; a restart will invalidate every waiting token and pass. Run `fairgate keygen` and configure keys.",
 			zap.String("room", s.Room))
 	}
-	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger)
+	var gateOpts []admission.GateOption
+	if opts.Random != nil {
+		gateOpts = append(gateOpts, admission.WithRandom(opts.Random))
+	}
+	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger, gateOpts...)
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
 	}
@@ -144,7 +153,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pass cache: %w", err)
 	}
-	if g.pages, err = newPages(s); err != nil {
+	if g.pages, err = newPages(s, g.log); err != nil {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
@@ -169,10 +178,11 @@ func (g *Gateway) Room() *Shared { return g.shared }
 // Handle serves r: the gateway's own endpoints, or the protected site
 // through next when the visitor may pass. It returns what it did.
 func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) Outcome {
-	for name := range r.Header {
-		if len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) {
-			r.Header.Del(name)
-		}
+	stripOwnHeaders(r.Header)
+	if _, _, err := canonicalPath(r.URL); err != nil {
+		g.notify(r, OutcomeRefused)
+		writeError(w, http.StatusBadRequest, "ambiguous_path", err.Error())
+		return OutcomeRefused
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
 		g.notify(r, OutcomeAPI)
@@ -207,6 +217,18 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 	}
 }
 
+// stripOwnHeaders removes every client-sent header in fairgate's namespace,
+// in either spelling: CGI, WSGI and Rack origins read `Fairgate_Pass` and
+// `Fairgate-Pass` alike as HTTP_FAIRGATE_PASS, so a forged underscore
+// spelling must not reach them either.
+func stripOwnHeaders(h http.Header) {
+	for name := range h {
+		if len(name) >= len(HeaderPrefix) && strings.EqualFold(strings.ReplaceAll(name[:len(HeaderPrefix)], "_", "-"), HeaderPrefix) {
+			delete(h, name)
+		}
+	}
+}
+
 // ServeHTTP makes a gateway with no upstream: everything past the waiting
 // room answers 404. Useful for tests and for serving only the API.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -219,7 +241,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 }
 
 func (g *Gateway) bypassed(r *http.Request) bool {
-	if g.bypass.match(r.URL.Path) {
+	if matchRequest(g.bypass, r) {
 		return true
 	}
 	for _, m := range g.cfg.Bypass.Methods {
@@ -255,7 +277,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	}
 	token := c.Value
 	if claims, ok := g.passes.Get(token); ok {
-		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) {
+		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) && g.addressMatches(r, claims.Bnd) {
 			g.metrics.passCached.Inc()
 			return token, true
 		}
@@ -268,6 +290,10 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
 	}
 	if !g.identityMatches(r, claims.Subject) {
 		g.metrics.passChecks.WithLabelValues("other_visitor").Inc()
+		return "", false
+	}
+	if !g.addressMatches(r, claims.Bnd) {
+		g.metrics.passChecks.WithLabelValues("other_address").Inc()
 		return "", false
 	}
 	g.metrics.passChecks.WithLabelValues("verified").Inc()
@@ -291,6 +317,16 @@ func (g *Gateway) identityMatches(r *http.Request, subject string) bool {
 	default:
 		return false
 	}
+}
+
+// addressMatches holds a pass to the address it was admitted from, when
+// bind_pass is set: bnd must be the keyed hash of the client's address now.
+func (g *Gateway) addressMatches(r *http.Request, bnd string) bool {
+	if !g.cfg.BindPass {
+		return true
+	}
+	ip, ok := clientIP(r, g.cfg.trusted)
+	return ok && bnd != "" && bnd == g.gate.Codec().Keys().Bind(ip.String())
 }
 
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {

@@ -126,6 +126,7 @@ func TestAdmitStatuses(t *testing.T) {
 	// A wrong proof of work is 403.
 	e.clock.Set(time.UnixMilli(tk.NextAttempt).Add(time.Hour))
 	cur := e.ticket()
+	e.clock.Set(time.UnixMilli(cur.NextAttempt))
 	wrong := "0"
 	for i := 1; solveFor(t, cur) == wrong; i++ {
 		wrong = string(rune('0' + i))
@@ -134,8 +135,8 @@ func TestAdmitStatuses(t *testing.T) {
 	if resp.StatusCode != 403 || !strings.Contains(string(body), "pow") {
 		t.Fatalf("wrong pow: %d %s", resp.StatusCode, body)
 	}
-	if testutil.ToFloat64(e.gw.metrics.strikes) != 1 || testutil.ToFloat64(e.gw.metrics.powFailures) != 1 {
-		t.Fatal("strike and pow metrics not counted")
+	if testutil.ToFloat64(e.gw.metrics.attempts.WithLabelValues("early")) != 1 || testutil.ToFloat64(e.gw.metrics.powFailures) != 1 {
+		t.Fatal("early attempt and pow metrics not counted")
 	}
 	for _, path := range []string{"/_fairgate/token", "/_fairgate/admit"} {
 		if resp, _ := e.do("GET", path, ""); resp.StatusCode != 405 {
@@ -218,7 +219,8 @@ func TestBypass(t *testing.T) {
 		{"GET", "/static/app.css", "", true},
 		{"GET", "/api/events/e1/sections/A", "", true},
 		{"GET", "/api/events/e1/sections/A/extra", "", false},
-		{"GET", "/healthz", "", true},
+		{"GET", "/health/live", "", true},
+		{"GET", "/healthz", "", false}, // prefixes end on segment boundaries
 		{"OPTIONS", "/shop", "", true},
 		{"GET", "/shop", "kube-probe/1.29", true},
 		{"GET", "/shop", "Mozilla/5.0", false},
@@ -236,7 +238,10 @@ func TestAssets(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") || !strings.Contains(string(body), "fairgate") {
 		t.Fatalf("asset: %d %v", resp.StatusCode, resp.Header)
 	}
-	for _, p := range []string{"/_fairgate/assets/x/../../etc/passwd", "/_fairgate/assets/" + assetVersion + "/waiting.html", "/_fairgate/nope"} {
+	if resp, _ := e.do("GET", "/_fairgate/assets/x/../../etc/passwd", ""); resp.StatusCode != 400 {
+		t.Errorf("a dot segment: %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/_fairgate/assets/" + assetVersion + "/waiting.html", "/_fairgate/nope"} {
 		if resp, _ := e.do("GET", p, ""); resp.StatusCode != 404 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}

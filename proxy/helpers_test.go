@@ -140,9 +140,9 @@ func (e *env) do(method, path, body string, header ...string) (*http.Response, [
 	return resp, b
 }
 
-func (e *env) ticket() ticketJSON {
+func (e *env) ticket(header ...string) ticketJSON {
 	e.t.Helper()
-	resp, body := e.do("POST", "/_fairgate/token", "")
+	resp, body := e.do("POST", "/_fairgate/token", "", header...)
 	if resp.StatusCode != http.StatusOK {
 		e.t.Fatalf("token: %d %s", resp.StatusCode, body)
 	}
@@ -162,13 +162,14 @@ func solveFor(t *testing.T, tk ticketJSON) string {
 	return strconv.FormatUint(n, 10)
 }
 
-// admitted waits and attempts as an honest page would, until admitted.
-func (e *env) admitted() admitResponse {
+// admitted waits and attempts as an honest page would, until admitted,
+// sending header with every request.
+func (e *env) admitted(header ...string) admitResponse {
 	e.t.Helper()
-	tk := e.ticket()
+	tk := e.ticket(header...)
 	for range 2000 {
 		e.clock.Set(time.UnixMilli(tk.NextAttempt))
-		resp, body := e.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(e.t, tk)+`","return":"/shop?x=1"}`)
+		resp, body := e.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(e.t, tk)+`","return":"/shop?x=1"}`, header...)
 		switch resp.StatusCode {
 		case http.StatusOK:
 			var a admitResponse

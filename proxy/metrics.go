@@ -18,7 +18,6 @@ type metrics struct {
 	issued      prometheus.Counter
 	attempts    *prometheus.CounterVec
 	admissions  prometheus.Counter
-	strikes     prometheus.Counter
 	powFailures prometheus.Counter
 	passChecks  *prometheus.CounterVec
 	// passCached is passChecks{result="cached"}, resolved once: it counts
@@ -42,7 +41,6 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
 		attempts:       vec("admission_attempts_total", "Admission attempts by outcome.", "outcome"),
 		admissions:     counter("admissions_total", "Visitors admitted (passes issued)."),
-		strikes:        counter("strikes_total", "Admission attempts made before nxt."),
 		powFailures:    counter("pow_failures_total", "Admission attempts with a wrong proof of work."),
 		passChecks:     vec("pass_checks_total", "Protected requests with a pass, by result.", "result"),
 		cacheRequests:  vec("cache_requests_total", "Cacheable requests by cache status.", "status"),
@@ -62,7 +60,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 	if reg == nil {
 		return &m, nil
 	}
-	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.strikes, m.powFailures,
+	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.powFailures,
 		m.passChecks, m.cacheRequests, m.upstreamErrors, m.room} {
 		err := reg.Register(c)
 		var already prometheus.AlreadyRegisteredError
@@ -103,7 +101,7 @@ func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
 		now:        now,
 		speed:      prometheus.NewDesc("fairgate_clock_speed", "Serving clock speed, clock units per second (1/tau).", nil, room),
 		bucket:     prometheus.NewDesc("fairgate_bucket_level", "Admissions available in the bucket now.", nil, room),
-		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting (Little's law).", nil, room),
+		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting: distinct places presented over the last window.", nil, room),
 		rate:       prometheus.NewDesc("fairgate_target_rate", "Target admissions per second.", nil, room),
 		st:         prometheus.NewDesc("fairgate_room_state", "1 for the room's current state.", []string{"state"}, room),
 	}

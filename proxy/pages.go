@@ -13,10 +13,15 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/fairgate/fairgate/admission"
 )
 
 //go:embed assets/waiting.js assets/worker.js assets/pow.js assets/waiting.css assets/waiting.html assets/closed.html
@@ -34,20 +39,74 @@ var assetVersion = func() string {
 }()
 
 var (
-	waitingTemplate = template.Must(template.ParseFS(assetFS, "assets/waiting.html"))
-	closedTemplate  = template.Must(template.ParseFS(assetFS, "assets/closed.html"))
+	defaultWaitingTemplate = template.Must(template.New("waiting.html").Option("missingkey=error").ParseFS(assetFS, "assets/waiting.html"))
+	closedTemplate         = template.Must(template.New("closed.html").Option("missingkey=error").ParseFS(assetFS, "assets/closed.html"))
 )
+
+// PageData is what a waiting page template (`waiting_page`) is executed
+// with. docs/WAITING_PAGE.md documents it for operators, with examples.
+type PageData struct {
+	// Room is the room's name.
+	Room string
+	// State is the room's state: queue, scheduled or paused (an open room
+	// shows no waiting page, a closed one the closed page).
+	State string
+	// Lang is the page's language tag (e.g. "de") and Dir its direction,
+	// "ltr" or "rtl", for <html lang dir>.
+	Lang, Dir string
+	// EstimateKnown says whether there is a wait estimate (there is none
+	// while paused); EstimateMinutes is it in whole minutes and Estimate in
+	// words, in the page's language. The script keeps #fg-estimate current.
+	EstimateKnown   bool
+	EstimateMinutes int
+	Estimate        string
+	// SaleStart is when the sale starts, RFC 3339 in UTC, while the room
+	// is scheduled; "" otherwise.
+	// The script shows it in the visitor's time zone in any
+	// <time data-fg-local> element.
+	SaleStart string
+	// Message is the status line for the state, in the page's language;
+	// the script keeps #fg-state current (turn, closing, errors).
+	Message string
+	// T is all of the page's text in its language, by key (see
+	// proxy/assets/i18n/en.json): {{.T.heading}}. An unknown key fails the
+	// config load.
+	T map[string]string
+	// Assets is the URL of fairgate's assets, Stylesheet the default
+	// stylesheet's URL within it.
+	Assets, Stylesheet string
+	// Script is the one tag a waiting page must contain: fairgate's
+	// waiting script with its settings and text.
+	Script template.HTML
+	// Prefix is where fairgate's endpoints live (default /_fairgate).
+	Prefix string
+	// Return is the path the visitor asked for, where they go once
+	// admitted; for HTML text and attributes.
+	Return string
+}
 
 type pages struct {
 	closed, soldOut []byte // custom pages, if configured
 	assets          string
 	prefix          string
+	room            string
 	status          int
-	rendered        atomic.Pointer[renderedPage]
+	forced          int // index of the configured language, or -1
+	waitingTemplate *template.Template
+	custom          bool // the template is the operator's
+	log             *zap.Logger
+	// rendered holds each language's last rendered waiting page.
+	rendered []atomic.Pointer[renderedPage]
+	// closedPages are the built-in closed pages, per language, closed then sold out.
+	closedPages [][2][]byte
 }
 
-func newPages(s settings) (*pages, error) {
-	p := &pages{assets: s.Prefix + "/assets/" + assetVersion, prefix: s.Prefix, status: s.WaitingStatus}
+func newPages(s settings, log *zap.Logger) (*pages, error) {
+	p := &pages{
+		assets: s.Prefix + "/assets/" + assetVersion, prefix: s.Prefix, room: s.Room, status: s.WaitingStatus,
+		forced: s.language, waitingTemplate: defaultWaitingTemplate, log: log,
+		rendered: make([]atomic.Pointer[renderedPage], len(pageLanguages.all)),
+	}
 	var err error
 	if s.ClosedPage != "" {
 		if p.closed, err = os.ReadFile(s.ClosedPage); err != nil {
@@ -59,7 +118,100 @@ func newPages(s settings) (*pages, error) {
 			return nil, fmt.Errorf("sold_out_page: %w", err)
 		}
 	}
+	if s.WaitingPage != "" {
+		if p.waitingTemplate, err = loadWaitingTemplate(s.WaitingPage); err != nil {
+			return nil, err
+		}
+		p.custom = true
+	}
+	if err := p.check(); err != nil {
+		if s.WaitingPage != "" {
+			return nil, fmt.Errorf("waiting_page %s: %w", s.WaitingPage, err)
+		}
+		return nil, err
+	}
+	for _, l := range pageLanguages.all {
+		var both [2][]byte
+		for i, soldOut := range []bool{false, true} {
+			var buf bytes.Buffer
+			if err := closedTemplate.Execute(&buf, closedData{Lang: l.name, Dir: l.dir, T: l.text, Stylesheet: p.assets + "/waiting.css", SoldOut: soldOut}); err != nil {
+				return nil, fmt.Errorf("closed page (%s): %w", l.name, err)
+			}
+			both[i] = buf.Bytes()
+		}
+		p.closedPages = append(p.closedPages, both)
+	}
 	return p, nil
+}
+
+// loadWaitingTemplate parses an operator's waiting page. Parse errors
+// name the file and line ("template: page.html:12: ...").
+func loadWaitingTemplate(file string) (*template.Template, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("waiting_page: %w", err)
+	}
+	t, err := template.New(filepath.Base(file)).Option("missingkey=error").Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("waiting_page %s: %w", file, err)
+	}
+	return t, nil
+}
+
+// scriptMarker is in the script tag, so check can see a page has it.
+const scriptMarker = `id="fairgate-script"`
+
+// check executes the waiting template against sample data in every
+// language, state and estimate, so a template that fails does so when the
+// config loads, not on a visitor's request; and it must include the script.
+func (p *pages) check() error {
+	for i := range pageLanguages.all {
+		for _, state := range []string{"queue", "scheduled", "paused"} {
+			for _, known := range []bool{true, false} {
+				var buf bytes.Buffer
+				saleStart := "" // as served: a sale start only while scheduled
+				if state == "scheduled" {
+					saleStart = "2031-03-09T12:00:00Z"
+				}
+				data := p.data(i, state, 754, known, saleStart)
+				if err := p.waitingTemplate.Execute(&buf, data); err != nil {
+					return err
+				}
+				if !bytes.Contains(buf.Bytes(), []byte(scriptMarker)) {
+					return fmt.Errorf("the page must include {{.Script}}, fairgate's script tag")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// data is the template data for a language, state and estimate; Return is
+// the mark the visitor's path replaces.
+func (p *pages) data(lang int, state string, estSecs float64, known bool, saleStart string) PageData {
+	l := pageLanguages.all[lang]
+	esc := template.HTMLEscapeString
+	script := `<script id="fairgate-text" type="application/json">` + string(l.script) + `</script>` +
+		`<script ` + scriptMarker + ` src="` + esc(p.assets) + `/waiting.js" data-prefix="` + esc(p.prefix) +
+		`" data-assets="` + esc(p.assets) + `" data-lang="` + l.name + `" data-return="` + returnMark + `" defer></script>`
+	minutes := 0
+	if known {
+		minutes = int(math.Round(estSecs / 60))
+	}
+	return PageData{
+		Room: p.room, State: state, Lang: l.name, Dir: l.dir,
+		EstimateKnown: known, EstimateMinutes: minutes, Estimate: l.waitText(estSecs, known),
+		SaleStart: saleStart, Message: l.stateMessage(state, "", saleStart), T: l.text,
+		Assets: p.assets, Stylesheet: p.assets + "/waiting.css", Script: template.HTML(script),
+		Prefix: p.prefix, Return: returnMark,
+	}
+}
+
+type closedData struct {
+	Lang, Dir  string
+	T          map[string]string
+	Stylesheet string
+	SoldOut    bool
 }
 
 func wantsJSON(r *http.Request) bool {
@@ -67,15 +219,55 @@ func wantsJSON(r *http.Request) bool {
 	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
 }
 
+// pageJSON is the waiting page's text for apps that draw the same screen:
+// the JSON answer carries everything the page shows.
+type pageJSON struct {
+	Lang          string   `json:"lang"`
+	Dir           string   `json:"dir"`
+	Title         string   `json:"title"`
+	Heading       string   `json:"heading"`
+	Lead          string   `json:"lead"`
+	Message       string   `json:"message"`
+	EstimateLabel string   `json:"estimate_label,omitempty"`
+	Estimate      string   `json:"estimate,omitempty"`
+	NextLabel     string   `json:"next_label,omitempty"`
+	TipsHeading   string   `json:"tips_heading,omitempty"`
+	Tips          []string `json:"tips,omitempty"`
+}
+
+func waitingPageJSON(l *locale, state, saleStart string, estSecs float64, known bool) *pageJSON {
+	return &pageJSON{
+		Lang: l.name, Dir: l.dir, Title: l.t("title"), Heading: l.t("heading"), Lead: l.t("lead"),
+		Message: l.stateMessage(state, "", saleStart), EstimateLabel: l.t("estimate_label"), Estimate: l.waitText(estSecs, known),
+		NextLabel:   l.t("next_label"),
+		TipsHeading: l.t("tips_heading"), Tips: []string{l.t("tip_keep_open"), l.t("tip_refresh"), l.t("tip_tabs")},
+	}
+}
+
+func closedPageJSON(l *locale, soldOut bool) *pageJSON {
+	if soldOut {
+		return &pageJSON{Lang: l.name, Dir: l.dir, Title: l.t("sold_out_title"), Heading: l.t("sold_out_title"), Lead: l.t("sold_out_lead"), Message: l.t("status_sold_out")}
+	}
+	return &pageJSON{Lang: l.name, Dir: l.dir, Title: l.t("closed_title"), Heading: l.t("closed_title"), Lead: l.t("closed_lead"), Message: l.t("status_closed")}
+}
+
 // serveWaiting answers a protected request without a pass: the waiting
 // page for browsers, a JSON 429 for apps.
 func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.Time) {
 	view := g.shared.Room.View(now)
 	est, known := view.EstimateWait(now)
+	secs := math.Round(est.Seconds())
+	lang, varies := g.pages.localeFor(r)
+	if varies {
+		w.Header().Add("Vary", "Accept-Language")
+	}
+	saleStart := ""
+	if view.State == admission.StateScheduled && !view.SaleStart.IsZero() {
+		saleStart = view.SaleStart.UTC().Format(time.RFC3339)
+	}
 	if wantsJSON(r) {
-		st := statusJSON{Room: view.Name, State: string(view.State), Rate: view.Rate}
+		st := statusJSON{Room: view.Name, State: string(view.State), Rate: view.Rate, SaleStart: saleStart, EstimateKnown: known}
 		if known {
-			secs := math.Round(est.Seconds())
 			st.EstimateSeconds = &secs
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(time.Duration(g.cfg.MinBackoff).Seconds())))
@@ -83,14 +275,12 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 		writeJSON(w, http.StatusTooManyRequests, struct {
 			Error  errorBody  `json:"error"`
 			Status statusJSON `json:"status"`
-		}{errorBody{Code: "waiting_room", Message: "in the waiting room: POST " + g.cfg.Prefix + "/token to get a place"}, st})
+			Page   *pageJSON  `json:"page"`
+		}{errorBody{Code: "waiting_room", Message: "in the waiting room: POST " + g.cfg.Prefix + "/token to get a place"}, st,
+			waitingPageJSON(pageLanguages.all[lang], string(view.State), saleStart, secs, known)})
 		return
 	}
-	estimate := "working it out…"
-	if !known {
-		estimate = "unknown while paused"
-	}
-	page, err := g.pages.waiting(string(view.State), estimate)
+	page, err := g.pages.waiting(lang, string(view.State), secs, known, saleStart)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", "could not render the waiting page")
 		return
@@ -101,49 +291,72 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	ret := template.HTMLEscapeString(r.URL.RequestURI())
-	h.Set("Content-Length", strconv.Itoa(len(page.before)+len(ret)+len(page.after)))
+	size := len(ret) * (len(page.parts) - 1)
+	for _, part := range page.parts {
+		size += len(part)
+	}
+	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(g.pages.status)
-	_, _ = w.Write(page.before)
-	_, _ = io.WriteString(w, ret)
-	_, _ = w.Write(page.after)
+	for i, part := range page.parts {
+		if i > 0 {
+			_, _ = io.WriteString(w, ret)
+		}
+		_, _ = w.Write(part)
+	}
 }
 
-// renderedPage is the waiting page rendered for one state and estimate,
-// split where the visitor's own return path goes.
+// renderedPage is the waiting page rendered for one language, state and
+// estimate, split where the visitor's own return path goes.
 type renderedPage struct {
-	state, estimate string
-	before, after   []byte
+	key   pageKey
+	parts [][]byte
+}
+
+type pageKey struct {
+	state, saleStart string
+	minutes          int
+	known            bool
 }
 
 // returnMark stands in for the return path while rendering; it is plain
-// letters, so the template leaves it as it is.
+// letters, so the template leaves it as it is in any context.
 const returnMark = "FAIRGATExRETURNxMARK"
 
-// waiting returns the page for a state and estimate, rendering it only when
-// they changed: the template costs more than everything else on this path.
-func (p *pages) waiting(state, estimate string) (*renderedPage, error) {
-	if cur := p.rendered.Load(); cur != nil && cur.state == state && cur.estimate == estimate {
+// waiting returns the page for a language, state and estimate, rendering it
+// only when they changed: the template costs more than everything else on
+// this path. A custom template that fails now (it passed at load) gives
+// way to the built-in page, so the visitor still waits.
+func (p *pages) waiting(lang int, state string, estSecs float64, known bool, saleStart string) (*renderedPage, error) {
+	key := pageKey{state: state, saleStart: saleStart, known: known}
+	if known {
+		key.minutes = int(math.Round(estSecs / 60))
+	}
+	if cur := p.rendered[lang].Load(); cur != nil && cur.key == key {
 		return cur, nil
 	}
-	data := struct {
-		Prefix, Assets, Return, State, Estimate string
-	}{p.prefix, p.assets, returnMark, state, estimate}
+	data := p.data(lang, state, estSecs, known, saleStart)
 	var buf bytes.Buffer
-	if err := waitingTemplate.Execute(&buf, data); err != nil {
+	err := p.waitingTemplate.Execute(&buf, data)
+	if err != nil && p.custom {
+		p.log.Error("waiting_page failed; serving the built-in page", zap.Error(err))
+		buf.Reset()
+		err = defaultWaitingTemplate.Execute(&buf, data)
+	}
+	if err != nil {
 		return nil, err
 	}
-	before, after, ok := bytes.Cut(buf.Bytes(), []byte(returnMark))
-	if !ok {
-		return nil, fmt.Errorf("waiting page template lost its return mark")
-	}
-	page := &renderedPage{state: state, estimate: estimate, before: before, after: after}
-	p.rendered.Store(page)
+	page := &renderedPage{key: key, parts: bytes.Split(buf.Bytes(), []byte(returnMark))}
+	p.rendered[lang].Store(page)
 	return page, nil
 }
 
 func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {
+	lang, varies := g.pages.localeFor(r)
+	if varies {
+		w.Header().Add("Vary", "Accept-Language")
+	}
 	if wantsJSON(r) {
-		g.writeClosedJSON(w)
+		g.writeClosedJSON(w, r)
 		return
 	}
 	soldOut := g.shared.ClosedReason() == "sold_out"
@@ -152,12 +365,10 @@ func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {
 		body = g.pages.soldOut
 	}
 	if body == nil {
-		var buf bytes.Buffer
-		_ = closedTemplate.Execute(&buf, struct {
-			Assets  string
-			SoldOut bool
-		}{g.pages.assets, soldOut})
-		body = buf.Bytes()
+		body = g.pages.closedPages[lang][0]
+		if soldOut {
+			body = g.pages.closedPages[lang][1]
+		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

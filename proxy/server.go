@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+
+	"github.com/fairgate/fairgate/internal/httpserver"
 )
 
 // Server is `fairgate proxy`: the gateway in front of a reverse proxy to
@@ -27,6 +29,7 @@ type Server struct {
 	tlsCert  string
 	tlsKey   string
 	shutdown time.Duration
+	timeouts httpserver.Timeouts
 }
 
 // ServerConfig configures a Server.
@@ -39,7 +42,13 @@ type ServerConfig struct {
 	TLSCert, TLSKey string
 	// ShutdownGrace bounds a graceful shutdown. Default: 15s.
 	ShutdownGrace time.Duration
-	Logger        *zap.Logger
+	// ReadHeaderTimeout, ReadTimeout (the whole request, body included)
+	// and IdleTimeout bound how long a client may hold a connection of
+	// either listener. Defaults: 10s, 60s and 120s (internal/httpserver).
+	// Uploads slower than ReadTimeout through the proxy are cut off.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+
+	Logger *zap.Logger
 	// Transport to the upstream; nil means a tuned one (see newTransport).
 	Transport http.RoundTripper
 }
@@ -81,7 +90,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		grace = 15 * time.Second
 	}
 	return &Server{gateway: gw, shared: shared, public: gw.Wrap(rp), admin: mux, log: log,
-		tlsCert: cfg.TLSCert, tlsKey: cfg.TLSKey, shutdown: grace}, nil
+		tlsCert: cfg.TLSCert, tlsKey: cfg.TLSKey, shutdown: grace,
+		timeouts: httpserver.Timeouts{Header: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Idle: cfg.IdleTimeout}}, nil
 }
 
 // NewReverseProxy is the upstream half of `fairgate proxy`: streaming,
@@ -120,13 +130,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.shared.Run(ctx, time.Now)
-	pub := &http.Server{
-		Handler:           s.public,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-	adm := &http.Server{Handler: s.admin, ReadHeaderTimeout: 10 * time.Second}
+	pub := httpserver.New(s.public, s.timeouts)
+	adm := httpserver.New(s.admin, s.timeouts)
 	errs := make(chan error, 2)
 	go func() {
 		var err error

@@ -2,21 +2,28 @@
 // bench/gateway.sh can load each with wrk in its own process:
 //
 //	targets origin ADDR                 the protected site: a small page, a seat map
-//	targets plain ADDR FILE STATUS      writes FILE's bytes with STATUS (the baseline)
-//	targets static ADDR DIR             http.FileServer (the cache's baseline)
+//	targets capture URL ACCEPT FILE     saves an answer of fairgate's (status, headers, body)
+//	targets replay ADDR FILE            answers every request with a captured answer, from memory
+//	targets caddy-baseline CONFIG ADDR=FILE...
+//	                                    prints Caddy's JSON CONFIG with a site per ADDR that
+//	                                    answers FILE's bytes: headers, then static_response
 //	targets baseline ADDR UPSTREAM      httputil.ReverseProxy alone, same tuned transport
 //	targets pass KEYS ROOM              prints a valid pass for wrk's Cookie header
-//	targets capture URL ACCEPT FILE     saves the gateway's waiting answer for `plain`
 //	targets tokens N                    RSS before and after issuing N waiting tokens
+//
+// A baseline answers exactly what fairgate answers (the scripts check that
+// with curl), so that the comparison measures the work behind the bytes.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"runtime"
@@ -44,24 +51,17 @@ func run(args []string) error {
 	switch args[0] {
 	case "origin":
 		return serve(args[1], originHandler())
-	case "plain":
-		body, err := os.ReadFile(args[2])
+	case "replay":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: targets replay ADDR FILE")
+		}
+		h, err := replay(args[2])
 		if err != nil {
 			return err
 		}
-		status, _ := strconv.Atoi(args[3])
-		ctype := "text/html; charset=utf-8"
-		if strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-			ctype = "application/json"
-		}
-		return serve(args[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ctype)
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(status)
-			_, _ = w.Write(body)
-		}))
-	case "static":
-		return serve(args[1], http.FileServer(http.Dir(args[2])))
+		return serve(args[1], h)
+	case "caddy-baseline":
+		return caddyBaseline(args[1], args[2:])
 	case "baseline":
 		up, err := url.Parse(args[2])
 		if err != nil {
@@ -71,6 +71,9 @@ func run(args []string) error {
 	case "pass":
 		return printPass(args[1], args[2])
 	case "capture":
+		if len(args) != 4 {
+			return fmt.Errorf("usage: targets capture URL ACCEPT FILE")
+		}
 		return capture(args[1], args[2], args[3])
 	case "tokens":
 		n, err := strconv.Atoi(args[1])
@@ -139,8 +142,9 @@ func printPass(keysFile, room string) error {
 	return nil
 }
 
+// capture saves the answer of u to an Accept of accept, as HTTP/1.1 text.
 func capture(u, accept, file string) error {
-	req, err := http.NewRequest("GET", u, nil)
+	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
@@ -150,12 +154,115 @@ func capture(u, accept, file string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	dump, err := httputil.DumpResponse(resp, true)
 	if err != nil {
 		return err
 	}
-	fmt.Println(resp.StatusCode)
-	return os.WriteFile(file, b, 0o644)
+	return os.WriteFile(file, dump, 0o644)
+}
+
+// smallBody is the size up to which net/http sets Content-Length itself
+// (its buffer before it would switch to chunked encoding).
+const smallBody = 2048
+
+// captured is an answer saved by capture.
+type captured struct {
+	status int
+	header http.Header // without Date, which every server writes itself
+	body   []byte
+}
+
+func readCaptured(file string) (captured, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return captured{}, err
+	}
+	defer f.Close()
+	resp, err := http.ReadResponse(bufio.NewReader(f), nil)
+	if err != nil {
+		return captured{}, fmt.Errorf("%s: %w", file, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return captured{}, fmt.Errorf("%s: %w", file, err)
+	}
+	resp.Header.Del("Date")
+	// net/http writes Content-Length itself, after the other headers, for
+	// a body this small written at once; a larger answer's handler set it.
+	resp.Header.Del("Content-Length")
+	if len(body) > smallBody {
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	return captured{status: resp.StatusCode, header: resp.Header, body: body}, nil
+}
+
+// replay answers every request with the captured answer in file, from
+// memory: the least work a server can do to send those bytes.
+func replay(file string) (http.Handler, error) {
+	c, err := readCaptured(file)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		for k, v := range c.header {
+			h[k] = v
+		}
+		w.WriteHeader(c.status)
+		_, _ = w.Write(c.body)
+	}), nil
+}
+
+// caddyBaseline prints Caddy's JSON config from file with one more server
+// per addr=file pair, answering file's captured bytes with one handler in
+// front of static_response (Caddy's respond): headers, which sets them.
+func caddyBaseline(configFile string, sites []string) error {
+	raw, err := os.ReadFile(configFile)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", configFile, err)
+	}
+	servers, ok := lookupMap(cfg, "apps", "http", "servers")
+	if !ok {
+		return fmt.Errorf("%s: no apps.http.servers", configFile)
+	}
+	for i, site := range sites {
+		addr, file, ok := strings.Cut(site, "=")
+		if !ok {
+			return fmt.Errorf("want ADDR=FILE, got %q", site)
+		}
+		c, err := readCaptured(file)
+		if err != nil {
+			return err
+		}
+		c.header.Del("Server") // Caddy writes its own
+		servers[fmt.Sprintf("baseline%d", i)] = map[string]any{
+			"listen": []string{addr},
+			"routes": []any{map[string]any{"handle": []any{
+				map[string]any{"handler": "headers", "response": map[string]any{"set": c.header}},
+				map[string]any{"handler": "static_response", "status_code": c.status, "body": string(c.body)},
+			}}},
+			"automatic_https": map[string]any{"disable": true},
+		}
+	}
+	out := json.NewEncoder(os.Stdout)
+	out.SetEscapeHTML(false)
+	return out.Encode(cfg)
+}
+
+func lookupMap(m map[string]any, path ...string) (map[string]any, bool) {
+	for _, k := range path {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		m = next
+	}
+	return m, true
 }
 
 // tokens issues n waiting tokens through the gateway's token endpoint and

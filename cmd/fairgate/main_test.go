@@ -3,18 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
-	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -32,12 +26,10 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, 2, "usage: fairgate"},
 		{[]string{"nope"}, 2, "unknown command"},
-		{[]string{"solve", "abc"}, 2, "want CHALLENGE DIFFICULTY"},
-		{[]string{"solve", "abc", "x"}, 2, "not a number"},
-		{[]string{"solve", "abc", "99"}, 1, "out of range"},
 		{[]string{"token"}, 2, "want 'inspect'"},
-		{[]string{"token", "lottery", "LOT"}, 2, "--key"},
-		{[]string{"token", "inspect", "a.b"}, 1, "not a JWT"},
+		{[]string{"token", "nope"}, 2, "unknown token command"},
+		{[]string{"keygen", "extra"}, 2, "unexpected argument"},
+		{[]string{"version", "extra"}, 2, "unexpected argument"},
 		{[]string{"help"}, 0, ""},
 	}
 	for _, tt := range tests {
@@ -48,98 +40,141 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-func TestSolvePrintsAValidNonce(t *testing.T) {
-	out, _, code := runCLI(t, "solve", "Y2hhbGxlbmdl", "10")
+// TestHelpListsEveryCommand: the top-level help names each command, and
+// each command's -h prints its synopsis and flags to stdout, exit 0.
+func TestHelpListsEveryCommand(t *testing.T) {
+	top, _, code := runCLI(t, "--help")
 	if code != 0 {
-		t.Fatalf("exit %d", code)
+		t.Fatalf("--help: exit %d", code)
 	}
-	if err := admission.VerifyWork("Y2hhbGxlbmdl", 10, strings.TrimSpace(out)); err != nil {
-		t.Fatalf("nonce %q: %v", out, err)
+	for _, c := range commands {
+		if !strings.Contains(top, "\n  "+c.name) {
+			t.Errorf("top-level help does not list %q:\n%s", c.name, top)
+		}
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"keygen", "-h"}, []string{"fairgate keygen", "-kid"}},
+		{[]string{"token", "--help"}, []string{"fairgate token inspect", "fairgate token lottery"}},
+		{[]string{"token", "inspect", "-h"}, []string{"fairgate token inspect", "-keys", "-admin"}},
+		{[]string{"token", "lottery", "-h"}, []string{"fairgate token lottery", "-key"}},
+		{[]string{"solve", "-h"}, []string{"fairgate solve [--] CHALLENGE DIFFICULTY"}},
+		{[]string{"sim", "-h"}, []string{"fairgate sim", "-prequeue"}},
+		{[]string{"proxy", "-h"}, []string{"fairgate proxy", "-upstream"}},
+		{[]string{"demo", "-h"}, []string{"fairgate demo", "-crowd"}},
+		{[]string{"version", "-h"}, []string{"fairgate version"}},
+		// issue 14, finding 9: `seats --help` names its subcommands.
+		{[]string{"seats", "--help"}, []string{"fairgate seats [serve]", "fairgate seats layout", "fairgate seats init-tables", "-keys"}},
+		{[]string{"seats", "layout", "-h"}, []string{"fairgate seats layout", "-id"}},
+		{[]string{"seats", "init-tables", "-h"}, []string{"fairgate seats init-tables", "-table-prefix"}},
+	}
+	for _, tt := range tests {
+		out, stderr, code := runCLI(t, tt.args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("fairgate %v: exit %d, stderr %q", tt.args, code, stderr)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("fairgate %v: help lacks %q:\n%s", tt.args, w, out)
+			}
+		}
 	}
 }
 
-func TestLotteryMatchesVector(t *testing.T) {
-	out, _, code := runCLI(t, "token", "lottery", "--key", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "AAAAAAAAAAAAAAAAAAAAAA==")
-	v, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
-	if code != 0 || err != nil || v != 0.008536238395564097 {
-		t.Fatalf("lottery printed %q (exit %d)", out, code)
+// TestBadFlagPrintsItsErrorOnce guards issue 14, finding 9: the flag
+// package printed the error and the CLI printed it again.
+func TestBadFlagPrintsItsErrorOnce(t *testing.T) {
+	for _, args := range [][]string{
+		{"keygen", "--nope"},
+		{"token", "lottery", "--nope", "LOT"},
+		{"token", "inspect", "--tau", "soon", "TOKEN"},
+		{"sim", "--rate"},
+		{"seats", "--nope"},
+		{"seats", "layout", "--nope"},
+		{"proxy", "--nope"},
+		{"demo", "--nope"},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		if code != 2 || stdout != "" {
+			t.Errorf("fairgate %v: exit %d, stdout %q; want 2 and nothing", args, code, stdout)
+		}
+		if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, " -h')") {
+			t.Errorf("fairgate %v: stderr %q; want one line pointing at -h", args, stderr)
+		}
 	}
 }
 
-// TestKeygenAndInspect: keys from keygen sign a token that inspect explains.
-func TestKeygenAndInspect(t *testing.T) {
-	keys, _, code := runCLI(t, "keygen", "--kid", "test")
-	if code != 0 {
-		t.Fatalf("keygen exit %d", code)
-	}
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, []byte(keys), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ring, err := loadKeys(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	room, err := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateQueue, Rate: 1, Tau: time.Minute}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(10, time.Now))
-	tk, err := gate.Issue(room, admission.Visitor{}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
 
-	out, stderr, code := runCLI(t, "token", "inspect", "--keys", path, "--tau", "1m", tk.Token)
-	if code != 0 {
-		t.Fatalf("inspect exit %d: %s", code, stderr)
+// builtBinary builds cmd/fairgate once, to test what a user runs.
+func builtBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
 	}
-	var got inspection
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("inspect output is not JSON: %v\n%s", err, out)
-	}
-	wantV := strconv.FormatFloat(ring.Lottery(tk.Claims.Lot), 'g', 17, 64)
-	if got.Valid == nil || !*got.Valid || got.Lottery == nil || *got.Lottery != wantV || got.Kind != "waiting token" {
-		t.Fatalf("inspect = %s", out)
-	}
-	if !strings.Contains(got.Explanation, "eligible once") {
-		t.Fatalf("no explanation: %s", out)
-	}
-
-	// Without keys: claims only. With a tampered token: invalid, with the reason.
-	out, _, _ = runCLI(t, "token", "inspect", tk.Token)
-	if strings.Contains(out, "lottery_number") || !strings.Contains(out, tk.Claims.Lot) {
-		t.Fatalf("inspect without keys: %s", out)
-	}
-	tampered := tk.Token[:len(tk.Token)-2] + "AA"
-	out, _, _ = runCLI(t, "token", "inspect", "--keys", path, tampered)
-	if !strings.Contains(out, `"valid": false`) || !strings.Contains(out, "signature") {
-		t.Fatalf("tampered token: %s", out)
-	}
-}
-
-func TestInspectWithLiveClock(t *testing.T) {
-	keys, _, _ := runCLI(t, "keygen", "--kid", "k")
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, []byte(keys), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ring, _ := loadKeys(path)
-	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateQueue, Rate: 1, Tau: time.Minute}, time.Now())
-	tk, _ := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(10, time.Now)).Issue(room, admission.Visitor{}, time.Now())
-	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/rooms/sale" || r.Header.Get("Authorization") != "Bearer tok" {
-			http.Error(w, "no", http.StatusUnauthorized)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fairgate-cli")
+		if err != nil {
+			buildErr = err
 			return
 		}
-		fmt.Fprint(w, `{"state":"queue","clock":-1,"clock_speed":0.01}`)
-	}))
-	defer admin.Close()
-	out, stderr, code := runCLI(t, "token", "inspect", "--keys", path, "--admin", admin.URL, "--admin-token", "tok", tk.Token)
-	if code != 0 || !strings.Contains(out, "eligible in about") {
-		t.Fatalf("inspect with the live clock: %d %s %s", code, out, stderr)
+		binary = filepath.Join(dir, "fairgate")
+		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			binary = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building fairgate: %v\n%s", buildErr, binary)
 	}
-	if _, _, code := runCLI(t, "token", "inspect", "--keys", path, "--admin", admin.URL, tk.Token); code != 1 {
-		t.Fatalf("inspect with a refused admin call: exit %d", code)
+	return binary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" && buildErr == nil {
+		os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
+
+// TestBinary runs the built binary as a user does: exit status and streams.
+func TestBinary(t *testing.T) {
+	bin := builtBinary(t)
+	tests := []struct {
+		args       []string
+		code       int
+		wantStdout string
+		wantStderr string
+	}{
+		{[]string{"--help"}, 0, "usage: fairgate", ""},
+		{[]string{"version"}, 0, "fairgate ", ""},
+		{[]string{"seats", "--help"}, 0, "fairgate seats init-tables", ""},
+		{[]string{"keygen", "--nope"}, 2, "", "fairgate keygen: usage: flag provided but not defined: -nope (see 'fairgate keygen -h')\n"},
+		{[]string{"solve", "-Y2hhbGxlbmdl", "4"}, 0, "", ""},
+		{[]string{"solve", "--", "-Y2hhbGxlbmdl", "4"}, 0, "", ""},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command(bin, tt.args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := cmd.ProcessState.ExitCode()
+		if code != tt.code || err != nil && tt.code == 0 {
+			t.Errorf("fairgate %v: exit %d (%v), stderr %q", tt.args, code, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), tt.wantStdout) {
+			t.Errorf("fairgate %v: stdout %q lacks %q", tt.args, stdout.String(), tt.wantStdout)
+		}
+		if tt.wantStderr != "" && stderr.String() != tt.wantStderr || tt.code == 0 && stderr.Len() != 0 {
+			t.Errorf("fairgate %v: stderr %q, want %q", tt.args, stderr.String(), tt.wantStderr)
+		}
 	}
 }

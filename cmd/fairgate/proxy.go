@@ -33,9 +33,9 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	if *upstream == "" {
 		return usageErr("--upstream is required")
 	}
-	up, err := url.Parse(*upstream)
+	up, err := parseUpstream(*upstream)
 	if err != nil {
-		return usageErr("--upstream: %v", err)
+		return err
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usageErr("--tls-cert and --tls-key go together")
@@ -78,6 +78,19 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	log.Info("fairgate proxy listening", zap.String("public", pub.Addr().String()), zap.String("admin", adm.Addr().String()),
 		zap.String("upstream", up.String()))
 	return srv.Serve(ctx, pub, adm)
+}
+
+// parseUpstream checks --upstream: an http or https URL with a host, so a
+// typo fails at start rather than as a 502 on every admitted request.
+func parseUpstream(raw string) (*url.URL, error) {
+	up, err := url.Parse(raw)
+	if err != nil {
+		return nil, usageErr("--upstream: %v", err)
+	}
+	if up.Scheme != "http" && up.Scheme != "https" || up.Host == "" {
+		return nil, usageErr("--upstream %q: want an http:// or https:// URL with a host", raw)
+	}
+	return up, nil
 }
 
 func readGatewayConfig(path string) (proxy.Config, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/dynamostore"
@@ -54,7 +54,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	storeKind := fs.String("store", "bolt", "bolt (embedded file) or dynamodb")
 	dbPath := fs.String("db", "fairgate-seats.db", "bbolt file of the embedded store")
 	ddb := dynamoFlags(fs)
-	keysFile := fs.String("keys", "", "the gateway's keys (JSON of `fairgate keygen`) to verify passes (required)")
+	keysFile := fs.String("keys", "", "the gateway's keys (the JSON of 'fairgate keygen') to verify passes (required)")
 	room := fs.String("room", "main", "the waiting room whose passes open sessions")
 	event := fs.String("event", "", "event of sessions opened without naming one (the admission hook's)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_SEATS_ADMIN_TOKEN"), "bearer token for creating events")
@@ -100,7 +100,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 // serveUntil serves h on ln until ctx ends, then drains gracefully.
 func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := httpserver.New(h, httpserver.Defaults) // slow bodies and idle clients are cut off
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -122,7 +122,7 @@ type dynamo struct {
 	endpoint, prefix *string
 }
 
-func dynamoFlags(fs *flag.FlagSet) dynamo {
+func dynamoFlags(fs *flagSet) dynamo {
 	return dynamo{
 		endpoint: fs.String("dynamodb-endpoint", os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT"), "DynamoDB endpoint override, e.g. DynamoDB Local"),
 		prefix:   fs.String("table-prefix", "fairgate", "table names: <prefix>_seats and <prefix>_reservations"),

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fairgate/fairgate/admission/sim"
+	"github.com/fairgate/fairgate/sim"
 )
 
 func simulate(ctx context.Context, args []string, stdout io.Writer) error {
@@ -18,6 +18,9 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Arrivals, "arrivals", cfg.Arrivals, "visitors arriving after the start")
 	fs.DurationVar(&cfg.ArrivalSpan, "arrival-span", cfg.ArrivalSpan, "arrivals spread over this long after the start")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "admissions per second")
+	fs.DurationVar(&cfg.FixedTau, "fixed-tau", cfg.FixedTau, "run the clock at 1/tau instead of adapting it (0: adaptive)")
+	fs.Float64Var(&cfg.Share, "share", cfg.Share, "share of visitors playing each strategy")
+	fs.IntVar(&cfg.Tabs, "tabs", cfg.Tabs, "k for the k-tabs and k-tokens strategies")
 	fs.DurationVar(&cfg.Jitter, "jitter", cfg.Jitter, "largest network delay")
 	fs.IntVar(&cfg.Difficulty, "difficulty", cfg.Difficulty, "proof-of-work bits")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
@@ -25,8 +28,8 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if cfg.PreQueue < 1 || cfg.Arrivals < 1 || cfg.Rate <= 0 {
-		return usageErr("need at least one visitor in each group and a positive rate")
+	if cfg.PreQueue < 1 || cfg.Arrivals < 1 || cfg.Rate <= 0 || cfg.Share <= 0 || cfg.Share*7 >= 1 || cfg.Tabs < 1 {
+		return usageErr("need at least one visitor in each group, a positive rate, a share in (0, 1/7) and k >= 1")
 	}
 	report, err := sim.RunAll(ctx, cfg)
 	if err != nil {

@@ -5,7 +5,7 @@
   const $ = (id) => document.getElementById(id);
   const N = 120;
   const series = { admit: [], queue: [], speed: [], outcomes: {} };
-  const colours = { admit: "#2e9e5b", wait: "#1a5fd0", busy: "#9ac23c", busy_cached: "#7fb0ff", early: "#f0a030", invalid: "#b00020", reused: "#8a4fff", closed: "#505a68", unavailable: "#000" };
+  const colours = { admit: "#2e9e5b", wait: "#1a5fd0", busy: "#9ac23c", early: "#f0a030", invalid: "#b00020", reused: "#8a4fff", closed: "#505a68", unavailable: "#000" };
   let last = null;
 
   function push(arr, v) { arr.push(v); if (arr.length > N) arr.shift(); }

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { assertAccessible } from "./axe.mjs";
 
 const site = process.env.SITE;
 const shots = process.env.SCREENSHOTS;
@@ -38,6 +39,7 @@ async function waitAdmitted(page, name) {
   if (name) {
     await page.waitForFunction(() => document.getElementById("fg-work-text").textContent !== "");
     await shot(page, name);
+    await assertAccessible(page, "waiting page");
   }
   await page.waitForSelector("#stadium path", { timeout: 90_000 });
 }
@@ -47,6 +49,7 @@ test("a visitor waits, is admitted, holds two seats, checks out and confirms", a
   await waitAdmitted(page, "01-waiting-room.png");
   assert.notEqual(await page.locator("#shop").getAttribute("data-session"), "", "the pass carries a session");
   await shot(page, "02-admitted-overview.png");
+  await assertAccessible(page, "shop: stadium overview");
 
   await page.locator('#stadium path[aria-label^="Lower 1:"]').click();
   await page.waitForSelector('#seatmap rect.seat[tabindex="0"]');
@@ -58,14 +61,17 @@ test("a visitor waits, is admitted, holds two seats, checks out and confirms", a
   await page.waitForFunction(() => document.querySelectorAll("#held li").length === 2);
   await page.waitForFunction(() => /left/.test(document.getElementById("timer").textContent));
   await shot(page, "03-two-seats-held.png");
+  await assertAccessible(page, "shop: seat map with seats held");
 
   await page.locator("#checkout").click();
   await page.waitForSelector("#pay:not([hidden])");
   await shot(page, "04-checkout.png");
+  await assertAccessible(page, "shop: checkout");
   await page.locator("#pay-btn").click();
   await page.waitForSelector("#done:not([hidden])");
   assert.match(await page.locator("#reservation").textContent(), /^R/);
   await shot(page, "05-confirmed.png");
+  await assertAccessible(page, "shop: confirmation");
   await page.context().close();
 });
 

@@ -1,5 +1,5 @@
 // Package dynamostore is the seat service's DynamoDB store, for when one
-// machine is not enough. Its data model is DESIGN.md's (seed 002, corrected):
+// machine is not enough. Its data model (docs/DESIGN.md, "The store interface"):
 //
 //	Seats table         PK <event>#<seat>, SK META; GSI1 <event>#<section> /
 //	                    <block>#<row>#<number>; the event itself at <event>#EVENT.

@@ -1,5 +1,5 @@
-// Package httpapi serves the seat service's JSON API (DESIGN.md, "The seat
-// service"): events and seat maps for everyone, cacheable; sessions, holds,
+// Package httpapi serves the seat service's JSON API (docs/DESIGN.md, "The
+// seat API"): events and seat maps for everyone, cacheable; sessions, holds,
 // checkout and confirmation for admitted visitors with a valid pass.
 package httpapi
 
@@ -102,7 +102,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string, seatIDs []s
 	writeJSON(w, status, b)
 }
 
-// fail maps a domain error to DESIGN.md's statuses.
+// fail maps a domain error to the statuses of docs/DESIGN.md, "The seat API".
 func (a *API) fail(w http.ResponseWriter, err error) {
 	var taken *seats.TakenError
 	var exists *seats.SessionExistsError

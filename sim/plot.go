@@ -48,25 +48,22 @@ func (r Report) WriteSVG(w io.Writer) error {
 		waits               []float64
 	}
 	var all []series
-	for _, g := range []struct {
-		kind   Kind
-		run    *Run
-		colour string
-	}{{Poller, r.Pollers, "#2ca02c"}, {Cheater, r.Cheaters, "#d62728"}} {
-		var base, got []float64
-		for i, v := range g.run.Visitors {
+	palette := []string{"#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"}
+	var twins []float64
+	for k := FastRetrier; k < kinds; k++ {
+		var got []float64
+		for i, v := range r.Runs[k].Visitors {
 			b0 := r.Baseline.Visitors[i]
-			if v.Kind != g.kind || !v.Done || !b0.Done {
+			if v.Kind != k || !v.Done || !b0.Done {
 				continue
 			}
 			from := max(v.Arrive, 0)
-			base = append(base, (b0.Admitted - from).Minutes())
+			twins = append(twins, (b0.Admitted - from).Minutes())
 			got = append(got, (v.Admitted - from).Minutes())
 		}
-		all = append(all,
-			series{g.kind.String() + "s when honest", g.colour, "4 3", base},
-			series{g.kind.String() + "s as " + g.kind.String() + "s", g.colour, "", got})
+		all = append(all, series{k.String(), palette[int(k-FastRetrier)%len(palette)], "", got})
 	}
+	all = append(all, series{"their honest twins", "#000000", "4 3", twins})
 	xm := 0.0
 	for _, s := range all {
 		for _, x := range s.waits {
@@ -74,7 +71,7 @@ func (r Report) WriteSVG(w io.Writer) error {
 		}
 	}
 	p2 := panel{x: 600, y: 40, w: 460, h: 360, xmin: 0, xmax: xm, ymin: 0, ymax: 1}
-	p2.frame(&b, "wait (min; from the start for the pre-queue)", "share admitted", "Refreshing gains nothing; ignoring nxt costs")
+	p2.frame(&b, "wait (min; from the start for the pre-queue)", "share admitted", "Each strategy against the same visitors honest")
 	var colours, labels, dashes []string
 	for _, s := range all {
 		if len(s.waits) == 0 {

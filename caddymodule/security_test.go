@@ -1,0 +1,85 @@
+package caddymodule
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+
+	"github.com/fairgate/fairgate/internal/pathtest"
+)
+
+// exampleSite is a queued room with the bypass rules of Caddyfile.example
+// in front of an origin that resolves paths as nginx does.
+func exampleSite(origin string) string {
+	return fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+}
+http://localhost:9080 {
+	waiting_room sec {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		difficulty 4
+		bypass {
+			path /static/* /favicon.ico /healthz
+			path /api/events/* /api/events/*/sections/*
+		}
+	}
+	reverse_proxy %s
+}
+`, strings.TrimPrefix(origin, "http://"))
+}
+
+// TestFindingBypassRulesReachProtectedPagesUnderCaddy is issue 10, findings
+// 1 and 7, through Caddy in process: `curl --path-as-is` style paths never
+// reach the protected page, and a forged pass header in either spelling
+// never reaches the origin.
+func TestFindingBypassRulesReachProtectedPagesUnderCaddy(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(pathtest.Origin())
+	defer origin.Close()
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(exampleSite(origin.URL), "caddyfile")
+	for _, p := range []struct {
+		path   string
+		status int
+	}{
+		{"/healthz/../secret", 400},
+		{"/static/%2e%2e", 400},
+		{"/static/%2e%2e/secret", 400},
+		{"/favicon.ico/../secret", 400},
+		{"/healthz%2F..%2Fsecret", 400},
+		{"/api/events/%2e%2e", 400},
+		{"/api/events/%2e%2e/%2e%2e/secret", 400},
+		{"/healthzX", 429},
+		{"/healthz%2Fsecret", 429},
+		{"/secret", 429},
+		{"/healthz", 200},
+		{"/static/app.css", 200},
+		{"/api/events/final/sections/L1", 200},
+	} {
+		req, _ := http.NewRequest("GET", "http://localhost:9080/", nil)
+		req.URL.Opaque = p.path
+		req.Header.Set("Accept", "application/json")
+		req.Header["Fairgate_Pass"] = []string{"FORGED"}
+		resp, err := tester.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		if strings.Contains(body, pathtest.Secret) || strings.Contains(body, "FORGED") {
+			t.Errorf("%s: the origin answered %q", p.path, body)
+		}
+		if resp.StatusCode != p.status {
+			t.Errorf("%s: %d, want %d (%s)", p.path, resp.StatusCode, p.status, body)
+		}
+	}
+}

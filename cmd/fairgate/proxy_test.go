@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestProxyRefusesABadUpstream guards issue 14, finding 9: `proxy
+// --upstream ftp://x` started, and every admitted visitor got a 502.
+func TestProxyRefusesABadUpstream(t *testing.T) {
+	for _, upstream := range []string{"ftp://x", "127.0.0.1:8080", "http://", "://nope", "/just/a/path"} {
+		_, stderr, code := runCLI(t, "proxy", "--upstream", upstream)
+		if code != 2 || !strings.Contains(stderr, "--upstream") {
+			t.Errorf("proxy --upstream %q: exit %d, stderr %q; want a usage error naming --upstream", upstream, code, stderr)
+		}
+	}
+	if _, stderr, code := runCLI(t, "proxy"); code != 2 || !strings.Contains(stderr, "--upstream is required") {
+		t.Errorf("proxy without --upstream: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestParseUpstream(t *testing.T) {
+	for _, upstream := range []string{"http://127.0.0.1:8080", "https://shop.example", "http://[::1]:80/base"} {
+		if _, err := parseUpstream(upstream); err != nil {
+			t.Errorf("parseUpstream(%q): %v", upstream, err)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+// The waiting page in a real browser (Debian chromium via playwright-core):
+// custom templates, languages, the turn notice in a background tab whose
+// timers fire late, accessibility (axe-core), 200% zoom and a phone screen.
+// Run by e2e/browser/run.sh, which starts the demo and two `fairgate proxy`
+// rooms with docs/examples' templates, and sets SITE, BRANDED, EVENT.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { assertAccessible } from "./axe.mjs";
+
+const { SITE: site, BRANDED: branded, EVENT: event, SCREENSHOTS: shots } = process.env;
+let browser;
+
+before(async () => {
+  assert.ok(site && branded && event, "SITE, BRANDED or EVENT is not set (run e2e/browser/run.sh)");
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+});
+after(async () => { if (browser) await browser.close(); });
+
+const shot = (page, name) => page.screenshot({ path: join(shots, name), fullPage: true });
+
+// admin changes a proxy room through its admin API.
+async function admin(base, room, change) {
+  const res = await fetch(`${base}/rooms/${room}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${process.env.ADMIN_TOKEN}`, "Content-Type": "application/json" },
+    body: JSON.stringify(change),
+  });
+  assert.equal(res.status, 200, `admin ${room} ${JSON.stringify(change)}: ${await res.text()}`);
+}
+
+async function open(url, options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  const page = await context.newPage();
+  await page.goto(url);
+  return page;
+}
+
+// statusShown waits until the script has a place in line and shows it.
+const statusShown = (page) => page.waitForFunction(() => {
+  const s = document.getElementById("fg-state");
+  return s && document.getElementById("fg-work").value === 100 && s.textContent.length > 10;
+}, null, { timeout: 30_000 });
+
+test("a custom template: the branded page waits, shows its brand, and lets the visitor in", async () => {
+  await admin(process.env.BRANDED_ADMIN, "branded", { state: "paused" });
+  const page = await open(branded + "/tickets?from=browser");
+  assert.match(await page.title(), /Example Tickets$/);
+  assert.equal(await page.locator("header.brand span").textContent(), "Example Tickets");
+  await statusShown(page);
+  assert.match(await page.locator("#fg-state").textContent(), /paused/);
+  await assertAccessible(page, "branded waiting page");
+  await shot(page, "10-custom-template-branded.png");
+  await admin(process.env.BRANDED_ADMIN, "branded", { state: "queue" });
+  // In: the demo site behind it answers (with its own room's page).
+  await page.waitForSelector("header.brand", { state: "detached", timeout: 30_000 });
+  assert.match(page.url(), /\/tickets\?from=browser$/);
+  const cookies = await page.context().cookies();
+  assert.ok(cookies.some((c) => c.name === "fairgate_pass_branded"), "no pass cookie after admission");
+  await page.context().close();
+});
+
+test("two languages: German and Japanese from Accept-Language, numbers and times by Intl", async () => {
+  await admin(process.env.EVENT_ADMIN, "event", { state: "scheduled", sale_start: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z") });
+  try {
+    const de = await open(event + "/", { locale: "de-DE", timezoneId: "Europe/Berlin" });
+    assert.equal(await de.locator("html").getAttribute("lang"), "de");
+    assert.equal(await de.locator("h1").textContent(), "Sie sind im Warteraum");
+    await statusShown(de);
+    assert.match(await de.locator("#fg-state").textContent(), /Vorwarteschlange/);
+    // Intl: a German date (dd.mm.yyyy) in the visitor's time zone.
+    await de.waitForFunction(() => /\d{2}\.\d{2}\.\d{4}/.test(document.querySelector("time[data-fg-local]").textContent));
+    await assertAccessible(de, "event page, German");
+    await shot(de, "11-event-template-de.png");
+
+    const ja = await open(event + "/", { locale: "ja-JP", timezoneId: "Asia/Tokyo" });
+    assert.equal(await ja.locator("html").getAttribute("lang"), "ja");
+    assert.equal(await ja.locator("h1").textContent(), "待合室にいます");
+    await statusShown(ja);
+    assert.match(await ja.locator("#fg-state").textContent(), /事前待機列/);
+    await ja.waitForFunction(() => /\d{4}\/\d{1,2}\/\d{1,2}/.test(document.querySelector("time[data-fg-local]").textContent));
+    await shot(ja, "12-event-template-ja.png");
+    await de.context().close();
+    await ja.context().close();
+  } finally {
+    await admin(process.env.EVENT_ADMIN, "event", { state: "queue" });
+  }
+});
+
+test("right to left: the default page in Arabic", async () => {
+  const page = await open(site + "/", { locale: "ar-EG" });
+  assert.equal(await page.locator("html").getAttribute("dir"), "rtl");
+  await statusShown(page);
+  await assertAccessible(page, "default waiting page, Arabic");
+  await shot(page, "13-waiting-room-ar-rtl.png");
+  await page.context().close();
+});
+
+// The background tab: the visitor is on another tab, the browser holds the
+// page's timers for a while so they fire late, and it still gets in; the
+// title says so, the notification they allowed says so, and it goes in
+// when they come back. Headless chromium shows every page and does not
+// freeze them (Page.setWebLifecycleState has no effect there), so both the
+// hidden state and the held timers are emulated in the page.
+test("background tab: late timers, the title and the notification tell the visitor", async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.addInitScript(() => {
+    window.__away = false;
+    Object.defineProperty(Document.prototype, "visibilityState", { configurable: true, get: () => (window.__away ? "hidden" : "visible") });
+    Object.defineProperty(Document.prototype, "hidden", { configurable: true, get: () => window.__away });
+    // The notification is recorded: a headless browser shows none.
+    window.__notes = [];
+    // While frozen, timers are held and fire, late, at the thaw; intervals
+    // skip their ticks, as a frozen page's do.
+    const realTimeout = window.setTimeout.bind(window), realInterval = window.setInterval.bind(window);
+    const held = [];
+    window.__frozen = false;
+    window.setTimeout = (fn, ms, ...args) => realTimeout(() => (window.__frozen ? held.push(() => fn(...args)) : fn(...args)), ms);
+    window.setInterval = (fn, ms, ...args) => realInterval(() => { if (!window.__frozen) fn(...args); }, ms);
+    window.__thaw = () => { window.__frozen = false; for (const fn of held.splice(0)) fn(); };
+    let permission = "default";
+    window.Notification = class {
+      constructor(title, options) { window.__notes.push({ title, body: options && options.body }); }
+      close() {}
+      static get permission() { return permission; }
+      static async requestPermission() { permission = "granted"; return permission; }
+    };
+  });
+  await admin(process.env.EVENT_ADMIN, "event", { state: "paused" });
+  const page = await context.newPage();
+  await page.goto(event + "/concert");
+  const title = await page.title();
+  // The visitor allows notifications on the page.
+  await page.locator("#fg-notify").click();
+  await page.waitForFunction(() => /notification/i.test(document.getElementById("fg-state").textContent));
+  await statusShown(page);
+
+  // They switch tabs; the browser freezes the page's timers.
+  await page.evaluate(() => {
+    window.__away = window.__frozen = true;
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  await admin(process.env.EVENT_ADMIN, "event", { state: "queue" });
+  await page.waitForTimeout(8000); // longer than max_backoff: the next attempt's timer is late
+  assert.equal(await page.evaluate(() => document.title), title, "admitted while every timer was held");
+  await page.evaluate(() => window.__thaw());
+
+  // Admitted while away: the title changes, one notification, no navigation.
+  await page.waitForFunction((t) => document.title !== t, title, { timeout: 30_000 });
+  assert.match(await page.title(), /Your turn|It's your turn/i);
+  assert.equal(new URL(page.url()).pathname, "/concert");
+  const notes = await page.evaluate(() => window.__notes);
+  assert.equal(notes.length, 1);
+  assert.equal(notes[0].title, "It's your turn!");
+  assert.match(await page.locator("#fg-state").textContent(), /Come back to this tab/);
+  assert.ok((await context.cookies()).some((c) => c.name === "fairgate_pass_event"), "no pass while away");
+  await shot(page, "14-turn-while-away.png");
+
+  // Back on the tab: in they go.
+  await page.evaluate(() => { window.__away = false; document.dispatchEvent(new Event("visibilitychange")); });
+  // In: the demo site behind it answers (with its own room's page).
+  await page.waitForSelector("p.event", { state: "detached", timeout: 10_000 });
+  assert.equal(new URL(page.url()).pathname, "/concert");
+  await context.close();
+});
+
+test("200% zoom and a phone screen: nothing cut off, nothing to scroll sideways", async () => {
+  for (const [name, options] of [
+    // 1280×900 at 200% zoom is a 640×450 CSS viewport at twice the pixels.
+    ["15-waiting-room-zoom-200.png", { viewport: { width: 640, height: 450 }, deviceScaleFactor: 2 }],
+    ["16-waiting-room-phone.png", { viewport: { width: 375, height: 667 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }],
+  ]) {
+    for (const url of [site + "/", branded + "/"]) {
+      const page = await open(url, options);
+      await statusShown(page);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${name} ${url}: ${overflow}px wider than the screen`);
+      await assertAccessible(page, `${name} ${url}`);
+      if (url === site + "/") await shot(page, name);
+      await page.context().close();
+    }
+  }
+});
+
+test("the closed and sold-out pages pass axe, in the visitor's language", async () => {
+  await admin(process.env.BRANDED_ADMIN, "branded", { state: "closed" });
+  try {
+    const page = await open(branded + "/", { locale: "fr-FR" });
+    assert.equal(await page.locator("h1").textContent(), "Fermé pour le moment");
+    await assertAccessible(page, "closed page");
+    await shot(page, "17-closed-fr.png");
+    await admin(process.env.BRANDED_ADMIN, "branded", { state: "closed", reason: "sold_out" });
+    await page.reload();
+    assert.equal(await page.locator("h1").textContent(), "Complet");
+    await assertAccessible(page, "sold-out page");
+    await page.context().close();
+  } finally {
+    await admin(process.env.BRANDED_ADMIN, "branded", { state: "queue" });
+  }
+});

@@ -1,0 +1,289 @@
+package proxy
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeTemplate(t *testing.T, body string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func newGatewayErr(cfg Config) error {
+	cfg.Keys = testKeys
+	shared, err := NewShared(cfg, newFakeClock().Now)
+	if err != nil {
+		return err
+	}
+	gw, err := New(cfg, shared, Options{})
+	if err == nil {
+		gw.Close()
+	}
+	return err
+}
+
+// TestWaitingPageBrokenTemplateFailsLoad: a template that cannot parse or
+// cannot execute fails the config with its file and line, before any
+// visitor sees it.
+func TestWaitingPageBrokenTemplateFailsLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"parse", "<p>\n{{.Room}\n{{.Script}}", []string{"page.html:2"}},
+		{"unknown field", "<p>\n\n{{.Nope}}{{.Script}}", []string{"page.html:3", "Nope"}},
+		{"unknown text key", "{{.Script}}\n{{.T.no_such_key}}", []string{"page.html:2", "no_such_key"}},
+		{"branch by state", "{{.Script}}\n{{if eq .State \"paused\"}}{{.Oops}}{{end}}", []string{"page.html:2", "Oops"}},
+		{"branch without a sale start", "{{.Script}}\n{{if .SaleStart}}ok{{else}}{{.T.nope}}{{end}}", []string{"page.html:2", "nope"}},
+		{"branch by language", "{{.Script}}\n{{if eq .Dir \"rtl\"}}{{.Rtl}}{{end}}", []string{"page.html:2", "Rtl"}},
+		{"no script", "<p>{{.T.heading}}</p>", []string{"{{.Script}}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeTemplate(t, tc.body)
+			err := newGatewayErr(Config{WaitingPage: file})
+			if err == nil {
+				t.Fatal("a broken template was accepted")
+			}
+			for _, want := range append(tc.want, file) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+	if err := newGatewayErr(Config{WaitingPage: filepath.Join(t.TempDir(), "missing.html")}); err == nil || !strings.Contains(err.Error(), "waiting_page") {
+		t.Fatalf("a missing template: %v", err)
+	}
+}
+
+// TestDocsExampleTemplatesLoad: the examples in docs/ are valid templates.
+func TestDocsExampleTemplatesLoad(t *testing.T) {
+	files, _ := filepath.Glob("../docs/examples/waiting-*.html")
+	if len(files) < 2 {
+		t.Fatalf("want two example templates in docs/examples, have %v", files)
+	}
+	for _, file := range files {
+		if err := newGatewayErr(Config{WaitingPage: file}); err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+	}
+}
+
+func TestCustomWaitingPage(t *testing.T) {
+	file := writeTemplate(t, `<!doctype html><html lang="{{.Lang}}" dir="{{.Dir}}"><title>{{.Room}} – {{.T.title}}</title>
+<h1 class="brand">{{.T.heading}}</h1>
+<p>state={{.State}} known={{.EstimateKnown}} minutes={{.EstimateMinutes}} estimate={{.Estimate}}</p>
+<p id="fg-state" role="status">{{.Message}}</p>
+<a href="{{.Return}}">back</a> <span>{{.Return}}</span>
+<link rel="stylesheet" href="{{.Stylesheet}}">
+{{.Script}}`)
+	e := newEnv(t, Config{Room: "drop", WaitingPage: file, Tau: Duration(3 * time.Minute), FixedSpeed: true}, nil)
+	resp, body := e.do("GET", "/tickets?a=1&b=<x>", "", "Accept", "text/html", "Accept-Language", "fr-CH, en;q=0.5")
+	page := string(body)
+	if resp.StatusCode != 200 || resp.Header.Get("Vary") != "Accept-Language" {
+		t.Fatalf("custom page: %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, want := range []string{
+		`<html lang="fr" dir="ltr">`, "<title>drop – Vous êtes dans la file</title>", "state=queue known=true",
+		"minutes=3", "estimate=environ 3 min", "Vous êtes dans la file. Cette page",
+		`<a href="/tickets?a=1&amp;b=&lt;x&gt;">`, `<span>/tickets?a=1&amp;b=&lt;x&gt;</span>`,
+		`data-return="/tickets?a=1&amp;b=&lt;x&gt;"`, `data-lang="fr"`, `src="/_fairgate/assets/` + assetVersion + `/waiting.js"`,
+		`<script id="fairgate-text" type="application/json">{`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, returnMark) {
+		t.Fatal("the return mark leaked")
+	}
+	if resp.Header.Get("Content-Length") != "" && resp.ContentLength != int64(len(body)) {
+		t.Fatalf("Content-Length %d for %d bytes", resp.ContentLength, len(body))
+	}
+}
+
+func TestWaitingPageLanguages(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale"}, nil)
+	for _, tc := range []struct{ accept, lang, dir, heading string }{
+		{"", "en", "ltr", "You're in the waiting room"},
+		{"de-DE,de;q=0.9,en;q=0.8", "de", "ltr", "Sie sind im Warteraum"},
+		{"ja", "ja", "ltr", "待合室にいます"},
+		{"pt-BR", "pt", "ltr", "Você está na sala de espera"},
+		{"nl-BE;q=0.8, zz;q=0.9", "nl", "ltr", "Je bent in de wachtkamer"},
+		{"ar-EG", "ar", "rtl", "أنت في غرفة الانتظار"},
+		{"zh-CN", "en", "ltr", "You're in the waiting room"},
+		{"garbage;;;q=x", "en", "ltr", "You're in the waiting room"},
+	} {
+		resp, body := e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", tc.accept)
+		page := string(body)
+		if !strings.Contains(page, `<html lang="`+tc.lang+`" dir="`+tc.dir+`">`) || !strings.Contains(page, tc.heading) {
+			t.Errorf("Accept-Language %q: want %s %s %q, got %.400s", tc.accept, tc.lang, tc.dir, tc.heading, page)
+		}
+		if resp.Header.Get("Vary") != "Accept-Language" {
+			t.Errorf("Accept-Language %q: Vary %q", tc.accept, resp.Header.Get("Vary"))
+		}
+	}
+
+	forced := newEnv(t, Config{Room: "sale", Language: "it"}, nil)
+	resp, body := forced.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "de")
+	if !strings.Contains(string(body), `<html lang="it"`) || resp.Header.Get("Vary") != "" {
+		t.Fatalf("forced language: Vary %q, %.200s", resp.Header.Get("Vary"), body)
+	}
+	if err := newGatewayErr(Config{Language: "de-CH"}); err != nil {
+		t.Fatalf("de-CH: %v", err)
+	}
+	for _, bad := range []string{"xx", "zh", "not a tag"} {
+		if err := newGatewayErr(Config{Language: bad}); err == nil || !strings.Contains(err.Error(), "language") {
+			t.Errorf("language %q accepted: %v", bad, err)
+		}
+	}
+}
+
+func TestClosedPagesLanguages(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", State: "closed"}, nil)
+	_, body := e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "es")
+	if !strings.Contains(string(body), "Cerrado por ahora") || !strings.Contains(string(body), `lang="es"`) {
+		t.Fatalf("closed in Spanish: %s", body)
+	}
+	closed, soldOut := "closed", "sold_out"
+	if err := e.gw.Room().Apply(RoomChange{State: &closed, Reason: &soldOut}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "ar")
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "نفدت الكمية") || !strings.Contains(string(body), `dir="rtl"`) {
+		t.Fatalf("sold out in Arabic: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.do("GET", "/", "", "Accept", "application/json", "Accept-Language", "nl")
+	var got struct {
+		Error struct{ Code, Reason string }
+		Page  pageJSON
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 503 {
+		t.Fatalf("closed JSON: %d %s", resp.StatusCode, body)
+	}
+	if got.Error.Reason != "sold_out" || got.Page.Lang != "nl" || got.Page.Heading != "Uitverkocht" || got.Page.Lead == "" {
+		t.Fatalf("closed JSON: %+v", got)
+	}
+}
+
+// TestJSONParity: the JSON answers carry what the waiting page shows, in
+// the same language.
+func TestJSONParity(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", Tau: Duration(3 * time.Minute), FixedSpeed: true}, nil)
+	resp, body := e.do("GET", "/shop", "", "Accept", "application/json", "Accept-Language", "de")
+	var waiting struct {
+		Status statusJSON
+		Page   pageJSON
+	}
+	if err := json.Unmarshal(body, &waiting); err != nil || resp.StatusCode != 429 {
+		t.Fatalf("waiting JSON: %d %s", resp.StatusCode, body)
+	}
+	de := pageLanguages.all[pageLanguages.choose("de")]
+	p := waiting.Page
+	if p.Lang != "de" || p.Title != de.text["title"] || p.Heading != de.text["heading"] || p.Lead != de.text["lead"] ||
+		p.Message != de.text["status_queue"] || p.Estimate != "etwa 3 Min." || p.EstimateLabel != de.text["estimate_label"] || p.NextLabel == "" || p.TipsHeading == "" || len(p.Tips) != 3 {
+		t.Fatalf("page JSON: %+v", p)
+	}
+	if !waiting.Status.EstimateKnown || waiting.Status.EstimateSeconds == nil {
+		t.Fatalf("status JSON: %+v", waiting.Status)
+	}
+	_, html := e.do("GET", "/shop", "", "Accept", "text/html", "Accept-Language", "de")
+	for _, s := range append([]string{p.Title, p.Heading, p.Lead, p.Message, p.Estimate, p.EstimateLabel, p.NextLabel, p.TipsHeading}, p.Tips...) {
+		if !strings.Contains(string(html), s) {
+			t.Errorf("the page lacks JSON's %q", s)
+		}
+	}
+
+	resp, body = e.do("POST", "/_fairgate/token", "", "Accept-Language", "ja")
+	var tk ticketJSON
+	if err := json.Unmarshal(body, &tk); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("token: %d %s", resp.StatusCode, body)
+	}
+	if tk.Lang != "ja" || tk.Message != "列に並んでいます。このページが自動的にご案内します。" || !tk.EstimateKnown || tk.Estimate == "" {
+		t.Fatalf("ticket JSON: %+v", tk)
+	}
+}
+
+// TestCatalogsComplete: every language has English's keys and the same
+// placeholders in each text, and nothing empty.
+func TestCatalogsComplete(t *testing.T) {
+	ls, err := loadLocales()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls.all) < 8 {
+		t.Fatalf("%d languages: %v", len(ls.all), ls.names())
+	}
+	en := ls.all[0]
+	placeholder := regexp.MustCompile(`\{\w+\}`)
+	keys := slices.Sorted(maps.Keys(en.text))
+	for _, l := range ls.all {
+		if got := slices.Sorted(maps.Keys(l.text)); !slices.Equal(got, keys) {
+			t.Errorf("%s: keys differ from en: %v", l.name, got)
+			continue
+		}
+		for _, k := range keys {
+			if strings.TrimSpace(l.text[k]) == "" {
+				t.Errorf("%s: %s is empty", l.name, k)
+			}
+			if a, b := placeholder.FindAllString(en.text[k], -1), placeholder.FindAllString(l.text[k], -1); !slices.Equal(a, b) {
+				t.Errorf("%s: %s has placeholders %v, en has %v", l.name, k, b, a)
+			}
+		}
+	}
+}
+
+func TestWaitTextFormatsNumbers(t *testing.T) {
+	en := pageLanguages.all[0]
+	for _, tc := range []struct {
+		secs  float64
+		known bool
+		want  string
+	}{
+		{30, true, "less than a minute"},
+		{150, true, "about 3 min"},
+		{3 * 3600, true, "about 3 h"},
+		{3*3600 + 120, true, "about 3 h 2 min"},
+		{1200 * 3600, true, "about 1,200 h"},
+		{0, false, "unknown while paused"},
+	} {
+		if got := en.waitText(tc.secs, tc.known); got != tc.want {
+			t.Errorf("waitText(%v, %v) = %q, want %q", tc.secs, tc.known, got, tc.want)
+		}
+	}
+	de := pageLanguages.all[pageLanguages.choose("de")]
+	if got := de.waitText(1200*3600, true); got != "etwa 1.200 Std." {
+		t.Errorf("German grouping: %q", got)
+	}
+}
+
+// TestWaitingPageStates: the template sees the state, its message, the
+// sale start only while scheduled, and no estimate while paused.
+func TestWaitingPageStates(t *testing.T) {
+	file := writeTemplate(t, `{{.State}}|{{.SaleStart}}|{{.EstimateKnown}}|{{.Estimate}}|{{.Message}}{{.Script}}`)
+	e := newEnv(t, Config{Room: "sale", State: "scheduled", SaleStart: "2031-03-09T13:00:00Z", WaitingPage: file}, nil)
+	_, body := e.do("GET", "/", "", "Accept", "text/html")
+	if want := "scheduled|2031-03-09T13:00:00Z|"; !strings.HasPrefix(string(body), want) || !strings.Contains(string(body), "At the start (2031-03-09 13:00 UTC)") {
+		t.Fatalf("scheduled: %.300s", body)
+	}
+	paused := "paused"
+	if err := e.gw.Room().Apply(RoomChange{State: &paused}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, body = e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "es")
+	if want := "paused||false|desconocida durante la pausa|La venta está en pausa."; !strings.HasPrefix(string(body), want) {
+		t.Fatalf("paused: want %q, got %.300s", want, body)
+	}
+}

@@ -1,0 +1,482 @@
+package proxy
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/internal/pathtest"
+)
+
+// exampleBypass are the bypass rules of Caddyfile.example.
+var exampleBypass = []string{"/static/*", "/favicon.ico", "/healthz", "/api/events/*", "/api/events/*/sections/*"}
+
+// rawGet sends path exactly as given, as `curl --path-as-is` does.
+func rawGet(t *testing.T, base, rawPath string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.URL.Opaque = rawPath
+	req.Header.Set("Accept", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header[header[i]] = []string{header[i+1]}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// bypassProbes are the paths of issue 10's first finding and their
+// neighbours, with what the gateway must answer in a queued room: 400 for a
+// dot segment, the waiting room (429 to JSON clients) for what no rule
+// covers, the origin for what a rule does.
+var bypassProbes = []struct {
+	path   string
+	status int
+}{
+	{"/healthz/../secret", 400},
+	{"/static/%2e%2e", 400},
+	{"/static/%2e%2e/secret", 400},
+	{"/static/%2E%2E%2Fsecret", 400},
+	{"/favicon.ico/../secret", 400},
+	{"/healthz%2F..%2Fsecret", 400},
+	{"/api/events/%2e%2e", 400},
+	{"/api/events/%2e%2e/%2e%2e/secret", 400},
+	{"/api/events/x/sections/..", 400},
+	{"/static/./x/../../secret", 400},
+	{`/static/..\secret`, 400},
+	{"/static/%5c..%5csecret", 400},
+	{"/healthzX", 429},
+	{"/healthz.secret", 429},
+	{"/healthz%2Fsecret", 429},
+	{"/static%2Fapp.css", 429},
+	{"/healthz//../secret", 400},
+	{"/secret", 429},
+	{"/healthz", 200},
+	{"/healthz/", 200},
+	{"/healthz/live", 200},
+	{"/healthz//live", 200},
+	{"/static/app.css", 200},
+	{"/static//app.css", 200},
+	{"/favicon.ico", 200},
+	{"/api/events/final", 200},
+	{"/api/events/final/sections/L1", 200},
+}
+
+// TestFindingBypassRulesReachProtectedPages is issue 10, finding 1, through
+// `fairgate proxy` in front of an origin that resolves paths as nginx does.
+func TestFindingBypassRulesReachProtectedPages(t *testing.T) {
+	origin := startOrigin(t, pathtest.Origin())
+	public, _, stop := startServer(t, origin, Config{Room: "sale", Bypass: Bypass{Paths: exampleBypass}})
+	defer stop()
+	for _, p := range bypassProbes {
+		code, body := rawGet(t, public, p.path)
+		if strings.Contains(body, pathtest.Secret) {
+			t.Errorf("%s reached the protected page (%d)", p.path, code)
+		}
+		if code != p.status {
+			t.Errorf("%s: %d, want %d (%s)", p.path, code, p.status, body)
+		}
+	}
+}
+
+// TestFindingUnderscorePassHeaderReachesOrigin is issue 10, finding 7: a
+// forged pass header in either spelling never reaches the origin, on
+// bypassed and on passed requests.
+func TestFindingUnderscorePassHeaderReachesOrigin(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/healthz"}}}, pathtest.Origin())
+	forged := []string{"Fairgate_Pass", "Fairgate-Pass", "fairgate_pass", "FAIRGATE_PASS", "Fairgate_Whatever"}
+	check := func(what, p string, wantPass bool) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.srv.URL+p, nil)
+		for _, name := range forged {
+			req.Header[name] = []string{"FORGED"}
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		if resp.StatusCode != 200 || strings.Contains(body, "FORGED") {
+			t.Errorf("%s: %d, origin saw %q", what, resp.StatusCode, body)
+		}
+		if got := strings.Contains(body, "\nFairgate-Pass: ey"); got != wantPass {
+			t.Errorf("%s: real pass forwarded %t, want %t: %q", what, got, wantPass, body)
+		}
+	}
+	check("bypassed", "/healthz", false)
+	e.admitted()
+	check("passed", "/shop", true)
+}
+
+// referenceBypass is what the rules mean on a resolved path, written
+// independently of matcher: prefixes on segment boundaries, globs
+// segment by segment.
+func referenceBypass(rules []string, resolved string) bool {
+	segs := strings.Split(resolved, "/")
+	for _, rule := range rules {
+		if !strings.Contains(rule, "*") {
+			if resolved == rule || strings.HasPrefix(resolved, rule+"/") {
+				return true
+			}
+			continue
+		}
+		want := strings.Split(rule, "/")
+		if len(want) != len(segs) {
+			continue
+		}
+		ok := true
+		for i := range want {
+			m, _ := path.Match(want[i], segs[i])
+			ok = ok && m && segs[i] != "." && segs[i] != ".."
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzBypassMatcher: whatever path a client sends, a request the gateway
+// bypasses is one an nginx-like origin serves from a path the rules cover,
+// and the gateway's canonical path is the origin's.
+func FuzzBypassMatcher(f *testing.F) {
+	m, err := newMatcher(exampleBypass)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range bypassProbes {
+		f.Add(p.path)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.ParseRequestURI(raw)
+		if err != nil || u.Opaque != "" || u.Host != "" {
+			return
+		}
+		canon, exact, err := canonicalPath(u)
+		if err != nil || !exact {
+			return
+		}
+		resolved, ok := pathtest.Resolve(u.EscapedPath())
+		if !ok {
+			t.Fatalf("%q: canonical %q, but the origin refuses it", raw, canon)
+		}
+		if canon != resolved {
+			t.Fatalf("%q: canonical %q, origin serves %q", raw, canon, resolved)
+		}
+		if m.match(canon) && !referenceBypass(exampleBypass, resolved) {
+			t.Fatalf("%q bypassed, but the origin serves %q", raw, resolved)
+		}
+	})
+}
+
+func TestMatcherSegments(t *testing.T) {
+	m, err := newMatcher([]string{"/healthz", "/static/*", "/assets/**", "/dir/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		"/healthz": true, "/healthz/x": true, "/healthzX": false, "/healthz.txt": false,
+		"/static/a.css": true, "/static/..": false, "/static/.": false, "/static/a/b": false,
+		"/assets": true, "/assets/a/b": true, "/assetsX": false, "/assets/../x": false,
+		"/dir": true, "/dir/x": true, "/dirx": false,
+	} {
+		if got := m.match(p); got != want {
+			t.Errorf("match(%q) = %t, want %t", p, got, want)
+		}
+	}
+}
+
+func startOrigin(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestFindingBreakerHandsOneVisitorsRateLimitToEveryone is issue 10,
+// finding 2: an upstream 429 is kept only on configured cache paths, only
+// when it is not one visitor's answer, and no longer than max_retry_after.
+func TestFindingBreakerHandsOneVisitorsRateLimitToEveryone(t *testing.T) {
+	var reads atomic.Int32
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		switch {
+		case r.URL.Path == "/feed" && r.Header.Get("Cookie") != "":
+			// This visitor is rate limited by the origin.
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/api/sections/personal":
+			w.Header().Set("Retry-After", "30")
+			w.Header().Set("Set-Cookie", "strikes=1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/api/sections/overloaded":
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	})
+	e := newEnv(t, Config{Room: "sale", State: "open", Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	if resp, _ := e.do("GET", "/feed", "", "Cookie", "user=mallory"); resp.StatusCode != 429 {
+		t.Fatalf("the limited visitor: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do("GET", "/feed", ""); resp.StatusCode != 200 {
+		t.Fatalf("the next visitor got the first one's 429: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	// A 429 that sets a cookie is one visitor's, even on a cache path.
+	before := reads.Load()
+	for range 2 {
+		if resp, _ := e.do("GET", "/api/sections/personal", ""); resp.StatusCode != 429 || resp.Header.Get("Set-Cookie") == "" {
+			t.Fatalf("personal 429: %d %v", resp.StatusCode, resp.Header)
+		}
+	}
+	if n := reads.Load() - before; n != 2 {
+		t.Fatalf("a cookie-setting 429 was served from memory: %d upstream reads for 2 requests", n)
+	}
+
+	// An anonymous 503 on a cache path is kept, for max_retry_after (10s by
+	// default) rather than the hour the upstream asked for.
+	before = reads.Load()
+	resp, _ := e.do("GET", "/api/sections/overloaded", "")
+	resp2, _ := e.do("GET", "/api/sections/overloaded", "")
+	if resp.StatusCode != 503 || resp2.StatusCode != 503 || reads.Load()-before != 1 {
+		t.Fatalf("overloaded: %d %d, %d reads", resp.StatusCode, resp2.StatusCode, reads.Load()-before)
+	}
+	if ra := resp2.Header.Get("Retry-After"); ra != "10" {
+		t.Fatalf("Retry-After from memory %q, want 10", ra)
+	}
+	e.clock.Add(11 * time.Second)
+	e.do("GET", "/api/sections/overloaded", "")
+	if n := reads.Load() - before; n != 2 {
+		t.Fatalf("the 503 outlived max_retry_after: %d reads", n)
+	}
+}
+
+// TestFindingCacheFillCarriesFirstVisitorsCookies is issue 10, finding 3:
+// an origin that personalises by cookie and still says `public` serves
+// every visitor the anonymous answer, the fill carries no credentials, and
+// an answer that sets a cookie is never stored.
+func TestFindingCacheFillCarriesFirstVisitorsCookies(t *testing.T) {
+	var reads atomic.Int32
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := reads.Add(1)
+		for name := range r.Header {
+			if strings.Contains(strings.ToLower(name), "fairgate") || name == "Cookie" || name == "Authorization" {
+				t.Errorf("a cache fill carried %s: %q", name, r.Header[name])
+			}
+		}
+		if r.URL.Path == "/api/sections/session" {
+			w.Header().Set("Set-Cookie", fmt.Sprintf("sid=%d", n))
+		}
+		w.Header().Set("Cache-Control", "public, s-maxage=60")
+		user := "anonymous"
+		if c, err := r.Cookie("user"); err == nil {
+			user = c.Value
+		}
+		fmt.Fprintf(w, "hello %s", user)
+	})
+	e := newEnv(t, Config{Room: "sale", State: "open", Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	for _, who := range []string{"alice", "bob"} {
+		_, body := e.do("GET", "/api/sections/A", "", "Cookie", "user="+who, "Fairgate_Pass", "x", "Proxy-Authorization", "Basic eA==")
+		if string(body) != "hello anonymous" {
+			t.Fatalf("%s was served %q", who, body)
+		}
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("%d upstream reads, want 1", n)
+	}
+	first, _ := e.do("GET", "/api/sections/session", "")
+	second, _ := e.do("GET", "/api/sections/session", "")
+	if first.Header.Get("Set-Cookie") == second.Header.Get("Set-Cookie") || reads.Load() != 3 {
+		t.Fatalf("a cookie-setting answer was stored: %q %q, %d reads",
+			first.Header.Get("Set-Cookie"), second.Header.Get("Set-Cookie"), reads.Load())
+	}
+}
+
+// TestFindingSlowBodiesHoldConnectionsOpen is issue 10, finding 6, through
+// `fairgate proxy`: a POST trickled after its headers loses its connection
+// at the read timeout, and the origin's read of it ends too.
+func TestFindingSlowBodiesHoldConnectionsOpen(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	bodyDone := make(chan error, 1)
+	origin := startOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		bodyDone <- err
+	}))
+	u, _ := url.Parse(origin)
+	public, _, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", ReadTimeout: limit,
+		Gateway: Config{Room: "sale", State: "open", Keys: testKeys}})
+	defer stop()
+	conn, err := net.Dial("tcp", public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nthe first bytes")
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds the test; the server must hang up first
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("the proxy held the slow client's connection: %v", err)
+	}
+	if held := time.Since(start); held < limit/2 {
+		t.Fatalf("cut off after %v, long before the %v timeout", held, limit)
+	}
+	select {
+	case err := <-bodyDone:
+		if err == nil {
+			t.Fatal("the origin read a whole body that was never sent")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the origin is still reading the slow body")
+	}
+}
+
+// TestFindingSafeReturnAcceptsOtherHosts is issue 10, finding 8: what a
+// browser would resolve to another host is never a redirect target.
+func TestFindingSafeReturnAcceptsOtherHosts(t *testing.T) {
+	for in, want := range map[string]string{
+		"/\t/evil.example":     "/",
+		"/\t\\evil.example":    "/",
+		"/\\evil.example":      "/",
+		"\\/evil.example":      "/",
+		"//evil.example":       "/",
+		"/\n/evil.example":     "/",
+		"/\x00/evil":           "/",
+		"/\u0085/evil":         "/",
+		"https://evil.example": "/",
+		"/%zz":                 "/",
+		"":                     "/",
+		"/shop?x=1#top":        "/shop?x=1#top",
+		"/a/b":                 "/a/b",
+		"/%2F%2Fevil.example":  "/%2F%2Fevil.example", // a path on this site
+	} {
+		if got := safeReturn(in); got != want {
+			t.Errorf("safeReturn(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzSafeReturn: whatever a client asks to return to, the redirect stays
+// on this site as both Go and a browser read it: a path with no control
+// characters or backslashes, resolving to the same host.
+func FuzzSafeReturn(f *testing.F) {
+	for _, s := range []string{"/shop", "/\t/evil.example", "//x", "/\\x", "https://x", "/%2e%2e/x", "/?next=//x"} {
+		f.Add(s)
+	}
+	site, _ := url.Parse("https://shop.example/queue/page")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := safeReturn(in)
+		if out == "/" {
+			return
+		}
+		if out != in {
+			t.Fatalf("safeReturn(%q) rewrote it to %q", in, out)
+		}
+		if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") || strings.ContainsAny(out, "\\\t\r\n") {
+			t.Fatalf("safeReturn(%q) = %q", in, out)
+		}
+		ref, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("safeReturn(%q) = %q, which does not parse: %v", in, out, err)
+		}
+		if got := site.ResolveReference(ref); got.Host != site.Host || got.Scheme != site.Scheme {
+			t.Fatalf("safeReturn(%q) = %q resolves to %s", in, out, got)
+		}
+	})
+}
+
+// TestFindingPassIsABearerToken is issue 10, finding 9: with bind_pass a
+// pass copied to other clients opens the site only for the address it was
+// admitted from; with identity, only for the login it was admitted as.
+func TestFindingPassIsABearerToken(t *testing.T) {
+	t.Run("address", func(t *testing.T) {
+		e := newEnv(t, Config{Room: "sale", BindIP: true, BindPass: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+		a := e.admitted("X-Forwarded-For", "203.0.113.7")
+		cookie := "fairgate_pass_sale=" + a.Pass
+		var wg sync.WaitGroup
+		var through atomic.Int32
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("GET", e.srv.URL+"/shop", nil)
+				req.Header.Set("Cookie", cookie)
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					through.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := through.Load(); n != 0 {
+			t.Fatalf("a pass copied to 20 other addresses let %d in", n)
+		}
+		if resp, _ := e.do("GET", "/shop", "", "Cookie", cookie, "X-Forwarded-For", "203.0.113.7"); resp.StatusCode != 200 {
+			t.Fatalf("the pass from its own address: %d", resp.StatusCode)
+		}
+	})
+	t.Run("address binding is off by default", func(t *testing.T) {
+		e := newEnv(t, Config{Room: "sale", BindIP: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+		a := e.admitted("X-Forwarded-For", "203.0.113.7")
+		if resp, _ := e.do("GET", "/shop", "", "Cookie", "fairgate_pass_sale="+a.Pass, "X-Forwarded-For", "198.51.100.1"); resp.StatusCode != 200 {
+			t.Fatalf("an unbound pass from another address: %d", resp.StatusCode)
+		}
+	})
+	t.Run("subject", func(t *testing.T) {
+		secret := []byte("login-secret-for-tests-0123456789")
+		e := newEnv(t, Config{Room: "sale", Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
+		}}, nil)
+		login := func(sub string) string {
+			s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return "Bearer " + s
+		}
+		a := e.admitted("Authorization", login("alice"))
+		cookie := "fairgate_pass_sale=" + a.Pass
+		for who, want := range map[string]int{"alice": 200, "mallory": 429} {
+			if resp, _ := e.do("GET", "/shop", "", "Cookie", cookie, "Authorization", login(who), "Accept", "application/json"); resp.StatusCode != want {
+				t.Errorf("alice's pass with %s's login: %d, want %d", who, resp.StatusCode, want)
+			}
+		}
+		if resp, _ := e.do("GET", "/shop", "", "Cookie", cookie, "Accept", "application/json"); resp.StatusCode != 429 {
+			t.Errorf("alice's pass without a login: %d", resp.StatusCode)
+		}
+	})
+	t.Run("bind_pass needs bind_ip", func(t *testing.T) {
+		if _, err := (Config{BindPass: true}).settle(); err == nil {
+			t.Fatal("bind_pass without bind_ip accepted")
+		}
+	})
+}

@@ -1,0 +1,304 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is what a simulation shows, from a baseline run (everyone honest)
+// and a run in which some visitors play each strategy, identical otherwise.
+type Report struct {
+	// PreQueueRho is Spearman's rho between arrival and admission order in
+	// the pre-queue: near 0 means arrival order does not matter.
+	PreQueueRho float64
+	// ArrivalRho is the same after the start: positive means later
+	// arrivals are admitted later.
+	ArrivalRho float64
+	// WaitByDecile is the mean wait of each tenth of the post-start arrivals.
+	WaitByDecile [10]time.Duration
+	// RateHeld is the admission rate over each 10-second window in which
+	// at least 10 seconds' worth of admissions were waiting throughout, as
+	// shares of the target: the lowest, the mean and the highest.
+	RateHeld struct{ Min, Mean, Max float64 }
+	// Strategies compares each strategy's visitors with their honest twins.
+	Strategies []Paired
+	// Unadmitted counts visitors the baseline never admitted (should be 0).
+	Unadmitted int
+	// Expired counts tokens that expired under visitors following the page
+	// (honest, in both runs): each is a lost place, and should be 0.
+	Expired  int
+	Baseline *Run
+	// Runs holds one run per strategy, indexed by Kind (Runs[Honest] is
+	// the baseline).
+	Runs []*Run
+}
+
+// RunAll runs the baseline and one run per strategy, and analyses them.
+func RunAll(ctx context.Context, cfg Config) (Report, error) {
+	runs := make([]*Run, kinds)
+	for k := range kinds {
+		r, err := Simulate(ctx, cfg, k)
+		if err != nil {
+			return Report{}, fmt.Errorf("simulating the %v run: %w", k, err)
+		}
+		runs[k] = r
+	}
+	return Analyse(runs), nil
+}
+
+// Paired compares one strategy's visitors with the same visitors honest.
+type Paired struct {
+	Kind     Kind
+	Visitors int
+	// Medians and 90th percentiles of the wait (from the sale start for
+	// the pre-queue, from arrival otherwise), as honest twins and as
+	// players of the strategy.
+	TwinMedian, Median, TwinP90, P90 time.Duration
+	// MaxGain is the most any visitor was admitted before its twin, MaxLoss
+	// the most after.
+	MaxGain, MaxLoss time.Duration
+	// Requests and Hashes per visitor of the strategy.
+	Requests, Hashes float64
+	// Noise is the most an honest visitor of the same run moved against
+	// itself in the baseline: what the strategy changed for everyone.
+	Noise time.Duration
+}
+
+// Gains reports whether the strategy did better than its twins: median or
+// p90 more than 1% earlier, or anyone more than a second earlier.
+func (p Paired) Gains() bool {
+	return float64(p.Median) < 0.99*float64(p.TwinMedian) || float64(p.P90) < 0.99*float64(p.TwinP90) ||
+		p.MaxGain > time.Second
+}
+
+// verdict names the row's outcome. With an adaptive clock every visitor of a
+// strategy's run may move by up to the noise; a gain no larger is no gain.
+func (p Paired) verdict() string {
+	switch {
+	case !p.Gains():
+		return "gains nothing"
+	case p.Kind == AnonTokens:
+		return "gains, for k proofs of work"
+	case float64(p.Median) >= 0.99*float64(p.TwinMedian) && float64(p.P90) >= 0.99*float64(p.TwinP90) && p.MaxGain <= p.Noise+time.Second:
+		return "within noise"
+	}
+	return "GAINS"
+}
+
+// Analyse computes the report from the runs RunAll made.
+func Analyse(runs []*Run) Report {
+	baseline := runs[Honest]
+	r := Report{Baseline: baseline, Runs: runs}
+	var preArrive, preAdmit, postArrive, postAdmit []float64
+	var post []Visitor
+	for _, v := range baseline.Visitors {
+		r.Expired += v.Expired
+		if !v.Done {
+			r.Unadmitted++
+			continue
+		}
+		if v.PreQueue {
+			preArrive = append(preArrive, v.Arrive.Seconds())
+			preAdmit = append(preAdmit, v.Admitted.Seconds())
+		} else {
+			postArrive = append(postArrive, v.Arrive.Seconds())
+			postAdmit = append(postAdmit, v.Admitted.Seconds())
+			post = append(post, v)
+		}
+	}
+	for _, run := range runs[FastRetrier:] {
+		for _, v := range run.Visitors {
+			if v.Kind == Honest {
+				r.Expired += v.Expired
+			}
+		}
+	}
+	r.PreQueueRho = Spearman(preArrive, preAdmit)
+	r.ArrivalRho = Spearman(postArrive, postAdmit)
+	sort.Slice(post, func(i, j int) bool { return post[i].Arrive < post[j].Arrive })
+	for d := range 10 {
+		part := post[d*len(post)/10 : (d+1)*len(post)/10]
+		var sum time.Duration
+		for _, v := range part {
+			sum += v.Admitted - v.Arrive
+		}
+		if len(part) > 0 {
+			r.WaitByDecile[d] = sum / time.Duration(len(part))
+		}
+	}
+	r.RateHeld.Min, r.RateHeld.Mean, r.RateHeld.Max = rateHeld(baseline)
+	for k := FastRetrier; k < kinds; k++ {
+		r.Strategies = append(r.Strategies, pair(baseline, runs[k], k))
+	}
+	return r
+}
+
+// rateHeld measures the admission rate against the target over 10-second
+// windows during which the queue never held fewer than 10 seconds' worth.
+func rateHeld(run *Run) (lo, mean, hi float64) {
+	const window = 10 * time.Second
+	rate := run.Config.Rate
+	var arrive, admit []time.Duration
+	for _, v := range run.Visitors {
+		arrive = append(arrive, max(v.Arrive, 0))
+		if v.Done {
+			admit = append(admit, v.Admitted)
+		}
+	}
+	slices.Sort(arrive)
+	slices.Sort(admit)
+	count := func(ts []time.Duration, t time.Duration) int { // how many are <= t
+		i, _ := slices.BinarySearch(ts, t+1)
+		return i
+	}
+	lo, hi = math.Inf(1), 0
+	n := 0
+	for t := time.Duration(0); t+window <= run.Duration; t += window {
+		// Waiting at the window's end is the least it held: arrivals
+		// only add and the window's admissions are already out.
+		if float64(count(arrive, t)-count(admit, t+window)) < rate*window.Seconds() {
+			continue
+		}
+		got := float64(count(admit, t+window)-count(admit, t)) / window.Seconds() / rate
+		lo, hi, mean = math.Min(lo, got), math.Max(hi, got), mean+got
+		n++
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return lo, mean / float64(n), hi
+}
+
+func pair(baseline, mixed *Run, kind Kind) Paired {
+	p := Paired{Kind: kind}
+	var twin, got []time.Duration
+	for i, v := range mixed.Visitors {
+		b := baseline.Visitors[i]
+		if !v.Done || !b.Done {
+			continue
+		}
+		if v.Kind != kind {
+			p.Noise = max(p.Noise, v.Admitted-b.Admitted, b.Admitted-v.Admitted)
+			continue
+		}
+		from := max(v.Arrive, 0)
+		twin = append(twin, b.Admitted-from)
+		got = append(got, v.Admitted-from)
+		p.MaxGain = max(p.MaxGain, b.Admitted-v.Admitted)
+		p.MaxLoss = max(p.MaxLoss, v.Admitted-b.Admitted)
+		p.Requests += float64(v.Requests)
+		p.Hashes += float64(v.Hashes)
+	}
+	p.Visitors = len(got)
+	if p.Visitors == 0 {
+		return p
+	}
+	p.Requests /= float64(p.Visitors)
+	p.Hashes /= float64(p.Visitors)
+	p.TwinMedian, p.Median = quantile(twin, 0.5), quantile(got, 0.5)
+	p.TwinP90, p.P90 = quantile(twin, 0.9), quantile(got, 0.9)
+	return p
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// Spearman is the rank correlation of x and y (average ranks for ties).
+func Spearman(x, y []float64) float64 {
+	rx, ry := ranks(x), ranks(y)
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	var mx, my float64
+	for i := range rx {
+		mx += rx[i]
+		my += ry[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx, syy float64
+	for i := range rx {
+		dx, dy := rx[i]-mx, ry[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+func ranks(x []float64) []float64 {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return x[idx[a]] < x[idx[b]] })
+	r := make([]float64, len(x))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && x[idx[j+1]] == x[idx[i]] {
+			j++
+		}
+		avg := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			r[idx[k]] = avg
+		}
+		i = j + 1
+	}
+	return r
+}
+
+func (r Report) requests() int {
+	n := 0
+	for _, run := range r.Runs {
+		n += run.Requests
+	}
+	return n
+}
+
+// WriteTable writes the report as a text table a person can read.
+func (r Report) WriteTable(w io.Writer) error {
+	c := r.Baseline.Config
+	var b strings.Builder
+	fmt.Fprintf(&b, "fairgate sim: %d in the pre-queue over %v, %d arriving over %v after the start,\n", c.PreQueue, c.PreQueueSpan, c.Arrivals, c.ArrivalSpan)
+	clock := "adaptive clock"
+	if c.FixedTau > 0 {
+		clock = fmt.Sprintf("fixed tau %v", c.FixedTau)
+	}
+	fmt.Fprintf(&b, "%.0f admissions/s, %s, 0-%v network delay, PoW %d bits, seed %d, through the gateway's HTTP handler;\n",
+		c.Rate, clock, c.Jitter, c.Difficulty, c.Seed)
+	fmt.Fprintf(&b, "sale lasted %v, %d never admitted, %d tokens expired under honest visitors, %d requests\n\n",
+		r.Baseline.Duration.Round(time.Second), r.Unadmitted, r.Expired, r.requests())
+	fmt.Fprintf(&b, "ordering (baseline run):\n")
+	fmt.Fprintf(&b, "  pre-queue: Spearman rho arrival vs admission   %8.4f\n", r.PreQueueRho)
+	fmt.Fprintf(&b, "  after the start: rho arrival vs admission      %8.4f\n", r.ArrivalRho)
+	fmt.Fprintf(&b, "  admission rate while the queue held 10 s of it, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%\n",
+		100*r.RateHeld.Min, 100*r.RateHeld.Mean, 100*r.RateHeld.Max)
+	fmt.Fprintf(&b, "  mean wait by arrival decile after the start:")
+	for _, w := range r.WaitByDecile {
+		fmt.Fprintf(&b, " %v", w.Round(time.Second))
+	}
+	fmt.Fprintf(&b, "\n\nstrategies, each visitor paired with its honest twin (same visitor, same draw):\n")
+	fmt.Fprintf(&b, "  %-20s %5s %9s %9s %9s %9s %9s %9s %9s %10s %9s %s\n", "strategy", "n", "twin med", "median", "twin p90", "p90",
+		"max gain", "max loss", "requests", "hashes", "noise", "")
+	for _, p := range r.Strategies {
+		verdict := p.verdict()
+		fmt.Fprintf(&b, "  %-20s %5d %9v %9v %9v %9v %9v %9v %9.1f %10.0f %9v %s\n", p.Kind, p.Visitors,
+			p.TwinMedian.Round(time.Second), p.Median.Round(time.Second), p.TwinP90.Round(time.Second), p.P90.Round(time.Second),
+			p.MaxGain.Round(time.Millisecond), p.MaxLoss.Round(time.Millisecond), p.Requests, p.Hashes, p.Noise.Round(time.Millisecond), verdict)
+	}
+	fmt.Fprintf(&b, "  (noise: the most an honest visitor of the same run moved against itself in the\n")
+	fmt.Fprintf(&b, "   baseline; with an adaptive clock a strategy's gain is only meaningful above it.\n")
+	fmt.Fprintf(&b, "   k anonymous tokens are k draws: what they buy is paid in k proofs of work;\n")
+	fmt.Fprintf(&b, "   with identity configured, k tabs of one login share one draw)\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,498 @@
+// Package sim simulates a sale through the gateway's HTTP handler (the same
+// handler `fairgate proxy` and the Caddy module serve) in simulated time,
+// with visitors that follow the page and visitors that try every strategy a
+// client can, each paired with its honest twin: the same visitor, the same
+// draw, in a run where everyone is honest.
+package sim
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/proxy"
+)
+
+// Config describes one simulated sale.
+type Config struct {
+	// PreQueue visitors arrive over PreQueueSpan before the start.
+	PreQueue     int
+	PreQueueSpan time.Duration
+	// Arrivals visitors arrive over ArrivalSpan after the start.
+	Arrivals    int
+	ArrivalSpan time.Duration
+	// Rate is the target admission rate per second.
+	Rate float64
+	// FixedTau, when set, runs the serving clock at 1/FixedTau instead of
+	// letting the controller adapt it. The controller reacts to how many
+	// places are presented when, so with it a strategy's run and the
+	// baseline drift apart a little for everyone (the report shows how much
+	// as the honest visitors' noise); a fixed clock pairs twins exactly.
+	FixedTau time.Duration
+	// Jitter is the largest one-way network delay. Each visitor's network
+	// has a delay drawn uniformly from [0, Jitter), and each request adds
+	// up to a tenth of Jitter more that nobody can predict: a visitor's
+	// tabs and retries share its network, and its honest twin has the same.
+	Jitter time.Duration
+	// Difficulty is the proof-of-work difficulty in bits.
+	Difficulty int
+	// Share of visitors plays each strategy other than honest.
+	Share float64
+	// Tabs is k for the k-tabs and k-tokens strategies.
+	Tabs int
+	// Horizon bounds the simulated time after the start.
+	Horizon time.Duration
+	// Seed makes a run reproducible.
+	Seed uint64
+}
+
+// DefaultConfig is the full-scale scenario: 100k in the pre-queue, 100k
+// arriving over the first 10 minutes, 0-500 ms jitter, 100 admissions/s.
+var DefaultConfig = Config{
+	PreQueue: 100_000, PreQueueSpan: 10 * time.Minute,
+	Arrivals: 100_000, ArrivalSpan: 10 * time.Minute,
+	Rate: 100, Jitter: 500 * time.Millisecond, Difficulty: 4,
+	Share: 0.002, Tabs: 3, Horizon: 12 * time.Hour, Seed: 1,
+}
+
+// Kind is a visitor strategy.
+type Kind int
+
+// Strategies.
+const (
+	Honest        Kind = iota // attempts at nxt, as the page does
+	FastRetrier               // attempts every 100 ms with the newest token
+	Replayer                  // keeps every version and presents them all at each attempt
+	IgnoreNxt                 // attempts every second whatever nxt says
+	EarlyHammerer             // attempts 1 s and 300 ms before nxt, then at nxt
+	LatePresenter             // a background tab: timers fire once a minute
+	Tabs                      // k tabs with the same login
+	AnonTokens                // k anonymous tokens (k draws, k proofs of work)
+	kinds
+)
+
+var kindNames = [...]string{"honest", "fast retrier", "old-token replayer", "ignore nxt", "early hammerer",
+	"late presenter", "k tabs, one login", "k anonymous tokens"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Visitor is one simulated visitor's history.
+type Visitor struct {
+	ID       int
+	Kind     Kind
+	PreQueue bool
+	Arrive   time.Duration // relative to the sale start
+	Admitted time.Duration // relative to the sale start; valid when Done
+	Done     bool
+	// Requests is how many requests the visitor sent; Hashes the proof of
+	// work it did.
+	Requests int
+	Hashes   uint64
+	// Expired counts the visitor's tokens that expired while it waited:
+	// a lost place.
+	Expired int
+}
+
+// Run is the outcome of one simulation.
+type Run struct {
+	Config   Config
+	Visitors []Visitor
+	Requests int
+	Duration time.Duration
+}
+
+type event struct {
+	at      time.Time
+	visitor int
+}
+
+type events []event
+
+func (e events) Len() int           { return len(e) }
+func (e events) Less(i, j int) bool { return e[i].at.Before(e[j].at) }
+func (e events) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)        { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// answer is what the simulation reads of the gateway's JSON.
+type answer struct {
+	Token       string `json:"token"`
+	Challenge   string `json:"challenge"`
+	Difficulty  int    `json:"difficulty"`
+	NextAttempt int64  `json:"next_attempt"`
+	Outcome     string `json:"outcome"`
+	Error       struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+// held is one token a visitor holds, with its solved challenge.
+type held struct {
+	answer
+	nonce string
+}
+
+type state struct {
+	login    string
+	tokens   []held // the newest version of each token held (k for tabs)
+	versions []held // every version ever held, for the replayer
+	phase    time.Duration
+	delay    time.Duration
+	net      *rand.Rand
+	issued   int
+}
+
+// sale is one run: a gateway with its injected clock, and its visitors.
+type sale struct {
+	cfg     Config
+	now     time.Time
+	start   time.Time
+	handler http.Handler
+	room    *admission.Room
+	random  *streams
+	run     *Run
+	states  []state
+	queue   events
+}
+
+// Simulate runs one sale in which the visitors drawn for the active
+// strategy play it and everyone else is honest. Arrivals, logins, draws and
+// network delays are the same whatever is active, so the run with Honest
+// active is the baseline each strategy is paired against, visitor by visitor.
+func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
+	s, err := newSale(cfg, active)
+	if err != nil {
+		return nil, err
+	}
+	nextTick := s.now
+	for s.queue.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("simulation interrupted: %w", err)
+		}
+		ev := heap.Pop(&s.queue).(event)
+		if ev.at.Sub(s.start) > cfg.Horizon {
+			break
+		}
+		for !nextTick.After(ev.at) {
+			s.room.Tick(nextTick)
+			nextTick = nextTick.Add(time.Second)
+		}
+		s.now = ev.at
+		if s.run.Visitors[ev.visitor].Done {
+			continue
+		}
+		if err := s.act(ev.visitor); err != nil {
+			return nil, fmt.Errorf("visitor %d at %v: %w", ev.visitor, s.now.Sub(s.start), err)
+		}
+	}
+	s.run.Duration = s.now.Sub(s.start)
+	return s.run, nil
+}
+
+var (
+	simSecret   = []byte("fairgate-simulation-login-secret")
+	simStart    = time.Date(2031, 3, 9, 12, 0, 0, 0, time.UTC)
+	simLoginTTL = 48 * time.Hour
+)
+
+func newSale(cfg Config, active Kind) (*sale, error) {
+	s := &sale{cfg: cfg, start: simStart, now: simStart.Add(-cfg.PreQueueSpan), random: &streams{seed: cfg.Seed}}
+	difficulty := cfg.Difficulty
+	pcfg := proxy.Config{
+		Room: "sim", State: "scheduled", SaleStart: s.start.Format(time.RFC3339),
+		Rate: cfg.Rate, Burst: cfg.Rate, Tau: proxy.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0,
+		Difficulty: &difficulty,
+		Keys:       simKeys(cfg.Seed),
+		Identity: &proxy.Identity{Header: "Authorization", Algorithm: "HS256",
+			Key: base64.StdEncoding.EncodeToString(simSecret)},
+	}
+	clock := func() time.Time { return s.now }
+	shared, err := proxy.NewShared(pcfg, clock)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := proxy.New(pcfg, shared, proxy.Options{Now: clock, Random: s.random})
+	if err != nil {
+		return nil, err
+	}
+	s.handler = gw.Wrap(http.NotFoundHandler())
+	s.room = shared.Room
+
+	n := cfg.PreQueue + cfg.Arrivals
+	s.run = &Run{Config: cfg, Visitors: make([]Visitor, n)}
+	s.states = make([]state, n)
+	setup := rand.New(rand.NewPCG(cfg.Seed, 0))
+	for i := range n {
+		v := &s.run.Visitors[i]
+		v.ID, v.PreQueue = i, i < cfg.PreQueue
+		if v.PreQueue {
+			v.Arrive = -time.Duration(setup.Float64() * float64(cfg.PreQueueSpan))
+		} else {
+			v.Arrive = time.Duration(setup.Float64() * float64(cfg.ArrivalSpan))
+		}
+		// Draw the kind in every run so the runs stay in step.
+		kind := Kind(min(int(setup.Float64()/cfg.Share)+1, int(kinds)))
+		if kind == kinds {
+			kind = Honest
+		}
+		if kind == active {
+			v.Kind = kind
+		}
+		login, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
+			Subject: "visitor-" + strconv.Itoa(i), ExpiresAt: jwt.NewNumericDate(s.start.Add(simLoginTTL)),
+		}).SignedString(simSecret)
+		if err != nil {
+			return nil, fmt.Errorf("signing a login: %w", err)
+		}
+		s.states[i] = state{
+			login: "Bearer " + login,
+			phase: time.Duration(setup.Float64() * float64(time.Minute)),
+			delay: time.Duration(setup.Float64() * float64(cfg.Jitter)),
+			net:   rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
+		}
+		s.queue = append(s.queue, event{at: s.start.Add(v.Arrive), visitor: i})
+	}
+	heap.Init(&s.queue)
+	return s, nil
+}
+
+// act is one thing a visitor does at s.now, and schedules the next.
+func (s *sale) act(i int) error {
+	v, st := &s.run.Visitors[i], &s.states[i]
+	if len(st.tokens) == 0 {
+		k := 1
+		if v.Kind == Tabs || v.Kind == AnonTokens {
+			k = s.cfg.Tabs
+		}
+		for range k {
+			h, err := s.token(i, v.Kind != AnonTokens)
+			if err != nil {
+				return err
+			}
+			st.tokens = append(st.tokens, h)
+			st.versions = append(st.versions, h)
+		}
+		s.schedule(i)
+		return nil
+	}
+	due := func(h held) bool { return !s.now.Before(time.UnixMilli(h.NextAttempt)) }
+	var present []int // indexes into st.tokens, or -1-j for st.versions[j]
+	switch v.Kind {
+	case Replayer:
+		for j := range st.versions {
+			present = append(present, -1-j)
+		}
+	case FastRetrier, IgnoreNxt, EarlyHammerer:
+		present = []int{0}
+	default:
+		for j, h := range st.tokens {
+			if due(h) {
+				present = append(present, j)
+			}
+		}
+	}
+	for _, j := range present {
+		h := st.tokens[max(j, 0)]
+		if j < 0 {
+			h = st.versions[-1-j]
+		}
+		a, status, err := s.admit(i, h)
+		if err != nil {
+			return err
+		}
+		switch {
+		case status == http.StatusOK:
+			v.Done, v.Admitted = true, s.now.Sub(s.start)
+			return nil
+		case status == http.StatusTooManyRequests && a.Token != "":
+			next := held{answer: a, nonce: h.nonce}
+			if a.Challenge != h.Challenge || a.Difficulty != h.Difficulty {
+				if next.nonce, err = s.solve(v, a.answerChallenge()); err != nil {
+					return err
+				}
+			}
+			if j < 0 { // a replayed version: the answer replaces the newest
+				j = 0
+			}
+			if a.Token != st.tokens[j].Token {
+				st.versions = append(st.versions, next)
+			}
+			st.tokens[j] = next
+		case status == http.StatusConflict:
+			// This version's place was used (by another version): only
+			// the replayer sees it, and it keeps trying the others.
+		case status == http.StatusUnauthorized && a.Error.Code == "token_invalid":
+			// An expired token: the place is lost, the page takes a new one.
+			v.Expired++
+			h, err := s.token(i, v.Kind != AnonTokens)
+			if err != nil {
+				return err
+			}
+			st.tokens[max(j, 0)] = h
+			st.versions = append(st.versions, h)
+		default:
+			return fmt.Errorf("admit: %d %s", status, a.Error.Code)
+		}
+	}
+	s.schedule(i)
+	return nil
+}
+
+// schedule queues the visitor's next request, as its strategy would. Times
+// are arrivals at the gateway. The page aims its request to arrive at nxt
+// (it subtracts half the round trip it measured), and no request can leave
+// before the answer to the last one came back.
+func (s *sale) schedule(i int) {
+	v, st := &s.run.Visitors[i], &s.states[i]
+	next := time.UnixMilli(st.tokens[0].NextAttempt)
+	for _, h := range st.tokens[1:] {
+		if t := time.UnixMilli(h.NextAttempt); t.Before(next) {
+			next = t
+		}
+	}
+	earliest := s.now.Add(2 * st.delay)
+	switch v.Kind {
+	case FastRetrier:
+		// Fire and forget every 100 ms with the newest token it has.
+		next, earliest = s.now.Add(100*time.Millisecond), s.now
+	case IgnoreNxt:
+		next = s.now.Add(time.Second)
+	case EarlyHammerer:
+		for _, early := range []time.Duration{time.Second, 300 * time.Millisecond, 0} {
+			if t := next.Add(-early); t.After(s.now) {
+				next = t
+				break
+			}
+		}
+	case LatePresenter:
+		// The tab's timer fires on its own minute grid, at the first tick
+		// at or after nxt, and the request then travels.
+		origin := s.start.Add(st.phase)
+		ticks := (next.Sub(origin) + time.Minute - 1) / time.Minute
+		next = origin.Add(ticks*time.Minute + st.delay)
+	}
+	if next.Before(earliest) {
+		next = earliest
+	}
+	if !next.After(s.now) {
+		next = s.now.Add(time.Millisecond)
+	}
+	heap.Push(&s.queue, event{at: next.Add(jitter(st.net, s.cfg.Jitter/10)), visitor: i})
+}
+
+// token asks for a new token, logged in or anonymously, and solves it.
+func (s *sale) token(i int, loggedIn bool) (held, error) {
+	v, st := &s.run.Visitors[i], &s.states[i]
+	s.random.use(i, st.issued)
+	st.issued++
+	var header []string
+	if loggedIn {
+		header = []string{"Authorization", st.login}
+	}
+	a, status := s.post(v, "/_fairgate/token", "", header...)
+	if status != http.StatusOK || a.Token == "" {
+		return held{}, fmt.Errorf("token: %d %s", status, a.Error.Code)
+	}
+	nonce, err := s.solve(v, a.answerChallenge())
+	return held{answer: a, nonce: nonce}, err
+}
+
+func (s *sale) admit(i int, h held) (answer, int, error) {
+	v, st := &s.run.Visitors[i], &s.states[i]
+	body, err := json.Marshal(map[string]string{"nonce": h.nonce, "token": h.Token})
+	if err != nil {
+		return answer{}, 0, err
+	}
+	var header []string
+	if v.Kind != AnonTokens {
+		header = []string{"Authorization", st.login}
+	}
+	a, status := s.post(v, "/_fairgate/admit", string(body), header...)
+	return a, status, nil
+}
+
+func (s *sale) post(v *Visitor, path, body string, header ...string) (answer, int) {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	for j := 0; j+1 < len(header); j += 2 {
+		req.Header.Set(header[j], header[j+1])
+	}
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, req)
+	v.Requests++
+	s.run.Requests++
+	var a answer
+	_ = json.Unmarshal(rec.Body.Bytes(), &a)
+	return a, rec.Code
+}
+
+type challenge struct {
+	ch  string
+	dif int
+}
+
+func (a answer) answerChallenge() challenge { return challenge{a.Challenge, a.Difficulty} }
+
+func (s *sale) solve(v *Visitor, c challenge) (string, error) {
+	nonce, err := admission.Solve(context.Background(), c.ch, c.dif)
+	if err != nil {
+		return "", err
+	}
+	v.Hashes += nonce + 1
+	return strconv.FormatUint(nonce, 10), nil
+}
+
+func jitter(r *rand.Rand, max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return time.Duration(r.Int64N(int64(max)))
+}
+
+// streams gives each visitor's n-th token its own random stream, so its
+// id, draw and challenge do not depend on what other visitors did before.
+type streams struct {
+	seed uint64
+	cur  *rand.ChaCha8
+}
+
+func (s *streams) use(visitor, n int) {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], s.seed)
+	binary.LittleEndian.PutUint64(seed[8:], uint64(visitor))
+	binary.LittleEndian.PutUint64(seed[16:], uint64(n))
+	s.cur = rand.NewChaCha8(seed)
+}
+
+func (s *streams) Read(p []byte) (int, error) {
+	if s.cur == nil {
+		s.use(-1, 0)
+	}
+	return s.cur.Read(p)
+}
+
+func simKeys(seed uint64) admission.KeysConfig {
+	secret := func(label string) string {
+		s := sha256.Sum256([]byte(label + strconv.FormatUint(seed, 10)))
+		return base64.StdEncoding.EncodeToString(s[:])
+	}
+	return admission.KeysConfig{Signing: "sim", Keys: map[string]string{"sim": secret("sign")}, Lottery: secret("lottery")}
+}
