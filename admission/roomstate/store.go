@@ -69,15 +69,21 @@ type Store interface {
 	// ReturnBudget gives back n admissions reserved in window w and not spent.
 	ReturnBudget(ctx context.Context, room string, w Window, n int64) error
 
-	// Consume marks id used until the given time and reports true, or
-	// reports false if it is already used and not expired at now. Exactly
-	// one of any number of concurrent calls for the same id wins.
-	Consume(ctx context.Context, room, id string, until, now time.Time) (bool, error)
-	// Used reports whether id is used and not expired at now.
-	Used(ctx context.Context, room, id string, now time.Time) (bool, error)
-	// Release forgets a consumed id whose admission was refused after the
-	// decision, so the place may try again.
-	Release(ctx context.Context, room, id string) error
+	// HoldPlace records p for place id until the given time, unless the
+	// place has a record unexpired at now: it returns the record that
+	// stands and whether it is p. Exactly one of any number of concurrent
+	// calls for the same id wins. Holding admission.PlaceUsed consumes the
+	// place outright.
+	HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error)
+	// UsePlace turns a reserved place into a used one (keeping its expiry),
+	// reporting false if it is not reserved at now. Exactly one of any
+	// number of concurrent calls wins.
+	UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error)
+	// LookupPlace returns place id's record at now (PlaceWaiting if none).
+	LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error)
+	// ReleasePlace forgets a place whose admission was refused after the
+	// decision, so it may wait and try again.
+	ReleasePlace(ctx context.Context, room, id string) error
 
 	// PublishPopulation stores node's own population observation, valid
 	// until the given time. Each node writes only its own item.

@@ -19,13 +19,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
 var (
 	controlBucket    = []byte("control")    // room → stored
 	budgetBucket     = []byte("budget")     // room \x00 window → used, expires
-	ledgerBucket     = []byte("ledger")     // room \x00 id → until
+	ledgerBucket     = []byte("ledger")     // room \x00 place id → until, state, slot
 	populationBucket = []byte("population") // room \x00 node → value, until
 	ranksBucket      = []byte("ranks")      // room → next rank
 )
@@ -142,36 +143,82 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 	})
 }
 
-// Consume implements roomstate.Store.
-func (s *Store) Consume(ctx context.Context, room, id string, until, now time.Time) (bool, error) {
+// A place record is until (8 bytes), state (1), slot (8), big-endian.
+func encodePlace(p admission.Place, until time.Time) []byte {
+	v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
+	v = append(v, byte(p.State))
+	return binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.Slot)))
+}
+
+// decodePlace returns the record unexpired at now, or ok false.
+func decodePlace(v []byte, now time.Time) (p admission.Place, until int64, ok bool) {
+	if len(v) != 17 {
+		return admission.Place{}, 0, false
+	}
+	until = int64(binary.BigEndian.Uint64(v))
+	if now.UnixNano() >= until {
+		return admission.Place{}, 0, false
+	}
+	p.State = admission.PlaceState(v[8])
+	if slot := int64(binary.BigEndian.Uint64(v[9:])); slot != 0 {
+		p.Slot = time.Unix(0, slot).UTC()
+	}
+	return p, until, true
+}
+
+func slotNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// HoldPlace implements roomstate.Store.
+func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+	var standing admission.Place
 	var won bool
-	err := s.batch(ctx, "consuming "+id, func(tx *bolt.Tx) (error, error) {
+	err := s.batch(ctx, "holding place "+id, func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(ledgerBucket)
 		k := subKey(room, id)
-		if raw := b.Get(k); len(raw) == 8 && now.UnixNano() < int64(binary.BigEndian.Uint64(raw)) {
-			won = false
+		if cur, _, ok := decodePlace(b.Get(k), now); ok {
+			standing, won = cur, false
 			return nil, nil
 		}
-		won = true
-		return nil, b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano())))
+		standing, won = p, true
+		return nil, b.Put(k, encodePlace(p, until))
+	})
+	return standing, won, err
+}
+
+// UsePlace implements roomstate.Store.
+func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+	var won bool
+	err := s.batch(ctx, "using place "+id, func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(ledgerBucket)
+		k := subKey(room, id)
+		cur, until, ok := decodePlace(b.Get(k), now)
+		won = ok && cur.State == admission.PlaceReserved
+		if !won {
+			return nil, nil
+		}
+		return nil, b.Put(k, encodePlace(admission.Place{State: admission.PlaceUsed}, time.Unix(0, until)))
 	})
 	return won, err
 }
 
-// Used implements roomstate.Store.
-func (s *Store) Used(ctx context.Context, room, id string, now time.Time) (bool, error) {
-	var used bool
-	err := s.view(ctx, "reading ledger", func(tx *bolt.Tx) error {
-		raw := tx.Bucket(ledgerBucket).Get(subKey(room, id))
-		used = len(raw) == 8 && now.UnixNano() < int64(binary.BigEndian.Uint64(raw))
+// LookupPlace implements roomstate.Store.
+func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+	var p admission.Place
+	err := s.view(ctx, "reading place "+id, func(tx *bolt.Tx) error {
+		p, _, _ = decodePlace(tx.Bucket(ledgerBucket).Get(subKey(room, id)), now)
 		return nil
 	})
-	return used, err
+	return p, err
 }
 
-// Release implements roomstate.Store.
-func (s *Store) Release(ctx context.Context, room, id string) error {
-	return s.batch(ctx, "releasing "+id, func(tx *bolt.Tx) (error, error) {
+// ReleasePlace implements roomstate.Store.
+func (s *Store) ReleasePlace(ctx context.Context, room, id string) error {
+	return s.batch(ctx, "releasing place "+id, func(tx *bolt.Tx) (error, error) {
 		return nil, tx.Bucket(ledgerBucket).Delete(subKey(room, id))
 	})
 }
@@ -227,7 +274,8 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 		deleted = 0
 		expiredAt := map[string]func(v []byte) bool{
 			string(ledgerBucket): func(v []byte) bool {
-				return len(v) == 8 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v))
+				_, _, live := decodePlace(v, now)
+				return !live
 			},
 			string(budgetBucket): func(v []byte) bool {
 				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))

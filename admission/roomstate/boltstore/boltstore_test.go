@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
@@ -29,7 +30,7 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 	ctx := context.Background()
 	t0 := storetest.T0
 	mustConsume := func(id string, until time.Time) {
-		if ok, err := s.Consume(ctx, "r", id, until, t0); err != nil || !ok {
+		if ok, err := storetest.Consume(ctx, s, "r", id, until, t0); err != nil || !ok {
 			t.Fatalf("Consume(%s) = %v, %v", id, ok, err)
 		}
 	}
@@ -45,8 +46,8 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("Sweep = %d, %v; want 3 expired items deleted", n, err)
 	}
-	if used, err := s.Used(ctx, "r", "live", t0.Add(time.Minute)); err != nil || !used {
-		t.Fatalf("Sweep dropped a live id: %v, %v", used, err)
+	if p, err := s.LookupPlace(ctx, "r", "live", t0.Add(time.Minute)); err != nil || p.State != admission.PlaceUsed {
+		t.Fatalf("Sweep dropped a live place: %+v, %v", p, err)
 	}
 }
 
@@ -65,7 +66,7 @@ func TestRestartKeepsRoomState(t *testing.T) {
 	if _, err := s.SaveControl(ctx, "r", c, 0); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Consume(ctx, "r", "w", t0.Add(time.Hour), t0); err != nil || !ok {
+	if ok, err := storetest.Consume(ctx, s, "r", "w", t0.Add(time.Hour), t0); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	first, err := s.ReserveRanks(ctx, "r", 10)
@@ -84,7 +85,7 @@ func TestRestartKeepsRoomState(t *testing.T) {
 	if err != nil || v != 1 || got.Clock.At(t0.Add(10*time.Second)) != 5 {
 		t.Fatalf("after a restart: version %d, S(t0+10s) = %v, %v; want version 1, S = 5", v, got.Clock.At(t0.Add(10*time.Second)), err)
 	}
-	if ok, err := s.Consume(ctx, "r", "w", t0.Add(time.Hour), t0); err != nil || ok {
+	if ok, err := storetest.Consume(ctx, s, "r", "w", t0.Add(time.Hour), t0); err != nil || ok {
 		t.Fatalf("a consumed id was consumable again after a restart: %v, %v", ok, err)
 	}
 	if next, err := s.ReserveRanks(ctx, "r", 1); err != nil || next != first+10 {

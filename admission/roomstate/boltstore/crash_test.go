@@ -90,7 +90,7 @@ read:
 	defer s.Close()
 	ctx := context.Background()
 	for _, id := range consumed {
-		ok, err := s.Consume(ctx, "crash", id, storetest.T0.Add(time.Hour), storetest.T0)
+		ok, err := storetest.Consume(ctx, s, "crash", id, storetest.T0.Add(time.Hour), storetest.T0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestCrashChild(t *testing.T) {
 					return
 				}
 				id := fmt.Sprintf("w%d-%d", w, i)
-				ok, err := s.Consume(ctx, "crash", id, storetest.T0.Add(time.Hour), storetest.T0)
+				ok, err := storetest.Consume(ctx, s, "crash", id, storetest.T0.Add(time.Hour), storetest.T0)
 				if err != nil || !ok {
 					t.Errorf("Consume(%s) = %v, %v", id, ok, err)
 					return

@@ -94,7 +94,7 @@ func TestCostPerAdmission(t *testing.T) {
 						if !ok {
 							continue
 						}
-						won, err := ledger.Consume(ctx, room, fmt.Sprintf("n%d-%d-%d", n, sec, k), now.Add(time.Hour), now)
+						won, err := storetest.Consume(ctx, ledger, room, fmt.Sprintf("n%d-%d-%d", n, sec, k), now.Add(time.Hour), now)
 						if err != nil || !won {
 							t.Fatalf("Consume = %v, %v", won, err)
 						}

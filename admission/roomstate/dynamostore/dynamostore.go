@@ -3,7 +3,7 @@
 //
 //	ROOM#<room>                 CONTROL   version, control (JSON)
 //	BUDGET#<room>#<window>      W         used, ttl
-//	USED#<room>#<id>            U         until (epoch ms), ttl
+//	USED#<room>#<place id>      U         until (epoch ms), state, slot (ns), ttl
 //	POP#<room>                  <node>    value, until (epoch ms), ttl
 //	RANK#<room>                 R         next
 //
@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -270,52 +271,107 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 	return nil
 }
 
-// Consume implements roomstate.Store: one write conditioned on the id's
-// absence or expiry.
-func (s *Store) Consume(ctx context.Context, room, id string, until, now time.Time) (bool, error) {
+// HoldPlace implements roomstate.Store: one write conditioned on the
+// place having no unexpired record; when it has one, the failed condition
+// returns it.
+func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	slot := int64(0)
+	if !p.Slot.IsZero() {
+		slot = p.Slot.UnixNano()
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 usedKey(room, id),
+		UpdateExpression:                    aws.String("SET #until = :until, #ttl = :ttl, #state = :state, slot = :slot"),
+		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR #until <= :now"),
+		ExpressionAttributeNames:            map[string]string{"#until": "until", "#ttl": "ttl", "#state": "state"},
+		ExpressionAttributeValues:           item{":until": nv(until.UnixMilli()), ":ttl": ttl(until), ":now": nv(now.UnixMilli()), ":state": nv(int64(p.State)), ":slot": nv(slot)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		standing, err := decodePlace(failed.Item)
+		if err != nil {
+			return admission.Place{}, false, fmt.Errorf("place %s: %w", id, err)
+		}
+		return standing, false, nil
+	}
+	if err != nil {
+		return admission.Place{}, false, s.wrap(ctx, "holding place "+id, err)
+	}
+	return p, true, nil
+}
+
+func decodePlace(it item) (admission.Place, error) {
+	state, err := getN(it, "state")
+	if err != nil {
+		return admission.Place{}, err
+	}
+	slot, err := getN(it, "slot")
+	if err != nil {
+		return admission.Place{}, err
+	}
+	p := admission.Place{State: admission.PlaceState(state)}
+	if slot != 0 {
+		p.Slot = time.Unix(0, slot).UTC()
+	}
+	return p, nil
+}
+
+// UsePlace implements roomstate.Store.
+func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       usedKey(room, id),
-		UpdateExpression:          aws.String("SET #until = :until, #ttl = :ttl"),
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR #until <= :now"),
-		ExpressionAttributeNames:  map[string]string{"#until": "until", "#ttl": "ttl"},
-		ExpressionAttributeValues: item{":until": nv(until.UnixMilli()), ":ttl": ttl(until), ":now": nv(now.UnixMilli())},
+		UpdateExpression:          aws.String("SET #state = :used, slot = :zero"),
+		ConditionExpression:       aws.String("#state = :reserved AND #until > :now"),
+		ExpressionAttributeNames:  map[string]string{"#until": "until", "#state": "state"},
+		ExpressionAttributeValues: item{":used": nv(int64(admission.PlaceUsed)), ":reserved": nv(int64(admission.PlaceReserved)), ":zero": nv(0), ":now": nv(now.UnixMilli())},
 	})
 	if conditionFailed(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, s.wrap(ctx, "consuming "+id, err)
+		return false, s.wrap(ctx, "using place "+id, err)
 	}
 	return true, nil
 }
 
-// Used implements roomstate.Store.
-func (s *Store) Used(ctx context.Context, room, id string, now time.Time) (bool, error) {
+// LookupPlace implements roomstate.Store.
+func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: usedKey(room, id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return false, s.wrap(ctx, "reading ledger", err)
+		return admission.Place{}, s.wrap(ctx, "reading place "+id, err)
 	}
 	if out.Item == nil {
-		return false, nil
+		return admission.Place{}, nil
 	}
 	until, err := getN(out.Item, "until")
 	if err != nil {
-		return false, fmt.Errorf("ledger entry %s: %w", id, err)
+		return admission.Place{}, fmt.Errorf("place %s: %w", id, err)
 	}
-	return now.UnixMilli() < until, nil
+	if now.UnixMilli() >= until {
+		return admission.Place{}, nil
+	}
+	p, err := decodePlace(out.Item)
+	if err != nil {
+		return admission.Place{}, fmt.Errorf("place %s: %w", id, err)
+	}
+	return p, nil
 }
 
-// Release implements roomstate.Store.
-func (s *Store) Release(ctx context.Context, room, id string) error {
+// ReleasePlace implements roomstate.Store.
+func (s *Store) ReleasePlace(ctx context.Context, room, id string) error {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: usedKey(room, id)})
-	return s.wrap(ctx, "releasing "+id, err)
+	return s.wrap(ctx, "releasing place "+id, err)
 }
 
 // PublishPopulation implements roomstate.Store.

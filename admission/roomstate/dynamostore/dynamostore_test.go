@@ -81,7 +81,7 @@ func raceUntilWarm(client *dynamodb.Client) error {
 				wg.Add(2)
 				go func() {
 					defer wg.Done()
-					if _, err := s.Consume(ctx, "warmup", strconv.Itoa(i), t0.Add(time.Hour), t0); err != nil {
+					if _, err := storetest.Consume(ctx, s, "warmup", strconv.Itoa(i), t0.Add(time.Hour), t0); err != nil {
 						note(err)
 					}
 				}()

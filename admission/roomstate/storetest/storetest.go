@@ -1,6 +1,6 @@
 // Package storetest is the one conformance suite every roomstate.Store
-// passes: compare-and-set of the control state (also raced), the used-place
-// ledger raced from many goroutines, budget reservations raced by many
+// passes: compare-and-set of the control state (also raced), the place
+// ledger (hold, use, release, expiry; holds and uses raced), budget reservations raced by many
 // nodes, expiry, the population sum across nodes, rank blocks, and a
 // cancelled context.
 package storetest
@@ -34,6 +34,8 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"LedgerConsumeOnce", testLedger},
 		{"LedgerExpiry", testLedgerExpiry},
 		{"LedgerRacedConsume", testLedgerRace},
+		{"PlaceHoldAndUse", testPlaceHoldUse},
+		{"PlaceRacedUse", testPlaceRacedUse},
 		{"BudgetNeverExceedsLimit", testBudgetRace},
 		{"BudgetReturn", testBudgetReturn},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
@@ -155,31 +157,31 @@ func testControlRace(t *testing.T, s roomstate.Store, room string) {
 func testLedger(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	until := T0.Add(time.Hour)
-	if used, err := s.Used(c, room, "w1", T0); err != nil || used {
+	if used, err := used(c, s, room, "w1", T0); err != nil || used {
 		t.Fatalf("Used of a fresh id = %v, %v", used, err)
 	}
-	if ok, err := s.Consume(c, room, "w1", until, T0); err != nil || !ok {
+	if ok, err := Consume(c, s, room, "w1", until, T0); err != nil || !ok {
 		t.Fatalf("first Consume = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.Consume(c, room, "w1", until, T0.Add(time.Second)); err != nil || ok {
+	if ok, err := Consume(c, s, room, "w1", until, T0.Add(time.Second)); err != nil || ok {
 		t.Fatalf("second Consume = %v, %v; want false", ok, err)
 	}
-	if used, err := s.Used(c, room, "w1", T0); err != nil || !used {
+	if used, err := used(c, s, room, "w1", T0); err != nil || !used {
 		t.Fatalf("Used after Consume = %v, %v", used, err)
 	}
-	if ok, err := s.Consume(c, room+"-other", "w1", until, T0); err != nil || !ok {
+	if ok, err := Consume(c, s, room+"-other", "w1", until, T0); err != nil || !ok {
 		t.Fatalf("the same id in another room = %v, %v; want true", ok, err)
 	}
-	if err := s.Release(c, room, "w1"); err != nil {
+	if err := s.ReleasePlace(c, room, "w1"); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if used, err := s.Used(c, room, "w1", T0); err != nil || used {
+	if used, err := used(c, s, room, "w1", T0); err != nil || used {
 		t.Fatalf("Used after Release = %v, %v", used, err)
 	}
-	if ok, err := s.Consume(c, room, "w1", until, T0); err != nil || !ok {
+	if ok, err := Consume(c, s, room, "w1", until, T0); err != nil || !ok {
 		t.Fatalf("Consume after Release = %v, %v; want true", ok, err)
 	}
-	if err := s.Release(c, room, "never-consumed"); err != nil {
+	if err := s.ReleasePlace(c, room, "never-consumed"); err != nil {
 		t.Fatalf("Release of an unknown id: %v", err)
 	}
 }
@@ -187,20 +189,20 @@ func testLedger(t *testing.T, s roomstate.Store, room string) {
 func testLedgerExpiry(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	until := T0.Add(time.Minute)
-	if ok, err := s.Consume(c, room, "w", until, T0); err != nil || !ok {
+	if ok, err := Consume(c, s, room, "w", until, T0); err != nil || !ok {
 		t.Fatalf("Consume = %v, %v", ok, err)
 	}
-	if used, err := s.Used(c, room, "w", until.Add(-time.Millisecond)); err != nil || !used {
+	if used, err := used(c, s, room, "w", until.Add(-time.Millisecond)); err != nil || !used {
 		t.Fatalf("Used just before expiry = %v, %v", used, err)
 	}
 	after := until.Add(time.Second)
-	if used, err := s.Used(c, room, "w", after); err != nil || used {
+	if used, err := used(c, s, room, "w", after); err != nil || used {
 		t.Fatalf("Used after expiry = %v, %v", used, err)
 	}
-	if ok, err := s.Consume(c, room, "w", after.Add(time.Minute), after); err != nil || !ok {
+	if ok, err := Consume(c, s, room, "w", after.Add(time.Minute), after); err != nil || !ok {
 		t.Fatalf("Consume after expiry = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.Consume(c, room, "w", after.Add(time.Minute), after); err != nil || ok {
+	if ok, err := Consume(c, s, room, "w", after.Add(time.Minute), after); err != nil || ok {
 		t.Fatalf("Consume of the renewed id = %v, %v; want false", ok, err)
 	}
 }
@@ -217,7 +219,7 @@ func testLedgerRace(t *testing.T, s roomstate.Store, room string) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, err := s.Consume(c, room, id, T0.Add(time.Hour), T0)
+				ok, err := Consume(c, s, room, id, T0.Add(time.Hour), T0)
 				if err != nil {
 					t.Errorf("Consume(%s): %v", id, err)
 					return
@@ -232,6 +234,96 @@ func testLedgerRace(t *testing.T, s roomstate.Store, room string) {
 		wg.Wait()
 		if wins != 1 {
 			t.Fatalf("%s consumed %d times by %d racers, want once", id, wins, racers)
+		}
+	}
+}
+
+// Consume holds a place as used outright: a one-step admission.
+func Consume(c context.Context, s roomstate.Store, room, id string, until, now time.Time) (bool, error) {
+	_, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceUsed}, until, now)
+	return won, err
+}
+
+func used(c context.Context, s roomstate.Store, room, id string, now time.Time) (bool, error) {
+	p, err := s.LookupPlace(c, room, id, now)
+	return p.State == admission.PlaceUsed, err
+}
+
+func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Hour)
+	slot := T0.Add(1500 * time.Millisecond)
+	reserved := admission.Place{State: admission.PlaceReserved, Slot: slot}
+	if p, err := s.LookupPlace(c, room, "p", T0); err != nil || p.State != admission.PlaceWaiting {
+		t.Fatalf("LookupPlace of a new place = %+v, %v; want waiting", p, err)
+	}
+	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || ok {
+		t.Fatalf("UsePlace of a waiting place = %v, %v; want false", ok, err)
+	}
+	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || !won || got != reserved {
+		t.Fatalf("HoldPlace = %+v, %v, %v; want the reservation, won", got, won, err)
+	}
+	p, err := s.LookupPlace(c, room, "p", T0)
+	if err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
+		t.Fatalf("LookupPlace = %+v, %v; want reserved with slot %v", p, err, slot)
+	}
+	other := admission.Place{State: admission.PlaceReserved, Slot: slot.Add(time.Second)}
+	if got, won, err := s.HoldPlace(c, room, "p", other, until, T0); err != nil || won || got.State != admission.PlaceReserved || !got.Slot.Equal(slot) {
+		t.Fatalf("second HoldPlace = %+v, %v, %v; want the standing reservation, lost", got, won, err)
+	}
+	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || !ok {
+		t.Fatalf("UsePlace of a reserved place = %v, %v; want true", ok, err)
+	}
+	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || ok {
+		t.Fatalf("UsePlace of a used place = %v, %v; want false", ok, err)
+	}
+	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || won || got.State != admission.PlaceUsed {
+		t.Fatalf("HoldPlace of a used place = %+v, %v, %v; want used, lost", got, won, err)
+	}
+	if used, err := used(c, s, room, "p", until.Add(-time.Second)); err != nil || !used {
+		t.Fatalf("the used place's expiry changed: used = %v, %v", used, err)
+	}
+	if ok, err := s.UsePlace(c, room, "q", T0); err != nil || ok {
+		t.Fatalf("UsePlace of an unknown place = %v, %v", ok, err)
+	}
+	if _, _, err := s.HoldPlace(c, room, "late", reserved, T0.Add(time.Second), T0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.UsePlace(c, room, "late", T0.Add(2*time.Second)); err != nil || ok {
+		t.Fatalf("UsePlace of an expired reservation = %v, %v; want false", ok, err)
+	}
+}
+
+func testPlaceRacedUse(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	const places, racers = 10, 16
+	for i := range places {
+		id := fmt.Sprintf("reserved-%d", i)
+		if _, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceReserved, Slot: T0}, T0.Add(time.Hour), T0); err != nil || !won {
+			t.Fatalf("HoldPlace(%s) = %v, %v", id, won, err)
+		}
+		var wins int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.UsePlace(c, room, id, T0)
+				if err != nil {
+					t.Errorf("UsePlace(%s): %v", id, err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					wins++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Fatalf("%s used %d times by %d racers, want once", id, wins, racers)
 		}
 	}
 }
@@ -434,7 +526,7 @@ func testCancelled(t *testing.T, s roomstate.Store, room string) {
 			_, err := s.ReserveBudget(c, room, window(1, 10), 1)
 			return err
 		},
-		"Consume":           func() error { _, err := s.Consume(c, room, "w", T0.Add(time.Hour), T0); return err },
+		"HoldPlace":         func() error { _, err := Consume(c, s, room, "w", T0.Add(time.Hour), T0); return err },
 		"PublishPopulation": func() error { return s.PublishPopulation(c, room, "a", 1, T0.Add(time.Hour)) },
 		"ReserveRanks":      func() error { _, err := s.ReserveRanks(c, room, 1); return err },
 	}
