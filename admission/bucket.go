@@ -74,3 +74,10 @@ func (b *Bucket) refill(now time.Time) {
 		b.last = now
 	}
 }
+
+// Burst is the most tokens the bucket holds.
+func (b *Bucket) Burst() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.burst
+}

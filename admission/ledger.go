@@ -151,3 +151,11 @@ func (h *expiryHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return e
 }
+
+// SetCapacity changes how many live ids the ledger may hold. Below the
+// number it holds now, admissions fail closed until enough ids expire.
+func (l *MemoryLedger) SetCapacity(capacity int) {
+	l.mu.Lock()
+	l.capacity = capacity
+	l.mu.Unlock()
+}

@@ -325,3 +325,23 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 	}
 	return d, true
 }
+
+// Burst is the most admissions the bucket allows at once.
+func (r *Room) Burst() float64 { return r.bucket.Burst() }
+
+// SetTau sets the mean wait the clock cruises at (speed 1/tau, from now) and
+// whether the controller may change that speed: a reloaded tau or
+// fixed_speed takes effect at once rather than only in a new room.
+func (r *Room) SetTau(tau time.Duration, adaptive bool, now time.Time) error {
+	if tau <= 0 {
+		return fmt.Errorf("tau must be positive")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tau = tau.Seconds()
+	r.adaptive = adaptive
+	v := *r.view.Load()
+	v.Cruise = 1 / tau.Seconds()
+	r.publish(&v, now)
+	return nil
+}

@@ -103,3 +103,48 @@ func TestCaddyfileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCaddyfileMistakes guards finding 4 of issue 14: each mistake is
+// refused at adapt time with a message naming the option, with file and line.
+func TestCaddyfileMistakes(t *testing.T) {
+	for _, tc := range []struct{ name, block, want, at string }{
+		{"state typo", "state queu", `state: unknown room state "queu"`, "at Caddyfile:3"},
+		{"difficulty range", "difficulty 99", "difficulty 99: must be 0 to", "at Caddyfile:3"},
+		{"hook without scheme", "admission_hook ftp//nope", `admission_hook: url "ftp//nope"`, "at Caddyfile:3"},
+		{"hook ftp", "admission_hook ftp://x/y", `admission_hook: url "ftp://x/y": want an absolute http:// or https:// URL`, "at Caddyfile:3"},
+		{"hook on_failure", "admission_hook http://x/y {\n on_failure maybe\n }", `on_failure: "maybe"`, "at Caddyfile:5"},
+		{"backoff order", "backoff 30s 2s", "backoff: min_backoff 30s is longer than max_backoff 2s", "at Caddyfile:3"},
+		{"repeated option", "rate 5\n rate 6", `waiting_room option "rate" given twice`, "at Caddyfile:4"},
+		{"second cache block", "cache /a/*\n cache /b/*", `waiting_room option "cache" given twice`, "at Caddyfile:4"},
+		{"repeated hook timeout", "admission_hook http://x/y {\n timeout 1s\n timeout 2s\n }", `option "timeout" given twice`, "at Caddyfile:5"},
+		{"scheduled without start", "state scheduled", "a scheduled room needs sale_start", "at Caddyfile:"},
+		{"bad duration", "tau soon", `duration "soon"`, "at Caddyfile:3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\t" + tc.block + "\n\t}\n}\n")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.at) {
+				t.Fatalf("got %v, want %q %s", err, tc.want, tc.at)
+			}
+		})
+	}
+	// Caddy's durations: days work.
+	out, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\ttoken_ttl 1d\n\t}\n}\n")
+	if err != nil || !strings.Contains(string(out), `"token_ttl":"24h0m0s"`) {
+		t.Fatalf("token_ttl 1d: %v %s", err, out)
+	}
+}
+
+// TestCaddyfileMatcher guards finding 3 of issue 14: a matcher on the
+// directive gives the room's endpoints a route of their own.
+func TestCaddyfileMatcher(t *testing.T) {
+	out, err := adaptText("http://localhost {\n\twaiting_room /a/* roomA {\n\t\tprefix /_queue\n\t}\n\trespond ok\n}\n")
+	if err != nil || !strings.Contains(string(out), `"path":["/_queue/*"]`) || !strings.Contains(string(out), `"path":["/a/*"]`) {
+		t.Fatalf("matcher: %v %s", err, out)
+	}
+}
+
+func adaptText(body string) ([]byte, error) {
+	adapter := caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}
+	out, _, err := adapter.Adapt([]byte(body), map[string]any{"filename": "Caddyfile"})
+	return out, err
+}

@@ -1,9 +1,11 @@
 package caddymodule
 
 import (
+	"errors"
 	"strconv"
-	"time"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -12,7 +14,7 @@ import (
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("waiting_room", parseCaddyfile)
+	httpcaddyfile.RegisterDirective("waiting_room", parseDirective)
 	// Before basic_auth: the waiting room must stand in front of everything
 	// that costs the site something — auth checks (forward_auth is a round
 	// trip per request), routing blocks and every handler that responds —
@@ -20,12 +22,29 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("waiting_room", httpcaddyfile.Before, "basic_auth")
 }
 
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+// parseDirective makes the routes of one waiting_room directive. With a
+// matcher (`waiting_room /shop/* sale`) the room's endpoints under `prefix`
+// get a route of their own as well: the waiting page calls them, and a
+// matcher that does not cover them would send those calls to the site and
+// strand every visitor on the waiting page.
+func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+	if !h.Next() {
+		return nil, h.ArgErr()
+	}
+	matcherSet, err := h.ExtractMatcherSet()
+	if err != nil {
+		return nil, err
+	}
 	wr := new(Handler)
 	if err := wr.UnmarshalCaddyfile(h.Dispenser); err != nil {
 		return nil, err
 	}
-	return wr, nil
+	routes := h.NewRoute(matcherSet, wr)
+	if matcherSet == nil {
+		return routes, nil
+	}
+	endpoints := caddy.ModuleMap{"path": caddyconfig.JSON(caddyhttp.MatchPath{wr.EndpointPrefix() + "/*"}, nil)}
+	return append(h.NewRoute(endpoints, wr), routes...), nil
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -65,7 +84,6 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    }
 //	    bind_ip
 //	    bind_pass                                 # needs bind_ip
-//	    trusted_proxies <cidrs...>
 //	    admission_hook  <url> {
 //	        timeout     <duration>
 //	        on_failure  open|closed
@@ -87,6 +105,14 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    ledger_size     <ids>
 //	    max_body_bytes  <bytes>
 //	}
+//
+// Each option may be given once. Durations are Caddy's (`1d` works). Values
+// wrong on their own (`state queu`, `difficulty 99`, a hook URL that is not
+// http or https, `backoff 30s 2s`) are refused with the file and line. The
+// client address is Caddy's (its `trusted_proxies` server option). With a
+// matcher, the room's endpoints under `prefix` get a route of their own.
+// A keys_from file is read at each load: after changing it, reload with
+// `caddy reload --force`.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
 	if d.NextArg() {
@@ -95,11 +121,45 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	seen := map[string]bool{}
 	for d.NextBlock(0) {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("waiting_room option %q given twice", opt)
+		}
+		seen[opt] = true
 		if err := h.unmarshalOption(d); err != nil {
 			return err
 		}
+		// A value wrong on its own is reported at its line.
+		var bad *proxy.OptionError
+		if err := h.Config.Validate(); errors.As(err, &bad) && optionOf[bad.Option] == opt {
+			return d.Errf("%v", err)
+		}
 	}
+	if err := h.Config.Validate(); err != nil {
+		return d.Errf("waiting_room %s: %v", h.RoomName(), err)
+	}
+	return nil
+}
+
+// optionOf maps the options named by proxy.OptionError to the Caddyfile
+// options that set them.
+var optionOf = map[string]string{
+	"room": "room", "state": "state", "sale_start": "sale_start", "rate": "rate", "burst": "burst",
+	"difficulty": "difficulty", "prefix": "prefix", "waiting_status": "waiting_status",
+	"trusted_proxies": "trusted_proxies", "admission_hook": "admission_hook", "on_failure": "admission_hook",
+	"backoff": "backoff", "ledger_size": "ledger_size",
+}
+
+// once refuses a sub-option given twice in one block.
+type once map[string]bool
+
+func (o once) check(d *caddyfile.Dispenser) error {
+	if o[d.Val()] {
+		return d.Errf("option %q given twice", d.Val())
+	}
+	o[d.Val()] = true
 	return nil
 }
 
@@ -162,8 +222,7 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		c.BindPass = true
 		return noArgs(d)
 	case "trusted_proxies":
-		c.TrustedProxies = append(c.TrustedProxies, d.RemainingArgs()...)
-		return nil
+		return d.Errf("%v", errTrustedProxies)
 	case "admission_hook":
 		c.Hook = &proxy.Hook{}
 		return unmarshalHook(d, c.Hook)
@@ -210,7 +269,13 @@ func (h *Handler) unmarshalKeys(d *caddyfile.Dispenser) error {
 	if k.Keys == nil {
 		k.Keys = map[string]string{}
 	}
+	seen := once{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "key" {
+			if err := seen.check(d); err != nil {
+				return err
+			}
+		}
 		switch d.Val() {
 		case "signing":
 			if err := oneString(d, &k.Signing); err != nil {
@@ -220,6 +285,9 @@ func (h *Handler) unmarshalKeys(d *caddyfile.Dispenser) error {
 			args := d.RemainingArgs()
 			if len(args) != 2 {
 				return d.ArgErr()
+			}
+			if _, dup := k.Keys[args[0]]; dup {
+				return d.Errf("key %q given twice", args[0])
 			}
 			k.Keys[args[0]] = args[1]
 		case "lottery":
@@ -257,7 +325,11 @@ func unmarshalBypass(d *caddyfile.Dispenser, b *proxy.Bypass) error {
 }
 
 func unmarshalIdentity(d *caddyfile.Dispenser, id *proxy.Identity) error {
+	seen := once{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := seen.check(d); err != nil {
+			return err
+		}
 		var err error
 		switch d.Val() {
 		case "cookie":
@@ -289,7 +361,11 @@ func unmarshalHook(d *caddyfile.Dispenser, hk *proxy.Hook) error {
 	if err := oneString(d, &hk.URL); err != nil {
 		return err
 	}
+	seen := once{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := seen.check(d); err != nil {
+			return err
+		}
 		var err error
 		switch d.Val() {
 		case "timeout":
@@ -311,7 +387,11 @@ func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
 	if len(c.Paths) == 0 {
 		return d.ArgErr()
 	}
+	seen := once{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := seen.check(d); err != nil {
+			return err
+		}
 		var err error
 		var n int
 		switch d.Val() {
@@ -386,8 +466,9 @@ func oneDuration(d *caddyfile.Dispenser, dst *proxy.Duration) error {
 	return parseDuration(d, s, dst)
 }
 
+// parseDuration reads a duration as Caddy does: Go's units and `d` for days.
 func parseDuration(d *caddyfile.Dispenser, s string, dst *proxy.Duration) error {
-	v, err := time.ParseDuration(s)
+	v, err := caddy.ParseDuration(s)
 	if err != nil {
 		return d.Errf("duration %q: %v", s, err)
 	}

@@ -181,3 +181,29 @@ func TestCaddyIntegration(t *testing.T) {
 		t.Fatalf("after a failed reload: %d %v", code, h)
 	}
 }
+
+type tokenAnswer struct {
+	Token, Challenge string
+	Difficulty       int
+}
+
+// token gets a waiting token from the site.
+func token(t *testing.T, c call, site string) tokenAnswer {
+	t.Helper()
+	code, _, body := c.do("POST", site+"/_fairgate/token", "")
+	var tk tokenAnswer
+	if err := json.Unmarshal([]byte(body), &tk); err != nil || code != 200 {
+		t.Fatalf("token: %d %s", code, body)
+	}
+	return tk
+}
+
+// solve finds the token's proof of work.
+func solve(t *testing.T, tk tokenAnswer) string {
+	t.Helper()
+	n, err := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatUint(n, 10)
+}

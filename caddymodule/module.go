@@ -9,12 +9,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
@@ -38,6 +42,16 @@ var (
 // Handler is a virtual waiting room in front of the routes after it. Its
 // JSON is fairgate's gateway config (the same struct `fairgate proxy` reads),
 // plus keys_from.
+//
+// It sets these placeholders for the routes after it and for logs:
+//
+//	{http.waiting_room.room}     the room's name
+//	{http.waiting_room.state}    the room's state: open, queue, scheduled, paused or closed
+//	{http.waiting_room.outcome}  what the room did with the request: passed,
+//	                             open, bypassed, waiting, closed or api
+//
+// It reads Caddy's request placeholders in admission_hook's url, and the
+// environment placeholders ({env.NAME}) in keys_from and keys.
 type Handler struct {
 	proxy.Config
 
@@ -48,6 +62,8 @@ type Handler struct {
 
 	gw     *proxy.Gateway
 	room   string
+	pooled *pooledRoom
+	app    *App
 	logger *zap.Logger
 }
 
@@ -60,54 +76,132 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 }
 
 // pooledRoom is a room's shared state in the usage pool, with the
-// controller loop that goes with it.
+// controller loop that goes with it. A room a config creates stays out of
+// sight (no controller, not in the admin API) until that config runs.
 type pooledRoom struct {
 	shared *proxy.Shared
+	mu     sync.Mutex
+	live   bool
 	stop   context.CancelFunc
+}
+
+// activate starts the room's controller and lists it in the admin API, once.
+func (p *pooledRoom) activate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		return
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	go p.shared.Run(runCtx, time.Now)
+	rooms.Put(p.shared)
+	p.live, p.stop = true, stop
 }
 
 // Destruct stops the room's controller when its last handler is gone.
 func (p *pooledRoom) Destruct() error {
-	p.stop()
-	rooms.Delete(p.shared)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		p.stop()
+		rooms.Delete(p.shared)
+		p.live = false
+	}
 	return nil
 }
 
 // Provision sets up the handler: keys resolved, the room's shared state
-// taken from the pool (or created), the gateway built over it.
+// taken from the pool (or created), the gateway built over it. It changes
+// nothing a visitor or operator can see: Caddy may still reject this config
+// (a later module fails to provision, an app fails to start), and then the
+// running config must keep its room exactly as it was. The room takes this
+// config's settings when Caddy emits `started` (see App).
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	cfg, err := h.resolvedConfig()
 	if err != nil {
 		return err
 	}
-	h.room = cfg.Room
-	if h.room == "" {
-		h.room = "main"
+	h.room = cfg.RoomName()
+	appVal, err := ctx.App(appID)
+	if err != nil {
+		return err
+	}
+	if err := appVal.(*App).register(h); err != nil {
+		return err
 	}
 	val, _, err := pool.LoadOrNew(h.room, func() (caddy.Destructor, error) {
 		sh, err := proxy.NewShared(cfg, time.Now)
 		if err != nil {
 			return nil, err
 		}
-		runCtx, stop := context.WithCancel(context.Background())
-		go sh.Run(runCtx, time.Now)
-		rooms.Put(sh)
-		return &pooledRoom{shared: sh, stop: stop}, nil
+		return &pooledRoom{shared: sh}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
-	h.gw, err = proxy.New(cfg, val.(*pooledRoom).shared, proxy.Options{
+	h.pooled = val.(*pooledRoom)
+	// On an error below Caddy calls Cleanup, which releases the room: it
+	// must not be released here as well.
+	h.gw, err = proxy.New(cfg, h.pooled.shared, proxy.Options{
 		Logger:     h.logger,
-		Registerer: ctx.GetMetricsRegistry(),
+		Registerer: gatewayRegisterer(ctx),
 		OnOutcome:  setOutcome,
+		ClientIP:   clientIP,
+		ReturnURI:  originalURI,
+		HookURL:    expandPlaceholders,
+		OnAdmit:    h.emitAdmitted,
 	})
 	if err != nil {
-		_, _ = pool.Delete(h.room)
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
 	return nil
+}
+
+// gatewayRegisterer is where a gateway registers its room's metrics: nowhere
+// when the config's registry is the admin endpoint's, which reports every
+// live room (see AdminAPI.Provision); else the config's registry (Caddy
+// runs without an admin endpoint), where they stay until the registry goes
+// with its config.
+func gatewayRegisterer(ctx caddy.Context) prometheus.Registerer {
+	reg := ctx.GetMetricsRegistry()
+	if reg == nil || reg == adminRegistry.Load() {
+		return nil
+	}
+	return keepRegistered{reg}
+}
+
+// keepRegistered ignores Unregister: a config's registry is dropped with the
+// config, and a rejected config must not take a room's metrics with it.
+type keepRegistered struct{ prometheus.Registerer }
+
+func (keepRegistered) Unregister(prometheus.Collector) bool { return false }
+
+// activate makes this handler's config live in its room; App calls it
+// when the config this handler belongs to has started.
+func (h *Handler) activate() {
+	h.pooled.activate()
+	before := h.pooled.shared.Status(time.Now())
+	if err := h.gw.ApplyConfig(); err != nil {
+		h.logger.Error("applying the room's settings", zap.String("room", h.room), zap.Error(err))
+	}
+	emitStateChange(h.app, before, h.pooled.shared.Status(time.Now()), "config")
+}
+
+// emitStateChange emits `waiting_room_state_changed` when a room's state
+// or closed reason changed; by is `config` or `admin_api`.
+func emitStateChange(app *App, before, after proxy.RoomStatus, by string) {
+	if before.State == after.State && before.Reason == after.Reason {
+		return
+	}
+	app.emit("waiting_room_state_changed", map[string]any{
+		"room": after.Room, "from": before.State, "to": after.State, "reason": after.Reason, "by": by,
+	})
+}
+
+// emitAdmitted emits `waiting_room_admitted` for one admission.
+func (h *Handler) emitAdmitted(_ *http.Request, waited time.Duration) {
+	h.app.emit("waiting_room_admitted", map[string]any{"room": h.room, "waited_seconds": waited.Seconds()})
 }
 
 // resolvedConfig expands placeholders in the key settings. Secrets stay out
@@ -117,6 +211,9 @@ func (h *Handler) resolvedConfig() (proxy.Config, error) {
 	repl := caddy.NewReplacer()
 	if h.KeysFrom != "" {
 		text := strings.TrimSpace(repl.ReplaceAll(h.KeysFrom, ""))
+		if text == "" {
+			return cfg, fmt.Errorf("keys_from %s is empty: is the environment variable set?", h.KeysFrom)
+		}
 		if !strings.HasPrefix(text, "{") {
 			b, err := os.ReadFile(text)
 			if err != nil {
@@ -148,14 +245,22 @@ func (h *Handler) Validate() error {
 	if h.KeysFrom != "" && len(h.Keys.Keys) > 0 {
 		return fmt.Errorf("waiting room: set keys or keys_from, not both")
 	}
+	if len(h.TrustedProxies) > 0 {
+		return errTrustedProxies
+	}
 	return nil
 }
+
+var errTrustedProxies = fmt.Errorf("waiting room: trusted_proxies is for `fairgate proxy`; in Caddy the room uses the client address Caddy determines, so set Caddy's own trusted_proxies server option")
 
 // Cleanup closes this handler's gateway and releases its room from the pool;
 // the room's state lives on while a newer config uses it.
 func (h *Handler) Cleanup() error {
 	if h.gw != nil {
 		h.gw.Close()
+	}
+	if h.pooled == nil {
+		return nil
 	}
 	_, err := pool.Delete(h.room)
 	return err
@@ -177,6 +282,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return nextErr
 }
 
+// clientIP is the client address Caddy determined, by its own
+// trusted_proxies and client_ip_headers.
+func clientIP(r *http.Request) (netip.Addr, bool) {
+	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ip.Unmap(), true
+}
+
+// originalURI is the request's URI as it arrived, before any rewrite: the
+// page an admitted visitor asked for.
+func originalURI(r *http.Request) string {
+	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+		return orig.URL.RequestURI()
+	}
+	return r.URL.RequestURI()
+}
+
+// expandPlaceholders fills Caddy's request placeholders in s, e.g.
+// {http.request.host} in the admission hook URL.
+func expandPlaceholders(r *http.Request, s string) string {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		return repl.ReplaceAll(s, "")
+	}
+	return s
+}
+
 // setOutcome publishes what the gateway did as {http.waiting_room.outcome}.
 func setOutcome(r *http.Request, o proxy.Outcome) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
@@ -189,6 +323,11 @@ func setOutcome(r *http.Request, o proxy.Outcome) {
 //	GET  /waiting_room/rooms          every room's live figures
 //	GET  /waiting_room/rooms/{room}   one room's
 //	POST /waiting_room/rooms/{room}   change state, reason, sale_start, rate, burst, difficulty
+//
+// A change of state is emitted as the event `waiting_room_state_changed`
+// (room, from, to, reason, by), as is one a reloaded config makes; each
+// admission as `waiting_room_admitted` (room, waited_seconds). Subscribe
+// with Caddy's `events` global option.
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -199,12 +338,40 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// adminRegistry is the metrics registry of Caddy's current admin endpoint.
+var adminRegistry atomic.Pointer[prometheus.Registry]
+
+// Provision reports every live room's metrics in the registry of the admin
+// endpoint being set up. Caddy replaces the admin endpoint, and the
+// registry its /metrics serves, before it provisions the apps of a new
+// config, and keeps it when it rejects that config; so the rooms' metrics
+// are registered here, from the live rooms, not by the config's handlers.
+func (AdminAPI) Provision(ctx caddy.Context) error {
+	reg := ctx.GetMetricsRegistry()
+	if reg == nil {
+		return nil
+	}
+	if err := reg.Register(rooms.Collector(time.Now)); err != nil {
+		return fmt.Errorf("waiting room metrics: %w", err)
+	}
+	adminRegistry.Store(reg)
+	return nil
+}
+
 // Routes implements caddy.AdminRouter.
 func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{
 		Pattern: "/waiting_room/",
 		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			_, name, _ := strings.Cut(r.URL.Path, "/rooms/")
+			sh, ok := rooms.Get(strings.Trim(name, "/"))
+			if !ok || r.Method == http.MethodGet {
+				proxy.ServeAdmin(w, r, rooms, time.Now())
+				return nil
+			}
+			before := sh.Status(time.Now())
 			proxy.ServeAdmin(w, r, rooms, time.Now())
+			emitStateChange(liveApp.Load(), before, sh.Status(time.Now()), "admin_api")
 			return nil
 		}),
 	}}
@@ -217,5 +384,6 @@ var (
 	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 	_ caddy.AdminRouter           = (*AdminAPI)(nil)
+	_ caddy.Provisioner           = (*AdminAPI)(nil)
 	_ caddy.Destructor            = (*pooledRoom)(nil)
 )

@@ -8,7 +8,9 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,8 +53,11 @@ type Options struct {
 	Tau  time.Duration
 	// Difficulty is the proof of work in bits.
 	Difficulty int
-	Out        io.Writer
-	Logger     *zap.Logger
+	// OperatorToken guards the operator page; empty means a random one.
+	// Either way it is printed at start, in the operator page's URL.
+	OperatorToken string
+	Out           io.Writer
+	Logger        *zap.Logger
 }
 
 const (
@@ -68,6 +73,22 @@ func Run(ctx context.Context, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
+	}
+	// Taken addresses fail here, clearly: Caddy shares listeners between
+	// its own configs and would not say so.
+	for _, addr := range []struct{ flag, addr string }{{"--listen", opts.Listen}, {"--admin", opts.Admin}} {
+		ln, err := net.Listen("tcp", addr.addr)
+		if err != nil {
+			return fmt.Errorf("%s %s is not free (another fairgate demo?): %w", addr.flag, addr.addr, err)
+		}
+		ln.Close()
+	}
+	if opts.OperatorToken == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		opts.OperatorToken = hex.EncodeToString(b)
 	}
 	keys, err := admission.GenerateKeys("demo")
 	if err != nil {
@@ -109,7 +130,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	go serve(ctx, shopLn, newShop(codec, room, eventID, adminURL))
+	go serve(ctx, shopLn, newShop(codec, room, eventID, adminURL, opts.OperatorToken))
 
 	raw, err := json.Marshal(keys)
 	if err != nil {
@@ -131,7 +152,7 @@ func Run(ctx context.Context, opts Options) error {
 	site := "http://" + opts.Listen
 	fmt.Fprintf(opts.Out, "\nfairgate demo: the waiting room in front of a ticket shop (20,000 seats)\n\n")
 	fmt.Fprintf(opts.Out, "  open   %s/\n", site)
-	fmt.Fprintf(opts.Out, "  operator page  %s/operator\n", site)
+	fmt.Fprintf(opts.Out, "  operator page  %s/operator?token=%s   (this machine only)\n", site, opts.OperatorToken)
 	if opts.SaleIn > 0 {
 		fmt.Fprintf(opts.Out, "  the sale starts in %v: until then everyone joins a pre-queue, shuffled by lottery at the start\n", opts.SaleIn)
 	}
@@ -155,6 +176,16 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler) {
 	_ = srv.Serve(ln)
 }
 
+// bindHost is the host of a listen address, for Caddy's bind: the site
+// listens where --listen says, not on every interface.
+func bindHost(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return "0.0.0.0"
+	}
+	return host
+}
+
 // caddyConfig renders the demo Caddyfile and adapts it to Caddy's JSON.
 func caddyConfig(opts Options, seatsAddr, shopAddr string) ([]byte, error) {
 	tmpl, err := template.New("Caddyfile").Parse(caddyfileTemplate)
@@ -162,7 +193,7 @@ func caddyConfig(opts Options, seatsAddr, shopAddr string) ([]byte, error) {
 		return nil, err
 	}
 	data := map[string]any{
-		"Admin": opts.Admin, "Site": opts.Listen, "Seats": seatsAddr, "Shop": shopAddr, "Event": eventID,
+		"Admin": opts.Admin, "Site": opts.Listen, "Bind": bindHost(opts.Listen), "Seats": seatsAddr, "Shop": shopAddr, "Event": eventID,
 		"Rate": opts.Rate, "Tau": opts.Tau.String(), "Difficulty": opts.Difficulty, "SaleStart": "",
 	}
 	if opts.SaleIn > 0 {

@@ -2,11 +2,14 @@ package demo
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"embed"
 	"html/template"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -28,18 +31,20 @@ type shop struct {
 	room  string
 	event string
 	admin *url.URL
-	mux   *http.ServeMux
+	// operatorToken guards the operator page and API, with a loopback check.
+	operatorToken string
+	mux           *http.ServeMux
 }
 
-func newShop(codec *admission.Codec, room, event string, admin *url.URL) *shop {
-	s := &shop{codec: codec, room: room, event: event, admin: admin, mux: http.NewServeMux()}
+func newShop(codec *admission.Codec, room, event string, admin *url.URL, operatorToken string) *shop {
+	s := &shop{codec: codec, room: room, event: event, admin: admin, operatorToken: operatorToken, mux: http.NewServeMux()}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	s.mux.HandleFunc("GET /operator", s.serveStatic("operator.html"))
-	s.mux.HandleFunc("GET /operator/api/rooms", s.adminProxy("/waiting_room/rooms"))
-	s.mux.HandleFunc("/operator/api/rooms/{room}", s.adminProxy(""))
-	s.mux.HandleFunc("GET /operator/api/metrics", s.metrics)
+	s.mux.HandleFunc("GET /operator", s.operator(s.serveStatic("operator.html")))
+	s.mux.HandleFunc("GET /operator/api/rooms", s.operator(s.adminProxy("/waiting_room/rooms")))
+	s.mux.HandleFunc("/operator/api/rooms/{room}", s.operator(s.adminProxy("")))
+	s.mux.HandleFunc("GET /operator/api/metrics", s.operator(s.metrics))
 	s.mux.HandleFunc("GET /{$}", s.page)
 	s.mux.HandleFunc("GET /shop", s.page)
 	return s
@@ -76,6 +81,54 @@ func (s *shop) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// operatorCookie holds the operator token once the printed URL was opened.
+const operatorCookie = "fairgate_operator"
+
+// operator lets only a loopback client with the operator token through.
+// The token comes from the URL printed at start (`/operator?token=…`,
+// which sets a cookie and redirects), the cookie, or a bearer header.
+func (s *shop) operator(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !fromLoopback(r) {
+			http.Error(w, "the operator page answers only on loopback", http.StatusForbidden)
+			return
+		}
+		if t := r.URL.Query().Get("token"); t != "" && r.URL.Path == "/operator" && s.tokenOK(t) {
+			http.SetCookie(w, &http.Cookie{Name: operatorCookie, Value: t, Path: "/operator", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.Redirect(w, r, "/operator", http.StatusSeeOther)
+			return
+		}
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if c, err := r.Cookie(operatorCookie); err == nil && token == "" {
+			token = c.Value
+		}
+		if !s.tokenOK(token) {
+			http.Error(w, "open the operator URL `fairgate demo` printed at start", http.StatusUnauthorized)
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (s *shop) tokenOK(t string) bool {
+	return s.operatorToken != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.operatorToken)) == 1
+}
+
+// fromLoopback reports whether the client is on this machine: Caddy, in
+// front, puts the client's address last in X-Forwarded-For.
+func fromLoopback(r *http.Request) bool {
+	addr := r.RemoteAddr
+	if hops := r.Header.Values("X-Forwarded-For"); len(hops) > 0 {
+		list := strings.Split(hops[len(hops)-1], ",")
+		addr = strings.TrimSpace(list[len(list)-1])
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	ip, err := netip.ParseAddr(addr)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 var adminClient = &http.Client{Timeout: 5 * time.Second}

@@ -14,6 +14,7 @@ echo "building Caddy from xcaddy.json…"
 go run ./e2e/build xcaddy.json "$W/caddy"
 go build -o "$W/fairgate" ./cmd/fairgate
 go build -o "$W/targets" ./bench/targets
+go build -o "$W/load" ./e2e/load
 "$W/caddy" list-modules | grep -q '^http.handlers.waiting_room$'
 
 "$W/fairgate" keygen --kid e2e > "$W/keys.json"
@@ -41,9 +42,10 @@ wait_for "http://127.0.0.1:$admin/config/"
 wait_for "http://127.0.0.1:$site/healthz"
 
 export SITE="http://127.0.0.1:$site" ADMIN="http://127.0.0.1:$admin" FAIRGATE="$W/fairgate"
+export CADDY="$W/caddy" TARGETS="$W/targets" LOAD="$W/load"
 export RELOAD="$W/caddy reload --config Caddyfile.example --adapter caddyfile --address 127.0.0.1:$admin --force"
 status=0
-for scenario in e2e/waiting_room.sh; do
+for scenario in e2e/waiting_room.sh e2e/faults.sh; do
   echo "== $scenario"
   bash "$scenario" || status=1
 done

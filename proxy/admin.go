@@ -63,6 +63,7 @@ type RoomStatus struct {
 	Reason     string  `json:"reason,omitempty"`
 	SaleStart  string  `json:"sale_start,omitempty"`
 	Rate       float64 `json:"rate"`
+	Burst      float64 `json:"burst"`
 	Difficulty int     `json:"difficulty"`
 	// ClockSpeed is 1/tau now; Clock is S(now).
 	ClockSpeed float64 `json:"clock_speed"`
@@ -80,7 +81,7 @@ type RoomStatus struct {
 func (sh *Shared) Status(now time.Time) RoomStatus {
 	v := sh.Room.View(now)
 	st := RoomStatus{
-		Room: v.Name, State: string(v.State), Rate: v.Rate, Difficulty: v.Difficulty,
+		Room: v.Name, State: string(v.State), Rate: v.Rate, Burst: sh.Room.Burst(), Difficulty: v.Difficulty,
 		ClockSpeed: v.Clock.SpeedAt(now), Clock: v.Clock.At(now),
 		Waiting: sh.Room.Population(now), Eligible: sh.Room.EligibleRate(now),
 		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.Ledger.Len(),
@@ -131,11 +132,15 @@ func (sh *Shared) Apply(c RoomChange, now time.Time) error {
 	if c.Reason != nil && *c.Reason != "" && *c.Reason != "sold_out" {
 		return errBadReason
 	}
-	if c.Difficulty != nil && (*c.Difficulty < 0 || *c.Difficulty > admission.MaxDifficulty) {
-		return errBadDifficulty
+	if c.Difficulty != nil {
+		if err := checkDifficulty(*c.Difficulty); err != nil {
+			return err
+		}
 	}
-	if c.Rate != nil && (*c.Rate <= 0 || math.IsNaN(*c.Rate) || math.IsInf(*c.Rate, 0)) {
-		return errBadRate
+	if c.Rate != nil {
+		if err := checkRate(*c.Rate); err != nil {
+			return err
+		}
 	}
 	if c.State != nil || c.SaleStart != nil {
 		if err := sh.Room.SetState(state, saleStart, now); err != nil {
@@ -172,9 +177,7 @@ type adminError string
 func (e adminError) Error() string { return string(e) }
 
 const (
-	errBadReason     adminError = `reason must be "sold_out" or empty`
-	errBadDifficulty adminError = "difficulty must be 0 to 32 bits"
-	errBadRate       adminError = "rate must be a positive number of admissions per second"
+	errBadReason adminError = `reason must be "sold_out" or empty`
 )
 
 // AdminHandler serves the admin API under any prefix it is mounted at:

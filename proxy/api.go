@@ -176,7 +176,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
 	if g.hook != nil {
-		res := g.hook.call(r.Context(), g.cfg.Room, d.Pass, d.PassClaims)
+		res := g.hook.call(r.Context(), g.hookURL(r), g.cfg.Room, d.Pass, d.PassClaims)
 		switch {
 		case res.err == nil && res.admit:
 			session = res.session
@@ -210,6 +210,13 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d admission.Deci
 		pass = signed
 	}
 	g.metrics.admissions.Inc()
+	if d.Claims != nil {
+		waited := max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)))
+		g.metrics.waited.Observe(waited.Seconds())
+		if g.opts.OnAdmit != nil {
+			g.opts.OnAdmit(r, waited)
+		}
+	}
 	expires := d.PassClaims.Expiry()
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -19,7 +20,8 @@ import (
 type Config struct {
 	// Room names the waiting room: the audience of its tokens, the suffix
 	// of its cookies (`fairgate_wait_<room>`, `fairgate_pass_<room>`) and its
-	// name in the admin API. Letters, digits, `-` and `_`. Default: `main`.
+	// name in the admin API. Letters, digits, `-` and `_`. Default: `main`
+	// (DefaultRoom).
 	Room string `json:"room,omitempty"`
 	// State the room starts in: `open`, `queue`, `scheduled`, `paused` or
 	// `closed`. Default: `queue`. Changed live through the admin API.
@@ -27,28 +29,31 @@ type Config struct {
 	// SaleStart is when a `scheduled` room starts admitting, RFC 3339.
 	SaleStart string `json:"sale_start,omitempty"`
 	// Rate is the target number of admissions per second. Default:
-	// Sessions / SessionLength when Sessions is set (Little's law), else 10.
+	// Sessions / SessionLength when Sessions is set (Little's law), else
+	// 10 (DefaultRate).
 	Rate float64 `json:"rate,omitempty"`
 	// Sessions is the target number of concurrent sessions on the site.
 	Sessions int `json:"sessions,omitempty"`
-	// SessionLength is how long a pass lasts. Default: 15m.
+	// SessionLength is how long a pass lasts. Default: 15m
+	// (admission.DefaultPolicy).
 	SessionLength Duration `json:"session_length,omitempty"`
 	// Burst is the most admissions allowed at once. Default: one second's Rate.
 	Burst float64 `json:"burst,omitempty"`
 	// Tau is the mean wait the serving clock starts with, before the
-	// controller has measured the queue. Default: 2m.
+	// controller has measured the queue. Default: 2m (DefaultTau).
 	Tau Duration `json:"tau,omitempty"`
 	// FixedSpeed keeps the clock at 1/Tau instead of letting the controller
 	// match the eligible rate to Rate.
 	FixedSpeed bool `json:"fixed_speed,omitempty"`
 	// Difficulty is the proof-of-work difficulty in leading zero bits.
-	// Default: 16 (about 65,000 hashes, well under a second in a browser).
+	// Default: 16 (DefaultDifficulty).
 	Difficulty *int `json:"difficulty,omitempty"`
 	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
 	// and warns: a restart then invalidates every token.
 	Keys admission.KeysConfig `json:"keys,omitzero"`
-	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`.
+	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`
+	// (DefaultPrefix).
 	Prefix string `json:"prefix,omitempty"`
 	// Bypass lets requests through without a pass.
 	Bypass Bypass `json:"bypass,omitzero"`
@@ -65,7 +70,8 @@ type Config struct {
 	// subject, which survives address changes.
 	BindPass bool `json:"bind_pass,omitempty"`
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
-	// finding the client's address.
+	// finding the client's address (`fairgate proxy` only: in Caddy the
+	// client address is Caddy's, by its own trusted_proxies). Default: none.
 	TrustedProxies []string `json:"trusted_proxies,omitempty"`
 	// Hook is called when a visitor is admitted.
 	Hook *Hook `json:"admission_hook,omitempty"`
@@ -83,16 +89,20 @@ type Config struct {
 	// `es`, `it`, `pt`, `nl`, `ja`, `ar`). Default: each visitor's
 	// Accept-Language, English when none of these matches.
 	Language string `json:"language,omitempty"`
-	// ClosedPage and SoldOutPage are HTML files shown while the room is
-	// closed (SoldOutPage when it was closed as sold out). Default: built in.
-	ClosedPage  string `json:"closed_page,omitempty"`
+	// ClosedPage is an HTML file shown while the room is closed. Default:
+	// built in.
+	ClosedPage string `json:"closed_page,omitempty"`
+	// SoldOutPage is an HTML file shown while the room is closed with
+	// reason `sold_out` (admin API). Default: built in.
 	SoldOutPage string `json:"sold_out_page,omitempty"`
 	// TokenTTL is how long a waiting token lives past its next attempt.
-	// Default: 10m.
+	// Default: 10m (admission.DefaultPolicy).
 	TokenTTL Duration `json:"token_ttl,omitempty"`
-	// MinBackoff and MaxBackoff bound the time between admission
-	// attempts. Defaults: 2s and 30s.
+	// MinBackoff is the shortest time between admission attempts.
+	// Default: 2s (admission.DefaultPolicy).
 	MinBackoff Duration `json:"min_backoff,omitempty"`
+	// MaxBackoff is the longest time between admission attempts; at least
+	// MinBackoff. Default: 30s (admission.DefaultPolicy).
 	MaxBackoff Duration `json:"max_backoff,omitempty"`
 	// LedgerSize bounds how many admitted places this node remembers (each
 	// for about token_ttl + max_backoff + min_backoff after its admission).
@@ -133,8 +143,9 @@ type Identity struct {
 	// Key is the HMAC secret (base64) or the PEM public key; `env:` and
 	// `file:` work as for Keys.
 	Key string `json:"key"`
-	// Issuer and Audience, when set, must match.
-	Issuer   string `json:"issuer,omitempty"`
+	// Issuer, when set, must equal the JWT's `iss`. Default: not checked.
+	Issuer string `json:"issuer,omitempty"`
+	// Audience, when set, must be in the JWT's `aud`. Default: not checked.
 	Audience string `json:"audience,omitempty"`
 	// Required refuses visitors without a valid login (401) instead of
 	// letting them wait anonymously.
@@ -146,6 +157,9 @@ type Identity struct {
 // `ses`; 409 or 429 keeps the visitor waiting without penalty; anything
 // else, or no answer within Timeout, follows OnFailure.
 type Hook struct {
+	// URL receives a POST per admission: an absolute http or https URL.
+	// In Caddy it may hold request placeholders ({http.request.host}).
+	// Required.
 	URL string `json:"url"`
 	// Timeout of one call. Default: 3s.
 	Timeout Duration `json:"timeout,omitempty"`
@@ -181,7 +195,82 @@ type Cache struct {
 // "1m30s" or a number of nanoseconds, as Caddy's durations do.
 type Duration = duration.Duration
 
+// DefaultRoom is the room of a config that names none.
+const DefaultRoom = "main"
+
+// RoomName is the room the config is for, DefaultRoom when it names none.
+func (c Config) RoomName() string {
+	if c.Room == "" {
+		return DefaultRoom
+	}
+	return c.Room
+}
+
+// Defaults of the room settings that are the gateway's own (the token,
+// pass and backoff defaults are admission.DefaultPolicy's).
+const (
+	// DefaultRate is the target admissions per second without Rate or Sessions.
+	DefaultRate = 10
+	// DefaultTau is the mean wait the serving clock starts with.
+	DefaultTau = 2 * time.Minute
+	// DefaultDifficulty is about 65,000 hashes: well under a second in a browser.
+	DefaultDifficulty = 16
+)
+
+// checkRate is the one rule for a target rate, in the config and the admin API.
+func checkRate(rate float64) error {
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("rate %v: must be a positive number of admissions per second", rate)
+	}
+	return nil
+}
+
+// checkDifficulty is the one rule for a difficulty, in the config and the admin API.
+func checkDifficulty(bits int) error {
+	if bits < 0 || bits > admission.MaxDifficulty {
+		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, admission.MaxDifficulty)
+	}
+	return nil
+}
+
+// DefaultPrefix is where the gateway's endpoints live unless Prefix says.
+const DefaultPrefix = "/_fairgate"
+
+// EndpointPrefix is the path the gateway's own endpoints live under.
+func (c Config) EndpointPrefix() string {
+	if c.Prefix == "" {
+		return DefaultPrefix
+	}
+	return c.Prefix
+}
+
 var roomName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// OptionError is a config value that is wrong on its own, named by its
+// option, so the Caddyfile adapter can point at the line that set it.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string {
+	if msg := e.Err.Error(); strings.HasPrefix(msg, e.Option+" ") {
+		return msg
+	}
+	return e.Option + ": " + e.Err.Error()
+}
+func (e *OptionError) Unwrap() error { return e.Err }
+
+func optionErr(option string, format string, args ...any) error {
+	return &OptionError{Option: option, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks the config as the gateway will read it, without loading
+// keys or files.
+func (c Config) Validate() error {
+	_, err := c.settle()
+	return err
+}
 
 // settings is a Config with defaults applied and values parsed.
 type settings struct {
@@ -196,57 +285,64 @@ type settings struct {
 // defaults fills in defaults and checks the config.
 func (c Config) settle() (settings, error) {
 	s := settings{Config: c}
-	if s.Room == "" {
-		s.Room = "main"
-	}
+	s.Room = c.RoomName()
 	if !roomName.MatchString(s.Room) {
-		return s, fmt.Errorf("room %q: use 1 to 64 letters, digits, '-' or '_'", s.Room)
+		return s, optionErr("room", "%q: use 1 to 64 letters, digits, '-' or '_'", s.Room)
 	}
 	if s.State == "" {
 		s.State = string(admission.StateQueue)
 	}
 	st, err := admission.ParseState(s.State)
 	if err != nil {
-		return s, err
+		return s, &OptionError{Option: "state", Err: err}
 	}
 	s.state = st
 	if s.SaleStart != "" {
 		if s.saleStart, err = time.Parse(time.RFC3339, s.SaleStart); err != nil {
-			return s, fmt.Errorf("sale_start: %w", err)
+			return s, &OptionError{Option: "sale_start", Err: err}
 		}
 	}
 	if st == admission.StateScheduled && s.saleStart.IsZero() {
 		return s, errors.New("a scheduled room needs sale_start")
 	}
-	setDur(&s.SessionLength, 15*time.Minute)
-	setDur(&s.Tau, 2*time.Minute)
-	setDur(&s.TokenTTL, 10*time.Minute)
-	setDur(&s.MinBackoff, 2*time.Second)
-	setDur(&s.MaxBackoff, 30*time.Second)
+	// The gate's defaults, applied here so the room and the admin API see
+	// the values the gate uses.
+	setDur(&s.SessionLength, admission.DefaultPolicy.PassTTL)
+	setDur(&s.Tau, DefaultTau)
+	setDur(&s.TokenTTL, admission.DefaultPolicy.TokenTTL)
+	setDur(&s.MinBackoff, admission.DefaultPolicy.MinBackoff)
+	setDur(&s.MaxBackoff, admission.DefaultPolicy.MaxBackoff)
+	if s.MinBackoff > s.MaxBackoff {
+		return s, optionErr("backoff", "min_backoff %v is longer than max_backoff %v", time.Duration(s.MinBackoff), time.Duration(s.MaxBackoff))
+	}
+	if s.Burst < 0 || math.IsNaN(s.Burst) || math.IsInf(s.Burst, 0) {
+		return s, optionErr("burst", "%v: must be a positive number of admissions", s.Burst)
+	}
+	if s.LedgerSize < 0 {
+		return s, optionErr("ledger_size", "%d: must be positive", s.LedgerSize)
+	}
 	if s.Rate == 0 && s.Sessions > 0 {
 		s.Rate = float64(s.Sessions) / time.Duration(s.SessionLength).Seconds()
 	}
 	if s.Rate == 0 {
-		s.Rate = 10
+		s.Rate = DefaultRate
 	}
-	if s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
-		return s, fmt.Errorf("rate %v: must be a positive number of admissions per second", s.Rate)
+	if err := checkRate(s.Rate); err != nil {
+		return s, &OptionError{Option: "rate", Err: err}
 	}
 	if s.Burst == 0 {
 		s.Burst = math.Max(1, s.Rate)
 	}
-	s.difficulty = 16
+	s.difficulty = DefaultDifficulty
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
-	if s.difficulty < 0 || s.difficulty > admission.MaxDifficulty {
-		return s, fmt.Errorf("difficulty %d: must be 0 to %d bits", s.difficulty, admission.MaxDifficulty)
+	if err := checkDifficulty(s.difficulty); err != nil {
+		return s, &OptionError{Option: "difficulty", Err: err}
 	}
-	if s.Prefix == "" {
-		s.Prefix = "/_fairgate"
-	}
+	s.Prefix = c.EndpointPrefix()
 	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {
-		return s, fmt.Errorf("prefix %q: must start with / and not end with one", s.Prefix)
+		return s, optionErr("prefix", "%q: must start with / and not end with one", s.Prefix)
 	}
 	if s.BindPass && !s.BindIP {
 		return s, errors.New("bind_pass needs bind_ip: a pass carries its waiting token's address binding")
@@ -255,12 +351,12 @@ func (c Config) settle() (settings, error) {
 		s.WaitingStatus = 200
 	}
 	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
-		return s, fmt.Errorf("waiting_status %d is not an HTTP status", s.WaitingStatus)
+		return s, optionErr("waiting_status", "%d is not an HTTP status", s.WaitingStatus)
 	}
 	s.language = -1
 	if s.Language != "" {
 		if s.language, err = pageLanguages.byName(s.Language); err != nil {
-			return s, err
+			return s, &OptionError{Option: "language", Err: err}
 		}
 	}
 	if s.LedgerSize == 0 {
@@ -272,13 +368,13 @@ func (c Config) settle() (settings, error) {
 	for _, cidr := range s.TrustedProxies {
 		p, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return s, fmt.Errorf("trusted_proxies: %w", err)
+			return s, &OptionError{Option: "trusted_proxies", Err: err}
 		}
 		s.trusted = append(s.trusted, p)
 	}
 	if s.Hook != nil {
-		if s.Hook.URL == "" {
-			return s, errors.New("admission_hook needs a url")
+		if err := checkHookURL(s.Hook.URL); err != nil {
+			return s, &OptionError{Option: "admission_hook", Err: err}
 		}
 		setDur(&s.Hook.Timeout, 3*time.Second)
 		switch s.Hook.OnFailure {
@@ -286,7 +382,7 @@ func (c Config) settle() (settings, error) {
 			s.Hook.OnFailure = "closed"
 		case "open", "closed":
 		default:
-			return s, fmt.Errorf("admission_hook on_failure %q: want open or closed", s.Hook.OnFailure)
+			return s, optionErr("on_failure", "%q: want open or closed", s.Hook.OnFailure)
 		}
 	}
 	if s.Cache != nil {
@@ -301,6 +397,22 @@ func (c Config) settle() (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// placeholder is a Caddy placeholder such as {http.request.host}.
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+// checkHookURL accepts an absolute http or https URL; placeholders (which
+// the Caddy module fills per request) stand in for any text.
+func checkHookURL(raw string) error {
+	u, err := url.Parse(placeholder.ReplaceAllString(raw, "placeholder"))
+	if err != nil {
+		return fmt.Errorf("url %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url %q: want an absolute http:// or https:// URL", raw)
+	}
+	return nil
 }
 
 func setDur(d *Duration, def time.Duration) {

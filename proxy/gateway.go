@@ -40,6 +40,19 @@ type Options struct {
 	// OnOutcome, if set, learns what the gateway does with a request before
 	// it does it (the Caddy module sets a placeholder from it).
 	OnOutcome func(*http.Request, Outcome)
+	// ClientIP, if set, is the client's address as the server in front
+	// determined it (Caddy's, by its trusted_proxies); nil means the peer
+	// address, or X-Forwarded-For from Config.TrustedProxies.
+	ClientIP func(*http.Request) (netip.Addr, bool)
+	// ReturnURI, if set, is where an admitted visitor goes back to (Caddy:
+	// the request as it arrived, before any rewrite); nil means r's URI.
+	ReturnURI func(*http.Request) string
+	// HookURL, if set, expands the admission hook URL for a request (Caddy:
+	// its placeholders); nil means the URL as configured.
+	HookURL func(r *http.Request, url string) string
+	// OnAdmit, if set, learns of each admission and how long the visitor
+	// waited since entering (the waiting token's iat).
+	OnAdmit func(r *http.Request, waited time.Duration)
 	// Random replaces crypto/rand for token ids, tickets and challenges.
 	// Only for simulations: predictable tickets are a broken queue.
 	Random io.Reader
@@ -63,6 +76,7 @@ type Gateway struct {
 	pages    *pages
 	cookies  cookieNames
 	notify   func(*http.Request, Outcome)
+	opts     Options
 }
 
 // Outcome is what the gateway did with a request, for logs and placeholders.
@@ -79,7 +93,9 @@ const (
 	OutcomeRefused  Outcome = "refused"  // an ambiguous path, answered 400
 )
 
-// New builds a gateway over shared state (see NewShared).
+// New builds a gateway over shared state (see NewShared). It changes
+// nothing in the shared state: ApplyConfig does, once the caller knows the
+// gateway will serve.
 func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	s, err := cfg.settle()
 	if err != nil {
@@ -88,7 +104,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if shared.Room.Name() != s.Room {
 		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
 	}
-	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome}
+	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome, opts: opts}
 	if g.notify == nil {
 		g.notify = func(*http.Request, Outcome) {}
 	}
@@ -97,9 +113,6 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	}
 	if g.now == nil {
 		g.now = time.Now
-	}
-	if err := shared.reconfigure(s, g.now()); err != nil {
-		return nil, err
 	}
 	ring, generated, err := shared.keys(s.Keys)
 	if err != nil {
@@ -160,6 +173,14 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	return g, nil
 }
 
+// ApplyConfig makes the config's room settings (state, sale_start, rate,
+// burst, difficulty, tau, fixed_speed, ledger_size) live in the shared room,
+// changing only what differs from the config applied before, so a live change
+// made through the admin API stays unless the config changes that setting.
+// Call it once the gateway is certain to serve: a config that is rejected
+// must leave the room as it was.
+func (g *Gateway) ApplyConfig() error { return g.shared.reconfigure(g.cfg, g.now()) }
+
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {
 	g.passes.Close()
@@ -208,10 +229,16 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		return OutcomeOpen
 	case admission.StateClosed:
 		g.notify(r, OutcomeClosed)
+		g.metrics.held.WithLabelValues("closed").Inc()
 		g.serveClosed(w, r)
 		return OutcomeClosed
 	default:
 		g.notify(r, OutcomeWaiting)
+		if wantsJSON(r) {
+			g.metrics.held.WithLabelValues("waiting_json").Inc()
+		} else {
+			g.metrics.held.WithLabelValues("waiting_page").Inc()
+		}
 		g.serveWaiting(w, r, now)
 		return OutcomeWaiting
 	}
@@ -250,7 +277,7 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 		}
 	}
 	if len(g.cidrs) > 0 {
-		if ip, ok := clientIP(r, g.cfg.trusted); ok {
+		if ip, ok := g.clientIP(r); ok {
 			for _, p := range g.cidrs {
 				if p.Contains(ip) {
 					return true
@@ -352,11 +379,35 @@ func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, er
 		}
 	}
 	if g.cfg.BindIP {
-		ip, ok := clientIP(r, g.cfg.trusted)
+		ip, ok := g.clientIP(r)
 		if !ok {
 			return v, errors.New("client address unknown")
 		}
 		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
 	}
 	return v, nil
+}
+
+// clientIP is the visitor's address (see Options.ClientIP).
+func (g *Gateway) clientIP(r *http.Request) (netip.Addr, bool) {
+	if g.opts.ClientIP != nil {
+		return g.opts.ClientIP(r)
+	}
+	return clientIP(r, g.cfg.trusted)
+}
+
+// returnURI is where the visitor returns once admitted (see Options.ReturnURI).
+func (g *Gateway) returnURI(r *http.Request) string {
+	if g.opts.ReturnURI != nil {
+		return g.opts.ReturnURI(r)
+	}
+	return r.URL.RequestURI()
+}
+
+// hookURL is the admission hook's URL for r (see Options.HookURL).
+func (g *Gateway) hookURL(r *http.Request) string {
+	if g.opts.HookURL != nil {
+		return g.opts.HookURL(r, g.cfg.Hook.URL)
+	}
+	return g.cfg.Hook.URL
 }

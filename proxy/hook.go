@@ -14,7 +14,6 @@ import (
 
 // hookClient calls the admission hook.
 type hookClient struct {
-	url       string
 	timeout   time.Duration
 	onFailure string
 	client    *http.Client
@@ -24,7 +23,7 @@ func newHookClient(cfg Hook, client *http.Client) *hookClient {
 	if client == nil {
 		client = &http.Client{Transport: newTransport()}
 	}
-	return &hookClient{url: cfg.URL, timeout: time.Duration(cfg.Timeout), onFailure: cfg.OnFailure, client: client}
+	return &hookClient{timeout: time.Duration(cfg.Timeout), onFailure: cfg.OnFailure, client: client}
 }
 
 type hookResult struct {
@@ -41,11 +40,11 @@ type hookRequest struct {
 	Wid     string `json:"wid"`
 }
 
-func (h *hookClient) call(ctx context.Context, room, pass string, claims *admission.PassClaims) hookResult {
+func (h *hookClient) call(ctx context.Context, url, room, pass string, claims *admission.PassClaims) hookResult {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	body, _ := json.Marshal(hookRequest{Room: room, Subject: claims.Subject, Wid: claims.Wid})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return hookResult{err: fmt.Errorf("admission hook: %w", err)}
 	}

@@ -62,6 +62,10 @@ func writeBodyError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large")
 		return
 	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		writeError(w, http.StatusBadRequest, "malformed", "unknown field "+field)
+		return
+	}
 	writeError(w, http.StatusBadRequest, "malformed", "request body is not valid JSON")
 }
 

@@ -25,7 +25,13 @@ type metrics struct {
 	passCached     prometheus.Counter
 	cacheRequests  *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
-	room           *roomCollector
+	// held counts requests answered without reaching the site because the
+	// visitor had no pass: the waiting page, the JSON 429, the closed page.
+	held *prometheus.CounterVec
+	// waited is the time from a place's entry (its waiting token's iat,
+	// which never moves) to admission.
+	waited prometheus.Histogram
+	room   *roomCollector
 }
 
 // newRoomMetrics builds a room's collectors, once per room.
@@ -45,7 +51,11 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		passChecks:     vec("pass_checks_total", "Protected requests with a pass, by result.", "result"),
 		cacheRequests:  vec("cache_requests_total", "Cacheable requests by cache status.", "status"),
 		upstreamErrors: vec("upstream_errors_total", "Failed calls to the upstream or the admission hook.", "kind"),
-		room:           newRoomCollector(shared, now),
+		held:           vec("held_requests_total", "Requests without a pass answered by the room instead of the site, by answer.", "answer"),
+		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "fairgate", Name: "wait_seconds",
+			Help:    "Time from entering the queue (the waiting token's iat) to admission.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}, ConstLabels: room}),
+		room: newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
 	return m
@@ -60,8 +70,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 	if reg == nil {
 		return &m, nil
 	}
-	for _, c := range []prometheus.Collector{m.issued, m.attempts, m.admissions, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, m.room} {
+	for _, c := range m.collectors() {
 		err := reg.Register(c)
 		var already prometheus.AlreadyRegisteredError
 		switch {
@@ -73,6 +82,37 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 		}
 	}
 	return &m, nil
+}
+
+// collectors are the room's metrics.
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.issued, m.attempts, m.admissions, m.powFailures,
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.room}
+}
+
+// Collector reports the metrics of every room in rs at scrape time, for a
+// registry that outlives the gateways: the Caddy module registers it with
+// the registry of Caddy's admin endpoint, which Caddy replaces at the start
+// of every load, even one it then rejects.
+func (rs *Rooms) Collector(now func() time.Time) prometheus.Collector {
+	return roomsCollector{rooms: rs, now: now}
+}
+
+type roomsCollector struct {
+	rooms *Rooms
+	now   func() time.Time
+}
+
+// Describe describes nothing: the rooms come and go, so the collector is
+// unchecked.
+func (roomsCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c roomsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, sh := range c.rooms.all() {
+		for _, col := range sh.metrics(c.now).collectors() {
+			col.Collect(ch)
+		}
+	}
 }
 
 // unregister removes what this gateway registered.

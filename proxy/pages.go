@@ -290,7 +290,7 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	ret := template.HTMLEscapeString(r.URL.RequestURI())
+	ret := template.HTMLEscapeString(g.returnURI(r))
 	size := len(ret) * (len(page.parts) - 1)
 	for _, part := range page.parts {
 		size += len(part)

@@ -55,8 +55,8 @@ type ServerConfig struct {
 
 // NewServer builds the proxy.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "" {
-		return nil, errors.New("upstream must be an absolute URL such as http://127.0.0.1:8080")
+	if cfg.Upstream == nil || (cfg.Upstream.Scheme != "http" && cfg.Upstream.Scheme != "https") || cfg.Upstream.Host == "" {
+		return nil, errors.New("upstream must be an absolute http:// or https:// URL such as http://127.0.0.1:8080")
 	}
 	if cfg.AdminToken == "" {
 		return nil, errors.New("an admin token is required")
@@ -73,6 +73,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := New(cfg.Gateway, shared, Options{Logger: log, Registerer: reg})
 	if err != nil {
+		return nil, err
+	}
+	if err := gw.ApplyConfig(); err != nil {
 		return nil, err
 	}
 	transport := cfg.Transport

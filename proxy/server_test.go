@@ -151,4 +151,11 @@ func TestServerConfigErrors(t *testing.T) {
 	if _, err := NewServer(ServerConfig{Upstream: &url.URL{Path: "x"}, AdminToken: "t"}); err == nil {
 		t.Error("relative upstream accepted")
 	}
+	// Issue 14, finding 9: `proxy --upstream ftp://x` must not start.
+	if _, err := NewServer(ServerConfig{Upstream: &url.URL{Scheme: "ftp", Host: "x"}, AdminToken: "t"}); err == nil || !strings.Contains(err.Error(), "http:// or https://") {
+		t.Errorf("ftp upstream: %v", err)
+	}
+	if _, err := NewServer(ServerConfig{Upstream: u, AdminToken: "t", Gateway: Config{Hook: &Hook{URL: "ftp//nope"}}}); err == nil || !strings.Contains(err.Error(), "admission_hook") {
+		t.Errorf("hook without scheme: %v", err)
+	}
 }

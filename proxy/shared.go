@@ -44,6 +44,9 @@ type applied struct {
 	rate       float64
 	burst      float64
 	difficulty int
+	tau        time.Duration
+	adaptive   bool
+	ledgerSize int
 }
 
 // NewShared creates a room's shared state from its config; clock is the
@@ -66,10 +69,12 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 }
 
 func appliedOf(s settings) applied {
-	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty}
+	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty,
+		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize}
 }
 
-// reconfigure applies what a new config changed.
+// reconfigure applies what a new config changed. Every room setting a
+// config holds is applied here, so each takes effect on a reload.
 func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -88,6 +93,14 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 		if err := sh.Room.SetDifficulty(want.difficulty); err != nil {
 			return fmt.Errorf("applying difficulty: %w", err)
 		}
+	}
+	if want.tau != sh.applied.tau || want.adaptive != sh.applied.adaptive {
+		if err := sh.Room.SetTau(want.tau, want.adaptive, now); err != nil {
+			return fmt.Errorf("applying tau: %w", err)
+		}
+	}
+	if want.ledgerSize != sh.applied.ledgerSize {
+		sh.Ledger.SetCapacity(want.ledgerSize)
 	}
 	sh.applied = want
 	return nil

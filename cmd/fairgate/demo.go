@@ -22,6 +22,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&opts.Rate, "rate", 2, "admissions per second")
 	fs.DurationVar(&opts.Tau, "tau", 20*time.Second, "initial mean wait")
 	fs.IntVar(&opts.Difficulty, "difficulty", 14, "proof-of-work bits")
+	fs.StringVar(&opts.OperatorToken, "operator-token", "", "token of the operator page (default: a random one, printed)")
 	verbose := fs.Bool("v", false, "log what the services do")
 	if err := fs.Parse(args); err != nil {
 		return err

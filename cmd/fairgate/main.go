@@ -28,7 +28,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"keygen", keygen}, {"token", token}, {"solve", solve}, {"sim", simulate},
+		{"keygen", keygen}, {"keys", keysCommand}, {"token", token}, {"solve", solve}, {"sim", simulate},
 		{"proxy", runProxy}, {"seats", seatsCommand}, {"demo", runDemo}, {"version", version},
 	}
 }
@@ -38,6 +38,9 @@ func init() {
 // its own above its flags.
 var synopses = map[string]string{
 	"keygen": "keygen [--kid ID]\n    print new keys in the config format",
+	"keys": "keys add --file FILE --kid KID\n" +
+		"    add a signing key to a key file and sign with it (old keys still\n" +
+		"    verify; the lottery key stays); then caddy reload --force",
 	"token": "token inspect [--keys FILE] [--admin URL] [--tau D] TOKEN\n" +
 		"    show a token's claims and, with keys, its validity, lottery number\n" +
 		"    and when it becomes eligible\n" +

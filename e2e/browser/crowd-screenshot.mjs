@@ -10,7 +10,7 @@ const browser = await chromium.launch({
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
 });
 const page = await (await browser.newContext({ viewport: { width: 1280, height: 960 } })).newPage();
-await page.goto(site + "/operator");
+await page.goto(process.env.OPERATOR || site + "/operator");
 await page.waitForTimeout(Number(process.env.WATCH_MS || 60000)); // let two minutes of charts fill
 await page.screenshot({ path: `${out}/operator-crowd.png`, fullPage: true });
 const visitor = await (await browser.newContext({ viewport: { width: 420, height: 900 } })).newPage();

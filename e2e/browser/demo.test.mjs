@@ -95,7 +95,7 @@ test("a second visitor sees those seats taken", async () => {
 
 test("the operator pauses the room and a third visitor stays waiting", async () => {
   const op = await visitor();
-  await op.goto(site + "/operator");
+  await op.goto(process.env.OPERATOR || site + "/operator");
   await op.waitForFunction(() => document.getElementById("state").textContent === "queue");
   await op.locator("#pause").click();
   await op.waitForFunction(() => document.getElementById("state").textContent === "paused");

@@ -17,10 +17,12 @@ go build -o "$W/fairgate" ./cmd/fairgate
 export XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 site=$(port) admin=$(port)
-"$W/fairgate" demo --listen "127.0.0.1:$site" --admin "127.0.0.1:$admin" --rate 20 --tau 2s --difficulty 12 > "$W/demo.log" 2>&1 &
+operator_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+"$W/fairgate" demo --listen "127.0.0.1:$site" --admin "127.0.0.1:$admin" --rate 20 --tau 2s --difficulty 12 \
+  --operator-token "$operator_token" > "$W/demo.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 150); do curl -s -o /dev/null "http://127.0.0.1:$site/healthz" && break; sleep 0.1; done
-export SITE="http://127.0.0.1:$site"
+export SITE="http://127.0.0.1:$site" OPERATOR="http://127.0.0.1:$site/operator?token=$operator_token"
 
 # Rooms with custom waiting pages, in front of the demo site; the tests
 # pause, resume and close them through the admin API.

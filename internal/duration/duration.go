@@ -5,6 +5,9 @@ package duration
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,7 +18,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
+		v, err := Parse(s)
 		if err != nil {
 			return fmt.Errorf("duration %q: %w", s, err)
 		}
@@ -28,6 +31,25 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(n)
 	return nil
+}
+
+// days is a number of days in a duration such as "1d12h".
+var days = regexp.MustCompile(`([0-9]*\.?[0-9]+)d`)
+
+// Parse reads a duration as Caddy does: Go's units, and `d` for 24 hours.
+func Parse(s string) (time.Duration, error) {
+	var bad error
+	expanded := days.ReplaceAllStringFunc(s, func(m string) string {
+		n, err := strconv.ParseFloat(strings.TrimSuffix(m, "d"), 64)
+		if err != nil {
+			bad = err
+		}
+		return strconv.FormatFloat(n*24, 'f', -1, 64) + "h"
+	})
+	if bad != nil {
+		return 0, fmt.Errorf("duration %q: %w", s, bad)
+	}
+	return time.ParseDuration(expanded)
 }
 
 // MarshalJSON implements json.Marshaler.

@@ -1,0 +1,333 @@
+package caddymodule
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+)
+
+// load posts a Caddyfile to the admin API's /load, as `caddy reload` does,
+// and returns Caddy's answer.
+func load(t *testing.T, caddyfile string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "http://localhost:2999/load", strings.NewReader(caddyfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/caddyfile")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// reloadConfig is a site with room "reload": options go into its block,
+// extra after it in the site.
+func reloadConfig(origin, options, extra string) string {
+	return fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+	metrics
+}
+http://localhost:9080 {
+	waiting_room reload {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		%s
+	}
+	%s
+	reverse_proxy %s
+}
+`, options, extra, strings.TrimPrefix(origin, "http://"))
+}
+
+// roomFigures is what an operator sees of room "reload": the admin API's
+// settings and the room's gauges in /metrics.
+func roomFigures(t *testing.T, c call) string {
+	t.Helper()
+	code, _, room := c.do("GET", "http://localhost:2999/waiting_room/rooms/reload", "")
+	if code != 200 {
+		return fmt.Sprintf("no room (%d %s)", code, room)
+	}
+	settings := regexp.MustCompile(`"(state|rate|burst|difficulty|clock_speed)":[^,}]*`).FindAllString(room, -1)
+	_, _, metrics := c.do("GET", "http://localhost:2999/metrics", "")
+	gauges := regexp.MustCompile(`(?m)^fairgate_(target_rate|room_state|clock_speed)\{room="reload"[^}]*\} [1-9][0-9.e+-]*$`).FindAllString(metrics, -1)
+	return strings.Join(settings, " ") + " | " + strings.Join(gauges, " ")
+}
+
+// TestRejectedReloadChangesNothing guards finding 1 of issue 14: a config
+// Caddy rejects — a bad bypass regexp in the room, a bad module elsewhere,
+// an app that cannot start — leaves the room, the admin API and the
+// metrics exactly as they were, and the good reload after it applies.
+func TestRejectedReloadChangesNothing(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin")
+	}))
+	defer origin.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(reloadConfig(origin.URL, "state queue\n rate 5\n tau 1m\n difficulty 4", ""), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	before := roomFigures(t, c)
+	if !strings.Contains(before, `"state":"queue"`) || !strings.Contains(before, `"rate":5`) || !strings.Contains(before, `state="queue"} 1`) {
+		t.Fatalf("room before: %s", before)
+	}
+	waiting := func(when string) {
+		t.Helper()
+		if code, _, _ := c.do("GET", "http://localhost:9080/shop", "", "Accept", "application/json"); code != 429 {
+			t.Fatalf("%s: a visitor without a pass got %d, not the waiting room", when, code)
+		}
+	}
+	waiting("before")
+
+	changed := "state open\n rate 50\n burst 70\n difficulty 8\n tau 5s\n fixed_speed"
+	for _, bad := range []struct{ name, options, extra string }{
+		{"bad user_agent regexp", changed + "\n bypass {\n user_agent (\n }", ""},
+		{"bad module elsewhere", changed, "@bad path_regexp [\n\trespond @bad 404"},
+		{"app that cannot start", changed, "}\nhttp://127.0.0.1:" + strings.Split(taken.Addr().String(), ":")[1] + " {\n\tbind 127.0.0.1\n\trespond ok"},
+		{"same room, other settings", changed, "}\nhttp://localhost:9081 {\n\twaiting_room reload {\n\t\tstate paused\n\t}\n\trespond ok"},
+	} {
+		code, body := load(t, reloadConfig(origin.URL, bad.options, bad.extra))
+		if code == 200 || strings.Contains(body, "adapting config") {
+			t.Fatalf("%s: Caddy answered %d %s, not a rejection while loading", bad.name, code, body)
+		}
+		if bad.name == "same room, other settings" && !strings.Contains(body, `room \"reload\" is configured twice with different settings`) {
+			t.Fatalf("%s: %s", bad.name, body)
+		}
+		if after := roomFigures(t, c); after != before {
+			t.Fatalf("%s (Caddy said %d %s): the room changed:\nbefore %s\nafter  %s", bad.name, code, body, before, after)
+		}
+		waiting("after " + bad.name)
+	}
+
+	// The same change in a good config takes effect.
+	if code, body := load(t, reloadConfig(origin.URL, changed, "")); code != 200 {
+		t.Fatalf("good reload: %d %s", code, body)
+	}
+	after := roomFigures(t, c)
+	for _, want := range []string{`"state":"open"`, `"rate":50`, `"burst":70`, `"difficulty":8`, `state="open"} 1`, `fairgate_target_rate{room="reload"} 50`} {
+		if !strings.Contains(after, want) {
+			t.Errorf("after the good reload, want %s in %s", want, after)
+		}
+	}
+	if code, _, body := c.do("GET", "http://localhost:9080/shop", ""); code != 200 || body != "origin" {
+		t.Fatalf("open room after the good reload: %d %s", code, body)
+	}
+	// tau 5s with fixed_speed: a queue's clock runs at 1/5 s.
+	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
+		t.Fatalf("clock after tau 5s, fixed_speed: %d %s", code, body)
+	}
+}
+
+// TestMatcherKeepsEndpointsReachable guards finding 3 of issue 14: with a
+// matcher on the directive, the waiting page's calls to the room's
+// endpoints reach the room, not the site.
+func TestMatcherKeepsEndpointsReachable(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin")
+	}))
+	defer origin.Close()
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+}
+http://localhost:9080 {
+	waiting_room /a/* matched {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		difficulty 4
+	}
+	reverse_proxy %s
+}
+`, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	if code, _, body := c.do("GET", "http://localhost:9080/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
+		t.Fatalf("matched path: %d %s", code, body)
+	}
+	if code, _, body := c.do("GET", "http://localhost:9080/b", ""); code != 200 || body != "origin" {
+		t.Fatalf("unmatched path: %d %s", code, body)
+	}
+	if code, _, body := c.do("POST", "http://localhost:9080/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+		t.Fatalf("the room's token endpoint outside the matcher: %d %s", code, body)
+	}
+}
+
+// TestKeysFromUnset guards finding 4 of issue 14: keys_from naming an unset
+// variable says so.
+func TestKeysFromUnset(t *testing.T) {
+	h := &Handler{KeysFrom: "{env.FAIRGATE_SURELY_UNSET}"}
+	_, err := h.resolvedConfig()
+	if err == nil || !strings.Contains(err.Error(), "keys_from {env.FAIRGATE_SURELY_UNSET} is empty: is the environment variable set?") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestCaddyConventions guards finding 5 of issue 14: the client address is
+// Caddy's (its trusted_proxies), the return URL is the request as it
+// arrived (before rewrite), and the hook URL takes request placeholders.
+func TestCaddyConventions(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin "+r.URL.Path)
+	}))
+	defer origin.Close()
+	hookCalls := make(chan string, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hookCalls <- r.URL.RequestURI()
+		fmt.Fprint(w, `{"session":"s1"}`)
+	}))
+	defer hook.Close()
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+	servers {
+		trusted_proxies static 127.0.0.1/32
+	}
+}
+http://localhost:9080 {
+	rewrite /old /new
+	waiting_room conventions {
+		keys_from {env.FAIRGATE_IT_KEYS}
+		difficulty 4
+		token_ttl 1d
+		bypass {
+			cidr 203.0.113.7/32
+		}
+		admission_hook %s/hook?host={http.request.host}
+	}
+	reverse_proxy %s
+}
+`, hook.URL, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	site := "http://localhost:9080"
+
+	if code, _, body := c.do("GET", site+"/old", "", "Accept", "text/html"); code != 200 || !strings.Contains(body, `data-return="/old"`) {
+		t.Fatalf("waiting page after rewrite /old /new: %d, want data-return=\"/old\"", code)
+	}
+	if code, _, body := c.do("GET", site+"/x", "", "X-Forwarded-For", "203.0.113.7"); code != 200 || body != "origin /x" {
+		t.Fatalf("bypass by the client address Caddy trusts: %d %s", code, body)
+	}
+	if code, _, _ := c.do("GET", site+"/x", "", "X-Forwarded-For", "198.51.100.1", "Accept", "application/json"); code != 429 {
+		t.Fatalf("another client address: %d", code)
+	}
+
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"state":"open"}`)
+	tk := token(t, c, site)
+	code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`)
+	if code != 200 || !strings.Contains(body, `"session":"s1"`) {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	if got := <-hookCalls; got != "/hook?host=localhost" {
+		t.Fatalf("hook called at %s", got)
+	}
+	// Admin API: unknown fields are named.
+	if code, _, body := c.do("POST", "http://localhost:2999/waiting_room/rooms/conventions", `{"rates":5}`); code != 400 || !strings.Contains(body, `unknown field \"rates\"`) {
+		t.Fatalf("unknown admin field: %d %s", code, body)
+	}
+}
+
+// TestKeyFileReload guards finding 6 of issue 14: a forced reload re-reads a
+// keys_from file; a key added to it signs from then on, and a pass signed
+// by the old key stays valid.
+func TestKeyFileReload(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "origin")
+	}))
+	defer origin.Close()
+	file := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(file, []byte(testKeysJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+}
+http://localhost:9080 {
+	waiting_room keyfile {
+		keys_from %s
+		difficulty 4
+		state open
+	}
+	reverse_proxy %s
+}
+`, file, strings.TrimPrefix(origin.URL, "http://"))
+	tester := caddytest.NewTester(noSkip{t})
+	tester.InitServer(config, "caddyfile")
+	c := call{t: t, client: tester.Client}
+	site := "http://localhost:9080"
+	tk := token(t, c, site)
+	if kid := tokenKid(t, tk.Token); kid != "k1" {
+		t.Fatalf("signed by %q before rotation", kid)
+	}
+	code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+solve(t, tk)+`","token":"`+tk.Token+`"}`)
+	if code != 200 {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	var admitted struct{ Pass string }
+	_ = json.Unmarshal([]byte(body), &admitted)
+
+	// Rotate: a new signing key in the file, then `caddy reload --force`.
+	ring := map[string]any{}
+	_ = json.Unmarshal([]byte(testKeysJSON), &ring)
+	ring["keys"].(map[string]any)["k2"] = "bmV3LXNpZ25pbmcta2V5LWZvci10ZXN0cy0wMTIzNDU2Nzg5"
+	ring["signing"] = "k2"
+	raw, _ := json.Marshal(ring)
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := load(t, config, "Cache-Control", "must-revalidate"); code != 200 {
+		t.Fatalf("forced reload: %d %s", code, body)
+	}
+	if kid := tokenKid(t, token(t, c, site).Token); kid != "k2" {
+		t.Fatalf("signed by %q after the forced reload", kid)
+	}
+	c.do("POST", "http://localhost:2999/waiting_room/rooms/keyfile", `{"state":"queue"}`)
+	if code, _, body := c.do("GET", site+"/shop", "", "Cookie", "fairgate_pass_keyfile="+admitted.Pass); code != 200 || body != "origin" {
+		t.Fatalf("a pass signed by the old key after rotation: %d %s", code, body)
+	}
+}
+
+// tokenKid is the kid in a JWT's header.
+func tokenKid(t *testing.T, jwt string) string {
+	t.Helper()
+	head, _, _ := strings.Cut(jwt, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Kid string }
+	_ = json.Unmarshal(raw, &h)
+	return h.Kid
+}

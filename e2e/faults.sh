@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The fault suite: faults during bounded load (e2e/load) against the
+# xcaddy-built Caddy, each stated as figures. Run by e2e/run.sh, which sets
+# CADDY, TARGETS, LOAD and FAIRGATE (the CLI). Prints a Markdown table of the
+# figures (docs/OPERATIONS.md shows one) and fails when a figure is wrong:
+# a failed request beyond plain Caddy's share, a lost place, a double
+# admission, a room changed by a rejected reload.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+T=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; return 1; }
+
+export ADMIN_ADDRESS="127.0.0.1:$(port)" ROOM_PORT=$(port) PLAIN_PORT=$(port) SHOP_PORT=$(port)
+export SHOP_UPSTREAM="127.0.0.1:$SHOP_PORT" HOOK_ADDR="127.0.0.1:$(port)" KEYS_FILE="$T/keys.json"
+"$FAIRGATE" keygen --kid first > "$KEYS_FILE"
+export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data"
+room="http://127.0.0.1:$ROOM_PORT" plain="http://127.0.0.1:$PLAIN_PORT" admin="http://$ADMIN_ADDRESS"
+caddyfile="$(dirname "$0")/faults.caddyfile"
+reload() { "$CADDY" reload --config "$caddyfile" --adapter caddyfile --address "$ADMIN_ADDRESS" --force >> "$T/reload.log" 2>&1; }
+start_origin() { "$TARGETS" origin "$SHOP_UPSTREAM" > /dev/null 2>&1 & origin=$!; pids+=("$origin"); wait_for "http://$SHOP_UPSTREAM/"; }
+start_hook() { "$LOAD" -serve-hook "$HOOK_ADDR" -hook-delay "$1" 2>/dev/null & hook=$!; pids+=("$hook"); for _ in $(seq 50); do curl -s -o /dev/null "http://$HOOK_ADDR/" && break; sleep 0.1; done; }
+room_settings() { curl -s "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["rate"], d["burst"], d["difficulty"])'; }
+field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+row() { # row NAME FILE EXTRA: one line of the figures table
+  echo "| $1 | $(field "$2" requests) | $(field "$2" failed) | $(field "$2" conn_errors) | $(field "$2" plain_requests) | $(field "$2" plain_failed) | $(field "$2" plain_conn_errors) | $(field "$2" origin_errors) | $(field "$2" admitted) | $(field "$2" deferred) | $(field "$2" lost) | $(field "$2" double) | $3 |" >> "$T/table"
+}
+# conn_share_ok FILE: connection errors (resets and EOFs as Caddy switches
+# listeners on a reload) are rare on both sides: under 1% of requests.
+conn_share_ok() { python3 -c "
+import json; d=json.load(open('$1'))
+ok = d['conn_errors'] <= 0.01 * d['requests'] and d['plain_conn_errors'] <= 0.01 * max(d['plain_requests'], 1)
+raise SystemExit(0 if ok else 1)"; }
+
+start_origin
+start_hook 0s
+"$CADDY" run --config "$caddyfile" --adapter caddyfile > "$T/caddy.log" 2>&1 & pids+=($!)
+wait_for "$admin/config/" && wait_for "$plain/"
+
+# 1. Ten reloads during load, the fifth rejected (a bad regexp, with rate 999).
+# Connection errors (a reset or EOF as Caddy switches listeners, or closes an
+# idle keep-alive connection a POST was just sent on) hit either side at
+# random and are counted apart from HTTP failures.
+"$LOAD" -site "$room" -room faults -plain "$plain" -workers "${PLAIN_WORKERS:-4}" -pace "${PLAIN_PACE:-20ms}" -for 14s > "$T/reloads.json" 2> "$T/load.err" & load=$!
+sleep 2
+rejected_ok=yes
+for i in $(seq 10); do
+  if [ "$i" = 5 ]; then
+    before=$(room_settings)
+    if BAD_UA='(' RATE=999 reload; then rejected_ok=no; fi
+    [ "$(room_settings)" = "$before" ] || rejected_ok=no
+  else
+    reload || echo "reload $i failed" >&2
+  fi
+  sleep 1
+done
+wait "$load"
+check "10 reloads under load: no HTTP failure from the room (plain Caddy: none either)" test "$(field "$T/reloads.json" failed)" = 0 -a "$(field "$T/reloads.json" plain_failed)" = 0
+check "10 reloads under load: connection errors under 1% on both sides" conn_share_ok "$T/reloads.json"
+check "10 reloads under load: no lost place, no double admission" test "$(field "$T/reloads.json" lost)" = 0 -a "$(field "$T/reloads.json" double)" = 0 -a "$(field "$T/reloads.json" admitted)" -gt 0
+check "the rejected reload was refused and changed nothing (state, rate, burst, difficulty)" test "$rejected_ok" = yes
+row "10 reloads, 1 rejected" "$T/reloads.json" "rejected reload changed nothing: $rejected_ok"
+
+# 2. The origin down for 3 s and back.
+"$LOAD" -site "$room" -room faults -plain "$plain" -for 9s > "$T/origin.json" 2>> "$T/load.err" & load=$!
+sleep 2
+kill "$origin"; wait "$origin" 2>/dev/null
+sleep 3
+start_origin
+wait "$load"
+check "origin down and back: the waiting room kept answering, no lost place, no double admission" \
+  test "$(field "$T/origin.json" failed)" = 0 -a "$(field "$T/origin.json" conn_errors)" = 0 -a "$(field "$T/origin.json" lost)" = 0 -a "$(field "$T/origin.json" double)" = 0
+check "origin down: the shop behind a pass answered 502 (Caddy's documented answer), then recovered" \
+  test "$(field "$T/origin.json" admitted)" -gt 0
+row "origin down 3 s, back" "$T/origin.json" "502 from reverse_proxy while down"
+
+# 3. The admission hook down for 3 s, slow (3 s, past its 1 s timeout) for
+# 3 s, and back: on_failure closed keeps visitors waiting, without a strike.
+"$LOAD" -site "$room" -room faults -plain "$plain" -for 12s > "$T/hook.json" 2>> "$T/load.err" & load=$!
+sleep 2
+kill "$hook"; wait "$hook" 2>/dev/null
+sleep 3
+start_hook 3s
+sleep 3
+kill "$hook"; wait "$hook" 2>/dev/null
+start_hook 0s
+wait "$load"
+check "admission hook down, slow and back: no failed request, no lost place, no double admission" \
+  test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" conn_errors)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
+row "hook down 3 s, slow 3 s, back" "$T/hook.json" "visitors kept waiting (on_failure closed)"
+
+# 4. Key rotation during load: a key added to the key file and signing
+# (`fairgate keys add`), then `caddy reload --force`; waiting tokens and
+# passes signed by the old key stay valid.
+"$LOAD" -site "$room" -room faults -plain "$plain" -for 10s > "$T/keys.json.out" 2>> "$T/load.err" & load=$!
+sleep 3
+"$FAIRGATE" keys add --file "$KEYS_FILE" --kid second >> "$T/reload.log" && reload
+rotated=$(python3 -c "import json; print(json.load(open('$KEYS_FILE'))['signing'])")
+wait "$load"
+check "key rotation under load: no failed request, no lost place, no double admission" \
+  test "$rotated" = second -a "$(field "$T/keys.json.out" failed)" = 0 -a "$(field "$T/keys.json.out" lost)" = 0 -a "$(field "$T/keys.json.out" double)" = 0 -a "$(field "$T/keys.json.out" admitted)" -gt 0
+check "key rotation under load: connection errors under 1% on both sides" conn_share_ok "$T/keys.json.out"
+row "key rotation (keys add, reload --force)" "$T/keys.json.out" "new key signing: $rotated; old tokens and passes accepted"
+
+echo
+echo "| scenario | room requests | failed | connection errors | plain requests | plain failed | plain connection errors | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+cat "$T/table"
+for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/keys.json.out; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
+if [ "$failed" -ne 0 ]; then echo "--- faults caddy log (errors)"; grep -iE 'panic|"level":"error"' "$T/caddy.log" | tail -10; fi
+summary
