@@ -49,7 +49,9 @@ var synopses = map[string]string{
 	"solve": "solve [--] CHALLENGE DIFFICULTY\n    print a proof-of-work nonce",
 	"sim":   "sim [flags]\n    run the fairness simulation (table and SVG plot)",
 	"proxy": "proxy --upstream URL [--listen ADDR] [--config FILE] [--admin ADDR]\n" +
-		"    the waiting room as a standalone reverse proxy",
+		"    the waiting room as a standalone reverse proxy\n" +
+		"proxy init-tables [--table T] [--region R] [--dynamodb-endpoint URL]\n" +
+		"    create the DynamoDB room-state table",
 	"seats": "seats [serve] --keys FILE [--store bolt|dynamodb] [--db FILE] [--listen ADDR] [--event ID]\n" +
 		"    the seat-reservation service\n" +
 		"seats layout [--id ID]\n" +

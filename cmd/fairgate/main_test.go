@@ -63,6 +63,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		{[]string{"solve", "-h"}, []string{"fairgate solve [--] CHALLENGE DIFFICULTY"}},
 		{[]string{"sim", "-h"}, []string{"fairgate sim", "-prequeue"}},
 		{[]string{"proxy", "-h"}, []string{"fairgate proxy", "-upstream"}},
+		{[]string{"proxy", "init-tables", "-h"}, []string{"fairgate proxy init-tables", "-table", "-dynamodb-endpoint"}},
 		{[]string{"demo", "-h"}, []string{"fairgate demo", "-crowd"}},
 		{[]string{"version", "-h"}, []string{"fairgate version"}},
 		// issue 14, finding 9: `seats --help` names its subcommands.

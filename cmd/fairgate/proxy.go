@@ -19,6 +19,9 @@ import (
 )
 
 func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "init-tables" {
+		return proxyInitTables(ctx, args[1:], stdout)
+	}
 	fs := newFlags("proxy", stdout)
 	listen := fs.String("listen", "127.0.0.1:8000", "public address")
 	upstream := fs.String("upstream", "", "the protected site, e.g. http://127.0.0.1:8080 (required)")

@@ -18,8 +18,11 @@ import (
 	"github.com/fairgate/fairgate/seats"
 )
 
-// T0 is the suite's clock origin.
-var T0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+// T0 is the suite's clock origin: midnight UTC two days ahead of the real
+// clock. A store with TTL (DynamoDB, and DynamoDB Local too) deletes items
+// whose expiry has passed by the real clock, so the injected time must never
+// fall behind it, whatever the date the tests run on.
+var T0 = time.Now().UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
 
 // Event is the suite's fixture: section A with two rows of ten, section AB
 // (to catch prefix mistakes) with one row of thirty, at most four seats a

@@ -1,0 +1,143 @@
+package roomstate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// Budget is one node's share of a room's admission budget. It reserves
+// admissions from the store a block at a time and hands them out locally,
+// so a node pays one store write per block, not per admission.
+//
+// The cluster never admits more than a window's limit: every admission
+// comes out of a reservation the store granted. What a node reserved and did
+// not spend before its window ended is lost to that window, so a window
+// admits between Limit - nodes*(block-1) and Limit; Return gives a
+// remainder back early (on shutdown, or when a node stops admitting).
+type Budget struct {
+	store  Store
+	room   string
+	block  int64
+	length time.Duration
+
+	mu    sync.Mutex
+	cur   Window
+	left  int64
+	spent bool // the store granted less than a block: the window is used up
+}
+
+// NewBudget returns a node's budget for room, reserving block admissions at
+// a time in windows of the given length (the limit of a window is the
+// target rate times its length).
+func NewBudget(store Store, room string, block int64, length time.Duration) (*Budget, error) {
+	if block < 1 {
+		return nil, fmt.Errorf("budget block must be at least 1, not %d", block)
+	}
+	if length < time.Millisecond {
+		return nil, fmt.Errorf("budget window must be at least 1ms, not %v", length)
+	}
+	return &Budget{store: store, room: room, block: block, length: length}, nil
+}
+
+// WindowAt is the budget window containing now for the given target rate
+// (admissions per second). Its store item expires a window after it ends.
+func (b *Budget) WindowAt(now time.Time, rate float64) Window {
+	idx := now.UnixNano() / int64(b.length)
+	end := time.Unix(0, (idx+1)*int64(b.length))
+	return Window{Index: idx, Limit: int64(math.Round(rate * b.length.Seconds())), Expires: end.Add(b.length)}
+}
+
+// Take takes one admission at now, reserving a new block from the store
+// when the local one is spent. It reports false when the window's budget is
+// spent across the cluster. On an error nothing was taken.
+func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, error) {
+	w := b.WindowAt(now, rate)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.Index != b.cur.Index {
+		// The old window is over: what is left of it can admit nobody.
+		b.cur, b.left, b.spent = w, 0, false
+	}
+	if b.left == 0 && !b.spent {
+		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
+		if err != nil {
+			return false, fmt.Errorf("reserving admission budget: %w", err)
+		}
+		// A short grant means the window is used up: refusals until it ends
+		// cost no request (budget another node returns later is not seen).
+		b.left, b.spent = got, got < b.block
+	}
+	if b.left == 0 {
+		return false, nil
+	}
+	b.left--
+	return true, nil
+}
+
+// Refund puts back one admission taken at the given time, when the
+// admission was refused after the decision. An admission of a window that
+// has ended is gone: nobody can spend it any more.
+func (b *Budget) Refund(at time.Time) {
+	idx := at.UnixNano() / int64(b.length)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if idx == b.cur.Index {
+		b.left++
+	}
+}
+
+// Return gives the unspent rest of the current block back to the store,
+// so other nodes can spend it in this window.
+func (b *Budget) Return(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == 0 {
+		return nil
+	}
+	if err := b.store.ReturnBudget(ctx, b.room, b.cur, b.left); err != nil {
+		return fmt.Errorf("returning admission budget: %w", err)
+	}
+	b.left = 0
+	return nil
+}
+
+// Ranks hands out a room's arrival ranks on one node, reserving them from
+// the store a block at a time. Ranks are unique across the cluster and
+// increase on each node; across nodes they are ordered by block, so two
+// arrivals at different nodes may be ranked out of arrival order by up to
+// a block's worth of arrivals.
+type Ranks struct {
+	store Store
+	room  string
+	block int64
+
+	mu        sync.Mutex
+	next, end int64
+}
+
+// NewRanks returns a node's rank allocator for room.
+func NewRanks(store Store, room string, block int64) (*Ranks, error) {
+	if block < 1 {
+		return nil, fmt.Errorf("rank block must be at least 1, not %d", block)
+	}
+	return &Ranks{store: store, room: room, block: block}, nil
+}
+
+// Next returns the next arrival rank.
+func (r *Ranks) Next(ctx context.Context) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next == r.end {
+		first, err := r.store.ReserveRanks(ctx, r.room, r.block)
+		if err != nil {
+			return 0, fmt.Errorf("reserving arrival ranks: %w", err)
+		}
+		r.next, r.end = first, first+r.block
+	}
+	rank := r.next
+	r.next++
+	return rank, nil
+}

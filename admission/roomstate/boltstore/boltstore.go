@@ -1,0 +1,364 @@
+// Package boltstore is the embedded room-state store: one bbolt file,
+// durable on one machine, so a restart keeps the queue, the clock and the
+// used-place ledger.
+//
+// Writes are group-committed with db.Batch: concurrent admissions share one
+// transaction and one fsync, and a call returns only after its write is on
+// disk. A crash therefore loses only writes whose calls had not returned
+// (the batch in flight), never a consumed id the caller was told it won.
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+)
+
+var (
+	controlBucket    = []byte("control")    // room → stored
+	budgetBucket     = []byte("budget")     // room \x00 window → used, expires
+	ledgerBucket     = []byte("ledger")     // room \x00 place id → until, state, slot
+	populationBucket = []byte("population") // room \x00 node → value, until
+	ranksBucket      = []byte("ranks")      // room → next rank
+)
+
+// Store is a roomstate.Store on a bbolt file.
+type Store struct {
+	db      *bolt.DB
+	timeout time.Duration
+}
+
+// Open opens (or creates) the store at path. Every call is bounded by
+// callTimeout (zero: roomstate.DefaultCallTimeout) or its context's deadline.
+func Open(path string, callTimeout time.Duration) (*Store, error) {
+	if callTimeout <= 0 {
+		callTimeout = roomstate.DefaultCallTimeout
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: callTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("opening room state %s: %w", path, err)
+	}
+	// Group commits: many concurrent admissions share one fsync.
+	db.MaxBatchDelay = 2 * time.Millisecond
+	db.MaxBatchSize = 256
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{controlBucket, budgetBucket, ledgerBucket, populationBucket, ranksBucket} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating room state buckets in %s: %w", path, err)
+	}
+	return &Store{db: db, timeout: callTimeout}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+type stored struct {
+	Version uint64            `json:"version"`
+	Control roomstate.Control `json:"control"`
+}
+
+// LoadControl implements roomstate.Store.
+func (s *Store) LoadControl(ctx context.Context, room string) (roomstate.Control, uint64, error) {
+	var st stored
+	err := s.view(ctx, "loading control state", func(tx *bolt.Tx) error {
+		raw := tx.Bucket(controlBucket).Get([]byte(room))
+		if raw == nil {
+			return fmt.Errorf("room %s: %w", room, roomstate.ErrNotFound)
+		}
+		return json.Unmarshal(raw, &st)
+	})
+	return st.Control, st.Version, err
+}
+
+// SaveControl implements roomstate.Store.
+func (s *Store) SaveControl(ctx context.Context, room string, c roomstate.Control, prev uint64) (uint64, error) {
+	var version uint64
+	err := s.batch(ctx, "saving control state", func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(controlBucket)
+		var cur stored
+		if raw := b.Get([]byte(room)); raw != nil {
+			if err := json.Unmarshal(raw, &cur); err != nil {
+				return nil, fmt.Errorf("room %s: %w", room, err)
+			}
+		}
+		if cur.Version != prev {
+			return fmt.Errorf("room %s is at version %d, not %d: %w", room, cur.Version, prev, roomstate.ErrConflict), nil
+		}
+		version = prev + 1
+		raw, err := json.Marshal(stored{Version: version, Control: c})
+		if err != nil {
+			return nil, err
+		}
+		return nil, b.Put([]byte(room), raw)
+	})
+	return version, err
+}
+
+// ReserveBudget implements roomstate.Store.
+func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	var got int64
+	err := s.batch(ctx, "reserving budget", func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(budgetBucket)
+		k := windowKey(room, w.Index)
+		used := int64(0)
+		if raw := b.Get(k); len(raw) == 16 {
+			used = int64(binary.BigEndian.Uint64(raw))
+		}
+		got = max(0, min(n, w.Limit-used))
+		if got == 0 {
+			return nil, nil
+		}
+		return nil, b.Put(k, pair(uint64(used+got), w.Expires))
+	})
+	return got, err
+}
+
+// ReturnBudget implements roomstate.Store.
+func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n int64) error {
+	return s.batch(ctx, "returning budget", func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(budgetBucket)
+		k := windowKey(room, w.Index)
+		raw := b.Get(k)
+		if len(raw) != 16 {
+			return nil, nil
+		}
+		used := int64(binary.BigEndian.Uint64(raw))
+		return nil, b.Put(k, pair(uint64(max(0, used-n)), w.Expires))
+	})
+}
+
+// A place record is until (8 bytes), state (1), slot (8), big-endian.
+func encodePlace(p admission.Place, until time.Time) []byte {
+	v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
+	v = append(v, byte(p.State))
+	return binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.Slot)))
+}
+
+// decodePlace returns the record unexpired at now, or ok false.
+func decodePlace(v []byte, now time.Time) (p admission.Place, until int64, ok bool) {
+	if len(v) != 17 {
+		return admission.Place{}, 0, false
+	}
+	until = int64(binary.BigEndian.Uint64(v))
+	if now.UnixNano() >= until {
+		return admission.Place{}, 0, false
+	}
+	p.State = admission.PlaceState(v[8])
+	if slot := int64(binary.BigEndian.Uint64(v[9:])); slot != 0 {
+		p.Slot = time.Unix(0, slot).UTC()
+	}
+	return p, until, true
+}
+
+func slotNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// HoldPlace implements roomstate.Store.
+func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+	var standing admission.Place
+	var won bool
+	err := s.batch(ctx, "holding place "+id, func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(ledgerBucket)
+		k := subKey(room, id)
+		if cur, _, ok := decodePlace(b.Get(k), now); ok {
+			standing, won = cur, false
+			return nil, nil
+		}
+		standing, won = p, true
+		return nil, b.Put(k, encodePlace(p, until))
+	})
+	return standing, won, err
+}
+
+// UsePlace implements roomstate.Store.
+func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+	var won bool
+	err := s.batch(ctx, "using place "+id, func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(ledgerBucket)
+		k := subKey(room, id)
+		cur, until, ok := decodePlace(b.Get(k), now)
+		won = ok && cur.State == admission.PlaceReserved
+		if !won {
+			return nil, nil
+		}
+		return nil, b.Put(k, encodePlace(admission.Place{State: admission.PlaceUsed}, time.Unix(0, until)))
+	})
+	return won, err
+}
+
+// LookupPlace implements roomstate.Store.
+func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+	var p admission.Place
+	err := s.view(ctx, "reading place "+id, func(tx *bolt.Tx) error {
+		p, _, _ = decodePlace(tx.Bucket(ledgerBucket).Get(subKey(room, id)), now)
+		return nil
+	})
+	return p, err
+}
+
+// ReleasePlace implements roomstate.Store.
+func (s *Store) ReleasePlace(ctx context.Context, room, id string) error {
+	return s.batch(ctx, "releasing place "+id, func(tx *bolt.Tx) (error, error) {
+		return nil, tx.Bucket(ledgerBucket).Delete(subKey(room, id))
+	})
+}
+
+// PublishPopulation implements roomstate.Store.
+func (s *Store) PublishPopulation(ctx context.Context, room, node string, value float64, until time.Time) error {
+	return s.batch(ctx, "publishing population", func(tx *bolt.Tx) (error, error) {
+		return nil, tx.Bucket(populationBucket).Put(subKey(room, node), pair(math.Float64bits(value), until))
+	})
+}
+
+// Population implements roomstate.Store.
+func (s *Store) Population(ctx context.Context, room string, now time.Time) (float64, int, error) {
+	var sum float64
+	var nodes int
+	err := s.view(ctx, "reading population", func(tx *bolt.Tx) error {
+		sum, nodes = 0, 0
+		prefix := subKey(room, "")
+		c := tx.Bucket(populationBucket).Cursor()
+		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) != 16 || now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:])) {
+				continue
+			}
+			sum += math.Float64frombits(binary.BigEndian.Uint64(v[:8]))
+			nodes++
+		}
+		return nil
+	})
+	return sum, nodes, err
+}
+
+// ReserveRanks implements roomstate.Store.
+func (s *Store) ReserveRanks(ctx context.Context, room string, n int64) (int64, error) {
+	var first int64
+	err := s.batch(ctx, "reserving ranks", func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(ranksBucket)
+		first = 0
+		if raw := b.Get([]byte(room)); len(raw) == 8 {
+			first = int64(binary.BigEndian.Uint64(raw))
+		}
+		return nil, b.Put([]byte(room), binary.BigEndian.AppendUint64(nil, uint64(first+n)))
+	})
+	return first, err
+}
+
+// Sweep deletes ledger, budget and population items expired at now and
+// reports how many. DynamoDB's TTL does this there; here the owner of the
+// store calls it now and then (a minute is plenty: expired items are
+// already ignored, they only take space).
+func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
+	deleted := 0
+	err := s.batch(ctx, "sweeping expired room state", func(tx *bolt.Tx) (error, error) {
+		deleted = 0
+		expiredAt := map[string]func(v []byte) bool{
+			string(ledgerBucket): func(v []byte) bool {
+				_, _, live := decodePlace(v, now)
+				return !live
+			},
+			string(budgetBucket): func(v []byte) bool {
+				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))
+			},
+			string(populationBucket): func(v []byte) bool {
+				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))
+			},
+		}
+		for name, expired := range expiredAt {
+			c := tx.Bucket([]byte(name)).Cursor()
+			for k, v := c.First(); k != nil; {
+				if !expired(v) {
+					k, v = c.Next()
+					continue
+				}
+				if err := c.Delete(); err != nil {
+					return nil, err
+				}
+				deleted++
+				k, v = c.Seek(k)
+			}
+		}
+		return nil, nil
+	})
+	return deleted, err
+}
+
+// batch runs fn in a group commit bounded by the call deadline. fn returns
+// the call's refusal (a result, which commits the rest of the batch) and a
+// failure (which aborts it).
+func (s *Store) batch(ctx context.Context, what string, fn func(*bolt.Tx) (refusal, failure error)) error {
+	var refusal error
+	err := s.bounded(ctx, func() error {
+		return s.db.Batch(func(tx *bolt.Tx) error {
+			var failure error
+			refusal, failure = fn(tx)
+			return failure
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return refusal
+}
+
+func (s *Store) view(ctx context.Context, what string, fn func(*bolt.Tx) error) error {
+	err := s.bounded(ctx, func() error { return s.db.View(fn) })
+	if err != nil && !errors.Is(err, roomstate.ErrNotFound) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
+}
+
+// bounded runs op, giving up at the call's deadline. bbolt cannot cancel a
+// transaction, so a write abandoned at its deadline may still commit: the
+// caller was told it failed and fails closed (a consumed id it did not
+// admit stays consumed), which never admits twice.
+func (s *Store) bounded(ctx context.Context, op func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func subKey(room, sub string) []byte { return []byte(room + "\x00" + sub) }
+
+func windowKey(room string, idx int64) []byte {
+	return binary.BigEndian.AppendUint64(subKey(room, ""), uint64(idx))
+}
+
+func pair(x uint64, t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, x), uint64(t.UnixNano()))
+}
+
+func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }
+
+var _ roomstate.Store = (*Store)(nil)

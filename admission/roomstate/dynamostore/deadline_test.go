@@ -1,0 +1,66 @@
+package dynamostore
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+)
+
+// TestStalledDynamoDBIsAnErrorNotAHang points the store at an endpoint
+// that accepts connections and never answers: every call must come back
+// with an error by its deadline.
+func TestStalledDynamoDBIsAnErrorNotAHang(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered, until the test ends
+		}
+	}()
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String("http://" + ln.Addr().String()),
+		Credentials:  credentials.NewStaticCredentialsProvider("fairgate", "local", ""),
+	})
+	const timeout = 300 * time.Millisecond
+	s := New(client, "stalled", timeout)
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"LoadControl": func() error { _, _, err := s.LoadControl(ctx, "r"); return err },
+		"ReserveBudget": func() error {
+			_, err := s.ReserveBudget(ctx, "r", roomstate.Window{Index: 1, Limit: 10, Expires: storetest.T0}, 1)
+			return err
+		},
+		"HoldPlace": func() error {
+			_, err := storetest.Consume(ctx, s, "r", "p", storetest.T0.Add(time.Hour), storetest.T0)
+			return err
+		},
+		"Population": func() error { _, _, err := s.Population(ctx, "r", storetest.T0); return err },
+	}
+	for name, call := range calls {
+		start := time.Now()
+		err := call()
+		took := time.Since(start)
+		if err == nil {
+			t.Errorf("%s against a stalled endpoint succeeded", name)
+		}
+		if took > 10*timeout {
+			t.Errorf("%s took %v against a call timeout of %v", name, took, timeout)
+		}
+	}
+}

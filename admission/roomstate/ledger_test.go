@@ -1,0 +1,54 @@
+package roomstate_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+)
+
+// TestLedgerIsTheRoomsLedger drives the admission.Ledger adapter through a
+// place's life, and shows two nodes (two ledgers on one store) agreeing.
+func TestLedgerIsTheRoomsLedger(t *testing.T) {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "room.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := storetest.T0
+	clock := func() time.Time { return now }
+	var node1, node2 admission.Ledger = roomstate.NewLedger(s, "r", clock), roomstate.NewLedger(s, "r", clock)
+	ctx := context.Background()
+	until := now.Add(time.Minute)
+	reserved := admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}
+	if _, won, err := node1.Hold(ctx, "p", reserved, until); err != nil || !won {
+		t.Fatalf("node 1 Hold = %v, %v", won, err)
+	}
+	if got, won, err := node2.Hold(ctx, "p", reserved, until); err != nil || won || got.State != admission.PlaceReserved {
+		t.Fatalf("node 2 Hold of node 1's place = %+v, %v, %v; want the standing reservation", got, won, err)
+	}
+	if ok, err := node2.Use(ctx, "p"); err != nil || !ok {
+		t.Fatalf("node 2 Use = %v, %v", ok, err)
+	}
+	if ok, err := node1.Use(ctx, "p"); err != nil || ok {
+		t.Fatalf("node 1 Use of a place node 2 used = %v, %v; want false", ok, err)
+	}
+	if err := node1.Release(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := node2.Lookup(ctx, "p"); err != nil || p.State != admission.PlaceWaiting {
+		t.Fatalf("node 2 Lookup after node 1's Release = %+v, %v", p, err)
+	}
+	if _, won, err := node1.Hold(ctx, "q", reserved, until); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	now = until.Add(time.Second)
+	if p, err := node2.Lookup(ctx, "q"); err != nil || p.State != admission.PlaceWaiting {
+		t.Fatalf("Lookup of an expired reservation = %+v, %v; want waiting", p, err)
+	}
+}

@@ -1,0 +1,105 @@
+// Package roomstate keeps what a waiting room must share between nodes and
+// keep across restarts: its control state and serving clock, the admission
+// budget, the used-place ledger, the population estimate and the
+// arrival-rank counter. One Store interface has one conformance suite
+// (package storetest) and two implementations: boltstore, an embedded file
+// for one machine, and dynamostore, one DynamoDB table for a cluster.
+//
+// The admission path costs no store round trip per decision except the
+// ledger's conditional put: budget and ranks are reserved in blocks (Budget,
+// Ranks), the control state is polled, and each node publishes its
+// population observations in its own item.
+package roomstate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+var (
+	// ErrNotFound means the room has no stored control state yet.
+	ErrNotFound = errors.New("room state not found")
+	// ErrConflict means a compare-and-set lost: the stored version is not
+	// the one the change was based on. Reload and reapply.
+	ErrConflict = errors.New("room state changed concurrently")
+)
+
+// Control is a room's control state as stored: what the admin API and the
+// config set, and the serving clock every node computes S(now) from.
+type Control struct {
+	State      admission.State `json:"state"`
+	SaleStart  time.Time       `json:"sale_start,omitzero"`
+	Rate       float64         `json:"rate"`
+	Burst      float64         `json:"burst"`
+	Difficulty int             `json:"difficulty"`
+	// Cruise is the clock's speed while admitting (the controller's output).
+	Cruise float64         `json:"cruise"`
+	Clock  admission.Clock `json:"clock"`
+}
+
+// Window is one admission-budget window of a room: at most Limit
+// admissions may be reserved in it. Index identifies it (e.g. the window's
+// start in Unix seconds divided by its length); Expires is when the store
+// may forget it.
+type Window struct {
+	Index   int64
+	Limit   int64
+	Expires time.Time
+}
+
+// Store is the room state shared by every node. Every method is atomic and
+// linearisable per key; every error other than ErrNotFound and ErrConflict
+// means the outcome is unknown, and the caller must fail closed (not admit).
+type Store interface {
+	// LoadControl returns a room's control state and its version;
+	// ErrNotFound if none was ever saved.
+	LoadControl(ctx context.Context, room string) (Control, uint64, error)
+	// SaveControl stores c if the stored version is still prev (0: nothing
+	// stored yet) and returns the new version; ErrConflict otherwise.
+	SaveControl(ctx context.Context, room string, c Control, prev uint64) (uint64, error)
+
+	// ReserveBudget takes up to n admissions from the window's budget and
+	// returns how many it got (0 when the window is spent). The sum of
+	// everything granted in a window, less what was returned, never exceeds
+	// w.Limit, however many nodes race.
+	ReserveBudget(ctx context.Context, room string, w Window, n int64) (int64, error)
+	// ReturnBudget gives back n admissions reserved in window w and not spent.
+	ReturnBudget(ctx context.Context, room string, w Window, n int64) error
+
+	// HoldPlace records p for place id until the given time, unless the
+	// place has a record unexpired at now: it returns the record that
+	// stands and whether it is p. Exactly one of any number of concurrent
+	// calls for the same id wins. Holding admission.PlaceUsed consumes the
+	// place outright.
+	HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error)
+	// UsePlace turns a reserved place into a used one (keeping its expiry),
+	// reporting false if it is not reserved at now. Exactly one of any
+	// number of concurrent calls wins.
+	UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error)
+	// LookupPlace returns place id's record at now (PlaceWaiting if none).
+	LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error)
+	// ReleasePlace forgets a place whose admission was refused after the
+	// decision, so it may wait and try again.
+	ReleasePlace(ctx context.Context, room, id string) error
+
+	// PublishPopulation stores node's own population observation, valid
+	// until the given time. Each node writes only its own item.
+	PublishPopulation(ctx context.Context, room, node string, value float64, until time.Time) error
+	// Population sums the observations of every node still valid at now and
+	// says how many nodes contributed.
+	Population(ctx context.Context, room string, now time.Time) (sum float64, nodes int, err error)
+
+	// ReserveRanks allocates n consecutive arrival ranks and returns the
+	// first: the block is [first, first+n). Blocks never overlap and each
+	// starts after every block allocated before it.
+	ReserveRanks(ctx context.Context, room string, n int64) (first int64, err error)
+
+	Close() error
+}
+
+// DefaultCallTimeout bounds every store call whose context has no earlier
+// deadline, so a stalled disk or network is an error, never a hang.
+const DefaultCallTimeout = 2 * time.Second

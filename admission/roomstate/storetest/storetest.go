@@ -1,0 +1,541 @@
+// Package storetest is the one conformance suite every roomstate.Store
+// passes: compare-and-set of the control state (also raced), the place
+// ledger (hold, use, release, expiry; holds and uses raced), budget reservations raced by many
+// nodes, expiry, the population sum across nodes, rank blocks, and a
+// cancelled context.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+)
+
+// T0 is the suite's clock origin: midnight UTC two days ahead of the real
+// clock. A store with TTL (DynamoDB, and DynamoDB Local too) deletes items
+// whose expiry has passed by the real clock, so the injected time must never
+// fall behind it, whatever the date the tests run on.
+var T0 = time.Now().UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
+
+// Run runs the suite; newStore returns an empty store, closed by the suite.
+func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s roomstate.Store, room string)
+	}{
+		{"ControlCompareAndSet", testControlCAS},
+		{"ControlRacedCAS", testControlRace},
+		{"LedgerConsumeOnce", testLedger},
+		{"LedgerExpiry", testLedgerExpiry},
+		{"LedgerRacedConsume", testLedgerRace},
+		{"PlaceHoldAndUse", testPlaceHoldUse},
+		{"PlaceRacedUse", testPlaceRacedUse},
+		{"BudgetNeverExceedsLimit", testBudgetRace},
+		{"BudgetReturn", testBudgetReturn},
+		{"BudgetAllocatorsRaced", testBudgetAllocators},
+		{"PopulationSum", testPopulation},
+		{"RankBlocks", testRanks},
+		{"CancelledContext", testCancelled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tc.fn(t, s, fmt.Sprintf("room%d", rand.Int64()))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func control(rate float64) roomstate.Control {
+	clock := admission.Clock{Origin: T0, Value: 12.5}.Then(T0.Add(time.Minute), 0.25).Then(T0.Add(2*time.Minute), 0)
+	return roomstate.Control{
+		State: admission.StateScheduled, SaleStart: T0.Add(time.Minute),
+		Rate: rate, Burst: 20, Difficulty: 12, Cruise: 0.25, Clock: clock,
+	}
+}
+
+func same(t *testing.T, got, want roomstate.Control) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Errorf("control read back as\n%s\nwant\n%s", g, w)
+	}
+	for _, at := range []time.Time{T0, T0.Add(90 * time.Second), T0.Add(time.Hour)} {
+		if got.Clock.At(at) != want.Clock.At(at) {
+			t.Errorf("S(%v) = %v, want %v", at, got.Clock.At(at), want.Clock.At(at))
+		}
+	}
+}
+
+func testControlCAS(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	if _, _, err := s.LoadControl(c, room); !errors.Is(err, roomstate.ErrNotFound) {
+		t.Fatalf("LoadControl of a new room: %v, want ErrNotFound", err)
+	}
+	v1, err := s.SaveControl(c, room, control(10), 0)
+	if err != nil {
+		t.Fatalf("first SaveControl: %v", err)
+	}
+	if v1 == 0 {
+		t.Fatal("SaveControl returned version 0")
+	}
+	if _, err := s.SaveControl(c, room, control(99), 0); !errors.Is(err, roomstate.ErrConflict) {
+		t.Fatalf("second create: %v, want ErrConflict", err)
+	}
+	got, v, err := s.LoadControl(c, room)
+	if err != nil || v != v1 {
+		t.Fatalf("LoadControl = version %d, %v; want %d", v, err, v1)
+	}
+	same(t, got, control(10))
+	v2, err := s.SaveControl(c, room, control(20), v1)
+	if err != nil || v2 <= v1 {
+		t.Fatalf("SaveControl on v%d = v%d, %v", v1, v2, err)
+	}
+	if _, err := s.SaveControl(c, room, control(30), v1); !errors.Is(err, roomstate.ErrConflict) {
+		t.Fatalf("SaveControl on a stale version: %v, want ErrConflict", err)
+	}
+	got, v, err = s.LoadControl(c, room)
+	if err != nil || v != v2 {
+		t.Fatalf("LoadControl = version %d, %v; want %d", v, err, v2)
+	}
+	same(t, got, control(20))
+	if _, _, err := s.LoadControl(c, room+"-other"); !errors.Is(err, roomstate.ErrNotFound) {
+		t.Fatalf("another room sees this room's control: %v", err)
+	}
+}
+
+func testControlRace(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	v, err := s.SaveControl(c, room, control(1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const racers = 16
+	var wins, conflicts int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.SaveControl(c, room, control(float64(100+i)), v)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, roomstate.ErrConflict):
+				conflicts++
+			default:
+				t.Errorf("racer %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 || conflicts != racers-1 {
+		t.Fatalf("%d wins and %d conflicts from %d racers on one version, want 1 and %d", wins, conflicts, racers, racers-1)
+	}
+}
+
+func testLedger(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Hour)
+	if used, err := used(c, s, room, "w1", T0); err != nil || used {
+		t.Fatalf("Used of a fresh id = %v, %v", used, err)
+	}
+	if ok, err := Consume(c, s, room, "w1", until, T0); err != nil || !ok {
+		t.Fatalf("first Consume = %v, %v; want true", ok, err)
+	}
+	if ok, err := Consume(c, s, room, "w1", until, T0.Add(time.Second)); err != nil || ok {
+		t.Fatalf("second Consume = %v, %v; want false", ok, err)
+	}
+	if used, err := used(c, s, room, "w1", T0); err != nil || !used {
+		t.Fatalf("Used after Consume = %v, %v", used, err)
+	}
+	if ok, err := Consume(c, s, room+"-other", "w1", until, T0); err != nil || !ok {
+		t.Fatalf("the same id in another room = %v, %v; want true", ok, err)
+	}
+	if err := s.ReleasePlace(c, room, "w1"); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if used, err := used(c, s, room, "w1", T0); err != nil || used {
+		t.Fatalf("Used after Release = %v, %v", used, err)
+	}
+	if ok, err := Consume(c, s, room, "w1", until, T0); err != nil || !ok {
+		t.Fatalf("Consume after Release = %v, %v; want true", ok, err)
+	}
+	if err := s.ReleasePlace(c, room, "never-consumed"); err != nil {
+		t.Fatalf("Release of an unknown id: %v", err)
+	}
+}
+
+func testLedgerExpiry(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Minute)
+	if ok, err := Consume(c, s, room, "w", until, T0); err != nil || !ok {
+		t.Fatalf("Consume = %v, %v", ok, err)
+	}
+	if used, err := used(c, s, room, "w", until.Add(-time.Millisecond)); err != nil || !used {
+		t.Fatalf("Used just before expiry = %v, %v", used, err)
+	}
+	after := until.Add(time.Second)
+	if used, err := used(c, s, room, "w", after); err != nil || used {
+		t.Fatalf("Used after expiry = %v, %v", used, err)
+	}
+	if ok, err := Consume(c, s, room, "w", after.Add(time.Minute), after); err != nil || !ok {
+		t.Fatalf("Consume after expiry = %v, %v; want true", ok, err)
+	}
+	if ok, err := Consume(c, s, room, "w", after.Add(time.Minute), after); err != nil || ok {
+		t.Fatalf("Consume of the renewed id = %v, %v; want false", ok, err)
+	}
+}
+
+func testLedgerRace(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	const ids, racers = 20, 16
+	for i := range ids {
+		id := fmt.Sprintf("raced-%d", i)
+		var wins int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := Consume(c, s, room, id, T0.Add(time.Hour), T0)
+				if err != nil {
+					t.Errorf("Consume(%s): %v", id, err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					wins++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Fatalf("%s consumed %d times by %d racers, want once", id, wins, racers)
+		}
+	}
+}
+
+// Consume holds a place as used outright: a one-step admission.
+func Consume(c context.Context, s roomstate.Store, room, id string, until, now time.Time) (bool, error) {
+	_, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceUsed}, until, now)
+	return won, err
+}
+
+func used(c context.Context, s roomstate.Store, room, id string, now time.Time) (bool, error) {
+	p, err := s.LookupPlace(c, room, id, now)
+	return p.State == admission.PlaceUsed, err
+}
+
+func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Hour)
+	slot := T0.Add(1500 * time.Millisecond)
+	reserved := admission.Place{State: admission.PlaceReserved, Slot: slot}
+	if p, err := s.LookupPlace(c, room, "p", T0); err != nil || p.State != admission.PlaceWaiting {
+		t.Fatalf("LookupPlace of a new place = %+v, %v; want waiting", p, err)
+	}
+	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || ok {
+		t.Fatalf("UsePlace of a waiting place = %v, %v; want false", ok, err)
+	}
+	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || !won || got != reserved {
+		t.Fatalf("HoldPlace = %+v, %v, %v; want the reservation, won", got, won, err)
+	}
+	p, err := s.LookupPlace(c, room, "p", T0)
+	if err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
+		t.Fatalf("LookupPlace = %+v, %v; want reserved with slot %v", p, err, slot)
+	}
+	other := admission.Place{State: admission.PlaceReserved, Slot: slot.Add(time.Second)}
+	if got, won, err := s.HoldPlace(c, room, "p", other, until, T0); err != nil || won || got.State != admission.PlaceReserved || !got.Slot.Equal(slot) {
+		t.Fatalf("second HoldPlace = %+v, %v, %v; want the standing reservation, lost", got, won, err)
+	}
+	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || !ok {
+		t.Fatalf("UsePlace of a reserved place = %v, %v; want true", ok, err)
+	}
+	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || ok {
+		t.Fatalf("UsePlace of a used place = %v, %v; want false", ok, err)
+	}
+	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || won || got.State != admission.PlaceUsed {
+		t.Fatalf("HoldPlace of a used place = %+v, %v, %v; want used, lost", got, won, err)
+	}
+	if used, err := used(c, s, room, "p", until.Add(-time.Second)); err != nil || !used {
+		t.Fatalf("the used place's expiry changed: used = %v, %v", used, err)
+	}
+	if ok, err := s.UsePlace(c, room, "q", T0); err != nil || ok {
+		t.Fatalf("UsePlace of an unknown place = %v, %v", ok, err)
+	}
+	if _, _, err := s.HoldPlace(c, room, "late", reserved, T0.Add(time.Second), T0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.UsePlace(c, room, "late", T0.Add(2*time.Second)); err != nil || ok {
+		t.Fatalf("UsePlace of an expired reservation = %v, %v; want false", ok, err)
+	}
+}
+
+func testPlaceRacedUse(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	const places, racers = 10, 16
+	for i := range places {
+		id := fmt.Sprintf("reserved-%d", i)
+		if _, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceReserved, Slot: T0}, T0.Add(time.Hour), T0); err != nil || !won {
+			t.Fatalf("HoldPlace(%s) = %v, %v", id, won, err)
+		}
+		var wins int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.UsePlace(c, room, id, T0)
+				if err != nil {
+					t.Errorf("UsePlace(%s): %v", id, err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					wins++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Fatalf("%s used %d times by %d racers, want once", id, wins, racers)
+		}
+	}
+}
+
+func window(idx, limit int64) roomstate.Window {
+	return roomstate.Window{Index: idx, Limit: limit, Expires: T0.Add(time.Hour)}
+}
+
+func testBudgetRace(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	const limit, nodes, block = 100, 8, 7
+	w := window(1, limit)
+	granted := make([]int64, nodes)
+	var wg sync.WaitGroup
+	for n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				got, err := s.ReserveBudget(c, room, w, block)
+				if err != nil {
+					t.Errorf("node %d: %v", n, err)
+					return
+				}
+				if got < 0 || got > block {
+					t.Errorf("node %d got %d of a block of %d", n, got, block)
+					return
+				}
+				if got == 0 {
+					return
+				}
+				granted[n] += got
+			}
+		}()
+	}
+	wg.Wait()
+	var total int64
+	for _, g := range granted {
+		total += g
+	}
+	if total != limit {
+		t.Fatalf("racing nodes reserved %d of a window of %d (per node %v)", total, limit, granted)
+	}
+	if got, err := s.ReserveBudget(c, room, window(2, 3), block); err != nil || got != 3 {
+		t.Fatalf("the next window granted %d, %v; want its own limit 3", got, err)
+	}
+	if got, err := s.ReserveBudget(c, room+"-other", w, block); err != nil || got != block {
+		t.Fatalf("another room's window granted %d, %v; want %d", got, err, block)
+	}
+}
+
+func testBudgetReturn(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	w := window(7, 10)
+	if got, err := s.ReserveBudget(c, room, w, 8); err != nil || got != 8 {
+		t.Fatalf("ReserveBudget = %d, %v; want 8", got, err)
+	}
+	if got, err := s.ReserveBudget(c, room, w, 8); err != nil || got != 2 {
+		t.Fatalf("ReserveBudget of the rest = %d, %v; want 2", got, err)
+	}
+	if err := s.ReturnBudget(c, room, w, 5); err != nil {
+		t.Fatalf("ReturnBudget: %v", err)
+	}
+	if got, err := s.ReserveBudget(c, room, w, 8); err != nil || got != 5 {
+		t.Fatalf("ReserveBudget after a return = %d, %v; want 5", got, err)
+	}
+	if got, err := s.ReserveBudget(c, room, w, 1); err != nil || got != 0 {
+		t.Fatalf("ReserveBudget of a spent window = %d, %v; want 0", got, err)
+	}
+}
+
+// testBudgetAllocators races nodes' Budget allocators, the way gateways use
+// the store: together they admit exactly the window's limit.
+func testBudgetAllocators(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	const nodes, rate = 3, 50.0
+	now := T0.Add(250 * time.Millisecond)
+	var admitted int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for n := range nodes {
+		b, err := roomstate.NewBudget(s, room, 4, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ok, err := b.Take(c, now, rate)
+				if err != nil {
+					t.Errorf("node %d: %v", n, err)
+					return
+				}
+				if !ok {
+					return
+				}
+				mu.Lock()
+				admitted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted != rate {
+		t.Fatalf("%d nodes admitted %d in a one-second window at %v/s", nodes, admitted, rate)
+	}
+}
+
+func testPopulation(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(10 * time.Second)
+	if sum, nodes, err := s.Population(c, room, T0); err != nil || sum != 0 || nodes != 0 {
+		t.Fatalf("Population of a new room = %v over %d nodes, %v", sum, nodes, err)
+	}
+	for node, v := range map[string]float64{"a": 1.5, "b": 2.5, "c": 3} {
+		u := until
+		if node == "c" {
+			u = T0.Add(time.Second)
+		}
+		if err := s.PublishPopulation(c, room, node, v, u); err != nil {
+			t.Fatalf("PublishPopulation(%s): %v", node, err)
+		}
+	}
+	if sum, nodes, err := s.Population(c, room, T0); err != nil || sum != 7 || nodes != 3 {
+		t.Fatalf("Population = %v over %d nodes, %v; want 7 over 3", sum, nodes, err)
+	}
+	if err := s.PublishPopulation(c, room, "a", 0.5, until); err != nil {
+		t.Fatal(err)
+	}
+	if sum, nodes, err := s.Population(c, room, T0); err != nil || sum != 6 || nodes != 3 {
+		t.Fatalf("Population after a node republished = %v over %d nodes, %v; want 6 over 3", sum, nodes, err)
+	}
+	if sum, nodes, err := s.Population(c, room, T0.Add(2*time.Second)); err != nil || sum != 3 || nodes != 2 {
+		t.Fatalf("Population after c's item expired = %v over %d nodes, %v; want 3 over 2", sum, nodes, err)
+	}
+	if sum, _, err := s.Population(c, room+"-other", T0); err != nil || sum != 0 {
+		t.Fatalf("another room sees this room's population: %v, %v", sum, err)
+	}
+}
+
+func testRanks(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	const nodes, blocks, size = 8, 10, 5
+	firsts := make([][]int64, nodes)
+	var wg sync.WaitGroup
+	for n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range blocks {
+				first, err := s.ReserveRanks(c, room, size)
+				if err != nil {
+					t.Errorf("node %d: %v", n, err)
+					return
+				}
+				firsts[n] = append(firsts[n], first)
+			}
+		}()
+	}
+	wg.Wait()
+	var all []int64
+	for n, list := range firsts {
+		if !slices.IsSorted(list) {
+			t.Errorf("node %d's blocks are not increasing: %v", n, list)
+		}
+		all = append(all, list...)
+	}
+	slices.Sort(all)
+	for i, first := range all {
+		if want := all[0] + int64(i)*size; first != want {
+			t.Fatalf("blocks overlap or leave gaps: block %d starts at %d, want %d (all %v)", i, first, want, all)
+		}
+	}
+	next, err := s.ReserveRanks(c, room, 1)
+	if err != nil || next != all[len(all)-1]+size {
+		t.Fatalf("the next block starts at %d, %v; want %d", next, err, all[len(all)-1]+size)
+	}
+	r, err := roomstate.NewRanks(s, room, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := next
+	for range 7 {
+		rank, err := r.Next(c)
+		if err != nil || rank <= prev {
+			t.Fatalf("Ranks.Next = %d, %v after %d", rank, err, prev)
+		}
+		prev = rank
+	}
+}
+
+func testCancelled(t *testing.T, s roomstate.Store, room string) {
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls := map[string]func() error{
+		"LoadControl": func() error { _, _, err := s.LoadControl(c, room); return err },
+		"SaveControl": func() error { _, err := s.SaveControl(c, room, control(1), 0); return err },
+		"ReserveBudget": func() error {
+			_, err := s.ReserveBudget(c, room, window(1, 10), 1)
+			return err
+		},
+		"HoldPlace":         func() error { _, err := Consume(c, s, room, "w", T0.Add(time.Hour), T0); return err },
+		"PublishPopulation": func() error { return s.PublishPopulation(c, room, "a", 1, T0.Add(time.Hour)) },
+		"ReserveRanks":      func() error { _, err := s.ReserveRanks(c, room, 1); return err },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %v, want context.Canceled", name, err)
+		}
+	}
+}
