@@ -1,12 +1,15 @@
 // The waiting page in a real browser (Debian chromium via playwright-core):
 // custom templates, languages, the turn notice in a background tab whose
-// timers fire late, accessibility (axe-core), 200% zoom and a phone screen.
-// Run by e2e/browser/run.sh, which starts the demo and two `fairgate proxy`
-// rooms with docs/examples' templates, and sets SITE, BRANDED, EVENT.
+// timers fire late, accessibility (axe-core), 200% zoom and a phone screen,
+// and a priority lane chosen by the site's login.
+// Run by e2e/browser/run.sh, which starts the demo, two `fairgate proxy`
+// rooms with docs/examples' templates and one with a priority lane, and sets
+// SITE, BRANDED, EVENT, LANES and LOGIN_KEY.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { createHmac } from "node:crypto";
 import { chromium } from "playwright-core";
 import { assertAccessible } from "./axe.mjs";
 
@@ -203,4 +206,59 @@ test("the closed and sold-out pages pass axe, in the visitor's language", async 
   } finally {
     await admin(process.env.BRANDED_ADMIN, "branded", { state: "queue" });
   }
+});
+
+// login signs the site's login JWT (HS256) as the shop's backend would.
+function login(claims) {
+  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  const body = `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ ...claims, exp: Math.floor(Date.now() / 1000) + 3600 })}`;
+  const sig = createHmac("sha256", Buffer.from(process.env.LOGIN_KEY, "base64")).update(body).digest("base64url");
+  return `${body}.${sig}`;
+}
+
+// lanesAdmin reads the lanes room through its admin API.
+async function lanesAdmin() {
+  const res = await fetch(`${process.env.LANES_ADMIN}/rooms/lanes`, { headers: { Authorization: `Bearer ${process.env.ADMIN_TOKEN}` } });
+  const body = await res.text();
+  assert.equal(res.status, 200, body);
+  return JSON.parse(body);
+}
+
+test("a priority lane: a VIP login waits in its lane, a fan in the default one, and both get in", { timeout: 120_000 }, async () => {
+  const lanes = process.env.LANES;
+  await admin(process.env.LANES_ADMIN, "lanes", { state: "paused" });
+  const visitor = async (claims) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addCookies([{ name: "site_login", value: login(claims), url: lanes }]);
+    const page = await context.newPage();
+    const ticket = page.waitForResponse((r) => r.url().endsWith("/_fairgate/token") && r.status() === 200, { timeout: 30_000 });
+    await page.goto(lanes + "/tickets?lane=test");
+    return { page, ticket: await (await ticket).json() };
+  };
+  const vip = await visitor({ sub: "vip-1", tier: "vip" });
+  const fan = await visitor({ sub: "fan-1", tier: "basic" });
+  assert.equal(vip.ticket.lane, "vip", "the VIP login's token is in the vip lane");
+  assert.equal(fan.ticket.lane, undefined, "the fan's token is in the default lane");
+  await statusShown(vip.page);
+  await statusShown(fan.page);
+  await assertAccessible(vip.page, "waiting page in a lane");
+  await shot(vip.page, "16-lane-vip-waiting.png");
+
+  await admin(process.env.LANES_ADMIN, "lanes", { state: "queue" });
+  // In: the pass cookie is set (the demo site behind answers with its own
+  // room's page, so the page itself tells nothing).
+  for (const { page } of [vip, fan]) {
+    const deadline = Date.now() + 60_000;
+    while (!(await page.context().cookies()).some((c) => c.name === "fairgate_pass_lanes")) {
+      assert.ok(Date.now() < deadline, "no pass cookie within 60 s of the queue opening");
+      await page.waitForTimeout(250);
+    }
+  }
+  const status = await lanesAdmin();
+  const vipLane = status.lanes.find((l) => l.lane === "vip");
+  assert.ok(vipLane, `no vip lane in the admin API: ${JSON.stringify(status.lanes)}`);
+  assert.equal(vipLane.admitted, 1, "the VIP was admitted in the vip lane");
+  assert.equal(status.lanes.find((l) => l.lane === "").admitted, 1, "the fan was admitted in the default lane");
+  await vip.page.context().close();
+  await fan.page.context().close();
 });

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The demo in a real browser: builds fairgate, starts `fairgate demo` on
-# loopback, and two `fairgate proxy` rooms in front of it with the example
-# templates of docs/examples, then runs demo.test.mjs and page.test.mjs with
-# Debian chromium (installed by .ci/run). Screenshots go to $SCREENSHOTS
+# loopback, two `fairgate proxy` rooms in front of it with the example
+# templates of docs/examples and a third with a priority lane, then runs
+# demo.test.mjs and page.test.mjs with Debian chromium (installed by .ci/run). Screenshots go to $SCREENSHOTS
 # (printed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,6 +41,21 @@ p=$(port) a=$(port); room branded waiting-branded.html 2s "$p" "$a"
 export BRANDED="http://127.0.0.1:$p" BRANDED_ADMIN="http://127.0.0.1:$a"
 p=$(port) a=$(port); room event waiting-event.html 2s "$p" "$a"
 export EVENT="http://127.0.0.1:$p" EVENT_ADMIN="http://127.0.0.1:$a"
+
+# A room with a priority lane for logins whose `tier` claim is `vip`; the
+# site's login is an HS256 JWT in the `site_login` cookie.
+login_key=$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')
+p=$(port) a=$(port)
+cat > "$W/lanes.json" <<EOF
+{"room":"lanes","rate":20,"tau":"2s","fixed_speed":true,"difficulty":10,"min_backoff":"1s","max_backoff":"4s",
+ "identity":{"cookie":"site_login","algorithm":"HS256","key":"$login_key"},
+ "lanes":[{"name":"vip","share":0.5,"claim":"tier=vip"}]}
+EOF
+"$W/fairgate" proxy --listen "127.0.0.1:$p" --admin "127.0.0.1:$a" --admin-token "$ADMIN_TOKEN" \
+	--upstream "$SITE" --config "$W/lanes.json" > "$W/lanes.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 150); do curl -s -o /dev/null "http://127.0.0.1:$p/_fairgate/status" && break; sleep 0.1; done
+export LANES="http://127.0.0.1:$p" LANES_ADMIN="http://127.0.0.1:$a" LOGIN_KEY="$login_key"
 
 status=0
 (cd e2e/browser && node --test --test-concurrency=1 ${BROWSER_TESTS:-demo.test.mjs page.test.mjs}) || status=$?
