@@ -2,8 +2,8 @@
 # The demo in a real browser: builds fairgate, starts `fairgate demo` on
 # loopback, two `fairgate proxy` rooms in front of it with the example
 # templates of docs/examples and a third with a priority lane, then runs
-# demo.test.mjs and page.test.mjs with Debian chromium (installed by .ci/run). Screenshots go to $SCREENSHOTS
-# (printed at the end).
+# demo.test.mjs and page.test.mjs with Debian chromium (installed by
+# .ci/run). Screenshots go to $SCREENSHOTS (printed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export SCREENSHOTS=${SCREENSHOTS:-$(pwd)/e2e/browser/screenshots}
