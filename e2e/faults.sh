@@ -16,13 +16,21 @@ wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; slee
 
 export ADMIN_ADDRESS="127.0.0.1:$(port)" ROOM_PORT=$(port) PLAIN_PORT=$(port) SHOP_PORT=$(port)
 export SHOP_UPSTREAM="127.0.0.1:$SHOP_PORT" HOOK_ADDR="127.0.0.1:$(port)" KEYS_FILE="$T/keys.json"
+export CHECKOUT_PORT=$(port) SEATS_ADDR="127.0.0.1:$(port)"
 "$FAIRGATE" keygen --kid first > "$KEYS_FILE"
+head -c 32 /dev/urandom | base64 > "$T/payment.key"
 export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data"
 room="http://127.0.0.1:$ROOM_PORT" plain="http://127.0.0.1:$PLAIN_PORT" admin="http://$ADMIN_ADDRESS"
 caddyfile="$(dirname "$0")/faults.caddyfile"
 reload() { "$CADDY" reload --config "$caddyfile" --adapter caddyfile --address "$ADMIN_ADDRESS" --force >> "$T/reload.log" 2>&1; }
 start_origin() { "$TARGETS" origin "$SHOP_UPSTREAM" > /dev/null 2>&1 & origin=$!; pids+=("$origin"); wait_for "http://$SHOP_UPSTREAM/"; }
 start_hook() { "$LOAD" -serve-hook "$HOOK_ADDR" -hook-delay "$1" 2>/dev/null & hook=$!; pids+=("$hook"); for _ in $(seq 50); do curl -s -o /dev/null "http://$HOOK_ADDR/" && break; sleep 0.1; done; }
+# The seat service on its bbolt file; a restart reopens the same file.
+start_seats() {
+  "$FAIRGATE" seats --keys "$KEYS_FILE" --db "$T/seats.db" --listen "$SEATS_ADDR" --room checkout \
+    --event final-2026 --payment-key-file "$T/payment.key" --admin-token faults >> "$T/seats.log" 2>&1 & seats=$!
+  pids+=("$seats"); wait_for "http://$SEATS_ADDR/api/events/none"
+}
 room_settings() { curl -s "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["rate"], d["burst"], d["difficulty"])'; }
 field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
 row() { # row NAME FILE EXTRA: one line of the figures table
@@ -37,6 +45,8 @@ raise SystemExit(0 if ok else 1)"; }
 
 start_origin
 start_hook 0s
+start_seats
+"$FAIRGATE" seats layout --id final-2026 | curl -sf -o /dev/null -X POST -H 'Authorization: Bearer faults' --data-binary @- "http://$SEATS_ADDR/api/events"
 "$CADDY" run --config "$caddyfile" --adapter caddyfile > "$T/caddy.log" 2>&1 & pids+=($!)
 wait_for "$admin/config/" && wait_for "$plain/"
 
@@ -92,7 +102,29 @@ check "admission hook down, slow and back: no failed request, no lost place, no 
   test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" conn_errors)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
 row "hook down 3 s, slow 3 s, back" "$T/hook.json" "visitors kept waiting (on_failure closed)"
 
-# 4. Key rotation during load: a key added to the key file and signing
+# 4. The seat service killed (SIGKILL) mid-checkout for 3 s and restarted
+# on its file: visitors admitted to room "checkout" each buy a seat (hold,
+# checkout, confirm, retried with their Idempotency-Key); Caddy answers 502
+# while it is down, the room defers admissions (its hook is the seat
+# service), and after the restart every purchase completes: the seat
+# service's count of sold seats equals the reservations the visitors were
+# told of, none lost, none sold twice.
+"$LOAD" -site "http://127.0.0.1:$CHECKOUT_PORT" -room checkout -for 12s -checkout -seats "http://$SEATS_ADDR" \
+  -event final-2026 -payment-key "$T/payment.key" > "$T/seats.json" 2>> "$T/load.err" & load=$!
+sleep 4
+kill -9 "$seats"; wait "$seats" 2>/dev/null
+sleep 3
+start_seats
+wait "$load"
+check "seat service killed mid-checkout: the waiting room kept answering, no lost place, no double admission" \
+  test "$(field "$T/seats.json" failed)" = 0 -a "$(field "$T/seats.json" conn_errors)" = 0 -a "$(field "$T/seats.json" lost)" = 0 -a "$(field "$T/seats.json" double)" = 0
+check "seat service killed mid-checkout: the documented answer while down (502, deferred admissions), purchases resumed after" \
+  test "$(field "$T/seats.json" seats_unavailable)" -gt 0 -a "$(field "$T/seats.json" confirmed)" -gt 0
+check "seat service killed mid-checkout: no lost reservation, no seat sold twice, sold seats = confirmed reservations" \
+  test "$(field "$T/seats.json" lost_reservations)" = 0 -a "$(field "$T/seats.json" double_sold)" = 0 -a "$(field "$T/seats.json" reserved_seats)" = "$(field "$T/seats.json" confirmed_seats)"
+row "seat service SIGKILL 3 s mid-checkout, restarted" "$T/seats.json" "$(field "$T/seats.json" confirmed) seats bought, $(field "$T/seats.json" reserved_seats) sold by the seat service; $(field "$T/seats.json" seats_unavailable) answers 502 while down, $(field "$T/seats.json" resumed) writes resumed with their key; lost reservations $(field "$T/seats.json" lost_reservations), double sold $(field "$T/seats.json" double_sold)"
+
+# 5. Key rotation during load: a key added to the key file and signing
 # (`fairgate keys add`), then `caddy reload --force`; waiting tokens and
 # passes signed by the old key stay valid.
 "$LOAD" -site "$room" -room faults -plain "$plain" -for 10s > "$T/keys.json.out" 2>> "$T/load.err" & load=$!
@@ -109,6 +141,6 @@ echo
 echo "| scenario | room requests | failed | connection errors | plain requests | plain failed | plain connection errors | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cat "$T/table"
-for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/keys.json.out; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
+for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/seats.json "$T"/keys.json.out; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
 if [ "$failed" -ne 0 ]; then echo "--- faults caddy log (errors)"; grep -iE 'panic|"level":"error"' "$T/caddy.log" | tail -10; fi
 summary
