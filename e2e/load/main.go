@@ -5,7 +5,7 @@
 // to a site without the room. It prints one JSON line of counts:
 //
 //	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-pace 20ms] [-for 15s] [-keepalive=false]
-//	     [-checkout -seats URL -event ID -payment-key FILE]
+//	     [-checkout -seats URL -event ID -payment-key FILE -think 1s]
 //	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
 //
 // failed: HTTP answers outside the documented set (5xx from the waiting
@@ -18,17 +18,20 @@
 // place kept); lost: visitors whose waiting token was refused
 // before they were admitted; double: a used token admitted again.
 //
-// With -checkout, each admitted visitor buys a seat through the site with
-// the session the admission hook opened: hold one seat, checkout, confirm
-// (signed as the payment provider would), each write with its own
-// Idempotency-Key and retried with it while the seat service is down.
+// With -checkout, each admitted visitor buys a seat with the session the
+// admission hook opened: hold one seat and checkout through the site, then
+// confirm as the payment provider would (signed, to the seat service
+// directly), pausing -think before checkout and before confirm, so most
+// buyers are mid-checkout at any moment. Each write has its own
+// Idempotency-Key and is retried with it while the seat service is down.
 // seats_unavailable counts the answers while it is (502/503/504 or a
 // refused connection: the documented ones), resumed the writes that
-// succeeded after them; confirmed the reservations. At the end the seat
-// service itself (-seats) is asked: lost_reservations are confirmed
-// reservations it does not have as finalised, double_sold seats in two
-// reservations, and reserved_seats its count of sold seats, which must
-// equal confirmed_seats. A checkout under way when the time is up is
+// succeeded after them, seat_taken the holds that lost a best seat to
+// another buyer (409, asked again), confirmed the reservations. At the end
+// the seat service itself (-seats) is asked: lost_reservations are
+// confirmed reservations it does not have as finalised, double_sold seats
+// in two reservations, and reserved_seats its count of sold seats, which
+// must equal confirmed_seats. A purchase under way when the time is up is
 // finished (within 15 s), so every sale is counted.
 package main
 
@@ -63,6 +66,7 @@ type counts struct {
 	Double       atomic.Int64 `json:"-"`
 	Deferred     atomic.Int64 `json:"-"`
 	SeatsDown    atomic.Int64 `json:"-"`
+	Taken        atomic.Int64 `json:"-"`
 	Resumed      atomic.Int64 `json:"-"`
 	ConnErrors   atomic.Int64 `json:"-"`
 	PlainReqs    atomic.Int64 `json:"-"`
@@ -119,6 +123,7 @@ func main() {
 	seatsURL := flag.String("seats", "", "the seat service itself, asked at the end (with -checkout)")
 	event := flag.String("event", "final-2026", "the event on sale (with -checkout)")
 	paymentKeyFile := flag.String("payment-key", "", "the seat service's payment key file (with -checkout)")
+	think := flag.Duration("think", time.Second, "a buyer's pause between hold, checkout and confirm (with -checkout)")
 	flag.Parse()
 	if *hookAddr != "" {
 		fmt.Fprintln(os.Stderr, serveHook(*hookAddr, *hookDelay))
@@ -140,7 +145,7 @@ func main() {
 		}
 		finish, stop := context.WithTimeout(context.Background(), *length+15*time.Second)
 		defer stop()
-		buy = &buyer{finish: finish, paymentKey: bytes.TrimSpace(key)}
+		buy = &buyer{finish: finish, paymentKey: bytes.TrimSpace(key), seats: *seatsURL, think: *think}
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableKeepAlives: !*keepAlive}}
 	var wg sync.WaitGroup
@@ -193,6 +198,7 @@ func main() {
 			figures["failed"], figures["samples"] = c.Failed.Load(), c.samples
 		}
 		figures["seats_unavailable"], figures["resumed"], figures["confirmed"] = c.SeatsDown.Load(), c.Resumed.Load(), len(c.sales)
+		figures["seat_taken"] = c.Taken.Load()
 	}
 	out, _ := json.Marshal(figures)
 	fmt.Println(string(out))
@@ -282,6 +288,8 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 type buyer struct {
 	finish     context.Context // a purchase under way when the load ends is finished within it
 	paymentKey []byte
+	seats      string // the seat service, which the payment provider confirms with directly
+	think      time.Duration
 }
 
 // buy holds one seat, checks out and confirms, each write retried with its
@@ -291,20 +299,33 @@ func (b *buyer) buy(client *http.Client, c *counts, site, room, session, pass st
 		c.fail(&c.Failed, "admitted without a seat session")
 		return
 	}
-	cookie := "fairgate_pass_" + room + "=" + pass
+	cookie := "Cookie: fairgate_pass_" + room + "=" + pass
 	base := site + "/api/sessions/" + session
 	ref := "pay-" + session
 	var held struct {
 		Seats       []string `json:"seats"`
 		Reservation string   `json:"reservation"`
 	}
-	for _, step := range []struct{ name, url, body, sig string }{
-		{"hold", base + "/holds", `{"best":{"count":1}}`, ""},
-		{"checkout", base + "/checkout", `{}`, ""},
-		{"confirm", base + "/confirm", `{"payment_ref":"` + ref + `"}`, hmacHex(b.paymentKey, session+"\n"+ref)},
+	// The visitor holds and checks out through the site; the payment
+	// provider confirms with the seat service directly, server to server,
+	// with the visitor's pass and its signature.
+	for _, step := range []struct{ name, url, body, auth, sig string }{
+		{"hold", base + "/holds", `{"best":{"count":1}}`, cookie, ""},
+		{"checkout", base + "/checkout", `{}`, cookie, ""},
+		{"confirm", b.seats + "/api/sessions/" + session + "/confirm", `{"payment_ref":"` + ref + `"}`, "Fairgate-Pass: " + pass, hmacHex(b.paymentKey, session+"\n"+ref)},
 	} {
-		body, ok := b.write(client, c, step.name, step.url, step.body, cookie, step.sig)
+		if step.name != "hold" {
+			sleep(b.finish, b.think) // choosing, paying: most buyers are mid-checkout at any time
+		}
+		body, status, ok := b.write(client, c, step.name, step.url, step.body, step.auth, step.sig)
+		// Two buyers may pick the same best seat: the second gets 409
+		// naming it, and asks again (a new request, a new key).
+		for tries := 0; step.name == "hold" && status == http.StatusConflict && tries < 5; tries++ {
+			c.Taken.Add(1)
+			body, status, ok = b.write(client, c, step.name, step.url, step.body, step.auth, step.sig)
+		}
 		if !ok {
+			c.fail(&c.Failed, fmt.Sprintf("%s: %d %.120s", step.name, status, body))
 			return
 		}
 		if err := json.Unmarshal(body, &held); err != nil {
@@ -322,12 +343,13 @@ func (b *buyer) buy(client *http.Client, c *counts, site, room, session, pass st
 }
 
 // write posts one step until it succeeds, fails for good, or time is up.
-func (b *buyer) write(client *http.Client, c *counts, name, url, body, cookie, sig string) ([]byte, bool) {
+func (b *buyer) write(client *http.Client, c *counts, name, url, body, auth, sig string) ([]byte, int, bool) {
 	key := fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), rand.Int64())
 	down := false
 	for b.finish.Err() == nil {
 		req, _ := http.NewRequestWithContext(b.finish, "POST", url, strings.NewReader(body))
-		req.Header.Set("Cookie", cookie)
+		k, v, _ := strings.Cut(auth, ": ")
+		req.Header.Set(k, v)
 		req.Header.Set("Idempotency-Key", key)
 		req.Header.Set("Content-Type", "application/json")
 		if sig != "" {
@@ -347,22 +369,21 @@ func (b *buyer) write(client *http.Client, c *counts, name, url, body, cookie, s
 			if down {
 				c.Resumed.Add(1)
 			}
-			return out, true
+			return out, status, true
 		case err != nil && b.finish.Err() != nil:
-			return nil, false
+			return []byte(err.Error()), 0, false
 		case err != nil, status == http.StatusBadGateway, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
-			// The seat service is down: Caddy's reverse_proxy answers 502
-			// (a refused connection) or the store 503; the same key again.
+			// The seat service is down: Caddy's reverse_proxy answers 502,
+			// a direct call is refused, the store answers 503; the same
+			// key again.
 			c.SeatsDown.Add(1)
 			down = true
 			sleep(b.finish, 200*time.Millisecond)
 		default:
-			c.fail(&c.Failed, fmt.Sprintf("%s: %d %.120s", name, status, out))
-			return nil, false
+			return out, status, false
 		}
 	}
-	c.fail(&c.Failed, name+": unfinished when time was up")
-	return nil, false
+	return []byte("unfinished when time was up"), 0, false
 }
 
 // audit asks the seat service for what it sold and compares it with what
