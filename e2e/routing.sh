@@ -4,7 +4,8 @@
 # `waiting_room /a/* a` and of a room inside `handle /b/*` gets a place
 # through the page's endpoints and is admitted; a room inside a handle
 # block whose prefix the block does not cover is refused with a message
-# naming prefix. Run by e2e/run.sh, which sets CADDY, TARGETS, FAIRGATE.
+# naming prefix; the same two visitors in chromium (e2e/browser/matcher.mjs).
+# Run by e2e/run.sh, which sets CADDY, TARGETS, FAIRGATE.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 T=$(mktemp -d)
@@ -47,6 +48,13 @@ place() {
 
 check "waiting_room /a/* a: the page's endpoints reach the room, the visitor is admitted" test "$(place /a/shop a)" = 200
 check "waiting_room b inside handle /b/* (prefix /b/_fairgate): admitted" test "$(place /b/shop b)" = 200
+# The same in chromium: the page gets its place and lets the visitor in.
+browserdir="$(dirname "$0")/browser"
+[ -d "$browserdir/node_modules/playwright-core" ] || (cd "$browserdir" && npm ci --no-audit --no-fund --loglevel=error > /dev/null)
+node "$browserdir/matcher.mjs" "$site/a/shop?browser=1" "$site/b/shop?browser=1" > "$T/browser" 2>&1
+browser=$?
+sed 's/^/# /' "$T/browser"
+check "in chromium, the waiting pages of rooms a and b get a place and let the visitor in" test "$browser" = 0
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept: application/json' "$site/elsewhere")
 check "outside both matchers: the site, without a room" test "$code" = 200
 
