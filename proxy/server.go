@@ -36,6 +36,9 @@ type Server struct {
 type ServerConfig struct {
 	Upstream *url.URL
 	Gateway  Config
+	// StatePath is the bolt file of a state store that names none
+	// (`fairgate proxy --state`). Empty: DefaultStateFile.
+	StatePath string
 	// AdminToken is the bearer token of the admin API (required).
 	AdminToken string
 	// TLSCert and TLSKey, when set, serve the public listener over TLS.
