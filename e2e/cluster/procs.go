@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fairgate/fairgate/admission"
 )
 
 // freePort asks the kernel for a free loopback port.
@@ -164,20 +166,21 @@ func (n *node) start(ctx context.Context) error {
 // status is a room's figures from a node's admin API, with the driver's
 // clock before and after the call.
 type status struct {
-	raw           map[string]any
-	sent, recvd   time.Time
-	State         string  `json:"state"`
-	Rate          float64 `json:"rate"`
-	Clock         float64 `json:"clock"`
-	ClockSpeed    float64 `json:"clock_speed"`
-	Node          string  `json:"node"`
-	Version       uint64  `json:"version"`
-	At            string  `json:"at"`
-	ClockSegments *struct {
-		Origin time.Time `json:"origin"`
-		Value  float64   `json:"value"`
-		Speed  float64   `json:"speed"`
-	} `json:"clock_segment"`
+	sent, recvd time.Time
+	State       string          `json:"state"`
+	Rate        float64         `json:"rate"`
+	Clock       float64         `json:"clock"`
+	ClockSpeed  float64         `json:"clock_speed"`
+	Now         string          `json:"now"`
+	ClockState  admission.Clock `json:"clock_state"`
+	Cluster     *struct {
+		Store   string  `json:"store"`
+		Node    string  `json:"node"`
+		Version uint64  `json:"version"`
+		Nodes   int     `json:"nodes"`
+		Share   float64 `json:"share"`
+		Failing bool    `json:"failing"`
+	} `json:"cluster"`
 }
 
 func (n *node) status(ctx context.Context, room string) (status, error) {
@@ -203,7 +206,6 @@ func (n *node) status(ctx context.Context, room string) (status, error) {
 	if err := json.Unmarshal(body, &st); err != nil {
 		return st, fmt.Errorf("%s admin: %w", n.name, err)
 	}
-	_ = json.Unmarshal(body, &st.raw)
 	return st, nil
 }
 
