@@ -548,30 +548,32 @@ func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
 	after := c.storeMetrics(ctx)
 	elapsed := time.Since(start)
 	got, _ := cr.admissions(start, start.Add(elapsed))
-	c.cost(before, after, got, elapsed)
+	answers, _ := cr.answersBetween(start, start.Add(elapsed))
+	attempts := 0
+	for _, k := range answers {
+		attempts += k
+	}
+	c.cost(before, after, got, attempts, elapsed)
 }
 
-// storeMetrics sums every node's store metrics (fairgate_store_*).
+// storeMetrics sums every node's store metrics (fairgate_state_store_*).
 func (c *cluster) storeMetrics(ctx context.Context) map[string]float64 {
 	out := map[string]float64{}
 	for _, n := range c.nodes {
-		m, err := n.metrics(ctx, "fairgate_store")
+		m, err := n.metrics(ctx, "fairgate_state_store")
 		if err != nil {
 			continue
 		}
 		for k, v := range m {
-			// Per node labels are summed: keep the family and its other labels.
-			out[dropLabel(k, "node")] += v
+			out[k] += v // the same series on every node: summed
 		}
 	}
 	return out
 }
 
-func dropLabel(series, label string) string { return series }
-
 // cost prints the store requests per admission and per node-second from
 // the nodes' own counters.
-func (c *cluster) cost(before, after map[string]float64, admitted int, elapsed time.Duration) {
+func (c *cluster) cost(before, after map[string]float64, admitted, attempts int, elapsed time.Duration) {
 	var keys []string
 	for k := range after {
 		if strings.Contains(k, "_bucket") || strings.HasSuffix(k, "_sum") {
@@ -581,17 +583,19 @@ func (c *cluster) cost(before, after map[string]float64, admitted int, elapsed t
 	}
 	sort.Strings(keys)
 	if len(keys) == 0 {
-		figure("cost: the nodes expose no fairgate_store_* metrics; see docs/SCALING.md for the counted figures")
+		figure("cost: the nodes expose no fairgate_state_store_* metrics; see docs/SCALING.md for the counted figures")
 		return
 	}
 	nodeSeconds := elapsed.Seconds() * float64(len(c.nodes))
-	figure("cost over %s, %d admissions, %.0f node-seconds (block %d):", elapsed.Round(time.Second), admitted, nodeSeconds, c.o.block)
+	figure("cost over %s: %d admissions of %d admission attempts, %.0f node-seconds (budget_block %d):",
+		elapsed.Round(time.Second), admitted, attempts, nodeSeconds, c.o.block)
 	for _, k := range keys {
 		d := after[k] - before[k]
 		if d == 0 {
 			continue
 		}
-		figure("  %s: %.0f (%.3f per admission, %.3f per node-second)", k, d, d/math.Max(1, float64(admitted)), d/nodeSeconds)
+		figure("  %s: %.0f (%.3f per admission, %.3f per attempt, %.3f per node-second)",
+			k, d, d/math.Max(1, float64(admitted)), d/math.Max(1, float64(attempts)), d/nodeSeconds)
 	}
 }
 
