@@ -86,8 +86,8 @@ type Handler struct {
 	poolKey  string
 	storeKey string
 	pooled   *pooledRoom
-	app    *App
-	logger *zap.Logger
+	app      *App
+	logger   *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
