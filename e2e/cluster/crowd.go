@@ -49,6 +49,11 @@ type crowd struct {
 	conn     atomic.Int64
 	failed   atomic.Int64
 	lost     atomic.Int64
+	// lostUnknown are places refused as used (409) after an earlier
+	// attempt with the same token went unanswered (its node died, or it
+	// answered 503 while the store failed): the admission may have been
+	// made and its answer lost.
+	lostUnknown atomic.Int64
 	double   atomic.Int64
 	maxTook  atomic.Int64 // the slowest answer of any request, ns
 }
@@ -107,7 +112,7 @@ type ticket struct {
 func (c *crowd) note(format string, args ...any) {
 	c.mu.Lock()
 	if len(c.samples) < 8 {
-		c.samples = append(c.samples, fmt.Sprintf(format, args...))
+		c.samples = append(c.samples, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
 	}
 	c.mu.Unlock()
 }
@@ -135,6 +140,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 		}
 		break
 	}
+	unknown := "" // how an earlier attempt with this token went unanswered
 	for ctx.Err() == nil {
 		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
 		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
@@ -150,6 +156,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 		}
 		if err != nil {
 			c.conn.Add(1)
+			unknown = fmt.Sprintf("connection error at %s", c.nodes[at].name)
 			at = c.other(at, rng)
 			tk.RetryAfter = 0.2
 			continue
@@ -177,6 +184,16 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			// The documented answer while the store is down: the place is kept.
 			ra, _ := strconv.ParseFloat(h.Get("Retry-After"), 64)
 			tk.RetryAfter = max(ra, 1)
+			unknown = fmt.Sprintf("503 at %s", c.nodes[at].name)
+		case http.StatusConflict:
+			if unknown != "" {
+				c.lostUnknown.Add(1)
+				c.note("admit at %s: 409 used, after an unanswered attempt (%s)", c.nodes[at].name, unknown)
+				return
+			}
+			c.lost.Add(1)
+			c.note("admit at %s refused the place: %d %.100s", c.nodes[at].name, status, body)
+			return
 		default:
 			c.lost.Add(1)
 			c.note("admit at %s refused the place: %d %.100s", c.nodes[at].name, status, body)
