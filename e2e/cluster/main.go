@@ -565,9 +565,11 @@ func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
 		from := start.Add(time.Duration(w) * c.o.window)
 		sleep(ctx, time.Until(from.Add(c.o.window)))
 		got, perNode := cr.admissions(from, from.Add(c.o.window))
+		answers, slowest := cr.answersBetween(from, from.Add(c.o.window))
 		dev := (float64(got) - target) / target
 		check(fmt.Sprintf("window %d of %s: admissions cluster-wide within ±%g%% of the target", w+1, c.o.window, c.o.tolerance*100),
-			math.Abs(dev) <= c.o.tolerance, "%d against %.0f (%+.1f%%), per node %v", got, target, dev*100, perNode)
+			math.Abs(dev) <= c.o.tolerance, "%d against %.0f (%+.1f%%), per node %v; admission answers by status %v, slowest %s",
+			got, target, dev*100, perNode, answers, slowest.Round(time.Millisecond))
 	}
 	after := c.storeMetrics(ctx)
 	elapsed := time.Since(start)
@@ -709,9 +711,10 @@ func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span tim
 	for i := range perSecond {
 		perSecond[i], _ = cr.admissions(from.Add(time.Duration(i)*time.Second), from.Add(time.Duration(i+1)*time.Second))
 	}
+	answers, slowest := cr.answersBetween(from, from.Add(span))
 	check(fmt.Sprintf("%s over the next %s (within ±%g%% + one block)", name, span, c.o.tolerance*200),
-		math.Abs(dev) <= 2*c.o.tolerance+float64(c.o.block)/target, "%d against %.0f (%+.1f%%), per node %v, per second %v",
-		got, target, dev*100, perNode, perSecond)
+		math.Abs(dev) <= 2*c.o.tolerance+float64(c.o.block)/target, "%d against %.0f (%+.1f%%), per node %v, per second %v; answers %v, slowest %s",
+		got, target, dev*100, perNode, perSecond, answers, slowest.Round(time.Millisecond))
 }
 
 // replay posts admitted tokens again at the given nodes: none may be
