@@ -53,8 +53,8 @@ const tickEvery = time.Second
 
 // storeCool is how long a node stops asking a store that failed before it
 // tries again: a down store costs one call deadline per storeCool, not one
-// per request.
-const storeCool = time.Second
+// per request. A variable for tests.
+var storeCool = time.Second
 
 // cluster is a room's link to its state store: the control state it
 // shares, the budget and the ledger. Nil in a Shared on memory.
@@ -177,6 +177,9 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 			return err
 		}
 		c := sh.exportControl()
+		if cl.version != 0 && sameControl(before, c) {
+			return nil // nothing changed: no write
+		}
 		v, err := cl.store.SaveControl(ctx, cl.key, c, cl.version)
 		if err == nil {
 			cl.version = v
@@ -195,6 +198,12 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 		}
 	}
 	return fmt.Errorf("saving room state: %w", roomstate.ErrConflict)
+}
+
+func sameControl(a, b roomstate.Control) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 // restore puts back a control state exported before a change that did not
@@ -354,7 +363,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	case all > 0:
 		// A floor keeps a node without demand able to admit its first
 		// visitors; the shared budget caps what the shares add up to.
-		share = math.Max(mine/all, minShare/float64(max(nodes, 1)))
+		share = math.Min(1, math.Max(mine/all*shareHeadroom, minShare/float64(max(nodes, 1))))
 	case nodes > 1:
 		share = 1 / float64(nodes)
 	}
@@ -375,6 +384,12 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		return nil
 	})
 }
+
+// shareHeadroom lets each node's bucket run a little above its share of
+// the demand, so the shared budget, not an estimate, is what binds: a
+// window's admissions that one node's bucket would leave unspent go to
+// another's.
+const shareHeadroom = 1.1
 
 // minShare is the least share of the rate a node's bucket gets, over the
 // number of nodes.
