@@ -40,7 +40,9 @@ const sweepEvery = 10 * time.Minute
 
 // Open opens (or creates) the store at path.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	// The freelist is rebuilt on open rather than written with every
+	// commit, and kept as a map: a commit writes only the pages it changed.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

@@ -448,3 +448,49 @@ func TestCachedPassExpires(t *testing.T) {
 		t.Fatalf("expired cached pass: %d %s", code, body)
 	}
 }
+
+// TestIdempotentRetries: the write's own transaction finds a key used, and
+// only then is its record read and replayed, whatever has changed since
+// and whatever the retry would now be refused for.
+func TestIdempotentRetries(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	hold := `{"seats":["A-1-1-4"]}`
+	code, first := e.do("POST", "/api/sessions/"+s+"/holds", hold, alice, "Idempotency-Key", "h")
+	if code != 200 {
+		t.Fatalf("hold: %d %s", code, first)
+	}
+	if code, body := e.do("DELETE", "/api/sessions/"+s+"/holds/A-1-1-4", "", alice); code != 200 {
+		t.Fatalf("release: %d %s", code, body)
+	}
+	code, refusal := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["Z-9-9-9"]}`, alice, "Idempotency-Key", "r")
+	if code != 404 {
+		t.Fatalf("unknown seat: %d %s", code, refusal)
+	}
+	tests := []struct {
+		name, key, body string
+		advance         time.Duration
+		wantCode        int
+		wantBody        string
+	}{
+		{"success replayed after the seat was released", "h", hold, 0, 200, first},
+		{"refusal replayed", "r", `{"seats":["Z-9-9-9"]}`, 0, 404, refusal},
+		{"another body refused before its own validation", "h", `{"seats":[]}`, 0, 422, ""},
+		{"another body refused before its own write", "h", `{"seats":["A-1-1-5"]}`, 0, 422, ""},
+		{"success replayed after the session expired", "h", hold, 11 * time.Minute, 200, first},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.clk.Add(tt.advance)
+			code, body := e.do("POST", "/api/sessions/"+s+"/holds", tt.body, alice, "Idempotency-Key", tt.key)
+			if code != tt.wantCode || (tt.wantBody != "" && body != tt.wantBody) {
+				t.Fatalf("got %d %s, want %d %s", code, body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+	// None of the retries held the seat again.
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 || strings.Contains(body, "A-1-1-4") {
+		t.Fatalf("session after the retries: %d %s", code, body)
+	}
+}
