@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -16,24 +17,28 @@ import (
 // keyPut is the transaction's write of an idempotency record: only if the
 // key has none yet.
 func (s *Store) keyPut(k string, rec seats.KeyRecord) (types.TransactWriteItem, error) {
-	it, err := keyItem(k, rec)
+	it, create, err := s.keyItem(k, rec)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(s.tables.Reservations), Item: it,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names(),
 	}}, nil
 }
 
-func keyItem(k string, rec seats.KeyRecord) (item, error) {
+// keyItem is the record's item and the condition that creates it.
+func (s *Store) keyItem(k string, rec seats.KeyRecord) (item, expression.Expression, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return nil, fmt.Errorf("encoding idempotency record: %w", err)
+		return nil, expression.Expression{}, fmt.Errorf("encoding idempotency record: %w", err)
 	}
-	it := key("KEY#" + k)
-	it["data"], it["ttl"] = sv(string(raw)), nv(rec.ClaimedAt.Add(seats.KeyTTL).Unix())
-	return it, nil
+	it, err := marshal(keyItem{itemKey: itemKey{PK: "KEY#" + k, SK: meta}, Data: string(raw), TTL: rec.ClaimedAt.Add(seats.KeyTTL).Unix()})
+	if err != nil {
+		return nil, expression.Expression{}, err
+	}
+	create, err := build(expression.NewBuilder().WithCondition(notExists))
+	return it, create, err
 }
 
 // Key implements seats.Store.
@@ -46,7 +51,11 @@ func (s *Store) Key(ctx context.Context, k string) (seats.KeyRecord, bool, error
 	if out.Item == nil {
 		return rec, false, nil
 	}
-	if err := json.Unmarshal([]byte(getS(out.Item, "data")), &rec); err != nil {
+	var it keyItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return rec, false, fmt.Errorf("idempotency record %s: %w", k, err)
+	}
+	if err := json.Unmarshal([]byte(it.Data), &rec); err != nil {
 		return rec, false, fmt.Errorf("idempotency record %s: %w", k, err)
 	}
 	return rec, true, nil
@@ -54,13 +63,13 @@ func (s *Store) Key(ctx context.Context, k string) (seats.KeyRecord, bool, error
 
 // PutKey implements seats.Store.
 func (s *Store) PutKey(ctx context.Context, k string, rec seats.KeyRecord) error {
-	it, err := keyItem(k, rec)
+	it, create, err := s.keyItem(k, rec)
 	if err != nil {
 		return err
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.tables.Reservations), Item: it,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names(),
 	})
 	var failedCheck *types.ConditionalCheckFailedException
 	if errors.As(err, &failedCheck) {
