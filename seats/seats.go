@@ -194,20 +194,27 @@ func (e *TakenError) Error() string { return "seats taken: " + strings.Join(e.Se
 // Hold is one all-or-nothing hold request.
 type Hold struct {
 	Session string
-	Seats   []string
-	Now     time.Time
+	// User, if set, is who asks: a session of anyone else is refused
+	// (ErrForbidden) inside the hold's own transaction, so the hold needs
+	// no read of the session before it.
+	User  string
+	Seats []string
+	Now   time.Time
 	// Key, if set, commits the request's idempotency record with the hold.
 	Key *Idempotency
 }
 
 // ApplyHold is the rule of a hold, applied to a session and its seats
 // (in the order of h.Seats) as read inside one transaction: the session is
-// the caller's, in reservation and not expired, and stays within its limit
+// h.User's (if named), in reservation and not expired, and stays within its limit
 // with the seats it does not hold yet (checked first: it depends on the
 // session alone); every such seat exists and is available now. Seats the
 // session already holds are kept as they are. On success it mutates session
 // and seats; on failure it changes nothing.
 func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
+	if h.User != "" && sess.UserID != h.User {
+		return ErrForbidden
+	}
 	if err := sessionOpen(sess, h.Now); err != nil {
 		return err
 	}

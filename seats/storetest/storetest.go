@@ -223,6 +223,17 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	if st := f.seat("A-1-1-3"); st.StatusAt(now) != seats.Available {
 		t.Fatal("a failed hold locked a seat")
 	}
+	// A hold naming its user is refused, in its own transaction, on a
+	// session of someone else.
+	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, User: "bob", Seats: []string{"A-1-1-3"}, Now: now}); !errors.Is(err, seats.ErrForbidden) {
+		t.Fatalf("bob holds in alice's session: %v", err)
+	}
+	if st := f.seat("A-1-1-3"); st.StatusAt(now) != seats.Available {
+		t.Fatal("a hold in another user's session locked a seat")
+	}
+	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, User: "alice", Seats: []string{"A-1-1-1"}, Now: now}); err != nil {
+		t.Fatalf("alice re-holds in her own session: %v", err)
+	}
 	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, Seats: []string{"A-1-1-3", "A-1-1-4", "A-1-1-5"}, Now: now}); !errors.Is(err, seats.ErrLimit) {
 		t.Fatalf("over the limit: %v", err)
 	}
