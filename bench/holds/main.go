@@ -116,8 +116,8 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 		mode = "hot section"
 	}
 
-	fmt.Println("| store | load | clients | attempts/s | holds/s | hold p50 | hold p99 | lost races | errors |")
-	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| store | load | clients | attempts/s | holds/s | hold p50 | hold p99 | lost races | errors | CPU used |")
+	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 	// In process: the domain and the store, no HTTP.
 	inProcess := func(c int) (cycle, error) {
@@ -175,6 +175,9 @@ type result struct {
 	lat              []time.Duration
 	ok, lost, failed int
 	firstErr         error // the first failure, printed with the row
+	// cpu is this process's CPU time (service and load generator) over
+	// the run: cores busy = cpu / duration. Not DynamoDB Local's.
+	cpu time.Duration
 }
 
 // drive runs clients, each set up by setup and then running its cycle
@@ -182,6 +185,7 @@ type result struct {
 func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)) result {
 	var mu sync.Mutex
 	var res result
+	cpu0 := cpuTime()
 	deadline := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -219,6 +223,7 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 		}()
 	}
 	wg.Wait()
+	res.cpu = cpuTime() - cpu0
 	return res
 }
 
@@ -227,11 +232,12 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 		fmt.Fprintf(os.Stderr, "holds: %s: first of %d errors: %v\n", mode, r.failed, r.firstErr)
 	}
 	if len(r.lat) == 0 {
-		fmt.Printf("| %s | %s | %d | no holds completed | | | | | %d |\n", kind, mode, clients, r.failed)
+		fmt.Printf("| %s | %s | %d | no holds completed | | | | | %d | |\n", kind, mode, clients, r.failed)
 		return
 	}
 	slices.Sort(r.lat)
 	pct := func(p float64) time.Duration { return r.lat[int(p*float64(len(r.lat)-1))] }
-	fmt.Printf("| %s | %s | %d | %.0f | %.0f | %v | %v | %d | %d |\n", kind, mode, clients,
-		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed)
+	fmt.Printf("| %s | %s | %d | %.0f | %.0f | %v | %v | %d | %d | %.2f cores |\n", kind, mode, clients,
+		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed,
+		r.cpu.Seconds()/duration.Seconds())
 }
