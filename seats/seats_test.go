@@ -90,6 +90,6 @@ type notHeldStore struct {
 }
 
 func (s *notHeldStore) Session(context.Context, string) (Session, error) { return s.sess, nil }
-func (s *notHeldStore) Release(context.Context, string, string, time.Time, *Idempotency) (Session, error) {
+func (s *notHeldStore) Release(context.Context, Release) (Session, error) {
 	return Session{}, ErrNotHeld
 }

@@ -298,11 +298,9 @@ func attemptKey(key *Idempotency, attempt int) *Idempotency {
 }
 
 // ReleaseSeat releases one held seat.
+// The store checks the session is user's inside the release's transaction.
 func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now time.Time, key *Idempotency) (Session, error) {
-	if _, err := s.Session(ctx, id, user); err != nil {
-		return Session{}, err
-	}
-	return s.decided(ctx, id)(s.store.Release(ctx, id, seat, now, key))
+	return s.decided(ctx, id)(s.store.Release(ctx, Release{Session: id, User: user, Seat: seat, Now: now, Key: key}))
 }
 
 // Checkout freezes the holds and keeps them to CheckoutDeadline.

@@ -27,7 +27,7 @@ type Store interface {
 	// Hold applies ApplyHold atomically.
 	Hold(ctx context.Context, h Hold) (Session, error)
 	// Release applies ApplyRelease atomically.
-	Release(ctx context.Context, session, seat string, now time.Time, key *Idempotency) (Session, error)
+	Release(ctx context.Context, r Release) (Session, error)
 	// Checkout applies ApplyCheckout atomically.
 	Checkout(ctx context.Context, session string, now, until time.Time, key *Idempotency) (Session, error)
 	// Confirm applies ApplyConfirm atomically.

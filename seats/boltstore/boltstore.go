@@ -226,9 +226,9 @@ func (s *Store) Hold(_ context.Context, h seats.Hold) (seats.Session, error) {
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(_ context.Context, session, seat string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, []string{seat}, now, key, func(sess *seats.Session, list []*seats.Seat) error {
-		return seats.ApplyRelease(sess, list[0], now)
+func (s *Store) Release(_ context.Context, r seats.Release) (seats.Session, error) {
+	return s.change(r.Session, []string{r.Seat}, r.Now, r.Key, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyRelease(sess, list[0], r)
 	})
 }
 

@@ -287,12 +287,12 @@ func (s *Store) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(ctx context.Context, session, seat string, now time.Time, idem *seats.Idempotency) (seats.Session, error) {
-	return s.change(ctx, session, now, idem, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
-		if err := seats.ApplyRelease(sess, heldSeats(*sess, []string{seat})[0], now); err != nil {
+func (s *Store) Release(ctx context.Context, r seats.Release) (seats.Session, error) {
+	return s.change(ctx, r.Session, r.Now, r.Key, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+		if err := seats.ApplyRelease(sess, heldSeats(*sess, []string{r.Seat})[0], r); err != nil {
 			return nil, nil, err
 		}
-		return []seatUpdate{{kind: releaseSeat, seat: seat, session: sess.ID, now: now}}, nil, nil
+		return []seatUpdate{{kind: releaseSeat, seat: r.Seat, session: sess.ID, now: r.Now}}, nil, nil
 	})
 }
 
