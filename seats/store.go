@@ -2,6 +2,7 @@ package seats
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -71,6 +72,17 @@ type Idempotency struct {
 // Record is the key's record for a write that produced sess at now.
 func (k *Idempotency) Record(sess Session, now time.Time) KeyRecord {
 	return KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status, Session: &sess}
+}
+
+// EncodeRecord is Record's JSON for a write whose resulting session is
+// already encoded (sess): a store that keeps the session as JSON encodes it
+// once per write, for its own item and inside the record. It decodes as a
+// KeyRecord.
+func (k *Idempotency) EncodeRecord(sess []byte, now time.Time) ([]byte, error) {
+	return json.Marshal(struct {
+		KeyRecord
+		Session json.RawMessage `json:"session"` // hides KeyRecord.Session
+	}{KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status}, sess})
 }
 
 // KeyRecord is the stored answer to a request with an Idempotency-Key:

@@ -193,9 +193,6 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 				return &seats.SessionExistsError{Session: other.ID}
 			}
 		}
-		if err := putJSON(tx.Bucket(sessionsBucket), sess.ID, sess); err != nil {
-			return err
-		}
 		if err := tx.Bucket(liveBucket).Put([]byte(liveKey), []byte(sess.ID)); err != nil {
 			return err
 		}
@@ -204,10 +201,7 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 				return err
 			}
 		}
-		if key != nil {
-			return putJSON(tx.Bucket(keysBucket), key.Key, key.Record(sess, now))
-		}
-		return nil
+		return putSession(tx, sess, now, key)
 	})
 }
 
@@ -300,12 +294,7 @@ func (s *Store) change(session string, ids []string, now time.Time, key *seats.I
 			}
 		}
 		out = sess
-		if key != nil {
-			if err := putJSON(tx.Bucket(keysBucket), key.Key, key.Record(sess, now)); err != nil {
-				return err
-			}
-		}
-		return putJSON(tx.Bucket(sessionsBucket), sess.ID, sess)
+		return putSession(tx, sess, now, key)
 	})
 	if err != nil {
 		return seats.Session{}, err
@@ -359,6 +348,25 @@ func (s *Store) batch(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	return domain
+}
+
+// putSession writes a session and, with key, the write's idempotency
+// record, encoding the session once for both.
+func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idempotency) error {
+	raw, err := json.Marshal(sess)
+	if err != nil {
+		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
+	}
+	if key != nil {
+		rec, err := key.EncodeRecord(raw, now)
+		if err != nil {
+			return fmt.Errorf("encoding idempotency record: %w", err)
+		}
+		if err := tx.Bucket(keysBucket).Put([]byte(key.Key), rec); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(sessionsBucket).Put([]byte(sess.ID), raw)
 }
 
 func putJSON(b *bolt.Bucket, key string, v any) error {

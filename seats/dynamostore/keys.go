@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -14,10 +15,10 @@ import (
 	"github.com/fairgate/fairgate/seats"
 )
 
-// keyPut is the transaction's write of an idempotency record: only if the
-// key has none yet.
-func (s *Store) keyPut(k string, rec seats.KeyRecord) (types.TransactWriteItem, error) {
-	it, create, err := s.keyItem(k, rec)
+// keyPut is the transaction's write of an idempotency record (its JSON,
+// data): only if the key has none yet.
+func (s *Store) keyPut(k string, claimedAt time.Time, data []byte) (types.TransactWriteItem, error) {
+	it, create, err := s.keyItem(k, claimedAt, data)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
@@ -27,13 +28,10 @@ func (s *Store) keyPut(k string, rec seats.KeyRecord) (types.TransactWriteItem, 
 	}}, nil
 }
 
-// keyItem is the record's item and the condition that creates it.
-func (s *Store) keyItem(k string, rec seats.KeyRecord) (item, expression.Expression, error) {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return nil, expression.Expression{}, fmt.Errorf("encoding idempotency record: %w", err)
-	}
-	it, err := marshal(keyItem{itemKey: itemKey{PK: "KEY#" + k, SK: meta}, Data: string(raw), TTL: rec.ClaimedAt.Add(seats.KeyTTL).Unix()})
+// keyItem is the item of a record (its JSON, data) and the condition that
+// creates it.
+func (s *Store) keyItem(k string, claimedAt time.Time, data []byte) (item, expression.Expression, error) {
+	it, err := marshal(keyItem{itemKey: itemKey{PK: "KEY#" + k, SK: meta}, Data: string(data), TTL: claimedAt.Add(seats.KeyTTL).Unix()})
 	if err != nil {
 		return nil, expression.Expression{}, err
 	}
@@ -63,7 +61,11 @@ func (s *Store) Key(ctx context.Context, k string) (seats.KeyRecord, bool, error
 
 // PutKey implements seats.Store.
 func (s *Store) PutKey(ctx context.Context, k string, rec seats.KeyRecord) error {
-	it, create, err := s.keyItem(k, rec)
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encoding idempotency record: %w", err)
+	}
+	it, create, err := s.keyItem(k, rec.ClaimedAt, raw)
 	if err != nil {
 		return err
 	}

@@ -15,18 +15,34 @@ import (
 	"github.com/fairgate/fairgate/seats"
 )
 
-func newSessionItem(sess seats.Session, version int64) (item, error) {
+// newSessionItem is a session's item at version and, with idem, the
+// transaction's write of its idempotency record, the session encoded once
+// for both.
+func (s *Store) newSessionItem(sess seats.Session, version int64, now time.Time, idem *seats.Idempotency) (item, *types.TransactWriteItem, error) {
 	raw, err := json.Marshal(sess)
 	if err != nil {
-		return nil, fmt.Errorf("encoding session: %w", err)
+		return nil, nil, fmt.Errorf("encoding session: %w", err)
 	}
-	return marshal(sessionItem{itemKey: itemKey{PK: "SESSION#" + sess.ID, SK: meta}, Data: string(raw), Version: version, State: string(sess.State), ExpiresAt: ms(sess.ExpiresAt)})
+	var put *types.TransactWriteItem
+	if idem != nil {
+		rec, err := idem.EncodeRecord(raw, now)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encoding idempotency record: %w", err)
+		}
+		p, err := s.keyPut(idem.Key, now, rec)
+		if err != nil {
+			return nil, nil, err
+		}
+		put = &p
+	}
+	it, err := marshal(sessionItem{itemKey: itemKey{PK: "SESSION#" + sess.ID, SK: meta}, Data: string(raw), Version: version, State: string(sess.State), ExpiresAt: ms(sess.ExpiresAt)})
+	return it, put, err
 }
 
 // CreateSession implements seats.Store: the session, its user's live slot
 // and its waiting token in one transaction.
 func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, idem *seats.Idempotency) error {
-	it, err := newSessionItem(sess, 1)
+	it, keyPut, err := s.newSessionItem(sess, 1, now, idem)
 	if err != nil {
 		return err
 	}
@@ -59,12 +75,8 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 	}
 	keyAt := len(actions)
 	token := ""
-	if idem != nil {
-		put, err := s.keyPut(idem.Key, idem.Record(sess, now))
-		if err != nil {
-			return err
-		}
-		actions = append(actions, put)
+	if keyPut != nil {
+		actions = append(actions, *keyPut)
 		token = requestToken(idem, 0)
 	}
 	reasons, err := s.transact(ctx, actions, token)
@@ -152,7 +164,7 @@ func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seat
 			}
 			return err
 		}
-		it, err := newSessionItem(sess, version+1)
+		it, keyPut, err := s.newSessionItem(sess, version+1, now, idem)
 		if err != nil {
 			return err
 		}
@@ -173,12 +185,8 @@ func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seat
 		}
 		actions = append(actions, extra...)
 		keyAt, token := len(actions), ""
-		if idem != nil {
-			put, err := s.keyPut(idem.Key, idem.Record(sess, now))
-			if err != nil {
-				return err
-			}
-			actions = append(actions, put)
+		if keyPut != nil {
+			actions = append(actions, *keyPut)
 			token = requestToken(idem, try)
 		}
 		reasons, err := s.transact(ctx, actions, token)
