@@ -97,7 +97,7 @@ func (s *notHeldStore) Release(context.Context, Release) (Session, error) {
 }
 
 // TestEncodeRecord: the record encoded around an encoded session reads
-// back as the record Record makes.
+// back as the KeyRecord of that session.
 func TestEncodeRecord(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.FixedZone("x", 3600))
 	k := &Idempotency{Key: "k", Fingerprint: "fp", Status: 201}
@@ -114,7 +114,7 @@ func TestEncodeRecord(t *testing.T) {
 	if err := json.Unmarshal(enc, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := k.Record(sess, now)
+	want := KeyRecord{ClaimedAt: now.UTC(), Fingerprint: "fp", Status: 201, Session: &sess}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded %+v\nwant    %+v", got, want)
 	}

@@ -69,15 +69,10 @@ type Idempotency struct {
 	Attempt int
 }
 
-// Record is the key's record for a write that produced sess at now.
-func (k *Idempotency) Record(sess Session, now time.Time) KeyRecord {
-	return KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status, Session: &sess}
-}
-
-// EncodeRecord is Record's JSON for a write whose resulting session is
-// already encoded (sess): a store that keeps the session as JSON encodes it
-// once per write, for its own item and inside the record. It decodes as a
-// KeyRecord.
+// EncodeRecord is the JSON of the key's record (a KeyRecord) for a write
+// that produced, at now, the session whose JSON is sess: a store that keeps
+// the session as JSON encodes it once per write, for its own item and
+// inside the record.
 func (k *Idempotency) EncodeRecord(sess []byte, now time.Time) ([]byte, error) {
 	return json.Marshal(struct {
 		KeyRecord
