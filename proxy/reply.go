@@ -7,7 +7,10 @@ import (
 	"github.com/fairgate/fairgate/internal/reply"
 )
 
-// errorBody is the error shape of every fairgate endpoint (internal/reply).
+// The gateway's names for internal/reply's helpers, which write every JSON
+// answer and error of fairgate (the seat API's too).
+
+// errorBody is the error shape of every fairgate endpoint.
 type errorBody = reply.Error
 
 func writeJSON(w http.ResponseWriter, status int, v any) { reply.JSON(w, status, v) }
