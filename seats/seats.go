@@ -206,11 +206,11 @@ type Hold struct {
 
 // ApplyHold is the rule of a hold, applied to a session and its seats
 // (in the order of h.Seats) as read inside one transaction: the session is
-// h.User's (if named), in reservation and not expired, and stays within its limit
-// with the seats it does not hold yet (checked first: it depends on the
-// session alone); every such seat exists and is available now. Seats the
-// session already holds are kept as they are. On success it mutates session
-// and seats; on failure it changes nothing.
+// h.User's (if named), in reservation and not expired, and stays within its
+// limit with the seats it does not hold yet (checked first: it depends on
+// the session alone); every such seat exists and is available now. Seats
+// the session already holds are kept as they are. On success it mutates
+// session and seats; on failure it changes nothing.
 func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
 	if err := owned(sess, h.User); err != nil {
 		return err
