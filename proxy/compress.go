@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -188,7 +189,7 @@ func compressible(status int, h http.Header) bool {
 	}
 	switch mt {
 	case "application/json", "application/javascript", "application/xml", "application/wasm",
-		"application/manifest+json", "image/svg+xml", "application/x-ndjson":
+		"image/svg+xml", "application/x-ndjson":
 		return true
 	}
 	return false
@@ -241,7 +242,7 @@ func storedLen(n int) int {
 }
 
 // write writes the gzip stream with fill in each hole.
-func (s *splicedGzip) write(w interface{ Write([]byte) (int, error) }, fill string) {
+func (s *splicedGzip) write(w io.Writer, fill string) {
 	crc := uint32(0)
 	_, _ = w.Write(gzipHeader)
 	for i, p := range s.pieces {
@@ -260,7 +261,7 @@ func (s *splicedGzip) write(w interface{ Write([]byte) (int, error) }, fill stri
 }
 
 // writeStored writes s as stored (uncompressed) deflate blocks.
-func writeStored(w interface{ Write([]byte) (int, error) }, s string) {
+func writeStored(w io.Writer, s string) {
 	for len(s) > 0 {
 		n := min(len(s), 0xffff)
 		hdr := []byte{0, byte(n), byte(n >> 8), ^byte(n), ^byte(n >> 8)}

@@ -259,3 +259,52 @@ func seatMapJSON(t *testing.T) []byte {
 	}
 	return b
 }
+
+// FuzzAcceptEncoding: any Accept-Encoding picks a coding the body has and
+// the header allows, or none; never a panic.
+func FuzzAcceptEncoding(f *testing.F) {
+	for _, s := range []string{"gzip", "gzip, deflate, br, zstd", "zstd;q=0.5, gzip;q=0.4", "*;q=0", "gzip;q=", ";;,,", "x-gzip;Q=1e999"} {
+		f.Add(s)
+	}
+	eb := precompress(bytes.Repeat([]byte("seat map "), 200), false)
+	f.Fuzz(func(t *testing.T, header string) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Accept-Encoding", header)
+		gz, zst := acceptWeights(r)
+		body, enc := eb.pick(r)
+		switch enc {
+		case encGzip:
+			if gz <= 0 || !bytes.Equal(body, eb.gzip) {
+				t.Fatalf("%q: gzip picked with weight %v", header, gz)
+			}
+		case encZstd:
+			if zst <= 0 || !bytes.Equal(body, eb.zstd) {
+				t.Fatalf("%q: zstd picked with weight %v", header, zst)
+			}
+		case identity:
+			if gz > 0 || zst > 0 {
+				t.Fatalf("%q: nothing picked with weights gzip %v zstd %v", header, gz, zst)
+			}
+		}
+	})
+}
+
+// FuzzSplicedGzip: any return path spliced into the page gives a gzip
+// stream that decodes to the page with the path, of the announced length.
+func FuzzSplicedGzip(f *testing.F) {
+	for _, s := range []string{"", "/shop", "/a?b=1&amp;c", strings.Repeat("x", 70_000)} {
+		f.Add(s)
+	}
+	parts := [][]byte{[]byte(strings.Repeat("<p>head</p>", 60)), []byte("<a href=\""), []byte(strings.Repeat("<p>tail</p>", 60))}
+	s := newSplicedGzip(parts)
+	f.Fuzz(func(t *testing.T, fill string) {
+		var out bytes.Buffer
+		s.write(&out, fill)
+		if out.Len() != s.compressedLen(fill) {
+			t.Fatalf("wrote %d bytes, announced %d", out.Len(), s.compressedLen(fill))
+		}
+		if got, want := gunzip(t, out.Bytes()), bytes.Join(parts, []byte(fill)); !bytes.Equal(got, want) {
+			t.Fatalf("decoded %d bytes, want %d", len(got), len(want))
+		}
+	})
+}
