@@ -58,7 +58,7 @@ print(json.dumps({"room": "proxyfaults", "state": "queue", "rate": 40, "tau": "1
                   "admission_hook": {"url": "http://%s/sessions" % sys.argv[2], "timeout": "1s", "on_failure": "closed"}}))
 PY
 "$FAIRGATE" proxy --upstream "http://$SHOP_UPSTREAM" --listen "127.0.0.1:$PROXY_PORT" --config "$T/proxy.json" \
-  --admin "127.0.0.1:$(port)" --admin-token faults > "$T/proxy.log" 2>&1 & pids+=($!)
+  --state "$T/proxy-rooms.db" --admin "127.0.0.1:$(port)" --admin-token faults > "$T/proxy.log" 2>&1 & pids+=($!)
 proxy="http://127.0.0.1:$PROXY_PORT"
 wait_for "$proxy/_fairgate/status"
 "$FAIRGATE" seats layout --id final-2026 | curl -sf -o /dev/null -X POST -H 'Authorization: Bearer faults' --data-binary @- "http://$SEATS_ADDR/api/events"
