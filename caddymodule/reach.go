@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/fileserver"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 )
 
 // checkEndpointsRouted refuses a config in which the waiting page could not
@@ -27,7 +28,9 @@ import (
 // Only the matchers whose answer does not depend on the visitor — path,
 // host, method — are evaluated; any other matcher may go either way, and
 // the config is refused only when no way through the routes reaches the
-// room. So the check never refuses a config that could work.
+// room under its prefix. A stripped path prefix (handle_path) is followed;
+// any other rewrite on the way counts as possibly making it work. So the
+// check never refuses a config that could work.
 func checkEndpointsRouted(httpApp *caddyhttp.App, handlers []*Handler) error {
 	checked := map[string]bool{}
 	for _, h := range handlers {
@@ -37,9 +40,9 @@ func checkEndpointsRouted(httpApp *caddyhttp.App, handlers []*Handler) error {
 		checked[h.room] = true
 		prefix := h.EndpointPrefix()
 		for _, srv := range httpApp.Servers {
-			for _, chain := range chainsTo(srv.Routes, h.room, nil) {
-				req := endpointRequest(prefix, chain)
-				w := walker{req: req, room: h.room, budget: walkBudget}
+			for _, chain := range chainsTo(srv.Routes, h.room, nil, false) {
+				req := endpointRequest(prefix, chain.sets)
+				w := walker{req: req, room: h.room, prefix: prefix, budget: walkBudget}
 				if w.routes(srv.Routes, 0, map[string]bool{}, func(map[string]bool) bool { return false }) {
 					continue
 				}
@@ -55,20 +58,29 @@ func checkEndpointsRouted(httpApp *caddyhttp.App, handlers []*Handler) error {
 // routes is not refused (the check errs on the side of running).
 const walkBudget = 100_000
 
-// chainsTo returns, for each place a handler of room sits in routes, the
-// matcher sets of the routes enclosing it, outermost first.
-func chainsTo(routes caddyhttp.RouteList, room string, outer []caddyhttp.MatcherSets) [][]caddyhttp.MatcherSets {
-	var found [][]caddyhttp.MatcherSets
+// chain is where a handler sits: the matcher sets of the routes enclosing
+// it, outermost first, and whether a path prefix is stripped before it.
+type chain struct {
+	sets     []caddyhttp.MatcherSets
+	stripped bool
+}
+
+// chainsTo returns the chain of each place a handler of room sits in routes.
+func chainsTo(routes caddyhttp.RouteList, room string, outer []caddyhttp.MatcherSets, stripped bool) []chain {
+	var found []chain
+	strip := stripped // a strip applies to the routes after it too
 	for _, rt := range routes {
-		chain := append(outer[:len(outer):len(outer)], rt.MatcherSets)
+		sets := append(outer[:len(outer):len(outer)], rt.MatcherSets)
 		for _, mh := range rt.Handlers {
 			switch h := mh.(type) {
 			case *Handler:
 				if h.room == room {
-					found = append(found, chain)
+					found = append(found, chain{sets: sets, stripped: strip})
 				}
+			case *rewrite.Rewrite:
+				strip = strip || h.StripPathPrefix != ""
 			case *caddyhttp.Subroute:
-				found = append(found, chainsTo(h.Routes, room, chain)...)
+				found = append(found, chainsTo(h.Routes, room, sets, strip)...)
 			}
 		}
 	}
@@ -101,10 +113,13 @@ func endpointRequest(prefix string, chain []caddyhttp.MatcherSets) *http.Request
 }
 
 // prefixAdvice names the fix: a prefix under the room's own path matcher
-// when there is one.
-func prefixAdvice(prefix string, chain []caddyhttp.MatcherSets) string {
-	for i := len(chain) - 1; i >= 0; i-- {
-		for _, set := range chain[i] {
+// when there is one; handle instead of handle_path.
+func prefixAdvice(prefix string, c chain) string {
+	if c.stripped {
+		return "the route strips its path prefix (handle_path, uri strip_prefix) before the room, so no prefix can reach it: use handle, with a prefix under its path"
+	}
+	for i := len(c.sets) - 1; i >= 0; i-- {
+		for _, set := range c.sets[i] {
 			for _, m := range set {
 				if paths, ok := asPaths(m); ok && len(paths) > 0 && strings.HasSuffix(paths[0], "/*") {
 					return fmt.Sprintf("set the room's prefix to a path its route covers (e.g. `prefix %s%s`), or route %s/* to the room", strings.TrimSuffix(paths[0], "*"), strings.TrimPrefix(prefix, "/"), prefix)
@@ -149,6 +164,7 @@ const (
 type walker struct {
 	req    *http.Request
 	room   string
+	prefix string
 	budget int
 }
 
@@ -193,7 +209,19 @@ func (w *walker) handlers(hs []caddyhttp.MiddlewareHandler, j int, groups map[st
 	switch h := hs[j].(type) {
 	case *Handler:
 		if h.room == w.room {
-			return true
+			// The room takes the call as its own only under its prefix:
+			// a stripped path (handle_path) reaches it as a page.
+			return strings.HasPrefix(w.req.URL.Path, w.prefix+"/")
+		}
+	case *rewrite.Rewrite:
+		if h.StripPathPrefix == "" || h.Method != "" || h.URI != "" || h.StripPathSuffix != "" ||
+			len(h.URISubstring) > 0 || len(h.PathRegexp) > 0 || h.Query != nil {
+			return true // a rewrite the check does not follow may make it work
+		}
+		path := w.req.URL.Path
+		defer func() { w.req.URL.Path = path }()
+		if len(path) >= len(h.StripPathPrefix) && strings.EqualFold(path[:len(h.StripPathPrefix)], h.StripPathPrefix) {
+			w.req.URL.Path = path[len(h.StripPathPrefix):]
 		}
 	case *caddyhttp.Subroute:
 		return w.routes(h.Routes, 0, groups, func(g map[string]bool) bool { return w.handlers(hs, j+1, g, k) })

@@ -191,6 +191,11 @@ http://localhost:HTTP_PORT {
 		{name: "inside handle, prefix routed to it", body: "handle /_fairgate/* {\n" + room("", "") + "\n}\nhandle /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}", token: "/_fairgate/token"},
 		{name: "inside route", body: "route /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nreverse_proxy ORIGIN", refused: "its endpoints under prefix /_fairgate are not routed to it"},
 		{name: "inside route, prefix under its path", body: "route /a/* {\n" + room("", "/a/_fairgate") + "\nreverse_proxy ORIGIN\n}\nreverse_proxy ORIGIN", token: "/a/_fairgate/token"},
+		{
+			name:    "inside handle_path",
+			body:    "handle_path /a/* {\n" + room("", "/a/_fairgate") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}",
+			refused: "the route strips its path prefix (handle_path, uri strip_prefix) before the room, so no prefix can reach it: use handle",
+		},
 		// A matcher the check cannot decide (it depends on the visitor's
 		// request) could let the page's call through: not refused.
 		{name: "inside handle with a header matcher", body: "@app header X-App 1\nhandle @app {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}"},
