@@ -224,7 +224,7 @@ var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
 
 // compressedLen is the length of the gzip stream with fill in each hole.
 func (s *splicedGzip) compressedLen(fill string) int {
-	n := len(gzipHeader) + 5 + 8 // final empty block, trailer
+	n := len(gzipHeader) + len(finalBlock) + 8 // and the trailer: CRC, size
 	for _, p := range s.pieces {
 		n += len(p)
 	}
@@ -241,32 +241,44 @@ func storedLen(n int) int {
 	return n + 5*blocks
 }
 
-// write writes the gzip stream with fill in each hole.
+// write writes the gzip stream with fill in each hole. One buffer holds
+// fill as stored blocks, then the trailer: a request costs one allocation
+// and a CRC over the page.
 func (s *splicedGzip) write(w io.Writer, fill string) {
+	n := storedLen(len(fill))
+	buf := make([]byte, 0, n+len(finalBlock)+8)
+	buf = appendStored(buf, fill)
+	stored := buf[:n]
 	crc := uint32(0)
 	_, _ = w.Write(gzipHeader)
 	for i, p := range s.pieces {
 		if i > 0 {
-			writeStored(w, fill)
-			crc = crc32.Update(crc, crc32.IEEETable, []byte(fill))
+			_, _ = w.Write(stored)
+			for rest := stored; len(rest) > 0; { // fill's bytes, read from its blocks
+				size := int(rest[1]) | int(rest[2])<<8
+				crc = crc32.Update(crc, crc32.IEEETable, rest[5:5+size])
+				rest = rest[5+size:]
+			}
 		}
 		_, _ = w.Write(p)
 		crc = crc32.Update(crc, crc32.IEEETable, s.plain[i])
 	}
-	var tail [5 + 8]byte
-	copy(tail[:], []byte{1, 0, 0, 0xff, 0xff}) // final, stored, empty
-	binary.LittleEndian.PutUint32(tail[5:], crc)
-	binary.LittleEndian.PutUint32(tail[9:], uint32(s.size+(len(s.pieces)-1)*len(fill)))
-	_, _ = w.Write(tail[:])
+	buf = append(buf, finalBlock...)
+	buf = binary.LittleEndian.AppendUint32(buf, crc)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(s.size+(len(s.pieces)-1)*len(fill)))
+	_, _ = w.Write(buf[n:])
 }
 
-// writeStored writes s as stored (uncompressed) deflate blocks.
-func writeStored(w io.Writer, s string) {
+// finalBlock ends a deflate stream: a final, empty stored block.
+var finalBlock = []byte{1, 0, 0, 0xff, 0xff}
+
+// appendStored appends s as stored (uncompressed) deflate blocks.
+func appendStored(buf []byte, s string) []byte {
 	for len(s) > 0 {
 		n := min(len(s), 0xffff)
-		hdr := []byte{0, byte(n), byte(n >> 8), ^byte(n), ^byte(n >> 8)}
-		_, _ = w.Write(hdr)
-		_, _ = w.Write([]byte(s[:n]))
+		buf = append(buf, 0, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8))
+		buf = append(buf, s[:n]...)
 		s = s[n:]
 	}
+	return buf
 }
