@@ -4,7 +4,7 @@
 # same flags, each run printed, then the median of each row's holds/s and
 # p99. The work tree's runs time the hold and its release together
 # (-timed cycle), as the base revision does, so the two are comparable.
-# Usage: bench/holds.sh [bench/holds flags]
+# Usage: bench/holds.sh [flags both builds know: -store -endpoint -clients -hot]
 #   BASE=20fa879 PAIRS=3 DUR=10s bench/holds.sh -store bolt -clients 256
 set -euo pipefail
 cd "$(dirname "$0")/.."
