@@ -380,3 +380,42 @@ func tokenKid(t *testing.T, jwt string) string {
 	_ = json.Unmarshal(raw, &h)
 	return h.Kid
 }
+
+// TestEndpointCheckJSON: the endpoint check judges Caddy JSON written by
+// hand as it does the Caddyfile's: a room under a path matcher whose
+// prefix is outside it is refused; with the prefix under it, it runs.
+func TestEndpointCheckJSON(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	tester := newTester(t)
+	tester.InitServer("{\n\tadmin localhost:ADMIN_PORT\n\thttp_port HTTP_PORT\n\thttps_port HTTPS_PORT\n}\nhttp://localhost:HTTP_PORT {\n\trespond ok\n}\n", "caddyfile")
+	config := func(prefix string) string {
+		return fmt.Sprintf(`{"admin":{"listen":"localhost:ADMIN_PORT"},"apps":{"http":{"http_port":HTTP_PORT,"https_port":HTTPS_PORT,"servers":{"s":{
+			"listen":["localhost:HTTP_PORT"],
+			"routes":[
+				{"match":[{"path":["/a/*"]}],"handle":[{"handler":"subroute","routes":[
+					{"handle":[{"handler":"waiting_room","room":"json","prefix":%q,"keys_from":"{env.FAIRGATE_IT_KEYS}"}]},
+					{"handle":[{"handler":"static_response","body":"origin"}]}]}],"terminal":true},
+				{"handle":[{"handler":"static_response","body":"site"}]}]}}}}}`, prefix)
+	}
+	for _, tc := range []struct {
+		prefix  string
+		refused bool
+	}{{"/_fairgate", true}, {"/a/_fairgate", false}} {
+		req, _ := http.NewRequest("POST", withPorts("http://localhost:ADMIN_PORT/load"), strings.NewReader(withPorts(config(tc.prefix))))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		refused := resp.StatusCode != 200
+		if refused != tc.refused || (refused && !strings.Contains(string(body), "its endpoints under prefix "+tc.prefix+" are not routed to it")) {
+			t.Fatalf("prefix %s: Caddy answered %d %s", tc.prefix, resp.StatusCode, body)
+		}
+	}
+	c := call{t: t, client: tester.Client}
+	if code, _, body := c.do("POST", "http://localhost:HTTP_PORT/a/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+		t.Fatalf("token under /a/_fairgate: %d %s", code, body)
+	}
+}
