@@ -19,8 +19,9 @@ import (
 )
 
 // TestItemLayout pins the items the store writes, attribute by attribute
-// and type by type, to the layout in the package comment: a table written
-// by an earlier version must stay readable, and one written now by it.
+// and type by type, to the layout in the package comment, and reads them
+// back: a table written by an earlier version (which mapped items by hand
+// to this same layout) stays readable, and one written now by it.
 func TestItemLayout(t *testing.T) {
 	s := newStore(t, localClient(t))
 	ctx := context.Background()
@@ -71,6 +72,20 @@ func TestItemLayout(t *testing.T) {
 		if got, want := typed(out.Item), typed(want); !maps.Equal(got, want) {
 			t.Errorf("item %s:\n got %v\nwant %v", want["pk"], got, want)
 		}
+	}
+
+	// Read back, the store maps those same items to what was written.
+	if c, v, err := s.LoadControl(ctx, room); err != nil || v != 2 || c.Rate != control.Rate || c.State != control.State {
+		t.Errorf("LoadControl = %+v, %d, %v", c, v, err)
+	}
+	if p, err := s.LookupPlace(ctx, room, "p1", storetest.T0); err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
+		t.Errorf("LookupPlace = %+v, %v", p, err)
+	}
+	if sum, nodes, err := s.Population(ctx, room, storetest.T0); err != nil || sum != 2.75 || nodes != 1 {
+		t.Errorf("Population = %v, %d, %v", sum, nodes, err)
+	}
+	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 8); n != 6 || err != nil {
+		t.Errorf("ReserveBudget past the limit = %d, %v, want the 6 left", n, err)
 	}
 }
 
