@@ -18,9 +18,9 @@ import (
 //
 // That loop is not a retry of a lost race (internal/retry's job): each
 // try asks for strictly less than the one before (the failure proves
-// fewer than n are left), so it ends within n tries, and the next try is
-// computed from the item the failure returned, so a pause would only
-// make it staler.
+// fewer than n are left; an item that says otherwise is an error), so it
+// ends within n tries, and the next try is computed from the item the
+// failure returned, so a pause would only make it staler.
 func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
@@ -53,7 +53,11 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 		if err := unmarshal(failed.Item, &it); err != nil {
 			return 0, fmt.Errorf("room %s budget window %d: %w", room, w.Index, err)
 		}
-		n = min(n, w.Limit-it.Used)
+		left := w.Limit - it.Used
+		if left >= n { // the condition cannot have failed: not a state to loop on
+			return 0, fmt.Errorf("room %s budget window %d: a reservation of %d failed with %d of %d used", room, w.Index, n, it.Used, w.Limit)
+		}
+		n = left
 	}
 	return 0, nil
 }
