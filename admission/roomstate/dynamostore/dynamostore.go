@@ -13,6 +13,12 @@
 // conditioned on its absence (or expiry). `ttl` (epoch seconds) lets
 // DynamoDB collect what has expired; until it does, expired items are
 // treated as absent. Reads are strongly consistent.
+//
+// Items are mapped with the SDK's attributevalue (items.go) and every
+// condition, update and key condition is built with its expression
+// package. One file per concern: control.go (the compare-and-set),
+// budget.go, places.go (the ledger), population.go, ranks.go; this file
+// opens the store and creates the table.
 package dynamostore
 
 import (
