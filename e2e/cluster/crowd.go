@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ type answer struct {
 	node   int
 	status int
 	took   time.Duration
+	// decided is an admission's pass `iat`: the second the node decided
+	// in, on its own clock (the budget's windows are whole seconds of it).
+	decided int64
 }
 
 // usedToken is an admitted token with its solution, to replay later.
@@ -161,13 +166,15 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			tk.RetryAfter = 0.2
 			continue
 		}
+		var a struct{ Pass string }
+		if status == http.StatusOK {
+			_ = json.Unmarshal(body, &a)
+		}
 		c.mu.Lock()
-		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start)})
+		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start), decided: issuedAt(a.Pass)})
 		c.mu.Unlock()
 		switch status {
 		case http.StatusOK:
-			var a struct{ Pass string }
-			_ = json.Unmarshal(body, &a)
 			c.mu.Lock()
 			c.used = append(c.used, usedToken{token: tk.Token, nonce: nonce, pass: a.Pass, node: at})
 			c.mu.Unlock()
@@ -212,13 +219,37 @@ func (c *crowd) call(ctx context.Context, n *node, method, path string, body []b
 	return status, b, h, err
 }
 
-// admissions counts the 200s answered in [from, to), per node.
+// issuedAt reads a pass's `iat` (Unix seconds), 0 if it has none.
+func issuedAt(pass string) int64 {
+	parts := strings.Split(pass, ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return 0
+	}
+	var claims struct {
+		IssuedAt int64 `json:"iat"`
+	}
+	_ = json.Unmarshal(raw, &claims)
+	return claims.IssuedAt
+}
+
+// admissions counts the admissions decided in [from, to) (by the pass's
+// iat, whole seconds: callers align from and to on seconds), per node. A
+// slow answer is counted in the second its node decided it in, so the
+// figures do not depend on how long answers took to arrive.
 func (c *crowd) admissions(from, to time.Time) (total int, perNode []int) {
 	perNode = make([]int, len(c.nodes))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	lo, hi := from.Unix(), to.Unix()
+	if from.After(time.Unix(lo, 0)) {
+		lo++ // a second only partly in the span is left out
+	}
 	for _, a := range c.answers {
-		if a.status == http.StatusOK && !a.at.Before(from) && a.at.Before(to) {
+		if a.status == http.StatusOK && a.decided >= lo && a.decided < hi {
 			total++
 			perNode[a.node]++
 		}

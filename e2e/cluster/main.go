@@ -563,11 +563,11 @@ func (c *cluster) race(ctx context.Context) {
 func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
 	sleep(ctx, c.o.warmup)
 	before := c.storeMetrics(ctx)
-	start := time.Now()
+	start := nextSecond()
 	last := before
 	for w := range c.o.windows {
 		from := start.Add(time.Duration(w) * c.o.window)
-		sleep(ctx, time.Until(from.Add(c.o.window)))
+		sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
 		now := c.storeMetrics(ctx)
 		c.judgeRate(cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
 		last = now
@@ -703,9 +703,10 @@ func (c *cluster) restart(ctx context.Context, cr *crowd, i int, sig syscall.Sig
 // rateOver checks the cluster-wide admissions over the next span: within
 // twice the tolerance (a short span) plus one block.
 func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span time.Duration) {
-	from := time.Now()
+	from := nextSecond()
 	before := c.storeMetrics(ctx)
-	sleep(ctx, time.Until(from.Add(span)))
+	// A second after the span for the last answers to arrive.
+	sleep(ctx, time.Until(from.Add(span+time.Second)))
 	after := c.storeMetrics(ctx)
 	c.judgeRate(cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
 }
@@ -740,6 +741,10 @@ func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Du
 		check(name, dev >= -tolerance, "%s", detail)
 	}
 }
+
+// nextSecond is the start of the next whole second, where budget windows
+// and passes' iat seconds begin.
+func nextSecond() time.Time { return time.Now().Truncate(time.Second).Add(time.Second) }
 
 // storeHealth is the store calls that failed and the mean duration of the
 // budget and ledger writes between two scrapes.
