@@ -99,10 +99,10 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 20, "target admissions per second")
 	flag.DurationVar(&o.window, "window", 30*time.Second, "length of each measured window")
 	flag.IntVar(&o.windows, "windows", 2, "measured windows")
-	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "crowd time before the first window")
+	flag.DurationVar(&o.warmup, "warmup", 10*time.Second, "crowd time before the first window")
 	flag.DurationVar(&o.outage, "outage", 6*time.Second, "how long DynamoDB Local stays down")
 	flag.IntVar(&o.races, "races", 1000, "tokens raced at all three nodes")
-	flag.IntVar(&o.visitors, "visitors", 0, "concurrent visitors (default 6 × rate)")
+	flag.IntVar(&o.visitors, "visitors", 0, "concurrent visitors (default 10 × rate, at least 30)")
 	flag.IntVar(&o.difficulty, "difficulty", 4, "proof-of-work difficulty")
 	flag.IntVar(&o.block, "block", 1, "budget_block: admissions reserved per store write")
 	flag.Float64Var(&o.tolerance, "tolerance", 0.05, "allowed relative error of admissions per window")
@@ -135,7 +135,7 @@ func main() {
 		os.Exit(2)
 	}
 	if o.visitors == 0 {
-		o.visitors = int(math.Max(30, 6*o.rate))
+		o.visitors = int(math.Max(30, 10*o.rate))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
