@@ -49,6 +49,9 @@ type crowd struct {
 	mu       sync.Mutex
 	answers  []answer // every admission attempt's answer
 	used     []usedToken
+	// admitLost are the admission attempts whose connection failed: when
+	// and at which node (the answer, and maybe an admission, was lost).
+	admitLost []answer
 	samples  []string
 	requests atomic.Int64
 	conn     atomic.Int64
@@ -161,6 +164,9 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 		}
 		if err != nil {
 			c.conn.Add(1)
+			c.mu.Lock()
+			c.admitLost = append(c.admitLost, answer{at: time.Now(), node: at})
+			c.mu.Unlock()
 			unknown = fmt.Sprintf("connection error at %s", c.nodes[at].name)
 			at = c.other(at, rng)
 			tk.RetryAfter = 0.2
@@ -270,6 +276,20 @@ func (c *crowd) answersBetween(from, to time.Time) (map[int]int, time.Duration) 
 		}
 	}
 	return out, slowest
+}
+
+// admitsCut counts the admission attempts at node whose connection failed
+// in [from, to).
+func (c *crowd) admitsCut(node int, from, to time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, a := range c.admitLost {
+		if a.node == node && !a.at.Before(from) && a.at.Before(to) {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *crowd) usedTokens() []usedToken {

@@ -153,6 +153,7 @@ func main() {
 // cluster is everything the run started.
 type cluster struct {
 	o      options
+	budget *budgetReader // nil without DynamoDB
 	ddb    *dynamo
 	nodes  []*node
 	origin *http.Server
@@ -244,6 +245,7 @@ func (c *cluster) setup(ctx context.Context) error {
 		}
 		initCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
+		c.budget = newBudgetReader(c.ddb.endpoint(), table)
 		cmd := exec.CommandContext(initCtx, o.fairgate, "proxy", "init-tables", "--table", table, "--dynamodb-endpoint", c.ddb.endpoint())
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -569,7 +571,7 @@ func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
 		from := start.Add(time.Duration(w) * c.o.window)
 		sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
 		now := c.storeMetrics(ctx)
-		c.judgeRate(cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
+		c.judgeRate(ctx, cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
 		last = now
 	}
 	after := c.storeMetrics(ctx)
@@ -681,7 +683,17 @@ func (c *cluster) restart(ctx context.Context, cr *crowd, i int, sig syscall.Sig
 	}
 	if sig == syscall.SIGKILL && len(c.nodes) > 1 {
 		// The others continue: admissions at the rate while it is down.
-		c.rateOver(ctx, cr, n.name+" killed: the others admit at the rate", 10*time.Second)
+		reserved, admitted, ok := c.rateOver(ctx, cr, n.name+" killed: the others admit at the rate", 10*time.Second)
+		if ok {
+			// What the killed node had reserved and not spent is lost to its
+			// window: at most its block, plus one admission for each attempt
+			// it was deciding when it died (each took its own admission).
+			cut := cr.admitsCut(i, down, down.Add(2*time.Second))
+			lost := reserved - int64(admitted)
+			check(n.name+" killed: the budget lost is at most its unspent block and the admissions it was deciding",
+				lost <= int64(c.o.block)+int64(cut), "reserved %d, admitted %d in the 10 s after the kill (by decision second): %d lost; block %d, %d attempts cut at %s",
+				reserved, admitted, lost, c.o.block, cut, n.name)
+		}
 	}
 	if err := n.start(ctx); err != nil {
 		check(n.name+" "+how+" starts again", false, "%v", err)
@@ -702,13 +714,15 @@ func (c *cluster) restart(ctx context.Context, cr *crowd, i int, sig syscall.Sig
 
 // rateOver checks the cluster-wide admissions over the next span: within
 // twice the tolerance (a short span) plus one block.
-func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span time.Duration) {
+// It returns what the budget reserved in the span and what the crowd was
+// admitted, when the budget can be read.
+func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span time.Duration) (int64, int, bool) {
 	from := nextSecond()
 	before := c.storeMetrics(ctx)
 	// A second after the span for the last answers to arrive.
 	sleep(ctx, time.Until(from.Add(span+time.Second)))
 	after := c.storeMetrics(ctx)
-	c.judgeRate(cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
+	return c.judgeRate(ctx, cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
 }
 
 // judgeRate checks the admissions the crowd saw in [from, from+span)
@@ -718,7 +732,7 @@ func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span tim
 // budget and ledger writes under 50 ms): otherwise the machine, not the
 // room, was the limit, and the check says so and is skipped (-strict fails
 // it anyway).
-func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Duration, tolerance float64, before, after map[string]float64) {
+func (c *cluster) judgeRate(ctx context.Context, cr *crowd, name string, from time.Time, span time.Duration, tolerance float64, before, after map[string]float64) (int64, int, bool) {
 	target := c.o.rate * span.Seconds()
 	got, perNode := cr.admissions(from, from.Add(span))
 	answers, slowest := cr.answersBetween(from, from.Add(span))
@@ -730,6 +744,19 @@ func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Du
 	errs, writeMean := storeHealth(before, after)
 	detail := fmt.Sprintf("%d against %.0f (%+.1f%%), per node %v, per second %v; admission answers %v, slowest %s; store: %.0f failed calls, budget and ledger writes %s on average",
 		got, target, dev*100, perNode, perSecond, answers, slowest.Round(time.Millisecond), errs, writeMean.Round(time.Millisecond))
+	var reserved int64
+	readable := false
+	if c.budget != nil {
+		if used, err := c.budget.used(ctx, room, from, from.Add(span)); err == nil {
+			readable = true
+			for _, u := range used {
+				reserved += u
+			}
+			detail += fmt.Sprintf("; the shared budget reserved %d (per second %v)", reserved, used)
+		} else {
+			detail += fmt.Sprintf("; the shared budget could not be read: %v", err)
+		}
+	}
 	name = fmt.Sprintf("%s within ±%.3g%% of the target", name, tolerance*100)
 	switch {
 	case dev > tolerance:
@@ -740,6 +767,7 @@ func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Du
 	default:
 		check(name, dev >= -tolerance, "%s", detail)
 	}
+	return reserved, got, readable
 }
 
 // nextSecond is the start of the next whole second, where budget windows
