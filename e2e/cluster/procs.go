@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,7 +202,7 @@ func (n *node) status(ctx context.Context, room string) (status, error) {
 		return st, fmt.Errorf("%s admin: %w", n.name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("%s admin: %d %.200s", n.name, resp.StatusCode, body)
+		return st, fmt.Errorf("%s admin: %d %.200s", n.name, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		return st, fmt.Errorf("%s admin: %w", n.name, err)
@@ -224,7 +225,7 @@ func (n *node) change(ctx context.Context, room string, change map[string]any) e
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s admin change %s: %d %.200s", n.name, b, resp.StatusCode, body)
+		return fmt.Errorf("%s admin change %s: %d %.200s", n.name, b, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return nil
 }
