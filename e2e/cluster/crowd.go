@@ -46,17 +46,17 @@ type crowd struct {
 	room    string
 	client  *http.Client
 
-	mu       sync.Mutex
-	answers  []answer // every admission attempt's answer
-	used     []usedToken
+	mu      sync.Mutex
+	answers []answer // every admission attempt's answer
+	used    []usedToken
 	// admitLost are the admission attempts whose connection failed: when
 	// and at which node (the answer, and maybe an admission, was lost).
 	admitLost []answer
-	samples  []string
-	requests atomic.Int64
-	conn     atomic.Int64
-	failed   atomic.Int64
-	lost     atomic.Int64
+	samples   []string
+	requests  atomic.Int64
+	conn      atomic.Int64
+	failed    atomic.Int64
+	lost      atomic.Int64
 	// lostUnknown are places refused as used (409) after an earlier
 	// attempt with the same token went unanswered (its node died, or it
 	// answered 503 while the store failed): the admission may have been
