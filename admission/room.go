@@ -280,7 +280,9 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
 	v := *r.view.Load()
 	v.Rate = rate
-	r.publish(&v, now)
+	// The clock does not depend on the rate: it stays as it is, so nodes
+	// that split a rate differently still share one clock.
+	r.view.Store(&v)
 	return nil
 }
 

@@ -157,7 +157,7 @@ func TestClusterOneClock(t *testing.T) {
 				want := nodes[0].sh.Room.View(now)
 				for i, n := range nodes {
 					v := n.sh.Room.View(now)
-					if v.State != want.State || v.Clock.At(now) != want.Clock.At(now) {
+					if v.State != want.State || v.Clock.At(now) != want.Clock.At(now) || !v.Clock.Origin.Equal(want.Clock.Origin) {
 						t.Fatalf("%s: node %d reads %s S=%v, node 0 %s S=%v", when, i, v.State, v.Clock.At(now), want.State, want.Clock.At(now))
 					}
 					// The past too: a late token is judged alike everywhere.
@@ -255,6 +255,9 @@ func TestClusterTokenAdmittedOnce(t *testing.T) {
 func TestClusterRateCap(t *testing.T) {
 	for kind, open := range storeKinds(t) {
 		for _, block := range []int64{1, 4} {
+			if block > 1 && kind != "bolt" {
+				continue // the trade-off is the store's alike; bolt shows it
+			}
 			t.Run(fmt.Sprintf("%s/block%d", kind, block), func(t *testing.T) {
 				store := open(t)
 				clock := newFakeClock()
