@@ -53,8 +53,8 @@ const tickEvery = time.Second
 
 // storeCool is how long a node stops asking a store that failed before it
 // tries again: a down store costs one call deadline per storeCool, not one
-// per request. A variable for tests.
-var storeCool = time.Second
+// per request.
+const storeCool = time.Second
 
 // cluster is a room's link to its state store: the control state it
 // shares, the budget and the ledger. Nil in a Shared on memory.
@@ -95,7 +95,7 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 		return nil, err
 	}
 	cl := &cluster{set: set, key: s.Room, share: 1}
-	cl.store = roomstate.NewGuard(store, storeCool, func(op string, took time.Duration, err error) {
+	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
 		sh.metrics(clock).observeStore(op, took, err)
 	})
 	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, set.OnUnavailable == OnUnavailableLocal); err != nil {
