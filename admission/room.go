@@ -319,6 +319,18 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	r.publish(&v, now)
 }
 
+// NextCruise is the speed TickWith would set from these observations, and
+// the speed now; it changes nothing.
+func (r *Room) NextCruise(population, eligible float64) (next, cur float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.view.Load()
+	if !r.adaptive {
+		return v.Cruise, v.Cruise
+	}
+	return r.controller.Next(v.Cruise, v.Rate, population, eligible), v.Cruise
+}
+
 // Export is the room's control state as set (a scheduled room stays
 // scheduled, whatever the time) and when it last began to queue: what
 // nodes sharing the room store, and Adopt takes back.

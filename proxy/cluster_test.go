@@ -174,7 +174,13 @@ func TestClusterOneClock(t *testing.T) {
 				t.Fatalf("the clock did not run for the first node's 10 s: S=%v", s)
 			}
 
-			// The controller ticks once for the cluster, whichever node.
+			// The controller ticks once for the cluster, whichever node,
+			// on the population every node saw: 50 places seen at node 1,
+			// none elsewhere, and rate 5 ask for speed 0.1, not 1/60.
+			for i := range 50 {
+				nodes[1].sh.Room.ObservePresent(clock.Now(), fmt.Sprint("place", i))
+			}
+			cruise := nodes[0].sh.Room.View(clock.Now()).Cruise
 			for range 30 {
 				clock.Add(time.Second)
 				pollAll(t, nodes, clock.Now())
@@ -189,6 +195,9 @@ func TestClusterOneClock(t *testing.T) {
 					t.Fatalf("%d control versions in one second: more than one node ticked", after-before)
 				}
 				sameClock("after a tick")
+			}
+			if after := nodes[0].sh.Room.View(clock.Now()).Cruise; after <= cruise {
+				t.Fatalf("the cluster's controller did not speed the clock for node 1's crowd: %v -> %v", cruise, after)
 			}
 
 			// A pause through one node reaches the others at their next poll.
@@ -618,5 +627,36 @@ func TestSettleStateStore(t *testing.T) {
 	if st.Table != dynamostore.DefaultTable || st.BudgetBlock != DefaultBudgetBlock || time.Duration(st.Poll) != DefaultPoll ||
 		st.OnUnavailable != OnUnavailableRefuse || st.Node == "" || time.Duration(st.CallTimeout) != roomstate.DefaultCallTimeout {
 		t.Fatalf("defaults: %+v", st)
+	}
+}
+
+// TestClusterConfigWaitsForTheStore: a config applied while the store is
+// down is refused, then applied by the room's loop once the store is back.
+func TestClusterConfigWaitsForTheStore(t *testing.T) {
+	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	cfg := Config{Room: "pending", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+	n := newNode(t, cfg, store, "a", clock)
+	store.down.Store(true)
+	cfg.Rate = 9
+	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
+	gw, err := New(cfg, n.sh, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	if err := gw.ApplyConfig(); !errors.As(err, new(*UnavailableError)) {
+		t.Fatalf("applying a config while the store is down: %v", err)
+	}
+	if rate, _ := n.sh.totalRate(); rate != 5 {
+		t.Fatalf("rate %v before the store took the config", rate)
+	}
+	store.down.Store(false)
+	clock.Add(storeCool)
+	if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if rate, _ := n.sh.totalRate(); rate != 9 {
+		t.Fatalf("rate %v after the store came back, want the pending config's 9", rate)
 	}
 }
