@@ -99,7 +99,7 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
 		sh.metrics(clock).observeStore(op, took, err)
 	})
-	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, set.OnUnavailable == OnUnavailableLocal); err != nil {
+	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
 		return nil, err
 	}
 	shared := roomstate.NewLedger(cl.store, s.Room, clock)
@@ -307,9 +307,6 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
 	sh.cluster.version = version
-	if err := sh.cluster.quota.SetRate(sh.rate); err != nil {
-		return err
-	}
 	return sh.rebalance(now, true)
 }
 

@@ -660,3 +660,21 @@ func TestClusterConfigWaitsForTheStore(t *testing.T) {
 		t.Fatalf("rate %v after the store came back, want the pending config's 9", rate)
 	}
 }
+
+// TestClusterBurst: the shared budget lets the configured burst through at
+// once, as the bucket does, and no more.
+func TestClusterBurst(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "burst", State: "open", Rate: 10, Burst: 50}, store, "a", clock)
+	admitted := 0
+	for range 60 {
+		tk := n.issue(t, clock.Now())
+		if d := n.decide(t, tk.Token, clock.Now()); d.Outcome == admission.OutcomeAdmit {
+			admitted++
+		}
+	}
+	if admitted != 50 {
+		t.Fatalf("admitted %d at once, want the burst of 50", admitted)
+	}
+}
