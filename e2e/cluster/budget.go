@@ -32,7 +32,9 @@ func newBudgetReader(endpoint, table string) *budgetReader {
 }
 
 // used returns the admissions reserved in each one-second window of
-// [from, to) (whole seconds; windows never written read 0).
+// [from, to) (whole seconds; windows never written read 0). Budget windows
+// last burst/rate seconds, at least one (roomstate.WindowFor): the driver
+// keeps burst equal to the rate, so they are whole seconds of Unix time.
 func (b *budgetReader) used(ctx context.Context, room string, from, to time.Time) ([]int64, error) {
 	var out []int64
 	for sec := from.Unix(); sec < to.Unix(); sec++ {
