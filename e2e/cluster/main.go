@@ -63,6 +63,7 @@ type options struct {
 	onUnavailable, store   string
 	callTimeout            time.Duration
 	keep, anyway, strict   bool
+	timeout                time.Duration
 }
 
 const room = "cluster"
@@ -111,6 +112,7 @@ func main() {
 	flag.StringVar(&o.onUnavailable, "on-unavailable", "refuse", "state_store on_unavailable: refuse or local")
 	flag.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "state_store call_timeout")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "the whole run's deadline")
 	flag.BoolVar(&o.strict, "strict", false, "fail a rate below the target even when the store did not keep up")
 	flag.BoolVar(&o.anyway, "anyway", false, "run the checks even when the gateway does not show the store wired (to try the harness)")
 	flag.Parse()
@@ -139,6 +141,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	err := run(ctx, o)
 	if err != nil {
 		fmt.Printf("not ok - the cluster e2e could not run: %v\n", err)
@@ -184,6 +188,14 @@ func run(ctx context.Context, o options) error {
 	}
 	c := &cluster{o: o}
 	defer c.stopAll()
+	defer func() {
+		if failed == 0 {
+			return
+		}
+		for _, n := range c.nodes {
+			fmt.Printf("--- %s log (last lines)\n%s\n", n.name, tail(n.logPath, 8))
+		}
+	}()
 	if err := c.setup(ctx); err != nil {
 		return err
 	}
