@@ -517,9 +517,10 @@ func (c *cluster) race(ctx context.Context) {
 				}
 				req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": tk.Token})
 				// A token the nodes all put off (429: a slot reserved by the
-				// node that won the ledger, or its checkpoint ahead) is raced
-				// again after its Retry-After, three times at most; every
-				// 200 of every round counts.
+				// node that won the ledger, or its checkpoint ahead; 503: the
+				// store failing, the place kept) is raced again after its
+				// Retry-After, three times at most; every 200 of every round
+				// counts.
 				var statuses []int
 				admitted := 0
 				for round := 0; round < 4 && admitted == 0; round++ {
@@ -552,6 +553,10 @@ func (c *cluster) race(ctx context.Context) {
 						case http.StatusTooManyRequests:
 							busy = true
 							soonest = min(soonest, wait[j])
+						case http.StatusServiceUnavailable:
+							// The store failing: the place is kept, ask again.
+							busy = true
+							soonest = min(soonest, 1)
 						}
 					}
 					if admitted > 0 || !busy {
