@@ -68,7 +68,7 @@ type cluster struct {
 	version uint64
 	// shown mirrors version for the admin API, which must not wait for a
 	// commit in progress.
-	shown atomic.Uint64
+	shown   atomic.Uint64
 	joined  bool // the stored state was adopted (or this node's stored)
 	ticked  time.Time
 	pending *settings // a config the store could not take yet
