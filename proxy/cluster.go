@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
@@ -65,6 +66,9 @@ type cluster struct {
 	key     string
 	mu      sync.Mutex // serialises commits and adoptions
 	version uint64
+	// shown mirrors version for the admin API, which must not wait for a
+	// commit in progress.
+	shown   atomic.Uint64
 	joined  bool // the stored state was adopted (or this node's stored)
 	ticked  time.Time
 	pending *settings // a config the store could not take yet
@@ -184,6 +188,7 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 		v, err := cl.store.SaveControl(ctx, cl.key, c, cl.version)
 		if err == nil {
 			cl.version = v
+			cl.shown.Store(v)
 			return nil
 		}
 		sh.restore(before)
@@ -307,6 +312,7 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
 	sh.cluster.version = version
+	sh.cluster.shown.Store(version)
 	return sh.rebalance(now, true)
 }
 
@@ -503,10 +509,7 @@ func (sh *Shared) clusterStatus() *ClusterStatus {
 	if cl == nil {
 		return nil
 	}
-	cl.mu.Lock()
-	version := cl.version
-	cl.mu.Unlock()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: version, Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
+	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
 }

@@ -288,6 +288,7 @@ func TestClusterRateCap(t *testing.T) {
 				var queue []waiting
 				perWindow := map[int64]int{}
 				perNode := make([]int, 3)
+				attempts := 0
 				start := clock.Now()
 				const seconds = 60
 				const step = 250 * time.Millisecond
@@ -317,6 +318,7 @@ func TestClusterRateCap(t *testing.T) {
 							due = append(due, w)
 						}
 					}
+					attempts += len(due)
 					decisions := make([]admission.Decision, len(due))
 					var wg sync.WaitGroup
 					for j, w := range due {
@@ -350,6 +352,17 @@ func TestClusterRateCap(t *testing.T) {
 				}
 				target := rate * seconds
 				t.Logf("%s block %d: %d admitted in %d s (target %v), per node %v", kind, block, total, seconds, target, perNode)
+				calls := map[string]uint64{}
+				for _, n := range nodes {
+					for op, c := range storeCalls(t, n) {
+						calls[op] += c
+					}
+				}
+				t.Logf("%s block %d: %d attempts; store calls per attempt: lookup %.2f hold %.2f; per admission: use %.2f budget %.3f; per node-second: control reads %.2f, control writes %.3f, publishes %.2f, population reads %.2f",
+					kind, block, attempts, float64(calls["lookup_place"])/float64(attempts), float64(calls["hold_place"])/float64(attempts),
+					float64(calls["use_place"])/float64(total), float64(calls["reserve_budget"])/float64(total),
+					float64(calls["load_control"])/(seconds*3), float64(calls["save_control"])/(seconds*3),
+					float64(calls["publish_population"])/(seconds*3), float64(calls["population"])/(seconds*3))
 				// Block 1 is exact: ±5%. A larger block may leave what each
 				// node reserved and did not spend in a window unspent.
 				low := 0.95 * target
@@ -677,4 +690,27 @@ func TestClusterBurst(t *testing.T) {
 	if admitted != 50 {
 		t.Fatalf("admitted %d at once, want the burst of 50", admitted)
 	}
+}
+
+// storeCalls counts a node's store calls by operation, from its metrics.
+func storeCalls(t *testing.T, n node) map[string]uint64 {
+	t.Helper()
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "fairgate_state_store_call_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" {
+					out[l.GetValue()] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return out
 }
