@@ -40,7 +40,9 @@ func TestStalledDynamoDBIsAnErrorNotAHang(t *testing.T) {
 	})
 	const timeout = 300 * time.Millisecond
 	s := New(client, "stalled", timeout)
-	ctx := context.Background()
+	// The test's own bound: a call without its deadline ends here, late.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*timeout)
+	defer cancel()
 	calls := map[string]func() error{
 		"LoadControl": func() error { _, _, err := s.LoadControl(ctx, "r"); return err },
 		"ReserveBudget": func() error {
