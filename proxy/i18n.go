@@ -8,6 +8,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/text/language"
@@ -93,7 +95,19 @@ func (l *locale) stateMessage(state, outcome, saleStart string) string {
 type locales struct {
 	all     []*locale
 	matcher language.Matcher
+	// chosen remembers the choice for Accept-Language values seen before:
+	// browsers send a few hundred distinct ones, and parsing and matching
+	// one costs more than the rest of a poll's answer. It holds at most
+	// maxChosen values of at most maxChosenLen bytes; others are parsed
+	// every time.
+	chosen  sync.Map // string -> int
+	nChosen atomic.Int64
 }
+
+const (
+	maxChosen    = 4096
+	maxChosenLen = 256
+)
 
 // pageLanguages is the catalog, loaded once: the files are part of the
 // binary, so a broken one is a build defect caught by the tests.
@@ -188,6 +202,18 @@ func (ls *locales) choose(acceptLanguage string) int {
 	if acceptLanguage == "" {
 		return 0
 	}
+	if i, ok := ls.chosen.Load(acceptLanguage); ok {
+		return i.(int)
+	}
+	i := ls.match(acceptLanguage)
+	if len(acceptLanguage) <= maxChosenLen && ls.nChosen.Add(1) <= maxChosen {
+		ls.chosen.Store(strings.Clone(acceptLanguage), i)
+	}
+	return i
+}
+
+// match is choose without the memory.
+func (ls *locales) match(acceptLanguage string) int {
 	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
 	if err != nil {
 		tags = readableTags(acceptLanguage)

@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// The admit poll is what a million waiting visitors cost (issue 9, "Cost"):
+// these benchmarks run the token and admit endpoints through the gateway's
+// real handler, as a browser calls them, with a realistic request (cookies,
+// Accept-Language, a user agent) and the default difficulty.
+//
+//	go test -run XXX -bench 'Poll|Token' -benchtime 1s -cpu 1 -count 6 ./proxy
+
+// pollEnv is a gateway in a queue whose clock stands still, so no attempt
+// is ever eligible, and a token with its solved challenge.
+func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
+	b.Helper()
+	clock := newFakeClock()
+	cfg := Config{Room: "sale", Keys: testKeys, Tau: Duration(240 * time.Hour), FixedSpeed: true}
+	shared, err := NewShared(cfg, clock.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(gw.Close)
+	tk, err := gw.gate.Issue(shared.Room, admission.Visitor{}, clock.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	nonce, err := admission.Solve(context.Background(), tk.Claims.Ch, tk.Claims.Dif)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gw, clock, tk.Token, strconv.FormatUint(nonce, 10)
+}
+
+// browserRequest is a request as the waiting page's script sends it.
+func browserRequest(path, body, cookie string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json")
+	r.Header.Set("Accept-Language", "en-GB,en;q=0.9,de;q=0.8")
+	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36")
+	if cookie != "" {
+		r.Header.Set("Cookie", cookie)
+	}
+	return r
+}
+
+// discardWriter is a ResponseWriter that keeps nothing, as a server's
+// buffered connection writer costs little next to the handler.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(status int)      { d.status = status }
+
+func (d *discardWriter) reset() {
+	clear(d.h)
+	d.status = 0
+}
+
+func benchServe(b *testing.B, gw *Gateway, want int, req func() *http.Request) {
+	b.Helper()
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.reset()
+		gw.ServeHTTP(w, req())
+		if w.status != want {
+			b.Fatalf("status %d, want %d", w.status, want)
+		}
+	}
+}
+
+// BenchmarkPollWait is the honest poll: an attempt at the token's
+// checkpoint, not eligible, answered 429 with the next version of the token.
+func BenchmarkPollWait(b *testing.B) {
+	gw, clock, token, nonce := pollEnv(b)
+	cookie := "fairgate_wait_sale=" + token
+	body := `{"nonce":"` + nonce + `"}`
+	claims, err := gw.gate.Codec().ParseWait(token, "sale", clock.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock.Set(claims.NextAttempt())
+	benchServe(b, gw, http.StatusTooManyRequests, func() *http.Request {
+		return browserRequest("/_fairgate/admit", body, cookie)
+	})
+}
+
+// BenchmarkPollEarly is an attempt before the checkpoint: the same token
+// back, nothing judged.
+func BenchmarkPollEarly(b *testing.B) {
+	gw, _, token, nonce := pollEnv(b)
+	cookie := "fairgate_wait_sale=" + token
+	body := `{"nonce":"` + nonce + `"}`
+	benchServe(b, gw, http.StatusTooManyRequests, func() *http.Request {
+		return browserRequest("/_fairgate/admit", body, cookie)
+	})
+}
+
+// BenchmarkTokenNew is a first visit: a new waiting token.
+func BenchmarkTokenNew(b *testing.B) {
+	gw, _, _, _ := pollEnv(b)
+	benchServe(b, gw, http.StatusOK, func() *http.Request {
+		return browserRequest("/_fairgate/token", "", "")
+	})
+}
+
+// BenchmarkTokenRefresh is a reloaded page: the token held, verified and
+// returned unchanged.
+func BenchmarkTokenRefresh(b *testing.B) {
+	gw, _, token, _ := pollEnv(b)
+	cookie := "fairgate_wait_sale=" + token
+	benchServe(b, gw, http.StatusOK, func() *http.Request {
+		return browserRequest("/_fairgate/token", "", cookie)
+	})
+}
