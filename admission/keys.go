@@ -184,15 +184,15 @@ func (k *KeyRing) signer(token string) string {
 
 // mac is the HMAC-SHA256 of data under key id, from the key's pool.
 func (k *KeyRing) mac(id, data string) [sha256.Size]byte {
-	pool := k.signingMACs[id]
-	mac := pool.Get().(hash.Hash)
-	mac.Reset()
-	_, _ = io.WriteString(mac, data)
-	var sum [sha256.Size]byte
-	mac.Sum(sum[:0])
-	pool.Put(mac)
+	// hash.Hash takes bytes: a pooled buffer, not a copy per call.
+	bp := macInput.Get().(*[]byte)
+	sum := k.macBytes(id, append((*bp)[:0], data...))
+	macInput.Put(bp)
 	return sum
 }
+
+// macInput holds the byte copies of the strings mac is given.
+var macInput = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // macBytes is mac for data in a byte slice.
 func (k *KeyRing) macBytes(id string, data []byte) [sha256.Size]byte {
