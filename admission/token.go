@@ -212,8 +212,13 @@ func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) erro
 	if err != nil {
 		return fmt.Errorf("%w: claims are not base64url", ErrMalformed)
 	}
-	if err := json.Unmarshal(raw, claims); err != nil {
-		return fmt.Errorf("%w: claims are not JSON: %v", ErrMalformed, err)
+	if f, ok := claims.(claimFields); !ok || !decodeClaims(raw, f) {
+		if ok {
+			f.reset()
+		}
+		if err := json.Unmarshal(raw, claims); err != nil {
+			return fmt.Errorf("%w: claims are not JSON: %v", ErrMalformed, err)
+		}
 	}
 	reg, ok := claims.(interface{ registered() *Registered })
 	if !ok {
