@@ -200,7 +200,7 @@ func (g *Gateway) Room() *Shared { return g.shared }
 // through next when the visitor may pass. It returns what it did.
 func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) Outcome {
 	stripOwnHeaders(r.Header)
-	if _, _, err := canonicalPath(r.URL); err != nil {
+	if err := checkPath(r.URL); err != nil {
 		g.notify(r, OutcomeRefused)
 		writeError(w, http.StatusBadRequest, "ambiguous_path", err.Error())
 		return OutcomeRefused

@@ -32,6 +32,8 @@ type locale struct {
 	// script is text as JSON, embedded in the page for the script.
 	script []byte
 	num    *message.Printer
+	// waits remembers waitText's answers by minutes, for the first day.
+	waits [24 * 60]atomic.Value
 }
 
 // t returns the text for key with {name} placeholders filled from args,
@@ -57,6 +59,19 @@ func (l *locale) waitText(secs float64, known bool) string {
 		return l.t("estimate_under_minute")
 	}
 	m := int(secs/60 + 0.5)
+	if m >= len(l.waits) {
+		return l.minutesText(m)
+	}
+	if s, ok := l.waits[m].Load().(string); ok {
+		return s
+	}
+	s := l.minutesText(m)
+	l.waits[m].Store(s)
+	return s
+}
+
+// minutesText is waitText for a whole number of minutes, one or more.
+func (l *locale) minutesText(m int) string {
 	if m < 60 {
 		return l.t("estimate_about", "duration", l.t("minutes", "n", l.number(m)))
 	}

@@ -34,3 +34,18 @@ func TestChooseRemembers(t *testing.T) {
 		t.Errorf("%d remembered values, want the limit %d", n, maxChosen)
 	}
 }
+
+// TestWaitTextRemembers: a remembered estimate reads as a fresh one, within
+// the first day and beyond it.
+func TestWaitTextRemembers(t *testing.T) {
+	for _, l := range pageLanguages.all {
+		for _, secs := range []float64{59, 60, 89, 90, 3599, 3600, 5400, 86340, 86400, 90000, 1e7} {
+			want := (&locale{text: l.text, num: l.num}).waitText(secs, true)
+			for range 2 {
+				if got := l.waitText(secs, true); got != want {
+					t.Errorf("%s: waitText(%v) = %q, then %q", l.name, secs, want, got)
+				}
+			}
+		}
+	}
+}
