@@ -10,6 +10,9 @@
 //	targets baseline ADDR UPSTREAM      httputil.ReverseProxy alone, same tuned transport
 //	targets pass KEYS ROOM              prints a valid pass for wrk's Cookie header
 //	targets tokens N                    RSS before and after issuing N waiting tokens
+//	targets poll SITE ROOM              prints a Cookie header and an admit body that
+//	                                    SITE's room answers 429 "wait" to, every time
+//	targets open [flags] URL            open-loop load at a fixed rate: rate/s p50 p99 errors
 //
 // A baseline answers exactly what fairgate answers (the scripts check that
 // with curl), so that the comparison measures the work behind the bytes.
@@ -75,6 +78,13 @@ func run(args []string) error {
 			return fmt.Errorf("usage: targets capture URL ACCEPT FILE")
 		}
 		return capture(args[1], args[2], args[3])
+	case "poll":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: targets poll SITE ROOM")
+		}
+		return pollRequest(args[1], args[2])
+	case "open":
+		return openLoop(args[1:])
 	case "tokens":
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
