@@ -74,6 +74,7 @@ type Gateway struct {
 	cache    *responseCache
 	passes   *ristretto.Cache[string, *admission.PassClaims]
 	pages    *pages
+	api      *http.ServeMux
 	cookies  cookieNames
 	notify   func(*http.Request, Outcome)
 	opts     Options
@@ -170,6 +171,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
+	g.api = g.apiRoutes()
 	return g, nil
 }
 
@@ -205,9 +207,9 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		writeError(w, http.StatusBadRequest, "ambiguous_path", err.Error())
 		return OutcomeRefused
 	}
-	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
+	if strings.HasPrefix(r.URL.Path, g.cfg.Prefix+"/") {
 		g.notify(r, OutcomeAPI)
-		g.serveAPI(w, r, rest)
+		g.api.ServeHTTP(w, r)
 		return OutcomeAPI
 	}
 	now := g.now()
