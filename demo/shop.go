@@ -2,7 +2,6 @@ package demo
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"embed"
 	"html/template"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/bearer"
 )
 
 //go:embed static
@@ -101,7 +101,7 @@ func (s *shop) operator(next http.HandlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/operator", http.StatusSeeOther)
 			return
 		}
-		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, _ := bearer.Token(r)
 		if c, err := r.Cookie(operatorCookie); err == nil && token == "" {
 			token = c.Value
 		}
@@ -114,7 +114,7 @@ func (s *shop) operator(next http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *shop) tokenOK(t string) bool {
-	return s.operatorToken != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.operatorToken)) == 1
+	return bearer.Equal(t, s.operatorToken)
 }
 
 // fromLoopback reports whether the client is on this machine: Caddy, in

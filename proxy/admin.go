@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/subtle"
 	"math"
 	"net/http"
 	"path"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/bearer"
 )
 
 // Rooms is the set of live rooms the admin API manages, by name.
@@ -191,13 +191,10 @@ const (
 // A non-empty token requires `Authorization: Bearer <token>`.
 func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
-				return
-			}
+		if token != "" && !bearer.Matches(r, token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
+			return
 		}
 		ServeAdmin(w, r, rooms, now())
 	})

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -135,30 +134,12 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	go s.shared.Run(ctx, time.Now)
 	pub := httpserver.New(s.public, s.timeouts)
 	adm := httpserver.New(s.admin, s.timeouts)
-	errs := make(chan error, 2)
-	go func() {
-		var err error
-		if s.tlsCert != "" {
-			err = pub.ServeTLS(public, s.tlsCert, s.tlsKey)
-		} else {
-			err = pub.Serve(public)
-		}
-		errs <- err
-	}()
-	go func() { errs <- adm.Serve(admin) }()
-	var first error
-	select {
-	case <-ctx.Done():
-	case first = <-errs:
+	err := httpserver.Serve(ctx, s.shutdown,
+		httpserver.Serving{Server: pub, Listener: public, CertFile: s.tlsCert, KeyFile: s.tlsKey},
+		httpserver.Serving{Server: adm, Listener: admin})
+	if errors.Is(err, httpserver.ErrNotDrained) {
+		s.log.Warn("connections did not drain in time", zap.Error(err))
+		return nil
 	}
-	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), s.shutdown)
-	defer done()
-	if err := pub.Shutdown(shutdownCtx); err != nil {
-		s.log.Warn("public listener did not drain in time", zap.Error(err))
-	}
-	_ = adm.Shutdown(shutdownCtx)
-	if first != nil && !errors.Is(first, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", first)
-	}
-	return nil
+	return err
 }

@@ -5,11 +5,10 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,13 +17,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/bearer"
+	"github.com/fairgate/fairgate/internal/etag"
 	"github.com/fairgate/fairgate/seats"
 )
 
@@ -211,8 +211,7 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 }
 
 func (a *API) createEvent(w http.ResponseWriter, r *http.Request) {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if a.cfg.AdminToken == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.AdminToken)) != 1 {
+	if !bearer.Matches(r, a.cfg.AdminToken) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "creating events needs the admin token", nil)
 		return
 	}
@@ -284,12 +283,11 @@ func cacheable(w http.ResponseWriter, r *http.Request, v any, sMaxAge int) {
 		writeError(w, http.StatusInternalServerError, "internal", "encoding failed", nil)
 		return
 	}
-	sum := sha256.Sum256(body)
-	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	tag := etag.Of(body)
 	h := w.Header()
 	h.Set("Cache-Control", fmt.Sprintf("public, max-age=0, s-maxage=%d", sMaxAge))
-	h.Set("ETag", etag)
-	if r.Header.Get("If-None-Match") == etag {
+	h.Set("ETag", tag)
+	if etag.Matches(r.Header.Get("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -484,7 +482,7 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 	if !unmarshal(w, req.body, &body) {
 		return
 	}
-	event := firstNonEmpty(body.Event, r.URL.Query().Get("event"), a.cfg.DefaultEvent)
+	event := cmp.Or(body.Event, r.URL.Query().Get("event"), a.cfg.DefaultEvent)
 	if event == "" {
 		writeError(w, http.StatusBadRequest, "invalid", "name the event", nil)
 		return
@@ -502,15 +500,6 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, sessionView(sess))
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // reply returns the answer to a session call: the session, or the
