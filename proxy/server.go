@@ -48,7 +48,7 @@ type ServerConfig struct {
 	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
 
 	Logger *zap.Logger
-	// Transport to the upstream; nil means a tuned one (see newTransport).
+	// Transport to the upstream; nil means a tuned one (NewReverseProxy).
 	Transport http.RoundTripper
 }
 
@@ -77,11 +77,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := gw.ApplyConfig(); err != nil {
 		return nil, err
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		transport = newTransport()
-	}
-	rp := NewReverseProxy(cfg.Upstream, transport, log, gw.metrics)
+	rp := newReverseProxy(cfg.Upstream, cfg.Transport, log, gw.metrics.upstreamErrors.WithLabelValues("origin").Inc)
 	rooms := NewRooms()
 	rooms.Put(shared)
 	mux := http.NewServeMux()
@@ -99,7 +95,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // NewReverseProxy is the upstream half of `fairgate proxy`: streaming,
 // websockets and X-Forwarded-* as httputil.ReverseProxy does them; an
 // unreachable upstream is a 502 JSON error while the waiting room goes on.
-func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger, m *metrics) *httputil.ReverseProxy {
+// A nil transport is fairgate's, tuned for a busy site (many idle
+// connections kept per host); a nil logger logs nothing.
+func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger) *httputil.ReverseProxy {
+	return newReverseProxy(upstream, transport, log, func() {})
+}
+
+// newReverseProxy is NewReverseProxy calling failed for each request the
+// upstream did not answer.
+func newReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger, failed func()) *httputil.ReverseProxy {
+	if transport == nil {
+		transport = newTransport()
+	}
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -111,9 +118,7 @@ func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Lo
 		},
 		Transport: transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if m != nil {
-				m.upstreamErrors.WithLabelValues("origin").Inc()
-			}
+			failed()
 			log.Warn("upstream unreachable", zap.String("path", r.URL.Path), zap.Error(err))
 			writeError(w, http.StatusBadGateway, "upstream", "the site behind the waiting room is not answering")
 		},

@@ -7,7 +7,7 @@
 //	targets caddy-baseline CONFIG ADDR=FILE...
 //	                                    prints Caddy's JSON CONFIG with a site per ADDR that
 //	                                    answers FILE's bytes: headers, then static_response
-//	targets baseline ADDR UPSTREAM      httputil.ReverseProxy alone, same tuned transport
+//	targets baseline ADDR UPSTREAM      httputil.ReverseProxy alone, with fairgate's transport
 //	targets pass KEYS ROOM              prints a valid pass for wrk's Cookie header
 //	targets tokens N                    RSS before and after issuing N waiting tokens
 //	targets poll SITE ROOM              prints a Cookie header and an admit body that
@@ -70,7 +70,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return serve(args[1], proxy.NewReverseProxy(up, proxy.Transport(), nil, nil))
+		return serve(args[1], proxy.NewReverseProxy(up, nil, nil))
 	case "pass":
 		return printPass(args[1], args[2])
 	case "capture":
