@@ -62,15 +62,21 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else pr
 row() { printf "| %s | %.0f | %.2f ms | %.0f | %.2f ms | %.0f%% |\n" "$@"; }
 
 # compare NAME URL_A HEADER_A URL_B HEADER_B: checks that B answers what A
-# does, then loads A and B in turn PAIRS times; a row per pair, then the
-# medians (the ratio's is the median of the pairs' ratios).
+# does, then load_pairs.
 compare() {
   same_answer "$@"
+  load_pairs "$@"
+}
+
+# load_pairs NAME URL_A HEADER_A URL_B HEADER_B [BODY]: loads A and B in
+# turn PAIRS times (POSTs of BODY if given); a row per pair, then the
+# medians (the ratio's is the median of the pairs' ratios).
+load_pairs() {
   local name=$1 frps fp50 fp99 brps bp50 bp99
   : > "$W/pairs"
   for i in $(seq "$PAIRS"); do
-    read -r frps fp50 fp99 <<<"$(run "$2" "$3")"
-    read -r brps bp50 bp99 <<<"$(run "$4" "$5")"
+    read -r frps fp50 fp99 <<<"$(run "$2" "$3" "${6:-}")"
+    read -r brps bp50 bp99 <<<"$(run "$4" "$5" "${6:-}")"
     echo "$frps $fp99 $brps $bp99 $(echo "100*$frps/$brps" | bc -l)" >> "$W/pairs"
     row "$name, pair $i" "$frps" "$fp99" "$brps" "$bp99" "$(echo "100*$frps/$brps" | bc -l)"
   done
@@ -156,17 +162,7 @@ same_size() {
 # sides sent the same header and body.
 compare_post() {
   same_size "$@"
-  local name=$1 frps fp50 fp99 brps bp50 bp99
-  : > "$W/pairs"
-  for i in $(seq "$PAIRS"); do
-    read -r frps fp50 fp99 <<<"$(run "$2" "$4" "$5")"
-    read -r brps bp50 bp99 <<<"$(run "$3" "$4" "$5")"
-    echo "$frps $fp99 $brps $bp99 $(echo "100*$frps/$brps" | bc -l)" >> "$W/pairs"
-    row "$name, pair $i" "$frps" "$fp99" "$brps" "$bp99" "$(echo "100*$frps/$brps" | bc -l)"
-  done
-  local m=()
-  for col in 1 2 3 4 5; do m+=("$(cut -d' ' -f"$col" "$W/pairs" | median)"); done
-  row "**$name, median of $PAIRS**" "${m[@]}"
+  load_pairs "$1" "$2" "$4" "$3" "$4" "$5"
 }
 
 # OPEN_RATE (default 10000) is the arrival rate of the open-loop rows.

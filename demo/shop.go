@@ -150,17 +150,23 @@ func (s *shop) adminProxy(path string) http.HandlerFunc {
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := adminClient.Do(req)
-		if err != nil {
-			http.Error(w, "admin API unreachable", http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		relayJSON(w, adminClient, req, "admin API unreachable")
 	}
+}
+
+// relayJSON sends req with client and passes its JSON answer on, status
+// and body, uncached; an unreachable service is a 502 saying unreachable.
+func relayJSON(w http.ResponseWriter, client *http.Client, req *http.Request, unreachable string) {
+	resp, err := client.Do(req)
+	if err != nil {
+		http.Error(w, unreachable, http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
 
 // metrics passes on fairgate's lines of Caddy's /metrics.
