@@ -1,7 +1,10 @@
 package admission
 
 import (
+	"math"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // The claims of a token the codec signed are the flat JSON object Sign's
@@ -213,4 +216,135 @@ func number(b []byte, i int) (int, bool) {
 		i = j
 	}
 	return i, true
+}
+
+// claimKeys are a claims type's JSON keys in json.Marshal's order, with
+// their omitempty, read from its struct tags once. known is false when
+// field does not know every key: such a type is encoded by json.Marshal.
+type claimKeys struct {
+	keys  []claimKey
+	known bool
+}
+
+type claimKey struct {
+	name      string
+	omitEmpty bool
+}
+
+var (
+	waitKeys = keysOf(&WaitClaims{})
+	passKeys = keysOf(&PassClaims{})
+)
+
+func keysOf(c claimFields) claimKeys {
+	out := claimKeys{known: true}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(c).Elem()) {
+		tag, ok := f.Tag.Lookup("json")
+		if !ok || f.Anonymous || !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		out.keys = append(out.keys, claimKey{name: name, omitEmpty: opts == "omitempty"})
+		if p := c.field(name); p == nil || reflect.TypeOf(p).Elem() != f.Type {
+			out.known = false
+		}
+	}
+	return out
+}
+
+// encodeClaims appends claims as json.Marshal writes them, without its
+// reflection, reporting false (having appended garbage) when it cannot:
+// a type with keys field does not know, a string that json.Marshal would
+// escape, a float that is not finite. FuzzEncodeClaims holds it to
+// json.Marshal's bytes.
+func encodeClaims(b []byte, c claimFields) ([]byte, bool) {
+	var ks claimKeys
+	switch c.(type) {
+	case *WaitClaims:
+		ks = waitKeys
+	case *PassClaims:
+		ks = passKeys
+	}
+	if !ks.known {
+		return b, false
+	}
+	b = append(b, '{')
+	first := true
+	for _, k := range ks.keys {
+		p := c.field(k.name)
+		if k.omitEmpty && isZero(p) {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(append(append(b, '"'), k.name...), '"', ':')
+		switch v := p.(type) {
+		case *string:
+			if !plainText(*v) {
+				return b, false
+			}
+			b = append(append(append(b, '"'), *v...), '"')
+		case *int64:
+			b = strconv.AppendInt(b, *v, 10)
+		case *int:
+			b = strconv.AppendInt(b, int64(*v), 10)
+		case *float64:
+			var ok bool
+			if b, ok = appendFloat(b, *v); !ok {
+				return b, false
+			}
+		default:
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+func isZero(p any) bool {
+	switch v := p.(type) {
+	case *string:
+		return *v == ""
+	case *int64:
+		return *v == 0
+	case *int:
+		return *v == 0
+	case *float64:
+		return *v == 0
+	}
+	return false
+}
+
+// plainText reports whether json.Marshal writes s as it is, quoted.
+func plainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendFloat writes f as encoding/json does (ES6 number formatting).
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
 }

@@ -146,9 +146,16 @@ func (c *Codec) Keys() *KeyRing { return c.keys }
 // kid header: the token golang-jwt's SigningMethodHS256 would make, with
 // the key's pooled HMAC instead of a new one per signature.
 func (c *Codec) Sign(claims jwt.Claims) (string, error) {
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", fmt.Errorf("encoding claims: %w", err)
+	var scratch [512]byte
+	payload, ok := []byte(nil), false
+	if f, fast := claims.(claimFields); fast {
+		payload, ok = encodeClaims(scratch[:0], f)
+	}
+	if !ok {
+		var err error
+		if payload, err = json.Marshal(claims); err != nil {
+			return "", fmt.Errorf("encoding claims: %w", err)
+		}
 	}
 	id := c.keys.SigningID()
 	header := c.headers[id]
