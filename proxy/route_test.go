@@ -41,7 +41,7 @@ func TestAPIRoutes(t *testing.T) {
 		if tc.code == "" || tc.method == "HEAD" || tc.code == "waiting page" {
 			continue
 		}
-		var got errorJSON
+		var got struct{ Error errorBody }
 		if err := json.Unmarshal(body, &got); err != nil || got.Error.Code != tc.code {
 			t.Errorf("%s %s: body %s, want error code %q", tc.method, tc.path, body, tc.code)
 		}
@@ -95,7 +95,7 @@ func TestAdminRoutes(t *testing.T) {
 				t.Errorf("%s %s%s: %d, Allow %q; want %d, %q (%s)", tc.method, mount, tc.path, w.Code, w.Header().Get("Allow"), tc.status, tc.allow, w.Body)
 				continue
 			}
-			var got errorJSON
+			var got struct{ Error errorBody }
 			if tc.code != "" && (json.Unmarshal(w.Body.Bytes(), &got) != nil || got.Error.Code != tc.code) {
 				t.Errorf("%s %s%s: body %s, want error code %q", tc.method, mount, tc.path, w.Body, tc.code)
 			}
