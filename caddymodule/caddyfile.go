@@ -436,41 +436,32 @@ func unmarshalStateStore(d *caddyfile.Dispenser, st *proxy.StateStore) error {
 	if err := oneString(d, &st.Type); err != nil {
 		return err
 	}
-	seen := once{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if err := seen.check(d); err != nil {
-			return err
-		}
-		var err error
-		switch d.Val() {
+	return options(d, "state_store", func(name string) error {
+		switch name {
 		case "path":
-			err = oneString(d, &st.Path)
+			return oneString(d, &st.Path)
 		case "table":
-			err = oneString(d, &st.Table)
+			return oneString(d, &st.Table)
 		case "region":
-			err = oneString(d, &st.Region)
+			return oneString(d, &st.Region)
 		case "endpoint":
-			err = oneString(d, &st.Endpoint)
+			return oneString(d, &st.Endpoint)
 		case "node":
-			err = oneString(d, &st.Node)
+			return oneString(d, &st.Node)
 		case "budget_block":
 			var n int
-			err = oneInt(d, &n)
+			err := oneInt(d, &n)
 			st.BudgetBlock = int64(n)
-		case "poll":
-			err = oneDuration(d, &st.Poll)
-		case "call_timeout":
-			err = oneDuration(d, &st.CallTimeout)
-		case "on_unavailable":
-			err = oneString(d, &st.OnUnavailable)
-		default:
-			err = d.Errf("unrecognized state_store option %q", d.Val())
-		}
-		if err != nil {
 			return err
+		case "poll":
+			return oneDuration(d, &st.Poll)
+		case "call_timeout":
+			return oneDuration(d, &st.CallTimeout)
+		case "on_unavailable":
+			return oneString(d, &st.OnUnavailable)
 		}
-	}
-	return nil
+		return errUnknownOption
+	})
 }
 
 func noArgs(d *caddyfile.Dispenser) error {
