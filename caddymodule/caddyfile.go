@@ -66,7 +66,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        key      <kid> <secret>               # base64, env:NAME, file:/path or a placeholder
 //	        lottery  <secret>
 //	    }
-//	    prefix          <path>                        # default /_fairgate; segments of letters, digits, -._~
+//	    prefix          <path>                    # default /_fairgate; segments of letters, digits, -._~
 //	    bypass {
 //	        path        <patterns...>
 //	        method      <methods...>
