@@ -158,34 +158,52 @@ func (k *KeyRing) Lottery(lot string) float64 {
 	return lotteryNumber(mac, lot)
 }
 
-// signedByRing reports whether some key of the ring made the HS256
-// signature of a compact JWS. It allocates nothing, so forged tokens are
-// turned away before any JSON is decoded. It is a fast filter only: tokens
-// that pass are still parsed and verified in full by golang-jwt.
-func (k *KeyRing) signedByRing(token string) bool {
+// signer returns the id of the ring key that made the HS256 signature of
+// a compact JWS, or "" if none did. It allocates nothing, so forged tokens
+// are turned away before any JSON is decoded.
+func (k *KeyRing) signer(token string) string {
 	dot := strings.LastIndexByte(token, '.')
 	if dot < 0 {
-		return false
+		return ""
 	}
 	var given, want [64]byte
 	sig := token[dot+1:]
 	if len(sig) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
-		return false
+		return ""
 	}
 	copy(given[:], sig)
 	for _, id := range k.order {
-		pool := k.signingMACs[id]
-		mac := pool.Get().(hash.Hash)
-		mac.Reset()
-		_, _ = io.WriteString(mac, token[:dot])
-		var sum [sha256.Size]byte
-		base64.RawURLEncoding.Encode(want[:], mac.Sum(sum[:0]))
-		pool.Put(mac)
+		sum := k.mac(id, token[:dot])
+		base64.RawURLEncoding.Encode(want[:], sum[:])
 		if subtle.ConstantTimeCompare(given[:len(sig)], want[:len(sig)]) == 1 {
-			return true
+			return id
 		}
 	}
-	return false
+	return ""
+}
+
+// mac is the HMAC-SHA256 of data under key id, from the key's pool.
+func (k *KeyRing) mac(id, data string) [sha256.Size]byte {
+	// hash.Hash takes bytes: a pooled buffer, not a copy per call.
+	bp := macInput.Get().(*[]byte)
+	sum := k.macBytes(id, append((*bp)[:0], data...))
+	macInput.Put(bp)
+	return sum
+}
+
+// macInput holds the byte copies of the strings mac is given.
+var macInput = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// macBytes is mac for data in a byte slice.
+func (k *KeyRing) macBytes(id string, data []byte) [sha256.Size]byte {
+	pool := k.signingMACs[id]
+	mac := pool.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(data)
+	var sum [sha256.Size]byte
+	mac.Sum(sum[:0])
+	pool.Put(mac)
+	return sum
 }
 
 // GenerateKeys returns a fresh config with one signing key and a lottery key,

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -44,5 +45,43 @@ func TestRefusalsGrowLedgerMemory(t *testing.T) {
 	}
 	if l.Len() != 1 {
 		t.Fatalf("%d records after every other expired, want 1", l.Len())
+	}
+}
+
+func TestMemoryLedger(t *testing.T) {
+	now := t0
+	l := NewMemoryLedger(2, func() time.Time { return now })
+	ctx := context.Background()
+	hold := func(id string, p Place, until time.Time, want Place, wantFresh bool, wantErr error) {
+		t.Helper()
+		got, fresh, err := l.Hold(ctx, id, p, until)
+		if got != want || fresh != wantFresh || !errors.Is(err, wantErr) {
+			t.Fatalf("Hold(%s) = %v, %v, %v; want %v, %v, %v", id, got, fresh, err, want, wantFresh, wantErr)
+		}
+	}
+	used, reserved := Place{State: PlaceUsed}, Place{State: PlaceReserved, Slot: t0.Add(time.Second)}
+	hold("a", used, t0.Add(time.Minute), used, true, nil)
+	hold("a", reserved, t0.Add(time.Minute), used, false, nil)
+	hold("b", reserved, t0.Add(2*time.Minute), reserved, true, nil)
+	hold("c", used, t0.Add(time.Minute), Place{}, false, ErrLedgerFull)
+	if ok, err := l.Use(ctx, "a"); ok || err != nil {
+		t.Fatalf("Use of a used place: %v, %v", ok, err)
+	}
+	if ok, err := l.Use(ctx, "b"); !ok || err != nil {
+		t.Fatalf("Use of a reserved place: %v, %v", ok, err)
+	}
+	if p, _ := l.Lookup(ctx, "b"); p.State != PlaceUsed {
+		t.Fatalf("b after Use: %v", p)
+	}
+	now = t0.Add(90 * time.Second) // a has expired, b has not
+	hold("c", used, t0.Add(3*time.Minute), used, true, nil)
+	if p, _ := l.Lookup(ctx, "a"); p.State != PlaceWaiting || l.Len() != 2 {
+		t.Fatalf("expired place kept: len %d", l.Len())
+	}
+	if err := l.Release(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := l.Lookup(ctx, "c"); p.State != PlaceWaiting {
+		t.Fatalf("released place kept: %v", p)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,92 @@ func TestParsePass(t *testing.T) {
 	// A waiting token is not a pass: it has no wid.
 	if _, err := codec.ParsePass(mustSign(t, codec, validWait(t0)), "sale", t0); !errors.Is(err, ErrClaims) {
 		t.Fatalf("waiting token accepted as a pass: %v", err)
+	}
+}
+
+// TestParseMatchesGolangJWT holds the codec's own decoding of the tokens it
+// signs to golang-jwt's verdict on the same tokens, at every edge of exp,
+// iat (with leeway), aud and missing claims, for waiting tokens and passes.
+func TestParseMatchesGolangJWT(t *testing.T) {
+	const leeway = 5 * time.Second
+	codec := NewCodec(testRing(t, "k1", "k0", "k1"), leeway)
+	old := NewCodec(testRing(t, "k0", "k0", "k1"), leeway) // a token of the rotated-out key
+	reasons := []error{ErrMalformed, ErrAlgorithm, ErrUnknownKey, ErrSignature, ErrAudience, ErrExpired, ErrNotYetValid, ErrClaims}
+	reasonOf := func(err error) error {
+		for _, r := range reasons {
+			if errors.Is(err, r) {
+				return r
+			}
+		}
+		return err
+	}
+	exp := t0.Add(10 * time.Minute)
+	cases := []struct {
+		name   string
+		mutate func(*Registered)
+		now    time.Time
+		room   string
+	}{
+		{"valid", nil, t0, "sale"},
+		{"at exp", nil, exp, "sale"},
+		{"within leeway after exp", nil, exp.Add(leeway - time.Nanosecond), "sale"},
+		{"at exp plus leeway", nil, exp.Add(leeway), "sale"},
+		{"iat within leeway", nil, t0.Add(-leeway), "sale"},
+		{"iat beyond leeway", nil, t0.Add(-leeway - time.Nanosecond), "sale"},
+		{"other room", nil, t0, "other"},
+		{"empty room", nil, t0, ""},
+		{"no exp", func(r *Registered) { r.ExpiresAt = 0 }, t0, "sale"},
+		{"no iat", func(r *Registered) { r.IssuedAt = 0 }, t0, "sale"},
+		{"no aud", func(r *Registered) { r.Audience = "" }, t0, "sale"},
+		{"no aud, empty room", func(r *Registered) { r.Audience = "" }, t0, ""},
+		{"no aud, expired", func(r *Registered) { r.Audience = "" }, exp.Add(time.Hour), "sale"},
+		{"no exp, not yet valid", func(r *Registered) { r.ExpiresAt = 0 }, t0.Add(-time.Hour), "sale"},
+		{"other room, expired", nil, exp.Add(time.Hour), "other"},
+		{"expired and not yet valid", func(r *Registered) { r.IssuedAt = exp.Add(time.Hour).Unix() }, exp.Add(time.Minute), "sale"},
+	}
+	for _, tc := range cases {
+		for _, signer := range []*Codec{codec, old} {
+			wait := validWait(t0)
+			pass := &PassClaims{Registered: wait.Registered, Wid: "w"}
+			if tc.mutate != nil {
+				tc.mutate(&wait.Registered)
+				tc.mutate(&pass.Registered)
+			}
+			for _, claims := range []jwt.Claims{wait, pass} {
+				token, err := signer.Sign(claims)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var own, lib jwt.Claims = new(WaitClaims), new(WaitClaims)
+				if _, ok := claims.(*PassClaims); ok {
+					own, lib = new(PassClaims), new(PassClaims)
+				}
+				gotOwn := codec.parse(token, tc.room, tc.now, own)
+				gotLib := codec.parseJWT(token, tc.room, tc.now, lib)
+				if reasonOf(gotOwn) != reasonOf(gotLib) {
+					t.Errorf("%s (%T): own decoding says %v, golang-jwt %v", tc.name, claims, gotOwn, gotLib)
+				}
+				if gotOwn == nil && !reflect.DeepEqual(own, lib) {
+					t.Errorf("%s: own decoding gives %+v, golang-jwt %+v", tc.name, own, lib)
+				}
+			}
+		}
+	}
+}
+
+// TestSignMatchesGolangJWT: Sign's pooled HMAC makes golang-jwt's signature.
+func TestSignMatchesGolangJWT(t *testing.T) {
+	codec := NewCodec(testRing(t, "k1", "k1"), time.Second)
+	token, err := codec.Sign(validWait(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dot := strings.LastIndexByte(token, '.')
+	sig, err := jwt.SigningMethodHS256.Sign(token[:dot], secretOf("key k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := token[dot+1:], base64.RawURLEncoding.EncodeToString(sig); got != want {
+		t.Fatalf("signature %s, golang-jwt's %s", got, want)
 	}
 }

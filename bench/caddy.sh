@@ -5,11 +5,18 @@
 #   waiting_room in front of reverse_proxy to an origin,
 #   baselines answering the waiting room's exact bytes with one handler
 #     (headers) in front of static_response (respond),
-#   reverse_proxy alone to the same origin.
+#   reverse_proxy alone to the same origin;
+#   the POST endpoints a waiting visitor calls (the admit poll answered
+#   "keep waiting", a new token, a refreshed token) against baselines
+#   replaying one captured answer of each: same status and headers, a body
+#   of the same size (issue 9, "Cost"), closed loop (wrk) and open loop
+#   (targets open, OPEN_RATE requests/s).
+# The room waits long (tau 24h, fixed_speed), so the poll is never admitted.
 # Every baseline answers byte for byte what the waiting room answers
 # (checked with curl before loading), and each comparison alternates A and B
 # PAIRS times.
-# Usage: bench/caddy.sh            (DUR=10s CONN=64 THREADS=1 PAIRS=3 by default)
+# Usage: bench/caddy.sh            (DUR=10s CONN=64 THREADS=1 PAIRS=3 OPEN_RATE=10000 by default)
+#        ROWS=post bench/caddy.sh  (only the POST endpoints' rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -36,6 +43,8 @@ cat > "$W/Caddyfile" <<CADDY
 http://127.0.0.1:18380 {
 	waiting_room bench {
 		keys_from {env.FAIRGATE_KEYS}
+		tau 24h
+		fixed_speed
 	}
 	reverse_proxy 127.0.0.1:18381
 }
@@ -45,12 +54,28 @@ http://127.0.0.1:18382 {
 CADDY
 start "$W/caddy" run --config "$W/Caddyfile" --adapter caddyfile; wait_port 18380
 capture_waiting http://127.0.0.1:18380/tickets
+site=http://127.0.0.1:18380
+{ read -r poll_cookie; read -r poll_body; } < <("$W/targets" poll "$site" bench)
+capture_post "$site/_fairgate/admit" "$poll_cookie" "$poll_body" "$W/admit.http"
+capture_post "$site/_fairgate/token" "" "{}" "$W/token-new.http"
+capture_post "$site/_fairgate/token" "$poll_cookie" "{}" "$W/token-refresh.http"
 # Then the same config with the baselines added, as JSON.
 "$W/caddy" adapt --config "$W/Caddyfile" --adapter caddyfile > "$W/caddy.json"
-"$W/targets" caddy-baseline "$W/caddy.json" 127.0.0.1:18383="$W/waiting.html" 127.0.0.1:18384="$W/waiting.json" > "$W/bench.json"
+"$W/targets" caddy-baseline "$W/caddy.json" 127.0.0.1:18383="$W/waiting.html" 127.0.0.1:18384="$W/waiting.json" \
+  127.0.0.1:18385="$W/admit.http" 127.0.0.1:18386="$W/token-new.http" 127.0.0.1:18387="$W/token-refresh.http" > "$W/bench.json"
 curl -sf -X POST -H 'Content-Type: application/json' --data-binary @"$W/bench.json" http://127.0.0.1:18389/load
-wait_port 18383; wait_port 18384
+wait_port 18383; wait_port 18384; wait_port 18385; wait_port 18386; wait_port 18387
 pass=$("$W/targets" pass "$W/keys.json" bench)
 
 header
-compare_front_door 1838 "headers + respond, same bytes" "reverse_proxy alone"
+if [ "${ROWS:-all}" = all ]; then
+  compare_front_door 1838 "headers + respond, same bytes" "reverse_proxy alone"
+fi
+b=http://127.0.0.1:1838
+compare_post "admit poll, keep waiting (vs respond, same size)" "$site/_fairgate/admit" "${b}5/_fairgate/admit" "$poll_cookie" "$poll_body"
+compare_post "token, new (vs respond, same size)" "$site/_fairgate/token" "${b}6/_fairgate/token" "" "{}"
+compare_post "token, refreshed (vs respond, same size)" "$site/_fairgate/token" "${b}7/_fairgate/token" "$poll_cookie" "{}"
+open_header
+open_post "admit poll, keep waiting" "$site/_fairgate/admit" "${b}5/_fairgate/admit" "$poll_cookie" "$poll_body"
+open_post "token, new" "$site/_fairgate/token" "${b}6/_fairgate/token" "" "{}"
+open_post "token, refreshed" "$site/_fairgate/token" "${b}7/_fairgate/token" "$poll_cookie" "{}"

@@ -66,7 +66,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        key      <kid> <secret>               # base64, env:NAME, file:/path or a placeholder
 //	        lottery  <secret>
 //	    }
-//	    prefix          <path>
+//	    prefix          <path>                    # default /_fairgate; segments of letters, digits, -._~
 //	    bypass {
 //	        path        <patterns...>
 //	        method      <methods...>
@@ -345,61 +345,41 @@ func unmarshalBypass(d *caddyfile.Dispenser, b *proxy.Bypass) error {
 }
 
 func unmarshalIdentity(d *caddyfile.Dispenser, id *proxy.Identity) error {
-	seen := once{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if err := seen.check(d); err != nil {
-			return err
-		}
-		var err error
-		switch d.Val() {
+	return options(d, "identity", func(name string) error {
+		switch name {
 		case "cookie":
-			err = oneString(d, &id.Cookie)
+			return oneString(d, &id.Cookie)
 		case "header":
-			err = oneString(d, &id.Header)
+			return oneString(d, &id.Header)
 		case "algorithm":
-			err = oneString(d, &id.Algorithm)
+			return oneString(d, &id.Algorithm)
 		case "key":
-			err = oneString(d, &id.Key)
+			return oneString(d, &id.Key)
 		case "issuer":
-			err = oneString(d, &id.Issuer)
+			return oneString(d, &id.Issuer)
 		case "audience":
-			err = oneString(d, &id.Audience)
+			return oneString(d, &id.Audience)
 		case "required":
 			id.Required = true
-			err = noArgs(d)
-		default:
-			err = d.Errf("unrecognized identity option %q", d.Val())
+			return noArgs(d)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return errUnknownOption
+	})
 }
 
 func unmarshalHook(d *caddyfile.Dispenser, hk *proxy.Hook) error {
 	if err := oneString(d, &hk.URL); err != nil {
 		return err
 	}
-	seen := once{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if err := seen.check(d); err != nil {
-			return err
-		}
-		var err error
-		switch d.Val() {
+	return options(d, "admission_hook", func(name string) error {
+		switch name {
 		case "timeout":
-			err = oneDuration(d, &hk.Timeout)
+			return oneDuration(d, &hk.Timeout)
 		case "on_failure":
-			err = oneString(d, &hk.OnFailure)
-		default:
-			err = d.Errf("unrecognized admission_hook option %q", d.Val())
+			return oneString(d, &hk.OnFailure)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return errUnknownOption
+	})
 }
 
 func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
@@ -407,30 +387,45 @@ func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
 	if len(c.Paths) == 0 {
 		return d.ArgErr()
 	}
+	return options(d, "cache", func(name string) error {
+		var n int
+		switch name {
+		case "ttl":
+			return oneDuration(d, &c.TTL)
+		case "stale_while_revalidate":
+			return oneDuration(d, &c.StaleWhileRevalidate)
+		case "max_retry_after":
+			return oneDuration(d, &c.MaxRetryAfter)
+		case "max_bytes":
+			err := oneInt(d, &n)
+			c.MaxBytes = int64(n)
+			return err
+		case "max_entry_bytes":
+			err := oneInt(d, &n)
+			c.MaxEntryBytes = int64(n)
+			return err
+		}
+		return errUnknownOption
+	})
+}
+
+// errUnknownOption is what an options callback returns for a name it does
+// not know.
+var errUnknownOption = errors.New("unrecognized option")
+
+// options parses the block at d, calling option with each option's name,
+// the dispenser on it; an option given twice is refused, and one option
+// does not know (errUnknownOption) is refused as unrecognized in block.
+func options(d *caddyfile.Dispenser, block string, option func(name string) error) error {
 	seen := once{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if err := seen.check(d); err != nil {
 			return err
 		}
-		var err error
-		var n int
-		switch d.Val() {
-		case "ttl":
-			err = oneDuration(d, &c.TTL)
-		case "stale_while_revalidate":
-			err = oneDuration(d, &c.StaleWhileRevalidate)
-		case "max_retry_after":
-			err = oneDuration(d, &c.MaxRetryAfter)
-		case "max_bytes":
-			err = oneInt(d, &n)
-			c.MaxBytes = int64(n)
-		case "max_entry_bytes":
-			err = oneInt(d, &n)
-			c.MaxEntryBytes = int64(n)
-		default:
-			err = d.Errf("unrecognized cache option %q", d.Val())
-		}
-		if err != nil {
+		if err := option(d.Val()); err != nil {
+			if errors.Is(err, errUnknownOption) {
+				return d.Errf("unrecognized %s option %q", block, d.Val())
+			}
 			return err
 		}
 	}
@@ -441,41 +436,32 @@ func unmarshalStateStore(d *caddyfile.Dispenser, st *proxy.StateStore) error {
 	if err := oneString(d, &st.Type); err != nil {
 		return err
 	}
-	seen := once{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if err := seen.check(d); err != nil {
-			return err
-		}
-		var err error
-		switch d.Val() {
+	return options(d, "state_store", func(name string) error {
+		switch name {
 		case "path":
-			err = oneString(d, &st.Path)
+			return oneString(d, &st.Path)
 		case "table":
-			err = oneString(d, &st.Table)
+			return oneString(d, &st.Table)
 		case "region":
-			err = oneString(d, &st.Region)
+			return oneString(d, &st.Region)
 		case "endpoint":
-			err = oneString(d, &st.Endpoint)
+			return oneString(d, &st.Endpoint)
 		case "node":
-			err = oneString(d, &st.Node)
+			return oneString(d, &st.Node)
 		case "budget_block":
 			var n int
-			err = oneInt(d, &n)
+			err := oneInt(d, &n)
 			st.BudgetBlock = int64(n)
-		case "poll":
-			err = oneDuration(d, &st.Poll)
-		case "call_timeout":
-			err = oneDuration(d, &st.CallTimeout)
-		case "on_unavailable":
-			err = oneString(d, &st.OnUnavailable)
-		default:
-			err = d.Errf("unrecognized state_store option %q", d.Val())
-		}
-		if err != nil {
 			return err
+		case "poll":
+			return oneDuration(d, &st.Poll)
+		case "call_timeout":
+			return oneDuration(d, &st.CallTimeout)
+		case "on_unavailable":
+			return oneString(d, &st.OnUnavailable)
 		}
-	}
-	return nil
+		return errUnknownOption
+	})
 }
 
 func noArgs(d *caddyfile.Dispenser) error {

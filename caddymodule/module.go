@@ -205,13 +205,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	// On an error below Caddy calls Cleanup, which releases the room: it
 	// must not be released here as well.
 	h.gw, err = proxy.New(cfg, h.pooled.shared, proxy.Options{
-		Logger:     h.logger,
-		Registerer: gatewayRegisterer(ctx),
-		OnOutcome:  setOutcome,
-		ClientIP:   clientIP,
-		ReturnURI:  originalURI,
-		HookURL:    expandPlaceholders,
-		OnAdmit:    h.emitAdmitted,
+		Logger:        h.logger,
+		Registerer:    gatewayRegisterer(ctx),
+		OnDisposition: setOutcome,
+		ClientIP:      clientIP,
+		ReturnURI:     originalURI,
+		HookURL:       expandPlaceholders,
+		OnAdmit:       h.emitAdmitted,
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
@@ -379,7 +379,7 @@ func expandPlaceholders(r *http.Request, s string) string {
 }
 
 // setOutcome publishes what the gateway did as {http.waiting_room.outcome}.
-func setOutcome(r *http.Request, o proxy.Outcome) {
+func setOutcome(r *http.Request, o proxy.Disposition) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.waiting_room.outcome", string(o))
 	}

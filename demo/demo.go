@@ -32,6 +32,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	_ "github.com/fairgate/fairgate/caddymodule" // waiting_room
+	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/httpapi"
@@ -169,14 +170,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 func serve(ctx context.Context, ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	_ = srv.Serve(ln)
+	_ = httpserver.Serve(ctx, 5*time.Second, httpserver.Serving{Server: httpserver.New(h, httpserver.Defaults), Listener: ln})
 }
 
 // bindHost is the host of a listen address, for Caddy's bind: the site

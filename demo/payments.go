@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -45,14 +44,5 @@ func (p *demoPaymentProvider) pay(w http.ResponseWriter, r *http.Request) {
 	if k := r.Header.Get("Idempotency-Key"); k != "" {
 		req.Header.Set("Idempotency-Key", k)
 	}
-	resp, err := paymentClient.Do(req)
-	if err != nil {
-		http.Error(w, "the seat service is unreachable", http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	relayJSON(w, paymentClient, req, "the seat service is unreachable")
 }

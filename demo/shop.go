@@ -2,7 +2,6 @@ package demo
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"embed"
 	"html/template"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/bearer"
 )
 
 //go:embed static
@@ -101,7 +101,7 @@ func (s *shop) operator(next http.HandlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/operator", http.StatusSeeOther)
 			return
 		}
-		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, _ := bearer.Token(r)
 		if c, err := r.Cookie(operatorCookie); err == nil && token == "" {
 			token = c.Value
 		}
@@ -114,7 +114,7 @@ func (s *shop) operator(next http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *shop) tokenOK(t string) bool {
-	return s.operatorToken != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.operatorToken)) == 1
+	return bearer.Equal(t, s.operatorToken)
 }
 
 // fromLoopback reports whether the client is on this machine: Caddy, in
@@ -150,17 +150,23 @@ func (s *shop) adminProxy(path string) http.HandlerFunc {
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := adminClient.Do(req)
-		if err != nil {
-			http.Error(w, "admin API unreachable", http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		relayJSON(w, adminClient, req, "admin API unreachable")
 	}
+}
+
+// relayJSON sends req with client and passes its JSON answer on, status
+// and body, uncached; an unreachable service is a 502 saying unreachable.
+func relayJSON(w http.ResponseWriter, client *http.Client, req *http.Request, unreachable string) {
+	resp, err := client.Do(req)
+	if err != nil {
+		http.Error(w, unreachable, http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
 
 // metrics passes on fairgate's lines of Caddy's /metrics.

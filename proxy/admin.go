@@ -2,16 +2,17 @@ package proxy
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"math"
 	"net/http"
+	"path"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/bearer"
 )
 
 // Rooms is the set of live rooms the admin API manages, by name.
@@ -209,47 +210,33 @@ const (
 // A non-empty token requires `Authorization: Bearer <token>`.
 func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
-				return
-			}
+		if token != "" && !bearer.Matches(r, token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
+			return
 		}
 		ServeAdmin(w, r, rooms, now())
 	})
 }
 
 // ServeAdmin answers one admin request; the path's last segments are
-// `rooms` or `rooms/{room}`. The Caddy admin API calls it too.
+// `rooms` or `rooms/{room}`, under whatever the API is mounted at. The
+// Caddy admin API calls it too.
 func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.Time) {
 	_, rest, found := strings.Cut(r.URL.Path, "/rooms")
 	if !found {
 		writeError(w, http.StatusNotFound, "not_found", "try /rooms")
 		return
 	}
-	name := strings.Trim(rest, "/")
-	if name == "" {
-		if !allowMethod(w, r, http.MethodGet) {
-			return
-		}
+	mux := http.NewServeMux()
+	route(mux, "/rooms", map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
 		var out []RoomStatus
 		for _, sh := range rooms.all() {
 			out = append(out, sh.Status(now))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"rooms": out})
-		return
-	}
-	sh, ok := rooms.Get(name)
-	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no room "+name)
-		return
-	}
-	switch r.Method {
-	case http.MethodGet:
-		writeJSON(w, http.StatusOK, sh.Status(now))
-	case http.MethodPost, http.MethodPatch:
+	}})
+	change := inRoom(rooms, func(w http.ResponseWriter, r *http.Request, sh *Shared) {
 		var c RoomChange
 		if err := decodeJSON(w, r, 4096, &c); err != nil {
 			return
@@ -265,7 +252,36 @@ func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.T
 			return
 		}
 		writeJSON(w, http.StatusOK, sh.Status(now))
-	default:
-		allowMethod(w, r, http.MethodGet, http.MethodPost)
+	})
+	route(mux, "/rooms/{room}", map[string]http.HandlerFunc{
+		http.MethodGet: inRoom(rooms, func(w http.ResponseWriter, r *http.Request, sh *Shared) {
+			writeJSON(w, http.StatusOK, sh.Status(now))
+		}),
+		http.MethodPost:  change,
+		http.MethodPatch: change,
+	})
+	notFound(mux, "/", "try /rooms")
+	mux.ServeHTTP(w, atPath(r, path.Join("/rooms", rest)))
+}
+
+// inRoom passes h the room the path names, or answers 404.
+func inRoom(rooms *Rooms, h func(http.ResponseWriter, *http.Request, *Shared)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("room")
+		sh, ok := rooms.Get(name)
+		if !ok {
+			writeError(w, http.StatusNotFound, "not_found", "no room "+name)
+			return
+		}
+		h(w, r, sh)
 	}
+}
+
+// atPath is r with its URL path replaced.
+func atPath(r *http.Request, p string) *http.Request {
+	u := *r.URL
+	u.Path, u.RawPath = p, ""
+	r2 := r.Clone(r.Context())
+	r2.URL = &u
+	return r2
 }

@@ -63,31 +63,18 @@ type admitResponse struct {
 	Expires  int64  `json:"expires"`
 }
 
-func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, rest string) {
-	switch {
-	case rest == "token":
-		if !allowMethod(w, r, http.MethodPost) {
-			return
-		}
-		g.serveToken(w, r)
-	case rest == "admit":
-		if !allowMethod(w, r, http.MethodPost) {
-			return
-		}
-		g.serveAdmit(w, r)
-	case rest == "status":
-		if !allowMethod(w, r, http.MethodGet, http.MethodHead) {
-			return
-		}
-		g.serveStatus(w, r)
-	case strings.HasPrefix(rest, "assets/"):
-		if !allowMethod(w, r, http.MethodGet, http.MethodHead) {
-			return
-		}
-		serveAsset(w, r, strings.TrimPrefix(rest, "assets/"))
-	default:
-		writeError(w, http.StatusNotFound, "not_found", "no such fairgate endpoint")
-	}
+// apiRoutes are the gateway's own endpoints under its prefix.
+func (g *Gateway) apiRoutes() *http.ServeMux {
+	p := g.cfg.Prefix
+	mux := http.NewServeMux()
+	route(mux, p+"/token", map[string]http.HandlerFunc{http.MethodPost: g.serveToken})
+	route(mux, p+"/admit", map[string]http.HandlerFunc{http.MethodPost: g.serveAdmit})
+	route(mux, p+"/status", map[string]http.HandlerFunc{http.MethodGet: g.serveStatus})
+	route(mux, p+"/assets/{asset...}", map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		serveAsset(w, r, r.PathValue("asset"))
+	}})
+	notFound(mux, p+"/", "no such fairgate endpoint")
+	return mux
 }
 
 // serveToken gives a visitor a waiting token, or returns the one they hold

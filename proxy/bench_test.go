@@ -2,8 +2,11 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,18 +16,8 @@ import (
 // BenchmarkPassedRequest is the gateway's own cost on the admitted path: a
 // request with a valid (cached) pass, forwarded to a handler that does nothing.
 func BenchmarkPassedRequest(b *testing.B) {
-	clock := newFakeClock()
-	cfg := Config{Room: "sale", Keys: testKeys, Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
-		Cache: &Cache{Paths: []string{"/api/sections/*"}}}
-	shared, err := NewShared(cfg, clock.Now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw, err := New(cfg, shared, Options{Now: clock.Now})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gw.Close()
+	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
+		Cache: &Cache{Paths: []string{"/api/sections/*"}}})
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clock.Now())
 	tk, _ := gw.gate.Issue(room, admission.Visitor{}, clock.Now())
 	d := gw.gate.Decide(context.Background(), room, admission.Attempt{Token: tk.Token, Nonce: "0", Now: clock.Now()})
@@ -43,4 +36,137 @@ func BenchmarkPassedRequest(b *testing.B) {
 	for b.Loop() {
 		gw.Handle(w, req, next)
 	}
+}
+
+// benchGateway is a gateway on an injected clock, closed after the benchmark.
+func benchGateway(b *testing.B, cfg Config) (*Gateway, *fakeClock) {
+	b.Helper()
+	clock := newFakeClock()
+	shared, err := NewShared(cfg, clock.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(gw.Close)
+	return gw, clock
+}
+
+// The admit poll is what a million waiting visitors cost (issue 9, "Cost"):
+// these benchmarks run the token and admit endpoints through the gateway's
+// real handler, as a browser calls them, with a realistic request (cookies,
+// Accept-Language, a user agent) and the default difficulty.
+//
+//	go test -run XXX -bench 'Poll|Token' -benchtime 1s -cpu 1 -count 6 ./proxy
+
+// pollEnv is a gateway in a queue with a half-hour wait (the clock stands
+// still), and a token that is not eligible at its first checkpoint, with
+// its solved challenge.
+func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
+	b.Helper()
+	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true})
+	var (
+		tk  admission.Ticket
+		err error
+	)
+	for range 100 {
+		if tk, err = gw.gate.Issue(gw.shared.Room, admission.Visitor{}, clock.Now()); err != nil {
+			b.Fatal(err)
+		}
+		if admission.Threshold(gw.gate.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
+			break
+		}
+	}
+	nonce, err := admission.Solve(context.Background(), tk.Claims.Ch, tk.Claims.Dif)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gw, clock, tk.Token, strconv.FormatUint(nonce, 10)
+}
+
+// browserRequest is a request as the waiting page's script sends it. It
+// returns a function making a fresh copy with its own body, so the
+// benchmarks measure the handler, not httptest's request parsing.
+func browserRequest(path, body, cookie string) func() *http.Request {
+	r := httptest.NewRequest(http.MethodPost, path, nil)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json")
+	r.Header.Set("Accept-Language", "en-GB,en;q=0.9,de;q=0.8")
+	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36")
+	if cookie != "" {
+		r.Header.Set("Cookie", cookie)
+	}
+	r.ContentLength = int64(len(body))
+	return func() *http.Request {
+		c := *r
+		c.Body = io.NopCloser(strings.NewReader(body))
+		return &c
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing, as a server's
+// buffered connection writer costs little next to the handler.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(status int)      { d.status = status }
+
+func benchServe(b *testing.B, gw *Gateway, want int, req func() *http.Request) {
+	b.Helper()
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		w.status = 0
+		gw.ServeHTTP(w, req())
+		if w.status != want {
+			b.Fatalf("status %d, want %d", w.status, want)
+		}
+	}
+}
+
+// BenchmarkPollWait is the honest poll: an attempt at the token's
+// checkpoint, not eligible, answered 429 with the next version of the token.
+func BenchmarkPollWait(b *testing.B) {
+	gw, clock, token, nonce := pollEnv(b)
+	cookie := "fairgate_wait_sale=" + token
+	body := `{"nonce":"` + nonce + `"}`
+	claims, err := gw.gate.Codec().ParseWait(token, "sale", clock.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock.Set(claims.NextAttempt())
+	benchServe(b, gw, http.StatusTooManyRequests, browserRequest("/_fairgate/admit", body, cookie))
+}
+
+// BenchmarkPollEarly is an attempt before the checkpoint: the same token
+// back, nothing judged.
+func BenchmarkPollEarly(b *testing.B) {
+	gw, _, token, nonce := pollEnv(b)
+	cookie := "fairgate_wait_sale=" + token
+	body := `{"nonce":"` + nonce + `"}`
+	benchServe(b, gw, http.StatusTooManyRequests, browserRequest("/_fairgate/admit", body, cookie))
+}
+
+// BenchmarkTokenNew is a first visit: a new waiting token.
+func BenchmarkTokenNew(b *testing.B) {
+	gw, _, _, _ := pollEnv(b)
+	benchServe(b, gw, http.StatusOK, browserRequest("/_fairgate/token", "", ""))
+}
+
+// BenchmarkTokenRefresh is a reloaded page: the token held, verified and
+// returned unchanged.
+func BenchmarkTokenRefresh(b *testing.B) {
+	gw, _, token, _ := pollEnv(b)
+	cookie := "fairgate_wait_sale=" + token
+	benchServe(b, gw, http.StatusOK, browserRequest("/_fairgate/token", "", cookie))
 }

@@ -3,8 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/fairgate/fairgate/internal/etag"
 )
 
 // responseCache serves configured read paths from memory (ristretto). An
@@ -166,8 +166,7 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 	if ok && !rec.overflow {
 		e.etag = e.header.Get("ETag")
 		if e.etag == "" && e.status == http.StatusOK {
-			sum := sha256.Sum256(e.body)
-			e.etag = `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+			e.etag = etag.Of(e.body)
 		}
 		e.fresh = now.Add(ttl)
 		e.stale = e.fresh
@@ -269,15 +268,8 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 	}
 }
 
-func etagMatches(inm, etag string) bool {
-	for _, t := range strings.Split(inm, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(etag, "W/") {
-			return true
-		}
-	}
-	return false
-}
+// etagMatches is the If-None-Match rule of every fairgate answer.
+var etagMatches = etag.Matches
 
 // recorder buffers an upstream response up to limit bytes.
 type recorder struct {

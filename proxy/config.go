@@ -52,7 +52,8 @@ type Config struct {
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
 	// and warns: a restart then invalidates every token.
 	Keys admission.KeysConfig `json:"keys,omitzero"`
-	// Prefix is where the gateway's own endpoints live. Default: `/_fairgate`
+	// Prefix is where the gateway's own endpoints live: a path of segments
+	// made of letters, digits and -._~ . Default: `/_fairgate`
 	// (DefaultPrefix).
 	Prefix string `json:"prefix,omitempty"`
 	// Bypass lets requests through without a pass.
@@ -259,6 +260,23 @@ func checkDifficulty(bits int) error {
 // DefaultPrefix is where the gateway's endpoints live unless Prefix says.
 const DefaultPrefix = "/_fairgate"
 
+// validPrefix is the rule for Prefix: a path of plain segments, which the
+// gateway's routes (ServeMux patterns) are made from.
+func validPrefix(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/")
+	if !ok {
+		return false
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.ContainsFunc(seg, func(r rune) bool {
+			return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~", r))
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // EndpointPrefix is the path the gateway's own endpoints live under.
 func (c Config) EndpointPrefix() string {
 	if c.Prefix == "" {
@@ -413,8 +431,8 @@ func (c Config) settle() (settings, error) {
 		return s, &OptionError{Option: "difficulty", Err: err}
 	}
 	s.Prefix = c.EndpointPrefix()
-	if !strings.HasPrefix(s.Prefix, "/") || strings.HasSuffix(s.Prefix, "/") {
-		return s, optionErr("prefix", "%q: must start with / and not end with one", s.Prefix)
+	if !validPrefix(s.Prefix) {
+		return s, optionErr("prefix", "%q: must be a path such as /_fairgate: segments of letters, digits and -._~, not . or ..", s.Prefix)
 	}
 	if s.BindPass && !s.BindIP {
 		return s, errors.New("bind_pass needs bind_ip: a pass carries its waiting token's address binding")

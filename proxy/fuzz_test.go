@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -87,6 +88,23 @@ func FuzzChooseLanguage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string) {
 		if i := pageLanguages.choose(header); i < 0 || i >= len(pageLanguages.all) {
 			t.Fatalf("choose(%q) = %d", header, i)
+		}
+	})
+}
+
+// FuzzCheckPath: the quick check refuses exactly what canonicalPath does.
+func FuzzCheckPath(f *testing.F) {
+	for _, p := range []string{"/", "/_fairgate/admit", "/a/../b", "/%2e%2E/x", "/a%zz", `/a\..\b`, "/a.b/c.", "/x?y=..", "//a//b/"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.ParseRequestURI(raw)
+		if err != nil {
+			return
+		}
+		_, _, want := canonicalPath(u)
+		if got := checkPath(u); (got == nil) != (want == nil) {
+			t.Fatalf("%q: checkPath %v, canonicalPath %v", raw, got, want)
 		}
 	})
 }

@@ -37,9 +37,9 @@ type Options struct {
 	Now func() time.Time
 	// Client makes admission hook calls; nil means a client with the hook's timeout.
 	Client *http.Client
-	// OnOutcome, if set, learns what the gateway does with a request before
-	// it does it (the Caddy module sets a placeholder from it).
-	OnOutcome func(*http.Request, Outcome)
+	// OnDisposition, if set, learns what the gateway does with a request
+	// before it does it (the Caddy module sets a placeholder from it).
+	OnDisposition func(*http.Request, Disposition)
 	// ClientIP, if set, is the client's address as the server in front
 	// determined it (Caddy's, by its trusted_proxies); nil means the peer
 	// address, or X-Forwarded-For from Config.TrustedProxies.
@@ -74,23 +74,26 @@ type Gateway struct {
 	cache    *responseCache
 	passes   *ristretto.Cache[string, *admission.PassClaims]
 	pages    *pages
+	api      *http.ServeMux
 	cookies  cookieNames
-	notify   func(*http.Request, Outcome)
+	notify   func(*http.Request, Disposition)
 	opts     Options
 }
 
-// Outcome is what the gateway did with a request, for logs and placeholders.
-type Outcome string
+// Disposition is what the gateway did with a request, for logs and
+// placeholders (the Caddy module's {http.waiting_room.outcome}). It is not
+// an admission attempt's result: that is admission.Outcome.
+type Disposition string
 
-// Request outcomes.
+// Request dispositions.
 const (
-	OutcomePassed   Outcome = "passed"   // a valid pass, forwarded
-	OutcomeOpen     Outcome = "open"     // room open, forwarded
-	OutcomeBypassed Outcome = "bypassed" // a bypass rule, forwarded
-	OutcomeWaiting  Outcome = "waiting"  // shown the waiting page or JSON
-	OutcomeClosed   Outcome = "closed"   // shown the closed page
-	OutcomeAPI      Outcome = "api"      // one of the gateway's endpoints
-	OutcomeRefused  Outcome = "refused"  // an ambiguous path, answered 400
+	DispositionPassed   Disposition = "passed"   // a valid pass, forwarded
+	DispositionOpen     Disposition = "open"     // room open, forwarded
+	DispositionBypassed Disposition = "bypassed" // a bypass rule, forwarded
+	DispositionWaiting  Disposition = "waiting"  // shown the waiting page or JSON
+	DispositionClosed   Disposition = "closed"   // shown the closed page
+	DispositionAPI      Disposition = "api"      // one of the gateway's endpoints
+	DispositionRefused  Disposition = "refused"  // an ambiguous path, answered 400
 )
 
 // New builds a gateway over shared state (see NewShared). It changes
@@ -104,9 +107,9 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if shared.Room.Name() != s.Room {
 		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
 	}
-	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnOutcome, opts: opts}
+	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnDisposition, opts: opts}
 	if g.notify == nil {
-		g.notify = func(*http.Request, Outcome) {}
+		g.notify = func(*http.Request, Disposition) {}
 	}
 	if g.log == nil {
 		g.log = zap.NewNop()
@@ -170,6 +173,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
+	g.api = g.apiRoutes()
 	return g, nil
 }
 
@@ -199,50 +203,48 @@ func (g *Gateway) Close() {
 func (g *Gateway) Room() *Shared { return g.shared }
 
 // Handle serves r: the gateway's own endpoints, or the protected site
-// through next when the visitor may pass. It returns what it did.
-func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) Outcome {
+// through next when the visitor may pass (Options.OnDisposition learns
+// which).
+func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	stripOwnHeaders(r.Header)
-	if _, _, err := canonicalPath(r.URL); err != nil {
-		g.notify(r, OutcomeRefused)
+	if err := checkPath(r.URL); err != nil {
+		g.notify(r, DispositionRefused)
 		writeError(w, http.StatusBadRequest, "ambiguous_path", err.Error())
-		return OutcomeRefused
+		return
 	}
-	if rest, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/"); ok {
-		g.notify(r, OutcomeAPI)
-		g.serveAPI(w, r, rest)
-		return OutcomeAPI
+	if strings.HasPrefix(r.URL.Path, g.cfg.Prefix+"/") {
+		g.notify(r, DispositionAPI)
+		g.api.ServeHTTP(w, r)
+		return
 	}
 	now := g.now()
 	if g.bypassed(r) {
-		g.notify(r, OutcomeBypassed)
+		g.notify(r, DispositionBypassed)
 		g.forward(w, r, next)
-		return OutcomeBypassed
+		return
 	}
 	if pass, ok := g.validPass(r, now); ok {
-		g.notify(r, OutcomePassed)
+		g.notify(r, DispositionPassed)
 		r.Header.Set(PassHeader, pass)
 		g.forward(w, r, next)
-		return OutcomePassed
+		return
 	}
 	switch g.shared.Room.View(now).State {
 	case admission.StateOpen:
-		g.notify(r, OutcomeOpen)
+		g.notify(r, DispositionOpen)
 		g.forward(w, r, next)
-		return OutcomeOpen
 	case admission.StateClosed:
-		g.notify(r, OutcomeClosed)
+		g.notify(r, DispositionClosed)
 		g.metrics.held.WithLabelValues("closed").Inc()
 		g.serveClosed(w, r)
-		return OutcomeClosed
 	default:
-		g.notify(r, OutcomeWaiting)
+		g.notify(r, DispositionWaiting)
 		if wantsJSON(r) {
 			g.metrics.held.WithLabelValues("waiting_json").Inc()
 		} else {
 			g.metrics.held.WithLabelValues("waiting_page").Inc()
 		}
 		g.serveWaiting(w, r, now)
-		return OutcomeWaiting
 	}
 }
 
@@ -261,12 +263,12 @@ func stripOwnHeaders(h http.Header) {
 // ServeHTTP makes a gateway with no upstream: everything past the waiting
 // room answers 404. Useful for tests and for serving only the API.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_ = g.Handle(w, r, http.NotFoundHandler())
+	g.Handle(w, r, http.NotFoundHandler())
 }
 
 // Wrap returns a handler that puts the gateway in front of next.
 func (g *Gateway) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = g.Handle(w, r, next) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.Handle(w, r, next) })
 }
 
 func (g *Gateway) bypassed(r *http.Request) bool {

@@ -8,6 +8,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/text/language"
@@ -30,6 +32,8 @@ type locale struct {
 	// script is text as JSON, embedded in the page for the script.
 	script []byte
 	num    *message.Printer
+	// waits remembers waitText's answers by minutes, for the first day.
+	waits [24 * 60]atomic.Value
 }
 
 // t returns the text for key with {name} placeholders filled from args,
@@ -55,6 +59,19 @@ func (l *locale) waitText(secs float64, known bool) string {
 		return l.t("estimate_under_minute")
 	}
 	m := int(secs/60 + 0.5)
+	if m >= len(l.waits) {
+		return l.minutesText(m)
+	}
+	if s, ok := l.waits[m].Load().(string); ok {
+		return s
+	}
+	s := l.minutesText(m)
+	l.waits[m].Store(s)
+	return s
+}
+
+// minutesText is waitText for a whole number of minutes, one or more.
+func (l *locale) minutesText(m int) string {
 	if m < 60 {
 		return l.t("estimate_about", "duration", l.t("minutes", "n", l.number(m)))
 	}
@@ -93,7 +110,19 @@ func (l *locale) stateMessage(state, outcome, saleStart string) string {
 type locales struct {
 	all     []*locale
 	matcher language.Matcher
+	// chosen remembers the choice for Accept-Language values seen before:
+	// browsers send a few hundred distinct ones, and parsing and matching
+	// one costs more than the rest of a poll's answer. It holds at most
+	// maxChosen values of at most maxChosenLen bytes; others are parsed
+	// every time.
+	chosen  sync.Map // string -> int
+	nChosen atomic.Int64
 }
+
+const (
+	maxChosen    = 4096
+	maxChosenLen = 256
+)
 
 // pageLanguages is the catalog, loaded once: the files are part of the
 // binary, so a broken one is a build defect caught by the tests.
@@ -188,6 +217,18 @@ func (ls *locales) choose(acceptLanguage string) int {
 	if acceptLanguage == "" {
 		return 0
 	}
+	if i, ok := ls.chosen.Load(acceptLanguage); ok {
+		return i.(int)
+	}
+	i := ls.match(acceptLanguage)
+	if len(acceptLanguage) <= maxChosenLen && ls.nChosen.Add(1) <= maxChosen {
+		ls.chosen.Store(strings.Clone(acceptLanguage), i)
+	}
+	return i
+}
+
+// match is choose without the memory.
+func (ls *locales) match(acceptLanguage string) int {
 	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
 	if err != nil {
 		tags = readableTags(acceptLanguage)

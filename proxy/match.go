@@ -112,6 +112,17 @@ func (m *matcher) match(p string) bool {
 	return false
 }
 
+// checkPath refuses what canonicalPath refuses. A path without '%', '\'
+// or '.' can hold neither a bad escape nor a dot segment, so the common
+// request is not decoded twice.
+func checkPath(u *url.URL) error {
+	if !strings.ContainsAny(u.EscapedPath(), `%\.`) {
+		return nil
+	}
+	_, _, err := canonicalPath(u)
+	return err
+}
+
 // matchRequest matches r's canonical path; a path that is not exact (see
 // canonicalPath) matches nothing.
 func matchRequest(m *matcher, r *http.Request) bool {

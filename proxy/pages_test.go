@@ -287,3 +287,19 @@ func TestWaitingPageStates(t *testing.T) {
 		t.Fatalf("paused: want %q, got %.300s", want, body)
 	}
 }
+
+func TestAssets(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale"}, nil)
+	resp, body := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "")
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") || !strings.Contains(string(body), "fairgate") {
+		t.Fatalf("asset: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := e.do("GET", "/_fairgate/assets/x/../../etc/passwd", ""); resp.StatusCode != 400 {
+		t.Errorf("a dot segment: %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/_fairgate/assets/" + assetVersion + "/waiting.html", "/_fairgate/nope"} {
+		if resp, _ := e.do("GET", p, ""); resp.StatusCode != 404 {
+			t.Errorf("%s: %d", p, resp.StatusCode)
+		}
+	}
+}

@@ -11,14 +11,9 @@ import (
 // setCookie sets a per-room cookie: HttpOnly, SameSite=Lax, Secure under TLS.
 // An empty value deletes it.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, expires time.Time, trusted []netip.Prefix) {
-	c := &http.Cookie{
-		Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: isTLS(r, trusted), Expires: expires,
+	if line := cookieLine(name, value, expires, isTLS(r, trusted)); line != "" {
+		w.Header().Add("Set-Cookie", line)
 	}
-	if value == "" {
-		c.MaxAge = -1
-	}
-	http.SetCookie(w, c)
 }
 
 func isTLS(r *http.Request, trusted []netip.Prefix) bool {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -56,7 +55,7 @@ type ServerConfig struct {
 	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
 
 	Logger *zap.Logger
-	// Transport to the upstream; nil means a tuned one (see newTransport).
+	// Transport to the upstream; nil means a tuned one (NewReverseProxy).
 	Transport http.RoundTripper
 }
 
@@ -105,11 +104,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := gw.ApplyConfig(); err != nil {
 		return fail(err)
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		transport = newTransport()
-	}
-	rp := NewReverseProxy(cfg.Upstream, transport, log, gw.metrics)
+	rp := newReverseProxy(cfg.Upstream, cfg.Transport, log, gw.metrics.upstreamErrors.WithLabelValues("origin").Inc)
 	rooms := NewRooms()
 	rooms.Put(shared)
 	mux := http.NewServeMux()
@@ -127,7 +122,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // NewReverseProxy is the upstream half of `fairgate proxy`: streaming,
 // websockets and X-Forwarded-* as httputil.ReverseProxy does them; an
 // unreachable upstream is a 502 JSON error while the waiting room goes on.
-func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger, m *metrics) *httputil.ReverseProxy {
+// A nil transport is fairgate's, tuned for a busy site (many idle
+// connections kept per host); a nil logger logs nothing.
+func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger) *httputil.ReverseProxy {
+	return newReverseProxy(upstream, transport, log, func() {})
+}
+
+// newReverseProxy is NewReverseProxy calling failed for each request the
+// upstream did not answer.
+func newReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Logger, failed func()) *httputil.ReverseProxy {
+	if transport == nil {
+		transport = newTransport()
+	}
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -139,9 +145,7 @@ func NewReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Lo
 		},
 		Transport: transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if m != nil {
-				m.upstreamErrors.WithLabelValues("origin").Inc()
-			}
+			failed()
 			log.Warn("upstream unreachable", zap.String("path", r.URL.Path), zap.Error(err))
 			writeError(w, http.StatusBadGateway, "upstream", "the site behind the waiting room is not answering")
 		},
@@ -174,30 +178,12 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	}()
 	pub := httpserver.New(s.public, s.timeouts)
 	adm := httpserver.New(s.admin, s.timeouts)
-	errs := make(chan error, 2)
-	go func() {
-		var err error
-		if s.tlsCert != "" {
-			err = pub.ServeTLS(public, s.tlsCert, s.tlsKey)
-		} else {
-			err = pub.Serve(public)
-		}
-		errs <- err
-	}()
-	go func() { errs <- adm.Serve(admin) }()
-	var first error
-	select {
-	case <-ctx.Done():
-	case first = <-errs:
+	err := httpserver.Serve(ctx, s.shutdown,
+		httpserver.Serving{Server: pub, Listener: public, CertFile: s.tlsCert, KeyFile: s.tlsKey},
+		httpserver.Serving{Server: adm, Listener: admin})
+	if errors.Is(err, httpserver.ErrNotDrained) {
+		s.log.Warn("connections did not drain in time", zap.Error(err))
+		return nil
 	}
-	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), s.shutdown)
-	defer done()
-	if err := pub.Shutdown(shutdownCtx); err != nil {
-		s.log.Warn("public listener did not drain in time", zap.Error(err))
-	}
-	_ = adm.Shutdown(shutdownCtx)
-	if first != nil && !errors.Is(first, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", first)
-	}
-	return nil
+	return err
 }

@@ -26,7 +26,3 @@ func newTransport() *http.Transport {
 		ForceAttemptHTTP2:     true,
 	}
 }
-
-// Transport returns the tuned upstream transport, so that a benchmark
-// baseline can be tuned exactly as fairgate is.
-func Transport() *http.Transport { return newTransport() }

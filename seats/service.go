@@ -1,6 +1,7 @@
 package seats
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -76,7 +77,7 @@ func expand(ev Event) ([]Seat, error) {
 					seat := Seat{
 						EventID: ev.ID, ID: SeatID(sec.ID, blk.ID, row.ID, spec.Number),
 						Section: sec.ID, Block: blk.ID, Row: row.ID, Number: spec.Number,
-						Category: firstNonEmpty(spec.Category, sec.Category), Price: spec.Price, Status: Available,
+						Category: cmp.Or(spec.Category, sec.Category), Price: spec.Price, Status: Available,
 					}
 					if seat.Price == 0 {
 						seat.Price = sec.Price
@@ -97,13 +98,6 @@ func expand(ev Event) ([]Seat, error) {
 		return nil, fmt.Errorf("%w: an event needs seats", ErrInvalid)
 	}
 	return out, nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // EventCounts is an event with its seat counts per section, at now.

@@ -7,9 +7,12 @@
 //	targets caddy-baseline CONFIG ADDR=FILE...
 //	                                    prints Caddy's JSON CONFIG with a site per ADDR that
 //	                                    answers FILE's bytes: headers, then static_response
-//	targets baseline ADDR UPSTREAM      httputil.ReverseProxy alone, same tuned transport
+//	targets baseline ADDR UPSTREAM      httputil.ReverseProxy alone, with fairgate's transport
 //	targets pass KEYS ROOM              prints a valid pass for wrk's Cookie header
 //	targets tokens N                    RSS before and after issuing N waiting tokens
+//	targets poll SITE ROOM              prints a Cookie header and an admit body that
+//	                                    SITE's room answers 429 "wait" to, every time
+//	targets open [flags] URL            open-loop load at a fixed rate: rate/s p50 p99 errors
 //
 // A baseline answers exactly what fairgate answers (the scripts check that
 // with curl), so that the comparison measures the work behind the bytes.
@@ -67,7 +70,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return serve(args[1], proxy.NewReverseProxy(up, proxy.Transport(), nil, nil))
+		return serve(args[1], proxy.NewReverseProxy(up, nil, nil))
 	case "pass":
 		return printPass(args[1], args[2])
 	case "capture":
@@ -75,6 +78,13 @@ func run(args []string) error {
 			return fmt.Errorf("usage: targets capture URL ACCEPT FILE")
 		}
 		return capture(args[1], args[2], args[3])
+	case "poll":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: targets poll SITE ROOM")
+		}
+		return pollRequest(args[1], args[2])
+	case "open":
+		return openLoop(args[1:])
 	case "tokens":
 		n, err := strconv.Atoi(args[1])
 		if err != nil {

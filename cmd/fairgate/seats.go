@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -114,25 +112,8 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	log.Info("fairgate seats listening", zap.String("addr", ln.Addr().String()), zap.String("store", *storeKind))
-	return serveUntil(ctx, ln, api)
-}
-
-// serveUntil serves h on ln until ctx ends, then drains gracefully.
-func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := httpserver.New(h, httpserver.Defaults) // slow bodies and idle clients are cut off
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	// Slow bodies and idle clients are cut off; a shutdown drains for 15s.
+	return httpserver.Serve(ctx, 15*time.Second, httpserver.Serving{Server: httpserver.New(api, httpserver.Defaults), Listener: ln})
 }
 
 // dynamo holds the DynamoDB flags: the SDK's standard configuration chain

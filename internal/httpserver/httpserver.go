@@ -1,6 +1,7 @@
 // Package httpserver builds the http.Servers of fairgate's listeners with
 // timeouts, so that no client holds a connection (and the goroutine serving
-// it) by sending slowly or by idling.
+// it) by sending slowly or by idling, and serves them until told to stop
+// (Serve), draining gracefully.
 package httpserver
 
 import (

@@ -1,18 +1,16 @@
 package boltstore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/internal/crashtest"
 	"github.com/fairgate/fairgate/seats"
 )
 
@@ -25,25 +23,9 @@ func TestCrashKeepsConfirmedReservations(t *testing.T) {
 		t.Skip("the child runs TestCrashChild")
 	}
 	db := filepath.Join(t.TempDir(), "seats.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "FAIRGATE_CRASH_CHILD="+db)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := crashtest.Start(t, "TestCrashChild", "FAIRGATE_CRASH_CHILD", db)
 	confirmed := map[string][]string{} // reservation → seats
 	confirming := map[string]string{}  // session → its confirm's idempotency key
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
 	// Kill after 300 confirmations, or after 20 s once at least 20 are in:
 	// a loaded machine's slow fsyncs stretch the load, never the checks.
 	soon, limit := time.After(20*time.Second), time.After(2*time.Minute)
@@ -51,7 +33,7 @@ func TestCrashKeepsConfirmedReservations(t *testing.T) {
 read:
 	for len(confirmed) < 300 && !(late && len(confirmed) >= 20) {
 		select {
-		case line, ok := <-lines:
+		case line, ok := <-child.Lines:
 			if !ok {
 				break read
 			}
@@ -66,12 +48,7 @@ read:
 			break read
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	for range lines { // drain what the child wrote before it died
-	}
+	child.Kill(t)
 	if len(confirmed) < 20 {
 		t.Fatalf("the child confirmed only %d reservations before the kill", len(confirmed))
 	}

@@ -4,34 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/fairgate/fairgate/internal/dynamotest"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/storetest"
 )
 
-// localClient connects to DynamoDB Local, which `bash .ci/test` starts and
-// names in FAIRGATE_DYNAMODB_ENDPOINT. Under CI its absence is a failure:
-// the DynamoDB suite is never silently skipped there.
+// localClient connects to DynamoDB Local (internal/dynamotest).
 func localClient(t *testing.T) *dynamodb.Client {
 	t.Helper()
-	endpoint := os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("FAIRGATE_DYNAMODB_ENDPOINT is unset: CI must run the DynamoDB suite (bash .ci/test starts DynamoDB Local)")
-		}
-		t.Skip("FAIRGATE_DYNAMODB_ENDPOINT unset; `bash .ci/test` starts DynamoDB Local and runs this")
-	}
-	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("fairgate", "local", ""),
-	})
+	return dynamotest.Client(t)
 }
 
 func newStore(t *testing.T, client *dynamodb.Client) *Store {

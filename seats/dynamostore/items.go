@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/fairgate/fairgate/internal/dynamoav"
 	"github.com/fairgate/fairgate/seats"
 )
 
@@ -108,32 +109,13 @@ type keyItem struct {
 	TTL  int64  `dynamodbav:"ttl"`
 }
 
-// marshal maps v to an item.
-func marshal(v any) (item, error) {
-	it, err := attributevalue.MarshalMap(v)
-	if err != nil {
-		return nil, fmt.Errorf("mapping %T: %w", v, err)
-	}
-	return it, nil
-}
-
-// unmarshal maps an item to v.
-func unmarshal(it item, v any) error {
-	if err := attributevalue.UnmarshalMap(it, v); err != nil {
-		return fmt.Errorf("reading %T: %w", v, err)
-	}
-	return nil
-}
-
-// build builds an expression; the builders here are constant in shape, so
-// an error is a programming error, reported as such.
-func build(b expression.Builder) (expression.Expression, error) {
-	expr, err := b.Build()
-	if err != nil {
-		return expr, fmt.Errorf("building an expression: %w", err)
-	}
-	return expr, nil
-}
+// marshal, unmarshal and build are internal/dynamoav's, shared with the
+// other DynamoDB store.
+var (
+	marshal   = dynamoav.Marshal
+	unmarshal = dynamoav.Unmarshal
+	build     = dynamoav.Build
+)
 
 // notExists is the condition of a put that creates an item.
 var notExists = expression.AttributeNotExists(expression.Name("PK"))

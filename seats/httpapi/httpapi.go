@@ -5,11 +5,10 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,13 +16,14 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/bearer"
+	"github.com/fairgate/fairgate/internal/etag"
 	"github.com/fairgate/fairgate/internal/reply"
 	"github.com/fairgate/fairgate/seats"
 )
@@ -175,8 +175,7 @@ func (a *API) fail(w http.ResponseWriter, err error) {
 }
 
 func (a *API) createEvent(w http.ResponseWriter, r *http.Request) {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if a.cfg.AdminToken == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.AdminToken)) != 1 {
+	if !bearer.Matches(r, a.cfg.AdminToken) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "creating events needs the admin token", nil)
 		return
 	}
@@ -248,12 +247,11 @@ func cacheable(w http.ResponseWriter, r *http.Request, v any, sMaxAge int) {
 		writeError(w, http.StatusInternalServerError, "internal", "encoding failed", nil)
 		return
 	}
-	sum := sha256.Sum256(body)
-	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	tag := etag.Of(body)
 	h := w.Header()
 	h.Set("Cache-Control", fmt.Sprintf("public, max-age=0, s-maxage=%d", sMaxAge))
-	h.Set("ETag", etag)
-	if r.Header.Get("If-None-Match") == etag {
+	h.Set("ETag", tag)
+	if etag.Matches(r.Header.Get("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -436,7 +434,7 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 	if !unmarshal(w, req.body, &body) {
 		return
 	}
-	event := firstNonEmpty(body.Event, r.URL.Query().Get("event"), a.cfg.DefaultEvent)
+	event := cmp.Or(body.Event, r.URL.Query().Get("event"), a.cfg.DefaultEvent)
 	if event == "" {
 		writeError(w, http.StatusBadRequest, "invalid", "name the event", nil)
 		return
@@ -454,15 +452,6 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 		return
 	}
 	reply.JSON(w, http.StatusCreated, sessionView(sess))
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // reply returns the answer to a session call: the session, or the

@@ -1,21 +1,19 @@
 package boltstore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+	"github.com/fairgate/fairgate/internal/crashtest"
 )
 
 // crashWindow is the budget window the crash child reserves from.
@@ -33,30 +31,14 @@ func TestCrashKeepsEveryConsumedID(t *testing.T) {
 		t.Skip("the child runs TestCrashChild")
 	}
 	db := filepath.Join(t.TempDir(), "room.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "FAIRGATE_ROOMSTATE_CRASH_CHILD="+db)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := crashtest.Start(t, "TestCrashChild", "FAIRGATE_ROOMSTATE_CRASH_CHILD", db)
 	var consumed []string
 	var granted, lastRank int64
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
 	timeout := time.After(20 * time.Second)
 read:
 	for len(consumed) < 500 {
 		select {
-		case line, ok := <-lines:
+		case line, ok := <-child.Lines:
 			if !ok {
 				break read
 			}
@@ -73,12 +55,7 @@ read:
 			break read
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	for range lines { // drain what the child wrote before it died
-	}
+	child.Kill(t)
 	if len(consumed) < 50 {
 		t.Fatalf("the child admitted only %d before the kill", len(consumed))
 	}

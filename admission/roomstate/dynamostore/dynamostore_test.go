@@ -16,26 +16,13 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+	"github.com/fairgate/fairgate/internal/dynamotest"
 )
 
-// localClient connects to DynamoDB Local, which `bash .ci/test` starts and
-// names in FAIRGATE_DYNAMODB_ENDPOINT. Under CI its absence is a failure:
-// the DynamoDB suite is never silently skipped there.
+// localClient connects to DynamoDB Local (internal/dynamotest).
 func localClient(t *testing.T, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
-	endpoint := os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("FAIRGATE_DYNAMODB_ENDPOINT is unset: CI must run the DynamoDB suite (bash .ci/test starts DynamoDB Local)")
-		}
-		t.Skip("FAIRGATE_DYNAMODB_ENDPOINT unset; `bash .ci/test` starts DynamoDB Local and runs this")
-	}
-	client := dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("fairgate", "local", ""),
-	}, optFns...)
-	return client
+	return dynamotest.Client(t, optFns...)
 }
 
 // newStore creates a fresh table, so no test sees another's leftovers.

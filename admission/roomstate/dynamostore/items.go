@@ -1,13 +1,14 @@
 package dynamostore
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fairgate/fairgate/internal/dynamoav"
 )
 
 // The table's items (see the package comment), mapped with the SDK's
@@ -79,32 +80,13 @@ func (k itemKey) item() item {
 // ttl is the `ttl` of an item that stands until t: the second after it.
 func ttl(t time.Time) int64 { return t.Unix() + 1 }
 
-// marshal maps v to an item.
-func marshal(v any) (item, error) {
-	it, err := attributevalue.MarshalMap(v)
-	if err != nil {
-		return nil, fmt.Errorf("mapping %T: %w", v, err)
-	}
-	return it, nil
-}
-
-// unmarshal maps an item to v.
-func unmarshal(it item, v any) error {
-	if err := attributevalue.UnmarshalMap(it, v); err != nil {
-		return fmt.Errorf("reading %T: %w", v, err)
-	}
-	return nil
-}
-
-// build builds an expression; the builders here are constant in shape, so
-// an error is a programming error, reported as such.
-func build(b expression.Builder) (expression.Expression, error) {
-	expr, err := b.Build()
-	if err != nil {
-		return expr, fmt.Errorf("building an expression: %w", err)
-	}
-	return expr, nil
-}
+// marshal, unmarshal and build are internal/dynamoav's, shared with the
+// other DynamoDB store.
+var (
+	marshal   = dynamoav.Marshal
+	unmarshal = dynamoav.Unmarshal
+	build     = dynamoav.Build
+)
 
 // Attribute names, as the expressions use them.
 var (

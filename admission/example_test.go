@@ -1,0 +1,50 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// A gate in front of one room: a visitor takes a waiting token, solves its
+// proof of work, and attempts admission at the checkpoint the token names.
+// The room is open here, so the first attempt is admitted and the token's
+// place is used: presenting it again is refused.
+func Example() {
+	keys, err := admission.GenerateKeys("k1")
+	if err != nil {
+		panic(err)
+	}
+	ring, err := keys.Load(admission.Environment{})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2031, 3, 9, 12, 0, 0, 0, time.UTC)
+	room, err := admission.NewRoom(admission.RoomConfig{
+		Name: "sale", State: admission.StateOpen, Rate: 10, Burst: 10, Tau: 2 * time.Minute, Difficulty: 8,
+	}, now)
+	if err != nil {
+		panic(err)
+	}
+	gate := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(1000, func() time.Time { return now }))
+
+	ticket, err := gate.Issue(room, admission.Visitor{}, now)
+	if err != nil {
+		panic(err)
+	}
+	nonce, err := admission.Solve(context.Background(), ticket.Claims.Ch, ticket.Claims.Dif)
+	if err != nil {
+		panic(err)
+	}
+	attempt := admission.Attempt{Token: ticket.Token, Nonce: strconv.FormatUint(nonce, 10), Now: ticket.Claims.NextAttempt()}
+	first := gate.Decide(context.Background(), room, attempt)
+	again := gate.Decide(context.Background(), room, attempt)
+	fmt.Println(first.Outcome, first.Pass != "")
+	fmt.Println(again.Outcome)
+	// Output:
+	// admit true
+	// reused
+}

@@ -1,0 +1,55 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// cookieLine is the Set-Cookie line of fairgate's own cookies (Path=/,
+// HttpOnly, SameSite=Lax, Secure when asked; an empty value deletes): what
+// http.Cookie.String writes, built directly when name and value are plain
+// tokens (a room name, a JWT), which is every time but for a room name
+// with unusual characters. http.Cookie.String checks and sanitizes every
+// byte of the value, a large part of a poll's cost.
+func cookieLine(name, value string, expires time.Time, secure bool) string {
+	if !plainCookieText(name) || !plainCookieText(value) || expires.UTC().Year() < 1601 || expires.UTC().Year() > 9999 {
+		c := &http.Cookie{
+			Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+			Secure: secure, Expires: expires,
+		}
+		if value == "" {
+			c.MaxAge = -1
+		}
+		return c.String()
+	}
+	var b strings.Builder
+	b.Grow(len(name) + len(value) + 100)
+	b.WriteString(name)
+	b.WriteByte('=')
+	b.WriteString(value)
+	b.WriteString("; Path=/; Expires=")
+	var buf [len(http.TimeFormat)]byte
+	b.Write(expires.UTC().AppendFormat(buf[:0], http.TimeFormat))
+	if value == "" {
+		b.WriteString("; Max-Age=0")
+	}
+	b.WriteString("; HttpOnly")
+	if secure {
+		b.WriteString("; Secure")
+	}
+	b.WriteString("; SameSite=Lax")
+	return b.String()
+}
+
+// plainCookieText reports whether s is made only of letters, digits and
+// -._ : valid in a cookie name and value as they are.
+func plainCookieText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,59 @@
+package proxy_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/proxy"
+)
+
+// A waiting room in front of a site, as plain net/http: while the room
+// queues, the site's pages show the waiting page and the gateway's own
+// endpoints hand out waiting tokens; once the room is opened (here as the
+// admin API would), requests reach the site.
+func Example() {
+	keys, err := admission.GenerateKeys("k1")
+	if err != nil {
+		panic(err)
+	}
+	cfg := proxy.Config{Room: "sale", Keys: keys}
+	shared, err := proxy.NewShared(cfg, time.Now) // the room's state, kept across config reloads
+	if err != nil {
+		panic(err)
+	}
+	gw, err := proxy.New(cfg, shared, proxy.Options{
+		OnDisposition: func(r *http.Request, d proxy.Disposition) { fmt.Println(r.Method, r.URL.Path, d) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer gw.Close()
+	if err := gw.ApplyConfig(); err != nil {
+		panic(err)
+	}
+	site := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "tickets") })
+	handler := gw.Wrap(site)
+
+	serve := func(method, path string) {
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+		fmt.Println(w.Code)
+	}
+	serve("GET", "/tickets")
+	serve("POST", "/_fairgate/token")
+	open := "open"
+	if err := shared.Apply(proxy.RoomChange{State: &open}, time.Now()); err != nil {
+		panic(err)
+	}
+	serve("GET", "/tickets")
+	// Output:
+	// GET /tickets waiting
+	// 200
+	// POST /_fairgate/token api
+	// 200
+	// GET /tickets open
+	// 200
+}
