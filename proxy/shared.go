@@ -56,6 +56,8 @@ type applied struct {
 	tau        time.Duration
 	adaptive   bool
 	ledgerSize int
+	order      admission.Order
+	luck       time.Duration
 }
 
 // NewShared creates a room's shared state from its config; clock is the
@@ -82,7 +84,8 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 
 func appliedOf(s settings) applied {
 	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty,
-		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize, lanes: s.lanes}
+		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize, lanes: s.lanes,
+		order: s.order, luck: time.Duration(s.LuckWindow)}
 }
 
 // reconfigure applies what a new config changed. Every room setting a
@@ -91,6 +94,9 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	want := appliedOf(s)
+	if err := checkOrderKept(want, sh.applied); err != nil {
+		return err
+	}
 	if !slices.Equal(want.lanes, sh.applied.lanes) {
 		// A new lane starts in the room's current state and difficulty; a
 		// kept lane keeps its room untouched, and its places their grid.
@@ -133,6 +139,11 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	if want.tau != sh.applied.tau || want.adaptive != sh.applied.adaptive {
 		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetTau(want.tau, want.adaptive, now) }); err != nil {
 			return fmt.Errorf("applying tau: %w", err)
+		}
+	}
+	if want.luck != sh.applied.luck {
+		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetLuck(want.luck) }); err != nil {
+			return fmt.Errorf("applying luck_window: %w", err)
 		}
 	}
 	if want.ledgerSize != sh.applied.ledgerSize {
@@ -202,4 +213,13 @@ func (sh *Shared) Tick(now time.Time) {
 	defer sh.mu.Unlock()
 	// The rate was validated when set; rebalance cannot fail on it.
 	_ = sh.rebalance(now, false)
+}
+
+// checkOrderKept refuses a reload that changes the queue order: the places
+// waiting hold keys of one rule, and the other cannot judge them.
+func checkOrderKept(want, had applied) error {
+	if want.order != had.order {
+		return optionErr("queue_order", "cannot change from %s to %s while the room exists (restart the room: every waiting place is lost)", had.order, want.order)
+	}
+	return nil
 }
