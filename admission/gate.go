@@ -359,7 +359,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	case PlaceReserved:
 		if now.Before(place.Slot) {
-			return g.wait(&view, claims, OutcomeBusy, place.Slot, now)
+			return g.wait(&view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
@@ -451,11 +451,11 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		if held.State == PlaceUsed {
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
-		return g.wait(view, claims, OutcomeBusy, held.Slot, now)
+		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
 	room.ObserveEligible(now)
 	if want.State == PlaceReserved {
-		return g.wait(view, claims, OutcomeBusy, slot, now)
+		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
 	return g.pass(room, claims, now)
 }
@@ -595,6 +595,16 @@ func (c checkpoints) index(t time.Time) int64 {
 	return c.after(t.Add(-time.Millisecond))
 }
 
+// ceilMilli rounds a slot's due time up to nxt's millisecond, so a token
+// presented at its nxt is never before its slot.
+func ceilMilli(t time.Time) time.Time {
+	c := time.UnixMilli(t.UnixMilli())
+	if c.Before(t) {
+		c = c.Add(time.Millisecond)
+	}
+	return c
+}
+
 // recheck is when a place that is eligible but cannot be admitted now (the
 // room is paused, or the hook refused it) asks again: its next checkpoint;
 // in a fifo room, whose grid is fine, the first point a backoff ahead (the
@@ -618,11 +628,7 @@ func (g *Gate) nextCheckpoint(view *View, claims *WaitClaims, at time.Time) time
 
 // schedule sets nxt and extends exp past it, never beyond the place's life.
 func (g *Gate) schedule(claims *WaitClaims, next time.Time) {
-	// Rounded up: a token presented at its nxt is never before a slot due.
 	claims.Nxt = next.UnixMilli()
-	if time.UnixMilli(claims.Nxt).Before(next) {
-		claims.Nxt++
-	}
 	exp := next.Add(g.policy.TokenTTL)
 	if end := time.Unix(claims.IssuedAt, 0).Add(g.policy.PlaceTTL); exp.After(end) {
 		exp = end

@@ -425,7 +425,9 @@ func (c Config) settle() (settings, error) {
 	if s.LuckWindow > 0 && s.order != admission.OrderFIFO {
 		return s, optionErr("luck_window", "only applies to queue_order fifo")
 	}
-	setDur(&s.LuckWindow, DefaultLuckWindow)
+	if s.order == admission.OrderFIFO {
+		setDur(&s.LuckWindow, DefaultLuckWindow)
+	}
 	s.difficulty = DefaultDifficulty
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
