@@ -205,7 +205,7 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 			claims.Pos = -claims.Pos
 		} else {
 			claims.Lk = room.LuckSpan(now)
-			room.noteKey(g.fifoKey(&view, claims))
+			room.noteKey(g.fifoKey(&view, claims), claims.Lk)
 		}
 	}
 	// The first checkpoint leaves at least the shortest backoff to solve

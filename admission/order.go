@@ -80,6 +80,10 @@ type fifoState struct {
 	// math.Float64bits): the counter never runs past the last key.
 	preTop, top, maxKey atomic.Int64
 	found               atomic.Int64 // places found eligible since the last tick
+	// firstLuck and lastLuck are the luck spans of the first and the
+	// latest place taken after the start (as math.Float64bits): where the
+	// keys thin out, at either end, the counter runs faster by them.
+	firstLuck, lastLuck atomic.Uint64
 	debt                float64      // ranks the counter is behind the target rate (under Room.mu)
 	lastTick            time.Time
 }
@@ -121,9 +125,12 @@ func (r *Room) LuckSpan(now time.Time) float64 {
 	return r.fifo.luck.Seconds() * r.fifo.issues.Rate(now)
 }
 
-// noteKey records a post-start place's key, so the counter runs as far as it.
-func (r *Room) noteKey(key float64) {
+// noteKey records a post-start place's key and luck span, so the counter
+// runs as far as the key, and knows how thin keys are at the ends.
+func (r *Room) noteKey(key, luck float64) {
 	f := r.fifo
+	f.firstLuck.CompareAndSwap(0, math.Float64bits(luck))
+	f.lastLuck.Store(math.Float64bits(luck))
 	for {
 		old := f.maxKey.Load()
 		if old != 0 && math.Float64frombits(uint64(old)) >= key {
@@ -195,7 +202,40 @@ func (r *Room) tickFIFO(v *View, now time.Time) {
 		return
 	}
 	f.debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
-	v.Cruise = clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
+	want := clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
+	density := keyDensity(v.Clock.At(now)-v.RankZero, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
+	v.Cruise = want / math.Max(density, 1.0/fifoMaxSparse)
+}
+
+// fifoMaxSparse bounds how much faster than the rate the counter runs where
+// keys are sparse.
+const fifoMaxSparse = 50
+
+// keyDensity is the expected number of keys per unit of the counter at c
+// (counted from the rank origin), for a pre-queue of pre places (keys
+// uniform on [0, pre)) and ranks up to top after it, each key its rank plus
+// L times an exponential draw (L = first for the first ranks, last for the
+// last). It is 1 inside the queue and falls where the luck spreads keys
+// thin: just after the pre-queue (keys still to come) and beyond the last
+// rank (the luckless last few). The counter runs at rate/density, so the
+// admission rate holds there too.
+func keyDensity(c, pre, top, first, last float64) float64 {
+	if c < pre {
+		return 1
+	}
+	if top <= pre {
+		return 0
+	}
+	tail := func(d, l float64) float64 { // P(L·E > d)
+		if l <= 0 {
+			return 0
+		}
+		return math.Exp(-d / l)
+	}
+	if c < top {
+		return 1 - tail(c-pre, first)
+	}
+	return math.Max(0, tail(c-top, last)-tail(c-pre, first))
 }
 
 // fifoKey is the serving-counter distance of a fifo place from the room's
@@ -224,7 +264,7 @@ func (g *Gate) fifoKey(view *View, claims *WaitClaims) float64 {
 func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time {
 	target := now.Add(g.policy.MaxBackoff)
 	if view.State != StatePaused {
-		if when, ok := view.Clock.When(now, view.RankZero+g.fifoKey(view, claims)); ok {
+		if when, ok := view.fifoWhen(now, g.fifoKey(view, claims)); ok {
 			switch d := when.Sub(now); {
 			case d <= 2*g.policy.MinBackoff:
 				target = when
@@ -234,6 +274,30 @@ func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time
 		}
 	}
 	return g.pointFrom(view, claims, target, now)
+}
+
+// fifoWhen predicts when the counter passes key: after the keys expected
+// between it and key have been served at the target rate (the counter
+// runs faster where keys are thin, see tickFIFO), or as the clock is
+// planned before the start. ok is false if it never does as things stand.
+func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
+	from := now
+	if v.State == StateScheduled && now.Before(v.SaleStart) {
+		from = v.SaleStart
+	}
+	c := v.Clock.At(from) - v.RankZero
+	if key <= c {
+		return v.Clock.When(now, v.RankZero+key)
+	}
+	if v.Rate <= 0 {
+		return time.Time{}, false
+	}
+	const steps = 32
+	ahead, h := 0.0, (key-c)/steps
+	for i := range steps {
+		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
+	}
+	return from.Add(durationOf(ahead / v.Rate)), true
 }
 
 // pointFrom is the first checkpoint at or after target and after now.

@@ -128,6 +128,9 @@ type View struct {
 	PreQueue float64
 	// Ranked is the number of ranks taken since RankBase (fifo).
 	Ranked float64
+	// FirstLuck and LastLuck are the luck spans of the first and latest
+	// places taken after the start (fifo).
+	FirstLuck, LastLuck float64
 }
 
 // ClockAt is the serving clock's reading at t, from the room's memory when
@@ -236,6 +239,8 @@ func (r *Room) View(now time.Time) View {
 	if r.fifo != nil && v.RankSet {
 		v.PreQueue = float64(max(0, r.fifo.preTop.Load()-v.RankBase))
 		v.Ranked = float64(max(0, r.fifo.top.Load()-v.RankBase))
+		v.FirstLuck = math.Float64frombits(r.fifo.firstLuck.Load())
+		v.LastLuck = math.Float64frombits(r.fifo.lastLuck.Load())
 	}
 	return v
 }
@@ -278,6 +283,7 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 			// A new queue: ranks count from the next one taken.
 			v.RankSet = false
 			r.fifo.maxKey.Store(0)
+			r.fifo.firstLuck.Store(0)
 		}
 	}
 	r.stored = s
