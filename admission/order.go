@@ -84,7 +84,7 @@ type fifoState struct {
 	// latest place taken after the start (as math.Float64bits): where the
 	// keys thin out, at either end, the counter runs faster by them.
 	firstLuck, lastLuck atomic.Uint64
-	debt                float64      // ranks the counter is behind the target rate (under Room.mu)
+	debt                float64 // ranks the counter is behind the target rate (under Room.mu)
 	lastTick            time.Time
 }
 
