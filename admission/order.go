@@ -182,10 +182,11 @@ func (r *Room) fifoLimit(v *View) float64 {
 	return v.RankZero + math.Max(0, limit) + 1
 }
 
-// tickFIFO sets the fifo counter's speed: the target rate, plus what it
-// owes for ranks passed that nobody presented (the shortfall of places
-// found eligible against the target, made up over fifoDebtSpan). Callers
-// hold r.mu.
+// tickFIFO sets the fifo counter's speed: the target rate, plus (when
+// adaptive) what it owes for ranks passed that nobody presented (the
+// shortfall of places found eligible against the target, made up over
+// fifoDebtSpan), divided by how densely keys lie where it stands (see
+// keyDensity). Callers hold r.mu.
 func (r *Room) tickFIFO(v *View, now time.Time) {
 	f := r.fifo
 	found := float64(f.found.Swap(0))
@@ -196,15 +197,28 @@ func (r *Room) tickFIFO(v *View, now time.Time) {
 	f.lastTick = now
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
 	behind := v.RankSet && v.Clock.At(now) < r.fifoLimit(v)
-	if !r.adaptive || !running || !behind {
+	want := v.Rate
+	if r.adaptive && running && behind {
+		f.debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
+		want = clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
+	} else {
 		f.debt = 0
-		v.Cruise = v.Rate
-		return
 	}
-	f.debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
-	want := clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
-	density := keyDensity(v.Clock.At(now)-v.RankZero, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
-	v.Cruise = want / math.Max(density, 1.0/fifoMaxSparse)
+	v.Cruise = v.passing(v.Clock.At(now)-v.RankZero, want)
+}
+
+// passing is the counter speed that passes want keys in the next second
+// from c: where keys lie thin it runs faster, but never past where they
+// thicken again within the second, so it never releases a crowd at once.
+func (v *View) passing(c, want float64) float64 {
+	const steps = 64
+	h := want / steps // at density 1, want keys in steps steps
+	keys, x := 0.0, c
+	for keys < want && x-c < want*fifoMaxSparse {
+		keys += h * keyDensity(x+h/2, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
+		x += h
+	}
+	return x - c
 }
 
 // fifoMaxSparse bounds how much faster than the rate the counter runs where
