@@ -45,12 +45,7 @@ func TestQueueOrderConfig(t *testing.T) {
 func TestQueueOrderKeptOnReload(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo"}, nil)
 	sh := e.gw.Room()
-	gw2, err := New(Config{Room: "sale", Keys: testKeys, QueueOrder: "lottery"}, sh, Options{Now: e.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw2.Close()
-	if err := gw2.ApplyConfig(); err == nil || !strings.Contains(err.Error(), "queue_order") {
+	if _, err := New(Config{Room: "sale", Keys: testKeys, QueueOrder: "lottery"}, sh, Options{Now: e.clock.Now}); err == nil || !strings.Contains(err.Error(), "queue_order") {
 		t.Fatalf("changing the order on reload: %v, want refused", err)
 	}
 	gw3, err := New(Config{Room: "sale", Keys: testKeys, QueueOrder: "fifo", LuckWindow: Duration(time.Second)}, sh, Options{Now: e.clock.Now})
