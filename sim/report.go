@@ -38,6 +38,10 @@ type Report struct {
 	ArrivalRho float64
 	// WaitByDecile is the mean wait of each tenth of the post-start arrivals.
 	WaitByDecile [10]time.Duration
+	// Waits are the median, 90th and 99th percentile waits of the
+	// baseline's pre-queue (from the start) and later arrivals (from
+	// arrival): what a queue order costs.
+	PreQueueWaits, ArrivalWaits [3]time.Duration
 	// RateHeld is the admission rate over each 10-second window in which
 	// at least 10 seconds' worth of admissions were waiting throughout, as
 	// shares of the target: the lowest, the mean and the highest.
@@ -178,6 +182,24 @@ func Analyse(runs []*Run) Report {
 		}
 	}
 	r.PreQueueRho = Spearman(preArrive, preAdmit)
+	var preWaits, postWaits []time.Duration
+	for _, v := range baseline.Visitors {
+		switch {
+		case !v.Done:
+		case v.PreQueue:
+			preWaits = append(preWaits, v.Admitted)
+		default:
+			postWaits = append(postWaits, v.Admitted-v.Arrive)
+		}
+	}
+	for i, q := range []float64{0.5, 0.9, 0.99} {
+		if len(preWaits) > 0 {
+			r.PreQueueWaits[i] = quantile(preWaits, q)
+		}
+		if len(postWaits) > 0 {
+			r.ArrivalWaits[i] = quantile(postWaits, q)
+		}
+	}
 	var preLot []float64
 	lastPre := time.Duration(math.MinInt64)
 	for _, v := range baseline.Visitors {
@@ -420,6 +442,9 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  admission rate while the queue was not empty (drain included), per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%\n",
 		100*r.RateNonEmpty.Min, 100*r.RateNonEmpty.Mean, 100*r.RateNonEmpty.Max)
+	fmt.Fprintf(&b, "  waits (median, p90, p99): pre-queue from the start %v %v %v; later arrivals from arrival %v %v %v\n",
+		r.PreQueueWaits[0].Round(time.Second), r.PreQueueWaits[1].Round(time.Second), r.PreQueueWaits[2].Round(time.Second),
+		r.ArrivalWaits[0].Round(time.Second), r.ArrivalWaits[1].Round(time.Second), r.ArrivalWaits[2].Round(time.Second))
 	fmt.Fprintf(&b, "  mean wait by arrival decile after the start:")
 	for _, w := range r.WaitByDecile {
 		fmt.Fprintf(&b, " %v", w.Round(time.Second))
