@@ -6,6 +6,8 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.47.6
 	github.com/aws/aws-sdk-go-v2/config v1.33.14
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.14
+	github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue v1.21.18
+	github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression v1.10.6
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.0
 	github.com/aws/smithy-go v1.28.8
 	github.com/caddyserver/caddy/v2 v2.11.9
@@ -19,6 +21,8 @@ require (
 	golang.org/x/sync v0.23.0
 	golang.org/x/text v0.42.0
 )
+
+require github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.46.5 // indirect
 
 require (
 	cel.dev/cel-go v0.32.0 // indirect

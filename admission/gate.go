@@ -366,11 +366,16 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 			// place keeps its slot and asks again at its next checkpoint.
 			return g.wait(&view, claims, OutcomeBusy, g.recheck(&view, claims, now), now)
 		}
+		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
+			return d // the place keeps its slot and asks again
+		}
 		used, err := g.ledger.Use(ctx, claims.ID)
 		switch {
 		case err != nil:
+			refundQuota(room, now)
 			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 		case !used:
+			refundQuota(room, now)
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
 		return g.pass(room, claims, now)
@@ -440,14 +445,26 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	due := now
 	if slot.After(now) {
 		due = slot
+	} else if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
+		// Admitted now by this node's bucket, but the room's shared budget
+		// is spent: the place asks again when it has some.
+		room.RefundAdmission(now)
+		return d
 	}
+	quota := want.State == PlaceUsed
 	held, fresh, err := g.ledger.Hold(ctx, claims.ID, want, g.lastValid(view, claims, due))
 	if err != nil {
 		room.RefundAdmission(now)
+		if quota {
+			refundQuota(room, now)
+		}
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
 	if !fresh { // a concurrent attempt for the place got there first
 		room.RefundAdmission(now)
+		if quota {
+			refundQuota(room, now)
+		}
 		if held.State == PlaceUsed {
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
@@ -458,6 +475,33 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
 	return g.pass(room, claims, now)
+}
+
+// takeQuota takes the admission from the room's shared budget, if it has
+// one. Without budget the answer is busy until the budget's next window;
+// when the budget cannot be reached, unavailable.
+func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
+	q := room.sharedQuota()
+	if q == nil {
+		return Decision{}, true
+	}
+	ok, retry, err := q.Take(ctx, now)
+	switch {
+	case err != nil:
+		return g.unavailable(fmt.Errorf("taking admission budget: %w", err), claims), false
+	case !ok:
+		if !retry.After(now) {
+			retry = now.Add(unavailableRetry)
+		}
+		return g.wait(view, claims, OutcomeBusy, retry, now), false
+	}
+	return Decision{}, true
+}
+
+func refundQuota(room *Room, at time.Time) {
+	if q := room.sharedQuota(); q != nil {
+		q.Refund(at)
+	}
 }
 
 func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
@@ -492,6 +536,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
 	room.RefundAdmission(now)
+	refundQuota(room, now)
 	view := room.View(now)
 	return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
 }

@@ -2,8 +2,10 @@ package admission
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,6 +163,39 @@ type Room struct {
 	presence   *Presence
 	eligible   *Window
 	fifo       *fifoState // nil unless the order is fifo
+	quota      atomic.Pointer[quotaBox]
+}
+
+// Quota caps admissions across every node that shares a room (see
+// roomstate.Budget): the room's bucket orders this node's eligible places,
+// the quota bounds what all nodes admit together.
+type Quota interface {
+	// Take takes one admission at now. ok is false while the shared
+	// budget is spent; retry is when it may have some again. An error
+	// means the budget could not be reached: nothing was taken.
+	Take(ctx context.Context, now time.Time) (ok bool, retry time.Time, err error)
+	// Refund gives back an admission taken at the given time that did not
+	// go through.
+	Refund(at time.Time)
+}
+
+type quotaBox struct{ q Quota }
+
+// SetQuota makes every admission of the room take from q too; nil removes
+// the cap (one node alone).
+func (r *Room) SetQuota(q Quota) {
+	if q == nil {
+		r.quota.Store(nil)
+		return
+	}
+	r.quota.Store(&quotaBox{q})
+}
+
+func (r *Room) sharedQuota() Quota {
+	if b := r.quota.Load(); b != nil {
+		return b.q
+	}
+	return nil
 }
 
 // NewRoom validates cfg and returns a room whose clock starts at now.
@@ -323,9 +358,17 @@ func (r *Room) SetDifficulty(bits int) error {
 
 // Tick lets the controller adjust the clock's speed from what it observed.
 // Call it about once a second; every node sharing a clock should let one
-// node tick and distribute the resulting View.
+// node tick and distribute the resulting View (see TickWith).
 func (r *Room) Tick(now time.Time) {
+	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
+}
+
+// TickWith is Tick on observations made elsewhere: the population and
+// eligible rate of every node sharing the room, summed.
+func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	if r.fifo != nil {
+		// The fifo counter runs from the ranks and the places found
+		// eligible on this node (docs/FAIRNESS.md, "Queue orders").
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		v := r.View(now)
@@ -340,8 +383,42 @@ func (r *Room) Tick(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := *r.view.Load()
-	v.Cruise = r.controller.Next(v.Cruise, v.Rate, r.presence.Count(now), r.eligible.Rate(now))
+	v.Cruise = r.controller.Next(v.Cruise, v.Rate, population, eligible)
 	r.publish(&v, now)
+}
+
+// Export is the room's control state as set (a scheduled room stays
+// scheduled, whatever the time) and when it last began to queue: what
+// nodes sharing the room store, and Adopt takes back.
+func (r *Room) Export() (View, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return *r.view.Load(), r.queueing
+}
+
+// Adopt makes a control state exported by a node sharing the room current
+// here, clock and its past included, so every node computes the same S(t)
+// for every t in the room's memory. The room's name, lane and rate stay
+// (the rate of a lane is this node's split, see SetRate).
+func (r *Room) Adopt(v View, queueing time.Time) error {
+	if _, err := ParseState(string(v.State)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.view.Load()
+	v.Name, v.Lane, v.Rate = cur.Name, cur.Lane, cur.Rate
+	v.Order, v.Luck = cur.Order, cur.Luck // the config's, as the room's rate
+	v.Past = slices.Clone(v.Past)
+	r.stored, r.queueing = v.State, queueing
+	r.view.Store(&v)
+	return nil
+}
+
+// SetBucketRate sets this node's bucket alone: its share of a rate several
+// nodes divide. The room's rate, which the controller aims at, stays.
+func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
+	r.bucket.SetRate(rate, math.Max(1, burst), now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.

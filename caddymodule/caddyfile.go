@@ -108,8 +108,19 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    sold_out_page   <file>
 //	    token_ttl       <duration>
 //	    backoff         <min> <max>
-//	    ledger_size     <ids>
+//	    ledger_size     <ids>                     # state_store memory only
 //	    max_body_bytes  <bytes>
+//	    state_store memory|bolt|dynamodb [{       # default: bolt in Caddy's data directory
+//	        path            <file>                # bolt; default {data dir}/fairgate/rooms.db
+//	        table           <name>                # dynamodb; default fairgate_rooms
+//	        region          <aws region>          # dynamodb; default the AWS SDK's
+//	        endpoint        <url>                 # dynamodb; e.g. DynamoDB Local
+//	        node            <id>                  # default <hostname>-<pid>
+//	        budget_block    <admissions>          # default 1
+//	        poll            <duration>            # default 500ms
+//	        call_timeout    <duration>            # default 2s
+//	        on_unavailable  refuse|local          # default refuse
+//	    }]
 //	}
 //
 // Each option may be given once. Durations are Caddy's (`1d` works). Values
@@ -155,7 +166,7 @@ var optionOf = map[string]string{
 	"room": "room", "state": "state", "sale_start": "sale_start", "rate": "rate", "burst": "burst",
 	"difficulty": "difficulty", "prefix": "prefix", "waiting_status": "waiting_status",
 	"trusted_proxies": "trusted_proxies", "admission_hook": "admission_hook", "on_failure": "admission_hook",
-	"backoff": "backoff", "ledger_size": "ledger_size", "lanes": "lane",
+	"backoff": "backoff", "ledger_size": "ledger_size", "lanes": "lane", "state_store": "state_store",
 }
 
 // once refuses a sub-option given twice in one block.
@@ -271,6 +282,9 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		}
 		c.MaxBodyBytes = int64(n)
 		return nil
+	case "state_store":
+		c.StateStore = &proxy.StateStore{}
+		return unmarshalStateStore(d, c.StateStore)
 	default:
 		return d.Errf("unrecognized waiting_room option %q", opt)
 	}
@@ -421,6 +435,47 @@ func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
 			c.MaxEntryBytes = int64(n)
 		default:
 			err = d.Errf("unrecognized cache option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unmarshalStateStore(d *caddyfile.Dispenser, st *proxy.StateStore) error {
+	if err := oneString(d, &st.Type); err != nil {
+		return err
+	}
+	seen := once{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := seen.check(d); err != nil {
+			return err
+		}
+		var err error
+		switch d.Val() {
+		case "path":
+			err = oneString(d, &st.Path)
+		case "table":
+			err = oneString(d, &st.Table)
+		case "region":
+			err = oneString(d, &st.Region)
+		case "endpoint":
+			err = oneString(d, &st.Endpoint)
+		case "node":
+			err = oneString(d, &st.Node)
+		case "budget_block":
+			var n int
+			err = oneInt(d, &n)
+			st.BudgetBlock = int64(n)
+		case "poll":
+			err = oneDuration(d, &st.Poll)
+		case "call_timeout":
+			err = oneDuration(d, &st.CallTimeout)
+		case "on_unavailable":
+			err = oneString(d, &st.OnUnavailable)
+		default:
+			err = d.Errf("unrecognized state_store option %q", d.Val())
 		}
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/proxy"
 )
 
@@ -35,9 +37,28 @@ func init() {
 // on (serving clock, bucket, used tokens, generated keys) must pass from one
 // to the next. rooms is what the admin API sees.
 var (
-	pool  = caddy.NewUsagePool()
-	rooms = proxy.NewRooms()
+	pool   = caddy.NewUsagePool()
+	stores = caddy.NewUsagePool() // opened state stores, by proxy.StateStore.StoreKey
+	rooms  = proxy.NewRooms()
 )
+
+// pooledStore is an opened state store shared by the rooms of this process
+// that point at it; it closes when the last handler using it is cleaned up.
+type pooledStore struct{ store roomstate.Store }
+
+// Destruct closes the store.
+func (p *pooledStore) Destruct() error {
+	if p.store == nil {
+		return nil
+	}
+	return p.store.Close()
+}
+
+// defaultStatePath is the bolt file of a room whose state_store names
+// none: in Caddy's data directory, beside its certificates.
+func defaultStatePath() string {
+	return filepath.Join(caddy.AppDataDir(), "fairgate", "rooms.db")
+}
 
 // Handler is a virtual waiting room in front of the routes after it. Its
 // JSON is fairgate's gateway config (the same struct `fairgate proxy` reads),
@@ -60,11 +81,13 @@ type Handler struct {
 	// `/etc/fairgate/keys.json`. It replaces `keys`.
 	KeysFrom string `json:"keys_from,omitempty"`
 
-	gw     *proxy.Gateway
-	room   string
-	pooled *pooledRoom
-	app    *App
-	logger *zap.Logger
+	gw       *proxy.Gateway
+	room     string
+	poolKey  string
+	storeKey string
+	pooled   *pooledRoom
+	app      *App
+	logger   *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -83,27 +106,39 @@ type pooledRoom struct {
 	mu     sync.Mutex
 	live   bool
 	stop   context.CancelFunc
+	done   chan struct{}
 }
 
-// activate starts the room's controller and lists it in the admin API, once.
-func (p *pooledRoom) activate() {
+// activate joins the room's stored state, starts the room's controller and
+// lists it in the admin API, once. A join that fails is retried by the
+// room's loop.
+func (p *pooledRoom) activate(log *zap.Logger) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live {
 		return
 	}
+	if err := p.shared.Join(context.Background()); err != nil {
+		log.Error("waiting room state store", zap.Error(err))
+	}
 	runCtx, stop := context.WithCancel(context.Background())
-	go p.shared.Run(runCtx, time.Now)
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.shared.Run(runCtx, time.Now)
+	}()
 	rooms.Put(p.shared)
 	p.live, p.stop = true, stop
 }
 
-// Destruct stops the room's controller when its last handler is gone.
+// Destruct stops the room's controller when its last handler is gone,
+// and waits for it: it gives its budget back to the store first.
 func (p *pooledRoom) Destruct() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live {
 		p.stop()
+		<-p.done
 		rooms.Delete(p.shared)
 		p.live = false
 	}
@@ -130,8 +165,34 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := appVal.(*App).register(h); err != nil {
 		return err
 	}
-	val, _, err := pool.LoadOrNew(h.room, func() (caddy.Destructor, error) {
-		sh, err := proxy.NewShared(cfg, time.Now)
+	st, err := cfg.SettleStateStore(defaultStatePath())
+	if err != nil {
+		return fmt.Errorf("waiting room %s: %w", h.room, err)
+	}
+	// Opening a store is not a change anyone sees; writing to it waits
+	// for the config to start (pooledRoom.activate).
+	sv, _, err := stores.LoadOrNew(st.StoreKey(), func() (caddy.Destructor, error) {
+		if st.Type == proxy.StoreBolt {
+			if err := os.MkdirAll(filepath.Dir(st.Path), 0o700); err != nil {
+				return nil, fmt.Errorf("state_store: %w", err)
+			}
+		}
+		store, err := proxy.OpenStateStore(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		return &pooledStore{store: store}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting room %s: %w", h.room, err)
+	}
+	h.storeKey = st.StoreKey()
+	store := sv.(*pooledStore).store
+	// A room is one per store: a reload that moves it to another store
+	// gives it a new shared state, joined to that store.
+	h.poolKey = h.room + "\x00" + h.storeKey
+	val, _, err := pool.LoadOrNew(h.poolKey, func() (caddy.Destructor, error) {
+		sh, err := proxy.NewSharedOn(ctx, cfg, st, store, time.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +241,7 @@ func (keepRegistered) Unregister(prometheus.Collector) bool { return false }
 // activate makes this handler's config live in its room; App calls it
 // when the config this handler belongs to has started.
 func (h *Handler) activate() {
-	h.pooled.activate()
+	h.pooled.activate(h.logger)
 	before := h.pooled.shared.Status(time.Now())
 	if err := h.gw.ApplyConfig(); err != nil {
 		h.logger.Error("applying the room's settings", zap.String("room", h.room), zap.Error(err))
@@ -259,10 +320,16 @@ func (h *Handler) Cleanup() error {
 	if h.gw != nil {
 		h.gw.Close()
 	}
-	if h.pooled == nil {
-		return nil
+	var err error
+	if h.pooled != nil {
+		_, err = pool.Delete(h.poolKey)
 	}
-	_, err := pool.Delete(h.room)
+	if h.storeKey != "" {
+		// After the room: its loop has stopped using the store.
+		if _, e := stores.Delete(h.storeKey); err == nil {
+			err = e
+		}
+	}
 	return err
 }
 

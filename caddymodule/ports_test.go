@@ -35,7 +35,11 @@ func freePort() int {
 // portTester is caddytest's Tester on this process's ports.
 type portTester struct{ *caddytest.Tester }
 
+// newTester starts Caddy for one test, with a data directory of its own:
+// the rooms' default state store lives there, and no test may see another
+// test's rooms.
 func newTester(t *testing.T) portTester {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	return portTester{caddytest.NewTester(noSkip{t}).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort})}
 }
 

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
 	"time"
 
@@ -142,7 +143,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.Setenv("FAIRGATE_DEMO_KEYS", string(raw)); err != nil {
 		return err
 	}
-	cfg, err := caddyConfig(opts, seatsLn.Addr().String(), shopLn.Addr().String())
+	cfg, err := caddyConfig(opts, seatsLn.Addr().String(), shopLn.Addr().String(), strings.TrimSuffix(dbPath, ".db")+"-rooms.db")
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,9 @@ func bindHost(listen string) string {
 }
 
 // caddyConfig renders the demo Caddyfile and adapts it to Caddy's JSON.
-func caddyConfig(opts Options, seatsAddr, shopAddr string) ([]byte, error) {
+// The room's state store is a bolt file beside the seat store: temporary
+// with it, or kept with a --db file, so a demo never shares another's.
+func caddyConfig(opts Options, seatsAddr, shopAddr, statePath string) ([]byte, error) {
 	tmpl, err := template.New("Caddyfile").Parse(caddyfileTemplate)
 	if err != nil {
 		return nil, err
@@ -197,6 +200,7 @@ func caddyConfig(opts Options, seatsAddr, shopAddr string) ([]byte, error) {
 	data := map[string]any{
 		"Admin": opts.Admin, "Site": opts.Listen, "Bind": bindHost(opts.Listen), "Seats": seatsAddr, "Shop": shopAddr, "Event": eventID,
 		"Rate": opts.Rate, "Tau": opts.Tau.String(), "Difficulty": opts.Difficulty, "SaleStart": "",
+		"StatePath": statePath,
 	}
 	if opts.SaleIn > 0 {
 		data["SaleStart"] = time.Now().Add(opts.SaleIn).UTC().Format(time.RFC3339)

@@ -37,8 +37,8 @@ raise SystemExit(0 if ok else 1)"; }
 
 start_origin
 start_hook 0s
-"$CADDY" run --config "$caddyfile" --adapter caddyfile > "$T/caddy.log" 2>&1 & pids+=($!)
-wait_for "$admin/config/" && wait_for "$plain/"
+start_caddy() { "$CADDY" run --config "$caddyfile" --adapter caddyfile >> "$T/caddy.log" 2>&1 & caddy=$!; pids+=("$caddy"); wait_for "$admin/config/" && wait_for "$plain/"; }
+start_caddy
 
 # 1. Ten reloads during load, the fifth rejected (a bad regexp, with rate 999).
 # Connection errors (a reset or EOF as Caddy switches listeners, or closes an
@@ -105,10 +105,53 @@ check "key rotation under load: no failed request, no lost place, no double admi
 check "key rotation under load: connection errors under 1% on both sides" conn_share_ok "$T/keys.json.out"
 row "key rotation (keys add, reload --force)" "$T/keys.json.out" "new key signing: $rotated; old tokens and passes accepted"
 
+# 5–6. The gateway restarted (SIGTERM) and killed (SIGKILL) during load, on
+# its default durable room state (a bolt file in Caddy's data directory,
+# XDG_DATA_HOME here): the serving clock resumes where it was (a waiting
+# visitor keeps its place), the places admitted before stay used (every
+# admitted token replayed with the room open at a high rate, so the ledger
+# is all that can refuse it), no HTTP failure but the connection errors
+# while the process is down, no lost place, no double admission.
+room_clock() { curl -s --max-time 5 "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; print(json.load(sys.stdin)["clock"])'; }
+room_store() { curl -s --max-time 5 "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; print((json.load(sys.stdin).get("cluster") or {}).get("store", ""))'; }
+set_room() { curl -s --max-time 5 -o /dev/null -X POST -H 'Content-Type: application/json' -d "$1" "$admin/waiting_room/rooms/faults"; }
+restart_under_load() { # restart_under_load SIGNAL FILE-KEY LABEL
+  local sig=$1 name=$2 label=$3
+  "$LOAD" -site "$room" -room faults -plain "$plain" -for 14s -used "$T/used-$name" > "$T/$name.json" 2>> "$T/load.err" & load=$!
+  sleep 5
+  local before after
+  before=$(room_clock)
+  kill -s "$sig" "$caddy"; wait "$caddy" 2>/dev/null
+  start_caddy
+  after=$(room_clock)
+  wait "$load"
+  set_room '{"state":"open","rate":1000,"burst":1000}'
+  "$LOAD" -site "$room" -replay "$T/used-$name" > "$T/replay-$name.json" 2>> "$T/load.err"
+  set_room '{"state":"queue","rate":40,"burst":40}'
+  local replayed again
+  replayed=$(field "$T/replay-$name.json" replayed) again=$(field "$T/replay-$name.json" again)
+  check "gateway $label under load: the clock resumes (S $before before, $after after), not at 0" \
+    python3 -c "import sys; sys.exit(0 if $before > 0 and $after >= $before else 1)"
+  check "gateway $label under load: no HTTP failure, no lost place, no double admission" \
+    test "$(field "$T/$name.json" failed)" = 0 -a "$(field "$T/$name.json" lost)" = 0 -a "$(field "$T/$name.json" double)" = 0 -a "$(field "$T/$name.json" admitted)" -gt 0
+  check "gateway $label: the $replayed tokens admitted before and after stay used ($again admitted again)" \
+    test "$replayed" -gt 0 -a "$again" = 0
+  row "gateway $label during load" "$T/$name.json" "S $before → $after; replayed $replayed admitted tokens, $again admitted again"
+}
+if [ -n "$(room_store)" ]; then
+  restart_under_load TERM restart "restart (SIGTERM)"
+  restart_under_load KILL sigkill "SIGKILL"
+else
+  echo "skip - gateway restart and SIGKILL: this build keeps the room in memory (no room-state store in the admin API)"
+fi
+
 echo
 echo "| scenario | room requests | failed | connection errors | plain requests | plain failed | plain connection errors | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cat "$T/table"
-for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/keys.json.out; do grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true; done
+for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/keys.json.out "$T"/restart.json "$T"/sigkill.json; do
+  [ -f "$f" ] || continue
+  grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true
+done
 if [ "$failed" -ne 0 ]; then echo "--- faults caddy log (errors)"; grep -iE 'panic|"level":"error"' "$T/caddy.log" | tail -10; fi
 summary

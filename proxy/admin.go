@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"context"
 	"crypto/subtle"
+	"errors"
 	"math"
 	"net/http"
 	"sort"
@@ -74,7 +76,16 @@ type RoomStatus struct {
 	BucketLevel float64 `json:"bucket_level"`
 	// EstimateSeconds is the public wait estimate, absent when unknown.
 	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
-	UsedTokens      int      `json:"used_tokens"`
+	// UsedTokens is the places this node's memory ledger holds (state
+	// store memory, or on_unavailable local while the store was down).
+	UsedTokens int `json:"used_tokens"`
+	// Now is the time of the answer, ClockState the serving clock's
+	// current reading (origin, value, segments): Clock is its value at Now,
+	// the same on every node that runs the same version.
+	Now        string          `json:"now"`
+	ClockState admission.Clock `json:"clock_state"`
+	// Cluster is the state store's view: absent with state_store memory.
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
 	// Lanes are the figures of each lane, the default lane (named "")
 	// first; absent without priority lanes. The room's own figures above
 	// are the default lane's, but for Rate, which is the whole room's.
@@ -89,7 +100,8 @@ func (sh *Shared) Status(now time.Time) RoomStatus {
 		Room: v.Name, State: string(v.State), Rate: rate, Burst: burst, Difficulty: v.Difficulty,
 		ClockSpeed: v.Clock.SpeedAt(now), Clock: v.Clock.At(now),
 		Waiting: sh.Room.Population(now), Eligible: sh.Room.EligibleRate(now),
-		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.Ledger.Len(),
+		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.memory.Len(),
+		Now: now.UTC().Format(time.RFC3339Nano), ClockState: v.Clock, Cluster: sh.clusterStatus(),
 	}
 	if v.State == admission.StateClosed {
 		st.Reason = sh.ClosedReason()
@@ -118,8 +130,15 @@ type RoomChange struct {
 	Difficulty *int     `json:"difficulty,omitempty"`
 }
 
-// Apply makes a change live. It validates everything before changing anything.
+// Apply makes a change live. It validates everything before changing
+// anything. On a state store the change is saved there (every node adopts
+// it within a poll period); when the store cannot be reached nothing
+// changes and the error is an *UnavailableError.
 func (sh *Shared) Apply(c RoomChange, now time.Time) error {
+	return sh.commit(context.Background(), now, func() error { return sh.apply(c, now) })
+}
+
+func (sh *Shared) apply(c RoomChange, now time.Time) error {
 	v := sh.Room.View(now)
 	state := v.State
 	if c.State != nil {
@@ -236,6 +255,12 @@ func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.T
 			return
 		}
 		if err := sh.Apply(c, now); err != nil {
+			var down *UnavailableError
+			if errors.As(err, &down) {
+				w.Header().Set("Retry-After", "2")
+				writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+				return
+			}
 			writeError(w, http.StatusBadRequest, "invalid", err.Error())
 			return
 		}

@@ -122,12 +122,18 @@ type Config struct {
 	// MinBackoff. Default: 30s (admission.DefaultPolicy).
 	MaxBackoff Duration `json:"max_backoff,omitempty"`
 	// LedgerSize bounds how many admitted places this node remembers (each
-	// for about token_ttl + max_backoff + min_backoff after its admission).
+	// for about token_ttl + max_backoff + min_backoff after its admission)
+	// with state_store `memory` (and with `on_unavailable local` while the
+	// store is down); a bolt or DynamoDB store is not bounded by it.
 	// Default: 1048576. When full, admissions fail closed (503).
 	LedgerSize int `json:"ledger_size,omitempty"`
 	// MaxBodyBytes bounds request bodies of the gateway's endpoints.
 	// Default: 4096.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// StateStore is where the room's shared and durable state lives: a
+	// bolt file (the default), DynamoDB for a cluster, or memory. See
+	// StateStore for each field and its default.
+	StateStore *StateStore `json:"state_store,omitempty"`
 }
 
 // Bypass rules let matching requests through without a pass. A request
@@ -318,6 +324,10 @@ type settings struct {
 	lanes      []laneRule
 }
 
+// validationStatePath stands in for a front door's default bolt file when
+// a config is only checked.
+const validationStatePath = "(the front door's default)"
+
 // laneRule is a validated Lane.
 type laneRule struct {
 	name, key, value string
@@ -459,6 +469,9 @@ func (c Config) settle() (settings, error) {
 	}
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20
+	}
+	if _, err := settleStore(s.StateStore, validationStatePath); err != nil {
+		return s, err
 	}
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = 4096

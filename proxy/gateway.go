@@ -5,6 +5,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -183,7 +184,10 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 // made through the admin API stays unless the config changes that setting.
 // Call it once the gateway is certain to serve: a config that is rejected
 // must leave the room as it was.
-func (g *Gateway) ApplyConfig() error { return g.shared.reconfigure(g.cfg, g.now()) }
+func (g *Gateway) ApplyConfig() error {
+	now := g.now()
+	return g.shared.commit(context.Background(), now, func() error { return g.shared.reconfigure(g.cfg, now) })
+}
 
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {

@@ -106,6 +106,12 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	for i, l := range lanes {
 		shares[i], active[i] = l.share, l.room.Active(now)
 	}
+	if sh.cluster != nil {
+		// The shared budget caps the room as a whole, every lane together.
+		if err := sh.cluster.quota.SetRate(sh.rate); err != nil {
+			return err
+		}
+	}
 	rates := admission.LaneRates(sh.rate, shares, active)
 	for i, l := range lanes {
 		if !force && l.room.View(now).Rate == rates[i] {
@@ -114,6 +120,11 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 		burst := math.Max(1, sh.burst*rates[i]/sh.rate)
 		if err := l.room.SetRate(rates[i], burst, now); err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+		if sh.cluster != nil && sh.cluster.share != 1 {
+			// This node's bucket runs at its share of the lane's rate.
+			share := sh.cluster.share
+			l.room.SetBucketRate(rates[i]*share, burst*share, now)
 		}
 	}
 	return nil

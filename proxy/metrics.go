@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
 // metrics of one room. No label names a visitor. The collectors belong to
@@ -33,7 +34,24 @@ type metrics struct {
 	// waited is the time from a place's entry (its waiting token's iat,
 	// which never moves) to admission.
 	waited prometheus.Histogram
-	room   *roomCollector
+	// storeCalls times the state store's calls by operation; storeErrors
+	// counts the failed ones (answers such as a lost compare-and-set are
+	// not failures).
+	storeCalls  *prometheus.HistogramVec
+	storeErrors *prometheus.CounterVec
+	room        *roomCollector
+}
+
+// observeStore records one state store call.
+func (m *metrics) observeStore(op string, took time.Duration, err error) {
+	if errors.Is(err, roomstate.ErrUnavailable) {
+		m.storeErrors.WithLabelValues(op).Inc() // failed fast, not timed
+		return
+	}
+	m.storeCalls.WithLabelValues(op).Observe(took.Seconds())
+	if err != nil && !errors.Is(err, roomstate.ErrNotFound) && !errors.Is(err, roomstate.ErrConflict) {
+		m.storeErrors.WithLabelValues(op).Inc()
+	}
 }
 
 // newRoomMetrics builds a room's collectors, once per room.
@@ -58,7 +76,11 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "fairgate", Name: "wait_seconds",
 			Help:    "Time from entering the queue (the waiting token's iat) to admission.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}, ConstLabels: room}),
-		room: newRoomCollector(shared, now),
+		storeCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "fairgate", Name: "state_store_call_seconds",
+			Help:    "State store calls by operation and how long they took.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, ConstLabels: room}, []string{"op"}),
+		storeErrors: vec("state_store_errors_total", "Failed state store calls by operation (timeouts and calls refused while the store is failing included).", "op"),
+		room:        newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
 	return m
@@ -90,7 +112,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 // collectors are the room's metrics.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.issued, m.attempts, m.admissions, m.laneAdmissions, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.room}
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.room}
 }
 
 // Collector reports the metrics of every room in rs at scrape time, for a

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/internal/httpserver"
 )
 
@@ -23,6 +24,7 @@ import (
 type Server struct {
 	gateway  *Gateway
 	shared   *Shared
+	store    roomstate.Store // nil on memory
 	public   http.Handler
 	admin    http.Handler
 	log      *zap.Logger
@@ -36,6 +38,11 @@ type Server struct {
 type ServerConfig struct {
 	Upstream *url.URL
 	Gateway  Config
+	// StatePath is the bolt file of a config without state_store, or
+	// whose bolt store names no path (`fairgate proxy --state`, default
+	// DefaultStateFile). Empty: such a config runs on memory, and a bolt
+	// store needs its path.
+	StatePath string
 	// AdminToken is the bearer token of the admin API (required).
 	AdminToken string
 	// TLSCert and TLSKey, when set, serve the public listener over TLS.
@@ -65,18 +72,38 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	shared, err := NewShared(cfg.Gateway, time.Now)
+	st, err := cfg.Gateway.SettleStateStore(cfg.StatePath)
 	if err != nil {
 		return nil, err
+	}
+	store, err := OpenStateStore(context.Background(), st)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := NewSharedOn(context.Background(), cfg.Gateway, st, store, time.Now)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
+	fail := func(err error) (*Server, error) {
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
+	if err := shared.Join(context.Background()); err != nil {
+		return fail(err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := New(cfg.Gateway, shared, Options{Logger: log, Registerer: reg})
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := gw.ApplyConfig(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -92,7 +119,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if grace == 0 {
 		grace = 15 * time.Second
 	}
-	return &Server{gateway: gw, shared: shared, public: gw.Wrap(rp), admin: mux, log: log,
+	return &Server{gateway: gw, shared: shared, store: store, public: gw.Wrap(rp), admin: mux, log: log,
 		tlsCert: cfg.TLSCert, tlsKey: cfg.TLSKey, shutdown: grace,
 		timeouts: httpserver.Timeouts{Header: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Idle: cfg.IdleTimeout}}, nil
 }
@@ -131,8 +158,20 @@ func (s *Server) AdminHandler() http.Handler { return s.admin }
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	defer s.gateway.Close()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go s.shared.Run(ctx, time.Now)
+	running := make(chan struct{})
+	defer func() {
+		cancel()
+		<-running // the room's loop gives its budget back before the store closes
+		if s.store != nil {
+			if err := s.store.Close(); err != nil {
+				s.log.Warn("closing the state store", zap.Error(err))
+			}
+		}
+	}()
+	go func() {
+		defer close(running)
+		s.shared.Run(ctx, time.Now)
+	}()
 	pub := httpserver.New(s.public, s.timeouts)
 	adm := httpserver.New(s.admin, s.timeouts)
 	errs := make(chan error, 2)

@@ -18,8 +18,15 @@ import (
 type Shared struct {
 	// Room is the room's default lane: its name, state and clock are the
 	// room's; priority lanes are rooms of their own beside it.
-	Room   *admission.Room
-	Ledger *admission.MemoryLedger
+	Room *admission.Room
+	// Ledger remembers used places: the state store's, or memory's.
+	Ledger admission.Ledger
+	// memory is the ledger of state_store memory, and the fallback of
+	// on_unavailable local.
+	memory *admission.MemoryLedger
+	// cluster links the room to its state store; nil on memory.
+	cluster *cluster
+	clock   func() time.Time
 	// generated keys, when the config had none: kept so a reload does not
 	// invalidate every token.
 	generated *admission.KeyRing
@@ -71,9 +78,12 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
+	memory := admission.NewMemoryLedger(s.LedgerSize, clock)
 	sh := &Shared{
 		Room:    lanes[0].room,
-		Ledger:  admission.NewMemoryLedger(s.LedgerSize, clock),
+		Ledger:  memory,
+		memory:  memory,
+		clock:   clock,
 		applied: appliedOf(s),
 		rate:    s.Rate,
 		burst:   s.Burst,
@@ -94,7 +104,9 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	want := appliedOf(s)
-	if err := checkOrderKept(want, sh.applied); err != nil {
+	// The room's own order, not the applied one: a stored config (several
+	// nodes) does not carry it.
+	if err := checkOrderKept(want, applied{order: sh.Room.View(now).Order}); err != nil {
 		return err
 	}
 	if !slices.Equal(want.lanes, sh.applied.lanes) {
@@ -147,7 +159,7 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 		}
 	}
 	if want.ledgerSize != sh.applied.ledgerSize {
-		sh.Ledger.SetCapacity(want.ledgerSize)
+		sh.memory.SetCapacity(want.ledgerSize)
 	}
 	sh.applied = want
 	return nil
@@ -187,9 +199,18 @@ func (sh *Shared) keys(cfg admission.KeysConfig) (ring *admission.KeyRing, gener
 	return sh.generated, true, nil
 }
 
+func (sh *Shared) now() time.Time { return sh.clock() }
+
 // Run lets the room's controller adjust the clock once a second until ctx
-// ends. One goroutine per room, whichever front door owns it.
+// ends. One goroutine per room, whichever front door owns it. On a state
+// store it also keeps the room in step with the other nodes: polling the
+// control state, publishing this node's observations, and ticking for the
+// cluster when no other node did.
 func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
+	if sh.cluster != nil {
+		sh.runCluster(ctx, now)
+		return
+	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

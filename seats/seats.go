@@ -194,20 +194,27 @@ func (e *TakenError) Error() string { return "seats taken: " + strings.Join(e.Se
 // Hold is one all-or-nothing hold request.
 type Hold struct {
 	Session string
-	Seats   []string
-	Now     time.Time
+	// User, if set, is who asks: a session of anyone else is refused
+	// (ErrForbidden) inside the hold's own transaction, so the hold needs
+	// no read of the session before it.
+	User  string
+	Seats []string
+	Now   time.Time
 	// Key, if set, commits the request's idempotency record with the hold.
 	Key *Idempotency
 }
 
 // ApplyHold is the rule of a hold, applied to a session and its seats
 // (in the order of h.Seats) as read inside one transaction: the session is
-// the caller's, in reservation and not expired, and stays within its limit
-// with the seats it does not hold yet (checked first: it depends on the
-// session alone); every such seat exists and is available now. Seats the
-// session already holds are kept as they are. On success it mutates session
-// and seats; on failure it changes nothing.
+// h.User's (if named), in reservation and not expired, and stays within its
+// limit with the seats it does not hold yet (checked first: it depends on
+// the session alone); every such seat exists and is available now. Seats
+// the session already holds are kept as they are. On success it mutates
+// session and seats; on failure it changes nothing.
 func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
+	if err := owned(sess, h.User); err != nil {
+		return err
+	}
 	if err := sessionOpen(sess, h.Now); err != nil {
 		return err
 	}
@@ -240,8 +247,24 @@ func ApplyHold(sess *Session, seats []*Seat, h Hold) error {
 	return nil
 }
 
-// ApplyRelease releases one held seat.
-func ApplyRelease(sess *Session, seat *Seat, now time.Time) error {
+// Release is one release request.
+type Release struct {
+	Session string
+	// User, if set, is who asks, checked as Hold.User is.
+	User string
+	Seat string
+	Now  time.Time
+	// Key, if set, commits the request's idempotency record with the release.
+	Key *Idempotency
+}
+
+// ApplyRelease releases one held seat: the session is r.User's (if named)
+// and open, and holds the seat.
+func ApplyRelease(sess *Session, seat *Seat, r Release) error {
+	if err := owned(sess, r.User); err != nil {
+		return err
+	}
+	now := r.Now
 	if err := sessionOpen(sess, now); err != nil {
 		return err
 	}
@@ -310,6 +333,15 @@ func ApplyCancel(sess *Session, seats []*Seat, now time.Time) error {
 		}
 	}
 	sess.State, sess.Seats = StateCancelled, nil
+	return nil
+}
+
+// owned is the rule that a change is asked by the session's user; an empty
+// user is not checked (the caller has).
+func owned(sess *Session, user string) error {
+	if user != "" && sess.UserID != user {
+		return ErrForbidden
+	}
 	return nil
 }
 

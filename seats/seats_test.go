@@ -2,7 +2,9 @@ package seats
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -90,6 +92,30 @@ type notHeldStore struct {
 }
 
 func (s *notHeldStore) Session(context.Context, string) (Session, error) { return s.sess, nil }
-func (s *notHeldStore) Release(context.Context, string, string, time.Time, *Idempotency) (Session, error) {
+func (s *notHeldStore) Release(context.Context, Release) (Session, error) {
 	return Session{}, ErrNotHeld
+}
+
+// TestEncodeRecord: the record encoded around an encoded session reads
+// back as the KeyRecord of that session.
+func TestEncodeRecord(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.FixedZone("x", 3600))
+	k := &Idempotency{Key: "k", Fingerprint: "fp", Status: 201}
+	sess := Session{ID: "S1", EventID: "ev", UserID: "u", State: StateReservation, Limit: 6, Seats: []string{"A-1-1-1"}, CreatedAt: now.UTC(), ExpiresAt: now.Add(time.Minute).UTC()}
+	raw, err := json.Marshal(sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := k.EncodeRecord(raw, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got KeyRecord
+	if err := json.Unmarshal(enc, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := KeyRecord{ClaimedAt: now.UTC(), Fingerprint: "fp", Status: 201, Session: &sess}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v\nwant    %+v", got, want)
+	}
 }

@@ -201,10 +201,8 @@ func (s *Service) Session(ctx context.Context, id, user string) (Session, error)
 }
 
 // HoldSeats holds the given seats, all or nothing.
+// The store checks the session is user's inside the hold's transaction.
 func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []string, now time.Time, key *Idempotency) (Session, error) {
-	if _, err := s.Session(ctx, id, user); err != nil {
-		return Session{}, err
-	}
 	if len(seatIDs) == 0 || len(seatIDs) > MaxSeatsPerHold {
 		return Session{}, fmt.Errorf("%w: hold 1 to %d seats", ErrInvalid, MaxSeatsPerHold)
 	}
@@ -213,7 +211,7 @@ func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []stri
 	if len(slices.Compact(ids)) != len(seatIDs) {
 		return Session{}, fmt.Errorf("%w: a seat is named twice", ErrInvalid)
 	}
-	return s.decided(ctx, id)(s.store.Hold(ctx, Hold{Session: id, Seats: seatIDs, Now: now, Key: key}))
+	return s.decided(ctx, id)(s.store.Hold(ctx, Hold{Session: id, User: user, Seats: seatIDs, Now: now, Key: key}))
 }
 
 // MaxBestSections caps the sections one best-available request may name:
@@ -272,7 +270,7 @@ func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sect
 			if cand == nil {
 				break
 			}
-			out, err := s.store.Hold(ctx, Hold{Session: id, Seats: cand, Now: now, Key: attemptKey(key, tries)})
+			out, err := s.store.Hold(ctx, Hold{Session: id, User: user, Seats: cand, Now: now, Key: attemptKey(key, tries)})
 			var te *TakenError
 			if !errors.As(err, &te) {
 				return out, err
@@ -300,11 +298,9 @@ func attemptKey(key *Idempotency, attempt int) *Idempotency {
 }
 
 // ReleaseSeat releases one held seat.
+// The store checks the session is user's inside the release's transaction.
 func (s *Service) ReleaseSeat(ctx context.Context, id, user, seat string, now time.Time, key *Idempotency) (Session, error) {
-	if _, err := s.Session(ctx, id, user); err != nil {
-		return Session{}, err
-	}
-	return s.decided(ctx, id)(s.store.Release(ctx, id, seat, now, key))
+	return s.decided(ctx, id)(s.store.Release(ctx, Release{Session: id, User: user, Seat: seat, Now: now, Key: key}))
 }
 
 // Checkout freezes the holds and keeps them to CheckoutDeadline.

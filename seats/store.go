@@ -2,6 +2,7 @@ package seats
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -27,7 +28,7 @@ type Store interface {
 	// Hold applies ApplyHold atomically.
 	Hold(ctx context.Context, h Hold) (Session, error)
 	// Release applies ApplyRelease atomically.
-	Release(ctx context.Context, session, seat string, now time.Time, key *Idempotency) (Session, error)
+	Release(ctx context.Context, r Release) (Session, error)
 	// Checkout applies ApplyCheckout atomically.
 	Checkout(ctx context.Context, session string, now, until time.Time, key *Idempotency) (Session, error)
 	// Confirm applies ApplyConfirm atomically.
@@ -68,9 +69,15 @@ type Idempotency struct {
 	Attempt int
 }
 
-// Record is the key's record for a write that produced sess at now.
-func (k *Idempotency) Record(sess Session, now time.Time) KeyRecord {
-	return KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status, Session: &sess}
+// EncodeRecord is the JSON of the key's record (a KeyRecord) for a write
+// that produced, at now, the session whose JSON is sess: a store that keeps
+// the session as JSON encodes it once per write, for its own item and
+// inside the record.
+func (k *Idempotency) EncodeRecord(sess []byte, now time.Time) ([]byte, error) {
+	return json.Marshal(struct {
+		KeyRecord
+		Session json.RawMessage `json:"session"` // hides KeyRecord.Session
+	}{KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status}, sess})
 }
 
 // KeyRecord is the stored answer to a request with an Idempotency-Key:

@@ -13,6 +13,7 @@ package roomstate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -35,9 +36,48 @@ type Control struct {
 	Rate       float64         `json:"rate"`
 	Burst      float64         `json:"burst"`
 	Difficulty int             `json:"difficulty"`
+	// Reason is why a closed room is closed (e.g. "sold_out").
+	Reason string `json:"reason,omitempty"`
 	// Cruise is the clock's speed while admitting (the controller's output).
 	Cruise float64         `json:"cruise"`
 	Clock  admission.Clock `json:"clock"`
+	// Past are the clock's earlier readings back to the room's memory, so
+	// every node judges a late token at its checkpoint alike.
+	Past []admission.Clock `json:"past,omitempty"`
+	// Opens is where the checkpoint grid starts (admission.View.Opens);
+	// Queueing when the room last began to queue; LatestStart the latest
+	// sale start the room was given.
+	Opens       time.Time `json:"opens,omitzero"`
+	Queueing    time.Time `json:"queueing,omitzero"`
+	LatestStart time.Time `json:"latest_start,omitzero"`
+	// Ticked is when the controller last set Cruise: one node a second
+	// ticks for the cluster.
+	Ticked time.Time `json:"ticked,omitzero"`
+	// Lanes are the control states of the room's priority lanes, by name:
+	// each lane has its own clock (their Lanes and Applied are empty).
+	Lanes map[string]Control `json:"lanes,omitempty"`
+	// Applied is what the config last applied, as the gateway records it,
+	// so a node that starts with a changed config applies only the change.
+	Applied json.RawMessage `json:"applied,omitempty"`
+}
+
+// ControlOf is the stored form of a room's exported view and the time it
+// last began to queue (admission.Room.Export).
+func ControlOf(v admission.View, queueing time.Time) Control {
+	return Control{
+		State: v.State, SaleStart: v.SaleStart, Rate: v.Rate, Difficulty: v.Difficulty,
+		Cruise: v.Cruise, Clock: v.Clock, Past: v.Past, Opens: v.Opens, Queueing: queueing,
+		LatestStart: v.LatestStart,
+	}
+}
+
+// View is the admission.View a node adopts from c, and the time the room
+// last began to queue (admission.Room.Adopt).
+func (c Control) View() (admission.View, time.Time) {
+	return admission.View{
+		State: c.State, SaleStart: c.SaleStart, Rate: c.Rate, Difficulty: c.Difficulty,
+		Cruise: c.Cruise, Clock: c.Clock, Past: c.Past, Opens: c.Opens, LatestStart: c.LatestStart,
+	}, c.Queueing
 }
 
 // Window is one admission-budget window of a room: at most Limit

@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/httpapi"
 )
 
-// httpTarget is the seat API on loopback with a gate that mints real
-// passes, so every request pays for what a visitor's does: HTTP, the pass
-// check, the idempotency record.
+// httpTarget is the seat API on loopback, served as `fairgate seats`
+// serves it (internal/httpserver), with a gate that mints real passes, so
+// every request pays for what a visitor's does: HTTP, the pass check, the
+// idempotency record.
 type httpTarget struct {
 	srv   *http.Server
 	base  string
@@ -43,7 +45,7 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 		return nil, err
 	}
 	t := &httpTarget{
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}, base: "http://" + ln.Addr().String(),
+		srv: httpserver.New(api, httpserver.Defaults), base: "http://" + ln.Addr().String(),
 		gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1<<16, time.Now)), room: room,
 		httpc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 10 * time.Second},
 	}
@@ -55,7 +57,7 @@ func (t *httpTarget) close() { _ = t.srv.Shutdown(context.Background()) }
 
 // client admits client c through the gate, opens its session over HTTP,
 // and returns its hold-and-release call.
-func (t *httpTarget) client(c int) (func(i int) (bool, error), error) {
+func (t *httpTarget) client(c int) (cycle, error) {
 	user := fmt.Sprintf("h%d", c)
 	tk, err := t.gate.Issue(t.room, admission.Visitor{Subject: user}, time.Now())
 	if err != nil {
@@ -73,21 +75,23 @@ func (t *httpTarget) client(c int) (func(i int) (bool, error), error) {
 	if err := json.Unmarshal(body, &sess); err != nil {
 		return nil, err
 	}
-	return func(i int) (bool, error) {
+	return func(i int) (time.Duration, bool, error) {
 		seat := seatOf(c, i)
+		start := time.Now()
 		status, body, err := t.do("POST", "/api/sessions/"+sess.Session+"/holds", `{"seats":["`+seat+`"]}`, d.Pass)
+		took := time.Since(start)
 		switch {
 		case err != nil:
-			return false, err
+			return took, false, err
 		case status == http.StatusConflict && strings.Contains(string(body), "seat_taken"):
-			return false, &seats.TakenError{Seats: []string{seat}}
+			return took, false, &seats.TakenError{Seats: []string{seat}}
 		case status != http.StatusOK:
-			return false, fmt.Errorf("hold: %d %s", status, body)
+			return took, false, fmt.Errorf("hold: %d %s", status, body)
 		}
 		if status, body, err := t.do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
-			return true, fmt.Errorf("release: %d %s %v", status, body, err)
+			return took, true, fmt.Errorf("release: %d %s %v", status, body, err)
 		}
-		return true, nil
+		return took, true, nil
 	}, nil
 }
 

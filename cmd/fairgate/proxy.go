@@ -28,6 +28,7 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	configFile := fs.String("config", "", "gateway config, the JSON of the Caddy module (optional)")
 	adminAddr := fs.String("admin", "127.0.0.1:9180", "admin API and /metrics address (loopback only)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_ADMIN_TOKEN"), "admin bearer token (default $FAIRGATE_ADMIN_TOKEN, else generated)")
+	state := fs.String("state", proxy.DefaultStateFile, "room-state file of a bolt state_store without path (the config's default store)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file for the public listener")
 	tlsKey := fs.String("tls-key", "", "TLS key file")
 	if err := fs.Parse(args); err != nil {
@@ -64,7 +65,7 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(os.Stderr, "fairgate proxy: generated admin token (set FAIRGATE_ADMIN_TOKEN to choose one): %s\n", *adminToken)
 	}
 	srv, err := proxy.NewServer(proxy.ServerConfig{
-		Upstream: up, Gateway: cfg, AdminToken: *adminToken, TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: log,
+		Upstream: up, Gateway: cfg, StatePath: *state, AdminToken: *adminToken, TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: log,
 	})
 	if err != nil {
 		return err

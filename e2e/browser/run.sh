@@ -33,7 +33,7 @@ room() { # name template tau port admin-port
 	 "difficulty":10,"min_backoff":"1s","max_backoff":"4s"}
 	EOF
 	"$W/fairgate" proxy --listen "127.0.0.1:$4" --admin "127.0.0.1:$5" --admin-token "$ADMIN_TOKEN" \
-		--upstream "$SITE" --config "$W/$1.json" > "$W/$1.log" 2>&1 &
+		--upstream "$SITE" --config "$W/$1.json" --state "$W/$1.db" > "$W/$1.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 150); do curl -s -o /dev/null "http://127.0.0.1:$4/_fairgate/status" && break; sleep 0.1; done
 }
@@ -52,7 +52,7 @@ cat > "$W/lanes.json" <<EOF
  "lanes":[{"name":"vip","share":0.5,"claim":"tier=vip"}]}
 EOF
 "$W/fairgate" proxy --listen "127.0.0.1:$p" --admin "127.0.0.1:$a" --admin-token "$ADMIN_TOKEN" \
-	--upstream "$SITE" --config "$W/lanes.json" > "$W/lanes.log" 2>&1 &
+	--upstream "$SITE" --config "$W/lanes.json" --state "$W/lanes.db" > "$W/lanes.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 150); do curl -s -o /dev/null "http://127.0.0.1:$p/_fairgate/status" && break; sleep 0.1; done
 export LANES="http://127.0.0.1:$p" LANES_ADMIN="http://127.0.0.1:$a" LOGIN_KEY="$login_key"

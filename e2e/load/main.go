@@ -6,6 +6,12 @@
 //
 //	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-pace 20ms] [-for 15s] [-keepalive=false]
 //	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
+//	load -site URL -replay FILE                replay admitted tokens (from -used FILE)
+//
+// With -used FILE every admitted token and its solution is appended to
+// FILE; -replay posts each again and prints {"replayed":N,"again":M}: M
+// used tokens admitted a second time (a 429 is asked again after its
+// Retry-After, up to three times, so the ledger is what answers).
 //
 // failed: HTTP answers outside the documented set (5xx from the waiting
 // room's own endpoints, unexpected statuses); conn_errors: requests whose
@@ -49,6 +55,7 @@ type counts struct {
 	PlainConn    atomic.Int64 `json:"-"`
 	mu           sync.Mutex
 	samples      []string
+	used         io.Writer // admitted tokens, one JSON line each
 }
 
 // failure records a failed request as an HTTP failure or, when the
@@ -87,10 +94,21 @@ func main() {
 	keepAlive := flag.Bool("keepalive", true, "reuse connections")
 	hookAddr := flag.String("serve-hook", "", "serve an admission hook on this address instead")
 	hookDelay := flag.Duration("hook-delay", 0, "how long the hook takes to answer")
+	usedFile := flag.String("used", "", "append every admitted token and its solution to this file")
+	replayFile := flag.String("replay", "", "replay the admitted tokens in this file (from -used) instead")
 	flag.Parse()
 	if *hookAddr != "" {
 		fmt.Fprintln(os.Stderr, serveHook(*hookAddr, *hookDelay))
 		os.Exit(1)
+	}
+	if *replayFile != "" && *site != "" {
+		out, err := replay(*site, *replayFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		fmt.Println(out)
+		return
 	}
 	if *site == "" || *room == "" {
 		fmt.Fprintln(os.Stderr, "load: -site and -room are required")
@@ -99,6 +117,15 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), *length)
 	defer cancel()
 	c := &counts{}
+	if *usedFile != "" {
+		f, err := os.OpenFile(*usedFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		c.used = f
+	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableKeepAlives: !*keepAlive}}
 	var wg sync.WaitGroup
 	for range *visitors {
@@ -197,6 +224,11 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			var a struct{ Pass string }
 			_ = json.Unmarshal(body, &a)
 			c.Admitted.Add(1)
+			if c.used != nil {
+				c.mu.Lock()
+				fmt.Fprintf(c.used, "%s\n", req)
+				c.mu.Unlock()
+			}
 			if st, _, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK {
 				c.fail(&c.Double, "a used token admitted again")
 			}
@@ -278,4 +310,58 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// replay posts every admitted token in file (JSON lines of the admit
+// body) once more to site and counts those admitted again.
+func replay(site, file string) (string, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 10 * time.Second}
+	var replayed, again atomic.Int64
+	statuses := sync.Map{}
+	lines := make(chan []byte)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for body := range lines {
+				for attempt := 0; attempt < 4 && ctx.Err() == nil; attempt++ {
+					status, resp, err := do(ctx, client, "POST", site+"/_fairgate/admit", body, "")
+					if err != nil {
+						break
+					}
+					if status == http.StatusTooManyRequests && attempt < 3 {
+						var tk ticket
+						_ = json.Unmarshal(resp, &tk)
+						sleep(ctx, min(2*time.Second, time.Duration(tk.RetryAfter*float64(time.Second))+10*time.Millisecond))
+						continue
+					}
+					replayed.Add(1)
+					n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+					if status == http.StatusOK {
+						again.Add(1)
+					}
+					break
+				}
+			}
+		}()
+	}
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines <- line
+		}
+	}
+	close(lines)
+	wg.Wait()
+	byStatus := map[string]int64{}
+	statuses.Range(func(k, v any) bool { byStatus[strconv.Itoa(k.(int))] = v.(*atomic.Int64).Load(); return true })
+	out, _ := json.Marshal(map[string]any{"replayed": replayed.Load(), "again": again.Load(), "statuses": byStatus})
+	return string(out), nil
 }

@@ -40,7 +40,9 @@ const sweepEvery = 10 * time.Minute
 
 // Open opens (or creates) the store at path.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	// The freelist is rebuilt on open rather than written with every
+	// commit, and kept as a map: a commit writes only the pages it changed.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -191,9 +193,6 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 				return &seats.SessionExistsError{Session: other.ID}
 			}
 		}
-		if err := putJSON(tx.Bucket(sessionsBucket), sess.ID, sess); err != nil {
-			return err
-		}
 		if err := tx.Bucket(liveBucket).Put([]byte(liveKey), []byte(sess.ID)); err != nil {
 			return err
 		}
@@ -202,10 +201,7 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 				return err
 			}
 		}
-		if key != nil {
-			return putJSON(tx.Bucket(keysBucket), key.Key, key.Record(sess, now))
-		}
-		return nil
+		return putSession(tx, sess, now, key)
 	})
 }
 
@@ -224,9 +220,9 @@ func (s *Store) Hold(_ context.Context, h seats.Hold) (seats.Session, error) {
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(_ context.Context, session, seat string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, []string{seat}, now, key, func(sess *seats.Session, list []*seats.Seat) error {
-		return seats.ApplyRelease(sess, list[0], now)
+func (s *Store) Release(_ context.Context, r seats.Release) (seats.Session, error) {
+	return s.change(r.Session, []string{r.Seat}, r.Now, r.Key, func(sess *seats.Session, list []*seats.Seat) error {
+		return seats.ApplyRelease(sess, list[0], r)
 	})
 }
 
@@ -298,12 +294,7 @@ func (s *Store) change(session string, ids []string, now time.Time, key *seats.I
 			}
 		}
 		out = sess
-		if key != nil {
-			if err := putJSON(tx.Bucket(keysBucket), key.Key, key.Record(sess, now)); err != nil {
-				return err
-			}
-		}
-		return putJSON(tx.Bucket(sessionsBucket), sess.ID, sess)
+		return putSession(tx, sess, now, key)
 	})
 	if err != nil {
 		return seats.Session{}, err
@@ -357,6 +348,25 @@ func (s *Store) batch(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	return domain
+}
+
+// putSession writes a session and, with key, the write's idempotency
+// record, encoding the session once for both.
+func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idempotency) error {
+	raw, err := json.Marshal(sess)
+	if err != nil {
+		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
+	}
+	if key != nil {
+		rec, err := key.EncodeRecord(raw, now)
+		if err != nil {
+			return fmt.Errorf("encoding idempotency record: %w", err)
+		}
+		if err := tx.Bucket(keysBucket).Put([]byte(key.Key), rec); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(sessionsBucket).Put([]byte(sess.ID), raw)
 }
 
 func putJSON(b *bolt.Bucket, key string, v any) error {

@@ -13,10 +13,14 @@
 // version for optimistic concurrency, seats carry conditions that make a
 // seat lockable only when it is available or its lock has expired.
 //
+// Items are Go structs mapped with the SDK's attributevalue package, and
+// every condition and update is built with its expression package; a
+// transaction that loses a race runs again through internal/retry.
+//
 // By concern: tables.go (the tables), events.go (import, seat maps),
 // sessions.go (sessions, holds and their transactions), keys.go
-// (idempotency records), transact.go (transactions, errors, retries),
-// items.go (attribute helpers).
+// (idempotency records), transact.go (transactions, errors, the retry
+// policy), items.go (the items).
 package dynamostore
 
 import (

@@ -10,10 +10,13 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fairgate/fairgate/internal/retry"
 	"github.com/fairgate/fairgate/seats"
 )
 
@@ -41,13 +44,19 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 	}
 	sum := sha256.Sum256(raw)
 	digest := hex.EncodeToString(sum[:])
+	it, err := marshal(eventItem{itemKey: itemKey{PK: ev.ID + "#EVENT", SK: meta}, Data: string(raw), State: eventImporting, Digest: digest})
+	if err != nil {
+		return err
+	}
+	state, sameDigest := expression.Name("state"), expression.Name("digest").Equal(expression.Value(digest))
+	// A new event, or the resumption of this very layout's import.
+	claim, err := build(expression.NewBuilder().WithCondition(notExists.Or(state.Equal(expression.Value(eventImporting)).And(sameDigest))))
+	if err != nil {
+		return err
+	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.tables.Seats),
-		Item:      item{"PK": sv(ev.ID + "#EVENT"), "SK": sv("META"), "data": sv(string(raw)), "state": sv(eventImporting), "digest": sv(digest)},
-		// A new event, or the resumption of this very layout's import.
-		ConditionExpression:       aws.String("attribute_not_exists(PK) OR (#st = :importing AND digest = :digest)"),
-		ExpressionAttributeNames:  map[string]string{"#st": "state"},
-		ExpressionAttributeValues: item{":importing": sv(eventImporting), ":digest": sv(digest)},
+		TableName: aws.String(s.tables.Seats), Item: it,
+		ConditionExpression: claim.Condition(), ExpressionAttributeNames: claim.Names(), ExpressionAttributeValues: claim.Values(),
 	})
 	var failedCheck *types.ConditionalCheckFailedException
 	if errors.As(err, &failedCheck) {
@@ -70,12 +79,14 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("importing the seats of %s (repost the same layout to resume): %w", ev.ID, err)
 	}
+	publish, err := build(expression.NewBuilder().WithCondition(sameDigest).WithUpdate(expression.Set(state, expression.Value(eventReady))))
+	if err != nil {
+		return err
+	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.tables.Seats), Key: key(ev.ID + "#EVENT"),
-		UpdateExpression:          aws.String("SET #st = :ready"),
-		ConditionExpression:       aws.String("digest = :digest"),
-		ExpressionAttributeNames:  map[string]string{"#st": "state"},
-		ExpressionAttributeValues: item{":ready": sv(eventReady), ":digest": sv(digest)},
+		UpdateExpression: publish.Update(), ConditionExpression: publish.Condition(),
+		ExpressionAttributeNames: publish.Names(), ExpressionAttributeValues: publish.Values(),
 	})
 	return s.wrap("publishing event", err)
 }
@@ -83,57 +94,39 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 // putSeats writes up to 25 new seats in one transaction, each only if it
 // does not exist; if some do (an import resumed), one by one, keeping those.
 func (s *Store) putSeats(ctx context.Context, event string, batch []seats.Seat) error {
-	put := func(seat seats.Seat) *types.Put {
-		return &types.Put{TableName: aws.String(s.tables.Seats), Item: seatItem(event, seat), ConditionExpression: aws.String("attribute_not_exists(PK)")}
+	create, err := build(expression.NewBuilder().WithCondition(notExists))
+	if err != nil {
+		return err
 	}
+	puts := make([]*types.Put, len(batch))
 	actions := make([]types.TransactWriteItem, len(batch))
 	for i, seat := range batch {
-		actions[i] = types.TransactWriteItem{Put: put(seat)}
-	}
-	for attempt := 0; ; attempt++ {
-		reasons, err := s.transact(ctx, actions, "")
-		if errors.Is(err, errConflict) && attempt < 6 {
-			if err := sleep(ctx, backoff(attempt+1)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil || reasons == nil {
+		it, err := marshal(newSeatItem(event, seat))
+		if err != nil {
 			return err
 		}
-		break
+		puts[i] = &types.Put{TableName: aws.String(s.tables.Seats), Item: it, ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names()}
+		actions[i] = types.TransactWriteItem{Put: puts[i]}
 	}
-	for _, seat := range batch {
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Seats), Item: seatItem(event, seat), ConditionExpression: aws.String("attribute_not_exists(PK)")})
+	var reasons []types.CancellationReason
+	err = retry.Do(ctx, conflictRetry, isConflict, func(int) error {
+		reasons, err = s.transact(ctx, actions, "")
+		return err
+	})
+	if err != nil {
+		return conflictIsThrottling(err)
+	}
+	if reasons == nil {
+		return nil
+	}
+	for i, put := range puts {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames})
 		var exists *types.ConditionalCheckFailedException
 		if err != nil && !errors.As(err, &exists) {
-			return s.wrap("writing seat "+seat.ID, err)
+			return s.wrap("writing seat "+batch[i].ID, err)
 		}
 	}
 	return nil
-}
-
-func seatItem(event string, st seats.Seat) item {
-	it := item{
-		"PK": sv(event + "#" + st.ID), "SK": sv("META"),
-		"GSI1PK": sv(event + "#" + st.Section), "GSI1SK": sv(fmt.Sprintf("%s#%s#%06d", st.Block, st.Row, st.Number)),
-		"id": sv(st.ID), "section": sv(st.Section), "block": sv(st.Block), "row": sv(st.Row),
-		"number": nv(int64(st.Number)), "price": nv(st.Price), "availability": sv(string(st.Status)),
-		"expiresAt": ms(st.ExpiresAt),
-	}
-	if st.Category != "" {
-		it["category"] = sv(st.Category)
-	}
-	return it
-}
-
-func seatFrom(event string, it item) seats.Seat {
-	return seats.Seat{
-		EventID: event, ID: getS(it, "id"), Section: getS(it, "section"), Block: getS(it, "block"), Row: getS(it, "row"),
-		Number: int(getN(it, "number")), Category: getS(it, "category"), Price: getN(it, "price"),
-		Status: seats.Availability(getS(it, "availability")), Session: getS(it, "session"),
-		ExpiresAt: getTime(it, "expiresAt"), Reservation: getS(it, "reservation"),
-	}
 }
 
 // Event implements seats.Store.
@@ -143,10 +136,17 @@ func (s *Store) Event(ctx context.Context, id string) (seats.Event, error) {
 	if err != nil {
 		return ev, s.wrap("reading event", err)
 	}
-	if out.Item == nil || getS(out.Item, "state") == eventImporting {
+	var it eventItem
+	if out.Item == nil {
 		return ev, fmt.Errorf("event %s: %w", id, seats.ErrNotFound)
 	}
-	if err := json.Unmarshal([]byte(getS(out.Item, "data")), &ev); err != nil {
+	if err := unmarshal(out.Item, &it); err != nil {
+		return ev, fmt.Errorf("event %s: %w", id, err)
+	}
+	if it.State == eventImporting {
+		return ev, fmt.Errorf("event %s: %w", id, seats.ErrNotFound)
+	}
+	if err := json.Unmarshal([]byte(it.Data), &ev); err != nil {
 		return ev, fmt.Errorf("event %s: %w", id, err)
 	}
 	return ev, nil
@@ -156,19 +156,26 @@ func (s *Store) Event(ctx context.Context, id string) (seats.Event, error) {
 // eventually consistent: a seat map may lag a write by a moment, which the
 // holds themselves never do (their conditions read the table).
 func (s *Store) SectionSeats(ctx context.Context, event, section string) ([]seats.Seat, error) {
+	q, err := build(expression.NewBuilder().WithKeyCondition(expression.Key("GSI1PK").Equal(expression.Value(event + "#" + section))))
+	if err != nil {
+		return nil, err
+	}
 	var out []seats.Seat
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 		TableName: aws.String(s.tables.Seats), IndexName: aws.String("GSI1"),
-		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: item{":pk": sv(event + "#" + section)},
+		KeyConditionExpression: q.KeyCondition(), ExpressionAttributeNames: q.Names(), ExpressionAttributeValues: q.Values(),
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, s.wrap("reading seats", err)
 		}
-		for _, it := range page.Items {
-			out = append(out, seatFrom(event, it))
+		var items []seatItem
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, fmt.Errorf("seats of %s: %w", section, err)
+		}
+		for _, it := range items {
+			out = append(out, it.seat(event))
 		}
 	}
 	return out, nil

@@ -1,46 +1,153 @@
 package dynamostore
 
 import (
-	"strconv"
+	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fairgate/fairgate/seats"
 )
+
+// The items of both tables, mapped with the SDK's attributevalue package.
+// Times are epoch milliseconds (0: none), so conditions compare numbers.
 
 type item = map[string]types.AttributeValue
 
-func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-func nv(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-func ms(t time.Time) types.AttributeValue {
-	if t.IsZero() {
-		return nv(0)
-	}
-	return nv(t.UnixMilli())
-}
-func key(pk string) item { return item{"PK": sv(pk), "SK": sv("META")} }
-
-func getS(it item, name string) string {
-	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
+// itemKey is every item's primary key: PK names it, SK is always "META".
+type itemKey struct {
+	PK string
+	SK string
 }
 
-func getN(it item, name string) int64 {
-	if v, ok := it[name].(*types.AttributeValueMemberN); ok {
-		n, _ := strconv.ParseInt(v.Value, 10, 64)
-		return n
-	}
-	return 0
-}
+const meta = "META"
 
-func getTime(it item, name string) time.Time {
-	if n := getN(it, name); n != 0 {
-		return time.UnixMilli(n).UTC()
-	}
-	return time.Time{}
+// key is the primary key of the item named pk.
+func key(pk string) item {
+	it, _ := attributevalue.MarshalMap(itemKey{PK: pk, SK: meta}) // two strings: cannot fail
+	return it
 }
 
 func seatKey(event, seat string) item { return key(event + "#" + seat) }
+
+// eventItem is an event: its JSON, and its import's state and digest.
+type eventItem struct {
+	itemKey
+	Data   string `dynamodbav:"data"`
+	State  string `dynamodbav:"state"`
+	Digest string `dynamodbav:"digest"`
+}
+
+// seatItem is a seat, indexed by section (GSI1) in row order.
+type seatItem struct {
+	itemKey
+	GSI1PK       string
+	GSI1SK       string
+	ID           string `dynamodbav:"id"`
+	Section      string `dynamodbav:"section"`
+	Block        string `dynamodbav:"block"`
+	Row          string `dynamodbav:"row"`
+	Number       int    `dynamodbav:"number"`
+	Price        int64  `dynamodbav:"price"`
+	Category     string `dynamodbav:"category,omitempty"`
+	Availability string `dynamodbav:"availability"`
+	ExpiresAt    int64  `dynamodbav:"expiresAt"`
+	Session      string `dynamodbav:"session,omitempty"`
+	Reservation  string `dynamodbav:"reservation,omitempty"`
+}
+
+func newSeatItem(event string, st seats.Seat) seatItem {
+	return seatItem{
+		itemKey: itemKey{PK: event + "#" + st.ID, SK: meta},
+		GSI1PK:  event + "#" + st.Section, GSI1SK: fmt.Sprintf("%s#%s#%06d", st.Block, st.Row, st.Number),
+		ID: st.ID, Section: st.Section, Block: st.Block, Row: st.Row, Number: st.Number,
+		Price: st.Price, Category: st.Category, Availability: string(st.Status), ExpiresAt: ms(st.ExpiresAt),
+		Session: st.Session, Reservation: st.Reservation,
+	}
+}
+
+func (it seatItem) seat(event string) seats.Seat {
+	return seats.Seat{
+		EventID: event, ID: it.ID, Section: it.Section, Block: it.Block, Row: it.Row,
+		Number: it.Number, Category: it.Category, Price: it.Price,
+		Status: seats.Availability(it.Availability), Session: it.Session,
+		ExpiresAt: fromMS(it.ExpiresAt), Reservation: it.Reservation,
+	}
+}
+
+// sessionItem is a session: its JSON, its version (optimistic
+// concurrency), and its state and deadline for reading at a glance.
+type sessionItem struct {
+	itemKey
+	Data      string `dynamodbav:"data"`
+	Version   int64  `dynamodbav:"version"`
+	State     string `dynamodbav:"state"`
+	ExpiresAt int64  `dynamodbav:"expiresAt"`
+}
+
+// liveItem is a user's one live session for an event, until ExpiresAt.
+type liveItem struct {
+	itemKey
+	Session   string `dynamodbav:"session"`
+	ExpiresAt int64  `dynamodbav:"expiresAt"`
+}
+
+// tokenItem marks a waiting token as having opened Session.
+type tokenItem struct {
+	itemKey
+	Session string `dynamodbav:"session"`
+	TTL     int64  `dynamodbav:"ttl"`
+}
+
+// keyItem is an idempotency record (seats.KeyRecord as JSON).
+type keyItem struct {
+	itemKey
+	Data string `dynamodbav:"data"`
+	TTL  int64  `dynamodbav:"ttl"`
+}
+
+// marshal maps v to an item.
+func marshal(v any) (item, error) {
+	it, err := attributevalue.MarshalMap(v)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %T: %w", v, err)
+	}
+	return it, nil
+}
+
+// unmarshal maps an item to v.
+func unmarshal(it item, v any) error {
+	if err := attributevalue.UnmarshalMap(it, v); err != nil {
+		return fmt.Errorf("reading %T: %w", v, err)
+	}
+	return nil
+}
+
+// build builds an expression; the builders here are constant in shape, so
+// an error is a programming error, reported as such.
+func build(b expression.Builder) (expression.Expression, error) {
+	expr, err := b.Build()
+	if err != nil {
+		return expr, fmt.Errorf("building an expression: %w", err)
+	}
+	return expr, nil
+}
+
+// notExists is the condition of a put that creates an item.
+var notExists = expression.AttributeNotExists(expression.Name("PK"))
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}

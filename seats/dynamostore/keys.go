@@ -5,35 +5,38 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fairgate/fairgate/seats"
 )
 
-// keyPut is the transaction's write of an idempotency record: only if the
-// key has none yet.
-func (s *Store) keyPut(k string, rec seats.KeyRecord) (types.TransactWriteItem, error) {
-	it, err := keyItem(k, rec)
+// keyPut is the transaction's write of an idempotency record (its JSON,
+// data): only if the key has none yet.
+func (s *Store) keyPut(k string, claimedAt time.Time, data []byte) (types.TransactWriteItem, error) {
+	it, create, err := s.keyItem(k, claimedAt, data)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(s.tables.Reservations), Item: it,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names(),
 	}}, nil
 }
 
-func keyItem(k string, rec seats.KeyRecord) (item, error) {
-	raw, err := json.Marshal(rec)
+// keyItem is the item of a record (its JSON, data) and the condition that
+// creates it.
+func (s *Store) keyItem(k string, claimedAt time.Time, data []byte) (item, expression.Expression, error) {
+	it, err := marshal(keyItem{itemKey: itemKey{PK: "KEY#" + k, SK: meta}, Data: string(data), TTL: claimedAt.Add(seats.KeyTTL).Unix()})
 	if err != nil {
-		return nil, fmt.Errorf("encoding idempotency record: %w", err)
+		return nil, expression.Expression{}, err
 	}
-	it := key("KEY#" + k)
-	it["data"], it["ttl"] = sv(string(raw)), nv(rec.ClaimedAt.Add(seats.KeyTTL).Unix())
-	return it, nil
+	create, err := build(expression.NewBuilder().WithCondition(notExists))
+	return it, create, err
 }
 
 // Key implements seats.Store.
@@ -46,7 +49,11 @@ func (s *Store) Key(ctx context.Context, k string) (seats.KeyRecord, bool, error
 	if out.Item == nil {
 		return rec, false, nil
 	}
-	if err := json.Unmarshal([]byte(getS(out.Item, "data")), &rec); err != nil {
+	var it keyItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return rec, false, fmt.Errorf("idempotency record %s: %w", k, err)
+	}
+	if err := json.Unmarshal([]byte(it.Data), &rec); err != nil {
 		return rec, false, fmt.Errorf("idempotency record %s: %w", k, err)
 	}
 	return rec, true, nil
@@ -54,13 +61,17 @@ func (s *Store) Key(ctx context.Context, k string) (seats.KeyRecord, bool, error
 
 // PutKey implements seats.Store.
 func (s *Store) PutKey(ctx context.Context, k string, rec seats.KeyRecord) error {
-	it, err := keyItem(k, rec)
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encoding idempotency record: %w", err)
+	}
+	it, create, err := s.keyItem(k, rec.ClaimedAt, raw)
 	if err != nil {
 		return err
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.tables.Reservations), Item: it,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names(),
 	})
 	var failedCheck *types.ConditionalCheckFailedException
 	if errors.As(err, &failedCheck) {

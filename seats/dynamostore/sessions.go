@@ -3,62 +3,85 @@ package dynamostore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/fairgate/fairgate/internal/retry"
 	"github.com/fairgate/fairgate/seats"
 )
 
-func sessionItem(sess seats.Session, version int64) (item, error) {
+// newSessionItem is a session's item at version and, with idem, the
+// transaction's write of its idempotency record, the session encoded once
+// for both.
+func (s *Store) newSessionItem(sess seats.Session, version int64, now time.Time, idem *seats.Idempotency) (item, *types.TransactWriteItem, error) {
 	raw, err := json.Marshal(sess)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("encoding session: %w", err)
 	}
-	it := key("SESSION#" + sess.ID)
-	it["data"], it["version"], it["state"], it["expiresAt"] = sv(string(raw)), nv(version), sv(string(sess.State)), ms(sess.ExpiresAt)
-	return it, nil
+	var put *types.TransactWriteItem
+	if idem != nil {
+		rec, err := idem.EncodeRecord(raw, now)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encoding idempotency record: %w", err)
+		}
+		p, err := s.keyPut(idem.Key, now, rec)
+		if err != nil {
+			return nil, nil, err
+		}
+		put = &p
+	}
+	it, err := marshal(sessionItem{itemKey: itemKey{PK: "SESSION#" + sess.ID, SK: meta}, Data: string(raw), Version: version, State: string(sess.State), ExpiresAt: ms(sess.ExpiresAt)})
+	return it, put, err
 }
 
 // CreateSession implements seats.Store: the session, its user's live slot
 // and its waiting token in one transaction.
 func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, idem *seats.Idempotency) error {
-	it, err := sessionItem(sess, 1)
+	it, keyPut, err := s.newSessionItem(sess, 1, now, idem)
 	if err != nil {
 		return err
 	}
-	live := key("LIVE#" + sess.UserID + "#" + sess.EventID)
-	live["session"], live["expiresAt"] = sv(sess.ID), ms(sess.ExpiresAt)
+	live, err := marshal(liveItem{itemKey: itemKey{PK: "LIVE#" + sess.UserID + "#" + sess.EventID, SK: meta}, Session: sess.ID, ExpiresAt: ms(sess.ExpiresAt)})
+	if err != nil {
+		return err
+	}
+	create, err := build(expression.NewBuilder().WithCondition(notExists))
+	if err != nil {
+		return err
+	}
+	// The user's slot is free, or its session is over.
+	free, err := build(expression.NewBuilder().WithCondition(notExists.Or(expression.Name("expiresAt").LessThanEqual(expression.Value(ms(now))))))
+	if err != nil {
+		return err
+	}
 	actions := []types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String(s.tables.Reservations), Item: it, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.tables.Reservations), Item: it, ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names()}},
 		{Put: &types.Put{TableName: aws.String(s.tables.Reservations), Item: live,
-			ConditionExpression:                 aws.String("attribute_not_exists(PK) OR expiresAt <= :now"),
-			ExpressionAttributeValues:           item{":now": ms(now)},
+			ConditionExpression: free.Condition(), ExpressionAttributeNames: free.Names(), ExpressionAttributeValues: free.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 	}
 	if sess.TokenID != "" {
-		tok := key("TOKEN#" + sess.TokenID)
-		tok["session"], tok["ttl"] = sv(sess.ID), nv(now.Add(30*24*time.Hour).Unix())
-		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.tables.Reservations), Item: tok,
-			ConditionExpression: aws.String("attribute_not_exists(PK)")}})
-	}
-	keyAt := len(actions)
-	token := ""
-	if idem != nil {
-		put, err := s.keyPut(idem.Key, idem.Record(sess, now))
+		tok, err := marshal(tokenItem{itemKey: itemKey{PK: "TOKEN#" + sess.TokenID, SK: meta}, Session: sess.ID, TTL: now.Add(30 * 24 * time.Hour).Unix()})
 		if err != nil {
 			return err
 		}
-		actions = append(actions, put)
+		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.tables.Reservations), Item: tok,
+			ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names()}})
+	}
+	keyAt := len(actions)
+	token := ""
+	if keyPut != nil {
+		actions = append(actions, *keyPut)
 		token = requestToken(idem, 0)
 	}
 	reasons, err := s.transact(ctx, actions, token)
 	if err != nil {
-		return err
+		return conflictIsThrottling(err)
 	}
 	switch {
 	case reasons == nil:
@@ -68,7 +91,9 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 	case sess.TokenID != "" && failed(reasons, 2):
 		return seats.ErrTokenUsed
 	case failed(reasons, 1):
-		return &seats.SessionExistsError{Session: getS(reasons[1].Item, "session")}
+		var other liveItem
+		_ = unmarshal(reasons[1].Item, &other) // a slot without its session still names the error
+		return &seats.SessionExistsError{Session: other.Session}
 	default:
 		return fmt.Errorf("creating session: %w", seats.ErrExists)
 	}
@@ -89,10 +114,14 @@ func (s *Store) readSession(ctx context.Context, id string) (seats.Session, int6
 	if out.Item == nil {
 		return sess, 0, fmt.Errorf("session %s: %w", id, seats.ErrNotFound)
 	}
-	if err := json.Unmarshal([]byte(getS(out.Item, "data")), &sess); err != nil {
-		return sess, 0, err
+	var it sessionItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return sess, 0, fmt.Errorf("session %s: %w", id, err)
 	}
-	return sess, getN(out.Item, "version"), nil
+	if err := json.Unmarshal([]byte(it.Data), &sess); err != nil {
+		return sess, 0, fmt.Errorf("session %s: %w", id, err)
+	}
+	return sess, it.Version, nil
 }
 
 // heldSeats stands in for the seats a session names, as the rules see them
@@ -115,18 +144,14 @@ func heldSeats(sess seats.Session, ids []string) []*seats.Seat {
 
 // change is one session change: read the session, apply the rule to it,
 // write the session (if its version is unchanged) and the seat updates the
-// rule implies, all in one transaction; retry with jitter when another
-// write won the race for the session.
+// rule implies, all in one transaction; run again (conflictRetry) when
+// another write won the race for the session.
 func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seats.Idempotency, plan func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error)) (seats.Session, error) {
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return seats.Session{}, err
-			}
-		}
+	var out seats.Session
+	err := retry.Do(ctx, conflictRetry, isConflict, func(try int) error {
 		sess, version, err := s.readSession(ctx, id)
 		if err != nil {
-			return seats.Session{}, err
+			return err
 		}
 		updates, extra, err := plan(&sess)
 		if err != nil {
@@ -134,66 +159,69 @@ func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seat
 			// this request's key has a record, that write was this one.
 			if idem != nil {
 				if _, found, kerr := s.Key(ctx, idem.Key); kerr == nil && found {
-					return seats.Session{}, seats.ErrKeyUsed
+					return seats.ErrKeyUsed
 				}
 			}
-			return seats.Session{}, err
+			return err
 		}
-		it, err := sessionItem(sess, version+1)
+		it, keyPut, err := s.newSessionItem(sess, version+1, now, idem)
 		if err != nil {
-			return seats.Session{}, err
+			return err
+		}
+		unchanged, err := build(expression.NewBuilder().WithCondition(expression.Name("version").Equal(expression.Value(version))))
+		if err != nil {
+			return err
 		}
 		actions := []types.TransactWriteItem{{Put: &types.Put{
 			TableName: aws.String(s.tables.Reservations), Item: it,
-			ConditionExpression:       aws.String("version = :v"),
-			ExpressionAttributeValues: item{":v": nv(version)},
+			ConditionExpression: unchanged.Condition(), ExpressionAttributeNames: unchanged.Names(), ExpressionAttributeValues: unchanged.Values(),
 		}}}
 		for _, u := range updates {
-			actions = append(actions, types.TransactWriteItem{Update: u.update(s.tables.Seats, sess.EventID)})
+			up, err := u.update(s.tables.Seats, sess.EventID)
+			if err != nil {
+				return err
+			}
+			actions = append(actions, types.TransactWriteItem{Update: up})
 		}
 		actions = append(actions, extra...)
 		keyAt, token := len(actions), ""
-		if idem != nil {
-			put, err := s.keyPut(idem.Key, idem.Record(sess, now))
-			if err != nil {
-				return seats.Session{}, err
-			}
-			actions = append(actions, put)
-			token = requestToken(idem, attempt)
+		if keyPut != nil {
+			actions = append(actions, *keyPut)
+			token = requestToken(idem, try)
 		}
 		reasons, err := s.transact(ctx, actions, token)
-		if err != nil {
-			if errors.Is(err, errConflict) && attempt < 6 {
-				continue
-			}
-			return seats.Session{}, err
-		}
-		if reasons == nil {
-			return sess, nil
-		}
-		if idem != nil && failed(reasons, keyAt) {
-			return seats.Session{}, seats.ErrKeyUsed
-		}
-		if failed(reasons, 0) && attempt < 6 {
-			continue // the session changed under us: read it again
+		switch {
+		case err != nil:
+			return err
+		case reasons == nil:
+			out = sess
+			return nil
+		case idem != nil && failed(reasons, keyAt):
+			return seats.ErrKeyUsed
+		case failed(reasons, 0):
+			return fmt.Errorf("session %s changed: %w", id, errConflict) // read it again
 		}
 		var taken []string
 		for i, u := range updates {
 			if failed(reasons, i+1) {
 				if reasons[i+1].Item == nil {
-					return seats.Session{}, fmt.Errorf("%w: %s", seats.ErrUnknownSeat, u.seat)
+					return fmt.Errorf("%w: %s", seats.ErrUnknownSeat, u.seat)
 				}
 				taken = append(taken, u.seat)
 			}
 		}
 		if len(taken) > 0 {
 			if u := updates[0]; u.kind != lockSeat {
-				return seats.Session{}, seats.ErrNotHeld
+				return seats.ErrNotHeld
 			}
-			return seats.Session{}, &seats.TakenError{Seats: taken}
+			return &seats.TakenError{Seats: taken}
 		}
-		return seats.Session{}, fmt.Errorf("session %s kept changing: %w", id, seats.ErrThrottled)
+		return fmt.Errorf("session %s: the transaction was cancelled for no reason of its own: %w", id, seats.ErrThrottled)
+	})
+	if err != nil {
+		return seats.Session{}, conflictIsThrottling(err)
 	}
+	return out, nil
 }
 
 type updateKind int
@@ -215,33 +243,40 @@ type seatUpdate struct {
 	resv    string
 }
 
-func (u seatUpdate) update(table, event string) *types.Update {
-	names := map[string]string{"#s": "session"}
-	vals := item{":sid": sv(u.session), ":locked": sv(string(seats.Locked)), ":now": ms(u.now)}
-	up := &types.Update{TableName: aws.String(table), Key: seatKey(event, u.seat),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-	heldByUs := "availability = :locked AND #s = :sid AND expiresAt > :now"
+func (u seatUpdate) update(table, event string) (*types.Update, error) {
+	var (
+		availability, session, expiresAt = expression.Name("availability"), expression.Name("session"), expression.Name("expiresAt")
+		locked, now                      = expression.Value(string(seats.Locked)), expression.Value(ms(u.now))
+		heldByUs                         = availability.Equal(locked).And(session.Equal(expression.Value(u.session)), expiresAt.GreaterThan(now))
+		cond                             expression.ConditionBuilder
+		set                              expression.UpdateBuilder
+	)
 	switch u.kind {
 	case lockSeat:
 		// Available, or locked with an expired lock: lazy release.
-		up.ConditionExpression = aws.String("attribute_exists(PK) AND (availability = :available OR (availability = :locked AND expiresAt <= :now))")
-		up.UpdateExpression = aws.String("SET availability = :locked, #s = :sid, expiresAt = :until")
-		vals[":available"], vals[":until"] = sv(string(seats.Available)), ms(u.until)
+		cond = expression.AttributeExists(expression.Name("PK")).And(
+			availability.Equal(expression.Value(string(seats.Available))).Or(availability.Equal(locked).And(expiresAt.LessThanEqual(now))))
+		set = expression.Set(availability, locked).Set(session, expression.Value(u.session)).Set(expiresAt, expression.Value(ms(u.until)))
 	case releaseSeat:
-		up.ConditionExpression = aws.String(heldByUs)
-		up.UpdateExpression = aws.String("SET availability = :available, expiresAt = :zero REMOVE #s")
-		vals[":available"], vals[":zero"] = sv(string(seats.Available)), nv(0)
+		cond = heldByUs
+		set = expression.Set(availability, expression.Value(string(seats.Available))).Set(expiresAt, expression.Value(0)).Remove(session)
 	case extendSeat:
-		up.ConditionExpression = aws.String(heldByUs)
-		up.UpdateExpression = aws.String("SET expiresAt = :until")
-		vals[":until"] = ms(u.until)
+		cond = heldByUs
+		set = expression.Set(expiresAt, expression.Value(ms(u.until)))
 	case reserveSeat:
-		up.ConditionExpression = aws.String(heldByUs)
-		up.UpdateExpression = aws.String("SET availability = :reserved, reservation = :r, expiresAt = :zero")
-		vals[":reserved"], vals[":r"], vals[":zero"] = sv(string(seats.Reserved)), sv(u.resv), nv(0)
+		cond = heldByUs
+		set = expression.Set(availability, expression.Value(string(seats.Reserved))).Set(expression.Name("reservation"), expression.Value(u.resv)).Set(expiresAt, expression.Value(0))
 	}
-	up.ExpressionAttributeNames, up.ExpressionAttributeValues = names, vals
-	return up
+	expr, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(set))
+	if err != nil {
+		return nil, err
+	}
+	return &types.Update{
+		TableName: aws.String(table), Key: seatKey(event, u.seat),
+		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, nil
 }
 
 // Hold implements seats.Store.
@@ -260,12 +295,12 @@ func (s *Store) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(ctx context.Context, session, seat string, now time.Time, idem *seats.Idempotency) (seats.Session, error) {
-	return s.change(ctx, session, now, idem, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
-		if err := seats.ApplyRelease(sess, heldSeats(*sess, []string{seat})[0], now); err != nil {
+func (s *Store) Release(ctx context.Context, r seats.Release) (seats.Session, error) {
+	return s.change(ctx, r.Session, r.Now, r.Key, func(sess *seats.Session) ([]seatUpdate, []types.TransactWriteItem, error) {
+		if err := seats.ApplyRelease(sess, heldSeats(*sess, []string{r.Seat})[0], r); err != nil {
 			return nil, nil, err
 		}
-		return []seatUpdate{{kind: releaseSeat, seat: seat, session: sess.ID, now: now}}, nil, nil
+		return []seatUpdate{{kind: releaseSeat, seat: r.Seat, session: sess.ID, now: r.Now}}, nil, nil
 	})
 }
 
@@ -279,7 +314,8 @@ func (s *Store) Checkout(ctx context.Context, session string, now, until time.Ti
 		for _, id := range sess.Seats {
 			ups = append(ups, seatUpdate{kind: extendSeat, seat: id, session: sess.ID, now: now, until: until})
 		}
-		return ups, []types.TransactWriteItem{s.liveUpdate(*sess, until)}, nil
+		live, err := s.liveUpdate(*sess, until)
+		return ups, []types.TransactWriteItem{live}, err
 	})
 }
 
@@ -293,7 +329,8 @@ func (s *Store) Confirm(ctx context.Context, session, reservation, paymentRef st
 		for _, id := range sess.Seats {
 			ups = append(ups, seatUpdate{kind: reserveSeat, seat: id, session: sess.ID, now: now, resv: reservation})
 		}
-		return ups, []types.TransactWriteItem{s.liveUpdate(*sess, now)}, nil
+		live, err := s.liveUpdate(*sess, now)
+		return ups, []types.TransactWriteItem{live}, err
 	})
 }
 
@@ -308,18 +345,23 @@ func (s *Store) Cancel(ctx context.Context, session string, now time.Time, idem 
 		for _, id := range held {
 			ups = append(ups, seatUpdate{kind: releaseSeat, seat: id, session: sess.ID, now: now})
 		}
-		return ups, []types.TransactWriteItem{s.liveUpdate(*sess, now)}, nil
+		live, err := s.liveUpdate(*sess, now)
+		return ups, []types.TransactWriteItem{live}, err
 	})
 }
 
 // liveUpdate moves the end of the user's live slot (to now when the
 // session is over, freeing it for a new one).
-func (s *Store) liveUpdate(sess seats.Session, until time.Time) types.TransactWriteItem {
+func (s *Store) liveUpdate(sess seats.Session, until time.Time) (types.TransactWriteItem, error) {
+	expr, err := build(expression.NewBuilder().
+		WithCondition(expression.Name("session").Equal(expression.Value(sess.ID))).
+		WithUpdate(expression.Set(expression.Name("expiresAt"), expression.Value(ms(until))).Set(expression.Name("ttl"), expression.Value(until.Add(24*time.Hour).Unix()))))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.tables.Reservations), Key: key("LIVE#" + sess.UserID + "#" + sess.EventID),
-		UpdateExpression:          aws.String("SET expiresAt = :until, #t = :ttl"),
-		ConditionExpression:       aws.String("#s = :sid"),
-		ExpressionAttributeNames:  map[string]string{"#s": "session", "#t": "ttl"},
-		ExpressionAttributeValues: item{":until": ms(until), ":sid": sv(sess.ID), ":ttl": nv(until.Add(24 * time.Hour).Unix())},
-	}}
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}}, nil
 }

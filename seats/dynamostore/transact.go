@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/fairgate/fairgate/internal/retry"
 	"github.com/fairgate/fairgate/seats"
 )
 
@@ -76,27 +76,26 @@ func (s *Store) wrap(what string, err error) error {
 }
 
 // requestToken derives the ClientRequestToken of one transaction from the
-// request's idempotency key, its try (best available) and the store's
-// attempt (after a lost race for the session): the SDK's own resend of a
+// request's idempotency key, its attempt (best available) and the store's
+// try (after a lost race for the session): the SDK's own resend of a
 // transaction that committed succeeds without applying it twice.
-func requestToken(idem *seats.Idempotency, attempt int) string {
-	sum := sha256.Sum256([]byte(idem.Key + "#" + strconv.Itoa(idem.Attempt) + "#" + strconv.Itoa(attempt)))
+func requestToken(idem *seats.Idempotency, try int) string {
+	sum := sha256.Sum256([]byte(idem.Key + "#" + strconv.Itoa(idem.Attempt) + "#" + strconv.Itoa(try)))
 	return hex.EncodeToString(sum[:16])
 }
 
-// backoff is a jittered exponential delay: 10ms, 20ms, 40ms… up to 640ms.
-func backoff(attempt int) time.Duration {
-	base := 10 * time.Millisecond << min(attempt, 6)
-	return base/2 + time.Duration(rand.Int64N(int64(base)))
-}
+// conflictRetry bounds the re-runs of a transaction that lost a race
+// (another write changed the session, or DynamoDB cancelled it as a
+// conflict): 7 tries, pausing about 20ms, 40ms, … up to 640ms.
+var conflictRetry = retry.Policy{Tries: 7, Base: 20 * time.Millisecond, Max: 640 * time.Millisecond}
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+func isConflict(err error) bool { return errors.Is(err, errConflict) }
+
+// conflictIsThrottling reports a race lost on every try as throttling: the
+// client may retry shortly (429 with Retry-After).
+func conflictIsThrottling(err error) error {
+	if isConflict(err) {
+		return fmt.Errorf("%w: %w", err, seats.ErrThrottled)
 	}
+	return err
 }

@@ -13,7 +13,7 @@ func FuzzWriteBodies(f *testing.F) {
 	for _, seed := range []string{
 		``, `{}`, `{"seats":["A-1-1-1"]}`, `{"seats":[]}`, `{"best":{"count":2,"sections":["A","A"]}}`,
 		`{"best":{"count":-1}}`, `{"seats":["A-1-1-1"],"best":{"count":1}}`, `{"payment_ref":"p"}`,
-		`{"seats":[null]}`, `[1,2]`, `{"seats":"A"}`, `{"event":"ev"}`, `{"unknown":1}`, `{"seats":["` + strings.Repeat("Z", 300) + `"]}`,
+		`{"seats":[null]}`, `[1,2]`, `{"seats":"A"}`, `{"event":"ev"}`, `{"unknown":1}`, `{} {}`, `{"seats":["A-1-1-1"]}x`, `{"seats":["` + strings.Repeat("Z", 300) + `"]}`,
 	} {
 		f.Add("holds", seed)
 		f.Add("confirm", seed)

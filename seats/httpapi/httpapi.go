@@ -17,7 +17,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/reply"
 	"github.com/fairgate/fairgate/seats"
 )
 
@@ -122,28 +122,10 @@ func New(svc *seats.Service, cfg Config) *API {
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-type errorBody struct {
-	Error struct {
-		Code    string   `json:"code"`
-		Message string   `json:"message"`
-		Seats   []string `json:"seats,omitempty"`
-		Session string   `json:"session,omitempty"`
-	} `json:"error"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	if w.Header().Get("Cache-Control") == "" {
-		w.Header().Set("Cache-Control", "no-store")
-	}
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
+// writeError answers an error (internal/reply), naming the seats lost to
+// another buyer, if any.
 func writeError(w http.ResponseWriter, status int, code, msg string, seatIDs []string) {
-	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.Seats = code, msg, seatIDs
-	writeJSON(w, status, b)
+	reply.Fail(w, status, reply.Error{Code: code, Message: msg, Seats: seatIDs})
 }
 
 // fail maps a domain error to the statuses of docs/DESIGN.md, "The seat API".
@@ -154,9 +136,7 @@ func (a *API) fail(w http.ResponseWriter, err error) {
 	case errors.As(err, &taken):
 		writeError(w, http.StatusConflict, "seat_taken", "some seats are no longer available", taken.Seats)
 	case errors.As(err, &exists):
-		var b errorBody
-		b.Error.Code, b.Error.Message, b.Error.Session = "session_exists", err.Error(), exists.Session
-		writeJSON(w, http.StatusConflict, b)
+		reply.Fail(w, http.StatusConflict, reply.Error{Code: "session_exists", Message: err.Error(), Session: exists.Session})
 	case errors.Is(err, seats.ErrTokenUsed):
 		writeError(w, http.StatusConflict, "token_used", err.Error(), nil)
 	case errors.Is(err, seats.ErrExists):
@@ -194,22 +174,6 @@ func (a *API) fail(w http.ResponseWriter, err error) {
 	}
 }
 
-// decode reads a bounded JSON body, answering 400 or 413 itself.
-func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large", nil)
-		} else {
-			writeError(w, http.StatusBadRequest, "malformed", "body is not the expected JSON: "+err.Error(), nil)
-		}
-		return false
-	}
-	return true
-}
-
 func (a *API) createEvent(w http.ResponseWriter, r *http.Request) {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if a.cfg.AdminToken == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.AdminToken)) != 1 {
@@ -217,7 +181,7 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ev seats.Event
-	if !decode(w, r, a.cfg.MaxEventBytes, &ev) {
+	if reply.Decode(w, r, a.cfg.MaxEventBytes, &ev) != nil {
 		return
 	}
 	ev, err := a.svc.CreateEvent(r.Context(), ev)
@@ -225,7 +189,7 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": ev.ID, "sections": len(ev.Sections)})
+	reply.JSON(w, http.StatusCreated, map[string]any{"id": ev.ID, "sections": len(ev.Sections)})
 }
 
 // eventView is an event with live counts, without its seat layout.
@@ -293,23 +257,20 @@ func cacheable(w http.ResponseWriter, r *http.Request, v any, sMaxAge int) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(body, '\n'))
+	reply.Raw(w, http.StatusOK, append(body, '\n'))
 }
 
 // pass verifies the request's pass, answering 401 itself.
 func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admission.PassClaims, bool) {
-	token := r.Header.Get(PassHeader)
-	if token == "" {
+	text := r.Header.Get(PassHeader)
+	if text == "" {
 		writeError(w, http.StatusUnauthorized, "no_pass", "this needs a pass from the waiting room", nil)
 		return nil, false
 	}
-	if claims, ok := a.passes.Get(token); ok && now.Before(claims.Expiry()) {
+	if claims, ok := a.passes.Get(text); ok && now.Before(claims.Expiry()) {
 		return claims, true
 	}
-	claims, err := a.cfg.Codec.ParsePass(token, a.cfg.Room, now)
+	claims, err := a.cfg.Codec.ParsePass(text, a.cfg.Room, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, "bad_pass", "the pass does not verify: "+err.Error(), nil)
 		return nil, false
@@ -318,7 +279,7 @@ func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admi
 		writeError(w, http.StatusUnauthorized, "bad_pass", "the pass names no visitor (sub)", nil)
 		return nil, false
 	}
-	a.passes.SetWithTTL(token, claims, 1, claims.Expiry().Sub(now))
+	a.passes.SetWithTTL(text, claims, 1, claims.Expiry().Sub(now))
 	return claims, true
 }
 
@@ -340,7 +301,9 @@ type handler func(w http.ResponseWriter, r *http.Request, req request)
 // transaction, so a retry after a crash or a timeout gets the original
 // answer (a confirm's reservation id) and changes nothing more; a refusal
 // is kept too; a 5xx or 429 never is, so a retry runs again. The same key
-// with another body is refused.
+// with another body is refused. The record is read only when the write (or
+// the storing of a refusal) reports the key used: a first try, the common
+// case, costs no read of it.
 func (a *API) idempotent(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := a.svc.Now()
@@ -370,9 +333,6 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		scoped := hex.EncodeToString(scope[:16])
 		fp := sha256.Sum256(body)
 		fingerprint := hex.EncodeToString(fp[:16])
-		if a.replay(w, r, scoped, fingerprint) {
-			return
-		}
 		req.key = &seats.Idempotency{Key: scoped, Fingerprint: fingerprint, Status: http.StatusOK}
 		rw := &capture{header: http.Header{}}
 		h(rw, r, req)
@@ -414,13 +374,10 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, key, fingerprint st
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
 	if rec.Session != nil {
-		writeJSON(w, rec.Status, sessionView(*rec.Session))
+		reply.JSON(w, rec.Status, sessionView(*rec.Session))
 		return true
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(rec.Status)
-	_, _ = w.Write(rec.Body)
+	reply.Raw(w, rec.Status, rec.Body)
 	return true
 }
 
@@ -458,17 +415,12 @@ func (c *capture) flush(w http.ResponseWriter) {
 	_, _ = w.Write(c.body.Bytes())
 }
 
+// unmarshal decodes an optional body: empty is the zero value.
 func unmarshal(w http.ResponseWriter, body []byte, v any) bool {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return true
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "malformed", "body is not the expected JSON: "+err.Error(), nil)
-		return false
-	}
-	return true
+	return reply.Unmarshal(w, body, v) == nil
 }
 
 // openSession is also the gateway's admission hook: the pass comes in the
@@ -501,7 +453,7 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 		a.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, sessionView(sess))
+	reply.JSON(w, http.StatusCreated, sessionView(sess))
 }
 
 func firstNonEmpty(vals ...string) string {
@@ -522,7 +474,7 @@ func (a *API) reply(w http.ResponseWriter) func(seats.Session, error) {
 			a.fail(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, sessionView(sess))
+		reply.JSON(w, http.StatusOK, sessionView(sess))
 	}
 }
 

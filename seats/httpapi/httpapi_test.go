@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -446,5 +447,127 @@ func TestCachedPassExpires(t *testing.T) {
 	e.clk.Add(2 * time.Hour) // the pass lives an hour
 	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 401 {
 		t.Fatalf("expired cached pass: %d %s", code, body)
+	}
+}
+
+// TestIdempotentRetries: the write's own transaction finds a key used, and
+// only then is its record read and replayed, whatever has changed since
+// and whatever the retry would now be refused for.
+func TestIdempotentRetries(t *testing.T) {
+	e := newEnv(t)
+	alice := e.pass("alice")
+	s := e.open(alice)
+	hold := `{"seats":["A-1-1-4"]}`
+	code, first := e.do("POST", "/api/sessions/"+s+"/holds", hold, alice, "Idempotency-Key", "h")
+	if code != 200 {
+		t.Fatalf("hold: %d %s", code, first)
+	}
+	if code, body := e.do("DELETE", "/api/sessions/"+s+"/holds/A-1-1-4", "", alice); code != 200 {
+		t.Fatalf("release: %d %s", code, body)
+	}
+	code, refusal := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["Z-9-9-9"]}`, alice, "Idempotency-Key", "r")
+	if code != 404 {
+		t.Fatalf("unknown seat: %d %s", code, refusal)
+	}
+	tests := []struct {
+		name, key, body string
+		advance         time.Duration
+		wantCode        int
+		wantBody        string
+	}{
+		{"success replayed after the seat was released", "h", hold, 0, 200, first},
+		{"refusal replayed", "r", `{"seats":["Z-9-9-9"]}`, 0, 404, refusal},
+		{"another body refused before its own validation", "h", `{"seats":[]}`, 0, 422, ""},
+		{"another body refused before its own write", "h", `{"seats":["A-1-1-5"]}`, 0, 422, ""},
+		{"success replayed after the session expired", "h", hold, 11 * time.Minute, 200, first},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.clk.Add(tt.advance)
+			code, body := e.do("POST", "/api/sessions/"+s+"/holds", tt.body, alice, "Idempotency-Key", tt.key)
+			if code != tt.wantCode || (tt.wantBody != "" && body != tt.wantBody) {
+				t.Fatalf("got %d %s, want %d %s", code, body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+	// None of the retries held the seat again.
+	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 || strings.Contains(body, "A-1-1-4") {
+		t.Fatalf("session after the retries: %d %s", code, body)
+	}
+}
+
+// countingStore counts the calls a request makes to its store: on
+// DynamoDB each is a round trip.
+type countingStore struct {
+	seats.Store
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingStore) count(name string) {
+	c.mu.Lock()
+	c.calls[name]++
+	c.mu.Unlock()
+}
+
+func (c *countingStore) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := c.calls
+	c.calls = map[string]int{}
+	return got
+}
+
+func (c *countingStore) Session(ctx context.Context, id string) (seats.Session, error) {
+	c.count("Session")
+	return c.Store.Session(ctx, id)
+}
+
+func (c *countingStore) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
+	c.count("Hold")
+	return c.Store.Hold(ctx, h)
+}
+
+func (c *countingStore) Release(ctx context.Context, r seats.Release) (seats.Session, error) {
+	c.count("Release")
+	return c.Store.Release(ctx, r)
+}
+
+func (c *countingStore) Key(ctx context.Context, key string) (seats.KeyRecord, bool, error) {
+	c.count("Key")
+	return c.Store.Key(ctx, key)
+}
+
+func (c *countingStore) PutKey(ctx context.Context, key string, rec seats.KeyRecord) error {
+	c.count("PutKey")
+	return c.Store.PutKey(ctx, key, rec)
+}
+
+// TestStoreCallsPerWrite pins what a write costs its store: a first try
+// with an Idempotency-Key reads no record, a hold or a release reads no
+// session before its own transaction (which checks the owner), and a
+// retry reads the record it replays.
+func TestStoreCallsPerWrite(t *testing.T) {
+	counter := &countingStore{calls: map[string]int{}}
+	e := newEnvWith(t, func(s seats.Store) seats.Store { counter.Store = s; return counter })
+	alice := e.pass("alice")
+	s := e.open(alice)
+	counter.take()
+	tests := []struct {
+		name, method, path, body, key string
+		want                          map[string]int
+	}{
+		{"hold", "POST", "/holds", `{"seats":["A-1-1-1"]}`, "h1", map[string]int{"Hold": 1}},
+		{"hold retried", "POST", "/holds", `{"seats":["A-1-1-1"]}`, "h1", map[string]int{"Hold": 1, "Key": 1}},
+		{"release", "DELETE", "/holds/A-1-1-1", "", "r1", map[string]int{"Release": 1}},
+		{"refused hold", "POST", "/holds", `{"seats":["A-9-9-9"]}`, "h2", map[string]int{"Hold": 1, "PutKey": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.do(tt.method, "/api/sessions/"+s+tt.path, tt.body, alice, "Idempotency-Key", tt.key)
+			if got := counter.take(); !maps.Equal(got, tt.want) {
+				t.Fatalf("store calls %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

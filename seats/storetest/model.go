@@ -144,8 +144,9 @@ func testModel(t *testing.T, newStore func(t *testing.T) seats.Store) {
 		case op == 5:
 			id, seat := pick(), contested[r.IntN(len(contested))]
 			desc = "release " + id + " " + seat
-			_, got = f.store.Release(f.ctx, id, seat, now, nil)
-			want = m.apply(id, []string{seat}, func(s *seats.Session, l []*seats.Seat) error { return seats.ApplyRelease(s, l[0], now) })
+			r := seats.Release{Session: id, Seat: seat, Now: now}
+			_, got = f.store.Release(f.ctx, r)
+			want = m.apply(id, []string{seat}, func(s *seats.Session, l []*seats.Seat) error { return seats.ApplyRelease(s, l[0], r) })
 		case op == 6:
 			id := pick()
 			until := now.Add(5 * time.Minute)

@@ -223,6 +223,17 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	if st := f.seat("A-1-1-3"); st.StatusAt(now) != seats.Available {
 		t.Fatal("a failed hold locked a seat")
 	}
+	// A hold naming its user is refused, in its own transaction, on a
+	// session of someone else.
+	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, User: "bob", Seats: []string{"A-1-1-3"}, Now: now}); !errors.Is(err, seats.ErrForbidden) {
+		t.Fatalf("bob holds in alice's session: %v", err)
+	}
+	if st := f.seat("A-1-1-3"); st.StatusAt(now) != seats.Available {
+		t.Fatal("a hold in another user's session locked a seat")
+	}
+	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, User: "alice", Seats: []string{"A-1-1-1"}, Now: now}); err != nil {
+		t.Fatalf("alice re-holds in her own session: %v", err)
+	}
 	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: a.ID, Seats: []string{"A-1-1-3", "A-1-1-4", "A-1-1-5"}, Now: now}); !errors.Is(err, seats.ErrLimit) {
 		t.Fatalf("over the limit: %v", err)
 	}
@@ -234,10 +245,13 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	if err != nil || len(sess.Seats) != 2 {
 		t.Fatalf("re-hold: %+v %v", sess, err)
 	}
-	if _, err := f.store.Release(f.ctx, a.ID, "A-1-1-2", now, nil); err != nil {
+	if _, err := f.store.Release(f.ctx, seats.Release{Session: a.ID, User: "bob", Seat: "A-1-1-2", Now: now}); !errors.Is(err, seats.ErrForbidden) {
+		t.Fatalf("bob releases in alice's session: %v", err)
+	}
+	if _, err := f.store.Release(f.ctx, seats.Release{Session: a.ID, User: "alice", Seat: "A-1-1-2", Now: now}); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if _, err := f.store.Release(f.ctx, a.ID, "A-1-1-2", now, nil); !errors.Is(err, seats.ErrNotHeld) {
+	if _, err := f.store.Release(f.ctx, seats.Release{Session: a.ID, Seat: "A-1-1-2", Now: now}); !errors.Is(err, seats.ErrNotHeld) {
 		t.Fatalf("double release: %v", err)
 	}
 	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: b.ID, Seats: []string{"A-1-1-2"}, Now: now}); err != nil {
@@ -401,10 +415,10 @@ func testKeys(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	if _, found, err := f.store.Key(f.ctx, k("bad")); err != nil || found {
 		t.Fatalf("a refused write left a record: %v %v", found, err)
 	}
-	if _, err := f.store.Release(f.ctx, first.ID, "A-1-1-1", T0, idem(k("release"))); err != nil {
+	if _, err := f.store.Release(f.ctx, seats.Release{Session: first.ID, Seat: "A-1-1-1", Now: T0, Key: idem(k("release"))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Release(f.ctx, first.ID, "A-1-1-1", T0, idem(k("release"))); !errors.Is(err, seats.ErrKeyUsed) {
+	if _, err := f.store.Release(f.ctx, seats.Release{Session: first.ID, Seat: "A-1-1-1", Now: T0, Key: idem(k("release"))}); !errors.Is(err, seats.ErrKeyUsed) {
 		t.Fatalf("retried release: %v", err)
 	}
 	if _, err := f.store.Hold(f.ctx, seats.Hold{Session: first.ID, Seats: []string{"A-1-1-3"}, Now: T0, Key: idem(k("hold2"))}); err != nil {

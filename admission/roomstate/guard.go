@@ -1,0 +1,206 @@
+package roomstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// ErrUnavailable means a guarded store failed recently and is not asked
+// again until its cool-down ends.
+var ErrUnavailable = errors.New("room state store unavailable")
+
+// Observer is told of every store call: its operation, how long it took
+// and its error (nil, ErrNotFound and ErrConflict are answers, not failures).
+type Observer func(op string, took time.Duration, err error)
+
+// Guard wraps a store so a failing store costs the request path one call
+// deadline per cool-down, not one per request: after a failure every call
+// fails at once with ErrUnavailable until cool has passed, then the next
+// call tries the store again. It reports each call to observe.
+type Guard struct {
+	Store
+	observe Observer
+	cool    time.Duration
+	down    atomic.Int64 // unix nanos until which calls fail fast
+}
+
+// NewGuard wraps store; observe may be nil.
+func NewGuard(store Store, cool time.Duration, observe Observer) *Guard {
+	if observe == nil {
+		observe = func(string, time.Duration, error) {}
+	}
+	return &Guard{Store: store, observe: observe, cool: cool}
+}
+
+// Failing reports whether the store failed within the cool-down.
+func (g *Guard) Failing() bool { return time.Now().UnixNano() < g.down.Load() }
+
+func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) error) error {
+	if g.Failing() {
+		err := fmt.Errorf("%s: %w", op, ErrUnavailable)
+		g.observe(op, 0, err)
+		return err
+	}
+	start := time.Now()
+	err := fn(ctx)
+	g.observe(op, time.Since(start), err)
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) && ctx.Err() == nil {
+		g.down.Store(time.Now().Add(g.cool).UnixNano())
+	}
+	return err
+}
+
+// LoadControl implements Store.
+func (g *Guard) LoadControl(ctx context.Context, room string) (c Control, v uint64, err error) {
+	err = g.call(ctx, "load_control", func(ctx context.Context) error {
+		c, v, err = g.Store.LoadControl(ctx, room)
+		return err
+	})
+	return c, v, err
+}
+
+// SaveControl implements Store.
+func (g *Guard) SaveControl(ctx context.Context, room string, c Control, prev uint64) (v uint64, err error) {
+	err = g.call(ctx, "save_control", func(ctx context.Context) error {
+		v, err = g.Store.SaveControl(ctx, room, c, prev)
+		return err
+	})
+	return v, err
+}
+
+// ReserveBudget implements Store.
+func (g *Guard) ReserveBudget(ctx context.Context, room string, w Window, n int64) (got int64, err error) {
+	err = g.call(ctx, "reserve_budget", func(ctx context.Context) error {
+		got, err = g.Store.ReserveBudget(ctx, room, w, n)
+		return err
+	})
+	return got, err
+}
+
+// ReturnBudget implements Store.
+func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n int64) error {
+	return g.call(ctx, "return_budget", func(ctx context.Context) error {
+		return g.Store.ReturnBudget(ctx, room, w, n)
+	})
+}
+
+// HoldPlace implements Store.
+func (g *Guard) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (held admission.Place, won bool, err error) {
+	err = g.call(ctx, "hold_place", func(ctx context.Context) error {
+		held, won, err = g.Store.HoldPlace(ctx, room, id, p, until, now)
+		return err
+	})
+	return held, won, err
+}
+
+// UsePlace implements Store.
+func (g *Guard) UsePlace(ctx context.Context, room, id string, now time.Time) (used bool, err error) {
+	err = g.call(ctx, "use_place", func(ctx context.Context) error {
+		used, err = g.Store.UsePlace(ctx, room, id, now)
+		return err
+	})
+	return used, err
+}
+
+// LookupPlace implements Store.
+func (g *Guard) LookupPlace(ctx context.Context, room, id string, now time.Time) (p admission.Place, err error) {
+	err = g.call(ctx, "lookup_place", func(ctx context.Context) error {
+		p, err = g.Store.LookupPlace(ctx, room, id, now)
+		return err
+	})
+	return p, err
+}
+
+// ReleasePlace implements Store.
+func (g *Guard) ReleasePlace(ctx context.Context, room, id string) error {
+	return g.call(ctx, "release_place", func(ctx context.Context) error {
+		return g.Store.ReleasePlace(ctx, room, id)
+	})
+}
+
+// PublishPopulation implements Store.
+func (g *Guard) PublishPopulation(ctx context.Context, room, node string, value float64, until time.Time) error {
+	return g.call(ctx, "publish_population", func(ctx context.Context) error {
+		return g.Store.PublishPopulation(ctx, room, node, value, until)
+	})
+}
+
+// Population implements Store.
+func (g *Guard) Population(ctx context.Context, room string, now time.Time) (sum float64, nodes int, err error) {
+	err = g.call(ctx, "population", func(ctx context.Context) error {
+		sum, nodes, err = g.Store.Population(ctx, room, now)
+		return err
+	})
+	return sum, nodes, err
+}
+
+// ReserveRanks implements Store.
+func (g *Guard) ReserveRanks(ctx context.Context, room string, n int64) (first int64, err error) {
+	err = g.call(ctx, "reserve_ranks", func(ctx context.Context) error {
+		first, err = g.Store.ReserveRanks(ctx, room, n)
+		return err
+	})
+	return first, err
+}
+
+// FallbackLedger is a room's Ledger on the store that, while the store
+// fails, remembers places in a node's memory instead (on_unavailable
+// local). The risk is stated where it is configured: a place admitted from
+// memory is unknown to the other nodes and, after the store returns, to
+// the store, so it may be admitted once more elsewhere.
+type FallbackLedger struct {
+	Shared *Ledger
+	Local  *admission.MemoryLedger
+}
+
+// Lookup implements admission.Ledger.
+func (l FallbackLedger) Lookup(ctx context.Context, id string) (admission.Place, error) {
+	p, err := l.Shared.Lookup(ctx, id)
+	if err != nil {
+		return l.Local.Lookup(ctx, id)
+	}
+	if p.State == admission.PlaceWaiting {
+		// Admitted here while the store was down: still admitted.
+		if lp, _ := l.Local.Lookup(ctx, id); lp.State != admission.PlaceWaiting {
+			return lp, nil
+		}
+	}
+	return p, nil
+}
+
+// Hold implements admission.Ledger.
+func (l FallbackLedger) Hold(ctx context.Context, id string, p admission.Place, until time.Time) (admission.Place, bool, error) {
+	held, won, err := l.Shared.Hold(ctx, id, p, until)
+	if err != nil {
+		return l.Local.Hold(ctx, id, p, until)
+	}
+	return held, won, nil
+}
+
+// Use implements admission.Ledger.
+func (l FallbackLedger) Use(ctx context.Context, id string) (bool, error) {
+	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceReserved {
+		return l.Local.Use(ctx, id)
+	}
+	used, err := l.Shared.Use(ctx, id)
+	if err != nil {
+		return l.Local.Use(ctx, id)
+	}
+	return used, nil
+}
+
+// Release implements admission.Ledger.
+func (l FallbackLedger) Release(ctx context.Context, id string) error {
+	_ = l.Local.Release(ctx, id)
+	return l.Shared.Release(ctx, id)
+}
+
+var (
+	_ Store            = (*Guard)(nil)
+	_ admission.Ledger = FallbackLedger{}
+)

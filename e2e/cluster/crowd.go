@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// answer is what a node said to an admission attempt.
+type answer struct {
+	at     time.Time
+	node   int
+	status int
+	took   time.Duration
+}
+
+// usedToken is an admitted token with its solution, to replay later.
+type usedToken struct {
+	token, nonce, pass string
+	node               int
+}
+
+// crowd is honest visitors spread over the nodes by weight: each takes a
+// token from its node, solves the proof of work, follows Retry-After, and
+// when admitted leaves (a new visitor takes its place). A visitor whose
+// node does not answer goes to another one, as behind a load balancer that
+// checks its targets.
+type crowd struct {
+	nodes   []*node
+	weights []float64
+	room    string
+	client  *http.Client
+
+	mu       sync.Mutex
+	answers  []answer // every admission attempt's answer
+	used     []usedToken
+	samples  []string
+	requests atomic.Int64
+	conn     atomic.Int64
+	failed   atomic.Int64
+	lost     atomic.Int64
+	// lostUnknown are places refused as used (409) after an earlier
+	// attempt with the same token went unanswered (its node died, or it
+	// answered 503 while the store failed): the admission may have been
+	// made and its answer lost.
+	lostUnknown atomic.Int64
+	double      atomic.Int64
+	maxTook     atomic.Int64 // the slowest answer of any request, ns
+}
+
+func newCrowd(nodes []*node, weights []float64, room string) *crowd {
+	return &crowd{nodes: nodes, weights: weights, room: room,
+		client: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+}
+
+// run keeps visitors in the room until ctx ends.
+func (c *crowd) run(ctx context.Context, visitors int) {
+	var wg sync.WaitGroup
+	for i := range visitors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+			for ctx.Err() == nil {
+				c.visit(ctx, rng)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (c *crowd) pick(rng *rand.Rand) int {
+	x := rng.Float64()
+	for i, w := range c.weights {
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return len(c.weights) - 1
+}
+
+// other picks another node than at, if there is one.
+func (c *crowd) other(at int, rng *rand.Rand) int {
+	if len(c.nodes) < 2 {
+		return at
+	}
+	return (at + 1 + rng.IntN(len(c.nodes)-1)) % len(c.nodes)
+}
+
+type ticket struct {
+	Token      string  `json:"token"`
+	Challenge  string  `json:"challenge"`
+	Difficulty int     `json:"difficulty"`
+	RetryAfter float64 `json:"retry_after"`
+	Outcome    string  `json:"outcome"`
+	Error      *struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+func (c *crowd) note(format string, args ...any) {
+	c.mu.Lock()
+	if len(c.samples) < 8 {
+		c.samples = append(c.samples, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+	}
+	c.mu.Unlock()
+}
+
+// visit is one visitor from the token to admission (or the end of ctx).
+func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
+	at := c.pick(rng)
+	var tk ticket
+	for ctx.Err() == nil {
+		status, body, _, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/token", nil)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.conn.Add(1)
+			at = c.other(at, rng)
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		if status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
+			c.failed.Add(1)
+			c.note("token at %s: %d %.100s", c.nodes[at].name, status, body)
+			sleep(ctx, time.Second)
+			return
+		}
+		break
+	}
+	unknown := "" // how an earlier attempt with this token went unanswered
+	for ctx.Err() == nil {
+		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
+		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		if err != nil {
+			return
+		}
+		nonce := strconv.FormatUint(n, 10)
+		req, _ := json.Marshal(map[string]string{"nonce": nonce, "token": tk.Token})
+		start := time.Now()
+		status, body, h, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/admit", req)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.conn.Add(1)
+			unknown = fmt.Sprintf("connection error at %s", c.nodes[at].name)
+			at = c.other(at, rng)
+			tk.RetryAfter = 0.2
+			continue
+		}
+		c.mu.Lock()
+		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start)})
+		c.mu.Unlock()
+		switch status {
+		case http.StatusOK:
+			var a struct{ Pass string }
+			_ = json.Unmarshal(body, &a)
+			c.mu.Lock()
+			c.used = append(c.used, usedToken{token: tk.Token, nonce: nonce, pass: a.Pass, node: at})
+			c.mu.Unlock()
+			return
+		case http.StatusTooManyRequests:
+			var next ticket
+			_ = json.Unmarshal(body, &next)
+			if next.Token != "" {
+				tk = next
+			} else {
+				tk.RetryAfter = next.RetryAfter
+			}
+		case http.StatusServiceUnavailable:
+			// The documented answer while the store is down: the place is kept.
+			ra, _ := strconv.ParseFloat(h.Get("Retry-After"), 64)
+			tk.RetryAfter = max(ra, 1)
+			unknown = fmt.Sprintf("503 at %s", c.nodes[at].name)
+		case http.StatusConflict:
+			if unknown != "" {
+				c.lostUnknown.Add(1)
+				c.note("admit at %s: 409 used, after an unanswered attempt (%s)", c.nodes[at].name, unknown)
+				return
+			}
+			c.lost.Add(1)
+			c.note("admit at %s refused the place: %d %.100s", c.nodes[at].name, status, body)
+			return
+		default:
+			c.lost.Add(1)
+			c.note("admit at %s refused the place: %d %.100s", c.nodes[at].name, status, body)
+			return
+		}
+	}
+}
+
+func (c *crowd) call(ctx context.Context, n *node, method, path string, body []byte) (int, []byte, http.Header, error) {
+	c.requests.Add(1)
+	start := time.Now()
+	status, b, h, err := do(ctx, c.client, method, n.site()+path, body, "")
+	if took := int64(time.Since(start)); took > c.maxTook.Load() {
+		c.maxTook.Store(took)
+	}
+	return status, b, h, err
+}
+
+// admissions counts the 200s answered in [from, to), per node.
+func (c *crowd) admissions(from, to time.Time) (total int, perNode []int) {
+	perNode = make([]int, len(c.nodes))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.answers {
+		if a.status == http.StatusOK && !a.at.Before(from) && a.at.Before(to) {
+			total++
+			perNode[a.node]++
+		}
+	}
+	return total, perNode
+}
+
+// answersBetween counts answers by status in [from, to), with the slowest.
+func (c *crowd) answersBetween(from, to time.Time) (map[int]int, time.Duration) {
+	out := map[int]int{}
+	var slowest time.Duration
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.answers {
+		if !a.at.Before(from) && a.at.Before(to) {
+			out[a.status]++
+			slowest = max(slowest, a.took)
+		}
+	}
+	return out, slowest
+}
+
+func (c *crowd) usedTokens() []usedToken {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]usedToken(nil), c.used...)
+}
+
+func do(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, http.Header{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, resp.Header, err
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,116 @@
+// Package reply writes fairgate's JSON answers, for the gateway's endpoints
+// (package proxy) and the seat API (package seats/httpapi) alike: the same
+// headers on every answer, one shape for every error, and bounded decoding
+// of JSON request bodies with the same 400 and 413 answers.
+package reply
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Error is the body of every error answer, under "error".
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Reason says why a room is closed (the gateway).
+	Reason string `json:"reason,omitempty"`
+	// Seats are the seats lost to another buyer (the seat API's 409).
+	Seats []string `json:"seats,omitempty"`
+	// Session is the visitor's live session (the seat API's 409).
+	Session string `json:"session,omitempty"`
+}
+
+type errorJSON struct {
+	Error Error `json:"error"`
+}
+
+// buffers are reused encoding buffers: an answer is encoded whole before
+// its headers go out, so a value that fails to encode is a clean 500.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooled keeps a rare huge answer (a seat map) from pinning its buffer.
+const maxPooled = 64 << 10
+
+// JSON writes v as the answer, with Content-Type, Content-Length,
+// X-Content-Type-Options: nosniff and, unless the handler set one,
+// Cache-Control: no-store.
+func JSON(w http.ResponseWriter, status int, v any) {
+	buf := buffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooled {
+			buf.Reset()
+			buffers.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		buf.Reset()
+		status = http.StatusInternalServerError
+		_ = json.NewEncoder(buf).Encode(errorJSON{Error{Code: "internal", Message: "encoding the answer failed"}})
+	}
+	Raw(w, status, buf.Bytes())
+}
+
+// Raw writes body, JSON already encoded, as JSON does.
+func Raw(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// Fail writes e as an error answer.
+func Fail(w http.ResponseWriter, status int, e Error) { JSON(w, status, errorJSON{e}) }
+
+// Decode reads a JSON body of at most limit bytes into v, refusing unknown
+// fields and trailing data; on failure it has answered 413 or 400 itself.
+func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	return decode(w, http.MaxBytesReader(w, r.Body, limit), v)
+}
+
+// Unmarshal is Decode for a body already read.
+func Unmarshal(w http.ResponseWriter, body []byte, v any) error {
+	return decode(w, bytes.NewReader(body), v)
+}
+
+func decode(w http.ResponseWriter, body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		BodyError(w, err)
+		return err
+	}
+	if dec.More() {
+		err := errors.New("trailing data after the JSON object")
+		Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: err.Error()})
+		return err
+	}
+	return nil
+}
+
+// BodyError answers a request whose body could not be read or decoded:
+// 413 if it was too large, else 400, naming an unknown field but never
+// echoing the decoder's internals.
+func BodyError(w http.ResponseWriter, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		Fail(w, http.StatusRequestEntityTooLarge, Error{Code: "too_large", Message: "request body too large"})
+		return
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "unknown field " + field})
+		return
+	}
+	Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "request body is not valid JSON"})
+}

@@ -1,0 +1,454 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+)
+
+// SettleStateStore returns the config's state store with its defaults
+// applied; defaultPath is the front door's bolt file (Caddy's data
+// directory, `fairgate proxy --state`), empty for none.
+func (c Config) SettleStateStore(defaultPath string) (StateStore, error) {
+	s, err := settleStore(c.StateStore, defaultPath)
+	return s.StateStore, err
+}
+
+// StoreKey is what rooms of one process pointing at the same store share
+// an opened store under (Caddy's usage pool key).
+func (s StateStore) StoreKey() string { return storeSettings{s}.identity() }
+
+// OpenStateStore opens a settled state store: nil for memory. A bolt file
+// another process holds fails after call_timeout with an error naming it.
+func OpenStateStore(ctx context.Context, s StateStore) (roomstate.Store, error) {
+	timeout := time.Duration(s.CallTimeout)
+	switch s.Type {
+	case StoreBolt:
+		st, err := boltstore.Open(s.Path, timeout)
+		if err != nil {
+			return nil, fmt.Errorf("state_store bolt: %w (is another process using it? give each its own path)", err)
+		}
+		return st, nil
+	case StoreDynamo:
+		st, err := dynamostore.Open(ctx, dynamostore.Config{Table: s.Table, Region: s.Region, Endpoint: s.Endpoint, Timeout: timeout})
+		if err != nil {
+			return nil, fmt.Errorf("state_store dynamodb: %w", err)
+		}
+		return st, nil
+	}
+	return nil, nil
+}
+
+// tickEvery is the controller's period, for the whole cluster.
+const tickEvery = time.Second
+
+// storeCool is how long a node stops asking a store that failed before it
+// tries again: a down store costs one call deadline per storeCool, not one
+// per request. A variable for tests.
+var storeCool = time.Second
+
+// cluster is a room's link to its state store: the control state it
+// shares, the budget and the ledger. Nil in a Shared on memory.
+type cluster struct {
+	store   *roomstate.Guard
+	set     storeSettings
+	quota   *roomstate.Quota
+	key     string
+	mu      sync.Mutex // serialises commits and adoptions
+	version uint64
+	joined  bool // the stored state was adopted (or this node's stored)
+	ticked  time.Time
+	share   float64 // this node's share of the rate, under Shared.mu
+	nodes   int
+}
+
+// laneKey is where a lane's per-node observations are published.
+func laneKey(room, lane, what string) string {
+	if lane == "" {
+		return room + "#" + what
+	}
+	return room + "~" + lane + "#" + what
+}
+
+// NewSharedOn creates a room's shared state on an opened state store (nil
+// for memory). It does not touch the store: Join does, once the config is
+// certain to run, so that nodes on one store are one room and a restarted
+// node resumes the clock and the ledger. st is the settled StateStore
+// (Config.SettleStateStore).
+func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate.Store, clock func() time.Time) (*Shared, error) {
+	sh, err := NewShared(cfg, clock)
+	if err != nil || store == nil {
+		return sh, err
+	}
+	set := storeSettings{st}
+	s, err := cfg.settle() // cannot fail: NewShared settled it
+	if err != nil {
+		return nil, err
+	}
+	cl := &cluster{set: set, key: s.Room, share: 1}
+	cl.store = roomstate.NewGuard(store, storeCool, func(op string, took time.Duration, err error) {
+		sh.metrics(clock).observeStore(op, took, err)
+	})
+	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, set.OnUnavailable == OnUnavailableLocal); err != nil {
+		return nil, err
+	}
+	shared := roomstate.NewLedger(cl.store, s.Room, clock)
+	sh.Ledger = shared
+	if set.OnUnavailable == OnUnavailableLocal {
+		sh.Ledger = roomstate.FallbackLedger{Shared: shared, Local: sh.memory}
+	}
+	sh.cluster = cl
+	for _, l := range sh.lanes() {
+		l.room.SetQuota(cl.quota)
+	}
+	return sh, nil
+}
+
+// Join adopts the room's stored control state, or stores this node's when
+// there is none; then a Gateway's ApplyConfig applies what its config
+// changed since the config that stored it. A room on memory has nothing to
+// join. Run retries a join that failed.
+func (sh *Shared) Join(ctx context.Context) error {
+	cl := sh.cluster
+	if cl == nil {
+		return nil
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	c, v, err := cl.store.LoadControl(ctx, cl.key)
+	switch {
+	case errors.Is(err, roomstate.ErrNotFound):
+		err = sh.commitLocked(ctx, func() error { return nil })
+	case err == nil:
+		err = sh.adoptLocked(c, v, sh.now())
+	}
+	if err != nil {
+		return fmt.Errorf("room %s: joining its stored state: %w", cl.key, err)
+	}
+	cl.joined = true
+	return nil
+}
+
+// commit makes a change through the store: change is applied here, the
+// result saved if the stored version is still the one this node has, and
+// on a conflict the stored state is adopted and change applied again. When
+// the store cannot be reached the change is undone and the error returned:
+// a change exists once the store has it.
+func (sh *Shared) commit(ctx context.Context, now time.Time, change func() error) error {
+	if sh.cluster == nil {
+		return change()
+	}
+	sh.cluster.mu.Lock()
+	defer sh.cluster.mu.Unlock()
+	if !sh.cluster.joined {
+		return &UnavailableError{errors.New("the room has not joined its stored state yet")}
+	}
+	return sh.commitLocked(ctx, change)
+}
+
+// UnavailableError is a change the state store could not take: nothing
+// changed.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return "state store unavailable: " + e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// errSkip is a change that, seen after an adoption, is no longer needed.
+var errSkip = errors.New("skipped")
+
+func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
+	cl := sh.cluster
+	for range 8 {
+		before := sh.exportControl()
+		if err := change(); err != nil {
+			sh.restore(before)
+			if errors.Is(err, errSkip) {
+				return nil
+			}
+			return err
+		}
+		c := sh.exportControl()
+		if cl.version != 0 && sameControl(before, c) {
+			return nil // nothing changed: no write
+		}
+		v, err := cl.store.SaveControl(ctx, cl.key, c, cl.version)
+		if err == nil {
+			cl.version = v
+			return nil
+		}
+		sh.restore(before)
+		if !errors.Is(err, roomstate.ErrConflict) {
+			return &UnavailableError{fmt.Errorf("saving room state: %w", err)}
+		}
+		stored, v, err := cl.store.LoadControl(ctx, cl.key)
+		if err != nil {
+			return &UnavailableError{fmt.Errorf("loading room state: %w", err)}
+		}
+		if err := sh.adoptLocked(stored, v, sh.now()); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("saving room state: %w", roomstate.ErrConflict)
+}
+
+func sameControl(a, b roomstate.Control) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// restore puts back a control state exported before a change that did not
+// go through.
+func (sh *Shared) restore(c roomstate.Control) {
+	_ = sh.adoptLocked(c, sh.cluster.version, sh.now())
+}
+
+// appliedJSON is applied as stored.
+type appliedJSON struct {
+	State      admission.State `json:"state"`
+	SaleStart  time.Time       `json:"sale_start,omitzero"`
+	Rate       float64         `json:"rate"`
+	Burst      float64         `json:"burst"`
+	Difficulty int             `json:"difficulty"`
+	Lanes      []laneJSON      `json:"lanes,omitempty"`
+	Tau        time.Duration   `json:"tau"`
+	Adaptive   bool            `json:"adaptive"`
+	LedgerSize int             `json:"ledger_size"`
+}
+
+type laneJSON struct {
+	Name  string  `json:"name"`
+	Key   string  `json:"key"`
+	Value string  `json:"value"`
+	Share float64 `json:"share"`
+}
+
+func (a applied) MarshalJSON() ([]byte, error) {
+	j := appliedJSON{State: a.state, SaleStart: a.saleStart, Rate: a.rate, Burst: a.burst, Difficulty: a.difficulty,
+		Tau: a.tau, Adaptive: a.adaptive, LedgerSize: a.ledgerSize}
+	for _, l := range a.lanes {
+		j.Lanes = append(j.Lanes, laneJSON{Name: l.name, Key: l.key, Value: l.value, Share: l.share})
+	}
+	return json.Marshal(j)
+}
+
+func (a *applied) UnmarshalJSON(b []byte) error {
+	var j appliedJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*a = applied{state: j.State, saleStart: j.SaleStart, rate: j.Rate, burst: j.Burst, difficulty: j.Difficulty,
+		tau: j.Tau, adaptive: j.Adaptive, ledgerSize: j.LedgerSize}
+	for _, l := range j.Lanes {
+		a.lanes = append(a.lanes, laneRule{name: l.Name, key: l.Key, value: l.Value, share: l.Share})
+	}
+	return nil
+}
+
+// exportControl is the room's control state as the store keeps it.
+func (sh *Shared) exportControl() roomstate.Control {
+	var c roomstate.Control
+	for _, l := range sh.lanes() {
+		lc := roomstate.ControlOf(l.room.Export())
+		if l.name == "" {
+			c = lc
+			continue
+		}
+		if c.Lanes == nil {
+			c.Lanes = map[string]roomstate.Control{}
+		}
+		c.Lanes[l.name] = lc
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	c.Rate, c.Burst, c.Reason = sh.rate, sh.burst, sh.reason
+	c.Ticked = sh.cluster.ticked
+	c.Applied, _ = json.Marshal(sh.applied)
+	return c
+}
+
+// adoptLocked makes a stored control state this node's. Callers hold
+// sh.cluster.mu.
+func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time) error {
+	for _, l := range sh.lanes() {
+		lc := c
+		if l.name != "" {
+			var ok bool
+			if lc, ok = c.Lanes[l.name]; !ok {
+				continue // a lane this node's config added: its own until saved
+			}
+		}
+		if err := l.room.Adopt(lc.View()); err != nil {
+			return err
+		}
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(c.Applied) > 0 {
+		var a applied
+		if err := json.Unmarshal(c.Applied, &a); err != nil {
+			return fmt.Errorf("stored config: %w", err)
+		}
+		sh.applied = a
+	}
+	if c.Rate > 0 {
+		sh.rate, sh.burst = c.Rate, math.Max(1, c.Burst)
+	}
+	sh.reason = c.Reason
+	sh.cluster.ticked = c.Ticked
+	sh.cluster.version = version
+	if err := sh.cluster.quota.SetRate(sh.rate); err != nil {
+		return err
+	}
+	return sh.rebalance(now, true)
+}
+
+// poll adopts the stored control state if another node changed it.
+func (sh *Shared) poll(ctx context.Context, now time.Time) error {
+	cl := sh.cluster
+	c, v, err := cl.store.LoadControl(ctx, cl.key)
+	if err != nil {
+		return err
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if v == cl.version {
+		return nil
+	}
+	return sh.adoptLocked(c, v, now)
+}
+
+// clusterTick publishes this node's observations, lets the controller run
+// for the cluster when no node did within the last tick, and sets this
+// node's share of the rate from every node's demand.
+func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
+	cl := sh.cluster
+	until := now.Add(3 * tickEvery)
+	lanes := sh.lanes()
+	type sums struct{ population, eligible float64 }
+	total := make([]sums, len(lanes))
+	mine, all, nodes := 0.0, 0.0, 0
+	for i, l := range lanes {
+		pop, elig := l.room.Population(now), l.room.EligibleRate(now)
+		mine += elig
+		if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, l.name, "population"), cl.set.Node, pop, until); err != nil {
+			return err
+		}
+		if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, l.name, "eligible"), cl.set.Node, elig, until); err != nil {
+			return err
+		}
+		p, n, err := cl.store.Population(ctx, laneKey(cl.key, l.name, "population"), now)
+		if err != nil {
+			return err
+		}
+		e, _, err := cl.store.Population(ctx, laneKey(cl.key, l.name, "eligible"), now)
+		if err != nil {
+			return err
+		}
+		total[i] = sums{p, e}
+		all += e
+		nodes = max(nodes, n)
+	}
+	share := 1.0
+	switch {
+	case all > 0:
+		// A floor keeps a node without demand able to admit its first
+		// visitors; the shared budget caps what the shares add up to.
+		share = math.Min(1, math.Max(mine/all*shareHeadroom, minShare/float64(max(nodes, 1))))
+	case nodes > 1:
+		share = 1 / float64(nodes)
+	}
+	sh.mu.Lock()
+	cl.share, cl.nodes = share, nodes
+	_ = sh.rebalance(now, true)
+	sh.mu.Unlock()
+	return sh.commit(ctx, now, func() error {
+		if now.Sub(cl.ticked) < tickEvery*9/10 {
+			return errSkip // another node ticked for the cluster
+		}
+		for i, l := range sh.lanes() {
+			if i < len(total) && l == lanes[i] {
+				l.room.TickWith(now, total[i].population, total[i].eligible)
+			}
+		}
+		cl.ticked = now
+		return nil
+	})
+}
+
+// shareHeadroom lets each node's bucket run a little above its share of
+// the demand, so the shared budget, not an estimate, is what binds: a
+// window's admissions that one node's bucket would leave unspent go to
+// another's.
+const shareHeadroom = 1.1
+
+// minShare is the least share of the rate a node's bucket gets, over the
+// number of nodes.
+const minShare = 0.1
+
+// runCluster keeps the room in step with its store until ctx ends: it
+// polls the control state every poll period and ticks once a second.
+func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
+	cl := sh.cluster
+	poll := time.NewTicker(time.Duration(cl.set.Poll))
+	defer poll.Stop()
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			ret, cancel := context.WithTimeout(context.Background(), time.Duration(cl.set.CallTimeout))
+			_ = cl.quota.Return(ret)
+			cancel()
+			return
+		case <-poll.C:
+			cl.mu.Lock()
+			joined := cl.joined
+			cl.mu.Unlock()
+			if !joined {
+				_ = sh.Join(ctx)
+				continue
+			}
+			_ = sh.poll(ctx, now())
+		case <-tick.C:
+			_ = sh.clusterTick(ctx, now())
+		}
+	}
+}
+
+// ClusterStatus is the state store's part of a room's admin API figures.
+type ClusterStatus struct {
+	// Store is memory, bolt or dynamodb; Node this node's id.
+	Store string `json:"store"`
+	Node  string `json:"node"`
+	// Version is the stored control state's version this node runs.
+	Version uint64 `json:"version"`
+	// Nodes is how many nodes published observations lately; Share this
+	// node's share of the rate.
+	Nodes int     `json:"nodes"`
+	Share float64 `json:"share"`
+	// Failing is true while the store failed within the last second.
+	Failing bool `json:"failing"`
+}
+
+func (sh *Shared) clusterStatus() *ClusterStatus {
+	cl := sh.cluster
+	if cl == nil {
+		return nil
+	}
+	cl.mu.Lock()
+	version := cl.version
+	cl.mu.Unlock()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: version, Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
+}

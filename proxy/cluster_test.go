@@ -1,0 +1,508 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+)
+
+// storeKinds are the stores the cluster tests run on: a bolt file always,
+// DynamoDB Local when FAIRGATE_DYNAMODB_ENDPOINT names one (`bash .ci/test`
+// starts it).
+func storeKinds(t *testing.T) map[string]func(t *testing.T) roomstate.Store {
+	kinds := map[string]func(t *testing.T) roomstate.Store{
+		"bolt": func(t *testing.T) roomstate.Store {
+			st, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+	if endpoint := os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT"); endpoint != "" {
+		kinds["dynamodb"] = func(t *testing.T) roomstate.Store {
+			client := dynamodb.New(dynamodb.Options{
+				Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+				Credentials: credentials.NewStaticCredentialsProvider("fairgate", "local", ""),
+			})
+			st := dynamostore.New(client, fmt.Sprintf("cluster_%d", rand.Int64()), 10*time.Second)
+			if err := st.CreateTable(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("FAIRGATE_DYNAMODB_ENDPOINT is unset: CI runs the cluster tests on DynamoDB Local too")
+	}
+	return kinds
+}
+
+// node is one gateway of a cluster on a shared store.
+type node struct {
+	sh  *Shared
+	gw  *Gateway
+	reg *prometheus.Registry
+}
+
+// newNode starts a gateway on store as node name would: joined, with its
+// config applied.
+func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock *fakeClock) node {
+	t.Helper()
+	if cfg.Keys.Signing == "" {
+		cfg.Keys = testKeys
+	}
+	if cfg.Difficulty == nil {
+		cfg.Difficulty = intp(0)
+	}
+	if cfg.StateStore == nil {
+		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name}
+	}
+	st, err := cfg.SettleStateStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Join(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	gw, err := New(cfg, sh, Options{Now: clock.Now, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	return node{sh: sh, gw: gw, reg: reg}
+}
+
+// newEnvOn serves a node's gateway in front of a recording origin.
+func newEnvOn(t *testing.T, n node, clock *fakeClock) *env {
+	o := &origin{}
+	srv := httptest.NewServer(n.gw.Wrap(o))
+	t.Cleanup(srv.Close)
+	return &env{t: t, clock: clock, gw: n.gw, origin: o, srv: srv, reg: n.reg,
+		client: &http.Client{Jar: newClockJar(clock.Now), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func newNodes(t *testing.T, cfg Config, store roomstate.Store, clock *fakeClock, n int) []node {
+	nodes := make([]node, n)
+	for i := range nodes {
+		nodes[i] = newNode(t, cfg, store, fmt.Sprintf("node%d", i), clock)
+	}
+	return nodes
+}
+
+func (n node) decide(t *testing.T, token string, now time.Time) admission.Decision {
+	t.Helper()
+	return n.gw.gate.Decide(t.Context(), n.sh.Room, admission.Attempt{Token: token, Nonce: "0", Now: now})
+}
+
+func (n node) issue(t *testing.T, now time.Time) admission.Ticket {
+	t.Helper()
+	tk, err := n.gw.gate.Issue(n.sh.Room, admission.Visitor{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func pollAll(t *testing.T, nodes []node, now time.Time) {
+	t.Helper()
+	for _, n := range nodes {
+		if err := n.sh.poll(t.Context(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestClusterOneClock(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			store := open(t)
+			clock := newFakeClock()
+			cfg := Config{Room: "sale", Rate: 5, Tau: Duration(time.Minute)}
+			nodes := newNodes(t, cfg, store, clock, 3)
+			// Nodes started a moment apart join the first one's clock.
+			clock.Add(10 * time.Second)
+			late := newNode(t, cfg, store, "late", clock)
+			nodes = append(nodes, late)
+			sameClock := func(when string) {
+				t.Helper()
+				now := clock.Now()
+				want := nodes[0].sh.Room.View(now)
+				for i, n := range nodes {
+					v := n.sh.Room.View(now)
+					if v.State != want.State || v.Clock.At(now) != want.Clock.At(now) {
+						t.Fatalf("%s: node %d reads %s S=%v, node 0 %s S=%v", when, i, v.State, v.Clock.At(now), want.State, want.Clock.At(now))
+					}
+					// The past too: a late token is judged alike everywhere.
+					for back := time.Duration(0); back < 5*time.Minute; back += 7 * time.Second {
+						if a, b := v.ClockAt(now.Add(-back)), want.ClockAt(now.Add(-back)); a != b {
+							t.Fatalf("%s: node %d reads S(now-%v)=%v, node 0 %v", when, i, back, a, b)
+						}
+					}
+				}
+			}
+			sameClock("at start")
+			if s := nodes[0].sh.Room.View(clock.Now()).Clock.At(clock.Now()); s < 10.0/60-1e-9 {
+				t.Fatalf("the clock did not run for the first node's 10 s: S=%v", s)
+			}
+
+			// The controller ticks once for the cluster, whichever node.
+			for range 30 {
+				clock.Add(time.Second)
+				pollAll(t, nodes, clock.Now())
+				before := nodes[0].sh.clusterStatus().Version
+				for _, n := range nodes {
+					if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pollAll(t, nodes, clock.Now())
+				if after := nodes[0].sh.clusterStatus().Version; after > before+1 {
+					t.Fatalf("%d control versions in one second: more than one node ticked", after-before)
+				}
+				sameClock("after a tick")
+			}
+
+			// A pause through one node reaches the others at their next poll.
+			if err := nodes[2].sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if st := nodes[0].sh.Room.View(clock.Now()).State; st != admission.StateQueue {
+				t.Fatalf("node 0 is %s before polling", st)
+			}
+			clock.Add(500 * time.Millisecond)
+			pollAll(t, nodes, clock.Now())
+			sameClock("after the pause")
+			if st := nodes[0].sh.Room.View(clock.Now()).State; st != admission.StatePaused {
+				t.Fatalf("node 0 is %s after polling", st)
+			}
+			// A rate change too.
+			if err := nodes[1].sh.Apply(RoomChange{State: ptr("queue"), Rate: ptrf(7)}, clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			clock.Add(500 * time.Millisecond)
+			pollAll(t, nodes, clock.Now())
+			sameClock("after the rate change")
+			for i, n := range nodes {
+				if rate, _ := n.sh.totalRate(); rate != 7 {
+					t.Fatalf("node %d runs at rate %v", i, rate)
+				}
+			}
+		})
+	}
+}
+
+func ptrf(f float64) *float64 { return &f }
+
+func TestClusterTokenAdmittedOnce(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			store := open(t)
+			clock := newFakeClock()
+			nodes := newNodes(t, Config{Room: "race", State: "open", Rate: 1e6}, store, clock, 3)
+			const races = 300
+			for i := range races {
+				tk := nodes[i%3].issue(t, clock.Now())
+				var admitted atomic.Int32
+				var wg sync.WaitGroup
+				for _, n := range nodes {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if d := n.decide(t, tk.Token, clock.Now()); d.Outcome == admission.OutcomeAdmit {
+							admitted.Add(1)
+						}
+					}()
+				}
+				wg.Wait()
+				if got := admitted.Load(); got != 1 {
+					t.Fatalf("race %d: token admitted %d times across 3 nodes", i, got)
+				}
+			}
+		})
+	}
+}
+
+// TestClusterRateCap spreads a crowd 60/30/10 over three nodes and counts
+// admissions per budget window and over a minute.
+func TestClusterRateCap(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		for _, block := range []int64{1, 4} {
+			t.Run(fmt.Sprintf("%s/block%d", kind, block), func(t *testing.T) {
+				store := open(t)
+				clock := newFakeClock()
+				const rate = 20.0
+				cfg := Config{Room: "cap", State: "open", Rate: rate, StateStore: &StateStore{BudgetBlock: block}}
+				nodes := make([]node, 3)
+				for i := range nodes {
+					c := cfg
+					c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", BudgetBlock: block, Node: fmt.Sprint("node", i)}
+					nodes[i] = newNode(t, c, store, fmt.Sprint("node", i), clock)
+				}
+				weights := []int{6, 3, 1} // arrivals per node per step: 40/s against 20/s
+				type waiting struct {
+					node  int
+					token string
+					at    time.Time
+				}
+				var queue []waiting
+				perWindow := map[int64]int{}
+				perNode := make([]int, 3)
+				start := clock.Now()
+				const seconds = 60
+				const step = 250 * time.Millisecond
+				for i := range seconds * int(time.Second/step) {
+					now := start.Add(time.Duration(i) * step)
+					clock.Set(now)
+					if now.Sub(start)%time.Second == 0 {
+						for _, n := range nodes {
+							if err := n.sh.clusterTick(t.Context(), now); err != nil {
+								t.Fatal(err)
+							}
+						}
+					}
+					for i, w := range weights {
+						for range w {
+							queue = append(queue, waiting{node: i, token: nodes[i].issue(t, now).Token, at: now})
+						}
+					}
+					// The attempts due now arrive together, as they would:
+					// the store commits them in one batch.
+					var next []waiting
+					var due []waiting
+					for _, w := range queue {
+						if w.at.After(now) {
+							next = append(next, w)
+						} else {
+							due = append(due, w)
+						}
+					}
+					decisions := make([]admission.Decision, len(due))
+					var wg sync.WaitGroup
+					for j, w := range due {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							decisions[j] = nodes[w.node].gw.gate.Decide(t.Context(), nodes[w.node].sh.Room, admission.Attempt{Token: w.token, Nonce: "0", Now: now})
+						}()
+					}
+					wg.Wait()
+					for j, w := range due {
+						d := decisions[j]
+						switch d.Outcome {
+						case admission.OutcomeAdmit:
+							perWindow[now.Unix()]++
+							perNode[w.node]++
+						case admission.OutcomeBusy, admission.OutcomeWait, admission.OutcomeEarly:
+							next = append(next, waiting{node: w.node, token: d.Ticket.Token, at: now.Add(d.RetryAfter)})
+						default:
+							t.Fatalf("decide: %v %v", d.Outcome, d.Err)
+						}
+					}
+					queue = next
+				}
+				total := 0
+				for w, n := range perWindow {
+					total += n
+					if n > int(rate) {
+						t.Errorf("window %d admitted %d, over the cap %v", w, n, rate)
+					}
+				}
+				target := rate * seconds
+				t.Logf("%s block %d: %d admitted in %d s (target %v), per node %v", kind, block, total, seconds, target, perNode)
+				// Block 1 is exact: ±5%. A larger block may leave what each
+				// node reserved and did not spend in a window unspent.
+				low := 0.95 * target
+				if block > 1 {
+					low = min(low, target-seconds*float64(len(nodes))*float64(block-1))
+				}
+				if float64(total) < low || float64(total) > target {
+					t.Errorf("admitted %d over a minute, want %v to %v", total, low, target)
+				}
+			})
+		}
+	}
+}
+
+// TestClusterRestart closes the store and starts a new node on the
+// reopened file: the clock and the ledger go on.
+func TestClusterRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rooms.db")
+	clock := newFakeClock()
+	cfg := Config{Room: "restart", Rate: 5, Tau: Duration(time.Minute), FixedSpeed: true}
+	store, err := boltstore.Open(path, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, cfg, store, "a", clock)
+	clock.Add(90 * time.Second)
+	if err := n.sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tk := n.issue(t, clock.Now())
+	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit {
+		t.Fatalf("first admission: %v %v", d.Outcome, d.Err)
+	}
+	if err := n.sh.Apply(RoomChange{State: ptr("queue")}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before := n.sh.Room.View(clock.Now()).Clock.At(clock.Now())
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Add(30 * time.Second)
+	store, err = boltstore.Open(path, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	again := newNode(t, cfg, store, "a", clock)
+	after := again.sh.Room.View(clock.Now()).Clock.At(clock.Now())
+	if want := before + 30.0/60; after < want-1e-9 || after > want+1e-9 {
+		t.Fatalf("after the restart S=%v, want %v (S before %v + 30 s at 1/60)", after, want, before)
+	}
+	if err := again.sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if d := again.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeReused {
+		t.Fatalf("the admitted token after the restart: %v, want reused", d.Outcome)
+	}
+}
+
+// flakyStore is a real store whose calls fail while down is set: the
+// network between a node and its store, cut and restored.
+type flakyStore struct {
+	roomstate.Store
+	down atomic.Bool
+}
+
+var errCut = errors.New("connection refused (test)")
+
+func (f *flakyStore) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+	if f.down.Load() {
+		return admission.Place{}, false, errCut
+	}
+	return f.Store.HoldPlace(ctx, room, id, p, until, now)
+}
+
+func (f *flakyStore) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+	if f.down.Load() {
+		return admission.Place{}, errCut
+	}
+	return f.Store.LookupPlace(ctx, room, id, now)
+}
+
+func (f *flakyStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	if f.down.Load() {
+		return 0, errCut
+	}
+	return f.Store.ReserveBudget(ctx, room, w, n)
+}
+
+func (f *flakyStore) LoadControl(ctx context.Context, room string) (roomstate.Control, uint64, error) {
+	if f.down.Load() {
+		return roomstate.Control{}, 0, errCut
+	}
+	return f.Store.LoadControl(ctx, room)
+}
+
+func (f *flakyStore) SaveControl(ctx context.Context, room string, c roomstate.Control, prev uint64) (uint64, error) {
+	if f.down.Load() {
+		return 0, errCut
+	}
+	return f.Store.SaveControl(ctx, room, c, prev)
+}
+
+// TestClusterStoreDown cuts the store: admissions get 503 with
+// Retry-After, while tokens are issued and passes let visitors through;
+// when the store returns, admissions resume without a restart.
+func TestClusterStoreDown(t *testing.T) {
+	defer func(c time.Duration) { storeCool = c }(storeCool)
+	storeCool = 20 * time.Millisecond
+	bolt := storeKinds(t)["bolt"](t)
+	store := &flakyStore{Store: bolt}
+	clock := newFakeClock()
+	cfg := Config{Room: "down", State: "open", Rate: 100, Keys: testKeys, Difficulty: intp(0),
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+	n := newNode(t, cfg, store, "a", clock)
+	e := newEnvOn(t, n, clock)
+
+	admitted := e.admitted() // a pass while the store is up
+	if !admitted.Admitted {
+		t.Fatal("not admitted")
+	}
+	store.down.Store(true)
+	if resp, _ := e.do("GET", "/shop", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("with a pass while the store is down: %d", resp.StatusCode)
+	}
+	fresh := &env{t: t, clock: clock, gw: n.gw, srv: e.srv, client: &http.Client{Jar: newClockJar(clock.Now)}}
+	tk := fresh.ticket()
+	resp, body := fresh.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("admission while the store is down: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	// The admin API refuses a change it cannot store, and changes nothing.
+	if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); !errors.As(err, new(*UnavailableError)) {
+		t.Fatalf("admin change while the store is down: %v", err)
+	}
+	if st := n.sh.Room.View(clock.Now()).State; st != admission.StateOpen {
+		t.Fatalf("the refused change left the room %s", st)
+	}
+	if !n.sh.clusterStatus().Failing {
+		t.Fatal("status does not say the store is failing")
+	}
+
+	store.down.Store(false)
+	var code int
+	for range 200 { // the guard's cool-down is 20 ms of real time
+		time.Sleep(5 * time.Millisecond)
+		resp, _ := fresh.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`)
+		if code = resp.StatusCode; code == http.StatusOK {
+			break
+		}
+	}
+	if code != http.StatusOK {
+		t.Fatalf("after the store returned: %d", code)
+	}
+	var errs float64
+	if mfs, err := e.reg.Gather(); err == nil {
+		for _, mf := range mfs {
+			if mf.GetName() == "fairgate_state_store_errors_total" {
+				for _, m := range mf.GetMetric() {
+					errs += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if errs == 0 {
+		t.Fatal("no store errors counted")
+	}
+}

@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+)
+
+// StateStore is where a room keeps what every node serving it must share
+// and what must outlive a restart: its control state and serving clock, the
+// admission budget, the used-place ledger and the population estimate
+// (docs/SCALING.md, "Room state"). Nodes (Caddy instances or `fairgate
+// proxy` processes) whose rooms point at one store are one room.
+type StateStore struct {
+	// Type is `memory` (this process only, lost on restart: the behaviour
+	// before the store), `bolt` (a file, durable on one machine) or
+	// `dynamodb` (one table shared by a cluster). Default: `bolt`
+	// (DefaultStoreType).
+	Type string `json:"type,omitempty"`
+	// Path is the bolt file. Default: under Caddy,
+	// `<Caddy's data directory>/fairgate/rooms.db`; for `fairgate proxy`,
+	// its `--state` flag (`fairgate-rooms.db` in the working directory).
+	// One process at a time may open a file: another waits call_timeout
+	// and fails with an error naming it.
+	Path string `json:"path,omitempty"`
+	// Table is the DynamoDB table (`fairgate proxy init-tables` creates
+	// it). Default: `fairgate_rooms` (dynamostore.DefaultTable).
+	Table string `json:"table,omitempty"`
+	// Region is the AWS region. Default: the AWS SDK's standard
+	// configuration (AWS_REGION, shared config), else us-east-1.
+	Region string `json:"region,omitempty"`
+	// Endpoint overrides DynamoDB's endpoint, e.g. DynamoDB Local's
+	// `http://127.0.0.1:8000`. Default: the SDK's.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Node is this node's id in the store's per-node items (population
+	// and demand). Default: `<hostname>-<pid>`.
+	Node string `json:"node,omitempty"`
+	// BudgetBlock is how many admissions a node reserves from the shared
+	// budget per store write: larger blocks cost fewer writes and may leave
+	// up to nodes×(block-1) admissions of a window unspent. Default: 1
+	// (DefaultBudgetBlock).
+	BudgetBlock int64 `json:"budget_block,omitempty"`
+	// Poll is how often a node re-reads the room's control state, so a
+	// change made through any node reaches every node within about Poll.
+	// Default: 500ms (DefaultPoll).
+	Poll Duration `json:"poll,omitempty"`
+	// CallTimeout bounds every store call. Default: 2s
+	// (roomstate.DefaultCallTimeout).
+	CallTimeout Duration `json:"call_timeout,omitempty"`
+	// OnUnavailable is what a node does with an eligible visitor while the
+	// store fails: `refuse` (default) answers 503 with Retry-After, while
+	// the waiting page, new tokens and valid passes keep working; `local`
+	// admits at this node's last share of the rate and remembers used
+	// places in memory only, so a place may be admitted once per node until
+	// the store returns (docs/SCALING.md, "Store down").
+	OnUnavailable string `json:"on_unavailable,omitempty"`
+}
+
+// Store types and defaults (each named once).
+const (
+	StoreMemory = "memory"
+	StoreBolt   = "bolt"
+	StoreDynamo = "dynamodb"
+	// DefaultStoreType is durable on one machine: a restart keeps the queue.
+	DefaultStoreType = StoreBolt
+	// DefaultStateFile is `fairgate proxy`'s bolt file without --state.
+	DefaultStateFile = "fairgate-rooms.db"
+	// DefaultBudgetBlock reserves one admission per store write: exact.
+	DefaultBudgetBlock = 1
+	// DefaultPoll re-reads the control state twice a second.
+	DefaultPoll = 500 * time.Millisecond
+	// OnUnavailableRefuse and OnUnavailableLocal are the answers to a store failure.
+	OnUnavailableRefuse = "refuse"
+	OnUnavailableLocal  = "local"
+)
+
+// storeSettings is a StateStore with defaults applied.
+type storeSettings struct {
+	StateStore
+}
+
+// settleStore checks s and fills in its defaults; defaultPath is the front
+// door's bolt file (empty: a bolt store needs Path). A nil s is the front
+// door's default: bolt at defaultPath, or memory when there is none (a Go
+// program building a gateway itself).
+func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
+	var out storeSettings
+	if s == nil {
+		if defaultPath == "" {
+			out.Type = StoreMemory
+			return out, nil
+		}
+		s = &StateStore{}
+	}
+	out.StateStore = *s
+	if out.Type == "" {
+		out.Type = DefaultStoreType
+	}
+	switch out.Type {
+	case StoreMemory:
+	case StoreBolt:
+		if out.Path == "" {
+			out.Path = defaultPath
+		}
+		if out.Path == "" {
+			return out, optionErr("state_store", "bolt needs a path")
+		}
+	case StoreDynamo:
+		if out.Table == "" {
+			out.Table = dynamostore.DefaultTable
+		}
+	default:
+		return out, optionErr("state_store", "type %q: want memory, bolt or dynamodb", out.Type)
+	}
+	if out.Type != StoreBolt && out.Path != "" {
+		return out, optionErr("state_store", "path is for bolt, not %s", out.Type)
+	}
+	if out.Type != StoreDynamo && (out.Table != "" || out.Region != "" || out.Endpoint != "") {
+		return out, optionErr("state_store", "table, region and endpoint are for dynamodb, not %s", out.Type)
+	}
+	if out.BudgetBlock < 0 {
+		return out, optionErr("state_store", "budget_block %d: must be at least 1", out.BudgetBlock)
+	}
+	if out.BudgetBlock == 0 {
+		out.BudgetBlock = DefaultBudgetBlock
+	}
+	if out.Poll < 0 || out.CallTimeout < 0 {
+		return out, optionErr("state_store", "poll and call_timeout must be positive")
+	}
+	setDur(&out.Poll, DefaultPoll)
+	setDur(&out.CallTimeout, roomstate.DefaultCallTimeout)
+	switch out.OnUnavailable {
+	case "":
+		out.OnUnavailable = OnUnavailableRefuse
+	case OnUnavailableRefuse, OnUnavailableLocal:
+	default:
+		return out, optionErr("state_store", "on_unavailable %q: want refuse or local", out.OnUnavailable)
+	}
+	if out.Node == "" {
+		host, _ := os.Hostname()
+		out.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return out, nil
+}
+
+// identity is what one opened store is shared under in a process: rooms of
+// one process pointing at the same store share one handle.
+func (s storeSettings) identity() string {
+	switch s.Type {
+	case StoreBolt:
+		return "bolt:" + s.Path
+	case StoreDynamo:
+		return "dynamodb:" + s.Region + "|" + s.Endpoint + "|" + s.Table
+	}
+	return StoreMemory
+}
