@@ -123,15 +123,20 @@ func TestFairnessFIFO(t *testing.T) {
 	// window of 60 admissions carries their Poisson noise (13% before the
 	// counter's catch-up, under 7% after it). The post-start ranks are a
 	// lattice, held to 5% in admission.TestFIFOEarlierArrivalGoesFirst.
-	if r.RateNonEmpty.Min < 0.93 || r.RateNonEmpty.Max > 1.07 || math.Abs(r.RateNonEmpty.Mean-1) > 0.02 {
-		t.Errorf("rate while the queue was not empty: %+v of the target, want within 7%%", r.RateNonEmpty)
+	// Under -race a window holds a third as many, and the noise is √3 larger.
+	tol := 0.07 * math.Sqrt(raceScale)
+	if r.RateNonEmpty.Min < 1-tol || r.RateNonEmpty.Max > 1+tol || math.Abs(r.RateNonEmpty.Mean-1) > 0.02 {
+		t.Errorf("rate while the queue was not empty: %+v of the target, want within %.0f%%", r.RateNonEmpty, 100*tol)
 	}
 	for _, p := range r.Strategies {
 		if p.Visitors < 10 {
 			t.Errorf("%v: only %d visitors", p.Kind, p.Visitors)
 		}
-		if p.Kind != AnonTokens && p.Gains() {
-			t.Errorf("%v gains: %+v", p.Kind, p)
+		// The adaptive counter reacts to who presents when, so every
+		// visitor of a strategy's run may move by the run's noise (shown
+		// in the table): a gain within it is none (Paired.verdict).
+		if p.Kind != AnonTokens && p.verdict() == "GAINS" {
+			t.Errorf("%v gains beyond the noise: %+v", p.Kind, p)
 		}
 	}
 }
