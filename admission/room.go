@@ -336,10 +336,10 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
 	v := *r.view.Load()
 	v.Rate = rate
-	if r.fifo != nil {
-		v.Cruise = rate
-	}
-	r.publish(&v, now)
+	// The clock does not depend on the rate: it stays as it is, so nodes
+	// that split a rate differently still share one clock (a fifo counter
+	// takes the new rate at its next tick).
+	r.view.Store(&v)
 	return nil
 }
 
@@ -385,6 +385,18 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	v := *r.view.Load()
 	v.Cruise = r.controller.Next(v.Cruise, v.Rate, population, eligible)
 	r.publish(&v, now)
+}
+
+// NextCruise is the speed TickWith would set from these observations, and
+// the speed now; it changes nothing.
+func (r *Room) NextCruise(population, eligible float64) (next, cur float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.view.Load()
+	if !r.adaptive {
+		return v.Cruise, v.Cruise
+	}
+	return r.controller.Next(v.Cruise, v.Rate, population, eligible), v.Cruise
 }
 
 // Export is the room's control state as set (a scheduled room stays

@@ -96,6 +96,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		"waiting_room {\n fixed_speed yes\n}",
 		"waiting_room {\n waiting_page\n}",
 		"waiting_room {\n language de fr\n}",
+		"waiting_room {\n state_store\n}",
+		"waiting_room {\n state_store bolt {\n nope x\n }\n}",
+		"waiting_room {\n state_store bolt {\n poll soon\n }\n}",
 	} {
 		h := new(Handler)
 		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err == nil {
@@ -119,6 +122,9 @@ func TestCaddyfileMistakes(t *testing.T) {
 		{"repeated hook timeout", "admission_hook http://x/y {\n timeout 1s\n timeout 2s\n }", `option "timeout" given twice`, "at Caddyfile:5"},
 		{"scheduled without start", "state scheduled", "a scheduled room needs sale_start", "at Caddyfile:"},
 		{"bad duration", "tau soon", `duration "soon"`, "at Caddyfile:3"},
+		{"state store type", "state_store redis", `state_store: type "redis": want memory, bolt or dynamodb`, "at Caddyfile:3"},
+		{"state store answer", "state_store dynamodb {\n on_unavailable maybe\n }", `on_unavailable "maybe"`, "at Caddyfile:"},
+		{"bolt with a table", "state_store bolt {\n table t\n }", "table, region and endpoint are for dynamodb", "at Caddyfile:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\t" + tc.block + "\n\t}\n}\n")

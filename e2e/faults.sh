@@ -112,7 +112,7 @@ row "key rotation (keys add, reload --force)" "$T/keys.json.out" "new key signin
 # admitted token replayed with the room open at a high rate, so the ledger
 # is all that can refuse it), no HTTP failure but the connection errors
 # while the process is down, no lost place, no double admission.
-room_clock() { curl -s --max-time 5 "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; print(json.load(sys.stdin)["clock"])'; }
+room_clock() { curl -s --max-time 5 "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["clock"])'; }
 room_store() { curl -s --max-time 5 "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; print((json.load(sys.stdin).get("cluster") or {}).get("store", ""))'; }
 set_room() { curl -s --max-time 5 -o /dev/null -X POST -H 'Content-Type: application/json' -d "$1" "$admin/waiting_room/rooms/faults"; }
 restart_under_load() { # restart_under_load SIGNAL FILE-KEY LABEL

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end tests against real built binaries: Caddy built by xcaddy from
 # xcaddy.json, running Caddyfile.example, in front of the real seat service
-# and a shop origin, all on loopback. Prints each scenario's
-# "N passed, N failed" and fails on any failure.
+# and a shop origin, all on loopback; then the fault suite (faults.sh) and
+# the three-node cluster test on DynamoDB Local (cluster.sh). Prints each
+# scenario's "N passed, N failed" and fails on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=$(mktemp -d)

@@ -84,8 +84,10 @@ curl -s -o "$T/before" "$ADMIN/waiting_room/rooms/sale"
 $RELOAD
 reloaded=$?
 curl -s -o "$T/after" "$ADMIN/waiting_room/rooms/sale"
-clock_kept=$(python3 -c "import json; b=json.load(open('$T/before')); a=json.load(open('$T/after')); print('yes' if a['clock'] >= b['clock'] > 0 and a['used_tokens'] == b['used_tokens'] >= 1 else 'no')")
-check "a reload keeps the serving clock and used tokens" test "$reloaded" = 0 -a "$clock_kept" = yes
+# used_tokens counts the memory ledger only: with the default bolt store
+# the used places are in the store, and the next check replays one.
+clock_kept=$(python3 -c "import json; b=json.load(open('$T/before')); a=json.load(open('$T/after')); print('yes' if a['clock'] >= b['clock'] > 0 and a['used_tokens'] == b['used_tokens'] else 'no')")
+check "a reload keeps the serving clock" test "$reloaded" = 0 -a "$clock_kept" = yes
 code=$(curl -s -c "$jar" -b "$jar" -o "$T/reuse" -w '%{http_code}' -X POST "$SITE/_fairgate/admit" -d "{\"nonce\":\"$nonce\",\"token\":\"$(json "$T/tk" token)\"}")
 check "a used token stays used after the reload" test "$code" = 409
 

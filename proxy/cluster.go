@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
@@ -53,8 +54,8 @@ const tickEvery = time.Second
 
 // storeCool is how long a node stops asking a store that failed before it
 // tries again: a down store costs one call deadline per storeCool, not one
-// per request. A variable for tests.
-var storeCool = time.Second
+// per request.
+const storeCool = time.Second
 
 // cluster is a room's link to its state store: the control state it
 // shares, the budget and the ledger. Nil in a Shared on memory.
@@ -65,9 +66,13 @@ type cluster struct {
 	key     string
 	mu      sync.Mutex // serialises commits and adoptions
 	version uint64
+	// shown mirrors version for the admin API, which must not wait for a
+	// commit in progress.
+	shown   atomic.Uint64
 	joined  bool // the stored state was adopted (or this node's stored)
 	ticked  time.Time
-	share   float64 // this node's share of the rate, under Shared.mu
+	pending *settings // a config the store could not take yet
+	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
 }
 
@@ -95,10 +100,10 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 		return nil, err
 	}
 	cl := &cluster{set: set, key: s.Room, share: 1}
-	cl.store = roomstate.NewGuard(store, storeCool, func(op string, took time.Duration, err error) {
+	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
 		sh.metrics(clock).observeStore(op, took, err)
 	})
-	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, set.OnUnavailable == OnUnavailableLocal); err != nil {
+	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
 		return nil, err
 	}
 	shared := roomstate.NewLedger(cl.store, s.Room, clock)
@@ -183,6 +188,7 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 		v, err := cl.store.SaveControl(ctx, cl.key, c, cl.version)
 		if err == nil {
 			cl.version = v
+			cl.shown.Store(v)
 			return nil
 		}
 		sh.restore(before)
@@ -306,9 +312,7 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
 	sh.cluster.version = version
-	if err := sh.cluster.quota.SetRate(sh.rate); err != nil {
-		return err
-	}
+	sh.cluster.shown.Store(version)
 	return sh.rebalance(now, true)
 }
 
@@ -371,9 +375,24 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	cl.share, cl.nodes = share, nodes
 	_ = sh.rebalance(now, true)
 	sh.mu.Unlock()
+	if err := sh.retryPending(ctx, now); err != nil {
+		return err
+	}
 	return sh.commit(ctx, now, func() error {
 		if now.Sub(cl.ticked) < tickEvery*9/10 {
 			return errSkip // another node ticked for the cluster
+		}
+		moved := false
+		for i, l := range sh.lanes() {
+			if i < len(total) && l == lanes[i] {
+				next, cur := l.room.NextCruise(total[i].population, total[i].eligible)
+				moved = moved || math.Abs(next-cur) > minCruiseStep*cur
+			}
+		}
+		if !moved {
+			// Every reading kept costs the stored clock's past a
+			// segment: a speed that hardly moves is left as it is.
+			return errSkip
 		}
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
@@ -383,6 +402,51 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		cl.ticked = now
 		return nil
 	})
+}
+
+// minCruiseStep is the least relative change of a lane's clock speed the
+// cluster's controller stores.
+const minCruiseStep = 0.01
+
+// retryPending applies a config whose commit the store refused (it was
+// down, or the room had not joined yet), once it takes it.
+func (sh *Shared) retryPending(ctx context.Context, now time.Time) error {
+	cl := sh.cluster
+	cl.mu.Lock()
+	pending := cl.pending
+	cl.mu.Unlock()
+	if pending == nil {
+		return nil
+	}
+	err := sh.commit(ctx, now, func() error { return sh.reconfigure(*pending, now) })
+	if err != nil {
+		return err
+	}
+	cl.mu.Lock()
+	if cl.pending == pending {
+		cl.pending = nil
+	}
+	cl.mu.Unlock()
+	return nil
+}
+
+// applyConfig commits a config's settings; when the store cannot take them
+// they wait, and the room's loop applies them when it can.
+func (sh *Shared) applyConfig(s settings, now time.Time) error {
+	err := sh.commit(context.Background(), now, func() error { return sh.reconfigure(s, now) })
+	if sh.cluster == nil {
+		return err
+	}
+	sh.cluster.mu.Lock()
+	defer sh.cluster.mu.Unlock()
+	var down *UnavailableError
+	switch {
+	case errors.As(err, &down):
+		sh.cluster.pending = &s
+	case err == nil:
+		sh.cluster.pending = nil
+	}
+	return err
 }
 
 // shareHeadroom lets each node's bucket run a little above its share of
@@ -445,10 +509,7 @@ func (sh *Shared) clusterStatus() *ClusterStatus {
 	if cl == nil {
 		return nil
 	}
-	cl.mu.Lock()
-	version := cl.version
-	cl.mu.Unlock()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: version, Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
+	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
 }

@@ -5,7 +5,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -184,10 +183,9 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 // made through the admin API stays unless the config changes that setting.
 // Call it once the gateway is certain to serve: a config that is rejected
 // must leave the room as it was.
-func (g *Gateway) ApplyConfig() error {
-	now := g.now()
-	return g.shared.commit(context.Background(), now, func() error { return g.shared.reconfigure(g.cfg, now) })
-}
+// On a state store that cannot take the change now, the error is an
+// *UnavailableError and the room's loop applies the config once it can.
+func (g *Gateway) ApplyConfig() error { return g.shared.applyConfig(g.cfg, g.now()) }
 
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {

@@ -108,7 +108,7 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	}
 	if sh.cluster != nil {
 		// The shared budget caps the room as a whole, every lane together.
-		if err := sh.cluster.quota.SetRate(sh.rate); err != nil {
+		if err := sh.cluster.quota.SetRate(sh.rate, sh.burst); err != nil {
 			return err
 		}
 	}

@@ -26,19 +26,20 @@ type Guard struct {
 	Store
 	observe Observer
 	cool    time.Duration
+	now     func() time.Time
 	down    atomic.Int64 // unix nanos until which calls fail fast
 }
 
-// NewGuard wraps store; observe may be nil.
-func NewGuard(store Store, cool time.Duration, observe Observer) *Guard {
+// NewGuard wraps store; now tells the cool-down's time; observe may be nil.
+func NewGuard(store Store, cool time.Duration, now func() time.Time, observe Observer) *Guard {
 	if observe == nil {
 		observe = func(string, time.Duration, error) {}
 	}
-	return &Guard{Store: store, observe: observe, cool: cool}
+	return &Guard{Store: store, observe: observe, cool: cool, now: now}
 }
 
 // Failing reports whether the store failed within the cool-down.
-func (g *Guard) Failing() bool { return time.Now().UnixNano() < g.down.Load() }
+func (g *Guard) Failing() bool { return g.now().UnixNano() < g.down.Load() }
 
 func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) error) error {
 	if g.Failing() {
@@ -50,7 +51,7 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 	err := fn(ctx)
 	g.observe(op, time.Since(start), err)
 	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) && ctx.Err() == nil {
-		g.down.Store(time.Now().Add(g.cool).UnixNano())
+		g.down.Store(g.now().Add(g.cool).UnixNano())
 	}
 	return err
 }

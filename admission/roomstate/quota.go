@@ -11,8 +11,10 @@ import (
 
 // Quota is admission.Quota on a room's shared Budget: at most the room's
 // target rate times the window's length is admitted in a window across
-// every node. The window is a second long, or as long as it takes the rate
-// to grant one admission when it is below one a second.
+// every node. A window lasts as long as the rate takes to refill the burst
+// (at least a second, and long enough to grant one admission), so a burst
+// the bucket allows is not cut short by the cap, and over any longer span
+// the cluster admits the rate.
 type Quota struct {
 	store Store
 	room  string
@@ -27,34 +29,37 @@ type Quota struct {
 }
 
 // NewQuota returns a room's quota at the given target rate (admissions
-// per second), reserving block admissions per store write.
-func NewQuota(store Store, room string, block int64, rate float64, local bool) (*Quota, error) {
+// per second) and burst, reserving block admissions per store write.
+func NewQuota(store Store, room string, block int64, rate, burst float64, local bool) (*Quota, error) {
 	q := &Quota{store: store, room: room, block: block, local: local}
-	if err := q.SetRate(rate); err != nil {
+	if err := q.SetRate(rate, burst); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
-// WindowFor is the budget window length for a rate: a second, or the time
-// one admission takes when the rate is below one a second.
-func WindowFor(rate float64) time.Duration {
-	if rate >= 1 || rate <= 0 {
+// WindowFor is the budget window length for a rate and burst: the time the
+// rate takes to grant the burst (at least one admission), in whole
+// seconds, at least one.
+func WindowFor(rate, burst float64) time.Duration {
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
 		return time.Second
 	}
-	return time.Duration(math.Ceil(1/rate)) * time.Second
+	secs := math.Ceil(math.Max(1, burst) / rate)
+	return time.Duration(math.Min(math.Max(secs, 1), 3600)) * time.Second
 }
 
-// SetRate changes the target rate. A change of window length starts a new
-// budget: what this node held of the old one is forgotten.
-func (q *Quota) SetRate(rate float64) error {
+// SetRate changes the target rate and burst. A change of window length
+// starts a new budget: what this node held of the old one is forgotten.
+func (q *Quota) SetRate(rate, burst float64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.budget != nil && WindowFor(rate) == q.budget.length {
+	length := WindowFor(rate, burst)
+	if q.budget != nil && length == q.budget.length {
 		q.rate = rate
 		return nil
 	}
-	b, err := NewBudget(q.store, q.room, q.block, WindowFor(rate))
+	b, err := NewBudget(q.store, q.room, q.block, length)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
@@ -87,8 +88,10 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 			return err
 		}
 	case "dynamodb":
+		calls = new(callTimes)
 		client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-			Credentials: credentials.NewStaticCredentialsProvider("bench", "local", "")})
+			Credentials: credentials.NewStaticCredentialsProvider("bench", "local", ""),
+			APIOptions:  []func(*middleware.Stack) error{calls.middleware}})
 		n := time.Now().UnixNano()
 		ds := dynamostore.New(client, dynamostore.Tables{Seats: fmt.Sprintf("bs_%d", n), Reservations: fmt.Sprintf("br_%d", n)})
 		if err := ds.CreateTables(ctx); err != nil {
@@ -116,6 +119,9 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 	ev.Sections = append(ev.Sections, seats.Section{ID: "HOT", Blocks: []seats.Block{{ID: "1", Rows: []seats.Row{row("1", 100), row("2", 100)}}}})
 	if _, err := svc.CreateEvent(ctx, ev); err != nil {
 		return err
+	}
+	if calls != nil {
+		calls.reset() // the tables and the import are not the load
 	}
 
 	hotSeats = hot
@@ -248,7 +254,13 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 	return res
 }
 
+// calls times DynamoDB's calls, on that store.
+var calls *callTimes
+
 func report(kind, mode string, clients int, duration time.Duration, r result) {
+	if calls != nil {
+		defer calls.report(mode)
+	}
 	if r.firstErr != nil {
 		fmt.Fprintf(os.Stderr, "holds: %s: first of %d errors: %v\n", mode, r.failed, r.firstErr)
 	}

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ type answer struct {
 	node   int
 	status int
 	took   time.Duration
+	// decided is an admission's pass `iat`: the second the node decided
+	// in, on its own clock (the budget's windows are whole seconds of it).
+	decided int64
 }
 
 // usedToken is an admitted token with its solution, to replay later.
@@ -41,14 +46,17 @@ type crowd struct {
 	room    string
 	client  *http.Client
 
-	mu       sync.Mutex
-	answers  []answer // every admission attempt's answer
-	used     []usedToken
-	samples  []string
-	requests atomic.Int64
-	conn     atomic.Int64
-	failed   atomic.Int64
-	lost     atomic.Int64
+	mu      sync.Mutex
+	answers []answer // every admission attempt's answer
+	used    []usedToken
+	// admitLost are the admission attempts whose connection failed: when
+	// and at which node (the answer, and maybe an admission, was lost).
+	admitLost []answer
+	samples   []string
+	requests  atomic.Int64
+	conn      atomic.Int64
+	failed    atomic.Int64
+	lost      atomic.Int64
 	// lostUnknown are places refused as used (409) after an earlier
 	// attempt with the same token went unanswered (its node died, or it
 	// answered 503 while the store failed): the admission may have been
@@ -156,18 +164,23 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 		}
 		if err != nil {
 			c.conn.Add(1)
+			c.mu.Lock()
+			c.admitLost = append(c.admitLost, answer{at: time.Now(), node: at})
+			c.mu.Unlock()
 			unknown = fmt.Sprintf("connection error at %s", c.nodes[at].name)
 			at = c.other(at, rng)
 			tk.RetryAfter = 0.2
 			continue
 		}
+		var a struct{ Pass string }
+		if status == http.StatusOK {
+			_ = json.Unmarshal(body, &a)
+		}
 		c.mu.Lock()
-		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start)})
+		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start), decided: issuedAt(a.Pass)})
 		c.mu.Unlock()
 		switch status {
 		case http.StatusOK:
-			var a struct{ Pass string }
-			_ = json.Unmarshal(body, &a)
 			c.mu.Lock()
 			c.used = append(c.used, usedToken{token: tk.Token, nonce: nonce, pass: a.Pass, node: at})
 			c.mu.Unlock()
@@ -212,13 +225,37 @@ func (c *crowd) call(ctx context.Context, n *node, method, path string, body []b
 	return status, b, h, err
 }
 
-// admissions counts the 200s answered in [from, to), per node.
+// issuedAt reads a pass's `iat` (Unix seconds), 0 if it has none.
+func issuedAt(pass string) int64 {
+	parts := strings.Split(pass, ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return 0
+	}
+	var claims struct {
+		IssuedAt int64 `json:"iat"`
+	}
+	_ = json.Unmarshal(raw, &claims)
+	return claims.IssuedAt
+}
+
+// admissions counts the admissions decided in [from, to) (by the pass's
+// iat, whole seconds: callers align from and to on seconds), per node. A
+// slow answer is counted in the second its node decided it in, so the
+// figures do not depend on how long answers took to arrive.
 func (c *crowd) admissions(from, to time.Time) (total int, perNode []int) {
 	perNode = make([]int, len(c.nodes))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	lo, hi := from.Unix(), to.Unix()
+	if from.After(time.Unix(lo, 0)) {
+		lo++ // a second only partly in the span is left out
+	}
 	for _, a := range c.answers {
-		if a.status == http.StatusOK && !a.at.Before(from) && a.at.Before(to) {
+		if a.status == http.StatusOK && a.decided >= lo && a.decided < hi {
 			total++
 			perNode[a.node]++
 		}
@@ -239,6 +276,20 @@ func (c *crowd) answersBetween(from, to time.Time) (map[int]int, time.Duration) 
 		}
 	}
 	return out, slowest
+}
+
+// admitsCut counts the admission attempts at node whose connection failed
+// in [from, to).
+func (c *crowd) admitsCut(node int, from, to time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, a := range c.admitLost {
+		if a.node == node && !a.at.Before(from) && a.at.Before(to) {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *crowd) usedTokens() []usedToken {

@@ -63,6 +63,7 @@ type options struct {
 	onUnavailable, store   string
 	callTimeout            time.Duration
 	keep, anyway, strict   bool
+	timeout                time.Duration
 }
 
 const room = "cluster"
@@ -99,10 +100,10 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 20, "target admissions per second")
 	flag.DurationVar(&o.window, "window", 30*time.Second, "length of each measured window")
 	flag.IntVar(&o.windows, "windows", 2, "measured windows")
-	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "crowd time before the first window")
+	flag.DurationVar(&o.warmup, "warmup", 10*time.Second, "crowd time before the first window")
 	flag.DurationVar(&o.outage, "outage", 6*time.Second, "how long DynamoDB Local stays down")
 	flag.IntVar(&o.races, "races", 1000, "tokens raced at all three nodes")
-	flag.IntVar(&o.visitors, "visitors", 0, "concurrent visitors (default 6 × rate)")
+	flag.IntVar(&o.visitors, "visitors", 0, "concurrent visitors (default 10 × rate, at least 30)")
 	flag.IntVar(&o.difficulty, "difficulty", 4, "proof-of-work difficulty")
 	flag.IntVar(&o.block, "block", 1, "budget_block: admissions reserved per store write")
 	flag.Float64Var(&o.tolerance, "tolerance", 0.05, "allowed relative error of admissions per window")
@@ -111,6 +112,7 @@ func main() {
 	flag.StringVar(&o.onUnavailable, "on-unavailable", "refuse", "state_store on_unavailable: refuse or local")
 	flag.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "state_store call_timeout")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "the whole run's deadline")
 	flag.BoolVar(&o.strict, "strict", false, "fail a rate below the target even when the store did not keep up")
 	flag.BoolVar(&o.anyway, "anyway", false, "run the checks even when the gateway does not show the store wired (to try the harness)")
 	flag.Parse()
@@ -135,10 +137,12 @@ func main() {
 		os.Exit(2)
 	}
 	if o.visitors == 0 {
-		o.visitors = int(math.Max(30, 6*o.rate))
+		o.visitors = int(math.Max(30, 10*o.rate))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	err := run(ctx, o)
 	if err != nil {
 		fmt.Printf("not ok - the cluster e2e could not run: %v\n", err)
@@ -153,6 +157,7 @@ func main() {
 // cluster is everything the run started.
 type cluster struct {
 	o      options
+	budget *budgetReader // nil without DynamoDB
 	ddb    *dynamo
 	nodes  []*node
 	origin *http.Server
@@ -183,6 +188,14 @@ func run(ctx context.Context, o options) error {
 	}
 	c := &cluster{o: o}
 	defer c.stopAll()
+	defer func() {
+		if failed == 0 {
+			return
+		}
+		for _, n := range c.nodes {
+			fmt.Printf("--- %s log (last lines)\n%s\n", n.name, tail(n.logPath, 8))
+		}
+	}()
 	if err := c.setup(ctx); err != nil {
 		return err
 	}
@@ -244,6 +257,7 @@ func (c *cluster) setup(ctx context.Context) error {
 		}
 		initCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
+		c.budget = newBudgetReader(c.ddb.endpoint(), table)
 		cmd := exec.CommandContext(initCtx, o.fairgate, "proxy", "init-tables", "--table", table, "--dynamodb-endpoint", c.ddb.endpoint())
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -502,24 +516,53 @@ func (c *cluster) race(ctx context.Context) {
 					continue
 				}
 				req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": tk.Token})
-				statuses := make([]int, 3)
-				var race sync.WaitGroup
-				gun := make(chan struct{})
-				for j, n := range c.nodes {
-					race.Add(1)
-					go func() {
-						defer race.Done()
-						<-gun
-						statuses[j], _, _, _ = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
-					}()
-				}
-				close(gun)
-				race.Wait()
+				// A token the nodes all put off (429: a slot reserved by the
+				// node that won the ledger, or its checkpoint ahead; 503: the
+				// store failing, the place kept) is raced again after its
+				// Retry-After, three times at most; every 200 of every round
+				// counts.
+				var statuses []int
 				admitted := 0
-				for _, s := range statuses {
-					if s == http.StatusOK {
-						admitted++
+				for round := 0; round < 4 && admitted == 0; round++ {
+					got := make([]int, 3)
+					wait := make([]float64, 3)
+					var race sync.WaitGroup
+					gun := make(chan struct{})
+					for j, n := range c.nodes {
+						race.Add(1)
+						go func() {
+							defer race.Done()
+							<-gun
+							var body []byte
+							got[j], body, _, _ = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
+							var tk ticket
+							if json.Unmarshal(body, &tk) == nil {
+								wait[j] = tk.RetryAfter
+							}
+						}()
 					}
+					close(gun)
+					race.Wait()
+					statuses = append(statuses, got...)
+					busy := false
+					soonest := 2.0
+					for j, st := range got {
+						switch st {
+						case http.StatusOK:
+							admitted++
+						case http.StatusTooManyRequests:
+							busy = true
+							soonest = min(soonest, wait[j])
+						case http.StatusServiceUnavailable:
+							// The store failing: the place is kept, ask again.
+							busy = true
+							soonest = min(soonest, 1)
+						}
+					}
+					if admitted > 0 || !busy {
+						break
+					}
+					sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
 				}
 				switch admitted {
 				case 0:
@@ -563,13 +606,13 @@ func (c *cluster) race(ctx context.Context) {
 func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
 	sleep(ctx, c.o.warmup)
 	before := c.storeMetrics(ctx)
-	start := time.Now()
+	start := nextSecond()
 	last := before
 	for w := range c.o.windows {
 		from := start.Add(time.Duration(w) * c.o.window)
-		sleep(ctx, time.Until(from.Add(c.o.window)))
+		sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
 		now := c.storeMetrics(ctx)
-		c.judgeRate(cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
+		c.judgeRate(ctx, cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
 		last = now
 	}
 	after := c.storeMetrics(ctx)
@@ -681,7 +724,17 @@ func (c *cluster) restart(ctx context.Context, cr *crowd, i int, sig syscall.Sig
 	}
 	if sig == syscall.SIGKILL && len(c.nodes) > 1 {
 		// The others continue: admissions at the rate while it is down.
-		c.rateOver(ctx, cr, n.name+" killed: the others admit at the rate", 10*time.Second)
+		reserved, admitted, ok := c.rateOver(ctx, cr, n.name+" killed: the others admit at the rate", 10*time.Second)
+		if ok {
+			// What the killed node had reserved and not spent is lost to its
+			// window: at most its block, plus one admission for each attempt
+			// it was deciding when it died (each took its own admission).
+			cut := cr.admitsCut(i, down, down.Add(2*time.Second))
+			lost := reserved - int64(admitted)
+			check(n.name+" killed: the budget lost is at most its unspent block and the admissions it was deciding",
+				lost <= int64(c.o.block)+int64(cut), "reserved %d, admitted %d in the 10 s after the kill (by decision second): %d lost; block %d, %d attempts cut at %s",
+				reserved, admitted, lost, c.o.block, cut, n.name)
+		}
 	}
 	if err := n.start(ctx); err != nil {
 		check(n.name+" "+how+" starts again", false, "%v", err)
@@ -702,12 +755,15 @@ func (c *cluster) restart(ctx context.Context, cr *crowd, i int, sig syscall.Sig
 
 // rateOver checks the cluster-wide admissions over the next span: within
 // twice the tolerance (a short span) plus one block.
-func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span time.Duration) {
-	from := time.Now()
+// It returns what the budget reserved in the span and what the crowd was
+// admitted, when the budget can be read.
+func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span time.Duration) (int64, int, bool) {
+	from := nextSecond()
 	before := c.storeMetrics(ctx)
-	sleep(ctx, time.Until(from.Add(span)))
+	// A second after the span for the last answers to arrive.
+	sleep(ctx, time.Until(from.Add(span+time.Second)))
 	after := c.storeMetrics(ctx)
-	c.judgeRate(cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
+	return c.judgeRate(ctx, cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
 }
 
 // judgeRate checks the admissions the crowd saw in [from, from+span)
@@ -717,7 +773,7 @@ func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span tim
 // budget and ledger writes under 50 ms): otherwise the machine, not the
 // room, was the limit, and the check says so and is skipped (-strict fails
 // it anyway).
-func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Duration, tolerance float64, before, after map[string]float64) {
+func (c *cluster) judgeRate(ctx context.Context, cr *crowd, name string, from time.Time, span time.Duration, tolerance float64, before, after map[string]float64) (int64, int, bool) {
 	target := c.o.rate * span.Seconds()
 	got, perNode := cr.admissions(from, from.Add(span))
 	answers, slowest := cr.answersBetween(from, from.Add(span))
@@ -729,6 +785,19 @@ func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Du
 	errs, writeMean := storeHealth(before, after)
 	detail := fmt.Sprintf("%d against %.0f (%+.1f%%), per node %v, per second %v; admission answers %v, slowest %s; store: %.0f failed calls, budget and ledger writes %s on average",
 		got, target, dev*100, perNode, perSecond, answers, slowest.Round(time.Millisecond), errs, writeMean.Round(time.Millisecond))
+	var reserved int64
+	readable := false
+	if c.budget != nil {
+		if used, err := c.budget.used(ctx, room, from, from.Add(span)); err == nil {
+			readable = true
+			for _, u := range used {
+				reserved += u
+			}
+			detail += fmt.Sprintf("; the shared budget reserved %d (per second %v)", reserved, used)
+		} else {
+			detail += fmt.Sprintf("; the shared budget could not be read: %v", err)
+		}
+	}
 	name = fmt.Sprintf("%s within ±%.3g%% of the target", name, tolerance*100)
 	switch {
 	case dev > tolerance:
@@ -739,7 +808,12 @@ func (c *cluster) judgeRate(cr *crowd, name string, from time.Time, span time.Du
 	default:
 		check(name, dev >= -tolerance, "%s", detail)
 	}
+	return reserved, got, readable
 }
+
+// nextSecond is the start of the next whole second, where budget windows
+// and passes' iat seconds begin.
+func nextSecond() time.Time { return time.Now().Truncate(time.Second).Add(time.Second) }
 
 // storeHealth is the store calls that failed and the mean duration of the
 // budget and ledger writes between two scrapes.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,7 +202,7 @@ func (n *node) status(ctx context.Context, room string) (status, error) {
 		return st, fmt.Errorf("%s admin: %w", n.name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("%s admin: %d %.200s", n.name, resp.StatusCode, body)
+		return st, fmt.Errorf("%s admin: %d %.200s", n.name, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		return st, fmt.Errorf("%s admin: %w", n.name, err)
@@ -209,8 +210,24 @@ func (n *node) status(ctx context.Context, room string) (status, error) {
 	return st, nil
 }
 
-// change posts a RoomChange through the node's admin API.
+// change posts a RoomChange through the node's admin API. A 503 (the
+// store failing: the change could not be saved) is tried again, as an
+// operator would, for up to 10 s.
 func (n *node) change(ctx context.Context, room string, change map[string]any) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := n.changeOnce(ctx, room, change)
+		var unavailable errUnavailable
+		if !errors.As(err, &unavailable) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+type errUnavailable struct{ error }
+
+func (n *node) changeOnce(ctx context.Context, room string, change map[string]any) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	b, _ := json.Marshal(change)
@@ -223,8 +240,11 @@ func (n *node) change(ctx context.Context, room string, change map[string]any) e
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return errUnavailable{fmt.Errorf("%s admin change %s: %d %.200s", n.name, b, resp.StatusCode, bytes.TrimSpace(body))}
+	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s admin change %s: %d %.200s", n.name, b, resp.StatusCode, body)
+		return fmt.Errorf("%s admin change %s: %d %.200s", n.name, b, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return nil
 }

@@ -74,12 +74,12 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 			ConditionExpression: create.Condition(), ExpressionAttributeNames: create.Names()}})
 	}
 	keyAt := len(actions)
-	token := ""
+	clientToken := ""
 	if keyPut != nil {
 		actions = append(actions, *keyPut)
-		token = requestToken(idem, 0)
+		clientToken = requestToken(idem, 0)
 	}
-	reasons, err := s.transact(ctx, actions, token)
+	reasons, err := s.transact(ctx, actions, clientToken)
 	if err != nil {
 		return conflictIsThrottling(err)
 	}
@@ -184,12 +184,12 @@ func (s *Store) change(ctx context.Context, id string, now time.Time, idem *seat
 			actions = append(actions, types.TransactWriteItem{Update: up})
 		}
 		actions = append(actions, extra...)
-		keyAt, token := len(actions), ""
+		keyAt, clientToken := len(actions), ""
 		if keyPut != nil {
 			actions = append(actions, *keyPut)
-			token = requestToken(idem, try)
+			clientToken = requestToken(idem, try)
 		}
-		reasons, err := s.transact(ctx, actions, token)
+		reasons, err := s.transact(ctx, actions, clientToken)
 		switch {
 		case err != nil:
 			return err

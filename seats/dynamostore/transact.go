@@ -20,12 +20,13 @@ import (
 
 var errConflict = errors.New("transaction conflict")
 
-// transact runs a transaction. A cancellation for failed conditions is not
+// transact runs a transaction, with clientToken (if any) as its
+// ClientRequestToken. A cancellation for failed conditions is not
 // an error: its reasons are returned, aligned with actions.
-func (s *Store) transact(ctx context.Context, actions []types.TransactWriteItem, token string) ([]types.CancellationReason, error) {
+func (s *Store) transact(ctx context.Context, actions []types.TransactWriteItem, clientToken string) ([]types.CancellationReason, error) {
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: actions}
-	if token != "" {
-		in.ClientRequestToken = aws.String(token)
+	if clientToken != "" {
+		in.ClientRequestToken = aws.String(clientToken)
 	}
 	_, err := s.db.TransactWriteItems(ctx, in)
 	if err == nil {

@@ -29,13 +29,18 @@ import (
 const benchClients = 32
 
 // BenchmarkHoldHTTP is one hold and its release over real loopback HTTP,
-// each with a real pass and its own Idempotency-Key, through the server
-// `fairgate seats` runs (internal/httpserver) on the embedded store:
-// benchClients×GOMAXPROCS clients, each on a row of its own. ns/op and
-// allocs/op cover both requests, client side included.
+// each with a real pass and (key) its own Idempotency-Key or (no-key) none,
+// through the server `fairgate seats` runs (internal/httpserver) on the
+// embedded store: benchClients×GOMAXPROCS clients, each on a row of its
+// own. ns/op and allocs/op cover both requests, client side included.
 //
 //	go test -run XXX -bench HoldHTTP -benchmem -cpuprofile cpu.out ./seats/httpapi
 func BenchmarkHoldHTTP(b *testing.B) {
+	b.Run("key", func(b *testing.B) { benchmarkHoldHTTP(b, true) })
+	b.Run("no-key", func(b *testing.B) { benchmarkHoldHTTP(b, false) })
+}
+
+func benchmarkHoldHTTP(b *testing.B, withKey bool) {
 	clk := &clock{now: storetest.T0}
 	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
 	if err != nil {
@@ -82,7 +87,9 @@ func BenchmarkHoldHTTP(b *testing.B) {
 			return 0, nil, err
 		}
 		req.Header.Set(PassHeader, pass)
-		req.Header.Set("Idempotency-Key", rand.Text())
+		if withKey {
+			req.Header.Set("Idempotency-Key", rand.Text())
+		}
 		resp, err := httpc.Do(req)
 		if err != nil {
 			return 0, nil, err

@@ -1,0 +1,94 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStateStoreKeepsTheRoom runs a room on a bolt state store in a temp
+// dir: a reload keeps its clock and ledger, and so does taking the room out
+// of the config and bringing it back (its shared state is destroyed and the
+// store closed, as in a restart of Caddy): the clock resumes where it was,
+// not at zero, and a token admitted before is refused after.
+func TestStateStoreKeepsTheRoom(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))
+	defer origin.Close()
+	path := filepath.Join(t.TempDir(), "rooms.db")
+	opts := "state open\n\t\tdifficulty 4\n\t\ttau 1m\n\t\tfixed_speed\n\t\tstate_store bolt {\n\t\t\tpath " + path + "\n\t\t}"
+	tester := newTester(t)
+	tester.InitServer(reloadConfig(origin.URL, opts, ""), "caddyfile")
+	c := call{t: t, client: tester.Client}
+	site := "http://localhost:HTTP_PORT"
+	room := "http://localhost:ADMIN_PORT/waiting_room/rooms/reload"
+
+	tk := token(t, c, site)
+	nonce := solve(t, tk)
+	if code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`); code != 200 {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	if code, _, body := c.do("POST", room, `{"state":"queue"}`); code != 200 {
+		t.Fatalf("queue: %d %s", code, body)
+	}
+	type status struct {
+		State      string          `json:"state"`
+		ClockState json.RawMessage `json:"clock_state"`
+		Cluster    *struct {
+			Store   string `json:"store"`
+			Version uint64 `json:"version"`
+		} `json:"cluster"`
+	}
+	read := func(when string) status {
+		t.Helper()
+		code, _, body := c.do("GET", room, "")
+		var st status
+		if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || st.Cluster == nil || st.Cluster.Store != "bolt" {
+			t.Fatalf("%s: room: %d %s", when, code, body)
+		}
+		return st
+	}
+	before := read("before")
+	if before.State != "queue" {
+		t.Fatalf("state %s", before.State)
+	}
+
+	tester.InitServer(reloadConfig(origin.URL, opts, "header X-Reloaded yes"), "caddyfile")
+	if after := read("after a reload"); after.State != "queue" || string(after.ClockState) != string(before.ClockState) {
+		t.Fatalf("a reload changed the room: %+v, was %+v", after, before)
+	}
+
+	// The room leaves the config: its shared state goes, the store closes.
+	if code, body := load(t, `{
+	admin localhost:ADMIN_PORT
+	http_port HTTP_PORT
+	https_port HTTPS_PORT
+	grace_period 1ns
+}
+http://localhost:HTTP_PORT {
+	respond "no room"
+}
+`); code != 200 {
+		t.Fatalf("config without the room: %d %s", code, body)
+	}
+	if code, _, _ := c.do("GET", room, ""); code != 404 {
+		t.Fatalf("the room is still listed: %d", code)
+	}
+	// And comes back: the stored clock and ledger, not a new room.
+	tester.InitServer(reloadConfig(origin.URL, opts, ""), "caddyfile")
+	back := read("back")
+	if back.State != "queue" || string(back.ClockState) != string(before.ClockState) {
+		t.Fatalf("the room came back as %+v, was %+v", back, before)
+	}
+	code, _, body := c.do("POST", room, `{"state":"open"}`)
+	if code != 200 {
+		t.Fatalf("open: %d %s", code, body)
+	}
+	if code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`); code != 409 || !strings.Contains(body, "token_used") {
+		t.Fatalf("the token admitted before came back: %d %s", code, body)
+	}
+}
