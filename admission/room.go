@@ -421,6 +421,8 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 	cur := r.view.Load()
 	v.Name, v.Lane, v.Rate = cur.Name, cur.Lane, cur.Rate
 	v.Order, v.Luck = cur.Order, cur.Luck // the config's, as the room's rate
+	// The fifo rank origin is this process's (the store does not carry it).
+	v.RankSet, v.RankBase, v.RankZero = cur.RankSet, cur.RankBase, cur.RankZero
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
 	r.view.Store(&v)
