@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
@@ -55,5 +57,34 @@ func TestCreateTableTwice(t *testing.T) {
 	s := newStore(t, localClient(t))
 	if err := s.CreateTable(context.Background()); err != nil {
 		t.Fatalf("second CreateTable: %v", err)
+	}
+}
+
+// BenchmarkHoldPlace is one admission's ledger write on DynamoDB Local; its
+// allocations (not its time, which is DynamoDB Local's) show what the
+// request's mapping and expressions cost the node.
+func BenchmarkHoldPlace(b *testing.B) {
+	endpoint := os.Getenv("FAIRGATE_DYNAMODB_ENDPOINT")
+	if endpoint == "" {
+		b.Skip("FAIRGATE_DYNAMODB_ENDPOINT unset")
+	}
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("fairgate", "local", ""),
+	})
+	s := New(client, fmt.Sprintf("rooms_%d", rand.Int64()), 10*time.Second)
+	ctx := context.Background()
+	if err := s.CreateTable(ctx); err != nil {
+		b.Fatal(err)
+	}
+	until := storetest.T0.Add(time.Hour)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, ok, err := s.HoldPlace(ctx, "bench", strconv.Itoa(i), admission.Place{State: admission.PlaceUsed}, until, storetest.T0); !ok || err != nil {
+			b.Fatalf("HoldPlace = %v, %v", ok, err)
+		}
 	}
 }

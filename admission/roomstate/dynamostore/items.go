@@ -1,0 +1,119 @@
+package dynamostore
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The table's items (see the package comment), mapped with the SDK's
+// attributevalue package. Times are epoch milliseconds, so conditions
+// compare numbers; `ttl` is epoch seconds, for DynamoDB's expiry.
+
+type item = map[string]types.AttributeValue
+
+// itemKey is every item's primary key.
+type itemKey struct {
+	PK string `dynamodbav:"pk"`
+	SK string `dynamodbav:"sk"`
+}
+
+// controlItem is a room's control state (JSON) and its version, the
+// compare-and-set's counter.
+type controlItem struct {
+	itemKey
+	Control string `dynamodbav:"control"`
+	Version uint64 `dynamodbav:"version"`
+}
+
+// budgetItem is one budget window: how much of its limit is reserved.
+type budgetItem struct {
+	itemKey
+	Used int64 `dynamodbav:"used"`
+	TTL  int64 `dynamodbav:"ttl"`
+}
+
+// placeItem is a used place id: its admission.PlaceState, its slot (Unix
+// nanoseconds, 0: none) and how long it stands.
+type placeItem struct {
+	itemKey
+	Until int64 `dynamodbav:"until"`
+	State int64 `dynamodbav:"state"`
+	Slot  int64 `dynamodbav:"slot"`
+	TTL   int64 `dynamodbav:"ttl"`
+}
+
+// populationItem is one node's published population, until Until.
+type populationItem struct {
+	itemKey
+	Value float64 `dynamodbav:"value"`
+	Until int64   `dynamodbav:"until"`
+	TTL   int64   `dynamodbav:"ttl"`
+}
+
+// rankItem is a room's arrival-rank counter: the next rank to give.
+type rankItem struct {
+	itemKey
+	Next int64 `dynamodbav:"next"`
+}
+
+func controlKey(room string) itemKey { return itemKey{PK: "ROOM#" + room, SK: "CONTROL"} }
+func budgetKey(room string, idx int64) itemKey {
+	return itemKey{PK: "BUDGET#" + room + "#" + strconv.FormatInt(idx, 10), SK: "W"}
+}
+func usedKey(room, id string) itemKey         { return itemKey{PK: "USED#" + room + "#" + id, SK: "U"} }
+func populationPK(room string) string         { return "POP#" + room }
+func populationKey(room, node string) itemKey { return itemKey{PK: populationPK(room), SK: node} }
+func rankKey(room string) itemKey             { return itemKey{PK: "RANK#" + room, SK: "R"} }
+
+// item is the key as a request's Key.
+func (k itemKey) item() item {
+	it, _ := attributevalue.MarshalMap(k) // two strings: cannot fail
+	return it
+}
+
+// ttl is the `ttl` of an item that stands until t: the second after it.
+func ttl(t time.Time) int64 { return t.Unix() + 1 }
+
+// marshal maps v to an item.
+func marshal(v any) (item, error) {
+	it, err := attributevalue.MarshalMap(v)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %T: %w", v, err)
+	}
+	return it, nil
+}
+
+// unmarshal maps an item to v.
+func unmarshal(it item, v any) error {
+	if err := attributevalue.UnmarshalMap(it, v); err != nil {
+		return fmt.Errorf("reading %T: %w", v, err)
+	}
+	return nil
+}
+
+// build builds an expression; the builders here are constant in shape, so
+// an error is a programming error, reported as such.
+func build(b expression.Builder) (expression.Expression, error) {
+	expr, err := b.Build()
+	if err != nil {
+		return expr, fmt.Errorf("building an expression: %w", err)
+	}
+	return expr, nil
+}
+
+// Attribute names, as the expressions use them.
+var (
+	pkName      = expression.Name("pk")
+	versionName = expression.Name("version")
+	usedName    = expression.Name("used")
+	ttlName     = expression.Name("ttl")
+	untilName   = expression.Name("until")
+	stateName   = expression.Name("state")
+	slotName    = expression.Name("slot")
+	nextName    = expression.Name("next")
+)

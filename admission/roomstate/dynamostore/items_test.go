@@ -1,0 +1,106 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+)
+
+// TestItemLayout pins the items the store writes, attribute by attribute
+// and type by type, to the layout in the package comment, and reads them
+// back: a table written by an earlier version (which mapped items by hand
+// to this same layout) stays readable, and one written now by it.
+func TestItemLayout(t *testing.T) {
+	s := newStore(t, localClient(t))
+	ctx := context.Background()
+	const room = "layout"
+	until := storetest.T0.Add(time.Hour)
+	slot := storetest.T0.Add(90 * time.Second)
+	control := roomstate.Control{State: "queue", Rate: 12.5}
+
+	if _, err := s.SaveControl(ctx, room, control, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveControl(ctx, room, control, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 4); n != 4 || err != nil {
+		t.Fatalf("ReserveBudget = %d, %v", n, err)
+	}
+	if _, ok, err := s.HoldPlace(ctx, room, "p1", admission.Place{State: admission.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {
+		t.Fatalf("HoldPlace = %v, %v", ok, err)
+	}
+	if err := s.PublishPopulation(ctx, room, "node-a", 2.75, until); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReserveRanks(ctx, room, 5); err != nil {
+		t.Fatal(err)
+	}
+
+	raw, err := json.Marshal(control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s_ := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	ttl := n(until.Unix() + 1)
+	for _, want := range []item{
+		{"pk": s_("ROOM#" + room), "sk": s_("CONTROL"), "control": s_(string(raw)), "version": n(2)},
+		{"pk": s_("BUDGET#" + room + "#7"), "sk": s_("W"), "used": n(4), "ttl": ttl},
+		{"pk": s_("USED#" + room + "#p1"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl},
+		{"pk": s_("POP#" + room), "sk": s_("node-a"), "value": &types.AttributeValueMemberN{Value: "2.75"}, "until": n(until.UnixMilli()), "ttl": ttl},
+		{"pk": s_("RANK#" + room), "sk": s_("R"), "next": n(5)},
+	} {
+		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: item{"pk": want["pk"], "sk": want["sk"]}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := typed(out.Item), typed(want); !maps.Equal(got, want) {
+			t.Errorf("item %s:\n got %v\nwant %v", want["pk"], got, want)
+		}
+	}
+
+	// Read back, the store maps those same items to what was written.
+	if c, v, err := s.LoadControl(ctx, room); err != nil || v != 2 || c.Rate != control.Rate || c.State != control.State {
+		t.Errorf("LoadControl = %+v, %d, %v", c, v, err)
+	}
+	if p, err := s.LookupPlace(ctx, room, "p1", storetest.T0); err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
+		t.Errorf("LookupPlace = %+v, %v", p, err)
+	}
+	if sum, nodes, err := s.Population(ctx, room, storetest.T0); err != nil || sum != 2.75 || nodes != 1 {
+		t.Errorf("Population = %v, %d, %v", sum, nodes, err)
+	}
+	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 8); n != 6 || err != nil {
+		t.Errorf("ReserveBudget past the limit = %d, %v, want the 6 left", n, err)
+	}
+}
+
+// typed shows each attribute of an item as its type and value ("S:x").
+func typed(it item) map[string]string {
+	m := make(map[string]string, len(it))
+	for name, v := range it {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			m[name] = "S:" + v.Value
+		case *types.AttributeValueMemberN:
+			m[name] = "N:" + v.Value
+		default:
+			m[name] = fmt.Sprintf("%T", v)
+		}
+	}
+	return m
+}

@@ -1,0 +1,125 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// HoldPlace implements roomstate.Store: one write conditioned on the
+// place having no unexpired record; when it has one, the failed condition
+// returns it.
+func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+	slot := int64(0)
+	if !p.Slot.IsZero() {
+		slot = p.Slot.UnixNano()
+	}
+	expr, err := build(expression.NewBuilder().
+		WithCondition(expression.AttributeNotExists(pkName).Or(untilName.LessThanEqual(expression.Value(now.UnixMilli())))).
+		WithUpdate(expression.
+			Set(untilName, expression.Value(until.UnixMilli())).
+			Set(ttlName, expression.Value(ttl(until))).
+			Set(stateName, expression.Value(int64(p.State))).
+			Set(slotName, expression.Value(slot))))
+	if err != nil {
+		return admission.Place{}, false, err
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: usedKey(room, id).item(),
+		UpdateExpression:                    expr.Update(),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		var it placeItem
+		if err := unmarshal(failed.Item, &it); err != nil {
+			return admission.Place{}, false, fmt.Errorf("place %s: %w", id, err)
+		}
+		return it.place(), false, nil
+	}
+	if err != nil {
+		return admission.Place{}, false, s.wrap(ctx, "holding place "+id, err)
+	}
+	return p, true, nil
+}
+
+// place is the admission.Place the item records.
+func (it placeItem) place() admission.Place {
+	p := admission.Place{State: admission.PlaceState(it.State)}
+	if it.Slot != 0 {
+		p.Slot = time.Unix(0, it.Slot).UTC()
+	}
+	return p
+}
+
+// UsePlace implements roomstate.Store: a write conditioned on the place
+// being reserved and unexpired.
+func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+	expr, err := build(expression.NewBuilder().
+		WithCondition(stateName.Equal(expression.Value(int64(admission.PlaceReserved))).
+			And(untilName.GreaterThan(expression.Value(now.UnixMilli())))).
+		WithUpdate(expression.
+			Set(stateName, expression.Value(int64(admission.PlaceUsed))).
+			Set(slotName, expression.Value(0))))
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: usedKey(room, id).item(),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.wrap(ctx, "using place "+id, err)
+	}
+	return true, nil
+}
+
+// LookupPlace implements roomstate.Store: an expired record is absent.
+func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: usedKey(room, id).item(), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return admission.Place{}, s.wrap(ctx, "reading place "+id, err)
+	}
+	if out.Item == nil {
+		return admission.Place{}, nil
+	}
+	var it placeItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return admission.Place{}, fmt.Errorf("place %s: %w", id, err)
+	}
+	if now.UnixMilli() >= it.Until {
+		return admission.Place{}, nil
+	}
+	return it.place(), nil
+}
+
+// ReleasePlace implements roomstate.Store.
+func (s *Store) ReleasePlace(ctx context.Context, room, id string) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: usedKey(room, id).item()})
+	return s.wrap(ctx, "releasing place "+id, err)
+}
