@@ -55,6 +55,10 @@ func (c *WaitClaims) field(key string) any {
 		return &c.Bnd
 	case "lane":
 		return &c.Lane
+	case "pos":
+		return &c.Pos
+	case "lk":
+		return &c.Lk
 	}
 	return c.Registered.field(key)
 }

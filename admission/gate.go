@@ -146,8 +146,15 @@ func (v Visitor) matches(c *WaitClaims) bool {
 	return subject && (c.Bnd == "" || c.Bnd == v.Binding)
 }
 
-// Issue gives a new visitor a waiting token.
+// Issue gives a new visitor a waiting token, without a context: see
+// IssueContext.
 func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
+	return g.IssueContext(context.Background(), room, who, now)
+}
+
+// IssueContext gives a new visitor a waiting token. In a fifo room it takes
+// an arrival rank, which may wait on a shared store.
+func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now time.Time) (Ticket, error) {
 	subject := who.Subject
 	view := room.View(now)
 	id, err := uuid.NewV7FromReader(g.random)
@@ -186,10 +193,33 @@ func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
 		Bnd:  who.Binding,
 		Lane: view.Lane,
 	}
+	if view.Order == OrderFIFO {
+		pre := view.State == StateScheduled && now.Before(view.SaleStart)
+		rank, ranked, err := room.Rank(ctx, now, pre)
+		if err != nil {
+			return Ticket{}, err
+		}
+		view = ranked
+		claims.Pos = rank + 1
+		if pre {
+			claims.Pos = -claims.Pos
+		} else {
+			claims.Lk = room.LuckSpan(now)
+			room.noteKey(g.fifoKey(&view, claims), claims.Lk)
+		}
+	}
 	// The first checkpoint leaves at least the shortest backoff to solve
-	// the challenge in, and lies on the draw's grid like every other.
+	// the challenge in, and lies on the draw's grid like every other. It
+	// does not depend on the draw's lottery number.
 	next := now
-	if view.State != StateOpen {
+	switch {
+	case view.State == StateOpen:
+	case view.Order == OrderFIFO && view.State == StateScheduled:
+		// The pre-queue's first attempts spread over the first backoff
+		// after the start.
+		start := view.SaleStart.Add(durationOf(g.codec.keys.Jitter(claims.Lot) * g.policy.MinBackoff.Seconds()))
+		next = g.pointFrom(&view, claims, start, now.Add(g.policy.MinBackoff))
+	default:
 		next = g.nextCheckpoint(&view, claims, now.Add(g.policy.MinBackoff))
 	}
 	g.schedule(claims, next)
@@ -329,12 +359,12 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	case PlaceReserved:
 		if now.Before(place.Slot) {
-			return g.wait(&view, claims, OutcomeBusy, place.Slot, now)
+			return g.wait(&view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
 			// place keeps its slot and asks again at its next checkpoint.
-			return g.wait(&view, claims, OutcomeBusy, g.nextCheckpoint(&view, claims, now), now)
+			return g.wait(&view, claims, OutcomeBusy, g.recheck(&view, claims, now), now)
 		}
 		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
 			return d // the place keeps its slot and asks again
@@ -353,13 +383,16 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	room.ObservePresent(now, claims.ID)
 	at, eligible := g.walk(&view, claims, now)
 	if !eligible {
+		if view.Order == OrderFIFO {
+			at = g.fifoNext(&view, claims, now)
+		}
 		return g.wait(&view, claims, OutcomeWait, at, now)
 	}
 	if view.State == StatePaused || view.State == StateScheduled {
 		// Eligible, but nobody is admitted now: the next checkpoint, not
 		// the one already passed, so the token's life moves on with the
 		// pause instead of running out under a page that follows it.
-		return g.wait(&view, claims, OutcomeWait, g.nextCheckpoint(&view, claims, now), now)
+		return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
 	}
 	return g.reserve(ctx, room, &view, claims, now)
 }
@@ -374,9 +407,12 @@ func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, b
 	if view.State == StateOpen {
 		return first, true
 	}
-	threshold := Threshold(g.codec.keys.Lottery(claims.Lot))
+	from, threshold := claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
+	if view.Order == OrderFIFO {
+		from, threshold = view.RankZero, g.fifoKey(view, claims)
+	}
 	eligible := func(at time.Time) bool {
-		return !view.Opens.After(at) && view.ClockAt(at)-claims.Srv >= threshold
+		return !view.Opens.After(at) && view.ClockAt(at)-from >= threshold
 	}
 	grid := g.grid(view, claims.Lot)
 	// Checkpoints are grid points: index n is at grid.at(n).
@@ -432,11 +468,11 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		if held.State == PlaceUsed {
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
-		return g.wait(view, claims, OutcomeBusy, held.Slot, now)
+		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
 	room.ObserveEligible(now)
 	if want.State == PlaceReserved {
-		return g.wait(view, claims, OutcomeBusy, slot, now)
+		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
 	return g.pass(room, claims, now)
 }
@@ -502,7 +538,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 	room.RefundAdmission(now)
 	refundQuota(room, now)
 	view := room.View(now)
-	return g.wait(&view, claims, OutcomeWait, g.nextCheckpoint(&view, claims, now), now)
+	return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
 }
 
 // SignPass signs a pass, giving it a fresh id. The gateway calls it again
@@ -552,6 +588,11 @@ func (g *Gate) grid(view *View, lot string) checkpoints {
 		max:    g.policy.MaxBackoff.Seconds(),
 		mul:    1 + g.policy.BackoffShare,
 	}
+	if view.Order == OrderFIFO {
+		// Evenly spaced and fine: the gate names a few of the points
+		// (Gate.fifoNext), judging walks them all.
+		c.min, c.max = fifoGrain.Seconds(), fifoGrain.Seconds()
+	}
 	c.knee = math.Log(c.max/c.min) / math.Log(c.mul)
 	return c
 }
@@ -597,6 +638,31 @@ func (c checkpoints) after(t time.Time) int64 {
 // not one (a token from before the grid moved).
 func (c checkpoints) index(t time.Time) int64 {
 	return c.after(t.Add(-time.Millisecond))
+}
+
+// ceilMilli rounds a slot's due time up to nxt's millisecond, so a token
+// presented at its nxt is never before its slot.
+func ceilMilli(t time.Time) time.Time {
+	c := time.UnixMilli(t.UnixMilli())
+	if c.Before(t) {
+		c = c.Add(time.Millisecond)
+	}
+	return c
+}
+
+// recheck is when a place that is eligible but cannot be admitted now (the
+// room is paused, or the hook refused it) asks again: its next checkpoint;
+// in a fifo room, whose grid is fine, the first point a backoff ahead (the
+// longest while paused).
+func (g *Gate) recheck(view *View, claims *WaitClaims, now time.Time) time.Time {
+	if view.Order != OrderFIFO {
+		return g.nextCheckpoint(view, claims, now)
+	}
+	wait := g.policy.MinBackoff
+	if view.State == StatePaused {
+		wait = g.policy.MaxBackoff
+	}
+	return g.pointFrom(view, claims, now.Add(wait), now)
 }
 
 // nextCheckpoint is the first checkpoint after at on the draw's grid.

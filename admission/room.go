@@ -71,6 +71,15 @@ type RoomConfig struct {
 	// should be at least the longest a token stays valid past its nxt
 	// (TokenTTL plus the leeway); zero means Window.
 	Memory time.Duration
+	// Order is the queue's rule; empty means OrderLottery. In OrderFIFO the
+	// serving clock is a counter of arrival ranks advancing at Rate (Tau
+	// does not apply), and Adaptive lets it make up for ranks nobody presents.
+	Order Order
+	// Luck is the fifo luck window W: a place's key is its arrival rank
+	// plus an exponential draw of mean W's worth of arrivals.
+	Luck time.Duration
+	// Ranker hands out fifo arrival ranks; nil means a MemoryRanker.
+	Ranker Ranker
 }
 
 // maxSaleStartAge is how far in the past a sale start may lie: the
@@ -105,6 +114,25 @@ type View struct {
 	// Past holds the clock's earlier readings, oldest first, back to the
 	// room's memory: each is valid from its Origin to the next one's.
 	Past []Clock
+	// Order is the queue's rule. For OrderFIFO the clock counts arrival
+	// ranks, and the fields below place the ranks on it.
+	Order Order
+	// Luck is the fifo luck window.
+	Luck time.Duration
+	// RankSet reports whether a rank was taken since the room began to
+	// queue; RankBase is that first rank, and RankZero the clock's reading
+	// when it was taken: a place's key counts from RankBase, and the clock
+	// serves it once it reads RankZero + key.
+	RankSet  bool
+	RankBase int64
+	RankZero float64
+	// PreQueue is the number of ranks the pre-queue took (fifo).
+	PreQueue float64
+	// Ranked is the number of ranks taken since RankBase (fifo).
+	Ranked float64
+	// FirstLuck and LastLuck are the luck spans of the first and latest
+	// places taken after the start (fifo).
+	FirstLuck, LastLuck float64
 }
 
 // ClockAt is the serving clock's reading at t, from the room's memory when
@@ -134,6 +162,7 @@ type Room struct {
 	bucket     *Bucket
 	presence   *Presence
 	eligible   *Window
+	fifo       *fifoState // nil unless the order is fifo
 	quota      atomic.Pointer[quotaBox]
 }
 
@@ -192,6 +221,13 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	if err := checkSaleStart(cfg.SaleStart, now); err != nil {
 		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
 	}
+	order, err := ParseOrder(string(cfg.Order))
+	if err != nil {
+		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
+	}
+	if cfg.Luck < 0 {
+		return nil, fmt.Errorf("room %s: luck window must not be negative", cfg.Name)
+	}
 	ctl := cfg.Controller
 	if ctl == (Controller{}) {
 		ctl = DefaultController
@@ -216,6 +252,14 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Cruise:      1 / cfg.Tau.Seconds(),
 		LatestStart: cfg.SaleStart,
 		Clock:       Clock{Origin: now},
+		Order:       order,
+	}
+	if order == OrderFIFO {
+		r.fifo = &fifoState{ranker: cfg.Ranker, luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
+		if r.fifo.ranker == nil {
+			r.fifo.ranker = new(MemoryRanker)
+		}
+		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
 	r.publish(v, now)
 	return r, nil
@@ -226,6 +270,12 @@ func (r *Room) View(now time.Time) View {
 	v := *r.view.Load()
 	if v.State == StateScheduled && !now.Before(v.SaleStart) {
 		v.State = StateQueue
+	}
+	if r.fifo != nil && v.RankSet {
+		v.PreQueue = float64(max(0, r.fifo.preTop.Load()-v.RankBase))
+		v.Ranked = float64(max(0, r.fifo.top.Load()-v.RankBase))
+		v.FirstLuck = math.Float64frombits(r.fifo.firstLuck.Load())
+		v.LastLuck = math.Float64frombits(r.fifo.lastLuck.Load())
 	}
 	return v
 }
@@ -264,6 +314,12 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 	}
 	if (r.stored == StateOpen || r.stored == StateClosed) && s != r.stored {
 		r.queueing = now
+		if r.fifo != nil {
+			// A new queue: ranks count from the next one taken.
+			v.RankSet = false
+			r.fifo.maxKey.Store(0)
+			r.fifo.firstLuck.Store(0)
+		}
 	}
 	r.stored = s
 	r.publish(&v, now)
@@ -281,7 +337,8 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	v := *r.view.Load()
 	v.Rate = rate
 	// The clock does not depend on the rate: it stays as it is, so nodes
-	// that split a rate differently still share one clock.
+	// that split a rate differently still share one clock (a fifo counter
+	// takes the new rate at its next tick).
 	r.view.Store(&v)
 	return nil
 }
@@ -309,6 +366,17 @@ func (r *Room) Tick(now time.Time) {
 // TickWith is Tick on observations made elsewhere: the population and
 // eligible rate of every node sharing the room, summed.
 func (r *Room) TickWith(now time.Time, population, eligible float64) {
+	if r.fifo != nil {
+		// The fifo counter runs from the ranks and the places found
+		// eligible on this node (docs/FAIRNESS.md, "Queue orders").
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		v := r.View(now)
+		r.tickFIFO(&v, now)
+		v.State = r.stored
+		r.publish(&v, now)
+		return
+	}
 	if !r.adaptive {
 		return
 	}
@@ -352,6 +420,9 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 	defer r.mu.Unlock()
 	cur := r.view.Load()
 	v.Name, v.Lane, v.Rate = cur.Name, cur.Lane, cur.Rate
+	v.Order, v.Luck = cur.Order, cur.Luck // the config's, as the room's rate
+	// The fifo rank origin is this process's (the store does not carry it).
+	v.RankSet, v.RankBase, v.RankZero = cur.RankSet, cur.RankBase, cur.RankZero
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
 	r.view.Store(&v)
@@ -392,6 +463,13 @@ func (r *Room) publish(v *View, now time.Time) {
 	default: // open, paused and closed: nobody's place moves
 		v.Clock = v.Clock.From(now, 0)
 	}
+	if r.fifo != nil && v.RankSet {
+		// The counter stops at the last key handed out (Tick moves the
+		// stop as places arrive).
+		if stop, ok := v.Clock.When(now, r.fifoLimit(v)); ok {
+			v.Clock = v.Clock.Then(stop, 0)
+		}
+	}
 	r.view.Store(v)
 }
 
@@ -415,7 +493,12 @@ func (r *Room) ObserveAdmitted(place string) { r.presence.Forget(place) }
 
 // ObserveEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).
-func (r *Room) ObserveEligible(now time.Time) { r.eligible.Add(now, 1) }
+func (r *Room) ObserveEligible(now time.Time) {
+	r.eligible.Add(now, 1)
+	if r.fifo != nil {
+		r.fifo.found.Add(1)
+	}
+}
 
 // Population is the estimated number of visitors waiting: the distinct
 // places presented over the last window.
@@ -435,6 +518,9 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 		return 0, true
 	case StatePaused, StateClosed:
 		return 0, false
+	}
+	if v.Order == OrderFIFO {
+		return v.estimateFIFO(now), true
 	}
 	if v.Cruise <= 0 {
 		return 0, false
@@ -462,6 +548,9 @@ func (r *Room) SetTau(tau time.Duration, adaptive bool, now time.Time) error {
 	r.adaptive = adaptive
 	v := *r.view.Load()
 	v.Cruise = 1 / tau.Seconds()
+	if r.fifo != nil { // the counter runs at the rate, whatever tau
+		v.Cruise = v.Rate
+	}
 	r.publish(&v, now)
 	return nil
 }

@@ -101,6 +101,14 @@ type WaitClaims struct {
 	// verified login at issue and checks it against the login at every
 	// attempt.
 	Lane string `json:"lane,omitempty"`
+	// Pos is the place's arrival rank plus one in a fifo room, negated for
+	// a place taken in the pre-queue; absent in a lottery room.
+	Pos int64 `json:"pos,omitempty"`
+	// Lk is the luck span L of a fifo place taken after the start, in
+	// ranks: the luck window times the rate ranks were handed out at. Its
+	// key is its rank plus L times its exponential draw (docs/FAIRNESS.md,
+	// "Queue orders"); the draw itself stays secret.
+	Lk float64 `json:"lk,omitempty"`
 }
 
 // NextAttempt is Nxt as a time.

@@ -59,6 +59,8 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    burst           <admissions>
 //	    tau             <duration>
 //	    fixed_speed
+//	    queue_order     lottery|fifo
+//	    luck_window     <duration>                # fifo only
 //	    difficulty      <bits>
 //	    keys_from       <placeholder or file>     # e.g. {env.FAIRGATE_KEYS}
 //	    keys {
@@ -214,6 +216,10 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "fixed_speed":
 		c.FixedSpeed = true
 		return noArgs(d)
+	case "queue_order":
+		return oneString(d, &c.QueueOrder)
+	case "luck_window":
+		return oneDuration(d, &c.LuckWindow)
 	case "difficulty":
 		var bits int
 		if err := oneInt(d, &bits); err != nil {

@@ -105,7 +105,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		// An expired or foreign token just means a new one.
 		g.log.Debug("replacing waiting token", zap.String("room", g.cfg.Room), zap.Error(err))
 	}
-	tk, err := g.gate.Issue(room, who, now)
+	tk, err := g.gate.IssueContext(r.Context(), room, who, now)
 	if err != nil {
 		g.log.Error("issuing token", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "internal", "could not issue a token")

@@ -45,6 +45,18 @@ type Config struct {
 	// FixedSpeed keeps the clock at 1/Tau instead of letting the controller
 	// match the eligible rate to Rate.
 	FixedSpeed bool `json:"fixed_speed,omitempty"`
+	// QueueOrder is the queue's rule: `lottery` (each wait an exponential
+	// draw on the serving clock; arrival order matters little) or `fifo`
+	// (probabilistic first in, first out: the pre-queue a uniform lottery
+	// served before every later arrival; after the start, of two arrivals Δ
+	// apart the earlier goes first with probability 1 − ½·e^(−Δ/W)).
+	// docs/FAIRNESS.md, "Queue orders". It cannot change on a reload while
+	// the room exists. Default: `lottery` (DefaultQueueOrder).
+	QueueOrder string `json:"queue_order,omitempty"`
+	// LuckWindow is W of the `fifo` order: the mean head start luck gives a
+	// place over the arrivals after it. Only with `fifo`. Default: 5s
+	// (DefaultLuckWindow).
+	LuckWindow Duration `json:"luck_window,omitempty"`
 	// Difficulty is the proof-of-work difficulty in leading zero bits.
 	// Default: 16 (DefaultDifficulty).
 	Difficulty *int `json:"difficulty,omitempty"`
@@ -239,6 +251,11 @@ const (
 	DefaultTau = 2 * time.Minute
 	// DefaultDifficulty is about 65,000 hashes: well under a second in a browser.
 	DefaultDifficulty = 16
+	// DefaultQueueOrder is the queue's rule without QueueOrder.
+	DefaultQueueOrder = admission.OrderLottery
+	// DefaultLuckWindow is the fifo luck window: ten times the spread of
+	// network delays (0-500 ms), so a faster connection buys little.
+	DefaultLuckWindow = 5 * time.Second
 )
 
 // checkRate is the one rule for a target rate, in the config and the admin API.
@@ -319,6 +336,7 @@ type settings struct {
 	state      admission.State
 	saleStart  time.Time
 	difficulty int
+	order      admission.Order
 	trusted    []netip.Prefix
 	language   int // index in pageLanguages, or -1 for Accept-Language
 	lanes      []laneRule
@@ -423,6 +441,21 @@ func (c Config) settle() (settings, error) {
 	if s.Burst == 0 {
 		s.Burst = math.Max(1, s.Rate)
 	}
+	if s.order, err = admission.ParseOrder(s.QueueOrder); err != nil {
+		return s, &OptionError{Option: "queue_order", Err: err}
+	}
+	if s.QueueOrder == "" {
+		s.order = DefaultQueueOrder
+	}
+	if s.LuckWindow < 0 {
+		return s, optionErr("luck_window", "%v: must not be negative", time.Duration(s.LuckWindow))
+	}
+	if s.LuckWindow > 0 && s.order != admission.OrderFIFO {
+		return s, optionErr("luck_window", "only applies to queue_order fifo")
+	}
+	if s.order == admission.OrderFIFO {
+		setDur(&s.LuckWindow, DefaultLuckWindow)
+	}
 	s.difficulty = DefaultDifficulty
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
@@ -522,6 +555,7 @@ func (s settings) roomConfig() admission.RoomConfig {
 		Name: s.Room, State: s.state, SaleStart: s.saleStart,
 		Rate: s.Rate, Burst: s.Burst, Tau: time.Duration(s.Tau), Adaptive: !s.FixedSpeed,
 		Difficulty: s.difficulty, Window: 2 * time.Duration(s.MaxBackoff),
+		Order: s.order, Luck: time.Duration(s.LuckWindow),
 		// A token stays valid TokenTTL past its checkpoint, plus the leeway:
 		// the clock is remembered that long, so a late attempt is judged
 		// at the checkpoint it names.

@@ -107,6 +107,10 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if shared.Room.Name() != s.Room {
 		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
 	}
+	if had := shared.Room.View(time.Time{}).Order; had != s.order {
+		// Refused before anything runs: Caddy rejects the reload.
+		return nil, checkOrderKept(appliedOf(s), applied{order: had})
+	}
 	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnDisposition, opts: opts}
 	if g.notify == nil {
 		g.notify = func(*http.Request, Disposition) {}

@@ -63,6 +63,8 @@ type applied struct {
 	tau        time.Duration
 	adaptive   bool
 	ledgerSize int
+	order      admission.Order
+	luck       time.Duration
 }
 
 // NewShared creates a room's shared state from its config; clock is the
@@ -92,7 +94,8 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 
 func appliedOf(s settings) applied {
 	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty,
-		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize, lanes: s.lanes}
+		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize, lanes: s.lanes,
+		order: s.order, luck: time.Duration(s.LuckWindow)}
 }
 
 // reconfigure applies what a new config changed. Every room setting a
@@ -101,6 +104,11 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	want := appliedOf(s)
+	// The room's own order, not the applied one: a stored config (several
+	// nodes) does not carry it.
+	if err := checkOrderKept(want, applied{order: sh.Room.View(now).Order}); err != nil {
+		return err
+	}
 	if !slices.Equal(want.lanes, sh.applied.lanes) {
 		// A new lane starts in the room's current state and difficulty; a
 		// kept lane keeps its room untouched, and its places their grid.
@@ -143,6 +151,11 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 	if want.tau != sh.applied.tau || want.adaptive != sh.applied.adaptive {
 		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetTau(want.tau, want.adaptive, now) }); err != nil {
 			return fmt.Errorf("applying tau: %w", err)
+		}
+	}
+	if want.luck != sh.applied.luck {
+		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetLuck(want.luck) }); err != nil {
+			return fmt.Errorf("applying luck_window: %w", err)
 		}
 	}
 	if want.ledgerSize != sh.applied.ledgerSize {
@@ -221,4 +234,13 @@ func (sh *Shared) Tick(now time.Time) {
 	defer sh.mu.Unlock()
 	// The rate was validated when set; rebalance cannot fail on it.
 	_ = sh.rebalance(now, false)
+}
+
+// checkOrderKept refuses a reload that changes the queue order: the places
+// waiting hold keys of one rule, and the other cannot judge them.
+func checkOrderKept(want, had applied) error {
+	if want.order != had.order {
+		return optionErr("queue_order", "cannot change from %s to %s while the room exists (restart the room: every waiting place is lost)", had.order, want.order)
+	}
+	return nil
 }

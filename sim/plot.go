@@ -51,6 +51,9 @@ func (r Report) WriteSVG(w io.Writer) error {
 	palette := []string{"#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"}
 	var twins []float64
 	for k := FastRetrier; k < kinds; k++ {
+		if r.Runs[k] == nil { // not run (Config.Only)
+			continue
+		}
 		var got []float64
 		for i, v := range r.Runs[k].Visitors {
 			b0 := r.Baseline.Visitors[i]

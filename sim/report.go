@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/fairgate/fairgate/proxy"
 )
 
 // Report is what a simulation shows, from a baseline run (everyone honest)
@@ -18,11 +20,28 @@ type Report struct {
 	// PreQueueRho is Spearman's rho between arrival and admission order in
 	// the pre-queue: near 0 means arrival order does not matter.
 	PreQueueRho float64
+	// PreQueueLotRho is rho between lottery number and admission order in
+	// the pre-queue: near 1 means the draw alone decides it.
+	PreQueueLotRho float64
+	// PreQueueFirst is the share of post-start arrivals admitted after the
+	// pre-queue's last admission.
+	PreQueueFirst float64
+	// EarlierFirst is, for arrivals after the start about Delta apart, the
+	// share of pairs in which the earlier one was admitted first, and
+	// fifo's promise for it: 1 − ½·e^(−Δ/W).
+	EarlierFirst []OrderPoint
+	// RateNonEmpty is the admission rate per 10-second window over the
+	// windows in which the queue was never empty, the drain included.
+	RateNonEmpty struct{ Min, Mean, Max float64 }
 	// ArrivalRho is the same after the start: positive means later
 	// arrivals are admitted later.
 	ArrivalRho float64
 	// WaitByDecile is the mean wait of each tenth of the post-start arrivals.
 	WaitByDecile [10]time.Duration
+	// Waits are the median, 90th and 99th percentile waits of the
+	// baseline's pre-queue (from the start) and later arrivals (from
+	// arrival): what a queue order costs.
+	PreQueueWaits, ArrivalWaits [3]time.Duration
 	// RateHeld is the admission rate over each 10-second window in which
 	// at least 10 seconds' worth of admissions were waiting throughout, as
 	// shares of the target: the lowest, the mean and the highest.
@@ -46,6 +65,9 @@ type Report struct {
 func RunAll(ctx context.Context, cfg Config) (Report, error) {
 	runs := make([]*Run, kinds)
 	for k := range kinds {
+		if k != Honest && len(cfg.Only) > 0 && !slices.Contains(cfg.Only, k) {
+			continue
+		}
 		r, err := Simulate(ctx, cfg, k)
 		if err != nil {
 			return Report{}, fmt.Errorf("simulating the %v run: %w", k, err)
@@ -150,6 +172,9 @@ func Analyse(runs []*Run) Report {
 		}
 	}
 	for _, run := range runs[FastRetrier:] {
+		if run == nil { // not run (Config.Only)
+			continue
+		}
 		for _, v := range run.Visitors {
 			if v.Kind == Honest {
 				r.Expired += v.Expired
@@ -157,6 +182,42 @@ func Analyse(runs []*Run) Report {
 		}
 	}
 	r.PreQueueRho = Spearman(preArrive, preAdmit)
+	var preWaits, postWaits []time.Duration
+	for _, v := range baseline.Visitors {
+		switch {
+		case !v.Done:
+		case v.PreQueue:
+			preWaits = append(preWaits, v.Admitted)
+		default:
+			postWaits = append(postWaits, v.Admitted-v.Arrive)
+		}
+	}
+	for i, q := range []float64{0.5, 0.9, 0.99} {
+		if len(preWaits) > 0 {
+			r.PreQueueWaits[i] = quantile(preWaits, q)
+		}
+		if len(postWaits) > 0 {
+			r.ArrivalWaits[i] = quantile(postWaits, q)
+		}
+	}
+	var preLot []float64
+	lastPre := time.Duration(math.MinInt64)
+	for _, v := range baseline.Visitors {
+		if v.Done && v.PreQueue {
+			preLot = append(preLot, v.Lot)
+			lastPre = max(lastPre, v.Admitted)
+		}
+	}
+	r.PreQueueLotRho = Spearman(preLot, preAdmit)
+	after := 0
+	for _, v := range post {
+		if v.Admitted > lastPre {
+			after++
+		}
+	}
+	if len(post) > 0 {
+		r.PreQueueFirst = float64(after) / float64(len(post))
+	}
 	r.ArrivalRho = Spearman(postArrive, postAdmit)
 	sort.Slice(post, func(i, j int) bool { return post[i].Arrive < post[j].Arrive })
 	for d := range 10 {
@@ -169,17 +230,63 @@ func Analyse(runs []*Run) Report {
 			r.WaitByDecile[d] = sum / time.Duration(len(part))
 		}
 	}
-	r.RateHeld.Min, r.RateHeld.Mean, r.RateHeld.Max = rateHeld(baseline)
+	luck := baseline.Config.Luck()
+	for _, delta := range []time.Duration{100 * time.Millisecond, luck, 5 * luck} {
+		r.EarlierFirst = append(r.EarlierFirst, earlierFirst(post, delta, luck))
+	}
+	r.RateHeld.Min, r.RateHeld.Mean, r.RateHeld.Max = rateHeld(baseline, baseline.Config.Rate*10)
+	r.RateNonEmpty.Min, r.RateNonEmpty.Mean, r.RateNonEmpty.Max = rateHeld(baseline, 1)
 	r.Lanes = laneWaits(baseline)
 	for k := FastRetrier; k < kinds; k++ {
-		r.Strategies = append(r.Strategies, pair(baseline, runs[k], k))
+		if runs[k] != nil {
+			r.Strategies = append(r.Strategies, pair(baseline, runs[k], k))
+		}
 	}
 	return r
 }
 
+// OrderPoint is how often the earlier of two arrivals Delta apart went first.
+type OrderPoint struct {
+	Delta time.Duration
+	// Share of Pairs in which the earlier arrival was admitted first (ties
+	// count half); Want is fifo's 1 − ½·e^(−Δ/W).
+	Share, Want float64
+	Pairs       int
+}
+
+// earlierFirst pairs each arrival (sorted by arrival) with the next one
+// arriving at least delta later, if it arrived within a tenth more.
+func earlierFirst(post []Visitor, delta, luck time.Duration) OrderPoint {
+	p := OrderPoint{Delta: delta, Want: 1 - 0.5*math.Exp(-delta.Seconds()/luck.Seconds())}
+	first := 0.0
+	j := 0
+	for i := range post {
+		for j < len(post) && post[j].Arrive-post[i].Arrive < delta {
+			j++
+		}
+		if j == len(post) {
+			break
+		}
+		if post[j].Arrive-post[i].Arrive > delta*11/10 {
+			continue
+		}
+		p.Pairs++
+		switch {
+		case post[i].Admitted < post[j].Admitted:
+			first++
+		case post[i].Admitted == post[j].Admitted:
+			first += 0.5
+		}
+	}
+	if p.Pairs > 0 {
+		p.Share = first / float64(p.Pairs)
+	}
+	return p
+}
+
 // rateHeld measures the admission rate against the target over 10-second
-// windows during which the queue never held fewer than 10 seconds' worth.
-func rateHeld(run *Run) (lo, mean, hi float64) {
+// windows during which the queue never held fewer than least visitors.
+func rateHeld(run *Run, least float64) (lo, mean, hi float64) {
 	const window = 10 * time.Second
 	rate := run.Config.Rate
 	var arrive, admit []time.Duration
@@ -200,7 +307,7 @@ func rateHeld(run *Run) (lo, mean, hi float64) {
 	for t := time.Duration(0); t+window <= run.Duration; t += window {
 		// Waiting at the window's end is the least it held: arrivals
 		// only add and the window's admissions are already out.
-		if float64(count(arrive, t)-count(admit, t+window)) < rate*window.Seconds() {
+		if float64(count(arrive, t)-count(admit, t+window)) < least {
 			continue
 		}
 		got := float64(count(admit, t+window)-count(admit, t)) / window.Seconds() / rate
@@ -297,6 +404,9 @@ func ranks(x []float64) []float64 {
 func (r Report) requests() int {
 	n := 0
 	for _, run := range r.Runs {
+		if run == nil {
+			continue
+		}
 		n += run.Requests
 	}
 	return n
@@ -311,8 +421,12 @@ func (r Report) WriteTable(w io.Writer) error {
 	if c.FixedTau > 0 {
 		clock = fmt.Sprintf("fixed tau %v", c.FixedTau)
 	}
-	fmt.Fprintf(&b, "%.0f admissions/s, %s, 0-%v network delay, PoW %d bits, seed %d, through the gateway's HTTP handler;\n",
-		c.Rate, clock, c.Jitter, c.Difficulty, c.Seed)
+	order := cmp.Or(c.QueueOrder, string(proxy.DefaultQueueOrder))
+	if order == "fifo" {
+		order += fmt.Sprintf(" (luck window %v)", c.Luck())
+	}
+	fmt.Fprintf(&b, "%.0f admissions/s, queue order %s, %s, 0-%v network delay, PoW %d bits, seed %d, through the gateway's HTTP handler;\n",
+		c.Rate, order, clock, c.Jitter, c.Difficulty, c.Seed)
 	fmt.Fprintf(&b, "sale lasted %v, %d never admitted, %d tokens expired under honest visitors, %d requests\n\n",
 		r.Baseline.Duration.Round(time.Second), r.Unadmitted, r.Expired, r.requests())
 	fmt.Fprintf(&b, "ordering (baseline run):\n")
@@ -320,6 +434,17 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "  after the start: rho arrival vs admission      %8.4f\n", r.ArrivalRho)
 	fmt.Fprintf(&b, "  admission rate while the queue held 10 s of it, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%\n",
 		100*r.RateHeld.Min, 100*r.RateHeld.Mean, 100*r.RateHeld.Max)
+	fmt.Fprintf(&b, "  pre-queue: rho lottery number vs admission     %8.4f\n", r.PreQueueLotRho)
+	fmt.Fprintf(&b, "  arrivals after the start admitted after the whole pre-queue: %.2f%%\n", 100*r.PreQueueFirst)
+	for _, p := range r.EarlierFirst {
+		fmt.Fprintf(&b, "  after the start, earlier of two arrivals %v apart admitted first: %.4f of %d pairs (fifo's rule with W %v: %.4f)\n",
+			p.Delta, p.Share, p.Pairs, c.Luck(), p.Want)
+	}
+	fmt.Fprintf(&b, "  admission rate while the queue was not empty (drain included), per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%\n",
+		100*r.RateNonEmpty.Min, 100*r.RateNonEmpty.Mean, 100*r.RateNonEmpty.Max)
+	fmt.Fprintf(&b, "  waits (median, p90, p99): pre-queue from the start %v %v %v; later arrivals from arrival %v %v %v\n",
+		r.PreQueueWaits[0].Round(time.Second), r.PreQueueWaits[1].Round(time.Second), r.PreQueueWaits[2].Round(time.Second),
+		r.ArrivalWaits[0].Round(time.Second), r.ArrivalWaits[1].Round(time.Second), r.ArrivalWaits[2].Round(time.Second))
 	fmt.Fprintf(&b, "  mean wait by arrival decile after the start:")
 	for _, w := range r.WaitByDecile {
 		fmt.Fprintf(&b, " %v", w.Round(time.Second))

@@ -62,7 +62,20 @@ type Config struct {
 	// and VIPLane the share of Rate their lane gets (docs/FAIRNESS.md,
 	// "Lanes"). Zero VIPLane: no lane.
 	VIPVisitors, VIPLane float64
+	// QueueOrder is the room's queue_order, "lottery" or "fifo"; empty is
+	// the gateway's default. LuckWindow is fifo's luck_window (zero: the
+	// default).
+	QueueOrder string
+	LuckWindow time.Duration
+	// Only, when not empty, limits RunAll to these strategies' runs (the
+	// baseline always runs): a full-scale ordering run need not pay for
+	// every strategy.
+	Only []Kind
 }
+
+// Luck is the luck window the ordering table measures against: the
+// configured one, or the gateway's default.
+func (c Config) Luck() time.Duration { return cmp.Or(c.LuckWindow, proxy.DefaultLuckWindow) }
 
 // DefaultConfig is the full-scale scenario: 100k in the pre-queue, 100k
 // arriving over the first 10 minutes, 0-500 ms jitter, 100 admissions/s.
@@ -111,6 +124,9 @@ type Visitor struct {
 	Expired int
 	// Lane is the lane the visitor's login grants, "" for the default one.
 	Lane string
+	// Lot is the lottery number of the visitor's first token, which the
+	// simulation (holding the keys) may know and the visitor may not.
+	Lot float64
 }
 
 // Run is the outcome of one simulation.
@@ -228,6 +244,7 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		Rate: cfg.Rate, Burst: cfg.Rate, Tau: proxy.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0,
 		Difficulty: &difficulty,
 		Keys:       simKeys(cfg.Seed),
+		QueueOrder: cfg.QueueOrder, LuckWindow: proxy.Duration(cfg.LuckWindow),
 		Identity: &proxy.Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(simSecret)},
 	}
@@ -425,8 +442,35 @@ func (s *sale) token(i int, loggedIn bool) (held, error) {
 	if status != http.StatusOK || a.Token == "" {
 		return held{}, fmt.Errorf("token: %d %s", status, a.Error.Code)
 	}
+	if v.Lot == 0 {
+		v.Lot = s.lotteryNumber(a.Token)
+	}
 	nonce, err := s.solve(v, a.answerChallenge())
 	return held{answer: a, nonce: nonce}, err
+}
+
+// lotteryNumber is the lottery number of a token's draw, read with the
+// simulation's own lottery key; 0 if the token does not decode.
+func (s *sale) lotteryNumber(token string) float64 {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return 0
+	}
+	var c struct {
+		Lot string `json:"lot"`
+	}
+	if json.Unmarshal(payload, &c) != nil {
+		return 0
+	}
+	key, err := base64.StdEncoding.DecodeString(simKeys(s.cfg.Seed).Lottery)
+	if err != nil {
+		return 0
+	}
+	return admission.LotteryNumber(key, c.Lot)
 }
 
 func (s *sale) admit(i int, h held) (answer, int, error) {

@@ -26,6 +26,9 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	fs.Float64Var(&cfg.VIPVisitors, "vip-visitors", cfg.VIPVisitors, "share of visitors whose login has tier=vip")
 	fs.Float64Var(&cfg.VIPLane, "vip-lane", cfg.VIPLane, "share of the rate the vip lane gets (0: no lane)")
+	fs.StringVar(&cfg.QueueOrder, "queue-order", cfg.QueueOrder, "the room's queue_order: lottery or fifo (empty: the default, lottery)")
+	fs.DurationVar(&cfg.LuckWindow, "luck-window", cfg.LuckWindow, "fifo's luck_window (0: the default)")
+	baselineOnly := fs.Bool("baseline-only", false, "run only the all-honest baseline: the ordering table and waits, no strategy table (an eighth of the time)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -35,6 +38,9 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if cfg.VIPLane < 0 || cfg.VIPLane >= 1 || cfg.VIPVisitors < 0 || cfg.VIPVisitors > 1 {
 		return usageErr("--vip-lane must be in [0, 1) and --vip-visitors in [0, 1]")
+	}
+	if *baselineOnly {
+		cfg.Only = []sim.Kind{sim.Honest}
 	}
 	report, err := sim.RunAll(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,337 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Order is the rule a room's queue follows (docs/FAIRNESS.md, "Queue
+// orders").
+type Order string
+
+// Queue orders.
+const (
+	// OrderLottery: everyone's wait is an exponential draw on the serving
+	// clock from their entry; arrival order matters little. The default.
+	OrderLottery Order = "lottery"
+	// OrderFIFO: probabilistic first in, first out. The pre-queue is a
+	// uniform lottery served before everyone who arrived after the start;
+	// after the start each place's key is its arrival rank plus a luck
+	// term of mean one luck window, and a serving counter passes keys at
+	// the target rate.
+	OrderFIFO Order = "fifo"
+)
+
+// ParseOrder checks a queue order's name; empty means OrderLottery.
+func ParseOrder(s string) (Order, error) {
+	switch o := Order(s); o {
+	case "":
+		return OrderLottery, nil
+	case OrderLottery, OrderFIFO:
+		return o, nil
+	}
+	return "", fmt.Errorf("unknown queue order %q (want lottery or fifo)", s)
+}
+
+// Ranker hands out a room's arrival ranks: unique, and increasing in the
+// order it is asked. roomstate.Ranks shares one across nodes, allocating in
+// blocks; MemoryRanker is one process's.
+type Ranker interface {
+	Next(ctx context.Context) (int64, error)
+}
+
+// MemoryRanker is an in-process Ranker counting from 0.
+type MemoryRanker struct{ n atomic.Int64 }
+
+// Next returns the next rank.
+func (m *MemoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) - 1, nil }
+
+// fifoIssueWindow is how far back the rate of ranks handed out is measured
+// for the luck span.
+const fifoIssueWindow = 10 * time.Second
+
+// fifoGrain is the spacing of a fifo draw's checkpoints: fine, so that a
+// place is judged close to the moment the serving counter passes its key
+// and arrival order survives to admission order. The gate names only a few
+// of them to each place (see Gate.fifoNext).
+const fifoGrain = 250 * time.Millisecond
+
+// fifoDebtSpan is how fast the fifo counter makes up for ranks nobody
+// presents (places abandoned, tokens never used): a shortfall of eligible
+// places is served over about this long, on top of the target rate.
+const fifoDebtSpan = 10 * time.Second
+
+// fifoMaxCatchUp bounds the fifo counter's speed, in multiples of the
+// target rate, while it makes up a shortfall.
+const fifoMaxCatchUp = 10
+
+// fifoState is a fifo room's arrival ranking. base and zero are set by the
+// first rank taken since the room began to queue, under Room.mu, and
+// published in the View; the rest moves with every token.
+type fifoState struct {
+	ranker Ranker
+	luck   time.Duration
+	issues *Window // ranks handed out per second, for the luck span
+	// preTop is one past the highest pre-queue rank; top one past the
+	// highest rank; maxKey the highest key of a post-start place (as
+	// math.Float64bits): the counter never runs past the last key.
+	preTop, top, maxKey atomic.Int64
+	found               atomic.Int64 // places found eligible since the last tick
+	// firstLuck and lastLuck are the luck spans of the first and the
+	// latest place taken after the start (as math.Float64bits): where the
+	// keys thin out, at either end, the counter runs faster by them.
+	firstLuck, lastLuck atomic.Uint64
+	debt                float64 // ranks the counter is behind the target rate (under Room.mu)
+	lastTick            time.Time
+}
+
+// Rank gives a new place in a fifo room its arrival rank. pre marks a place
+// taken in the pre-queue. It returns the view the rank was taken under: the
+// first rank since the room began to queue fixes the view's rank origin.
+func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, error) {
+	f := r.fifo
+	if f == nil {
+		return 0, r.View(now), fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
+	}
+	rank, err := f.ranker.Next(ctx)
+	if err != nil {
+		return 0, r.View(now), fmt.Errorf("taking an arrival rank: %w", err)
+	}
+	f.issues.Add(now, 1)
+	raise(&f.top, rank+1)
+	if pre {
+		raise(&f.preTop, rank+1)
+	}
+	if !r.view.Load().RankSet {
+		r.mu.Lock()
+		if v := *r.view.Load(); !v.RankSet {
+			v.RankSet, v.RankBase, v.RankZero = true, rank, v.Clock.At(now)
+			r.publish(&v, now)
+		}
+		r.mu.Unlock()
+	}
+	return rank, r.View(now), nil
+}
+
+// LuckSpan is the luck window in ranks for a place taken now: the window
+// times the rate ranks are being handed out at.
+func (r *Room) LuckSpan(now time.Time) float64 {
+	if r.fifo == nil {
+		return 0
+	}
+	return r.fifo.luck.Seconds() * r.fifo.issues.Rate(now)
+}
+
+// noteKey records a post-start place's key and luck span, so the counter
+// runs as far as the key, and knows how thin keys are at the ends.
+func (r *Room) noteKey(key, luck float64) {
+	f := r.fifo
+	f.firstLuck.CompareAndSwap(0, math.Float64bits(luck))
+	f.lastLuck.Store(math.Float64bits(luck))
+	for {
+		old := f.maxKey.Load()
+		if old != 0 && math.Float64frombits(uint64(old)) >= key {
+			return
+		}
+		if f.maxKey.CompareAndSwap(old, int64(math.Float64bits(key))) {
+			return
+		}
+	}
+}
+
+// SetLuck changes the luck window of places taken from now on.
+func (r *Room) SetLuck(w time.Duration) error {
+	if w < 0 {
+		return fmt.Errorf("luck window must not be negative")
+	}
+	if r.fifo == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fifo.luck = w
+	v := *r.view.Load()
+	v.Luck = w
+	r.view.Store(&v)
+	return nil
+}
+
+func raise(x *atomic.Int64, to int64) {
+	for {
+		old := x.Load()
+		if old >= to || x.CompareAndSwap(old, to) {
+			return
+		}
+	}
+}
+
+// fifoLimit is the counter value past which no place waits yet: the
+// highest key handed out (the pre-queue's size, or the last post-start
+// key), and a rank. The counter stops there, so a quiet room does not run ahead and
+// let a later crowd in all at once.
+func (r *Room) fifoLimit(v *View) float64 {
+	f := r.fifo
+	limit := float64(f.preTop.Load() - v.RankBase)
+	if bits := f.maxKey.Load(); bits != 0 {
+		limit = math.Max(limit, math.Float64frombits(uint64(bits)))
+	}
+	// One rank beyond, so rounding never stops it just short of a key.
+	return v.RankZero + math.Max(0, limit) + 1
+}
+
+// tickFIFO sets the fifo counter's speed: the target rate, plus (when
+// adaptive) what it owes for ranks passed that nobody presented (the
+// shortfall of places found eligible against the target, made up over
+// fifoDebtSpan), divided by how densely keys lie where it stands (see
+// keyDensity). Callers hold r.mu.
+func (r *Room) tickFIFO(v *View, now time.Time) {
+	f := r.fifo
+	found := float64(f.found.Swap(0))
+	dt := 0.0
+	if !f.lastTick.IsZero() && now.After(f.lastTick) {
+		dt = now.Sub(f.lastTick).Seconds()
+	}
+	f.lastTick = now
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	behind := v.RankSet && v.Clock.At(now) < r.fifoLimit(v)
+	want := v.Rate
+	if r.adaptive && running && behind {
+		f.debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
+		want = clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
+	} else {
+		f.debt = 0
+	}
+	v.Cruise = v.passing(v.Clock.At(now)-v.RankZero, want)
+}
+
+// passing is the counter speed that passes want keys in the next second
+// from c: where keys lie thin it runs faster, but never past where they
+// thicken again within the second, so it never releases a crowd at once.
+func (v *View) passing(c, want float64) float64 {
+	const steps = 64
+	h := want / steps // at density 1, want keys in steps steps
+	keys, x := 0.0, c
+	for keys < want && x-c < want*fifoMaxSparse {
+		keys += h * keyDensity(x+h/2, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
+		x += h
+	}
+	return x - c
+}
+
+// fifoMaxSparse bounds how much faster than the rate the counter runs where
+// keys are sparse.
+const fifoMaxSparse = 50
+
+// keyDensity is the expected number of keys per unit of the counter at c
+// (counted from the rank origin), for a pre-queue of pre places (keys
+// uniform on [0, pre)) and ranks up to top after it, each key its rank plus
+// L times an exponential draw (L = first for the first ranks, last for the
+// last). It is 1 inside the queue and falls where the luck spreads keys
+// thin: just after the pre-queue (keys still to come) and beyond the last
+// rank (the luckless last few). The counter runs at rate/density, so the
+// admission rate holds there too.
+func keyDensity(c, pre, top, first, last float64) float64 {
+	if c < pre {
+		return 1
+	}
+	if top <= pre {
+		return 0
+	}
+	tail := func(d, l float64) float64 { // P(L·E > d)
+		if l <= 0 {
+			return 0
+		}
+		return math.Exp(-d / l)
+	}
+	if c < top {
+		return 1 - tail(c-pre, first)
+	}
+	return math.Max(0, tail(c-top, last)-tail(c-pre, first))
+}
+
+// fifoKey is the serving-counter distance of a fifo place from the room's
+// rank origin: v·P in the pre-queue of P places (a uniform lottery, all of
+// it before anyone after the start), rank + L·(−ln(1−v)) after it, where L
+// is the luck span the token was issued with. A token without a rank (from
+// before the room ranked arrivals) is at the origin.
+func (g *Gate) fifoKey(view *View, claims *WaitClaims) float64 {
+	v := g.codec.keys.Lottery(claims.Lot)
+	switch {
+	case claims.Pos < 0:
+		return v * view.PreQueue
+	case claims.Pos > 0:
+		return float64(claims.Pos-1-view.RankBase) + claims.Lk*Threshold(v)
+	}
+	return 0
+}
+
+// fifoNext is the checkpoint a fifo place not yet eligible is told to come
+// back at. Far from its turn it comes back every MaxBackoff; within reach it
+// comes a MinBackoff before the moment the counter, as planned now, passes
+// its key, and then at that moment: so it is judged close to when it
+// became eligible, at a few requests' cost. Every version's checkpoint is a
+// point of the draw's fine grid, and judging walks that grid, so which
+// version is presented, and how often, changes nothing (Gate.walk).
+func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time {
+	target := now.Add(g.policy.MaxBackoff)
+	if view.State != StatePaused {
+		if when, ok := view.fifoWhen(now, g.fifoKey(view, claims)); ok {
+			switch d := when.Sub(now); {
+			case d <= 2*g.policy.MinBackoff:
+				target = when
+			case d <= g.policy.MaxBackoff+g.policy.MinBackoff:
+				target = when.Add(-g.policy.MinBackoff)
+			}
+		}
+	}
+	return g.pointFrom(view, claims, target, now)
+}
+
+// fifoWhen predicts when the counter passes key: after the keys expected
+// between it and key have been served at the target rate (the counter
+// runs faster where keys are thin, see tickFIFO), or as the clock is
+// planned before the start. ok is false if it never does as things stand.
+func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
+	from := now
+	if v.State == StateScheduled && now.Before(v.SaleStart) {
+		from = v.SaleStart
+	}
+	c := v.Clock.At(from) - v.RankZero
+	if key <= c {
+		return v.Clock.When(now, v.RankZero+key)
+	}
+	if v.Rate <= 0 {
+		return time.Time{}, false
+	}
+	const steps = 32
+	ahead, h := 0.0, (key-c)/steps
+	for i := range steps {
+		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
+	}
+	return from.Add(durationOf(ahead / v.Rate)), true
+}
+
+// pointFrom is the first checkpoint at or after target and after now.
+func (g *Gate) pointFrom(view *View, claims *WaitClaims, target, now time.Time) time.Time {
+	grid := g.grid(view, claims.Lot)
+	n := max(grid.index(target), grid.after(now))
+	return grid.at(n)
+}
+
+// estimateFIFO is the wait of a place taken now in a fifo room: the ranks
+// ahead of it at the target rate, plus its mean luck (half the pre-queue
+// before the start, as its place in it is a uniform draw). It is the same
+// for everyone at a given moment and reveals nothing of anyone's draw.
+func (v View) estimateFIFO(now time.Time) time.Duration {
+	if v.State == StateScheduled && now.Before(v.SaleStart) {
+		return v.SaleStart.Sub(now) + durationOf(v.PreQueue/2/v.Rate)
+	}
+	ahead := 0.0
+	if v.RankSet {
+		ahead = math.Max(0, v.RankZero+v.Ranked-v.Clock.At(now))
+	}
+	return durationOf(ahead/v.Rate) + v.Luck
+}

@@ -1,0 +1,370 @@
+package admission
+
+import (
+	"container/heap"
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+)
+
+func TestParseOrder(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Order
+		ok   bool
+	}{{"", OrderLottery, true}, {"lottery", OrderLottery, true}, {"fifo", OrderFIFO, true}, {"FIFO", "", false}, {"lifo", "", false}} {
+		got, err := ParseOrder(tt.in)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("ParseOrder(%q) = %q, %v", tt.in, got, err)
+		}
+	}
+}
+
+// fifoVisitor is one honest visitor of a domain-level fifo sale: it
+// attempts exactly at each checkpoint it is told.
+type fifoVisitor struct {
+	arrive   time.Time
+	pre      bool
+	token    string
+	nonce    string
+	claims   *WaitClaims
+	admitted time.Time
+	attempts int
+}
+
+type attemptQueue []attemptAt
+
+type attemptAt struct {
+	at time.Time
+	i  int
+}
+
+func (q attemptQueue) Len() int           { return len(q) }
+func (q attemptQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q attemptQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *attemptQueue) Push(x any)        { *q = append(*q, x.(attemptAt)) }
+func (q *attemptQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// fifoSale runs honest visitors arriving at the given times through Decide,
+// ticking the room every second, until all are admitted or the horizon.
+func fifoSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon time.Time) []fifoVisitor {
+	t.Helper()
+	ctx := context.Background()
+	vs := make([]fifoVisitor, len(arrivals))
+	q := attemptQueue{}
+	for i, at := range arrivals {
+		vs[i].arrive = at
+		q = append(q, attemptAt{at: at, i: i})
+	}
+	heap.Init(&q)
+	tick := arrivals[0].Truncate(time.Second)
+	for q.Len() > 0 {
+		ev := heap.Pop(&q).(attemptAt)
+		if ev.at.After(horizon) {
+			t.Fatalf("sale not over by %v: %d left", horizon, q.Len()+1)
+		}
+		for !tick.After(ev.at) {
+			room.Tick(tick)
+			tick = tick.Add(time.Second)
+		}
+		v := &vs[ev.i]
+		if v.token == "" {
+			v.pre = room.View(ev.at).State == StateScheduled && ev.at.Before(room.View(ev.at).SaleStart)
+			tk, err := g.Issue(room, Visitor{}, ev.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.token, v.claims, v.nonce = tk.Token, tk.Claims, solve(t, tk.Claims)
+			heap.Push(&q, attemptAt{at: tk.Claims.NextAttempt(), i: ev.i})
+			continue
+		}
+		v.attempts++
+		if v.attempts > 500 {
+			t.Fatalf("visitor %d (pre-queue %v) not admitted after %d attempts, at %v", ev.i, v.pre, v.attempts, ev.at)
+		}
+		d := g.Decide(ctx, room, Attempt{Token: v.token, Nonce: v.nonce, Now: ev.at})
+		switch d.Outcome {
+		case OutcomeAdmit:
+			v.admitted = ev.at
+		case OutcomeWait, OutcomeBusy:
+			v.token = d.Ticket.Token
+			heap.Push(&q, attemptAt{at: d.Ticket.Claims.NextAttempt(), i: ev.i})
+		default:
+			t.Fatalf("visitor %d at %v: %v (%v)", ev.i, ev.at, d.Outcome, d.Err)
+		}
+	}
+	return vs
+}
+
+func fifoRoom(t *testing.T, rate float64, luck time.Duration, state State, start time.Time) *Room {
+	return testRoom(t, func(c *RoomConfig) {
+		c.Order, c.Luck, c.Rate, c.Burst, c.Adaptive = OrderFIFO, luck, rate, rate, true
+		c.State, c.SaleStart, c.Window = state, start, time.Minute
+		c.Memory = 15 * time.Minute
+	})
+}
+
+// spearman is Spearman's rank correlation (no ties expected).
+func spearman(x, y []float64) float64 {
+	rank := func(a []float64) []float64 {
+		idx := make([]int, len(a))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(i, j int) bool { return a[idx[i]] < a[idx[j]] })
+		r := make([]float64, len(a))
+		for k, i := range idx {
+			r[i] = float64(k)
+		}
+		return r
+	}
+	rx, ry := rank(x), rank(y)
+	n := float64(len(x))
+	var d2 float64
+	for i := range rx {
+		d2 += (rx[i] - ry[i]) * (rx[i] - ry[i])
+	}
+	return 1 - 6*d2/(n*(n*n-1))
+}
+
+// TestFIFOPreQueueIsALottery: in a fifo room the pre-queue's keys follow the
+// lottery numbers alone (|rho(arrival, key)| < 0.02, rho(v, key) = 1 over
+// 20,000 places), and through Decide its admission order follows v
+// (rho > 0.99), all of it before anyone who arrived after the start.
+func TestFIFOPreQueueIsALottery(t *testing.T) {
+	start := t0.Add(time.Hour)
+	t.Run("keys", func(t *testing.T) {
+		g := testGate(t, 10)
+		room := fifoRoom(t, 100, 2*time.Second, StateScheduled, start)
+		const n = 20000
+		var claims []*WaitClaims
+		for i := range n {
+			tk, err := g.Issue(room, Visitor{}, t0.Add(time.Duration(i)*100*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims = append(claims, tk.Claims)
+		}
+		view := room.View(start)
+		if view.PreQueue != n {
+			t.Fatalf("pre-queue %v, want %d", view.PreQueue, n)
+		}
+		arrival, key, lot := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i, c := range claims {
+			if c.Pos >= 0 {
+				t.Fatalf("pre-queue token %d has rank %d, want negative", i, c.Pos)
+			}
+			arrival[i], key[i], lot[i] = float64(i), g.fifoKey(&view, c), g.Codec().Keys().Lottery(c.Lot)
+		}
+		if rho := spearman(arrival, key); math.Abs(rho) > 0.02 {
+			t.Errorf("rho(arrival, key) = %.4f, want |rho| < 0.02", rho)
+		}
+		if rho := spearman(lot, key); rho < 0.9999 {
+			t.Errorf("rho(v, key) = %.4f, want 1", rho)
+		}
+		after, err := g.Issue(room, Visitor{}, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := g.fifoKey(&view, after.Claims); k < slices.Max(key) {
+			t.Errorf("a place taken at the start has key %v, before the pre-queue's last %v", k, slices.Max(key))
+		}
+	})
+	t.Run("admissions", func(t *testing.T) {
+		g := testGate(t, 10000)
+		room := fifoRoom(t, 20, 2*time.Second, StateScheduled, start)
+		rnd := rand.New(rand.NewPCG(1, 2))
+		var arrivals []time.Time
+		for range 1500 {
+			arrivals = append(arrivals, start.Add(-time.Duration(rnd.Float64()*float64(10*time.Minute))))
+		}
+		for range 500 {
+			arrivals = append(arrivals, start.Add(time.Duration(rnd.Float64()*float64(20*time.Second))))
+		}
+		vs := fifoSale(t, g, room, arrivals, start.Add(time.Hour))
+		var arrival, admit, lot []float64
+		lastPre, firstPost := time.Time{}, time.Time{}
+		for _, v := range vs {
+			if !v.pre {
+				if firstPost.IsZero() || v.admitted.Before(firstPost) {
+					firstPost = v.admitted
+				}
+				continue
+			}
+			lastPre = later(lastPre, v.admitted)
+			arrival = append(arrival, float64(v.arrive.UnixNano()))
+			admit = append(admit, float64(v.admitted.UnixNano()))
+			lot = append(lot, g.Codec().Keys().Lottery(v.claims.Lot))
+		}
+		if rho := spearman(lot, admit); rho < 0.99 {
+			t.Errorf("rho(v, admission) = %.4f in the pre-queue, want > 0.99", rho)
+		}
+		if rho := spearman(arrival, admit); math.Abs(rho) > 0.1 {
+			t.Errorf("rho(arrival, admission) = %.4f in the pre-queue, want about 0", rho)
+		}
+		if firstPost.Before(lastPre.Add(-time.Second)) {
+			t.Errorf("a later arrival was admitted at %v, before the pre-queue's last at %v", firstPost.Sub(start), lastPre.Sub(start))
+		}
+	})
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// firstShare is the share of pairs of arrivals about delta apart in which
+// the earlier one was admitted first.
+func firstShare(vs []fifoVisitor, delta time.Duration) (float64, int) {
+	byArrival := slices.Clone(vs)
+	slices.SortFunc(byArrival, func(a, b fifoVisitor) int { return a.arrive.Compare(b.arrive) })
+	first, pairs := 0, 0
+	j := 0
+	for i := range byArrival {
+		for j < len(byArrival) && byArrival[j].arrive.Sub(byArrival[i].arrive) < delta {
+			j++
+		}
+		if j == len(byArrival) {
+			break
+		}
+		if d := byArrival[j].arrive.Sub(byArrival[i].arrive); d > delta*11/10+time.Millisecond {
+			continue
+		}
+		pairs++
+		if byArrival[i].admitted.Before(byArrival[j].admitted) {
+			first++
+		}
+	}
+	return float64(first) / float64(pairs), pairs
+}
+
+// TestFIFOEarlierArrivalGoesFirst: after the start, while arrivals exceed
+// the rate, an earlier arrival is admitted first with probability
+// 1 − ½·e^(−Δ/W) (within 0.03 at Δ = 100 ms, W and 5W), mean waits by
+// arrival decile never fall, and the rate is held within 5% while the queue
+// is non-empty.
+func TestFIFOEarlierArrivalGoesFirst(t *testing.T) {
+	const luck = 2 * time.Second
+	g := testGate(t, 20000)
+	room := fifoRoom(t, 40, luck, StateQueue, time.Time{})
+	// 50 a second for two minutes, evenly: 25% more than the rate.
+	var arrivals []time.Time
+	for i := range 6000 {
+		arrivals = append(arrivals, t0.Add(time.Duration(i)*20*time.Millisecond))
+	}
+	vs := fifoSale(t, g, room, arrivals, t0.Add(time.Hour))
+	// The first seconds, before the issue rate is measured, have no luck.
+	vs = vs[1000:]
+	for _, delta := range []time.Duration{100 * time.Millisecond, luck, 5 * luck} {
+		got, pairs := firstShare(vs, delta)
+		want := 1 - 0.5*math.Exp(-delta.Seconds()/luck.Seconds())
+		t.Logf("Δ = %v: earlier first in %.4f of %d pairs, want %.4f", delta, got, pairs, want)
+		if math.Abs(got-want) > 0.03 {
+			t.Errorf("Δ = %v: earlier arrival first in %.4f of pairs, want %.4f ± 0.03", delta, got, want)
+		}
+	}
+	var waits [10]time.Duration
+	per := len(vs) / 10
+	for d := range 10 {
+		var sum time.Duration
+		for _, v := range vs[d*per : (d+1)*per] {
+			sum += v.admitted.Sub(v.arrive)
+		}
+		waits[d] = sum / time.Duration(per)
+	}
+	t.Logf("mean wait by arrival decile: %v", waits)
+	for d := 1; d < 10; d++ {
+		if waits[d] < waits[d-1] {
+			t.Errorf("decile %d waits %v, less than decile %d's %v", d+1, waits[d], d, waits[d-1])
+		}
+	}
+	checkRateHeld(t, vs, 40, 0.05)
+}
+
+// checkRateHeld checks admissions per 10-second window, over the windows
+// in which the queue was never empty, against the target rate.
+func checkRateHeld(t *testing.T, vs []fifoVisitor, rate, tolerance float64) {
+	t.Helper()
+	admits := make([]time.Time, 0, len(vs))
+	for _, v := range vs {
+		admits = append(admits, v.admitted)
+	}
+	slices.SortFunc(admits, time.Time.Compare)
+	// The queue is non-empty while someone who arrived is not yet admitted.
+	waiting := func(at time.Time) bool {
+		for _, v := range vs {
+			if !v.arrive.After(at) && v.admitted.After(at) {
+				return true
+			}
+		}
+		return false
+	}
+	from := admits[0].Truncate(10 * time.Second).Add(10 * time.Second)
+	windows := 0
+	for w := from; w.Add(10 * time.Second).Before(admits[len(admits)-1]); w = w.Add(10 * time.Second) {
+		if !waiting(w) || !waiting(w.Add(10*time.Second)) {
+			continue
+		}
+		n := 0
+		for _, a := range admits {
+			if !a.Before(w) && a.Before(w.Add(10*time.Second)) {
+				n++
+			}
+		}
+		windows++
+		if share := float64(n) / (rate * 10); math.Abs(share-1) > tolerance {
+			t.Errorf("window at %v admitted %d, %.1f%% of the target", w.Sub(admits[0]), n, 100*share)
+		}
+	}
+	if windows < 3 {
+		t.Errorf("only %d windows with a queue", windows)
+	}
+}
+
+// TestFIFOFreeTokensCost measures what tokens taken and never presented
+// cost the visitors after them in a fifo room: each takes a rank, a gap the
+// counter has to cross. 2,000 free tokens ahead of 100 visitors at 10
+// admissions a second would cost 200 s at the rate; the counter crosses them
+// by catching up on the shortfall of places found eligible.
+func TestFIFOFreeTokensCost(t *testing.T) {
+	wait := func(free int) time.Duration {
+		g := testGate(t, 1000)
+		room := fifoRoom(t, 10, time.Second, StateQueue, time.Time{})
+		for i := range free {
+			at := t0.Add(time.Duration(i) * 5 * time.Second / time.Duration(free))
+			if _, err := g.Issue(room, Visitor{}, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for s := t0; s.Before(t0.Add(5 * time.Second)); s = s.Add(time.Second) {
+			room.Tick(s)
+		}
+		var arrivals []time.Time
+		for i := range 100 {
+			arrivals = append(arrivals, t0.Add(5*time.Second+time.Duration(i)*100*time.Millisecond))
+		}
+		vs := fifoSale(t, g, room, arrivals, t0.Add(time.Hour))
+		var waits []time.Duration
+		for _, v := range vs {
+			waits = append(waits, v.admitted.Sub(v.arrive))
+		}
+		slices.Sort(waits)
+		return waits[len(waits)/2]
+	}
+	base, flooded := wait(0), wait(2000)
+	t.Logf("median wait: %v without free tokens, %v behind 2,000 (200 s of them at the rate)", base, flooded)
+	if flooded-base > 100*time.Second {
+		t.Errorf("2,000 free tokens cost the visitors after them %v: the counter does not cross the gap", flooded-base)
+	}
+}
