@@ -143,6 +143,19 @@ func (sh *Shared) Join(ctx context.Context) error {
 	return nil
 }
 
+// Joined reports whether the room runs on its stored state: always on
+// memory; on a store, once Join succeeded. Until then the room's clock is
+// its own, so it issues no tokens and admits nobody (see the API).
+func (sh *Shared) Joined() bool {
+	cl := sh.cluster
+	if cl == nil {
+		return true
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.joined
+}
+
 // commit makes a change through the store: change is applied here, the
 // result saved if the stored version is still the one this node has, and
 // on a conflict the stored state is adopted and change applied again. When

@@ -714,3 +714,60 @@ func storeCalls(t *testing.T, n node) map[string]uint64 {
 	}
 	return out
 }
+
+// A node that started while its store was down (a Caddy room serves
+// unjoined and joins later) must not issue tokens on a clock of its own:
+// once joined they would be read against the stored clock, ahead of the
+// visitors already waiting. Until it joins it answers token and admit
+// requests 503 with Retry-After.
+func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
+	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	cfg := Config{Room: "jump", State: "queue", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute),
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+	a := newNode(t, cfg, store, "a", clock)
+	clock.Add(5 * time.Minute)
+	old := a.issue(t, clock.Now())
+	clock.Add(5 * time.Minute)
+
+	store.down.Store(true)
+	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
+	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", Node: "b"}
+	st, err := cfg.SettleStateStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Join(t.Context()); err == nil {
+		t.Fatal("join succeeded while the store is down")
+	}
+	gw, err := New(cfg, sh, Options{Now: clock.Now, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	for _, path := range []string{"/token", "/admit"} {
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPrefix+path, strings.NewReader(`{"token":"x","nonce":"0"}`)))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("POST %s before the room joined its store: %d (Retry-After %q), want 503 with Retry-After", path, rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
+	store.down.Store(false)
+	clock.Add(storeCool)
+	if err := sh.Join(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPrefix+"/token", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("POST /token after joining: %d %s", rec.Code, rec.Body)
+	}
+	b := node{sh: sh, gw: gw}
+	if newcomer := b.issue(t, clock.Now()); newcomer.Claims.Srv < old.Claims.Srv {
+		t.Fatalf("a visitor who arrived now (srv %.3f) is placed ahead of one who waited 5 minutes (srv %.3f)", newcomer.Claims.Srv, old.Claims.Srv)
+	}
+}
