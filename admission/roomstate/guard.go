@@ -165,11 +165,14 @@ func (l FallbackLedger) Lookup(ctx context.Context, id string) (admission.Place,
 	if err != nil {
 		return l.Local.Lookup(ctx, id)
 	}
-	if p.State == admission.PlaceWaiting {
-		// Admitted here while the store was down: still admitted.
-		if lp, _ := l.Local.Lookup(ctx, id); lp.State != admission.PlaceWaiting {
-			return lp, nil
-		}
+	if p.State == admission.PlaceUsed {
+		return p, nil
+	}
+	// Admitted here while the store was down: still admitted, whatever the
+	// store's record (waiting, or reserved before the outage) says.
+	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceUsed ||
+		(p.State == admission.PlaceWaiting && lp.State != admission.PlaceWaiting) {
+		return lp, nil
 	}
 	return p, nil
 }
