@@ -338,7 +338,9 @@ func (sh *Shared) poll(ctx context.Context, now time.Time) error {
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if v == cl.version {
+	if v <= cl.version {
+		// Versions only grow: an older one is a read that raced a commit
+		// of this node's, which has the newer state already.
 		return nil
 	}
 	return sh.adoptLocked(c, v, now)

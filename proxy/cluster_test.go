@@ -771,3 +771,37 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 		t.Fatalf("a visitor who arrived now (srv %.3f) is placed ahead of one who waited 5 minutes (srv %.3f)", newcomer.Claims.Srv, old.Claims.Srv)
 	}
 }
+
+// pollHookStore runs after once, after the LoadControl it follows returned.
+type pollHookStore struct {
+	roomstate.Store
+	after func()
+}
+
+func (h *pollHookStore) LoadControl(ctx context.Context, room string) (roomstate.Control, uint64, error) {
+	c, v, err := h.Store.LoadControl(ctx, room)
+	if f := h.after; f != nil {
+		h.after = nil
+		f()
+	}
+	return c, v, err
+}
+
+// A poll whose read raced a commit of this node must not adopt the older
+// version it read: the change committed meanwhile would be undone here.
+func TestClusterPollIgnoresReadOlderThanOwnCommit(t *testing.T) {
+	hs := &pollHookStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "stale", State: "queue", Rate: 10}, hs, "a", clock)
+	hs.after = func() { // the admin API pauses the room while poll's read is in flight
+		if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := n.sh.poll(t.Context(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st := n.sh.Room.View(clock.Now()).State; st != admission.StatePaused {
+		t.Fatalf("the room was paused through this node and is %s again (version %d)", st, n.sh.cluster.version)
+	}
+}
