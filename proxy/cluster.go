@@ -317,6 +317,13 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 		if err := json.Unmarshal(c.Applied, &a); err != nil {
 			return fmt.Errorf("stored config: %w", err)
 		}
+		if (a.tau != sh.applied.tau || a.adaptive != sh.applied.adaptive) && a.tau > 0 {
+			// Another node's config changed tau or fixed_speed: every lane
+			// here follows, or its controller would override the cluster's.
+			if err := sh.eachRoom(func(r *admission.Room) error { return r.SetSpeedRule(a.tau, a.adaptive) }); err != nil {
+				return fmt.Errorf("stored tau: %w", err)
+			}
+		}
 		sh.applied = a
 	}
 	if c.Rate > 0 {

@@ -805,3 +805,29 @@ func TestClusterPollIgnoresReadOlderThanOwnCommit(t *testing.T) {
 		t.Fatalf("the room was paused through this node and is %s again (version %d)", st, n.sh.cluster.version)
 	}
 }
+
+// fixed_speed set by one node's config holds on every node: the others
+// adopt the stored rule with the stored state, so no controller elsewhere
+// overrides the fixed speed.
+func TestClusterFixedSpeedFromOneNodeHoldsOnAll(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{Room: "tau", State: "queue", Rate: 10}
+	nodes := newNodes(t, cfg, store, clock, 2)
+	cfg.FixedSpeed = true
+	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
+	gw, err := New(cfg, nodes[1].sh, Options{Now: clock.Now, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	pollAll(t, nodes, clock.Now())
+	for i, n := range nodes {
+		if next, cur := n.sh.Room.NextCruise(10000, 0); next != cur {
+			t.Fatalf("node %d still runs its controller (next %v, now %v) after the cluster was set to fixed_speed", i, next, cur)
+		}
+	}
+}
