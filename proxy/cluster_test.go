@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -430,7 +431,7 @@ type flakyStore struct {
 	down atomic.Bool
 }
 
-var errCut = errors.New("connection refused (test)")
+var errCut = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (test)")}
 
 func (f *flakyStore) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
 	if f.down.Load() {

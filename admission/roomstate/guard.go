@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +22,8 @@ type Observer func(op string, took time.Duration, err error)
 // Guard wraps a store so a failing store costs the request path one call
 // deadline per cool-down, not one per request: after a failure every call
 // fails at once with ErrUnavailable until cool has passed, then the next
-// call tries the store again. It reports each call to observe.
+// call tries the store again. Only a failure of the store itself trips it
+// (see storeUnwell). It reports each call to observe.
 type Guard struct {
 	Store
 	observe Observer
@@ -50,10 +52,45 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 	start := time.Now()
 	err := fn(ctx)
 	g.observe(op, time.Since(start), err)
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && storeUnwell(err) {
 		g.down.Store(g.now().Add(g.cool).UnixNano())
 	}
 	return err
+}
+
+// storeUnwell reports whether err says the store itself is failing
+// (unreachable, too slow, throttling, failing inside) rather than refusing
+// this one call (a validation error, an item too large, ErrNotFound,
+// ErrConflict): only the former stops every call for a cool-down, so one
+// bad request cannot make the room answer 503.
+func storeUnwell(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var api interface{ ErrorCode() string }
+	if errors.As(err, &api) && unwellCodes[api.ErrorCode()] {
+		return true
+	}
+	var resp interface{ HTTPStatusCode() int }
+	if errors.As(err, &resp) {
+		code := resp.HTTPStatusCode()
+		return code >= 500 || code == 429
+	}
+	return false
+}
+
+// unwellCodes are the DynamoDB error codes of a store that is throttling or
+// failing inside (AWS API errors carry them as ErrorCode()).
+var unwellCodes = map[string]bool{
+	"ThrottlingException":                    true,
+	"ProvisionedThroughputExceededException": true,
+	"RequestLimitExceeded":                   true,
+	"InternalServerError":                    true,
+	"ServiceUnavailable":                     true,
 }
 
 // LoadControl implements Store.
