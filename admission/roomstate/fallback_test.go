@@ -87,3 +87,47 @@ func TestFallbackPlaceAdmittedInOutageStaysUsed(t *testing.T) {
 		t.Fatalf("after the outage the place admitted from memory looks %v, want used", p.State)
 	}
 }
+
+// On on_unavailable local, an admission let through while the store was
+// down was never granted by the store: refunding it (the hook said full)
+// must not add budget the window never had.
+func TestLocalQuotaRefundOfUngrantedAdmissionAddsNoBudget(t *testing.T) {
+	f := &flaky{Store: openBolt(t)}
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(f, "r", 1, 5, 50, true) // 10 s windows of 50
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	taken := 0
+	for range 10 {
+		if ok, _, err := q.Take(ctx, now); err == nil && ok {
+			taken++
+		}
+	}
+	f.down = true
+	n := 0
+	for range 20 {
+		if ok, _, _ := q.Take(ctx, now); ok {
+			n++
+		}
+	}
+	if n != 20 {
+		t.Fatalf("on_unavailable local let %d of 20 through while the store was down", n)
+	}
+	for range n {
+		q.Refund(now)
+	}
+	f.down = false
+	extra := 0
+	for range 100 {
+		ok, _, err := q.Take(ctx, now.Add(time.Second))
+		if err != nil || !ok {
+			break
+		}
+		extra++
+	}
+	if taken+extra > 50 {
+		t.Fatalf("window limit 50: %d taken from the store, then %d more after refunds of admissions the store never granted", taken, extra)
+	}
+}
