@@ -188,9 +188,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.storeKey = st.StoreKey()
 	store := sv.(*pooledStore).store
-	// A room is one per store: a reload that moves it to another store
-	// gives it a new shared state, joined to that store.
-	h.poolKey = h.room + "\x00" + h.storeKey
+	// A room is one per store and store settings: a reload that moves it
+	// to another store, or changes how it uses the store (on_unavailable,
+	// budget_block, poll, call_timeout, node), gives it a new shared state,
+	// joined to that store.
+	h.poolKey = h.room + "\x00" + st.RoomKey()
 	val, _, err := pool.LoadOrNew(h.poolKey, func() (caddy.Destructor, error) {
 		sh, err := proxy.NewSharedOn(ctx, cfg, st, store, time.Now)
 		if err != nil {

@@ -103,6 +103,7 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
 		sh.metrics(clock).observeStore(op, took, err)
 	})
+	cl.store.SetCallTimeout(time.Duration(set.CallTimeout))
 	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
 		return nil, err
 	}
@@ -524,6 +525,8 @@ type ClusterStatus struct {
 	Share float64 `json:"share"`
 	// Failing is true while the store failed within the last second.
 	Failing bool `json:"failing"`
+	// OnUnavailable is what the room does while the store fails.
+	OnUnavailable string `json:"on_unavailable"`
 }
 
 func (sh *Shared) clusterStatus() *ClusterStatus {
@@ -533,5 +536,5 @@ func (sh *Shared) clusterStatus() *ClusterStatus {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
+	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing(), OnUnavailable: cl.set.OnUnavailable}
 }

@@ -29,8 +29,14 @@ type Guard struct {
 	observe Observer
 	cool    time.Duration
 	now     func() time.Time
-	down    atomic.Int64 // unix nanos until which calls fail fast
+	timeout time.Duration // per call, when set (SetCallTimeout)
+	down    atomic.Int64  // unix nanos until which calls fail fast
 }
+
+// SetCallTimeout bounds every call through the guard, within the store's
+// own deadline: a room's call_timeout, when rooms share one opened store.
+// Set it before the guard's first call.
+func (g *Guard) SetCallTimeout(d time.Duration) { g.timeout = d }
 
 // NewGuard wraps store; now tells the cool-down's time; observe may be nil.
 func NewGuard(store Store, cool time.Duration, now func() time.Time, observe Observer) *Guard {
@@ -49,8 +55,14 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 		g.observe(op, 0, err)
 		return err
 	}
+	callCtx := ctx
+	if g.timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
 	start := time.Now()
-	err := fn(ctx)
+	err := fn(callCtx)
 	g.observe(op, time.Since(start), err)
 	if err != nil && ctx.Err() == nil && storeUnwell(err) {
 		g.down.Store(g.now().Add(g.cool).UnixNano())
