@@ -74,6 +74,34 @@ type cluster struct {
 	pending *settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
+	// sweeper deletes the store's expired items, for a store without a
+	// TTL of its own (bolt); swept is when the room's loop last asked it.
+	sweeper sweeper
+	swept   time.Time
+}
+
+// sweeper is a store whose owner deletes its expired items (boltstore).
+type sweeper interface {
+	Sweep(ctx context.Context, now time.Time) (int, error)
+}
+
+// sweepEvery is how often a room's loop sweeps its store's expired items.
+const sweepEvery = time.Minute
+
+// maybeSweep deletes the store's expired places, budget windows and
+// population items once a sweepEvery, within call_timeout. Only the room's
+// loop calls it.
+func (sh *Shared) maybeSweep(ctx context.Context, now time.Time) {
+	cl := sh.cluster
+	if cl.sweeper == nil || now.Sub(cl.swept) < sweepEvery {
+		return
+	}
+	cl.swept = now
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(cl.set.CallTimeout))
+	defer cancel()
+	start := time.Now()
+	_, err := cl.sweeper.Sweep(ctx, now)
+	sh.metrics(sh.clock).observeStore("sweep", time.Since(start), err)
 }
 
 // laneKey is where a lane's per-node observations are published.
@@ -104,6 +132,7 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 		sh.metrics(clock).observeStore(op, took, err)
 	})
 	cl.store.SetCallTimeout(time.Duration(set.CallTimeout))
+	cl.sweeper, _ = store.(sweeper)
 	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
 		return nil, err
 	}
@@ -508,6 +537,7 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 			_ = sh.poll(ctx, now())
 		case <-tick.C:
 			_ = sh.clusterTick(ctx, now())
+			sh.maybeSweep(ctx, now())
 		}
 	}
 }

@@ -832,3 +832,34 @@ func TestClusterFixedSpeedFromOneNodeHoldsOnAll(t *testing.T) {
 		}
 	}
 }
+
+// A room on a bolt file sweeps the file's expired places once a minute
+// from its loop (DynamoDB's TTL does it there): nothing else deletes them,
+// and the file would grow with every visitor for ever.
+func TestClusterRoomSweepsExpiredBoltItems(t *testing.T) {
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "sweep", State: "queue", Rate: 10}, st, "a", clock)
+	ctx := t.Context()
+	hold := func(id string) {
+		t.Helper()
+		if _, _, err := st.HoldPlace(ctx, "sweep", id, admission.Place{State: admission.PlaceWaiting}, clock.Now().Add(time.Second), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold("first")
+	clock.Add(2 * time.Second)
+	n.sh.maybeSweep(ctx, clock.Now()) // the loop's first sweep
+	hold("second")
+	clock.Add(2 * time.Second)
+	n.sh.maybeSweep(ctx, clock.Now()) // within the minute: no sweep
+	clock.Add(sweepEvery)
+	n.sh.maybeSweep(ctx, clock.Now())
+	if left, err := st.Sweep(ctx, clock.Now()); err != nil || left != 0 {
+		t.Fatalf("after the room's sweeps %d expired items were still in the file (%v)", left, err)
+	}
+}
