@@ -169,19 +169,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
-	// Opening a store is not a change anyone sees; writing to it waits
-	// for the config to start (pooledRoom.activate).
+	// The store opens on its first call, when the config runs and the
+	// room joins it (pooledRoom.activate): `caddy validate` and a config
+	// Caddy rejects leave the store alone.
 	sv, _, err := stores.LoadOrNew(st.StoreKey(), func() (caddy.Destructor, error) {
-		if st.Type == proxy.StoreBolt {
-			if err := os.MkdirAll(filepath.Dir(st.Path), 0o700); err != nil {
-				return nil, fmt.Errorf("state_store: %w", err)
-			}
+		if st.Type == proxy.StoreMemory {
+			return &pooledStore{}, nil
 		}
-		store, err := proxy.OpenStateStore(ctx, st)
-		if err != nil {
-			return nil, err
-		}
-		return &pooledStore{store: store}, nil
+		return &pooledStore{store: &lazyStore{settings: st}}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)

@@ -76,7 +76,7 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 // ErrConflict): only the former stops every call for a cool-down, so one
 // bad request cannot make the room answer 503.
 func storeUnwell(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
 		return true
 	}
 	var ne net.Error

@@ -49,6 +49,7 @@ func TestGuardTripsOnlyWhenTheStoreFails(t *testing.T) {
 		{"throttling", apiError{"ProvisionedThroughputExceededException", 400}, true},
 		{"internal error", apiError{"InternalServerError", 500}, true},
 		{"503", apiError{"Unknown", 503}, true},
+		{"store cannot be opened", fmt.Errorf("opening: %w", roomstate.ErrUnavailable), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(1_700_000_000, 0)
