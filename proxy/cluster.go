@@ -234,10 +234,14 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 			cl.shown.Store(v)
 			return nil
 		}
-		sh.restore(before)
 		if !errors.Is(err, roomstate.ErrConflict) {
+			if sh.savedAnyway(ctx, c) {
+				return nil
+			}
+			sh.restore(before)
 			return &UnavailableError{fmt.Errorf("saving room state: %w", err)}
 		}
+		sh.restore(before)
 		stored, v, err := cl.store.LoadControl(ctx, cl.key)
 		if err != nil {
 			return &UnavailableError{fmt.Errorf("loading room state: %w", err)}
@@ -247,6 +251,23 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 		}
 	}
 	return fmt.Errorf("saving room state: %w", roomstate.ErrConflict)
+}
+
+// savedAnyway reads the control state back after a save whose outcome is
+// unknown (a timeout may come after the write): when the store holds c at
+// a newer version, the change went through and this node takes that
+// version; otherwise (or when the read fails too) it did not, as far as
+// this node can tell. The read bypasses the guard, which the failed save
+// may just have tripped. Callers hold sh.cluster.mu.
+func (sh *Shared) savedAnyway(ctx context.Context, c roomstate.Control) bool {
+	cl := sh.cluster
+	stored, v, err := cl.store.Store.LoadControl(ctx, cl.key)
+	if err != nil || v <= cl.version || !sameControl(stored, c) {
+		return false
+	}
+	cl.version = v
+	cl.shown.Store(v)
+	return true
 }
 
 func sameControl(a, b roomstate.Control) bool {

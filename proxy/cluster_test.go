@@ -863,3 +863,37 @@ func TestClusterRoomSweepsExpiredBoltItems(t *testing.T) {
 		t.Fatalf("after the room's sweeps %d expired items were still in the file (%v)", left, err)
 	}
 }
+
+// lostAnswerStore saves control state, then reports a timeout, once.
+type lostAnswerStore struct {
+	roomstate.Store
+	lose atomic.Bool
+}
+
+func (s *lostAnswerStore) SaveControl(ctx context.Context, room string, c roomstate.Control, prev uint64) (uint64, error) {
+	v, err := s.Store.SaveControl(ctx, room, c, prev)
+	if err == nil && s.lose.CompareAndSwap(true, false) {
+		return 0, fmt.Errorf("save: %w", context.DeadlineExceeded)
+	}
+	return v, err
+}
+
+// A change whose save timed out after the store wrote it took effect: the
+// node reads the state back and answers success, rather than 503 for a
+// change every node then adopts at its next poll.
+func TestClusterSaveWithLostAnswerIsReadBack(t *testing.T) {
+	st := &lostAnswerStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "lost", State: "queue", Rate: 10}, st, "a", clock)
+	st.lose.Store(true)
+	if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+		t.Fatalf("a change the store took was answered %v", err)
+	}
+	if s := n.sh.Room.View(clock.Now()).State; s != admission.StatePaused {
+		t.Fatalf("the room is %s, the store has it paused", s)
+	}
+	_, v, err := st.LoadControl(t.Context(), "lost")
+	if err != nil || v != n.sh.cluster.version {
+		t.Fatalf("stored version %d (%v), the node runs %d", v, err, n.sh.cluster.version)
+	}
+}
