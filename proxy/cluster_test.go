@@ -68,6 +68,10 @@ type node struct {
 
 // newNode starts a gateway on store as node name would: joined, with its
 // config applied.
+// testCallTimeout is the rooms' call_timeout in these tests: as long as
+// the stores they open allow, since a loaded machine is slow.
+const testCallTimeout = Duration(10 * time.Second)
+
 func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock *fakeClock) node {
 	t.Helper()
 	if cfg.Keys.Signing == "" {
@@ -77,7 +81,7 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 		cfg.Difficulty = intp(0)
 	}
 	if cfg.StateStore == nil {
-		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name}
+		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout}
 	}
 	st, err := cfg.SettleStateStore("")
 	if err != nil {
@@ -277,7 +281,7 @@ func TestClusterRateCap(t *testing.T) {
 				nodes := make([]node, 3)
 				for i := range nodes {
 					c := cfg
-					c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", BudgetBlock: block, Node: fmt.Sprint("node", i)}
+					c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, BudgetBlock: block, Node: fmt.Sprint("node", i)}
 					nodes[i] = newNode(t, c, store, fmt.Sprint("node", i), clock)
 				}
 				weights := []int{6, 3, 1} // arrivals per node per step: 40/s against 20/s
@@ -476,7 +480,7 @@ func TestClusterStoreDown(t *testing.T) {
 	store := &flakyStore{Store: bolt}
 	clock := newFakeClock()
 	cfg := Config{Room: "down", State: "open", Rate: 100, Keys: testKeys, Difficulty: intp(0),
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
 	n := newNode(t, cfg, store, "a", clock)
 	e := newEnvOn(t, n, clock)
 
@@ -536,7 +540,7 @@ func TestClusterStoreDownLocal(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
 	cfg := Config{Room: "local", State: "open", Rate: 100,
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a", OnUnavailable: OnUnavailableLocal}}
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a", OnUnavailable: OnUnavailableLocal}}
 	n := newNode(t, cfg, store, "a", clock)
 	store.down.Store(true)
 	tk := n.issue(t, clock.Now())
@@ -649,7 +653,7 @@ func TestSettleStateStore(t *testing.T) {
 func TestClusterConfigWaitsForTheStore(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	cfg := Config{Room: "pending", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+	cfg := Config{Room: "pending", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
 	n := newNode(t, cfg, store, "a", clock)
 	store.down.Store(true)
 	cfg.Rate = 9
@@ -725,7 +729,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
 	cfg := Config{Room: "jump", State: "queue", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute),
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
 	a := newNode(t, cfg, store, "a", clock)
 	clock.Add(5 * time.Minute)
 	old := a.issue(t, clock.Now())
@@ -733,7 +737,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 
 	store.down.Store(true)
 	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
-	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", Node: "b"}
+	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}
 	st, err := cfg.SettleStateStore("")
 	if err != nil {
 		t.Fatal(err)
