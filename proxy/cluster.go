@@ -68,8 +68,10 @@ type cluster struct {
 	version uint64
 	// shown mirrors version for the admin API, which must not wait for a
 	// commit in progress.
-	shown   atomic.Uint64
-	joined  bool // the stored state was adopted (or this node's stored)
+	shown atomic.Uint64
+	// joined: the stored state was adopted (or this node's stored). Set
+	// under mu; read without it on the request path.
+	joined  atomic.Bool
 	ticked  time.Time
 	pending *settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
@@ -169,7 +171,7 @@ func (sh *Shared) Join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("room %s: joining its stored state: %w", cl.key, err)
 	}
-	cl.joined = true
+	cl.joined.Store(true)
 	return nil
 }
 
@@ -181,9 +183,7 @@ func (sh *Shared) Joined() bool {
 	if cl == nil {
 		return true
 	}
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return cl.joined
+	return cl.joined.Load() // not under mu, held across store calls
 }
 
 // commit makes a change through the store: change is applied here, the
@@ -197,7 +197,7 @@ func (sh *Shared) commit(ctx context.Context, now time.Time, change func() error
 	}
 	sh.cluster.mu.Lock()
 	defer sh.cluster.mu.Unlock()
-	if !sh.cluster.joined {
+	if !sh.cluster.joined.Load() {
 		return &UnavailableError{errors.New("the room has not joined its stored state yet")}
 	}
 	return sh.commitLocked(ctx, change)
@@ -548,10 +548,7 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 			cancel()
 			return
 		case <-poll.C:
-			cl.mu.Lock()
-			joined := cl.joined
-			cl.mu.Unlock()
-			if !joined {
+			if !cl.joined.Load() {
 				_ = sh.Join(ctx)
 				continue
 			}
