@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 func init() {
@@ -96,8 +98,23 @@ func (a *App) Handle(context.Context, caddy.Event) error {
 	return nil
 }
 
-// Start implements caddy.App; the work waits for `started`.
-func (a *App) Start() error { return nil }
+// Start implements caddy.App. Every app is provisioned by now, so the
+// config's routes are known: a room whose waiting page could not reach its
+// endpoints is refused here (see checkEndpointsRouted), which makes Caddy
+// reject the whole config. The rest waits for `started`.
+func (a *App) Start() error {
+	a.mu.Lock()
+	handlers := a.handlers
+	a.mu.Unlock()
+	httpApp, err := a.ctx.AppIfConfigured("http")
+	if errors.Is(err, caddy.ErrNotConfigured) {
+		return nil // handlers outside an http app: nothing routes to them
+	}
+	if err != nil {
+		return fmt.Errorf("waiting_room: %w", err)
+	}
+	return checkEndpointsRouted(httpApp.(*caddyhttp.App), handlers)
+}
 
 // Stop implements caddy.App; rooms outlive a config (see pooledRoom).
 func (a *App) Stop() error { return nil }

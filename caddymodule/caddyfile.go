@@ -125,7 +125,9 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 // wrong on their own (`state queu`, `difficulty 99`, a hook URL that is not
 // http or https, `backoff 30s 2s`) are refused with the file and line. The
 // client address is Caddy's (its `trusted_proxies` server option). With a
-// matcher, the room's endpoints under `prefix` get a route of their own.
+// matcher, the room's endpoints under `prefix` get a route of their own;
+// inside a `handle` or `route` block, `prefix` must be a path the block
+// covers, or the config is refused (the waiting page could not reach them).
 // A keys_from file is read at each load: after changing it, reload with
 // `caddy reload --force`.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {

@@ -142,38 +142,89 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 }
 
 // TestMatcherKeepsEndpointsReachable guards finding 3 of issue 14: with a
-// matcher on the directive, the waiting page's calls to the room's
-// endpoints reach the room, not the site.
+// matcher on the directive, or the directive inside a handle or route
+// block, the waiting page's calls to the room's endpoints reach the room,
+// or the config is refused with a message naming prefix.
 func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "origin")
 	}))
 	defer origin.Close()
-	tester := newTester(t)
-	tester.InitServer(fmt.Sprintf(`{
+	upstream := strings.TrimPrefix(origin.URL, "http://")
+	site := func(body string) string {
+		return fmt.Sprintf(`{
 	admin localhost:ADMIN_PORT
 	http_port HTTP_PORT
 	https_port HTTPS_PORT
 	grace_period 1ns
 }
 http://localhost:HTTP_PORT {
-	waiting_room /a/* matched {
-		keys_from {env.FAIRGATE_IT_KEYS}
-		difficulty 4
-	}
-	reverse_proxy %s
+%s
 }
-`, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
-	c := call{t: t, client: tester.Client}
-	if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
-		t.Fatalf("matched path: %d %s", code, body)
+`, strings.ReplaceAll(body, "ORIGIN", upstream))
 	}
-	if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/b", ""); code != 200 || body != "origin" {
-		t.Fatalf("unmatched path: %d %s", code, body)
+	room := func(matcher, prefix string) string {
+		opts := "keys_from {env.FAIRGATE_IT_KEYS}\n\t\tdifficulty 4"
+		if prefix != "" {
+			opts += "\n\t\tprefix " + prefix
+		}
+		return fmt.Sprintf("waiting_room %s matched {\n\t\t%s\n\t}", matcher, opts)
 	}
-	if code, _, body := c.do("POST", "http://localhost:HTTP_PORT/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
-		t.Fatalf("the room's token endpoint outside the matcher: %d %s", code, body)
+	tester := newTester(t)
+	tester.InitServer(site("\trespond ok"), "caddyfile")
+
+	for _, tc := range []struct {
+		name    string
+		body    string
+		refused string // part of Caddy's answer when the config must be refused
+		token   string // where the page's token call goes when it runs
+	}{
+		{name: "matcher on the directive", body: room("/a/*", "") + "\nreverse_proxy ORIGIN", token: "/_fairgate/token"},
+		{name: "matcher on the directive, own prefix", body: room("/a/*", "/q") + "\nreverse_proxy ORIGIN", token: "/q/token"},
+		{
+			name:    "inside handle",
+			body:    "handle /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}",
+			refused: "waiting room matched: its endpoints under prefix /_fairgate are not routed to it: the waiting page's POST /_fairgate/token would go elsewhere and strand every visitor; set the room's prefix to a path its route covers (e.g. `prefix /a/_fairgate`)",
+		},
+		{name: "inside handle, prefix under its path", body: "handle /a/* {\n" + room("", "/a/_fairgate") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}", token: "/a/_fairgate/token"},
+		{name: "inside handle, prefix routed to it", body: "handle /_fairgate/* {\n" + room("", "") + "\n}\nhandle /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}", token: "/_fairgate/token"},
+		{name: "inside route", body: "route /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nreverse_proxy ORIGIN", refused: "its endpoints under prefix /_fairgate are not routed to it"},
+		{name: "inside route, prefix under its path", body: "route /a/* {\n" + room("", "/a/_fairgate") + "\nreverse_proxy ORIGIN\n}\nreverse_proxy ORIGIN", token: "/a/_fairgate/token"},
+		{
+			name:    "inside handle_path",
+			body:    "handle_path /a/* {\n" + room("", "/a/_fairgate") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}",
+			refused: "the route strips its path prefix (handle_path, uri strip_prefix) before the room, so no prefix can reach it: use handle",
+		},
+		// A matcher the check cannot decide (it depends on the visitor's
+		// request) could let the page's call through: not refused.
+		{name: "inside handle with a header matcher", body: "@app header X-App 1\nhandle @app {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := load(t, site(tc.body))
+			if tc.refused != "" {
+				if code == 200 || !strings.Contains(body, tc.refused) {
+					t.Fatalf("want the config refused with %q; Caddy answered %d %s", tc.refused, code, body)
+				}
+				return
+			}
+			if code != 200 {
+				t.Fatalf("config refused: %d %s", code, body)
+			}
+			c := call{t: t, client: tester.Client}
+			if tc.token == "" {
+				return
+			}
+			if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
+				t.Fatalf("matched path: %d %s", code, body)
+			}
+			if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/b", ""); code != 200 || body != "origin" {
+				t.Fatalf("unmatched path: %d %s", code, body)
+			}
+			if code, _, body := c.do("POST", "http://localhost:HTTP_PORT"+tc.token, ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+				t.Fatalf("the room's token endpoint %s: %d %s", tc.token, code, body)
+			}
+		})
 	}
 }
 
@@ -328,4 +379,43 @@ func tokenKid(t *testing.T, jwt string) string {
 	var h struct{ Kid string }
 	_ = json.Unmarshal(raw, &h)
 	return h.Kid
+}
+
+// TestEndpointCheckJSON: the endpoint check judges Caddy JSON written by
+// hand as it does the Caddyfile's: a room under a path matcher whose
+// prefix is outside it is refused; with the prefix under it, it runs.
+func TestEndpointCheckJSON(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	tester := newTester(t)
+	tester.InitServer("{\n\tadmin localhost:ADMIN_PORT\n\thttp_port HTTP_PORT\n\thttps_port HTTPS_PORT\n}\nhttp://localhost:HTTP_PORT {\n\trespond ok\n}\n", "caddyfile")
+	config := func(prefix string) string {
+		return fmt.Sprintf(`{"admin":{"listen":"localhost:ADMIN_PORT"},"apps":{"http":{"http_port":HTTP_PORT,"https_port":HTTPS_PORT,"servers":{"s":{
+			"listen":["localhost:HTTP_PORT"],
+			"routes":[
+				{"match":[{"path":["/a/*"]}],"handle":[{"handler":"subroute","routes":[
+					{"handle":[{"handler":"waiting_room","room":"json","prefix":%q,"keys_from":"{env.FAIRGATE_IT_KEYS}"}]},
+					{"handle":[{"handler":"static_response","body":"origin"}]}]}],"terminal":true},
+				{"handle":[{"handler":"static_response","body":"site"}]}]}}}}}`, prefix)
+	}
+	for _, tc := range []struct {
+		prefix  string
+		refused bool
+	}{{"/_fairgate", true}, {"/a/_fairgate", false}} {
+		req, _ := http.NewRequest("POST", withPorts("http://localhost:ADMIN_PORT/load"), strings.NewReader(withPorts(config(tc.prefix))))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		refused := resp.StatusCode != 200
+		if refused != tc.refused || (refused && !strings.Contains(string(body), "its endpoints under prefix "+tc.prefix+" are not routed to it")) {
+			t.Fatalf("prefix %s: Caddy answered %d %s", tc.prefix, resp.StatusCode, body)
+		}
+	}
+	c := call{t: t, client: tester.Client}
+	if code, _, body := c.do("POST", "http://localhost:HTTP_PORT/a/_fairgate/token", ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+		t.Fatalf("token under /a/_fairgate: %d %s", code, body)
+	}
 }

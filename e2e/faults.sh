@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The fault suite: faults during bounded load (e2e/load) against the
-# xcaddy-built Caddy, each stated as figures. Run by e2e/run.sh, which sets
-# CADDY, TARGETS, LOAD and FAIRGATE (the CLI). Prints a Markdown table of the
+# xcaddy-built Caddy, and `fairgate proxy` where it could differ (origin and
+# hook), each stated as figures. Run by e2e/run.sh, which sets CADDY,
+# TARGETS, LOAD and FAIRGATE (the CLI). Prints a Markdown table of the
 # figures (docs/OPERATIONS.md shows one) and fails when a figure is wrong:
 # a failed request beyond plain Caddy's share, a lost place, a double
-# admission, a room changed by a rejected reload.
+# admission, a room changed by a rejected reload, a lost or double-sold
+# reservation.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 T=$(mktemp -d)
@@ -16,13 +18,22 @@ wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; slee
 
 export ADMIN_ADDRESS="127.0.0.1:$(port)" ROOM_PORT=$(port) PLAIN_PORT=$(port) SHOP_PORT=$(port)
 export SHOP_UPSTREAM="127.0.0.1:$SHOP_PORT" HOOK_ADDR="127.0.0.1:$(port)" KEYS_FILE="$T/keys.json"
+export CHECKOUT_PORT=$(port) SEATS_ADDR="127.0.0.1:$(port)"
+PROXY_PORT=$(port)
 "$FAIRGATE" keygen --kid first > "$KEYS_FILE"
+head -c 32 /dev/urandom | base64 > "$T/payment.key"
 export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data"
 room="http://127.0.0.1:$ROOM_PORT" plain="http://127.0.0.1:$PLAIN_PORT" admin="http://$ADMIN_ADDRESS"
 caddyfile="$(dirname "$0")/faults.caddyfile"
 reload() { "$CADDY" reload --config "$caddyfile" --adapter caddyfile --address "$ADMIN_ADDRESS" --force >> "$T/reload.log" 2>&1; }
 start_origin() { "$TARGETS" origin "$SHOP_UPSTREAM" > /dev/null 2>&1 & origin=$!; pids+=("$origin"); wait_for "http://$SHOP_UPSTREAM/"; }
 start_hook() { "$LOAD" -serve-hook "$HOOK_ADDR" -hook-delay "$1" 2>/dev/null & hook=$!; pids+=("$hook"); for _ in $(seq 50); do curl -s -o /dev/null "http://$HOOK_ADDR/" && break; sleep 0.1; done; }
+# The seat service on its bbolt file; a restart reopens the same file.
+start_seats() {
+  "$FAIRGATE" seats --keys "$KEYS_FILE" --db "$T/seats.db" --listen "$SEATS_ADDR" --room checkout \
+    --event final-2026 --payment-key-file "$T/payment.key" --admin-token faults >> "$T/seats.log" 2>&1 & seats=$!
+  pids+=("$seats"); wait_for "http://$SEATS_ADDR/api/events/none"
+}
 room_settings() { curl -s "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["rate"], d["burst"], d["difficulty"])'; }
 field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
 row() { # row NAME FILE EXTRA: one line of the figures table
@@ -37,6 +48,20 @@ raise SystemExit(0 if ok else 1)"; }
 
 start_origin
 start_hook 0s
+start_seats
+# `fairgate proxy` with the same room settings (its JSON is the module's),
+# for the faults where it could differ from Caddy: the origin and the hook.
+python3 - "$KEYS_FILE" "$HOOK_ADDR" > "$T/proxy.json" <<'PY'
+import json, sys
+print(json.dumps({"room": "proxyfaults", "state": "queue", "rate": 40, "tau": "1s", "min_backoff": "1s", "max_backoff": "2s",
+                  "difficulty": 6, "keys": json.load(open(sys.argv[1])),
+                  "admission_hook": {"url": "http://%s/sessions" % sys.argv[2], "timeout": "1s", "on_failure": "closed"}}))
+PY
+"$FAIRGATE" proxy --upstream "http://$SHOP_UPSTREAM" --listen "127.0.0.1:$PROXY_PORT" --config "$T/proxy.json" \
+  --state "$T/proxy-rooms.db" --admin "127.0.0.1:$(port)" --admin-token faults > "$T/proxy.log" 2>&1 & pids+=($!)
+proxy="http://127.0.0.1:$PROXY_PORT"
+wait_for "$proxy/_fairgate/status"
+"$FAIRGATE" seats layout --id final-2026 | curl -sf -o /dev/null -X POST -H 'Authorization: Bearer faults' --data-binary @- "http://$SEATS_ADDR/api/events"
 start_caddy() { "$CADDY" run --config "$caddyfile" --adapter caddyfile >> "$T/caddy.log" 2>&1 & caddy=$!; pids+=("$caddy"); wait_for "$admin/config/" && wait_for "$plain/"; }
 start_caddy
 
@@ -64,22 +89,28 @@ check "10 reloads under load: no lost place, no double admission" test "$(field 
 check "the rejected reload was refused and changed nothing (state, rate, burst, difficulty)" test "$rejected_ok" = yes
 row "10 reloads, 1 rejected" "$T/reloads.json" "rejected reload changed nothing: $rejected_ok"
 
-# 2. The origin down for 3 s and back.
+# 2. The origin down for 3 s and back, under Caddy and `fairgate proxy`
+# (its own reverse proxy answers 502 JSON while the origin is down).
 "$LOAD" -site "$room" -room faults -plain "$plain" -for 9s > "$T/origin.json" 2>> "$T/load.err" & load=$!
+"$LOAD" -site "$proxy" -room proxyfaults -for 9s > "$T/origin-proxy.json" 2>> "$T/load.err" & load2=$!
 sleep 2
 kill "$origin"; wait "$origin" 2>/dev/null
 sleep 3
 start_origin
-wait "$load"
+wait "$load" "$load2"
 check "origin down and back: the waiting room kept answering, no lost place, no double admission" \
   test "$(field "$T/origin.json" failed)" = 0 -a "$(field "$T/origin.json" conn_errors)" = 0 -a "$(field "$T/origin.json" lost)" = 0 -a "$(field "$T/origin.json" double)" = 0
 check "origin down: the shop behind a pass answered 502 (Caddy's documented answer), then recovered" \
   test "$(field "$T/origin.json" admitted)" -gt 0
 row "origin down 3 s, back" "$T/origin.json" "502 from reverse_proxy while down"
+check "origin down and back, fairgate proxy: the room kept answering, 502 while down, no lost place, no double admission" \
+  test "$(field "$T/origin-proxy.json" failed)" = 0 -a "$(field "$T/origin-proxy.json" conn_errors)" = 0 -a "$(field "$T/origin-proxy.json" lost)" = 0 -a "$(field "$T/origin-proxy.json" double)" = 0 -a "$(field "$T/origin-proxy.json" admitted)" -gt 0
+row "origin down 3 s, back — \`fairgate proxy\`" "$T/origin-proxy.json" "502 \`upstream\` JSON from fairgate's reverse proxy while down"
 
 # 3. The admission hook down for 3 s, slow (3 s, past its 1 s timeout) for
 # 3 s, and back: on_failure closed keeps visitors waiting, without a strike.
 "$LOAD" -site "$room" -room faults -plain "$plain" -for 12s > "$T/hook.json" 2>> "$T/load.err" & load=$!
+"$LOAD" -site "$proxy" -room proxyfaults -for 12s > "$T/hook-proxy.json" 2>> "$T/load.err" & load2=$!
 sleep 2
 kill "$hook"; wait "$hook" 2>/dev/null
 sleep 3
@@ -87,12 +118,37 @@ start_hook 3s
 sleep 3
 kill "$hook"; wait "$hook" 2>/dev/null
 start_hook 0s
-wait "$load"
+wait "$load" "$load2"
 check "admission hook down, slow and back: no failed request, no lost place, no double admission" \
   test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" conn_errors)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
 row "hook down 3 s, slow 3 s, back" "$T/hook.json" "visitors kept waiting (on_failure closed)"
+check "admission hook down, slow and back, fairgate proxy: no failed request, no lost place, no double admission" \
+  test "$(field "$T/hook-proxy.json" failed)" = 0 -a "$(field "$T/hook-proxy.json" conn_errors)" = 0 -a "$(field "$T/hook-proxy.json" lost)" = 0 -a "$(field "$T/hook-proxy.json" double)" = 0 -a "$(field "$T/hook-proxy.json" admitted)" -gt 0
+row "hook down 3 s, slow 3 s, back — \`fairgate proxy\`" "$T/hook-proxy.json" "visitors kept waiting (on_failure closed)"
 
-# 4. Key rotation during load: a key added to the key file and signing
+# 4. The seat service killed (SIGKILL) mid-checkout for 3 s and restarted
+# on its file: visitors admitted to room "checkout" each buy a seat (hold,
+# checkout, confirm, retried with their Idempotency-Key); Caddy answers 502
+# while it is down, the room defers admissions (its hook is the seat
+# service), and after the restart every purchase completes: the seat
+# service's count of sold seats equals the reservations the visitors were
+# told of, none lost, none sold twice.
+"$LOAD" -site "http://127.0.0.1:$CHECKOUT_PORT" -room checkout -for 12s -checkout -think 1s -seats "http://$SEATS_ADDR" \
+  -event final-2026 -payment-key "$T/payment.key" > "$T/seats.json" 2>> "$T/load.err" & load=$!
+sleep 5
+kill -9 "$seats"; wait "$seats" 2>/dev/null
+sleep 3
+start_seats
+wait "$load"
+check "seat service killed mid-checkout: the waiting room kept answering, no lost place, no double admission" \
+  test "$(field "$T/seats.json" failed)" = 0 -a "$(field "$T/seats.json" conn_errors)" = 0 -a "$(field "$T/seats.json" lost)" = 0 -a "$(field "$T/seats.json" double)" = 0
+check "seat service killed mid-checkout: the documented answer while down (502, deferred admissions), purchases resumed after" \
+  test "$(field "$T/seats.json" seats_unavailable)" -gt 0 -a "$(field "$T/seats.json" resumed)" -gt 0 -a "$(field "$T/seats.json" confirmed)" -gt 0
+check "seat service killed mid-checkout: no lost reservation, no seat sold twice, sold seats = confirmed reservations" \
+  test "$(field "$T/seats.json" lost_reservations)" = 0 -a "$(field "$T/seats.json" double_sold)" = 0 -a "$(field "$T/seats.json" reserved_seats)" = "$(field "$T/seats.json" confirmed_seats)"
+row "seat service SIGKILL 3 s mid-checkout, restarted" "$T/seats.json" "$(field "$T/seats.json" confirmed) seats bought, $(field "$T/seats.json" reserved_seats) sold by the seat service; $(field "$T/seats.json" seats_unavailable) writes met the outage (502 through Caddy, refused direct), $(field "$T/seats.json" resumed) writes resumed with their key; $(field "$T/seats.json" seat_taken) holds lost a best seat to another buyer (409) and asked again; lost reservations $(field "$T/seats.json" lost_reservations), double sold $(field "$T/seats.json" double_sold)"
+
+# 5. Key rotation during load: a key added to the key file and signing
 # (`fairgate keys add`), then `caddy reload --force`; waiting tokens and
 # passes signed by the old key stay valid.
 "$LOAD" -site "$room" -room faults -plain "$plain" -for 10s > "$T/keys.json.out" 2>> "$T/load.err" & load=$!
@@ -105,7 +161,7 @@ check "key rotation under load: no failed request, no lost place, no double admi
 check "key rotation under load: connection errors under 1% on both sides" conn_share_ok "$T/keys.json.out"
 row "key rotation (keys add, reload --force)" "$T/keys.json.out" "new key signing: $rotated; old tokens and passes accepted"
 
-# 5–6. The gateway restarted (SIGTERM) and killed (SIGKILL) during load, on
+# 6–7. The gateway restarted (SIGTERM) and killed (SIGKILL) during load, on
 # its default durable room state (a bolt file in Caddy's data directory,
 # XDG_DATA_HOME here): the serving clock resumes where it was (a waiting
 # visitor keeps its place), the places admitted before stay used (every
@@ -149,7 +205,7 @@ echo
 echo "| scenario | room requests | failed | connection errors | plain requests | plain failed | plain connection errors | origin 5xx behind a pass | admitted | deferred (hook) | lost places | double admissions | note |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cat "$T/table"
-for f in "$T"/reloads.json "$T"/origin.json "$T"/hook.json "$T"/keys.json.out "$T"/restart.json "$T"/sigkill.json; do
+for f in "$T"/reloads.json "$T"/origin.json "$T"/origin-proxy.json "$T"/hook.json "$T"/hook-proxy.json "$T"/seats.json "$T"/keys.json.out "$T"/restart.json "$T"/sigkill.json; do
   [ -f "$f" ] || continue
   grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true
 done

@@ -50,7 +50,7 @@ export SITE="http://127.0.0.1:$site" ADMIN="http://127.0.0.1:$admin" FAIRGATE="$
 export CADDY="$W/caddy" TARGETS="$W/targets" LOAD="$W/load"
 export RELOAD="$W/caddy reload --config Caddyfile.example --adapter caddyfile --address 127.0.0.1:$admin --force"
 status=0
-for scenario in e2e/waiting_room.sh e2e/faults.sh e2e/cluster.sh; do
+for scenario in e2e/waiting_room.sh e2e/routing.sh e2e/faults.sh e2e/cluster.sh; do
   echo "== $scenario"
   bash "$scenario" || status=1
 done

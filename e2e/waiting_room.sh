@@ -54,6 +54,19 @@ code=$(curl -s -o "$T/seatmap" -w '%{http_code}' "$SITE/api/events/final-2026/se
 code2=$(curl -s -o /dev/null -D "$T/h2" -w '%{http_code}' "$SITE/api/events/final-2026/sections/L1")
 check "seat maps bypass the queue and come from the cache" test "$code" = 200 -a "$code2" = 200 -a -n "$(grep -i '^cache-status: fairgate; hit' "$T/h2")"
 
+# Cached answers go out compressed (the room answers before Caddy's encode):
+# the event's summary (about 7 KB) and a section's seat map.
+for path in /api/events/final-2026 /api/events/final-2026/sections/L1; do
+  curl -s -o "$T/map.plain" "$SITE$path"
+  gz=$(curl -s -D "$T/map.gzh" -o "$T/map.gz" -w '%{size_download}' -H 'Accept-Encoding: gzip' "$SITE$path")
+  zst=$(curl -s -D "$T/map.zsth" -o /dev/null -w '%{size_download}' -H 'Accept-Encoding: gzip, deflate, br, zstd' "$SITE$path")
+  plain=$(wc -c < "$T/map.plain")
+  same=$(python3 -c "import gzip; print('yes' if gzip.decompress(open('$T/map.gz','rb').read()) == open('$T/map.plain','rb').read() else 'no')")
+  echo "# $path from the cache: $plain bytes plain, $gz gzip, $zst zstd"
+  check "$path from the cache in gzip and zstd, with Vary, decoding to the plain answer" \
+    test "$same" = yes -a "$gz" -lt "$plain" -a "$zst" -lt "$plain" -a -n "$(grep -i '^content-encoding: gzip' "$T/map.gzh")" -a -n "$(grep -i '^content-encoding: zstd' "$T/map.zsth")" -a -n "$(grep -i '^vary:.*accept-encoding' "$T/map.zsth")"
+done
+
 # Issue 10, finding 1: bypass rules are matched on the path the origin serves.
 for p in '/healthz/../shop' '/static/%2e%2e' '/favicon.ico/../shop' '/healthz%2F..%2Fshop' '/api/events/%2e%2e'; do
   code=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' -H 'Accept: application/json' "$SITE$p")

@@ -170,3 +170,29 @@ func BenchmarkTokenRefresh(b *testing.B) {
 	cookie := "fairgate_wait_sale=" + token
 	benchServe(b, gw, http.StatusOK, browserRequest("/_fairgate/token", "", cookie))
 }
+
+// BenchmarkWaitingPage is a visitor without a pass getting the waiting
+// page, as it is sent plain and gzipped (the return path spliced in).
+func BenchmarkWaitingPage(b *testing.B) {
+	gw, _ := benchGateway(b, Config{Room: "sale", State: "queue", Keys: testKeys})
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.Fatal("the origin was reached") })
+	for _, ae := range []string{"", "gzip, deflate, br, zstd"} {
+		name := "plain"
+		if ae != "" {
+			name = "gzip"
+		}
+		b.Run(name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/shop/seats?event=final-2026", nil)
+			req.Header.Set("Accept", "text/html")
+			req.Header.Set("Accept-Encoding", ae)
+			w := httptest.NewRecorder()
+			gw.Handle(w, req, next)
+			b.ReportMetric(float64(w.Body.Len()), "bytes/page")
+			b.ReportAllocs()
+			for b.Loop() {
+				w.Body.Reset()
+				gw.Handle(w, req, next)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ type entry struct {
 	status int
 	header http.Header
 	body   []byte
+	enc    encodedBody // body compressed, when stored and worth it
 	etag   string
 	fresh  time.Time // fresh until
 	stale  time.Time // may be served stale until
@@ -174,7 +176,12 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 			e.stale = e.fresh.Add(c.swr)
 		}
 		e.stored = true
-		c.store.SetWithTTL(key, e, int64(len(e.body)+512), e.stale.Sub(now))
+		e.enc = encodedBody{raw: e.body}
+		if compressible(e.status, e.header) {
+			e.enc = precompress(e.body, false)
+		}
+		cost := len(e.body) + len(e.enc.gzip) + len(e.enc.zstd) + 512
+		c.store.SetWithTTL(key, e, int64(cost), e.stale.Sub(now))
 		c.store.Wait()
 	}
 	return e
@@ -238,14 +245,22 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 	return time.Duration(min(n, day)) * time.Second, true
 }
 
-// write serves an entry, answering 304 to a matching If-None-Match.
+// write serves an entry in the encoding r prefers among those kept,
+// answering 304 to a matching If-None-Match. A compressed body has its own
+// ETag (the entry's with -gzip or -zstd, as Caddy's encode does).
 func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, now time.Time, how string) {
 	h := w.Header()
 	for k, v := range e.header {
-		h[k] = v
+		h[k] = slices.Clone(v) // the entry's are shared; Vary may grow
 	}
-	if e.etag != "" {
-		h.Set("ETag", e.etag)
+	body, enc := e.body, identity
+	if e.enc.compressed() {
+		body, enc = e.enc.pick(r)
+		addVary(h, "Accept-Encoding")
+	}
+	etag := encodedETag(e.etag, enc)
+	if etag != "" {
+		h.Set("ETag", etag)
 	}
 	if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(max(1, int(e.fresh.Sub(now).Seconds()+0.999))))
@@ -256,16 +271,28 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 	} else {
 		h.Set("Cache-Status", "fairgate; fwd=miss; stored")
 	}
-	if e.etag != "" && e.status == http.StatusOK && etagMatches(r.Header.Get("If-None-Match"), e.etag) {
+	if etag != "" && e.status == http.StatusOK && etagMatches(r.Header.Get("If-None-Match"), etag) {
 		h.Del("Content-Length")
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(e.body)))
+	if enc != identity {
+		h.Set("Content-Encoding", enc.String())
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(e.status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.body)
+		_, _ = w.Write(body)
 	}
+}
+
+// encodedETag is the ETag of a body in encoding enc: the identity's with
+// the coding's name appended inside the quotes.
+func encodedETag(etag string, enc encoding) string {
+	if etag == "" || enc == identity || !strings.HasSuffix(etag, `"`) {
+		return etag
+	}
+	return strings.TrimSuffix(etag, `"`) + "-" + enc.String() + `"`
 }
 
 // etagMatches is the If-None-Match rule of every fairgate answer.

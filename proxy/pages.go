@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,7 +87,7 @@ type PageData struct {
 }
 
 type pages struct {
-	closed, soldOut []byte // custom pages, if configured
+	closed, soldOut *encodedBody // custom pages, if configured
 	assets          string
 	prefix          string
 	room            string
@@ -98,7 +99,7 @@ type pages struct {
 	// rendered holds each language's last rendered waiting page.
 	rendered []atomic.Pointer[renderedPage]
 	// closedPages are the built-in closed pages, per language, closed then sold out.
-	closedPages [][2][]byte
+	closedPages [][2]*encodedBody
 }
 
 func newPages(s settings, log *zap.Logger) (*pages, error) {
@@ -109,12 +110,12 @@ func newPages(s settings, log *zap.Logger) (*pages, error) {
 	}
 	var err error
 	if s.ClosedPage != "" {
-		if p.closed, err = os.ReadFile(s.ClosedPage); err != nil {
+		if p.closed, err = readPage(s.ClosedPage); err != nil {
 			return nil, fmt.Errorf("closed_page: %w", err)
 		}
 	}
 	if s.SoldOutPage != "" {
-		if p.soldOut, err = os.ReadFile(s.SoldOutPage); err != nil {
+		if p.soldOut, err = readPage(s.SoldOutPage); err != nil {
 			return nil, fmt.Errorf("sold_out_page: %w", err)
 		}
 	}
@@ -131,17 +132,28 @@ func newPages(s settings, log *zap.Logger) (*pages, error) {
 		return nil, err
 	}
 	for _, l := range pageLanguages.all {
-		var both [2][]byte
+		var both [2]*encodedBody
 		for i, soldOut := range []bool{false, true} {
 			var buf bytes.Buffer
 			if err := closedTemplate.Execute(&buf, closedData{Lang: l.name, Dir: l.dir, T: l.text, Stylesheet: p.assets + "/waiting.css", SoldOut: soldOut}); err != nil {
 				return nil, fmt.Errorf("closed page (%s): %w", l.name, err)
 			}
-			both[i] = buf.Bytes()
+			eb := precompress(buf.Bytes(), true)
+			both[i] = &eb
 		}
 		p.closedPages = append(p.closedPages, both)
 	}
 	return p, nil
+}
+
+// readPage reads a page file, compressed once.
+func readPage(file string) (*encodedBody, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	eb := precompress(b, true)
+	return &eb, nil
 }
 
 // loadWaitingTemplate parses an operator's waiting page. Parse errors
@@ -297,6 +309,16 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	ret := template.HTMLEscapeString(g.returnURI(r))
+	if page.gz != nil {
+		addVary(h, "Accept-Encoding")
+		if gz, _ := acceptWeights(r); gz > 0 {
+			h.Set("Content-Encoding", "gzip")
+			h.Set("Content-Length", strconv.Itoa(page.gz.compressedLen(ret)))
+			w.WriteHeader(g.pages.status)
+			page.gz.write(w, ret)
+			return
+		}
+	}
 	size := len(ret) * (len(page.parts) - 1)
 	for _, part := range page.parts {
 		size += len(part)
@@ -312,10 +334,13 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 }
 
 // renderedPage is the waiting page rendered for one language, state and
-// estimate, split where the visitor's own return path goes.
+// estimate, split where the visitor's own return path goes; and gzipped
+// the same way (nil when too small to be worth it). It is sent in gzip
+// only: zstd would need one frame per piece.
 type renderedPage struct {
 	key   pageKey
 	parts [][]byte
+	gz    *splicedGzip
 }
 
 type pageKey struct {
@@ -352,6 +377,9 @@ func (p *pages) waiting(lang int, state string, estSecs float64, known bool, sal
 		return nil, err
 	}
 	page := &renderedPage{key: key, parts: bytes.Split(buf.Bytes(), []byte(returnMark))}
+	if buf.Len() >= minCompressBytes {
+		page.gz = newSplicedGzip(page.parts)
+	}
 	p.rendered[lang].Store(page)
 	return page, nil
 }
@@ -380,8 +408,12 @@ func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Retry-After", "60")
+	b, enc := body.pick(r)
+	setEncoding(h, enc, body.compressed(), len(b))
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write(body)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
 }
 
 // serveAsset serves an embedded asset at assets/<version>/<name>. The
@@ -393,8 +425,8 @@ func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
 		writeError(w, http.StatusNotFound, "not_found", "no such asset")
 		return
 	}
-	b, err := assetFS.ReadFile(path.Join("assets", name))
-	if err != nil {
+	eb, ok := assetBodies()[name]
+	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no such asset")
 		return
 	}
@@ -406,9 +438,25 @@ func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
 	} else {
 		h.Set("Cache-Control", "public, max-age=60")
 	}
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	b, enc := eb.pick(r)
+	setEncoding(h, enc, eb.compressed(), len(b))
 	if r.Method == http.MethodHead {
 		return
 	}
 	_, _ = w.Write(b)
 }
+
+// assetBodies are the embedded assets, each compressed once.
+var assetBodies = sync.OnceValue(func() map[string]*encodedBody {
+	bodies := map[string]*encodedBody{}
+	entries, _ := assetFS.ReadDir("assets") // embedded: cannot fail
+	for _, e := range entries {
+		if e.IsDir() || strings.HasSuffix(e.Name(), ".html") {
+			continue
+		}
+		b, _ := assetFS.ReadFile("assets/" + e.Name())
+		eb := precompress(b, true)
+		bodies[e.Name()] = &eb
+	}
+	return bodies
+})

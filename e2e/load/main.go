@@ -5,6 +5,7 @@
 // to a site without the room. It prints one JSON line of counts:
 //
 //	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-pace 20ms] [-for 15s] [-keepalive=false]
+//	     [-checkout -seats URL -event ID -payment-key FILE -think 1s]
 //	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
 //	load -site URL -replay FILE                replay admitted tokens (from -used FILE)
 //
@@ -22,18 +23,39 @@
 // the admission hook failed (429 "deferred", or 503 "unavailable", the
 // place kept); lost: visitors whose waiting token was refused
 // before they were admitted; double: a used token admitted again.
+//
+// With -checkout, each admitted visitor buys a seat with the session the
+// admission hook opened: hold one seat and checkout through the site, then
+// confirm as the payment provider would (signed, to the seat service
+// directly), pausing -think before checkout and before confirm, so most
+// buyers are mid-checkout at any moment. Each write has its own
+// Idempotency-Key and is retried with it while the seat service is down.
+// seats_unavailable counts the answers while it is (502/503/504 or a
+// refused connection: the documented ones), resumed the writes that
+// succeeded after them, seat_taken the holds that lost a best seat to
+// another buyer (409, asked again), confirmed the reservations. At the end
+// the seat service itself (-seats) is asked: lost_reservations are
+// confirmed reservations it does not have as finalised, double_sold seats
+// in two reservations, and reserved_seats its count of sold seats, which
+// must equal confirmed_seats. A purchase under way when the time is up is
+// finished (within 15 s), so every sale is counted.
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +71,9 @@ type counts struct {
 	Lost         atomic.Int64 `json:"-"`
 	Double       atomic.Int64 `json:"-"`
 	Deferred     atomic.Int64 `json:"-"`
+	SeatsDown    atomic.Int64 `json:"-"`
+	Taken        atomic.Int64 `json:"-"`
+	Resumed      atomic.Int64 `json:"-"`
 	ConnErrors   atomic.Int64 `json:"-"`
 	PlainReqs    atomic.Int64 `json:"-"`
 	PlainFailed  atomic.Int64 `json:"-"`
@@ -56,6 +81,13 @@ type counts struct {
 	mu           sync.Mutex
 	samples      []string
 	used         io.Writer // admitted tokens, one JSON line each
+	sales        []sale
+}
+
+// sale is a confirmed reservation, as the visitor learned it.
+type sale struct {
+	session, pass, reservation string
+	seats                      []string
 }
 
 // failure records a failed request as an HTTP failure or, when the
@@ -94,6 +126,11 @@ func main() {
 	keepAlive := flag.Bool("keepalive", true, "reuse connections")
 	hookAddr := flag.String("serve-hook", "", "serve an admission hook on this address instead")
 	hookDelay := flag.Duration("hook-delay", 0, "how long the hook takes to answer")
+	checkout := flag.Bool("checkout", false, "buy a seat once admitted (the admission hook is the seat service)")
+	seatsURL := flag.String("seats", "", "the seat service itself, asked at the end (with -checkout)")
+	event := flag.String("event", "final-2026", "the event on sale (with -checkout)")
+	paymentKeyFile := flag.String("payment-key", "", "the seat service's payment key file (with -checkout)")
+	think := flag.Duration("think", time.Second, "a buyer's pause between hold, checkout and confirm (with -checkout)")
 	usedFile := flag.String("used", "", "append every admitted token and its solution to this file")
 	replayFile := flag.String("replay", "", "replay the admitted tokens in this file (from -used) instead")
 	flag.Parse()
@@ -126,6 +163,17 @@ func main() {
 		defer f.Close()
 		c.used = f
 	}
+	var buy *buyer
+	if *checkout {
+		key, err := os.ReadFile(*paymentKeyFile)
+		if *seatsURL == "" || err != nil {
+			fmt.Fprintln(os.Stderr, "load: -checkout needs -seats and a readable -payment-key:", err)
+			os.Exit(2)
+		}
+		finish, stop := context.WithTimeout(context.Background(), *length+15*time.Second)
+		defer stop()
+		buy = &buyer{finish: finish, paymentKey: bytes.TrimSpace(key), seats: *seatsURL, think: *think}
+	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableKeepAlives: !*keepAlive}}
 	var wg sync.WaitGroup
 	for range *visitors {
@@ -133,7 +181,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				visit(ctx, client, c, *site, *room)
+				visit(ctx, client, c, *site, *room, buy)
 			}
 		}()
 	}
@@ -164,11 +212,22 @@ func main() {
 		}
 	}
 	wg.Wait()
-	out, _ := json.Marshal(map[string]any{
+	figures := map[string]any{
 		"requests": c.Requests.Load(), "failed": c.Failed.Load(), "origin_errors": c.OriginErrors.Load(),
 		"admitted": c.Admitted.Load(), "lost": c.Lost.Load(), "double": c.Double.Load(), "deferred": c.Deferred.Load(),
 		"conn_errors": c.ConnErrors.Load(), "plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "plain_conn_errors": c.PlainConn.Load(), "samples": c.samples,
-	})
+	}
+	if buy != nil {
+		audit, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.audit(audit, client, *seatsURL, *event, figures); err != nil {
+			c.fail(&c.Failed, "audit: "+err.Error())
+			figures["failed"], figures["samples"] = c.Failed.Load(), c.samples
+		}
+		figures["seats_unavailable"], figures["resumed"], figures["confirmed"] = c.SeatsDown.Load(), c.Resumed.Load(), len(c.sales)
+		figures["seat_taken"] = c.Taken.Load()
+	}
+	out, _ := json.Marshal(figures)
 	fmt.Println(string(out))
 }
 
@@ -180,8 +239,9 @@ type ticket struct {
 	Outcome    string  `json:"outcome"`
 }
 
-// visit is one honest visitor, from the waiting answer to the shop.
-func visit(ctx context.Context, client *http.Client, c *counts, site, room string) {
+// visit is one honest visitor, from the waiting answer to the shop (or,
+// with buy, to a confirmed seat).
+func visit(ctx context.Context, client *http.Client, c *counts, site, room string, buy *buyer) {
 	status, _, err := c.call(ctx, client, "GET", site+"/", nil, "")
 	if ctx.Err() != nil {
 		return
@@ -221,7 +281,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			c.failure(false, err, fmt.Sprintf("admit: %d %v %.80s", status, err, body))
 			tk.RetryAfter = 1
 		case status == http.StatusOK:
-			var a struct{ Pass string }
+			var a struct{ Pass, Session string }
 			_ = json.Unmarshal(body, &a)
 			c.Admitted.Add(1)
 			if c.used != nil {
@@ -231,6 +291,10 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			}
 			if st, _, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK {
 				c.fail(&c.Double, "a used token admitted again")
+			}
+			if buy != nil {
+				buy.buy(client, c, site, room, a.Session, a.Pass)
+				return
 			}
 			shop(ctx, client, c, site, room, a.Pass)
 			return
@@ -250,6 +314,168 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			return
 		}
 	}
+}
+
+// buyer buys one seat per admitted visitor through the site.
+type buyer struct {
+	finish     context.Context // a purchase under way when the load ends is finished within it
+	paymentKey []byte
+	seats      string // the seat service, which the payment provider confirms with directly
+	think      time.Duration
+}
+
+// buy holds one seat, checks out and confirms, each write retried with its
+// Idempotency-Key while the seat service is unavailable.
+func (b *buyer) buy(client *http.Client, c *counts, site, room, session, pass string) {
+	if session == "" {
+		c.fail(&c.Failed, "admitted without a seat session")
+		return
+	}
+	cookie := "Cookie: fairgate_pass_" + room + "=" + pass
+	base := site + "/api/sessions/" + session
+	ref := "pay-" + session
+	var held struct {
+		Seats       []string `json:"seats"`
+		Reservation string   `json:"reservation"`
+	}
+	// The visitor holds and checks out through the site; the payment
+	// provider confirms with the seat service directly, server to server,
+	// with the visitor's pass and its signature.
+	for _, step := range []struct{ name, url, body, auth, sig string }{
+		{"hold", base + "/holds", `{"best":{"count":1}}`, cookie, ""},
+		{"checkout", base + "/checkout", `{}`, cookie, ""},
+		{"confirm", b.seats + "/api/sessions/" + session + "/confirm", `{"payment_ref":"` + ref + `"}`, "Fairgate-Pass: " + pass, hmacHex(b.paymentKey, session+"\n"+ref)},
+	} {
+		if step.name != "hold" {
+			sleep(b.finish, b.think) // choosing, paying: most buyers are mid-checkout at any time
+		}
+		body, status, ok := b.write(client, c, step.name, step.url, step.body, step.auth, step.sig)
+		// Two buyers may pick the same best seat: the second gets 409
+		// naming it, and asks again (a new request, a new key).
+		for tries := 0; step.name == "hold" && status == http.StatusConflict && tries < 5; tries++ {
+			c.Taken.Add(1)
+			body, status, ok = b.write(client, c, step.name, step.url, step.body, step.auth, step.sig)
+		}
+		if !ok {
+			c.fail(&c.Failed, fmt.Sprintf("%s: %d %.120s", step.name, status, body))
+			return
+		}
+		if err := json.Unmarshal(body, &held); err != nil {
+			c.fail(&c.Failed, step.name+": not JSON")
+			return
+		}
+	}
+	if held.Reservation == "" || len(held.Seats) != 1 {
+		c.fail(&c.Failed, fmt.Sprintf("confirm: reservation %q, seats %v", held.Reservation, held.Seats))
+		return
+	}
+	c.mu.Lock()
+	c.sales = append(c.sales, sale{session: session, pass: pass, reservation: held.Reservation, seats: held.Seats})
+	c.mu.Unlock()
+}
+
+// write posts one step until it succeeds, fails for good, or time is up.
+func (b *buyer) write(client *http.Client, c *counts, name, url, body, auth, sig string) ([]byte, int, bool) {
+	key := fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), rand.Int64())
+	down := false
+	for b.finish.Err() == nil {
+		req, _ := http.NewRequestWithContext(b.finish, "POST", url, strings.NewReader(body))
+		k, v, _ := strings.Cut(auth, ": ")
+		req.Header.Set(k, v)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		if sig != "" {
+			req.Header.Set("Fairgate-Payment-Signature", sig)
+		}
+		c.Requests.Add(1)
+		resp, err := client.Do(req)
+		var out []byte
+		status := 0
+		if err == nil {
+			out, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			status = resp.StatusCode
+		}
+		switch {
+		case err == nil && status == http.StatusOK:
+			if down {
+				c.Resumed.Add(1)
+			}
+			return out, status, true
+		case err != nil && b.finish.Err() != nil:
+			return []byte(err.Error()), 0, false
+		case err != nil, status == http.StatusBadGateway, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
+			// The seat service is down: Caddy's reverse_proxy answers 502,
+			// a direct call is refused, the store answers 503; the same
+			// key again.
+			c.SeatsDown.Add(1)
+			down = true
+			sleep(b.finish, 200*time.Millisecond)
+		default:
+			return out, status, false
+		}
+	}
+	return []byte("unfinished when time was up"), 0, false
+}
+
+// audit asks the seat service for what it sold and compares it with what
+// the visitors were told.
+func (c *counts) audit(ctx context.Context, client *http.Client, seatsURL, event string, figures map[string]any) error {
+	lost, double, confirmedSeats := 0, 0, 0
+	owner := map[string]string{}
+	for _, s := range c.sales {
+		for _, seat := range s.seats {
+			confirmedSeats++
+			if other, ok := owner[seat]; ok && other != s.reservation {
+				double++
+			}
+			owner[seat] = s.reservation
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", seatsURL+"/api/sessions/"+s.session, nil)
+		req.Header.Set("Fairgate-Pass", s.pass)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		var got struct {
+			State       string   `json:"state"`
+			Reservation string   `json:"reservation"`
+			Seats       []string `json:"seats"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || got.State != "finalised" || got.Reservation != s.reservation || strings.Join(got.Seats, ",") != strings.Join(s.seats, ",") {
+			lost++
+		}
+	}
+	resp, err := client.Get(seatsURL + "/api/events/" + event)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var ev struct {
+		Sections []struct {
+			Counts struct {
+				Reserved int `json:"reserved"`
+			} `json:"counts"`
+		} `json:"sections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil {
+		return fmt.Errorf("event counts: %w", err)
+	}
+	reserved := 0
+	for _, s := range ev.Sections {
+		reserved += s.Counts.Reserved
+	}
+	figures["lost_reservations"], figures["double_sold"] = lost, double
+	figures["reserved_seats"], figures["confirmed_seats"] = reserved, confirmedSeats
+	return nil
+}
+
+func hmacHex(key []byte, msg string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // shop browses with the pass for a few requests.

@@ -44,6 +44,16 @@ func TestAdminAPI(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"state":"paused"`) || !strings.Contains(body, `"rate":3`) || !strings.Contains(body, `"difficulty":10`) {
 		t.Fatalf("change: %d %s", code, body)
 	}
+	// A live change is what the GET shows, burst included (finding 5 of issue 14).
+	if code, body := call("POST", "/rooms/sale", `{"burst":7}`, "s3cret"); code != 200 || !strings.Contains(body, `"burst":7`) {
+		t.Fatalf("burst change: %d %s", code, body)
+	}
+	if code, body := call("GET", "/rooms/sale", "", "s3cret"); code != 200 || !strings.Contains(body, `"burst":7`) || !strings.Contains(body, `"rate":3`) {
+		t.Fatalf("GET after the change: %d %s", code, body)
+	}
+	if code, body := call("POST", "/rooms/sale", `{"bursts":7}`, "s3cret"); code != 400 || !strings.Contains(body, `unknown field`) {
+		t.Fatalf("unknown field: %d %s", code, body)
+	}
 	for _, bad := range []string{`{"state":"busy"}`, `{"rate":-1}`, `{"difficulty":99}`, `{"state":"closed","reason":"bored"}`, `{"sale_start":"soon"}`, `{`} {
 		if code, body := call("POST", "/rooms/sale", bad, "s3cret"); code != 400 {
 			t.Errorf("%s: %d %s", bad, code, body)
