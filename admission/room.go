@@ -366,11 +366,11 @@ func (r *Room) Tick(now time.Time) {
 // TickWith is Tick on observations made elsewhere: the population and
 // eligible rate of every node sharing the room, summed.
 func (r *Room) TickWith(now time.Time, population, eligible float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.fifo != nil {
 		// The fifo counter runs from the ranks and the places found
 		// eligible on this node (docs/FAIRNESS.md, "Queue orders").
-		r.mu.Lock()
-		defer r.mu.Unlock()
 		v := r.View(now)
 		r.tickFIFO(&v, now)
 		v.State = r.stored
@@ -380,8 +380,6 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	if !r.adaptive {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	v := *r.view.Load()
 	v.Cruise = r.controller.Next(v.Cruise, v.Rate, population, eligible)
 	r.publish(&v, now)
@@ -534,6 +532,20 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 
 // Burst is the most admissions the bucket allows at once.
 func (r *Room) Burst() float64 { return r.bucket.Burst() }
+
+// SetSpeedRule sets the mean wait the controller aims at and whether it may
+// change the clock's speed, leaving the clock as it is: for a node adopting
+// a control state that another node's config changed (the adopted View
+// carries the speed).
+func (r *Room) SetSpeedRule(tau time.Duration, adaptive bool) error {
+	if tau <= 0 {
+		return fmt.Errorf("tau must be positive")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tau, r.adaptive = tau.Seconds(), adaptive
+	return nil
+}
 
 // SetTau sets the mean wait the clock cruises at (speed 1/tau, from now) and
 // whether the controller may change that speed: a reloaded tau or

@@ -169,28 +169,25 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
-	// Opening a store is not a change anyone sees; writing to it waits
-	// for the config to start (pooledRoom.activate).
+	// The store opens on its first call, when the config runs and the
+	// room joins it (pooledRoom.activate): `caddy validate` and a config
+	// Caddy rejects leave the store alone.
 	sv, _, err := stores.LoadOrNew(st.StoreKey(), func() (caddy.Destructor, error) {
-		if st.Type == proxy.StoreBolt {
-			if err := os.MkdirAll(filepath.Dir(st.Path), 0o700); err != nil {
-				return nil, fmt.Errorf("state_store: %w", err)
-			}
+		if st.Type == proxy.StoreMemory {
+			return &pooledStore{}, nil
 		}
-		store, err := proxy.OpenStateStore(ctx, st)
-		if err != nil {
-			return nil, err
-		}
-		return &pooledStore{store: store}, nil
+		return &pooledStore{store: &lazyStore{settings: st}}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
 	}
 	h.storeKey = st.StoreKey()
 	store := sv.(*pooledStore).store
-	// A room is one per store: a reload that moves it to another store
-	// gives it a new shared state, joined to that store.
-	h.poolKey = h.room + "\x00" + h.storeKey
+	// A room is one per store and store settings: a reload that moves it
+	// to another store, or changes how it uses the store (on_unavailable,
+	// budget_block, poll, call_timeout, node), gives it a new shared state,
+	// joined to that store.
+	h.poolKey = h.room + "\x00" + st.RoomKey()
 	val, _, err := pool.LoadOrNew(h.poolKey, func() (caddy.Destructor, error) {
 		sh, err := proxy.NewSharedOn(ctx, cfg, st, store, time.Now)
 		if err != nil {

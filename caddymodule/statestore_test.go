@@ -92,3 +92,53 @@ http://localhost:HTTP_PORT {
 		t.Fatalf("the token admitted before came back: %d %s", code, body)
 	}
 }
+
+// TestReloadAppliesStateStoreSettings: a reload that changes only how the
+// room uses its store (on_unavailable, node) takes effect, and the room
+// keeps its stored state. The room used to be pooled by the store alone,
+// so the settings it was created with stayed until Caddy restarted.
+func TestReloadAppliesStateStoreSettings(t *testing.T) {
+	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))
+	defer origin.Close()
+	path := filepath.Join(t.TempDir(), "rooms.db")
+	opts := func(store string) string {
+		return "state queue\n\t\tdifficulty 4\n\t\tstate_store bolt {\n\t\t\tpath " + path + "\n" + store + "\t\t}"
+	}
+	tester := newTester(t)
+	c := call{t: t, client: tester.Client}
+	room := "http://localhost:ADMIN_PORT/waiting_room/rooms/reload"
+	type status struct {
+		State      string          `json:"state"`
+		ClockState json.RawMessage `json:"clock_state"`
+		Cluster    *struct {
+			Node          string `json:"node"`
+			OnUnavailable string `json:"on_unavailable"`
+		} `json:"cluster"`
+	}
+	read := func(when string) status {
+		t.Helper()
+		code, _, body := c.do("GET", room, "")
+		var st status
+		if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || st.Cluster == nil {
+			t.Fatalf("%s: room: %d %s", when, code, body)
+		}
+		return st
+	}
+	tester.InitServer(reloadConfig(origin.URL, opts("\t\t\tnode n1\n"), ""), "caddyfile")
+	if code, _, body := c.do("POST", room, `{"state":"paused"}`); code != 200 {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	before := read("before")
+	if before.Cluster.OnUnavailable != "refuse" || before.Cluster.Node != "n1" {
+		t.Fatalf("before the reload: %+v", *before.Cluster)
+	}
+	tester.InitServer(reloadConfig(origin.URL, opts("\t\t\tnode n2\n\t\t\ton_unavailable local\n"), ""), "caddyfile")
+	after := read("after")
+	if after.Cluster.OnUnavailable != "local" || after.Cluster.Node != "n2" {
+		t.Fatalf("a reload to on_unavailable local, node n2 left the room at %+v", *after.Cluster)
+	}
+	if after.State != "paused" {
+		t.Fatalf("the reload lost the stored state: %s, was paused", after.State)
+	}
+}

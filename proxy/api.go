@@ -85,6 +85,9 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
+	if !g.joinedOr503(w) {
+		return
+	}
 	view := g.shared.Room.View(now)
 	if view.State == admission.StateClosed {
 		g.writeClosedJSON(w, r)
@@ -115,10 +118,25 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	g.writeTicket(w, r, http.StatusOK, tk, view, now, "")
 }
 
+// joinedOr503 answers 503 with Retry-After while the room has not joined
+// its state store: a token issued on the room's own clock would be read
+// against the stored one once it joins, ahead of visitors already waiting.
+func (g *Gateway) joinedOr503(w http.ResponseWriter) bool {
+	if g.shared.Joined() {
+		return true
+	}
+	w.Header().Set("Retry-After", "2")
+	writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room is starting; try again shortly")
+	return false
+}
+
 func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
 	var req admitRequest
 	if err := decodeJSON(w, r, g.cfg.MaxBodyBytes, &req); err != nil {
+		return
+	}
+	if !g.joinedOr503(w) {
 		return
 	}
 	token := req.Token

@@ -68,12 +68,42 @@ type cluster struct {
 	version uint64
 	// shown mirrors version for the admin API, which must not wait for a
 	// commit in progress.
-	shown   atomic.Uint64
-	joined  bool // the stored state was adopted (or this node's stored)
+	shown atomic.Uint64
+	// joined: the stored state was adopted (or this node's stored). Set
+	// under mu; read without it on the request path.
+	joined  atomic.Bool
 	ticked  time.Time
 	pending *settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
+	// sweeper deletes the store's expired items, for a store without a
+	// TTL of its own (bolt); swept is when the room's loop last asked it.
+	sweeper sweeper
+	swept   time.Time
+}
+
+// sweeper is a store whose owner deletes its expired items (boltstore).
+type sweeper interface {
+	Sweep(ctx context.Context, now time.Time) (int, error)
+}
+
+// sweepEvery is how often a room's loop sweeps its store's expired items.
+const sweepEvery = time.Minute
+
+// maybeSweep deletes the store's expired places, budget windows and
+// population items once a sweepEvery, within call_timeout. Only the room's
+// loop calls it.
+func (sh *Shared) maybeSweep(ctx context.Context, now time.Time) {
+	cl := sh.cluster
+	if cl.sweeper == nil || now.Sub(cl.swept) < sweepEvery {
+		return
+	}
+	cl.swept = now
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(cl.set.CallTimeout))
+	defer cancel()
+	start := time.Now()
+	_, err := cl.sweeper.Sweep(ctx, now)
+	sh.metrics(sh.clock).observeStore("sweep", time.Since(start), err)
 }
 
 // laneKey is where a lane's per-node observations are published.
@@ -103,6 +133,8 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
 		sh.metrics(clock).observeStore(op, took, err)
 	})
+	cl.store.SetCallTimeout(time.Duration(set.CallTimeout))
+	cl.sweeper, _ = store.(sweeper)
 	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
 		return nil, err
 	}
@@ -139,8 +171,19 @@ func (sh *Shared) Join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("room %s: joining its stored state: %w", cl.key, err)
 	}
-	cl.joined = true
+	cl.joined.Store(true)
 	return nil
+}
+
+// Joined reports whether the room runs on its stored state: always on
+// memory; on a store, once Join succeeded. Until then the room's clock is
+// its own, so it issues no tokens and admits nobody (see the API).
+func (sh *Shared) Joined() bool {
+	cl := sh.cluster
+	if cl == nil {
+		return true
+	}
+	return cl.joined.Load() // not under mu, held across store calls
 }
 
 // commit makes a change through the store: change is applied here, the
@@ -154,7 +197,7 @@ func (sh *Shared) commit(ctx context.Context, now time.Time, change func() error
 	}
 	sh.cluster.mu.Lock()
 	defer sh.cluster.mu.Unlock()
-	if !sh.cluster.joined {
+	if !sh.cluster.joined.Load() {
 		return &UnavailableError{errors.New("the room has not joined its stored state yet")}
 	}
 	return sh.commitLocked(ctx, change)
@@ -191,10 +234,14 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 			cl.shown.Store(v)
 			return nil
 		}
-		sh.restore(before)
 		if !errors.Is(err, roomstate.ErrConflict) {
+			if sh.savedAnyway(ctx, c) {
+				return nil
+			}
+			sh.restore(before)
 			return &UnavailableError{fmt.Errorf("saving room state: %w", err)}
 		}
+		sh.restore(before)
 		stored, v, err := cl.store.LoadControl(ctx, cl.key)
 		if err != nil {
 			return &UnavailableError{fmt.Errorf("loading room state: %w", err)}
@@ -204,6 +251,23 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 		}
 	}
 	return fmt.Errorf("saving room state: %w", roomstate.ErrConflict)
+}
+
+// savedAnyway reads the control state back after a save whose outcome is
+// unknown (a timeout may come after the write): when the store holds c at
+// a newer version, the change went through and this node takes that
+// version; otherwise (or when the read fails too) it did not, as far as
+// this node can tell. The read bypasses the guard, which the failed save
+// may just have tripped. Callers hold sh.cluster.mu.
+func (sh *Shared) savedAnyway(ctx context.Context, c roomstate.Control) bool {
+	cl := sh.cluster
+	stored, v, err := cl.store.Store.LoadControl(ctx, cl.key)
+	if err != nil || v <= cl.version || !sameControl(stored, c) {
+		return false
+	}
+	cl.version = v
+	cl.shown.Store(v)
+	return true
 }
 
 func sameControl(a, b roomstate.Control) bool {
@@ -304,6 +368,13 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 		if err := json.Unmarshal(c.Applied, &a); err != nil {
 			return fmt.Errorf("stored config: %w", err)
 		}
+		if (a.tau != sh.applied.tau || a.adaptive != sh.applied.adaptive) && a.tau > 0 {
+			// Another node's config changed tau or fixed_speed: every lane
+			// here follows, or its controller would override the cluster's.
+			if err := sh.eachRoom(func(r *admission.Room) error { return r.SetSpeedRule(a.tau, a.adaptive) }); err != nil {
+				return fmt.Errorf("stored tau: %w", err)
+			}
+		}
 		sh.applied = a
 	}
 	if c.Rate > 0 {
@@ -325,7 +396,9 @@ func (sh *Shared) poll(ctx context.Context, now time.Time) error {
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if v == cl.version {
+	if v <= cl.version {
+		// Versions only grow: an older one is a read that raced a commit
+		// of this node's, which has the newer state already.
 		return nil
 	}
 	return sh.adoptLocked(c, v, now)
@@ -475,16 +548,14 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 			cancel()
 			return
 		case <-poll.C:
-			cl.mu.Lock()
-			joined := cl.joined
-			cl.mu.Unlock()
-			if !joined {
+			if !cl.joined.Load() {
 				_ = sh.Join(ctx)
 				continue
 			}
 			_ = sh.poll(ctx, now())
 		case <-tick.C:
 			_ = sh.clusterTick(ctx, now())
+			sh.maybeSweep(ctx, now())
 		}
 	}
 }
@@ -502,6 +573,8 @@ type ClusterStatus struct {
 	Share float64 `json:"share"`
 	// Failing is true while the store failed within the last second.
 	Failing bool `json:"failing"`
+	// OnUnavailable is what the room does while the store fails.
+	OnUnavailable string `json:"on_unavailable"`
 }
 
 func (sh *Shared) clusterStatus() *ClusterStatus {
@@ -511,5 +584,5 @@ func (sh *Shared) clusterStatus() *ClusterStatus {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing()}
+	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing(), OnUnavailable: cl.set.OnUnavailable}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,6 +68,10 @@ type node struct {
 
 // newNode starts a gateway on store as node name would: joined, with its
 // config applied.
+// testCallTimeout is the rooms' call_timeout in these tests: as long as
+// the stores they open allow, since a loaded machine is slow.
+const testCallTimeout = Duration(10 * time.Second)
+
 func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock *fakeClock) node {
 	t.Helper()
 	if cfg.Keys.Signing == "" {
@@ -76,7 +81,7 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 		cfg.Difficulty = intp(0)
 	}
 	if cfg.StateStore == nil {
-		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name}
+		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout}
 	}
 	st, err := cfg.SettleStateStore("")
 	if err != nil {
@@ -276,7 +281,7 @@ func TestClusterRateCap(t *testing.T) {
 				nodes := make([]node, 3)
 				for i := range nodes {
 					c := cfg
-					c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", BudgetBlock: block, Node: fmt.Sprint("node", i)}
+					c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, BudgetBlock: block, Node: fmt.Sprint("node", i)}
 					nodes[i] = newNode(t, c, store, fmt.Sprint("node", i), clock)
 				}
 				weights := []int{6, 3, 1} // arrivals per node per step: 40/s against 20/s
@@ -430,7 +435,7 @@ type flakyStore struct {
 	down atomic.Bool
 }
 
-var errCut = errors.New("connection refused (test)")
+var errCut = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (test)")}
 
 func (f *flakyStore) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
 	if f.down.Load() {
@@ -475,7 +480,7 @@ func TestClusterStoreDown(t *testing.T) {
 	store := &flakyStore{Store: bolt}
 	clock := newFakeClock()
 	cfg := Config{Room: "down", State: "open", Rate: 100, Keys: testKeys, Difficulty: intp(0),
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
 	n := newNode(t, cfg, store, "a", clock)
 	e := newEnvOn(t, n, clock)
 
@@ -535,7 +540,7 @@ func TestClusterStoreDownLocal(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
 	cfg := Config{Room: "local", State: "open", Rate: 100,
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a", OnUnavailable: OnUnavailableLocal}}
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a", OnUnavailable: OnUnavailableLocal}}
 	n := newNode(t, cfg, store, "a", clock)
 	store.down.Store(true)
 	tk := n.issue(t, clock.Now())
@@ -648,7 +653,7 @@ func TestSettleStateStore(t *testing.T) {
 func TestClusterConfigWaitsForTheStore(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	cfg := Config{Room: "pending", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: "a"}}
+	cfg := Config{Room: "pending", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
 	n := newNode(t, cfg, store, "a", clock)
 	store.down.Store(true)
 	cfg.Rate = 9
@@ -713,4 +718,186 @@ func storeCalls(t *testing.T, n node) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// A node that started while its store was down (a Caddy room serves
+// unjoined and joins later) must not issue tokens on a clock of its own:
+// once joined they would be read against the stored clock, ahead of the
+// visitors already waiting. Until it joins it answers token and admit
+// requests 503 with Retry-After.
+func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
+	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	cfg := Config{Room: "jump", State: "queue", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute),
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
+	a := newNode(t, cfg, store, "a", clock)
+	clock.Add(5 * time.Minute)
+	old := a.issue(t, clock.Now())
+	clock.Add(5 * time.Minute)
+
+	store.down.Store(true)
+	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
+	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}
+	st, err := cfg.SettleStateStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Join(t.Context()); err == nil {
+		t.Fatal("join succeeded while the store is down")
+	}
+	gw, err := New(cfg, sh, Options{Now: clock.Now, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	for _, path := range []string{"/token", "/admit"} {
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPrefix+path, strings.NewReader(`{"token":"x","nonce":"0"}`)))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("POST %s before the room joined its store: %d (Retry-After %q), want 503 with Retry-After", path, rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
+	store.down.Store(false)
+	clock.Add(storeCool)
+	if err := sh.Join(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPrefix+"/token", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("POST /token after joining: %d %s", rec.Code, rec.Body)
+	}
+	b := node{sh: sh, gw: gw}
+	if newcomer := b.issue(t, clock.Now()); newcomer.Claims.Srv < old.Claims.Srv {
+		t.Fatalf("a visitor who arrived now (srv %.3f) is placed ahead of one who waited 5 minutes (srv %.3f)", newcomer.Claims.Srv, old.Claims.Srv)
+	}
+}
+
+// pollHookStore runs after once, after the LoadControl it follows returned.
+type pollHookStore struct {
+	roomstate.Store
+	after func()
+}
+
+func (h *pollHookStore) LoadControl(ctx context.Context, room string) (roomstate.Control, uint64, error) {
+	c, v, err := h.Store.LoadControl(ctx, room)
+	if f := h.after; f != nil {
+		h.after = nil
+		f()
+	}
+	return c, v, err
+}
+
+// A poll whose read raced a commit of this node must not adopt the older
+// version it read: the change committed meanwhile would be undone here.
+func TestClusterPollIgnoresReadOlderThanOwnCommit(t *testing.T) {
+	hs := &pollHookStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "stale", State: "queue", Rate: 10}, hs, "a", clock)
+	hs.after = func() { // the admin API pauses the room while poll's read is in flight
+		if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := n.sh.poll(t.Context(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st := n.sh.Room.View(clock.Now()).State; st != admission.StatePaused {
+		t.Fatalf("the room was paused through this node and is %s again (version %d)", st, n.sh.cluster.version)
+	}
+}
+
+// fixed_speed set by one node's config holds on every node: the others
+// adopt the stored rule with the stored state, so no controller elsewhere
+// overrides the fixed speed.
+func TestClusterFixedSpeedFromOneNodeHoldsOnAll(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{Room: "tau", State: "queue", Rate: 10}
+	nodes := newNodes(t, cfg, store, clock, 2)
+	cfg.FixedSpeed = true
+	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
+	gw, err := New(cfg, nodes[1].sh, Options{Now: clock.Now, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	pollAll(t, nodes, clock.Now())
+	for i, n := range nodes {
+		if next, cur := n.sh.Room.NextCruise(10000, 0); next != cur {
+			t.Fatalf("node %d still runs its controller (next %v, now %v) after the cluster was set to fixed_speed", i, next, cur)
+		}
+	}
+}
+
+// A room on a bolt file sweeps the file's expired places once a minute
+// from its loop (DynamoDB's TTL does it there): nothing else deletes them,
+// and the file would grow with every visitor for ever.
+func TestClusterRoomSweepsExpiredBoltItems(t *testing.T) {
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "sweep", State: "queue", Rate: 10}, st, "a", clock)
+	ctx := t.Context()
+	hold := func(id string) {
+		t.Helper()
+		if _, _, err := st.HoldPlace(ctx, "sweep", id, admission.Place{State: admission.PlaceWaiting}, clock.Now().Add(time.Second), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold("first")
+	clock.Add(2 * time.Second)
+	n.sh.maybeSweep(ctx, clock.Now()) // the loop's first sweep
+	hold("second")
+	clock.Add(2 * time.Second)
+	n.sh.maybeSweep(ctx, clock.Now()) // within the minute: no sweep
+	clock.Add(sweepEvery)
+	n.sh.maybeSweep(ctx, clock.Now())
+	if left, err := st.Sweep(ctx, clock.Now()); err != nil || left != 0 {
+		t.Fatalf("after the room's sweeps %d expired items were still in the file (%v)", left, err)
+	}
+}
+
+// lostAnswerStore saves control state, then reports a timeout, once.
+type lostAnswerStore struct {
+	roomstate.Store
+	lose atomic.Bool
+}
+
+func (s *lostAnswerStore) SaveControl(ctx context.Context, room string, c roomstate.Control, prev uint64) (uint64, error) {
+	v, err := s.Store.SaveControl(ctx, room, c, prev)
+	if err == nil && s.lose.CompareAndSwap(true, false) {
+		return 0, fmt.Errorf("save: %w", context.DeadlineExceeded)
+	}
+	return v, err
+}
+
+// A change whose save timed out after the store wrote it took effect: the
+// node reads the state back and answers success, rather than 503 for a
+// change every node then adopts at its next poll.
+func TestClusterSaveWithLostAnswerIsReadBack(t *testing.T) {
+	st := &lostAnswerStore{Store: storeKinds(t)["bolt"](t)}
+	clock := newFakeClock()
+	n := newNode(t, Config{Room: "lost", State: "queue", Rate: 10}, st, "a", clock)
+	st.lose.Store(true)
+	if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+		t.Fatalf("a change the store took was answered %v", err)
+	}
+	if s := n.sh.Room.View(clock.Now()).State; s != admission.StatePaused {
+		t.Fatalf("the room is %s, the store has it paused", s)
+	}
+	_, v, err := st.LoadControl(t.Context(), "lost")
+	if err != nil || v != n.sh.cluster.version {
+		t.Fatalf("stored version %d (%v), the node runs %d", v, err, n.sh.cluster.version)
+	}
 }

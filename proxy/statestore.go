@@ -146,6 +146,16 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 	return out, nil
 }
 
+// RoomKey is what a room of one process is kept under across reloads
+// (Caddy's usage pool key, with the room's name): its store and every
+// setting a room is built with, so a reload changing on_unavailable,
+// budget_block, poll, call_timeout or node builds the room anew on the same
+// store (it joins the stored state, as a restarted node does).
+func (s StateStore) RoomKey() string {
+	return fmt.Sprintf("%s|%s|%d|%v|%v|%s", s.StoreKey(), s.OnUnavailable, s.BudgetBlock,
+		time.Duration(s.Poll), time.Duration(s.CallTimeout), s.Node)
+}
+
 // identity is what one opened store is shared under in a process: rooms of
 // one process pointing at the same store share one handle.
 func (s storeSettings) identity() string {

@@ -44,10 +44,15 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 
 // WindowAt is the budget window containing now for the given target rate
 // (admissions per second). Its store item expires a window after it ends.
+// Its limit is what the rate grants from the epoch to its end less what it
+// granted to its start, whole admissions: a fractional rate alternates
+// limits (2.5/s: 2, 3, 2, 3) so consecutive windows add up to the rate.
 func (b *Budget) WindowAt(now time.Time, rate float64) Window {
 	idx := now.UnixNano() / int64(b.length)
 	end := time.Unix(0, (idx+1)*int64(b.length))
-	return Window{Index: idx, Limit: int64(math.Round(rate * b.length.Seconds())), Expires: end.Add(b.length)}
+	per := rate * b.length.Seconds()
+	limit := int64(math.Floor(float64(idx+1)*per) - math.Floor(float64(idx)*per))
+	return Window{Index: idx, Limit: max(limit, 0), Expires: end.Add(b.length)}
 }
 
 // Take takes one admission at now, reserving a new block from the store

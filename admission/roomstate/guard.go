@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -21,14 +22,21 @@ type Observer func(op string, took time.Duration, err error)
 // Guard wraps a store so a failing store costs the request path one call
 // deadline per cool-down, not one per request: after a failure every call
 // fails at once with ErrUnavailable until cool has passed, then the next
-// call tries the store again. It reports each call to observe.
+// call tries the store again. Only a failure of the store itself trips it
+// (see storeUnwell). It reports each call to observe.
 type Guard struct {
 	Store
 	observe Observer
 	cool    time.Duration
 	now     func() time.Time
-	down    atomic.Int64 // unix nanos until which calls fail fast
+	timeout time.Duration // per call, when set (SetCallTimeout)
+	down    atomic.Int64  // unix nanos until which calls fail fast
 }
+
+// SetCallTimeout bounds every call through the guard, within the store's
+// own deadline: a room's call_timeout, when rooms share one opened store.
+// Set it before the guard's first call.
+func (g *Guard) SetCallTimeout(d time.Duration) { g.timeout = d }
 
 // NewGuard wraps store; now tells the cool-down's time; observe may be nil.
 func NewGuard(store Store, cool time.Duration, now func() time.Time, observe Observer) *Guard {
@@ -47,13 +55,54 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 		g.observe(op, 0, err)
 		return err
 	}
+	callCtx := ctx
+	if g.timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
 	start := time.Now()
-	err := fn(ctx)
+	err := fn(callCtx)
 	g.observe(op, time.Since(start), err)
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && storeUnwell(err) {
 		g.down.Store(g.now().Add(g.cool).UnixNano())
 	}
 	return err
+}
+
+// storeUnwell reports whether err says the store itself is failing
+// (unreachable, too slow, throttling, failing inside) rather than refusing
+// this one call (a validation error, an item too large, ErrNotFound,
+// ErrConflict): only the former stops every call for a cool-down, so one
+// bad request cannot make the room answer 503.
+func storeUnwell(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var api interface{ ErrorCode() string }
+	if errors.As(err, &api) && unwellCodes[api.ErrorCode()] {
+		return true
+	}
+	var resp interface{ HTTPStatusCode() int }
+	if errors.As(err, &resp) {
+		code := resp.HTTPStatusCode()
+		return code >= 500 || code == 429
+	}
+	return false
+}
+
+// unwellCodes are the DynamoDB error codes of a store that is throttling or
+// failing inside (AWS API errors carry them as ErrorCode()).
+var unwellCodes = map[string]bool{
+	"ThrottlingException":                    true,
+	"ProvisionedThroughputExceededException": true,
+	"RequestLimitExceeded":                   true,
+	"InternalServerError":                    true,
+	"ServiceUnavailable":                     true,
 }
 
 // LoadControl implements Store.
@@ -165,11 +214,14 @@ func (l FallbackLedger) Lookup(ctx context.Context, id string) (admission.Place,
 	if err != nil {
 		return l.Local.Lookup(ctx, id)
 	}
-	if p.State == admission.PlaceWaiting {
-		// Admitted here while the store was down: still admitted.
-		if lp, _ := l.Local.Lookup(ctx, id); lp.State != admission.PlaceWaiting {
-			return lp, nil
-		}
+	if p.State == admission.PlaceUsed {
+		return p, nil
+	}
+	// Admitted here while the store was down: still admitted, whatever the
+	// store's record (waiting, or reserved before the outage) says.
+	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceUsed ||
+		(p.State == admission.PlaceWaiting && lp.State != admission.PlaceWaiting) {
+		return lp, nil
 	}
 	return p, nil
 }

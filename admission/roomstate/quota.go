@@ -26,6 +26,11 @@ type Quota struct {
 	mu     sync.Mutex
 	rate   float64
 	budget *Budget
+	// ungranted counts the admissions of window ungrantedIdx let through
+	// while the store failed (local): their refunds give back nothing,
+	// since the store never granted them.
+	ungranted    int64
+	ungrantedIdx int64
 }
 
 // NewQuota returns a room's quota at the given target rate (admissions
@@ -79,6 +84,12 @@ func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error
 	ok, err := b.Take(ctx, now, rate)
 	if err != nil {
 		if q.local {
+			q.mu.Lock()
+			if idx := now.UnixNano() / int64(b.length); idx != q.ungrantedIdx {
+				q.ungrantedIdx, q.ungranted = idx, 0
+			}
+			q.ungranted++
+			q.mu.Unlock()
 			return true, time.Time{}, nil
 		}
 		return false, time.Time{}, err
@@ -88,8 +99,18 @@ func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error
 }
 
 // Refund implements admission.Quota.
+// A refund in a window where admissions went through without the store
+// takes one of those back first: budget the store never granted is not
+// added (at worst a granted admission is not given back: under, not over).
 func (q *Quota) Refund(at time.Time) {
-	b, _ := q.current()
+	q.mu.Lock()
+	b := q.budget
+	if at.UnixNano()/int64(b.length) == q.ungrantedIdx && q.ungranted > 0 {
+		q.ungranted--
+		q.mu.Unlock()
+		return
+	}
+	q.mu.Unlock()
 	b.Refund(at)
 }
 

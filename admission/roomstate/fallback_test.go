@@ -1,0 +1,133 @@
+package roomstate_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+)
+
+// flaky is a real store that fails every place and budget call while down.
+type flaky struct {
+	roomstate.Store
+	down bool
+}
+
+var errDown = errors.New("connection refused (test)")
+
+func (f *flaky) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+	if f.down {
+		return admission.Place{}, errDown
+	}
+	return f.Store.LookupPlace(ctx, room, id, now)
+}
+
+func (f *flaky) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+	if f.down {
+		return admission.Place{}, false, errDown
+	}
+	return f.Store.HoldPlace(ctx, room, id, p, until, now)
+}
+
+func (f *flaky) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+	if f.down {
+		return false, errDown
+	}
+	return f.Store.UsePlace(ctx, room, id, now)
+}
+
+func (f *flaky) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	if f.down {
+		return 0, errDown
+	}
+	return f.Store.ReserveBudget(ctx, room, w, n)
+}
+
+func openBolt(t *testing.T) *boltstore.Store {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "r.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// A place reserved in the store and admitted from memory while the store
+// was down (on_unavailable local) stays used after the store returns: the
+// store's Reserved must not let the same node admit it again.
+func TestFallbackPlaceAdmittedInOutageStaysUsed(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	f := &flaky{Store: openBolt(t)}
+	l := roomstate.FallbackLedger{Shared: roomstate.NewLedger(f, "r", clock), Local: admission.NewMemoryLedger(100, clock)}
+	ctx := context.Background()
+	if _, won, err := l.Hold(ctx, "p", admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}, now.Add(time.Hour)); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	now = now.Add(2 * time.Second)
+	f.down = true
+	if p, _ := l.Lookup(ctx, "p"); p.State != admission.PlaceWaiting {
+		t.Fatalf("lookup during the outage: %v, want waiting (from memory)", p.State)
+	}
+	if _, won, err := l.Hold(ctx, "p", admission.Place{State: admission.PlaceUsed}, now.Add(time.Hour)); err != nil || !won {
+		t.Fatal("admitted during the outage:", won, err)
+	}
+	f.down = false
+	p, err := l.Lookup(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != admission.PlaceUsed {
+		t.Fatalf("after the outage the place admitted from memory looks %v, want used", p.State)
+	}
+}
+
+// On on_unavailable local, an admission let through while the store was
+// down was never granted by the store: refunding it (the hook said full)
+// must not add budget the window never had.
+func TestLocalQuotaRefundOfUngrantedAdmissionAddsNoBudget(t *testing.T) {
+	f := &flaky{Store: openBolt(t)}
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(f, "r", 1, 5, 50, true) // 10 s windows of 50
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	taken := 0
+	for range 10 {
+		if ok, _, err := q.Take(ctx, now); err == nil && ok {
+			taken++
+		}
+	}
+	f.down = true
+	n := 0
+	for range 20 {
+		if ok, _, _ := q.Take(ctx, now); ok {
+			n++
+		}
+	}
+	if n != 20 {
+		t.Fatalf("on_unavailable local let %d of 20 through while the store was down", n)
+	}
+	for range n {
+		q.Refund(now)
+	}
+	f.down = false
+	extra := 0
+	for range 100 {
+		ok, _, err := q.Take(ctx, now.Add(time.Second))
+		if err != nil || !ok {
+			break
+		}
+		extra++
+	}
+	if taken+extra > 50 {
+		t.Fatalf("window limit 50: %d taken from the store, then %d more after refunds of admissions the store never granted", taken, extra)
+	}
+}
