@@ -116,8 +116,8 @@ func (g *Gate) Codec() *Codec { return g.codec }
 // Policy is the gate's policy with defaults filled in.
 func (g *Gate) Policy() Policy { return g.policy }
 
-// Ticket is a waiting token and what the waiting page needs of it.
-type Ticket struct {
+// WaitToken is a waiting token and what the waiting page needs of it.
+type WaitToken struct {
 	Token  string
 	Claims *WaitClaims
 	// Estimate is the public wait estimate; EstimateKnown is false while the
@@ -148,23 +148,23 @@ func (v Visitor) matches(c *WaitClaims) bool {
 
 // Issue gives a new visitor a waiting token, without a context: see
 // IssueContext.
-func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (Ticket, error) {
+func (g *Gate) Issue(room *Room, who Visitor, now time.Time) (WaitToken, error) {
 	return g.IssueContext(context.Background(), room, who, now)
 }
 
 // IssueContext gives a new visitor a waiting token. In a fifo room it takes
 // an arrival rank, which may wait on a shared store.
-func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now time.Time) (Ticket, error) {
+func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now time.Time) (WaitToken, error) {
 	subject := who.Subject
 	view := room.View(now)
 	id, err := uuid.NewV7FromReader(g.random)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("making token id: %w", err)
+		return WaitToken{}, fmt.Errorf("making token id: %w", err)
 	}
 	if subject == "" {
 		anon, err := g.randomText(base64.RawURLEncoding, 16)
 		if err != nil {
-			return Ticket{}, err
+			return WaitToken{}, err
 		}
 		subject = AnonymousPrefix + anon
 	}
@@ -172,12 +172,12 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 	lot := g.codec.keys.IdentityLot(view.Name, who.Subject)
 	if who.Subject == "" {
 		if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
-			return Ticket{}, err
+			return WaitToken{}, err
 		}
 	}
 	ch, err := g.randomText(base64.RawURLEncoding, challengeBytes)
 	if err != nil {
-		return Ticket{}, err
+		return WaitToken{}, err
 	}
 	claims := &WaitClaims{
 		Registered: Registered{
@@ -197,7 +197,7 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 		pre := view.State == StateScheduled && now.Before(view.SaleStart)
 		rank, ranked, err := room.Rank(ctx, now, pre)
 		if err != nil {
-			return Ticket{}, err
+			return WaitToken{}, err
 		}
 		view = ranked
 		claims.Pos = rank + 1
@@ -228,19 +228,19 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 
 // Resume verifies a visitor's existing token and returns it unchanged: a
 // refreshed page costs nothing and changes nothing.
-func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Ticket, error) {
+func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (WaitToken, error) {
 	claims, err := g.codec.ParseWait(token, room.Name(), now)
 	if err != nil {
-		return Ticket{}, err
+		return WaitToken{}, err
 	}
 	if !who.matches(claims) {
-		return Ticket{}, ErrIdentity
+		return WaitToken{}, ErrIdentity
 	}
 	view := room.View(now)
 	if claims.Lane != view.Lane {
-		return Ticket{}, ErrLane
+		return WaitToken{}, ErrLane
 	}
-	t := Ticket{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
 }
@@ -298,8 +298,8 @@ type Decision struct {
 	// Claims are the verified claims of the token attempted, nil if it
 	// did not verify.
 	Claims *WaitClaims
-	// Ticket is the waiting token to hold next, for wait, busy and early.
-	Ticket Ticket
+	// Next is the waiting token to hold next, for wait, busy and early.
+	Next WaitToken
 	// Pass and PassClaims are set for OutcomeAdmit.
 	Pass       string
 	PassClaims *PassClaims
@@ -344,9 +344,9 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	if now.Before(claims.NextAttempt()) {
 		// Nothing to judge before the checkpoint: the same token back,
 		// without signing anything.
-		t := Ticket{Token: a.Token, Claims: claims}
+		t := WaitToken{Token: a.Token, Claims: claims}
 		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
-		return Decision{Outcome: OutcomeEarly, Ticket: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
+		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
 	}
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
@@ -563,7 +563,7 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	return Decision{Outcome: outcome, Ticket: t, RetryAfter: next.Sub(now), Claims: claims}
+	return Decision{Outcome: outcome, Next: t, RetryAfter: next.Sub(now), Claims: claims}
 }
 
 // checkpoints is one draw's grid of checkpoints in a room. Point n lies at
@@ -700,12 +700,12 @@ func (g *Gate) lastValid(view *View, claims *WaitClaims, due time.Time) time.Tim
 	return last
 }
 
-func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (Ticket, error) {
+func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (WaitToken, error) {
 	token, err := g.codec.Sign(claims)
 	if err != nil {
-		return Ticket{}, err
+		return WaitToken{}, err
 	}
-	t := Ticket{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
 }

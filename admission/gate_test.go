@@ -65,14 +65,14 @@ func TestDecideAdmitsOnceEligible(t *testing.T) {
 		if d.Outcome != OutcomeWait {
 			t.Fatalf("attempt at %v: %v (%v)", at.Sub(t0), d.Outcome, d.Err)
 		}
-		c := d.Ticket.Claims
+		c := d.Next.Claims
 		if c.ID != first.ID || c.Lot != first.Lot || c.Ch != first.Ch || c.Srv != first.Srv || c.IssuedAt != first.IssuedAt {
 			t.Fatalf("re-signing moved a fixed claim: %+v vs %+v", c, first)
 		}
 		if d.RetryAfter < g.Policy().MinBackoff*3/4 || d.RetryAfter > g.Policy().MaxBackoff*5/4 {
 			t.Fatalf("backoff %v out of bounds", d.RetryAfter)
 		}
-		token, at = d.Ticket.Token, c.NextAttempt()
+		token, at = d.Next.Token, c.NextAttempt()
 	}
 	t.Fatal("never admitted")
 }
@@ -130,8 +130,8 @@ func TestEarlyAttemptsChangeNothing(t *testing.T) {
 	for i := range 50 {
 		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
 		d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: at})
-		if d.Outcome != OutcomeEarly || d.Ticket.Token != tk.Token || d.RetryAfter != tk.Claims.NextAttempt().Sub(at) {
-			t.Fatalf("early attempt %d: %v, token changed %v, retry %v", i, d.Outcome, d.Ticket.Token != tk.Token, d.RetryAfter)
+		if d.Outcome != OutcomeEarly || d.Next.Token != tk.Token || d.RetryAfter != tk.Claims.NextAttempt().Sub(at) {
+			t.Fatalf("early attempt %d: %v, token changed %v, retry %v", i, d.Outcome, d.Next.Token != tk.Token, d.RetryAfter)
 		}
 	}
 	if n := room.Population(t0.Add(time.Minute)); n != 0 {
@@ -155,15 +155,15 @@ func TestOldVersionsNoBetterThanNew(t *testing.T) {
 		if d.Outcome != OutcomeWait {
 			t.Skipf("admitted early in the chain (%v); the draw is too lucky for this test", d.Outcome)
 		}
-		token, at = d.Ticket.Token, d.Ticket.Claims.NextAttempt()
+		token, at = d.Next.Token, d.Next.Claims.NextAttempt()
 		versions = append(versions, token)
 	}
 	// Every version presented at the newest checkpoint's moment, minus a
 	// millisecond, names that checkpoint.
 	for i, v := range versions[:len(versions)-1] {
 		d := g.Decide(ctx, room, Attempt{Token: v, Nonce: nonce, Now: at.Add(-time.Millisecond)})
-		if d.Outcome != OutcomeWait || !d.Ticket.Claims.NextAttempt().Equal(at) {
-			t.Fatalf("version %d: %v, next %v, want %v", i, d.Outcome, d.Ticket.Claims.NextAttempt(), at)
+		if d.Outcome != OutcomeWait || !d.Next.Claims.NextAttempt().Equal(at) {
+			t.Fatalf("version %d: %v, next %v, want %v", i, d.Outcome, d.Next.Claims.NextAttempt(), at)
 		}
 	}
 }
@@ -208,7 +208,7 @@ func TestDecideRoomStates(t *testing.T) {
 	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: late.Add(time.Second / 2)}); d.Outcome != OutcomeBusy || d.RetryAfter < time.Second/2 || d.RetryAfter > time.Second/2+time.Millisecond {
 		t.Fatalf("before the slot: %v in %v", d.Outcome, d.RetryAfter)
 	}
-	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: d.Ticket.Claims.NextAttempt()}); d.Outcome != OutcomeAdmit {
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: d.Next.Claims.NextAttempt()}); d.Outcome != OutcomeAdmit {
 		t.Fatalf("at the slot: %v (%v)", d.Outcome, d.Err)
 	}
 }
@@ -318,13 +318,13 @@ func TestBindingAndRequeue(t *testing.T) {
 	}
 	// The hook turned the admission away: the token waits again, unpunished.
 	back := g.Requeue(ctx, room, d.Claims, at)
-	if back.Outcome != OutcomeWait || back.Ticket.Claims.ID != tk.Claims.ID {
-		t.Fatalf("requeue: %v %+v", back.Outcome, back.Ticket.Claims)
+	if back.Outcome != OutcomeWait || back.Next.Claims.ID != tk.Claims.ID {
+		t.Fatalf("requeue: %v %+v", back.Outcome, back.Next.Claims)
 	}
 	if level := room.bucket.Level(at); level != 100 {
 		t.Fatalf("requeue kept the admission: bucket at %v of 100", level)
 	}
-	again := g.Decide(ctx, room, Attempt{Token: back.Ticket.Token, Nonce: "0", Visitor: Visitor{Binding: "net-a"}, Now: back.Ticket.Claims.NextAttempt()})
+	again := g.Decide(ctx, room, Attempt{Token: back.Next.Token, Nonce: "0", Visitor: Visitor{Binding: "net-a"}, Now: back.Next.Claims.NextAttempt()})
 	if again.Outcome != OutcomeAdmit {
 		t.Fatalf("after requeue: %v (%v)", again.Outcome, again.Err)
 	}

@@ -96,8 +96,8 @@ func fifoSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon t
 		case OutcomeAdmit:
 			v.admitted = ev.at
 		case OutcomeWait, OutcomeBusy:
-			v.token = d.Ticket.Token
-			heap.Push(&q, attemptAt{at: d.Ticket.Claims.NextAttempt(), i: ev.i})
+			v.token = d.Next.Token
+			heap.Push(&q, attemptAt{at: d.Next.Claims.NextAttempt(), i: ev.i})
 		default:
 			t.Fatalf("visitor %d at %v: %v (%v)", ev.i, ev.at, d.Outcome, d.Err)
 		}

@@ -102,7 +102,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(g.cookies.wait); err == nil && c.Value != "" {
 		tk, err := g.gate.Resume(room, c.Value, who, now)
 		if err == nil {
-			g.writeTicket(w, r, http.StatusOK, tk, view, now, "")
+			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 			return
 		}
 		// An expired or foreign token just means a new one.
@@ -115,7 +115,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.metrics.issued.Inc()
-	g.writeTicket(w, r, http.StatusOK, tk, view, now, "")
+	g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 }
 
 // joinedOr503 answers 503 with Retry-After while the room has not joined
@@ -163,7 +163,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, room, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
-		g.writeTicket(w, r, http.StatusTooManyRequests, d.Ticket, view, now, d.Outcome.String())
+		g.writeWaitToken(w, r, http.StatusTooManyRequests, d.Next, view, now, d.Outcome.String())
 	case admission.OutcomeInvalid:
 		status, code := invalidStatus(d.Err)
 		if code == "pow" {
@@ -202,7 +202,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 				writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
 				return
 			}
-			g.writeTicket(w, r, http.StatusTooManyRequests, back.Ticket, room.View(now), now, "deferred")
+			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, room.View(now), now, "deferred")
 			return
 		default:
 			g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
@@ -266,7 +266,7 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (g *Gateway) writeTicket(w http.ResponseWriter, r *http.Request, status int, tk admission.Ticket, view admission.View, now time.Time, outcome string) {
+func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status int, tk admission.WaitToken, view admission.View, now time.Time, outcome string) {
 	c := tk.Claims
 	retry := c.NextAttempt().Sub(now)
 	body := ticketJSON{

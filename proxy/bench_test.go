@@ -71,7 +71,7 @@ func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 	b.Helper()
 	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true})
 	var (
-		tk  admission.Ticket
+		tk  admission.WaitToken
 		err error
 	)
 	for range 100 {

@@ -128,7 +128,7 @@ func (n node) decide(t *testing.T, token string, now time.Time) admission.Decisi
 	return n.gw.gate.Decide(t.Context(), n.sh.Room, admission.Attempt{Token: token, Nonce: "0", Now: now})
 }
 
-func (n node) issue(t *testing.T, now time.Time) admission.Ticket {
+func (n node) issue(t *testing.T, now time.Time) admission.WaitToken {
 	t.Helper()
 	tk, err := n.gw.gate.Issue(n.sh.Room, admission.Visitor{}, now)
 	if err != nil {
@@ -341,7 +341,7 @@ func TestClusterRateCap(t *testing.T) {
 							perWindow[now.Unix()]++
 							perNode[w.node]++
 						case admission.OutcomeBusy, admission.OutcomeWait, admission.OutcomeEarly:
-							next = append(next, waiting{node: w.node, token: d.Ticket.Token, at: now.Add(d.RetryAfter)})
+							next = append(next, waiting{node: w.node, token: d.Next.Token, at: now.Add(d.RetryAfter)})
 						default:
 							t.Fatalf("decide: %v %v", d.Outcome, d.Err)
 						}
