@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"time"
@@ -176,24 +175,26 @@ type held struct {
 type state struct {
 	login    string
 	tokens   []held // the newest version of each token held (k for tabs)
-	versions []held // every version ever held, for the replayer
-	phase    time.Duration
-	delay    time.Duration
-	net      *rand.Rand
-	issued   int
+	versions []held // every version ever held: the replayer's only
+
+	phase  time.Duration
+	delay  time.Duration
+	net    *rand.Rand
+	issued int
 }
 
 // sale is one run: a gateway with its injected clock, and its visitors.
 type sale struct {
-	cfg     Config
-	now     time.Time
-	start   time.Time
-	handler http.Handler
-	shared  *proxy.Shared
-	random  *streams
-	run     *Run
-	states  []state
-	queue   events
+	cfg    Config
+	now    time.Time
+	start  time.Time
+	client *client
+	body   []byte // the last admission attempt's JSON, reused
+	shared *proxy.Shared
+	random *streams
+	run    *Run
+	states []state
+	queue  events
 }
 
 // Simulate runs one sale in which the visitors drawn for the active
@@ -260,7 +261,7 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = gw.Wrap(http.NotFoundHandler())
+	s.client = newClient(gw.Wrap(http.NotFoundHandler()))
 	s.shared = shared
 
 	n := cfg.PreQueue + cfg.Arrivals
@@ -319,7 +320,9 @@ func (s *sale) act(i int) error {
 				return err
 			}
 			st.tokens = append(st.tokens, h)
-			st.versions = append(st.versions, h)
+			if v.Kind == Replayer {
+				st.versions = append(st.versions, h)
+			}
 		}
 		s.schedule(i)
 		return nil
@@ -363,7 +366,7 @@ func (s *sale) act(i int) error {
 			if j < 0 { // a replayed version: the answer replaces the newest
 				j = 0
 			}
-			if a.Token != st.tokens[j].Token {
+			if v.Kind == Replayer && a.Token != st.tokens[j].Token {
 				st.versions = append(st.versions, next)
 			}
 			st.tokens[j] = next
@@ -378,7 +381,9 @@ func (s *sale) act(i int) error {
 				return err
 			}
 			st.tokens[max(j, 0)] = h
-			st.versions = append(st.versions, h)
+			if v.Kind == Replayer {
+				st.versions = append(st.versions, h)
+			}
 		default:
 			return fmt.Errorf("admit: %d %s", status, a.Error.Code)
 		}
@@ -434,11 +439,11 @@ func (s *sale) token(i int, loggedIn bool) (held, error) {
 	v, st := &s.run.Visitors[i], &s.states[i]
 	s.random.use(i, st.issued)
 	st.issued++
-	var header []string
+	name, value := "", ""
 	if loggedIn {
-		header = []string{"Authorization", st.login}
+		name, value = "Authorization", st.login
 	}
-	a, status := s.post(v, "/_fairgate/token", "", header...)
+	a, status := s.post(v, &s.client.token, nil, name, value)
 	if status != http.StatusOK || a.Token == "" {
 		return held{}, fmt.Errorf("token: %d %s", status, a.Error.Code)
 	}
@@ -475,30 +480,20 @@ func (s *sale) lotteryNumber(token string) float64 {
 
 func (s *sale) admit(i int, h held) (answer, int, error) {
 	v, st := &s.run.Visitors[i], &s.states[i]
-	body, err := json.Marshal(map[string]string{"nonce": h.nonce, "token": h.Token})
-	if err != nil {
-		return answer{}, 0, err
-	}
-	var header []string
+	s.body = admitBody(s.body, h.nonce, h.Token)
+	name, value := "", ""
 	if v.Kind != AnonTokens {
-		header = []string{"Authorization", st.login}
+		name, value = "Authorization", st.login
 	}
-	a, status := s.post(v, "/_fairgate/admit", string(body), header...)
+	a, status := s.post(v, &s.client.admit, s.body, name, value)
 	return a, status, nil
 }
 
-func (s *sale) post(v *Visitor, path, body string, header ...string) (answer, int) {
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-	for j := 0; j+1 < len(header); j += 2 {
-		req.Header.Set(header[j], header[j+1])
-	}
-	rec := httptest.NewRecorder()
-	s.handler.ServeHTTP(rec, req)
+func (s *sale) post(v *Visitor, tmpl *http.Request, body []byte, name, value string) (answer, int) {
+	status, resp := s.client.do(tmpl, body, name, value)
 	v.Requests++
 	s.run.Requests++
-	var a answer
-	_ = json.Unmarshal(rec.Body.Bytes(), &a)
-	return a, rec.Code
+	return decodeAnswer(resp), status
 }
 
 type challenge struct {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/fairgate/fairgate/sim"
@@ -30,6 +32,8 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.LuckWindow, "luck-window", cfg.LuckWindow, "fifo's luck_window (0: the default)")
 	baselineOnly := fs.Bool("baseline-only", false, "run only the all-honest baseline: the ordering table and waits, no strategy table (an eighth of the time)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the simulation to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile (after the runs) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,7 +46,14 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *baselineOnly {
 		cfg.Only = []sim.Kind{sim.Honest}
 	}
+	stopProfile, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		return err
+	}
 	report, err := sim.RunAll(ctx, cfg)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}
@@ -61,4 +72,42 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "\nplot written to %s\n", *plot)
 	return err
+}
+
+// startProfiles starts a CPU profile to cpu (if set); the function it
+// returns stops it and writes a heap profile to mem (if set).
+func startProfiles(cpu, mem string) (func() error, error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err != nil {
+			return nil, fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		cpuFile = f
+	}
+	return func() error {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			if err := cpuFile.Close(); err != nil {
+				return fmt.Errorf("writing the CPU profile: %w", err)
+			}
+		}
+		if mem == "" {
+			return nil
+		}
+		f, err := os.Create(mem)
+		if err != nil {
+			return fmt.Errorf("creating the heap profile: %w", err)
+		}
+		runtime.GC()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			return fmt.Errorf("writing the heap profile: %w", err)
+		}
+		return f.Close()
+	}, nil
 }
