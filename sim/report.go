@@ -3,12 +3,14 @@ package sim
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fairgate/fairgate/proxy"
@@ -61,18 +63,63 @@ type Report struct {
 	Runs []*Run
 }
 
-// RunAll runs the baseline and one run per strategy, and analyses them.
+// RunAll runs the baseline and one run per strategy (or, with cfg.Mixed,
+// one run of every strategy at once), cfg.Parallel at a time, and analyses
+// them.
 func RunAll(ctx context.Context, cfg Config) (Report, error) {
+	var strategies []Kind
+	for k := FastRetrier; k < kinds; k++ {
+		if len(cfg.Only) == 0 || slices.Contains(cfg.Only, k) {
+			strategies = append(strategies, k)
+		}
+	}
+	type job struct{ active Kind }
+	jobs := []job{{Honest}}
+	switch {
+	case cfg.Mixed && len(strategies) > 0:
+		jobs = append(jobs, job{everyStrategy})
+	case !cfg.Mixed:
+		for _, k := range strategies {
+			jobs = append(jobs, job{k})
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]*Run, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, max(cfg.Parallel, 1))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r, err := Simulate(ctx, cfg, j.active)
+			if err != nil {
+				name := "every strategy's"
+				if j.active != everyStrategy {
+					name = "the " + j.active.String()
+				}
+				errs[i] = fmt.Errorf("simulating %s run: %w", name, err)
+				cancel()
+				return
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Report{}, err
+	}
 	runs := make([]*Run, kinds)
-	for k := range kinds {
-		if k != Honest && len(cfg.Only) > 0 && !slices.Contains(cfg.Only, k) {
+	for i, j := range jobs {
+		if j.active == everyStrategy {
+			for _, k := range strategies {
+				runs[k] = results[i]
+			}
 			continue
 		}
-		r, err := Simulate(ctx, cfg, k)
-		if err != nil {
-			return Report{}, fmt.Errorf("simulating the %v run: %w", k, err)
-		}
-		runs[k] = r
+		runs[j.active] = results[i]
 	}
 	return Analyse(runs), nil
 }
@@ -171,10 +218,7 @@ func Analyse(runs []*Run) Report {
 			post = append(post, v)
 		}
 	}
-	for _, run := range runs[FastRetrier:] {
-		if run == nil { // not run (Config.Only)
-			continue
-		}
+	for _, run := range distinct(runs[FastRetrier:]) {
 		for _, v := range run.Visitors {
 			if v.Kind == Honest {
 				r.Expired += v.Expired
@@ -328,8 +372,11 @@ func pair(baseline, mixed *Run, kind Kind) Paired {
 		if !v.Done || !b.Done {
 			continue
 		}
-		if v.Kind != kind {
+		if v.Kind == Honest {
 			p.Noise = max(p.Noise, v.Admitted-b.Admitted, b.Admitted-v.Admitted)
+			continue
+		}
+		if v.Kind != kind {
 			continue
 		}
 		from := max(v.Arrive, 0)
@@ -403,13 +450,22 @@ func ranks(x []float64) []float64 {
 
 func (r Report) requests() int {
 	n := 0
-	for _, run := range r.Runs {
-		if run == nil {
-			continue
-		}
+	for _, run := range distinct(r.Runs) {
 		n += run.Requests
 	}
 	return n
+}
+
+// distinct is runs without nils and repeats (with Config.Mixed every
+// strategy's entry is the same run).
+func distinct(runs []*Run) []*Run {
+	var out []*Run
+	for _, run := range runs {
+		if run != nil && !slices.Contains(out, run) {
+			out = append(out, run)
+		}
+	}
+	return out
 }
 
 // WriteTable writes the report as a text table a person can read.
@@ -457,7 +513,11 @@ func (r Report) WriteTable(w io.Writer) error {
 				l.Median.Round(time.Second), l.P90.Round(time.Second), l.Max.Round(time.Second))
 		}
 	}
-	fmt.Fprintf(&b, "\n\nstrategies, each visitor paired with its honest twin (same visitor, same draw):\n")
+	together := ""
+	if c.Mixed {
+		together = ", every strategy played in one run"
+	}
+	fmt.Fprintf(&b, "\n\nstrategies, each visitor paired with its honest twin (same visitor, same draw%s):\n", together)
 	fmt.Fprintf(&b, "  %-20s %5s %9s %9s %9s %9s %9s %9s %9s %10s %9s %s\n", "strategy", "n", "twin med", "median", "twin p90", "p90",
 		"max gain", "max loss", "requests", "hashes", "noise", "")
 	for _, p := range r.Strategies {
@@ -467,7 +527,12 @@ func (r Report) WriteTable(w io.Writer) error {
 			p.MaxGain.Round(time.Millisecond), p.MaxLoss.Round(time.Millisecond), p.Requests, p.Hashes, p.Noise.Round(time.Millisecond), verdict)
 	}
 	fmt.Fprintf(&b, "  (noise: the most an honest visitor of the same run moved against itself in the\n")
-	fmt.Fprintf(&b, "   baseline; with an adaptive clock a strategy's gain is only meaningful above it.\n")
+	if c.Mixed {
+		fmt.Fprintf(&b, "   baseline, here what all the strategies together moved them; with an adaptive\n")
+		fmt.Fprintf(&b, "   clock a strategy's gain is only meaningful above it.\n")
+	} else {
+		fmt.Fprintf(&b, "   baseline; with an adaptive clock a strategy's gain is only meaningful above it.\n")
+	}
 	fmt.Fprintf(&b, "   k anonymous tokens are k draws: what they buy is paid in k proofs of work;\n")
 	fmt.Fprintf(&b, "   with identity configured, k tabs of one login share one draw)\n")
 	_, err := io.WriteString(w, b.String())

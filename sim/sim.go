@@ -70,6 +70,16 @@ type Config struct {
 	// baseline always runs): a full-scale ordering run need not pay for
 	// every strategy.
 	Only []Kind
+	// Mixed runs every strategy in one run next to the baseline instead of
+	// one run per strategy: two runs instead of eight. Each strategy's
+	// visitors are still paired with their own honest twins in the
+	// baseline; what changes is the noise, which is then what all the
+	// strategies together did to the honest visitors (with an adaptive
+	// clock, a little more than one strategy alone).
+	Mixed bool
+	// Parallel is how many runs RunAll makes at once (0 or 1: one after
+	// the other). Runs share nothing, so the report is the same.
+	Parallel int
 }
 
 // Luck is the luck window the ordering table measures against: the
@@ -99,6 +109,9 @@ const (
 	Tabs                      // k tabs with the same login
 	AnonTokens                // k anonymous tokens (k draws, k proofs of work)
 	kinds
+	// everyStrategy, as Simulate's active kind, has every visitor play
+	// the strategy drawn for it (Config.Mixed).
+	everyStrategy = kinds
 )
 
 var kindNames = [...]string{"honest", "fast retrier", "old-token replayer", "ignore nxt", "early hammerer",
@@ -198,9 +211,10 @@ type sale struct {
 }
 
 // Simulate runs one sale in which the visitors drawn for the active
-// strategy play it and everyone else is honest. Arrivals, logins, draws and
-// network delays are the same whatever is active, so the run with Honest
-// active is the baseline each strategy is paired against, visitor by visitor.
+// strategy play it and everyone else is honest (active kinds: every visitor
+// plays the strategy drawn for it). Arrivals, logins, draws and network
+// delays are the same whatever is active, so the run with Honest active is
+// the baseline each strategy is paired against, visitor by visitor.
 func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 	s, err := newSale(cfg, active)
 	if err != nil {
@@ -283,7 +297,7 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		if kind == kinds {
 			kind = Honest
 		}
-		if kind == active {
+		if kind == active || active == everyStrategy {
 			v.Kind = kind
 		}
 		claims := jwt.MapClaims{"sub": "visitor-" + strconv.Itoa(i), "exp": s.start.Add(simLoginTTL).Unix()}

@@ -31,6 +31,8 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&cfg.QueueOrder, "queue-order", cfg.QueueOrder, "the room's queue_order: lottery or fifo (empty: the default, lottery)")
 	fs.DurationVar(&cfg.LuckWindow, "luck-window", cfg.LuckWindow, "fifo's luck_window (0: the default)")
 	baselineOnly := fs.Bool("baseline-only", false, "run only the all-honest baseline: the ordering table and waits, no strategy table (an eighth of the time)")
+	fs.BoolVar(&cfg.Mixed, "mixed", cfg.Mixed, "play every strategy in one run next to the baseline (two runs instead of eight; the noise column is then all strategies' together)")
+	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "runs at once (each a CPU core and its own memory; 0 or 1: one at a time)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the simulation to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile (after the runs) to this file")
