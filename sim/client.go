@@ -132,6 +132,9 @@ func scanAnswer(data []byte, a *answer) bool {
 		return false
 	}
 	return sc.object(func(key []byte) bool {
+		if !exactKey(key, topKeys) {
+			return false
+		}
 		switch string(key) {
 		case "token":
 			return sc.str(&a.Token)
@@ -156,6 +159,9 @@ func scanAnswer(data []byte, a *answer) bool {
 				return false
 			}
 			return sc.object(func(key []byte) bool {
+				if !exactKey(key, errorKeys) {
+					return false
+				}
 				if string(key) == "code" {
 					return sc.str(&a.Error.Code)
 				}
@@ -164,6 +170,29 @@ func scanAnswer(data []byte, a *answer) bool {
 		}
 		return sc.skip()
 	})
+}
+
+var (
+	topKeys   = []string{"token", "challenge", "outcome", "difficulty", "next_attempt", "error"}
+	errorKeys = []string{"code"}
+)
+
+// exactKey reports whether key can be read byte for byte: encoding/json
+// matches keys without regard to case (Unicode folding included), so a key
+// that is not ASCII, or that folds to one of names without being it, is
+// left to encoding/json.
+func exactKey(key []byte, names []string) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) && string(key) != n {
+			return false
+		}
+	}
+	return true
 }
 
 // scanner is the least of a JSON reader decodeAnswer needs.
@@ -231,12 +260,20 @@ func (s *scanner) rawString() ([]byte, bool) {
 	return nil, false
 }
 
+// str reads an ASCII string without escapes into dst (encoding/json
+// would replace invalid UTF-8: anything else is left to it).
 func (s *scanner) str(dst *string) bool {
 	b, ok := s.rawString()
-	if ok {
-		*dst = string(b)
+	if !ok {
+		return false
 	}
-	return ok
+	for _, c := range b {
+		if c >= 0x80 || c < 0x20 {
+			return false
+		}
+	}
+	*dst = string(b)
+	return true
 }
 
 func (s *scanner) int() (int64, bool) {

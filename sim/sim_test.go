@@ -191,3 +191,60 @@ func TestLaneWaits(t *testing.T) {
 			vip.Median, vip.P90, def.Median, def.P90)
 	}
 }
+
+// TestRunAllParallelAndMixed: runs made at once give the report made one
+// after the other, byte for byte; a mixed run keeps the baseline and pairs
+// each strategy's visitors with the same twins.
+func TestRunAllParallelAndMixed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation skipped in -short mode")
+	}
+	cfg := DefaultConfig
+	cfg.PreQueue, cfg.Arrivals = 150/raceScale, 150/raceScale
+	cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
+	cfg.Rate, cfg.Share = 5.0/raceScale, 0.05
+	cfg.FixedTau = time.Minute
+	table := func(cfg Config) (Report, string) {
+		t.Helper()
+		r, err := RunAll(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := r.WriteTable(&b); err != nil {
+			t.Fatal(err)
+		}
+		return r, b.String()
+	}
+	one, oneTable := table(cfg)
+	cfg.Parallel = 2
+	_, both := table(cfg)
+	if both != oneTable {
+		t.Errorf("parallel runs changed the report:\n%s\nwant\n%s", both, oneTable)
+	}
+	cfg.Mixed = true
+	mixed, mixedTable := table(cfg)
+	t.Log("\n" + mixedTable)
+	if distinct(mixed.Runs) == nil || len(distinct(mixed.Runs)) != 2 {
+		t.Fatalf("mixed: %d runs, want the baseline and one", len(distinct(mixed.Runs)))
+	}
+	for i, v := range mixed.Baseline.Visitors {
+		if v != one.Baseline.Visitors[i] {
+			t.Fatalf("mixed: baseline visitor %d is %+v, want %+v", i, v, one.Baseline.Visitors[i])
+		}
+	}
+	if len(mixed.Strategies) != len(one.Strategies) {
+		t.Fatalf("mixed: %d strategies, want %d", len(mixed.Strategies), len(one.Strategies))
+	}
+	for i, p := range mixed.Strategies {
+		if q := one.Strategies[i]; p.Kind != q.Kind || p.Visitors != q.Visitors || p.TwinMedian != q.TwinMedian || p.TwinP90 != q.TwinP90 {
+			t.Errorf("mixed: %v paired %d visitors (twin median %v), want %d (%v)", p.Kind, p.Visitors, p.TwinMedian, q.Visitors, q.TwinMedian)
+		}
+		if p.Kind != AnonTokens && p.verdict() == "GAINS" {
+			t.Errorf("mixed: %v gains beyond the noise: %+v", p.Kind, p)
+		}
+	}
+	if mixed.Expired != 0 || mixed.Unadmitted != 0 {
+		t.Errorf("mixed: %d honest tokens expired, %d never admitted", mixed.Expired, mixed.Unadmitted)
+	}
+}
