@@ -5,7 +5,9 @@
 # seeds. Each run is one `fairgate sim` process at nice 10 writing
 # OUT/sim-ORDER-SEED.txt (the strategy table, the ordering table, the waits
 # by arrival decile), OUT/sim-ORDER-SEED.svg (the plots) and
-# OUT/sim-ORDER-SEED.time (its CPU time and peak memory, GNU time -v).
+# OUT/sim-ORDER-SEED.time (its CPU time and peak memory, GNU time -v);
+# OUT/sim-ORDER-SEED.err shows how far each run is (every 5 simulated
+# minutes).
 #
 # Usage: bench/fairness.sh [OUT]          run what is missing, then summarise
 #        bench/fairness.sh summary [OUT]  summarise what OUT holds
@@ -36,7 +38,7 @@ run_one() {
   local order=$1 seed=$2 base="$OUT/sim-$1-$2"
   # shellcheck disable=SC2086 # SIM_FLAGS is a list of flags
   if nice -n 10 /usr/bin/time -v -o "$base.time" "$OUT/fairgate" sim --seed "$seed" --queue-order "$order" \
-    $SIM_FLAGS --plot "$base.svg" >"$base.txt.part" 2>"$base.err"; then
+    --progress $SIM_FLAGS --plot "$base.svg" >"$base.txt.part" 2>"$base.err"; then
     mv "$base.txt.part" "$base.txt"
     echo "done: $order seed $seed ($(cpu_and_rss "$base.time"))"
   else

@@ -96,11 +96,7 @@ func RunAll(ctx context.Context, cfg Config) (Report, error) {
 			defer func() { <-sem; wg.Done() }()
 			r, err := Simulate(ctx, cfg, j.active)
 			if err != nil {
-				name := "every strategy's"
-				if j.active != everyStrategy {
-					name = "the " + j.active.String()
-				}
-				errs[i] = fmt.Errorf("simulating %s run: %w", name, err)
+				errs[i] = fmt.Errorf("simulating %s run: %w", runName(j.active), err)
 				cancel()
 				return
 			}

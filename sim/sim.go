@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -80,6 +81,10 @@ type Config struct {
 	// Parallel is how many runs RunAll makes at once (0 or 1: one after
 	// the other). Runs share nothing, so the report is the same.
 	Parallel int
+	// Progress, when set, gets a line per run every 5 simulated minutes:
+	// how far the run is, how many are in and how many requests it took.
+	// With Parallel, runs write to it at once.
+	Progress io.Writer
 }
 
 // Luck is the luck window the ordering table measures against: the
@@ -118,6 +123,17 @@ var kindNames = [...]string{"honest", "fast retrier", "old-token replayer", "ign
 	"late presenter", "k tabs, one login", "k anonymous tokens"}
 
 func (k Kind) String() string { return kindNames[k] }
+
+// runName names the run in which active is played.
+func runName(active Kind) string {
+	switch active {
+	case Honest:
+		return "baseline"
+	case everyStrategy:
+		return "every strategy's"
+	}
+	return "the " + active.String()
+}
 
 // Visitor is one simulated visitor's history.
 type Visitor struct {
@@ -221,6 +237,7 @@ func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 		return nil, err
 	}
 	nextTick := s.now
+	nextReport, admitted := s.now, 0
 	for s.queue.Len() > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("simulation interrupted: %w", err)
@@ -234,11 +251,19 @@ func Simulate(ctx context.Context, cfg Config, active Kind) (*Run, error) {
 			nextTick = nextTick.Add(time.Second)
 		}
 		s.now = ev.at
+		if cfg.Progress != nil && !s.now.Before(nextReport) {
+			fmt.Fprintf(cfg.Progress, "sim seed %d, %s run: at %v, %d of %d in, %d requests\n", cfg.Seed, runName(active),
+				s.now.Sub(s.start).Round(time.Second), admitted, len(s.run.Visitors), s.run.Requests)
+			nextReport = nextReport.Add(5 * time.Minute)
+		}
 		if s.run.Visitors[ev.visitor].Done {
 			continue
 		}
 		if err := s.act(ev.visitor); err != nil {
 			return nil, fmt.Errorf("visitor %d at %v: %w", ev.visitor, s.now.Sub(s.start), err)
+		}
+		if s.run.Visitors[ev.visitor].Done {
+			admitted++
 		}
 	}
 	s.run.Duration = s.now.Sub(s.start)

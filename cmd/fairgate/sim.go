@@ -34,6 +34,7 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&cfg.Mixed, "mixed", cfg.Mixed, "play every strategy in one run next to the baseline (two runs instead of eight; the noise column is then all strategies' together)")
 	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "runs at once (each a CPU core and its own memory; 0 or 1: one at a time)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
+	progress := fs.Bool("progress", false, "print each run's progress to stderr every 5 simulated minutes")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the simulation to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile (after the runs) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -44,6 +45,9 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if cfg.VIPLane < 0 || cfg.VIPLane >= 1 || cfg.VIPVisitors < 0 || cfg.VIPVisitors > 1 {
 		return usageErr("--vip-lane must be in [0, 1) and --vip-visitors in [0, 1]")
+	}
+	if *progress {
+		cfg.Progress = os.Stderr
 	}
 	if *baselineOnly {
 		cfg.Only = []sim.Kind{sim.Honest}
