@@ -46,7 +46,9 @@ func newIdentityVerifier(cfg Identity, lanes []laneRule) (*identityVerifier, err
 	if err != nil {
 		return nil, fmt.Errorf("key: %w", err)
 	}
-	cache, err := ristretto.NewCache(&ristretto.Config[string, verifiedLogin]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64})
+	// Each login costs 1: without IgnoreInternalCost ristretto adds its own
+	// bookkeeping to every cost, and MaxCost would hold a few hundred logins.
+	cache, err := ristretto.NewCache(&ristretto.Config[string, verifiedLogin]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64, IgnoreInternalCost: true})
 	if err != nil {
 		return nil, fmt.Errorf("login cache: %w", err)
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,32 @@ func TestOptionalIdentity(t *testing.T) {
 	_ = e.gw.Room().Apply(RoomChange{State: &closed}, e.clock.Now())
 	if resp, _ := e.do("GET", "/shop", "", "Authorization", "Bearer "+login, "Accept", "application/json"); resp.StatusCode != 503 {
 		t.Fatalf("an anonymous pass used with bob's login: %d", resp.StatusCode)
+	}
+}
+
+// TestIdentityCacheHoldsItsCapacity: the verified-login cache holds
+// thousands of logins, not the few hundred it held while ristretto's own
+// bookkeeping counted against its capacity (each login then re-verified its
+// JWT at every attempt).
+func TestIdentityCacheHoldsItsCapacity(t *testing.T) {
+	v, err := newIdentityVerifier(Identity{Header: "Authorization", Algorithm: "HS256",
+		Key: base64.StdEncoding.EncodeToString([]byte("site-login-secret-0123456789abcdef"))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	const logins = 5000
+	for i := range logins {
+		v.verified.SetWithTTL("login-"+strconv.Itoa(i), verifiedLogin{subject: strconv.Itoa(i)}, 1, time.Hour)
+	}
+	v.verified.Wait()
+	held := 0
+	for i := range logins {
+		if _, ok := v.verified.Get("login-" + strconv.Itoa(i)); ok {
+			held++
+		}
+	}
+	if held < logins*99/100 {
+		t.Errorf("the login cache holds %d of %d logins", held, logins)
 	}
 }
