@@ -188,7 +188,7 @@ func exactKey(key []byte, names []string) bool {
 		}
 	}
 	for _, n := range names {
-		if bytes.EqualFold(key, []byte(n)) && string(key) != n {
+		if len(key) == len(n) && string(key) != n && bytes.EqualFold(key, []byte(n)) {
 			return false
 		}
 	}
