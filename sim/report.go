@@ -452,6 +452,14 @@ func (r Report) requests() int {
 	return n
 }
 
+func (r Report) repeats() int {
+	n := 0
+	for _, run := range distinct(r.Runs) {
+		n += run.Repeats
+	}
+	return n
+}
+
 // distinct is runs without nils and repeats (with Config.Mixed every
 // strategy's entry is the same run).
 func distinct(runs []*Run) []*Run {
@@ -479,8 +487,12 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "%.0f admissions/s, queue order %s, %s, 0-%v network delay, PoW %d bits, seed %d, through the gateway's HTTP handler;\n",
 		c.Rate, order, clock, c.Jitter, c.Difficulty, c.Seed)
-	fmt.Fprintf(&b, "sale lasted %v, %d never admitted, %d tokens expired under honest visitors, %d requests\n\n",
-		r.Baseline.Duration.Round(time.Second), r.Unadmitted, r.Expired, r.requests())
+	repeats := ""
+	if c.SkipEarlyRepeats {
+		repeats = fmt.Sprintf(" (%d of them early repeats answered without sending)", r.repeats())
+	}
+	fmt.Fprintf(&b, "sale lasted %v, %d never admitted, %d tokens expired under honest visitors, %d requests%s\n\n",
+		r.Baseline.Duration.Round(time.Second), r.Unadmitted, r.Expired, r.requests(), repeats)
 	fmt.Fprintf(&b, "ordering (baseline run):\n")
 	fmt.Fprintf(&b, "  pre-queue: Spearman rho arrival vs admission   %8.4f\n", r.PreQueueRho)
 	fmt.Fprintf(&b, "  after the start: rho arrival vs admission      %8.4f\n", r.ArrivalRho)

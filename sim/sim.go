@@ -85,6 +85,15 @@ type Config struct {
 	// how far the run is, how many are in and how many requests it took.
 	// With Parallel, runs write to it at once.
 	Progress io.Writer
+	// SkipEarlyRepeats answers a strategy's attempt from the gateway's
+	// last answer instead of sending it, when that answer was 429 "early"
+	// for the very token presented again, still before that token's nxt:
+	// the gateway judges and counts nothing before nxt, so the answer is
+	// the same (docs/FAIRNESS.md, "The rule"). The attempt still counts in
+	// the visitor's requests; Run.Repeats counts those not sent. At full
+	// scale the fast retriers' early repeats are most of a mixed run's
+	// requests; TestSkipEarlyRepeats checks that admissions do not change.
+	SkipEarlyRepeats bool
 }
 
 // Luck is the luck window the ordering table measures against: the
@@ -162,6 +171,9 @@ type Run struct {
 	Config   Config
 	Visitors []Visitor
 	Requests int
+	// Repeats counts the requests answered from the last answer instead of
+	// sent (Config.SkipEarlyRepeats); they are in Requests too.
+	Repeats  int
 	Duration time.Duration
 }
 
@@ -205,11 +217,12 @@ type state struct {
 	login    string
 	tokens   []held // the newest version of each token held (k for tabs)
 	versions []held // every version ever held: the replayer's only
-
-	phase  time.Duration
-	delay  time.Duration
-	net    *rand.Rand
-	issued int
+	phase    time.Duration
+	delay    time.Duration
+	net      *rand.Rand
+	issued   int
+	// early is the token the gateway last answered 429 "early" unchanged.
+	early string
 }
 
 // sale is one run: a gateway with its injected clock, and its visitors.
@@ -387,9 +400,19 @@ func (s *sale) act(i int) error {
 		if j < 0 {
 			h = st.versions[-1-j]
 		}
+		if s.cfg.SkipEarlyRepeats && h.Token == st.early && s.now.Before(time.UnixMilli(h.NextAttempt)) {
+			// The same early answer, not sent again (SkipEarlyRepeats).
+			v.Requests++
+			s.run.Requests++
+			s.run.Repeats++
+			continue
+		}
 		a, status, err := s.admit(i, h)
 		if err != nil {
 			return err
+		}
+		if status == http.StatusTooManyRequests && a.Outcome == "early" && a.Token == h.Token {
+			st.early = h.Token
 		}
 		switch {
 		case status == http.StatusOK:

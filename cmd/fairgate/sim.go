@@ -32,6 +32,7 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.LuckWindow, "luck-window", cfg.LuckWindow, "fifo's luck_window (0: the default)")
 	baselineOnly := fs.Bool("baseline-only", false, "run only the all-honest baseline: the ordering table and waits, no strategy table (an eighth of the time)")
 	fs.BoolVar(&cfg.Mixed, "mixed", cfg.Mixed, "play every strategy in one run next to the baseline (two runs instead of eight; the noise column is then all strategies' together)")
+	fs.BoolVar(&cfg.SkipEarlyRepeats, "skip-early-repeats", cfg.SkipEarlyRepeats, "answer a strategy's repeated early attempt (same token, before its nxt, last answered 429 early) from that answer instead of sending it; counted, not sent")
 	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "runs at once (each a CPU core and its own memory; 0 or 1: one at a time)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
 	progress := fs.Bool("progress", false, "print each run's progress to stderr every 5 simulated minutes")
