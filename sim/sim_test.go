@@ -248,3 +248,41 @@ func TestRunAllParallelAndMixed(t *testing.T) {
 		t.Errorf("mixed: %d honest tokens expired, %d never admitted", mixed.Expired, mixed.Unadmitted)
 	}
 }
+
+// TestSkipEarlyRepeats: answering a repeated early attempt from the last
+// early answer, instead of sending it, changes no visitor's admission,
+// requests or work, in both queue orders with the adaptive clock.
+func TestSkipEarlyRepeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation skipped in -short mode")
+	}
+	for _, order := range []string{"lottery", "fifo"} {
+		t.Run(order, func(t *testing.T) {
+			cfg := DefaultConfig
+			cfg.PreQueue, cfg.Arrivals = 150/raceScale, 150/raceScale
+			cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
+			cfg.Rate, cfg.Share, cfg.QueueOrder = 5.0/raceScale, 0.05, order
+			sent, err := Simulate(context.Background(), cfg, everyStrategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.SkipEarlyRepeats = true
+			skipped, err := Simulate(context.Background(), cfg, everyStrategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if skipped.Repeats == 0 || sent.Repeats != 0 {
+				t.Fatalf("repeats: %d skipped, %d when all are sent", skipped.Repeats, sent.Repeats)
+			}
+			t.Logf("%d of %d requests not sent", skipped.Repeats, skipped.Requests)
+			if skipped.Requests != sent.Requests {
+				t.Errorf("requests: %d, want %d", skipped.Requests, sent.Requests)
+			}
+			for i, v := range skipped.Visitors {
+				if v != sent.Visitors[i] {
+					t.Errorf("visitor %d (%v): %+v, want %+v", i, v.Kind, v, sent.Visitors[i])
+				}
+			}
+		})
+	}
+}
