@@ -15,13 +15,16 @@
 # again, so the script can be stopped and restarted on a shared machine.
 #   SEEDS="1 2 3"  ORDERS="lottery fifo"  seeds and orders, run seed by seed
 #   JOBS=1         runs at once (each takes a core and 1-2 GB)
-#   SIM_FLAGS=--mixed
+#   SIM_FLAGS="--mixed --skip-early-repeats"
 #                  extra flags for every run. --mixed plays every strategy in
-#                  one run next to the baseline (two runs instead of eight;
-#                  docs/SIMULATION.md); set SIM_FLAGS= for one run per
-#                  strategy. Add e.g. "--prequeue 2000 --arrivals 2000
-#                  --prequeue-span 1m --arrival-span 1m --rate 5" for a
-#                  small check of the script.
+#                  one run next to the baseline (two runs instead of eight);
+#                  --skip-early-repeats answers a strategy's repeated early
+#                  attempt from the gateway's last early answer instead of
+#                  sending it (docs/SIMULATION.md). SIM_FLAGS= gives one run
+#                  per strategy with every request sent; add --parallel 2 to
+#                  make a seed's two runs at once. Add e.g. "--prequeue 2000
+#                  --arrivals 2000 --prequeue-span 1m --arrival-span 1m
+#                  --rate 5" for a small check of the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +32,7 @@ mode=run
 if [ "${1:-}" = summary ]; then mode=summary; shift; fi
 OUT=${1:-bench/out/fairness}
 SEEDS=${SEEDS:-1 2 3} ORDERS=${ORDERS:-lottery fifo} JOBS=${JOBS:-1}
-SIM_FLAGS=${SIM_FLAGS---mixed}
+SIM_FLAGS=${SIM_FLAGS---mixed --skip-early-repeats}
 mkdir -p "$OUT"
 
 complete() { grep -q '^plot written to' "$1" 2>/dev/null; }
