@@ -1,8 +1,9 @@
 // Package boltstore is the seat service's embedded store: one bbolt file.
-// Every change is one bbolt transaction applying the domain's rule, and
-// concurrent changes are group-committed with db.Batch: one fsync for many
-// holds, so throughput does not pay a disk flush per request. A commit is
-// durable when it returns, so a crash loses nothing confirmed.
+// Every change applies the domain's rule inside a bbolt transaction, and
+// concurrent changes are group-committed by the store's committer (one
+// transaction and one fsync for every write waiting, commit.go), so
+// throughput does not pay a disk flush per request. A write is answered
+// after its group's commit returned, so a crash loses nothing answered.
 package boltstore
 
 import (
@@ -29,9 +30,10 @@ var (
 
 // Store is a seats.Store on a bbolt file.
 type Store struct {
-	db   *bolt.DB
-	stop chan struct{}
-	done chan struct{}
+	db     *bolt.DB
+	commit *committer
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // sweepEvery is how often idempotency records older than seats.KeyTTL are
@@ -46,9 +48,6 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	// Group commits: many concurrent holds share one fsync.
-	db.MaxBatchDelay = 2 * time.Millisecond
-	db.MaxBatchSize = 256
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, keysBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -61,15 +60,17 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating buckets: %w", err)
 	}
-	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, commit: newCommitter(db), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.sweep(time.Now)
 	return s, nil
 }
 
-// Close stops the sweeper and closes the file.
+// Close stops the sweeper and the committer (after the group in
+// progress) and closes the file.
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
+	s.commit.close()
 	return s.db.Close()
 }
 
@@ -178,8 +179,8 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }
 
 // CreateSession implements seats.Store.
-func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
-	return s.batch(func(tx *bolt.Tx) error {
+func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
+	return s.batch(ctx, func(tx *bolt.Tx) error {
 		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
 			return seats.ErrKeyUsed
 		}
@@ -213,48 +214,49 @@ func (s *Store) Session(_ context.Context, id string) (seats.Session, error) {
 }
 
 // Hold implements seats.Store.
-func (s *Store) Hold(_ context.Context, h seats.Hold) (seats.Session, error) {
-	return s.change(h.Session, h.Seats, h.Now, h.Key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
+	return s.change(ctx, h.Session, h.Seats, h.Now, h.Key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyHold(sess, list, h)
 	})
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(_ context.Context, r seats.Release) (seats.Session, error) {
-	return s.change(r.Session, []string{r.Seat}, r.Now, r.Key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Release(ctx context.Context, r seats.Release) (seats.Session, error) {
+	return s.change(ctx, r.Session, []string{r.Seat}, r.Now, r.Key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyRelease(sess, list[0], r)
 	})
 }
 
 // Checkout implements seats.Store.
-func (s *Store) Checkout(_ context.Context, session string, now, until time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Checkout(ctx context.Context, session string, now, until time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyCheckout(sess, list, now, until)
 	})
 }
 
 // Confirm implements seats.Store.
-func (s *Store) Confirm(_ context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyConfirm(sess, list, reservation, paymentRef, now)
 	})
 }
 
 // Cancel implements seats.Store.
-func (s *Store) Cancel(_ context.Context, session string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Cancel(ctx context.Context, session string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyCancel(sess, list, now)
 	})
 }
 
 // change loads a session and seats (nil ids: the seats it holds), applies
 // a rule and writes back what it changed, in one group-committed
-// transaction with the request's idempotency record, if any. A rule's refusal is a result, not a failed transaction, so it
-// does not make bbolt re-run the rest of the batch one by one.
-func (s *Store) change(session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
+// transaction with the request's idempotency record, if any. A rule's
+// refusal is a result, not a failed transaction, so it does not roll back
+// the other writes of its group.
+func (s *Store) change(ctx context.Context, session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
 	var out seats.Session
 	var refused error
-	err := s.batch(func(tx *bolt.Tx) error {
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		refused = nil
 		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
 			refused = seats.ErrKeyUsed
@@ -321,8 +323,8 @@ func (s *Store) Key(_ context.Context, key string) (seats.KeyRecord, bool, error
 }
 
 // PutKey implements seats.Store.
-func (s *Store) PutKey(_ context.Context, key string, rec seats.KeyRecord) error {
-	return s.batch(func(tx *bolt.Tx) error {
+func (s *Store) PutKey(ctx context.Context, key string, rec seats.KeyRecord) error {
+	return s.batch(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(keysBucket)
 		if b.Get([]byte(key)) != nil {
 			return seats.ErrKeyUsed
@@ -331,10 +333,11 @@ func (s *Store) PutKey(_ context.Context, key string, rec seats.KeyRecord) error
 	})
 }
 
-// batch runs fn in a group commit, passing domain errors through.
-func (s *Store) batch(fn func(*bolt.Tx) error) error {
+// batch runs fn in a group commit, passing domain errors through: a
+// refusal is fn's result, not a failure that would roll back its group.
+func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 	var domain error
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.commit.do(ctx, func(tx *bolt.Tx) error {
 		domain = nil
 		err := fn(tx)
 		var exists *seats.SessionExistsError
