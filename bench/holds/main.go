@@ -12,6 +12,8 @@
 // waits for after a click (-timed cycle times both, as before). Uncontended, each client has a row of its own;
 // -hot puts every client on one 200-seat section, so holds race and lose.
 // -cpuprofile profiles the run; with -inprocess=false, the HTTP path alone.
+// On bolt, a line under each row gives the group commits per second and
+// their mean size (writes per fsync).
 package main
 
 import (
@@ -84,9 +86,11 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if store, err = boltstore.Open(filepath.Join(dir, "seats.db")); err != nil {
+		bs, err := boltstore.Open(filepath.Join(dir, "seats.db"))
+		if err != nil {
 			return err
 		}
+		store, groups = bs, bs.Stats
 	case "dynamodb":
 		calls = new(callTimes)
 		client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
@@ -201,7 +205,13 @@ type result struct {
 	// cpu is this process's CPU time (service and load generator) over
 	// the run: cores busy = cpu / duration. Not DynamoDB Local's.
 	cpu time.Duration
+	// groups0 and groups are the embedded store's group-commit counts
+	// before and after the run.
+	groups0, groups boltstore.Stats
 }
+
+// groups reads the embedded store's group-commit counts (nil on DynamoDB).
+var groups func() boltstore.Stats
 
 // drive runs clients, each set up by setup and then running its cycle
 // until duration is over; it keeps every hold's time.
@@ -209,6 +219,9 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 	var mu sync.Mutex
 	var res result
 	cpu0 := cpuTime()
+	if groups != nil {
+		res.groups0 = groups()
+	}
 	deadline := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -251,6 +264,9 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 	}
 	wg.Wait()
 	res.cpu = cpuTime() - cpu0
+	if groups != nil {
+		res.groups = groups()
+	}
 	return res
 }
 
@@ -273,4 +289,8 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 	fmt.Printf("| %s | %s | %d | %.0f | %.0f | %v | %v | %d | %d | %.2f cores |\n", kind, mode, clients,
 		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed,
 		r.cpu.Seconds()/duration.Seconds())
+	if n := r.groups.Commits - r.groups0.Commits; n > 0 {
+		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes each | | | | |\n", mode,
+			float64(n)/duration.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n))
+	}
 }

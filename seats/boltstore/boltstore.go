@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,11 +41,19 @@ type Store struct {
 // deleted (DynamoDB's TTL does this for the other store).
 const sweepEvery = 10 * time.Minute
 
+// initialMmap is the address space mapped for the file at first: 1 GiB
+// of virtual memory (not resident: pages are read in as used) on 64-bit
+// platforms, bbolt's default elsewhere.
+const initialMmap = 1 << 30 * (strconv.IntSize / 64)
+
 // Open opens (or creates) the store at path.
 func Open(path string) (*Store, error) {
 	// The freelist is rebuilt on open rather than written with every
 	// commit, and kept as a map: a commit writes only the pages it changed.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	// The file is mapped with room to grow, so a growing file is not
+	// remapped under load (a remap waits for every read in progress and
+	// copies the group's dirty nodes out of the old mapping).
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, InitialMmapSize: initialMmap})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
