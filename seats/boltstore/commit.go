@@ -44,8 +44,12 @@ type committer struct {
 	done  chan struct{}
 	// commits and writes count group commits and their members since Open.
 	commits, writes atomic.Int64
-	// waiting counts writes blocked on queue (tests wait for a full group).
-	waiting atomic.Int64
+	// waiting counts writes blocked on queue and taken the writes taken
+	// from it (tests wait for a full group).
+	waiting, taken atomic.Int64
+	// afterMember, in tests, runs after member i of a group of n ran,
+	// inside the group's transaction (the crash test dies there).
+	afterMember func(i, n int)
 }
 
 // write is one member of a group commit.
@@ -94,6 +98,7 @@ func (c *committer) run() {
 	for {
 		select {
 		case w := <-c.queue:
+			c.taken.Add(1)
 			group = append(group[:0], w)
 		case <-c.stop:
 			return
@@ -102,6 +107,7 @@ func (c *committer) run() {
 		for len(group) < maxGroup {
 			select {
 			case w := <-c.queue:
+				c.taken.Add(1)
 				group = append(group, w)
 			default:
 				break gather
@@ -121,6 +127,9 @@ func (c *committer) commit(group []*write) {
 				if ferr = call(w.fn, tx); ferr != nil {
 					failed = i
 					return ferr
+				}
+				if c.afterMember != nil {
+					c.afterMember(i, len(group))
 				}
 			}
 			return nil
