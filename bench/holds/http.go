@@ -55,6 +55,10 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 
 func (t *httpTarget) close() { _ = t.srv.Shutdown(context.Background()) }
 
+// rawClient makes the clients' holds and releases go through rawConn
+// rather than net/http's client (-client).
+var rawClient bool
+
 // client admits client c through the gate, opens its session over HTTP,
 // and returns its hold-and-release call.
 func (t *httpTarget) client(c int) (cycle, error) {
@@ -75,10 +79,14 @@ func (t *httpTarget) client(c int) (cycle, error) {
 	if err := json.Unmarshal(body, &sess); err != nil {
 		return nil, err
 	}
+	do := t.do
+	if rawClient {
+		do = newRawConn(strings.TrimPrefix(t.base, "http://")).do
+	}
 	return func(i int) (time.Duration, bool, error) {
 		seat := seatOf(c, i)
 		start := time.Now()
-		status, body, err := t.do("POST", "/api/sessions/"+sess.Session+"/holds", `{"seats":["`+seat+`"]}`, d.Pass)
+		status, body, err := do("POST", "/api/sessions/"+sess.Session+"/holds", `{"seats":["`+seat+`"]}`, d.Pass)
 		took := time.Since(start)
 		switch {
 		case err != nil:
@@ -88,7 +96,7 @@ func (t *httpTarget) client(c int) (cycle, error) {
 		case status != http.StatusOK:
 			return took, false, fmt.Errorf("hold: %d %s", status, body)
 		}
-		if status, body, err := t.do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
+		if status, body, err := do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
 			return took, true, fmt.Errorf("release: %d %s %v", status, body, err)
 		}
 		return took, true, nil
