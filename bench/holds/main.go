@@ -297,7 +297,7 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 		fmt.Fprintf(os.Stderr, "holds: %s: first of %d errors: %v\n", mode, r.failed, r.firstErr)
 	}
 	if len(r.lat) == 0 {
-		fmt.Printf("| %s | %s | %d | no holds completed | | | | | %d | |\n", kind, mode, clients, r.failed)
+		fmt.Printf("| %s | %s | %d | no holds completed | | | | | %d | | |\n", kind, mode, clients, r.failed)
 		return
 	}
 	slices.Sort(r.lat)
