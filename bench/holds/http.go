@@ -27,6 +27,7 @@ type httpTarget struct {
 	gate  *admission.Gate
 	room  *admission.Room
 	httpc *http.Client
+	runs  int
 }
 
 func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
@@ -55,14 +56,17 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 
 func (t *httpTarget) close() { _ = t.srv.Shutdown(context.Background()) }
 
-// rawClient makes the clients' holds and releases go through rawConn
-// rather than net/http's client (-client).
-var rawClient bool
+// clients returns the set-up of client c: it admits c through the gate,
+// opens its session over HTTP, and returns its hold-and-release call, made
+// with rawConn (raw) or net/http's client.
+// Each call's clients are new visitors (one session per visitor and event).
+func (t *httpTarget) clients(raw bool) func(c int) (cycle, error) {
+	t.runs++
+	run := t.runs
+	return func(c int) (cycle, error) { return t.client(fmt.Sprintf("h%d-%d", run, c), c, raw) }
+}
 
-// client admits client c through the gate, opens its session over HTTP,
-// and returns its hold-and-release call.
-func (t *httpTarget) client(c int) (cycle, error) {
-	user := fmt.Sprintf("h%d", c)
+func (t *httpTarget) client(user string, c int, raw bool) (cycle, error) {
 	tk, err := t.gate.Issue(t.room, admission.Visitor{Subject: user}, time.Now())
 	if err != nil {
 		return nil, err
@@ -80,7 +84,7 @@ func (t *httpTarget) client(c int) (cycle, error) {
 		return nil, err
 	}
 	do := t.do
-	if rawClient {
+	if raw {
 		do = newRawConn(strings.TrimPrefix(t.base, "http://")).do
 	}
 	return func(i int) (time.Duration, bool, error) {

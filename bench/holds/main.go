@@ -7,6 +7,10 @@
 //	go run ./bench/holds -store bolt -clients 256
 //	go run ./bench/holds -store dynamodb -endpoint http://127.0.0.1:PORT -clients 64
 //
+// Over HTTP the clients are, by default, a minimal HTTP/1.1 client (one
+// kept-alive connection each, as wrk); -client net/http uses Go's client as
+// before, and -client raw,net/http runs both, one after the other.
+//
 // Each client opens its own session and, for -duration, holds one seat and
 // releases it again. Only the hold is timed (p50, p99): it is what a buyer
 // waits for after a click (-timed cycle times both, as before). Uncontended, each client has a row of its own;
@@ -29,6 +33,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,15 +57,16 @@ func main() {
 	timed := flag.String("timed", "hold", "what p50 and p99 time: hold, or cycle (the hold and its release, as this command timed before)")
 	overHTTP := flag.Bool("http", true, "run the same load over the HTTP API")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	client := flag.String("client", "raw", "the HTTP load's client: raw (a minimal HTTP/1.1 client, one connection per client, as wrk) or net/http (Go's client, as this command used before)")
+	client := flag.String("client", "raw", "the HTTP load's clients, one HTTP run each, comma-separated: raw (a minimal HTTP/1.1 client, one connection per client, as wrk) and net/http (Go's client, as this command used before)")
 	flag.Parse()
-	switch *client {
-	case "raw":
-		rawClient = true
-	case "net/http":
-	default:
-		fmt.Fprintln(os.Stderr, "holds: -client is raw or net/http")
-		os.Exit(2)
+	for _, c := range strings.Split(*client, ",") {
+		switch c {
+		case "raw", "net/http":
+			httpClients = append(httpClients, c)
+		default:
+			fmt.Fprintln(os.Stderr, "holds: -client lists raw and net/http")
+			os.Exit(2)
+		}
 	}
 	switch *timed {
 	case "hold":
@@ -187,13 +193,14 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 		return err
 	}
 	defer api.close()
-	client := "raw client"
-	if !rawClient {
-		client = "net/http client"
+	for _, c := range httpClients {
+		report(kind, mode+", HTTP + Idempotency-Key, "+c+" client", clients, duration, drive(clients, duration, api.clients(c == "raw")))
 	}
-	report(kind, mode+", HTTP + Idempotency-Key, "+client, clients, duration, drive(clients, duration, api.client))
 	return nil
 }
+
+// httpClients are the clients of the HTTP runs (-client).
+var httpClients []string
 
 // hotSeats puts every client on the hot section.
 var hotSeats bool
