@@ -236,22 +236,25 @@ type result struct {
 // groups reads the embedded store's group-commit counts (nil on DynamoDB).
 var groups func() boltstore.Stats
 
-// drive runs clients, each set up by setup and then running its cycle
-// until duration is over; it keeps every hold's time.
+// drive sets up clients with setup and then runs each one's cycle until
+// duration is over (the set-up is not timed); it keeps every hold's time.
 func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)) result {
 	var mu sync.Mutex
 	var res result
-	cpu0 := cpuTime()
-	if groups != nil {
-		res.groups0 = groups()
-	}
-	deadline := time.Now().Add(duration)
+	// Every client is set up (admitted, its session opened) before the
+	// clock starts: the run times the load alone.
+	var ready sync.WaitGroup
+	start := make(chan struct{})
+	var deadline time.Time
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
+		ready.Add(1)
 		go func() {
 			defer wg.Done()
 			hold, err := setup(c)
+			ready.Done()
+			<-start
 			if err != nil {
 				mu.Lock()
 				res.failed++
@@ -285,6 +288,13 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 			mu.Unlock()
 		}()
 	}
+	ready.Wait()
+	cpu0 := cpuTime()
+	if groups != nil {
+		res.groups0 = groups()
+	}
+	deadline = time.Now().Add(duration)
+	close(start)
 	wg.Wait()
 	res.cpu = cpuTime() - cpu0
 	if groups != nil {
