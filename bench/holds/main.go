@@ -289,6 +289,9 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 		}()
 	}
 	ready.Wait()
+	if calls != nil {
+		calls.reset()
+	}
 	cpu0 := cpuTime()
 	if groups != nil {
 		res.groups0 = groups()
