@@ -38,7 +38,8 @@ type committer struct {
 	db *bolt.DB
 	// queue is unbuffered: a waiting write is a sender blocked on it, so a
 	// write that was never received can give up (its context, Close) with
-	// nothing written, and one that was received is always answered.
+	// nothing written, and one that was received always runs (its done
+	// channel is buffered: the answer never waits for a reader).
 	queue chan *write
 	stop  chan struct{}
 	done  chan struct{}
@@ -73,9 +74,12 @@ func (c *committer) close() {
 
 // do runs fn in a group commit and returns its error once the group is
 // committed. A write that ctx ends (or Close stops) before the committer
-// takes it changes nothing; once taken, it is waited for, so its caller
-// learns the outcome whatever its context does — the commit is bounded by
-// the disk, not by the client.
+// takes it changes nothing. One that ctx ends after it was taken is left to
+// finish without its caller, who gets ctx's error: its outcome is unknown
+// then, as after any timeout, and a retry with its idempotency key finds
+// the record if it committed. (The API runs writes under their own
+// WriteTimeout, not the client's cancellation, so this is a stuck disk's
+// answer, never a hang.)
 func (c *committer) do(ctx context.Context, fn func(*bolt.Tx) error) error {
 	w := &write{fn: fn, done: make(chan error, 1)}
 	c.waiting.Add(1)
@@ -89,7 +93,12 @@ func (c *committer) do(ctx context.Context, fn func(*bolt.Tx) error) error {
 		c.waiting.Add(-1)
 		return errClosed
 	}
-	return <-w.done
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for a group commit (the write may yet commit): %w", ctx.Err())
+	}
 }
 
 func (c *committer) run() {

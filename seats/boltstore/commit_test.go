@@ -150,7 +150,9 @@ func TestFailedMemberRollsBack(t *testing.T) {
 }
 
 // TestWriteGivesUpBeforeItsGroup: a write whose context ends while it waits
-// for the committer changes nothing; one that arrives after Close is refused.
+// for the committer changes nothing; one whose context ends once its group
+// runs answers with the context's error and commits all the same; one that
+// arrives after Close is refused.
 func TestWriteGivesUpBeforeItsGroup(t *testing.T) {
 	s := openTemp(t)
 	release := holdCommits(t, s)
@@ -162,8 +164,33 @@ func TestWriteGivesUpBeforeItsGroup(t *testing.T) {
 		t.Fatalf("a write past its deadline: %v", err)
 	}
 	release(0)
+
+	// Taken, then given up on while its group runs: its caller hears of
+	// its context, and the write still commits.
+	running, proceed := make(chan struct{}), make(chan struct{})
+	late, cancelLate := context.WithCancel(context.Background())
+	lateErr := make(chan error, 1)
+	go func() {
+		lateErr <- s.commit.do(late, func(tx *bolt.Tx) error {
+			close(running)
+			<-proceed
+			_, err := tx.CreateBucket([]byte("late"))
+			return err
+		})
+	}()
+	<-running
+	cancelLate()
+	if err := <-lateErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write cancelled after it was taken: %v", err)
+	}
+	close(proceed)
+	waitFor(t, "the late write to commit", func() bool {
+		found := false
+		_ = s.db.View(func(tx *bolt.Tx) error { found = tx.Bucket([]byte("late")) != nil; return nil })
+		return found
+	})
 	if ran {
-		t.Fatal("a write that gave up ran")
+		t.Fatal("a write that gave up before it was taken ran")
 	}
 	s.commit.close()
 	if err := s.commit.do(context.Background(), func(*bolt.Tx) error { return nil }); !errors.Is(err, errClosed) {
