@@ -16,8 +16,10 @@
 // waits for after a click (-timed cycle times both, as before). Uncontended, each client has a row of its own;
 // -hot puts every client on one 200-seat section, so holds race and lose.
 // -cpuprofile profiles the run; with -inprocess=false, the HTTP path alone.
-// On bolt, a line under each row gives the group commits per second and
-// their mean size (writes per fsync). "CPU per hold" is this process's CPU
+// On bolt, a line under each row gives the group commits per second, their
+// mean size (writes per fsync) and how busy the one committing goroutine
+// was (near 100%, the commits bound the run; a group under way when the
+// run starts counts whole, so it can read a little over 100%). "CPU per hold" is this process's CPU
 // time (service and load generator) per successful hold with its release:
 // on a machine shared with other work it says more than holds/s, which
 // wait for CPU the process does not get.
@@ -330,7 +332,8 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed,
 		r.cpu.Seconds()/duration.Seconds(), perHold)
 	if n := r.groups.Commits - r.groups0.Commits; n > 0 {
-		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes each | | | | |\n", mode,
-			float64(n)/duration.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n))
+		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes each | committer busy %.0f%% | | | | |\n", mode,
+			float64(n)/duration.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n),
+			100*(r.groups.Busy-r.groups0.Busy).Seconds()/duration.Seconds())
 	}
 }

@@ -82,6 +82,9 @@ func TestGroupedWritesShareOneCommit(t *testing.T) {
 	if commits, writes := got.Commits-before.Commits, got.Writes-before.Writes; commits != 2 || writes != 11 {
 		t.Fatalf("%d commits of %d writes, want 2 of 11 (the blocker's, then one group of ten)", commits, writes)
 	}
+	if got.Busy <= before.Busy {
+		t.Fatalf("the committer's busy time did not grow: %v to %v", before.Busy, got.Busy)
+	}
 }
 
 // TestFailedMemberRollsBack: a member of a group that fails after writing
