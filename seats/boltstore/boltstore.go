@@ -143,8 +143,8 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 		if err != nil {
 			return fmt.Errorf("seats of %s: %w", ev.ID, err)
 		}
-		for _, seat := range list {
-			if err := putJSON(b, seat.ID, seat); err != nil {
+		for i := range list {
+			if err := putSeat(b, &list[i]); err != nil {
 				return err
 			}
 		}
@@ -299,7 +299,7 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 		}
 		for _, seat := range list {
 			if seat != nil {
-				if err := putJSON(b, seat.ID, seat); err != nil {
+				if err := putSeat(b, seat); err != nil {
 					return err
 				}
 			}
@@ -365,7 +365,7 @@ func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 // putSession writes a session and, with key, the write's idempotency
 // record, encoding the session once for both.
 func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idempotency) error {
-	raw, err := json.Marshal(sess)
+	raw, err := encodeSession(&sess)
 	if err != nil {
 		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
 	}
@@ -379,6 +379,14 @@ func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idemp
 		}
 	}
 	return tx.Bucket(sessionsBucket).Put([]byte(sess.ID), raw)
+}
+
+func putSeat(b *bolt.Bucket, seat *seats.Seat) error {
+	raw, err := encodeSeat(seat)
+	if err != nil {
+		return fmt.Errorf("encoding seat %s: %w", seat.ID, err)
+	}
+	return b.Put([]byte(seat.ID), raw)
 }
 
 func putJSON(b *bolt.Bucket, key string, v any) error {
