@@ -174,7 +174,7 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
 			var seat seats.Seat
-			if err := json.Unmarshal(v, &seat); err != nil {
+			if err := decodeSeat(v, &seat); err != nil {
 				return fmt.Errorf("seat %s: %w", k, err)
 			}
 			seat.EventID = event
@@ -199,7 +199,7 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 		liveKey := sess.UserID + "\x00" + sess.EventID
 		if id := tx.Bucket(liveBucket).Get([]byte(liveKey)); id != nil {
 			var other seats.Session
-			if err := getJSON(tx.Bucket(sessionsBucket), string(id), &other, "session"); err == nil && other.Live(now) {
+			if err := getSession(tx, string(id), &other); err == nil && other.Live(now) {
 				return &seats.SessionExistsError{Session: other.ID}
 			}
 		}
@@ -218,7 +218,7 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 // Session implements seats.Store.
 func (s *Store) Session(_ context.Context, id string) (seats.Session, error) {
 	var sess seats.Session
-	err := s.db.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(sessionsBucket), id, &sess, "session") })
+	err := s.db.View(func(tx *bolt.Tx) error { return getSession(tx, id, &sess) })
 	return sess, err
 }
 
@@ -272,7 +272,7 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 			return nil
 		}
 		var sess seats.Session
-		if err := getJSON(tx.Bucket(sessionsBucket), session, &sess, "session"); err != nil {
+		if err := getSession(tx, session, &sess); err != nil {
 			refused = err
 			return nil
 		}
@@ -288,7 +288,7 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 		for i, id := range want {
 			if v := b.Get([]byte(id)); v != nil {
 				list[i] = new(seats.Seat)
-				if err := json.Unmarshal(v, list[i]); err != nil {
+				if err := decodeSeat(v, list[i]); err != nil {
 					return fmt.Errorf("seat %s: %w", id, err)
 				}
 			}
@@ -395,6 +395,18 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 		return fmt.Errorf("encoding %s: %w", key, err)
 	}
 	return b.Put([]byte(key), raw)
+}
+
+// getSession reads a session (decodeSession); ErrNotFound if there is none.
+func getSession(tx *bolt.Tx, id string, sess *seats.Session) error {
+	raw := tx.Bucket(sessionsBucket).Get([]byte(id))
+	if raw == nil {
+		return fmt.Errorf("session %s: %w", id, seats.ErrNotFound)
+	}
+	if err := decodeSession(raw, sess); err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	return nil
 }
 
 func getJSON(b *bolt.Bucket, key string, v any, what string) error {
