@@ -16,33 +16,36 @@ import (
 // time. TestDecodeMatchesJSON and FuzzDecodeMatchesJSON hold it to
 // json.Unmarshal.
 func decodeSeat(raw []byte, s *seats.Seat) error {
-	if decodeObject(raw, func(key string, p *scanner) bool {
-		switch key {
+	p := scanner{b: raw}
+	for key, ok := p.first(); ok; key, ok = p.following() {
+		switch string(key) {
 		case "id":
-			return p.str(&s.ID)
+			p.str(&s.ID)
 		case "section":
-			return p.str(&s.Section)
+			p.str(&s.Section)
 		case "block":
-			return p.str(&s.Block)
+			p.str(&s.Block)
 		case "row":
-			return p.str(&s.Row)
+			p.str(&s.Row)
 		case "number":
-			return p.int(&s.Number)
+			p.int(&s.Number)
 		case "category":
-			return p.str(&s.Category)
+			p.str(&s.Category)
 		case "price":
-			return p.int64(&s.Price)
+			p.int64(&s.Price)
 		case "status":
-			return p.str((*string)(&s.Status))
+			p.str((*string)(&s.Status))
 		case "session":
-			return p.str(&s.Session)
+			p.str(&s.Session)
 		case "expires_at":
-			return p.time(&s.ExpiresAt)
+			p.time(&s.ExpiresAt)
 		case "reservation":
-			return p.str(&s.Reservation)
+			p.str(&s.Reservation)
+		default:
+			p.bad = true
 		}
-		return false
-	}) {
+	}
+	if p.read() {
 		return nil
 	}
 	*s = seats.Seat{}
@@ -52,73 +55,97 @@ func decodeSeat(raw []byte, s *seats.Seat) error {
 // decodeSession is json.Unmarshal(raw, sess) into a zero session, as
 // decodeSeat.
 func decodeSession(raw []byte, s *seats.Session) error {
-	if decodeObject(raw, func(key string, p *scanner) bool {
-		switch key {
+	p := scanner{b: raw}
+	for key, ok := p.first(); ok; key, ok = p.following() {
+		switch string(key) {
 		case "id":
-			return p.str(&s.ID)
+			p.str(&s.ID)
 		case "event":
-			return p.str(&s.EventID)
+			p.str(&s.EventID)
 		case "user":
-			return p.str(&s.UserID)
+			p.str(&s.UserID)
 		case "token_id":
-			return p.str(&s.TokenID)
+			p.str(&s.TokenID)
 		case "state":
-			return p.str((*string)(&s.State))
+			p.str((*string)(&s.State))
 		case "limit":
-			return p.int(&s.Limit)
+			p.int(&s.Limit)
 		case "seats":
-			return p.strs(&s.Seats)
+			p.strs(&s.Seats)
 		case "created_at":
-			return p.time(&s.CreatedAt)
+			p.time(&s.CreatedAt)
 		case "expires_at":
-			return p.time(&s.ExpiresAt)
+			p.time(&s.ExpiresAt)
 		case "reservation":
-			return p.str(&s.Reservation)
+			p.str(&s.Reservation)
 		case "payment_ref":
-			return p.str(&s.PaymentRef)
+			p.str(&s.PaymentRef)
 		case "finalised_at":
-			return p.time(&s.FinalisedAt)
+			p.time(&s.FinalisedAt)
 		case "checkout_until":
-			return p.time(&s.CheckoutUntil)
+			p.time(&s.CheckoutUntil)
+		default:
+			p.bad = true
 		}
-		return false
-	}) {
+	}
+	if p.read() {
 		return nil
 	}
 	*s = seats.Session{}
 	return json.Unmarshal(raw, s)
 }
 
-// scanner reads the compact JSON encoding/json writes; every method
-// reports false at anything else, and the caller falls back.
+// scanner reads the compact JSON encoding/json writes, one object of
+// "key":value pairs: first and following give the keys in turn, the
+// caller reads each value, and read reports whether the whole input was
+// that. At anything else it sets bad, stops, and the caller falls back.
 type scanner struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	bad  bool
+	done bool // the object's closing brace was read
 }
 
-// decodeObject reads {"key":value,...}, handing each key to field, which
-// reads its value; it reports whether all of raw was read.
-func decodeObject(raw []byte, field func(key string, p *scanner) bool) bool {
-	p := &scanner{b: raw}
+// first reads the opening brace and the first key.
+func (p *scanner) first() ([]byte, bool) {
 	if !p.next('{') {
-		return false
+		p.bad = true
+		return nil, false
 	}
 	if p.next('}') {
-		return p.i == len(p.b)
+		p.done = true
+		return nil, false
 	}
-	for {
-		key, ok := p.raw()
-		if !ok || !p.next(':') || !field(string(key), p) {
-			return false
-		}
-		if p.next('}') {
-			return p.i == len(p.b)
-		}
-		if !p.next(',') {
-			return false
-		}
-	}
+	return p.key()
 }
+
+// following reads what comes after a value: the closing brace, or a comma
+// and the next key.
+func (p *scanner) following() ([]byte, bool) {
+	switch {
+	case p.bad:
+		return nil, false
+	case p.next('}'):
+		p.done = true
+		return nil, false
+	case p.next(','):
+		return p.key()
+	}
+	p.bad = true
+	return nil, false
+}
+
+func (p *scanner) key() ([]byte, bool) {
+	k, ok := p.raw()
+	if !ok || !p.next(':') {
+		p.bad = true
+		return nil, false
+	}
+	return k, true
+}
+
+// read reports whether the input was one object, read whole.
+func (p *scanner) read() bool { return !p.bad && p.done && p.i == len(p.b) }
 
 func (p *scanner) next(c byte) bool {
 	if p.i < len(p.b) && p.b[p.i] == c {
@@ -146,36 +173,38 @@ func (p *scanner) raw() ([]byte, bool) {
 	return nil, false
 }
 
-func (p *scanner) str(dst *string) bool {
-	s, ok := p.raw()
-	if ok {
+func (p *scanner) str(dst *string) {
+	if s, ok := p.raw(); ok {
 		*dst = string(s)
+		return
 	}
-	return ok
+	p.bad = true
 }
 
-func (p *scanner) strs(dst *[]string) bool {
+func (p *scanner) strs(dst *[]string) {
 	if !p.next('[') {
-		return false
+		p.bad = true
+		return
 	}
 	out := []string{}
 	if !p.next(']') {
 		for {
-			var s string
-			if !p.str(&s) {
-				return false
+			s, ok := p.raw()
+			if !ok {
+				p.bad = true
+				return
 			}
-			out = append(out, s)
+			out = append(out, string(s))
 			if p.next(']') {
 				break
 			}
 			if !p.next(',') {
-				return false
+				p.bad = true
+				return
 			}
 		}
 	}
 	*dst = out
-	return true
 }
 
 // digits reads an integer as encoding/json writes one: -?[0-9]+.
@@ -195,42 +224,33 @@ func (p *scanner) digits() ([]byte, bool) {
 	return d, len(d) > 0
 }
 
-func (p *scanner) int64(dst *int64) bool {
+func (p *scanner) int64(dst *int64) {
 	d, ok := p.digits()
-	if !ok {
-		return false
-	}
 	n, err := strconv.ParseInt(string(d), 10, 64)
-	if err != nil {
-		return false
+	if !ok || err != nil {
+		p.bad = true
+		return
 	}
 	*dst = n
-	return true
 }
 
-func (p *scanner) int(dst *int) bool {
+func (p *scanner) int(dst *int) {
 	d, ok := p.digits()
-	if !ok {
-		return false
-	}
 	n, err := strconv.ParseInt(string(d), 10, strconv.IntSize)
-	if err != nil {
-		return false
+	if !ok || err != nil {
+		p.bad = true
+		return
 	}
 	*dst = int(n)
-	return true
 }
 
 // time reads an RFC 3339 time as time.Time's UnmarshalJSON does.
-func (p *scanner) time(dst *time.Time) bool {
+func (p *scanner) time(dst *time.Time) {
 	s, ok := p.raw()
-	if !ok {
-		return false
-	}
 	var t time.Time
-	if t.UnmarshalText(s) != nil {
-		return false
+	if !ok || t.UnmarshalText(s) != nil {
+		p.bad = true
+		return
 	}
 	*dst = t
-	return true
 }
