@@ -99,32 +99,47 @@ func (s *Store) sweep(now func() time.Time) {
 }
 
 // PurgeKeys deletes the idempotency records claimed before cutoff and
-// returns how many it deleted.
+// returns how many it deleted. It finds them in a read transaction, beside
+// the writes, and deletes them purgeChunk at a time as members of group
+// commits, so a day's records never hold bbolt's one writer lock, and the
+// writes waiting behind it, for the length of a scan.
 func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
-	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(keysBucket)
-		var old [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			var rec seats.KeyRecord
+	var old [][]byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(keysBucket).ForEach(func(k, v []byte) error {
+			var rec struct {
+				ClaimedAt time.Time `json:"claimed_at"`
+			}
 			if err := json.Unmarshal(v, &rec); err != nil || rec.ClaimedAt.Before(cutoff) {
 				old = append(old, slices.Clone(k))
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		for _, k := range old {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(old)
-		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, fmt.Errorf("finding old idempotency records: %w", err)
+	}
+	n := 0
+	for chunk := range slices.Chunk(old, purgeChunk) {
+		err := s.commit.do(context.Background(), func(tx *bolt.Tx) error {
+			b := tx.Bucket(keysBucket)
+			for _, k := range chunk {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("deleting old idempotency records: %w", err)
+		}
+		n += len(chunk)
+	}
+	return n, nil
 }
+
+// purgeChunk is how many old records one group-commit member deletes.
+const purgeChunk = 1000
 
 // PutEvent implements seats.Store.
 func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
