@@ -231,8 +231,10 @@ type result struct {
 	// the run: cores busy = cpu / duration. Not DynamoDB Local's.
 	cpu time.Duration
 	// groups0 and groups are the embedded store's group-commit counts
-	// before and after the run.
+	// before and after the run, which took elapsed: duration and the
+	// cycles under way at its end.
 	groups0, groups boltstore.Stats
+	elapsed         time.Duration
 }
 
 // groups reads the embedded store's group-commit counts (nil on DynamoDB).
@@ -298,9 +300,11 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 	if groups != nil {
 		res.groups0 = groups()
 	}
-	deadline = time.Now().Add(duration)
+	began := time.Now()
+	deadline = began.Add(duration)
 	close(start)
 	wg.Wait()
+	res.elapsed = time.Since(began)
 	res.cpu = cpuTime() - cpu0
 	if groups != nil {
 		res.groups = groups()
@@ -333,7 +337,7 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 		r.cpu.Seconds()/duration.Seconds(), perHold)
 	if n := r.groups.Commits - r.groups0.Commits; n > 0 {
 		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes each | committer busy %.0f%% | | | | |\n", mode,
-			float64(n)/duration.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n),
-			100*(r.groups.Busy-r.groups0.Busy).Seconds()/duration.Seconds())
+			float64(n)/r.elapsed.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n),
+			100*(r.groups.Busy-r.groups0.Busy).Seconds()/r.elapsed.Seconds())
 	}
 }
