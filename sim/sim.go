@@ -225,6 +225,18 @@ type state struct {
 	early string
 }
 
+// holds reports whether token is one of the versions kept: an answer that
+// hands back a version already kept (the ledger mints none once it holds a
+// place) is not a new one.
+func (st *state) holds(token string) bool {
+	for _, h := range st.versions {
+		if h.Token == token {
+			return true
+		}
+	}
+	return false
+}
+
 // sale is one run: a gateway with its injected clock, and its visitors.
 type sale struct {
 	cfg    Config
@@ -428,7 +440,7 @@ func (s *sale) act(i int) error {
 			if j < 0 { // a replayed version: the answer replaces the newest
 				j = 0
 			}
-			if v.Kind == Replayer && a.Token != st.tokens[j].Token {
+			if v.Kind == Replayer && a.Token != st.tokens[j].Token && !st.holds(a.Token) {
 				st.versions = append(st.versions, next)
 			}
 			st.tokens[j] = next
