@@ -159,7 +159,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	view := room.View(now)
 	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
-	g.metrics.attempts.WithLabelValues(d.Outcome.String()).Inc()
+	g.metrics.attempt(d.Outcome)
 	switch d.Outcome {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, room, d, req.Return, now)
