@@ -46,10 +46,18 @@ func cookieLine(name, value string, expires time.Time, secure bool) string {
 // -._ : valid in a cookie name and value as they are.
 func plainCookieText(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+		if !plainCookieByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// plainCookieByte is plainCookieText's alphabet (a table: the value is a
+// token of some 600 bytes on every poll).
+var plainCookieByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_'
+	}
+	return t
+}()

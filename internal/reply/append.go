@@ -13,6 +13,15 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// safeASCII is the ASCII written as it is: printable, not a quote, a
+// backslash or one of <, > and &.
+var safeASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // AppendString appends s as a JSON string, as encoding/json writes it:
 // <, > and & escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029
 // escaped.
@@ -20,11 +29,11 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if safeASCII[s[i]] {
+			i++
+			continue
+		}
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
