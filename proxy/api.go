@@ -100,8 +100,8 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view = room.View(now)
-	if c, err := r.Cookie(g.cookies.wait); err == nil && c.Value != "" {
-		tk, err := g.gate.Resume(room, c.Value, who, now)
+	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
+		tk, err := g.gate.Resume(room, v, who, now)
 		if err == nil {
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 			return
@@ -142,9 +142,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	token := req.Token
 	if token == "" {
-		if c, err := r.Cookie(g.cookies.wait); err == nil {
-			token = c.Value
-		}
+		token, _ = cookieValue(r, g.cookies.wait)
 	}
 	if token == "" {
 		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
