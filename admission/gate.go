@@ -380,8 +380,9 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		}
 		return g.pass(room, claims, now)
 	}
-	room.ObservePresent(now, claims.ID)
-	at, eligible := g.walk(&view, claims, now)
+	from, threshold := g.threshold(&view, claims)
+	room.ObservePresent(now, claims.ID, from+threshold)
+	at, eligible := g.walk(&view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
 			at = g.fifoNext(&view, claims, now)
@@ -402,14 +403,10 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 // checkpoint after now if there was none. Eligibility only grows with time
 // (the clock never runs backwards), so the checkpoints between are
 // searched, not walked one by one.
-func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, bool) {
+func (g *Gate) walk(view *View, claims *WaitClaims, from, threshold float64, now time.Time) (time.Time, bool) {
 	first := claims.NextAttempt()
 	if view.State == StateOpen {
 		return first, true
-	}
-	from, threshold := claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
-	if view.Order == OrderFIFO {
-		from, threshold = view.RankZero, g.fifoKey(view, claims)
 	}
 	eligible := func(at time.Time) bool {
 		return !view.Opens.After(at) && view.ClockAt(at)-from >= threshold
@@ -432,6 +429,15 @@ func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, b
 		}
 	}
 	return grid.at(hi), true
+}
+
+// threshold is where the place's distance on the serving clock counts from,
+// and the distance: it is eligible once S − from ≥ threshold.
+func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float64) {
+	if view.Order == OrderFIFO {
+		return view.RankZero, g.fifoKey(view, claims)
+	}
+	return claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
 }
 
 // reserve takes the eligible place's admission from the bucket and records

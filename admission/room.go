@@ -80,6 +80,10 @@ type RoomConfig struct {
 	Luck time.Duration
 	// Ranker hands out fifo arrival ranks; nil means a MemoryRanker.
 	Ranker Ranker
+	// Policy is the gate's policy, zero fields DefaultPolicy's: its
+	// checkpoint spacing sets how far ahead of the admissions the adaptive
+	// lottery clock passes keys (Room.Tick).
+	Policy Policy
 }
 
 // maxSaleStartAge is how far in the past a sale start may lie: the
@@ -164,6 +168,8 @@ type Room struct {
 	eligible   *Window
 	fifo       *fifoState // nil unless the order is fifo
 	quota      atomic.Pointer[quotaBox]
+	policy     Policy
+	lastTick   time.Time // the lottery clock's last tick
 }
 
 // Quota caps admissions across every node that shares a room (see
@@ -242,6 +248,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
+		policy:     cfg.Policy.withDefaults(),
 	}
 	v := &View{
 		Name:        cfg.Name,
@@ -359,7 +366,20 @@ func (r *Room) SetDifficulty(bits int) error {
 // Tick lets the controller adjust the clock's speed from what it observed.
 // Call it about once a second; every node sharing a clock should let one
 // node tick and distribute the resulting View (see TickWith).
+//
+// In the lottery order with the adaptive clock, a room alone sets its clock
+// from the keys of the places it has seen (see tickLottery); TickWith, for
+// rooms shared by several nodes, from the population summed over the nodes.
 func (r *Room) Tick(now time.Time) {
+	r.mu.Lock()
+	if r.fifo == nil && r.adaptive {
+		defer r.mu.Unlock()
+		v := *r.view.Load()
+		v.Cruise = r.tickLottery(&v, now)
+		r.publish(&v, now)
+		return
+	}
+	r.mu.Unlock()
 	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
 }
 
@@ -482,9 +502,12 @@ func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
 func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
 
 // ObservePresent records that a place was presented with a valid, solved
-// attempt at or after its checkpoint. Only that counts for the population:
+// attempt at or after its checkpoint, with its key: the serving clock's
+// reading at which it is eligible. Only that counts for the population:
 // taking a token costs nothing and proves nobody is waiting.
-func (r *Room) ObservePresent(now time.Time, place string) { r.presence.See(now, place) }
+func (r *Room) ObservePresent(now time.Time, place string, key float64) {
+	r.presence.See(now, place, key)
+}
 
 // ObserveAdmitted removes an admitted place from the population.
 func (r *Room) ObserveAdmitted(place string) { r.presence.Forget(place) }
