@@ -366,15 +366,23 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 			// place keeps its slot and asks again at its next checkpoint.
 			return g.wait(&view, claims, OutcomeBusy, g.recheck(&view, claims, now), now)
 		}
+		// The slot was given at the rate of its moment: at the rate of
+		// this one, it may lie further ahead.
+		if due, ok := room.PaceSlot(claims.ID, now); !ok {
+			return g.respaced(&view, claims, place.Slot, ceilMilli(due), now)
+		}
 		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
+			room.UnpaceSlot(claims.ID, now)
 			return d // the place keeps its slot and asks again
 		}
 		used, err := g.ledger.Use(ctx, claims.ID)
 		switch {
 		case err != nil:
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 		case !used:
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
@@ -511,7 +519,7 @@ func refundQuota(room *Room, at time.Time) {
 }
 
 func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
-	room.ObserveAdmitted(claims.ID)
+	room.ObserveAdmitted(claims.ID, now)
 	pc := &PassClaims{
 		Registered: Registered{
 			Subject:   claims.Subject,
@@ -570,6 +578,22 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 		return g.unavailable(err, claims)
 	}
 	return Decision{Outcome: outcome, Next: t, RetryAfter: next.Sub(now), Claims: claims}
+}
+
+// respaced is the busy answer of a place whose slot, due at slot, the rate
+// now puts at next. The ledger keeps the place until lastValid of its slot:
+// no version may outlive that, so the new version expires by then even if
+// its slot lies beyond (a cut that re-spaces a slot by more than TokenTTL
+// loses the place rather than let it pass twice).
+func (g *Gate) respaced(view *View, claims *WaitClaims, slot, next, now time.Time) Decision {
+	g.schedule(claims, next)
+	limit := slot.Add(g.policy.MinBackoff + g.policy.MaxBackoff + g.policy.TokenTTL)
+	claims.ExpiresAt = min(claims.ExpiresAt, limit.Unix())
+	t, err := g.ticket(view, claims, now)
+	if err != nil {
+		return g.unavailable(err, claims)
+	}
+	return Decision{Outcome: OutcomeBusy, Next: t, RetryAfter: next.Sub(now), Claims: claims}
 }
 
 // checkpoints is one draw's grid of checkpoints in a room. Point n lies at

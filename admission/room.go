@@ -164,6 +164,7 @@ type Room struct {
 	memory     time.Duration
 	queueing   time.Time // when the room last began to queue
 	bucket     *Bucket
+	pacer      *pacer
 	presence   *Presence
 	eligible   *Window
 	fifo       *fifoState // nil unless the order is fifo
@@ -246,6 +247,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
 		queueing:   now,
 		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
+		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
 		policy:     cfg.Policy.withDefaults(),
@@ -341,6 +343,7 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.pacer.setRate(rate, burst, now)
 	v := *r.view.Load()
 	v.Rate = rate
 	// The clock does not depend on the rate: it stays as it is, so nodes
@@ -451,6 +454,7 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 // nodes divide. The room's rate, which the controller aims at, stays.
 func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.pacer.setRate(rate, burst, now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.
@@ -495,6 +499,17 @@ func (r *Room) publish(v *View, now time.Time) {
 // is due: now, or later while the bucket binds, in the order asked.
 func (r *Room) ReserveAdmission(now time.Time) time.Time { return r.bucket.Reserve(now) }
 
+// PaceSlot reports whether place, whose admission slot is due, may be
+// admitted now at the room's current rate; if not, when its slot is now
+// (see pacer: slots given before a rate cut are re-spaced at the new rate).
+func (r *Room) PaceSlot(place string, now time.Time) (time.Time, bool) {
+	return r.pacer.pass(place, now)
+}
+
+// UnpaceSlot gives back what PaceSlot took for a place whose admission
+// did not go through.
+func (r *Room) UnpaceSlot(place string, now time.Time) { r.pacer.done(place, true, now) }
+
 // RefundAdmission gives back an admission that did not go through.
 func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
 
@@ -510,7 +525,10 @@ func (r *Room) ObservePresent(now time.Time, place string, key float64) {
 }
 
 // ObserveAdmitted removes an admitted place from the population.
-func (r *Room) ObserveAdmitted(place string) { r.presence.Forget(place) }
+func (r *Room) ObserveAdmitted(place string, now time.Time) {
+	r.presence.Forget(place)
+	r.pacer.done(place, false, now)
+}
 
 // ObserveEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).
