@@ -124,6 +124,11 @@ type WaitToken struct {
 	// room is paused or closed.
 	Estimate      time.Duration
 	EstimateKnown bool
+	// Wake is when the page should ask next: nxt, or sooner while the
+	// room is scheduled (at most MaxBackoff ahead), so that a sale start
+	// moved earlier reaches a page sleeping towards the old one. Asking
+	// before nxt is answered "early" and costs nothing.
+	Wake time.Time
 }
 
 // AnonymousPrefix starts the random subject of a visitor without a login.
@@ -240,9 +245,18 @@ func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Wai
 	if claims.Lane != view.Lane {
 		return WaitToken{}, ErrLane
 	}
-	t := WaitToken{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims, Wake: g.wake(&view, claims, now)}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
+}
+
+// wake is WaitToken.Wake.
+func (g *Gate) wake(view *View, claims *WaitClaims, now time.Time) time.Time {
+	next := claims.NextAttempt()
+	if view.State == StateScheduled && next.Sub(now) > g.policy.MaxBackoff {
+		return now.Add(g.policy.MaxBackoff)
+	}
+	return next
 }
 
 // Outcome is the result of an admission attempt.
@@ -342,12 +356,65 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
 	if now.Before(claims.NextAttempt()) {
+		if d, moved := g.regrid(ctx, room, &view, claims, now); moved {
+			return d
+		}
 		// Nothing to judge before the checkpoint: the same token back,
 		// without signing anything.
-		t := WaitToken{Token: a.Token, Claims: claims}
+		t := WaitToken{Token: a.Token, Claims: claims, Wake: g.wake(&view, claims, now)}
 		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
-		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
+		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 	}
+	return g.judge(ctx, room, &view, claims, now)
+}
+
+// regrid reschedules a place whose token names a checkpoint of a grid that
+// has since moved (the sale start moved earlier, or the room started
+// early): without it the place would sleep until the old start while later
+// arrivals go in. Its checkpoint becomes the first point of the current
+// grid at or after the move plus MaxBackoff — the latest a page that
+// follows its answers learns of the move (Wake) — and no earlier than
+// MinBackoff after the place's first token. That depends on the room, the
+// draw and the place alone, so every version and every moment of asking
+// get the same checkpoint: asking early, or often, learns of the move
+// sooner and gains nothing by it. If that checkpoint has passed, the
+// attempt is judged from it at once. moved is false when nothing moved
+// (the early answer stands).
+func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
+	if view.Moved.IsZero() || !time.Unix(claims.IssuedAt, 0).Before(view.Moved) {
+		return Decision{}, false // minted on the current grid
+	}
+	grid := g.grid(view, claims.Lot)
+	nxt := claims.NextAttempt()
+	if grid.at(grid.index(nxt)).Equal(nxt) {
+		return Decision{}, false // on the current grid: its checkpoint stands
+	}
+	from := view.Moved.Add(g.policy.MaxBackoff)
+	if first := time.Unix(claims.IssuedAt, 0).Add(g.policy.MinBackoff); first.After(from) {
+		from = first
+	}
+	next := grid.at(grid.index(from))
+	if !next.Before(nxt) {
+		return Decision{}, false // the old checkpoint comes first: keep it
+	}
+	// The ledger first: a place it holds (admitted, or holding a slot)
+	// gets no new version, so no version outlives its record.
+	place, err := g.ledger.Lookup(ctx, claims.ID)
+	if err != nil {
+		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims), true
+	}
+	if place.State != PlaceWaiting {
+		return Decision{}, false
+	}
+	claims.Nxt = next.UnixMilli()
+	if now.Before(next) {
+		return g.wait(view, claims, OutcomeEarly, next, now), true
+	}
+	return g.judge(ctx, room, view, claims, now), true
+}
+
+// judge decides an attempt at or after its checkpoint.
+func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
 	place, err := g.ledger.Lookup(ctx, claims.ID)
@@ -359,19 +426,19 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	case PlaceReserved:
 		if now.Before(place.Slot) {
-			return g.wait(&view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
+			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
 			// place keeps its slot and asks again at its next checkpoint.
-			return g.wait(&view, claims, OutcomeBusy, g.recheck(&view, claims, now), now)
+			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
 		// The slot was given at the rate of its moment: at the rate of
 		// this one, it may lie further ahead.
 		if due, ok := room.PaceSlot(claims.ID, now); !ok {
-			return g.respaced(&view, claims, place.Slot, ceilMilli(due), now)
+			return g.respaced(view, claims, place.Slot, ceilMilli(due), now)
 		}
-		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
+		if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
 			room.UnpaceSlot(claims.ID, now)
 			return d // the place keeps its slot and asks again
 		}
@@ -388,22 +455,22 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		}
 		return g.pass(room, claims, now)
 	}
-	from, threshold := g.threshold(&view, claims)
+	from, threshold := g.threshold(view, claims)
 	room.ObservePresent(now, claims.ID, from+threshold)
-	at, eligible := g.walk(&view, claims, from, threshold, now)
+	at, eligible := g.walk(view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
-			at = g.fifoNext(&view, claims, now)
+			at = g.fifoNext(view, claims, now)
 		}
-		return g.wait(&view, claims, OutcomeWait, at, now)
+		return g.wait(view, claims, OutcomeWait, at, now)
 	}
 	if view.State == StatePaused || view.State == StateScheduled {
 		// Eligible, but nobody is admitted now: the next checkpoint, not
 		// the one already passed, so the token's life moves on with the
 		// pause instead of running out under a page that follows it.
-		return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
+		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, &view, claims, now)
+	return g.reserve(ctx, room, view, claims, now)
 }
 
 // walk judges the place at each checkpoint from its nxt up to now. It
@@ -577,7 +644,7 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	return Decision{Outcome: outcome, Next: t, RetryAfter: next.Sub(now), Claims: claims}
+	return Decision{Outcome: outcome, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 }
 
 // respaced is the busy answer of a place whose slot, due at slot, the rate
@@ -735,7 +802,7 @@ func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (WaitToken,
 	if err != nil {
 		return WaitToken{}, err
 	}
-	t := WaitToken{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims, Wake: g.wake(view, claims, now)}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
 }

@@ -115,6 +115,10 @@ type View struct {
 	// scheduled room, otherwise when the room last began to queue (from
 	// open or closed; a pause does not move it).
 	Opens time.Time
+	// Moved is when Opens last moved (a sale start set anew, the room
+	// started early or began to queue again), zero if it never did: a
+	// token minted before then names checkpoints of the old grid.
+	Moved time.Time
 	// Past holds the clock's earlier readings, oldest first, back to the
 	// room's memory: each is valid from its Origin to the next one's.
 	Past []Clock
@@ -471,9 +475,13 @@ func (r *Room) publish(v *View, now time.Time) {
 		v.Past = past
 	}
 	v.State = r.stored
+	opens := v.Opens
 	v.Opens = r.queueing
 	if r.stored == StateScheduled {
 		v.Opens = v.SaleStart
+	}
+	if !opens.IsZero() && !opens.Equal(v.Opens) {
+		v.Moved = now
 	}
 	switch {
 	case r.stored == StateQueue:

@@ -269,6 +269,9 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status int, tk admission.WaitToken, view admission.View, now time.Time, outcome string) {
 	c := tk.Claims
 	retry := c.NextAttempt().Sub(now)
+	if !tk.Wake.IsZero() {
+		retry = tk.Wake.Sub(now) // sooner than nxt while scheduled
+	}
 	body := ticketJSON{
 		Room: view.Name, Lane: c.Lane, State: string(view.State), Token: tk.Token,
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,

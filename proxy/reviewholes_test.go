@@ -1,9 +1,14 @@
 package proxy
 
 import (
+	"encoding/base64"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // The regression tests of the review holes docs/FAIRNESS.md listed under
@@ -77,5 +82,103 @@ func TestSlotsOutliveARateChange(t *testing.T) {
 		if slot[order[k]] < slot[order[k-1]] {
 			t.Fatalf("visitor %d (slot %d) admitted after %d (slot %d): the order was jumped", order[k], slot[order[k]], order[k-1], slot[order[k-1]])
 		}
+	}
+}
+
+// TestStartingASaleEarlyStrandsThePreQueue: a sale is scheduled an hour
+// ahead; two tabs of one login (one draw, one grid) take their places in
+// the pre-queue. One follows every answer (it sleeps retry_after, as the
+// page does), the other asks every second. After 20 minutes the operator
+// starts the sale (state queue). Before, the pre-queue slept until the old
+// start while later arrivals went in at once (59 minutes against 10 s);
+// now the page wakes at most max_backoff apart while scheduled, the gate
+// moves its checkpoint to the new grid, and both tabs get in within two
+// backoffs of the start — the one asking every second no sooner.
+func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
+	secret := []byte("site-login-secret-0123456789abcdef")
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true,
+		Rate: 100, Burst: 100, Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+		}}, nil)
+	login := func(sub string) string {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(24 * time.Hour))}).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + tok
+	}
+	for trial := range 4 {
+		start := e.clock.Now()
+		scheduled, saleStart := "scheduled", start.Add(time.Hour).UTC().Format(time.RFC3339)
+		if err := e.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &saleStart}, start); err != nil {
+			t.Fatal(err)
+		}
+		user := login(fmt.Sprint("user-", trial))
+		honest, hammer := e.newTab("Authorization", user), e.newTab("Authorization", user)
+		htk, mtk := honest.token(), hammer.token()
+		if htk.RetryAfter > 30 {
+			t.Fatalf("a pre-queue page told to sleep %vs: it would not see the start move", htk.RetryAfter)
+		}
+		wake := e.clock.Now().Add(time.Duration(htk.RetryAfter * float64(time.Second)))
+		moved := start.Add(20*time.Minute + time.Duration(trial)*7*time.Second)
+		var later *tab
+		var ltk ticketJSON
+		var honestIn, hammerIn, laterIn time.Time
+		for step := 1; honestIn.IsZero() || hammerIn.IsZero() || laterIn.IsZero(); step++ {
+			if step > 2*3600 {
+				t.Fatalf("trial %d: not admitted in two hours (honest %v, hammerer %v, later %v)", trial, honestIn, hammerIn, laterIn)
+			}
+			now := start.Add(time.Duration(step) * time.Second)
+			e.clock.Set(now)
+			if now.Equal(moved) {
+				e.setState("queue")
+				later = e.newTab("Authorization", login(fmt.Sprint("later-", trial)))
+				ltk = later.token()
+			}
+			if hammerIn.IsZero() {
+				switch status, back := hammer.admit(mtk); status {
+				case 200:
+					hammerIn = now
+				case 429:
+					mtk = back
+				default:
+					t.Fatalf("hammerer: %d", status)
+				}
+			}
+			if honestIn.IsZero() && !now.Before(wake) {
+				switch status, back := honest.admit(htk); status {
+				case 200:
+					honestIn = now
+				case 429:
+					if back.State == "scheduled" && back.RetryAfter > 30 {
+						t.Fatalf("told to sleep %vs while scheduled", back.RetryAfter)
+					}
+					htk, wake = back, now.Add(time.Duration(back.RetryAfter*float64(time.Second)))
+				default:
+					t.Fatalf("honest: %d", status)
+				}
+			}
+			if later != nil && laterIn.IsZero() && !now.Before(time.UnixMilli(ltk.NextAttempt)) {
+				switch status, back := later.admit(ltk); status {
+				case 200:
+					laterIn = now
+				case 429:
+					ltk = back
+				default:
+					t.Fatalf("later arrival: %d", status)
+				}
+			}
+		}
+		t.Logf("trial %d: after the early start, honest in %v, hammerer %v, a later arrival %v", trial,
+			honestIn.Sub(moved), hammerIn.Sub(moved), laterIn.Sub(moved))
+		// The page learns of the move within max_backoff, and its
+		// checkpoint is the first of the new grid after that.
+		if limit := moved.Add(2*admission.DefaultPolicy.MaxBackoff + 2*time.Second); honestIn.After(limit) {
+			t.Errorf("trial %d: the pre-queue page got in %v after the early start: stranded", trial, honestIn.Sub(moved))
+		}
+		if hammerIn.Before(honestIn) {
+			t.Errorf("trial %d: asking every second got in %v before the page", trial, honestIn.Sub(hammerIn))
+		}
+		e.clock.Set(e.clock.Now().Add(time.Minute))
 	}
 }
