@@ -191,7 +191,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 			session = res.session
 		case res.err == nil || g.hook.onFailure == "closed":
 			// The seat service is full (409/429) or down with a closed
-			// policy: back to waiting, place and budget given back.
+			// policy: back to waiting; the place keeps its admission as a
+			// slot at its next checkpoint (Gate.Requeue).
 			if res.err != nil {
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))

@@ -3,7 +3,10 @@ package proxy
 import (
 	"encoding/base64"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,5 +183,53 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 			t.Errorf("trial %d: asking every second got in %v before the page", trial, honestIn.Sub(hammerIn))
 		}
 		e.clock.Set(e.clock.Now().Add(time.Minute))
+	}
+}
+
+// TestRefusedAdmissionRetriedAtOnce: the admission hook turns a visitor
+// away (the seat service is full). Before, the version just refused,
+// presented again at once, was judged again at once and called the hook
+// again, up to one checkpoint spacing ahead of the page. Now the place is
+// kept out until the checkpoint its answer names: every version presented
+// before it is told to wait until then, the hook is not called, and at the
+// checkpoint the place is admitted without taking a second admission.
+func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
+	var calls atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusConflict) // full, this once
+			return
+		}
+		fmt.Fprint(w, `{"session":"s"}`)
+	}))
+	defer hook.Close()
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	tb := e.newTab()
+	first := tb.token()
+	e.clock.Set(time.UnixMilli(first.NextAttempt))
+	status, back := tb.admit(first)
+	if status != 429 || back.Outcome != "deferred" || calls.Load() != 1 {
+		t.Fatalf("refused by the hook: %d %+v after %d hook calls", status, back, calls.Load())
+	}
+	due := time.UnixMilli(back.NextAttempt)
+	if !due.After(e.clock.Now()) {
+		t.Fatalf("refused answer names %v, not a later checkpoint", due.Sub(e.clock.Now()))
+	}
+	// Every version, at once and until just before the checkpoint.
+	for _, at := range []time.Time{e.clock.Now(), e.clock.Now().Add(100 * time.Millisecond), due.Add(-time.Millisecond)} {
+		e.clock.Set(at)
+		for _, tk := range []ticketJSON{first, back} {
+			status, again := tb.admit(tk)
+			if status != 429 || again.NextAttempt != back.NextAttempt {
+				t.Fatalf("refused place presented %v before its checkpoint: %d %+v", due.Sub(at), status, again)
+			}
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the hook was called %d times before the refused place's checkpoint", n)
+	}
+	e.clock.Set(due)
+	if status, _ := tb.admit(back); status != 200 || calls.Load() != 2 {
+		t.Fatalf("at its checkpoint: %d after %d hook calls, want 200 after 2", status, calls.Load())
 	}
 }
