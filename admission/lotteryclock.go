@@ -37,26 +37,31 @@ const lotteryTick = time.Second
 // place, whatever it presents, and a place counts only once it presented a
 // solved attempt at a checkpoint. The order stays the threshold order; only
 // the clock's speed — room control — is set from the keys.
-func (r *Room) tickLottery(v *View, now time.Time) float64 {
+//
+// pace is the speed the wait estimate reads (View.Pace): the rate over the
+// places ahead, the speed at which a place's mean wait passes if they
+// drain at the rate; zero when no key is known ahead.
+func (r *Room) tickLottery(v *View, now time.Time) (speed, pace float64) {
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
 	if !running {
-		return v.Cruise // the clock stands still; its speed waits for the start
+		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
 	}
 	s := v.Clock.At(now)
 	passed, ahead := r.presence.Keys(now, s)
 	if len(ahead) == 0 {
-		return r.controller.Next(v.Cruise, v.Rate, r.presence.Count(now), r.eligible.Rate(now))
+		return r.controller.Next(v.Cruise, v.Rate, r.presence.Count(now), r.eligible.Rate(now)), 0
 	}
+	pace = clamp(v.Rate/float64(len(ahead)), r.controller.MinSpeed, r.controller.MaxSpeed)
 	// At least one place in hand, so a room admitting less than one a
 	// spacing still moves (the bucket then holds its rate).
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.spacing(now.Sub(v.Opens))).Seconds())
-	speed := r.controller.MinSpeed
+	speed = r.controller.MinSpeed
 	if want := math.Round(lead - float64(passed)); want >= 1 {
 		k := min(int(want), len(ahead))
 		// Just past the k-th key: the clock reads it before the second ends.
 		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)
 	}
-	return clamp(speed, r.controller.MinSpeed, r.controller.MaxSpeed)
+	return clamp(speed, r.controller.MinSpeed, r.controller.MaxSpeed), pace
 }
 
 // spacing is the time between a draw's checkpoints at since after the

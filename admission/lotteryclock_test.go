@@ -11,7 +11,7 @@ import (
 // its speed to pass, in the next second, as many of the keys it knows as
 // the places passed and not admitted fall short of a spacing and a second
 // of admissions; none while they exceed it; the controller when it knows
-// no key ahead.
+// no key ahead. The wait estimate reads the places ahead at the rate.
 func TestLotteryClockPassesKeys(t *testing.T) {
 	const rate = 10.0
 	tests := []struct {
@@ -45,6 +45,11 @@ func TestLotteryClockPassesKeys(t *testing.T) {
 			}
 			if math.Abs(got-want) > 1e-6 {
 				t.Fatalf("speed %v, want %v (to pass %v keys in a second)", got, want, tt.want)
+			}
+			// The estimate: the places ahead at the rate, however the
+			// clock races or stops.
+			if d, ok := room.View(at).EstimateWait(at); !ok || (d - 100*time.Second).Abs() > time.Millisecond {
+				t.Fatalf("estimate %v %v, want 1000 places ahead at 10/s: 100s", d, ok)
 			}
 		})
 	}

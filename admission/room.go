@@ -108,6 +108,10 @@ type View struct {
 	Difficulty int
 	// Cruise is the speed the clock runs at while admitting.
 	Cruise float64
+	// Pace, when set, is the speed the wait estimate is read from instead
+	// of Cruise: the rate over the places ahead, for a lottery clock that
+	// passes known keys (its Cruise stops and races as keys crowd and thin).
+	Pace float64
 	// LatestStart is the latest sale start the room was ever given: no
 	// token's first checkpoint lies much beyond it.
 	LatestStart time.Time
@@ -382,7 +386,7 @@ func (r *Room) Tick(now time.Time) {
 	if r.fifo == nil && r.adaptive {
 		defer r.mu.Unlock()
 		v := *r.view.Load()
-		v.Cruise = r.tickLottery(&v, now)
+		v.Cruise, v.Pace = r.tickLottery(&v, now)
 		r.publish(&v, now)
 		return
 	}
@@ -409,6 +413,7 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	}
 	v := *r.view.Load()
 	v.Cruise = r.controller.Next(v.Cruise, v.Rate, population, eligible)
+	v.Pace = 0
 	r.publish(&v, now)
 }
 
@@ -569,10 +574,14 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 	if v.Order == OrderFIFO {
 		return v.estimateFIFO(now), true
 	}
-	if v.Cruise <= 0 {
+	speed := v.Cruise
+	if v.Pace > 0 {
+		speed = v.Pace
+	}
+	if speed <= 0 {
 		return 0, false
 	}
-	d = durationOf(1 / v.Cruise)
+	d = durationOf(1 / speed)
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
 		d += v.SaleStart.Sub(now)
 	}
