@@ -28,8 +28,11 @@ type pacer struct {
 }
 
 // pacerSlack is how much of the rate the pacer's burst holds at least: the
-// spread of slot holders' arrivals (their network) that it absorbs.
-const pacerSlack = time.Second
+// spread of slot holders' arrivals (their network) that it absorbs. With a
+// second, a fifo room at 2/s lost one admission in a 10-second window to
+// holders arriving bunched (sim.TestFairnessFIFO under -race); two cost
+// nothing there, and let a cut admit two more at the old spacing.
+const pacerSlack = 2 * time.Second
 
 // pacerForget is how long past its due a re-spaced slot is remembered for
 // a place that did not come back for it.
