@@ -167,8 +167,11 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
 	}
+	// Each pass costs 1 (IgnoreInternalCost, as the login cache), so the
+	// cache holds MaxCost passes rather than the few thousand ristretto's
+	// own per-item bookkeeping would leave room for.
 	g.passes, err = ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{
-		NumCounters: 1 << 20, MaxCost: 1 << 17, BufferItems: 64,
+		NumCounters: 1 << 20, MaxCost: 1 << 17, BufferItems: 64, IgnoreInternalCost: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pass cache: %w", err)

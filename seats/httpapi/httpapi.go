@@ -98,7 +98,7 @@ func New(svc *seats.Service, cfg Config) *API {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
-	passes, err := ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64})
+	passes, err := ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64, IgnoreInternalCost: true})
 	if err != nil {
 		panic(fmt.Sprintf("pass cache: %v", err)) // constant, valid configuration
 	}
