@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -72,14 +73,18 @@ const fifoMaxCatchUp = 10
 // first rank taken since the room began to queue, under Room.mu, and
 // published in the View; the rest moves with every token.
 type fifoState struct {
-	ranker Ranker
+	ranker atomic.Pointer[rankerBox]
+	claims claimMemory
 	luck   time.Duration
 	issues *Window // ranks handed out per second, for the luck span
 	// preTop is one past the highest pre-queue rank; top one past the
 	// highest rank; maxKey the highest key of a post-start place (as
 	// math.Float64bits): the counter never runs past the last key.
 	preTop, top, maxKey atomic.Int64
-	found               atomic.Int64 // places found eligible since the last tick
+	// shared is one past the highest rank handed out by any node sharing
+	// the rank counter, as last read from the store (NoteRanked).
+	shared atomic.Int64
+	found  atomic.Int64 // places found eligible since the last tick
 	// firstLuck and lastLuck are the luck spans of the first and the
 	// latest place taken after the start (as math.Float64bits): where the
 	// keys thin out, at either end, the counter runs faster by them.
@@ -96,7 +101,7 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	if f == nil {
 		return 0, r.View(now), fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
 	}
-	rank, err := f.ranker.Next(ctx)
+	rank, err := f.ranker.Load().r.Next(ctx)
 	if err != nil {
 		return 0, r.View(now), fmt.Errorf("taking an arrival rank: %w", err)
 	}
@@ -114,6 +119,85 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 		r.mu.Unlock()
 	}
 	return rank, r.View(now), nil
+}
+
+type rankerBox struct{ r Ranker }
+
+// claimMemory remembers the rank each place claimed (Gate.claim), for as
+// long as a version of its token from before the claim can be valid: two
+// generations, each a room memory long.
+type claimMemory struct {
+	mu       sync.Mutex
+	cur, old map[string]claimed
+	rotated  time.Time
+}
+
+type claimed struct {
+	pos int64
+	lk  float64
+}
+
+// claimRank is the rank a fifo place claims at its first judged attempt:
+// the one it claimed before, or a new one (see Room.Rank), as the token's
+// pos and lk. key is the place's key for a new rank. Claims of one node
+// are serialised, so concurrent attempts of one place take one rank.
+func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
+	f := r.fifo
+	if f == nil {
+		return 0, 0, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
+	}
+	m := &f.claims
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.Sub(m.rotated) > max(r.memory, time.Minute) || m.cur == nil {
+		m.old, m.cur, m.rotated = m.cur, make(map[string]claimed), now
+	}
+	if c, ok := m.cur[id]; ok {
+		return c.pos, c.lk, nil
+	}
+	if c, ok := m.old[id]; ok {
+		m.cur[id] = c
+		return c.pos, c.lk, nil
+	}
+	view := r.View(now)
+	pre := view.State == StateScheduled && now.Before(view.SaleStart)
+	rank, view, err := r.Rank(ctx, now, pre)
+	if err != nil {
+		return 0, 0, err
+	}
+	pos = rank + 1
+	if pre {
+		pos = -pos
+	} else {
+		lk = r.LuckSpan(now)
+		r.noteKey(key(&view, pos, lk), lk)
+	}
+	m.cur[id] = claimed{pos, lk}
+	return pos, lk, nil
+}
+
+// SetRanker makes the room take its arrival ranks from rk (a store's
+// shared counter, see roomstate.Ranks) from now on; nil means a
+// MemoryRanker. A node sets it before it serves the room.
+func (r *Room) SetRanker(rk Ranker) {
+	if r.fifo == nil {
+		return
+	}
+	if rk == nil {
+		rk = new(MemoryRanker)
+	}
+	r.fifo.ranker.Store(&rankerBox{rk})
+}
+
+// NoteRanked tells the room that ranks below next were handed out
+// somewhere (another node sharing the room's rank counter): the counter
+// may run as far as them. A node that ticks for a cluster calls it with the
+// shared counter's value, so the clock it publishes does not stop at the
+// last key this node happened to hand out.
+func (r *Room) NoteRanked(next int64) {
+	if r.fifo != nil {
+		raise(&r.fifo.shared, next)
+	}
 }
 
 // LuckSpan is the luck window in ranks for a place taken now: the window
@@ -178,6 +262,11 @@ func (r *Room) fifoLimit(v *View) float64 {
 	if bits := f.maxKey.Load(); bits != 0 {
 		limit = math.Max(limit, math.Float64frombits(uint64(bits)))
 	}
+	if top := f.shared.Load(); top > v.RankBase {
+		// Ranks other nodes handed out: their keys lie up to a few luck
+		// spans beyond them.
+		limit = math.Max(limit, float64(top-v.RankBase)+sharedLuckTail*v.LastLuck)
+	}
 	// One rank beyond, so rounding never stops it just short of a key.
 	return v.RankZero + math.Max(0, limit) + 1
 }
@@ -220,6 +309,12 @@ func (v *View) passing(c, want float64) float64 {
 	}
 	return x - c
 }
+
+// sharedLuckTail is how many luck spans beyond the shared counter's top the
+// fifo counter may run: other nodes' last keys are their ranks plus luck
+// this node does not see (e^-3: one place in 20 lies further, and waits for
+// the next arrival to move the stop).
+const sharedLuckTail = 3
 
 // fifoMaxSparse bounds how much faster than the rate the counter runs where
 // keys are sparse.

@@ -255,10 +255,8 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{ranker: cfg.Ranker, luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
-		if r.fifo.ranker == nil {
-			r.fifo.ranker = new(MemoryRanker)
-		}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
+		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
 	r.publish(v, now)
@@ -419,8 +417,17 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 	cur := r.view.Load()
 	v.Name, v.Lane, v.Rate = cur.Name, cur.Lane, cur.Rate
 	v.Order, v.Luck = cur.Order, cur.Luck // the config's, as the room's rate
-	// The fifo rank origin is this process's (the store does not carry it).
-	v.RankSet, v.RankBase, v.RankZero = cur.RankSet, cur.RankBase, cur.RankZero
+	// The fifo rank origin is the stored one once set. Until the node that
+	// set it first stores it, a node keeps its own, unless the stored state
+	// began a new queue (whose origin is not set yet).
+	if !v.RankSet && cur.RankSet && queueing.Equal(r.queueing) {
+		v.RankSet, v.RankBase, v.RankZero = cur.RankSet, cur.RankBase, cur.RankZero
+	}
+	if r.fifo != nil && !queueing.Equal(r.queueing) {
+		// Another queue than this node's: its keys are not this one's.
+		r.fifo.maxKey.Store(0)
+		r.fifo.firstLuck.Store(0)
+	}
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
 	r.view.Store(&v)
