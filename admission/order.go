@@ -271,29 +271,57 @@ func (r *Room) fifoLimit(v *View) float64 {
 	return v.RankZero + math.Max(0, limit) + 1
 }
 
-// tickFIFO sets the fifo counter's speed: the target rate, plus (when
-// adaptive) what it owes for ranks passed that nobody presented (the
-// shortfall of places found eligible against the target, made up over
-// fifoDebtSpan), divided by how densely keys lie where it stands (see
-// keyDensity). Callers hold r.mu.
-func (r *Room) tickFIFO(v *View, now time.Time) {
+// fifoSpeed is the speed the fifo counter is to run at from now: the
+// target rate, plus (when adaptive) what it owes for ranks passed that
+// nobody presented (the shortfall of places found eligible against the
+// target, made up over fifoDebtSpan), divided by how densely keys lie where
+// it stands (see keyDensity); and the debt after this tick. found is the
+// number of places found eligible since the last tick, or with perSecond
+// their rate. It changes nothing. Callers hold r.mu.
+func (r *Room) fifoSpeed(v *View, now time.Time, found float64, perSecond bool) (cruise, debt float64) {
 	f := r.fifo
-	found := float64(f.found.Swap(0))
 	dt := 0.0
 	if !f.lastTick.IsZero() && now.After(f.lastTick) {
 		dt = now.Sub(f.lastTick).Seconds()
 	}
-	f.lastTick = now
+	if perSecond {
+		found *= dt
+	}
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
 	behind := v.RankSet && v.Clock.At(now) < r.fifoLimit(v)
 	want := v.Rate
 	if r.adaptive && running && behind {
-		f.debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
-		want = clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
-	} else {
-		f.debt = 0
+		debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
+		want = clamp(v.Rate+debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
 	}
-	v.Cruise = v.passing(v.Clock.At(now)-v.RankZero, want)
+	return v.passing(v.Clock.At(now)-v.RankZero, want), debt
+}
+
+// tickFIFO sets the fifo counter's speed (fifoSpeed). Callers hold r.mu.
+func (r *Room) tickFIFO(v *View, now time.Time, found float64, perSecond bool) {
+	v.Cruise, r.fifo.debt = r.fifoSpeed(v, now, found, perSecond)
+	r.fifo.lastTick = now
+}
+
+// FIFOTickDue reports whether a tick of a fifo room, from every node's
+// rate of places found eligible, would change what its clock says: the
+// counter's speed by more than step (relative), or, while the room runs,
+// the stop the counter reaches within ahead (arrivals moved it). A node
+// ticking for a cluster stores the clock only then, as every stored
+// reading costs the clock's past a segment. False for a lottery room.
+func (r *Room) FIFOTickDue(now time.Time, eligible, step float64, ahead time.Duration) bool {
+	if r.fifo == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	if cruise, _ := r.fifoSpeed(&v, now, eligible, true); math.Abs(cruise-v.Cruise) > step*v.Cruise {
+		return true
+	}
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	soon := now.Add(ahead)
+	return running && v.RankSet && v.Clock.SpeedAt(soon) == 0 && v.Clock.At(soon) < r.fifoLimit(&v)-0.5
 }
 
 // passing is the counter speed that passes want keys in the next second

@@ -358,21 +358,36 @@ func (r *Room) SetDifficulty(bits int) error {
 // Call it about once a second; every node sharing a clock should let one
 // node tick and distribute the resulting View (see TickWith).
 func (r *Room) Tick(now time.Time) {
+	if r.fifo != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.fifoTick(now, float64(r.fifo.found.Swap(0)), false)
+		return
+	}
 	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
 }
 
+// fifoTick ticks a fifo room's counter and publishes it. Callers hold r.mu.
+func (r *Room) fifoTick(now time.Time, found float64, perSecond bool) {
+	// The fifo counter runs from the ranks and the places found eligible
+	// (docs/FAIRNESS.md, "Queue orders").
+	v := r.View(now)
+	r.tickFIFO(&v, now, found, perSecond)
+	v.State = r.stored
+	r.publish(&v, now)
+}
+
 // TickWith is Tick on observations made elsewhere: the population and
-// eligible rate of every node sharing the room, summed.
+// eligible rate of every node sharing the room, summed. A fifo counter
+// makes up for ranks nobody presented from that rate (over the room's
+// window, so more slowly than Tick does from this node's count).
 func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fifo != nil {
-		// The fifo counter runs from the ranks and the places found
-		// eligible on this node (docs/FAIRNESS.md, "Queue orders").
-		v := r.View(now)
-		r.tickFIFO(&v, now)
-		v.State = r.stored
-		r.publish(&v, now)
+		// eligible is every node's rate of places found eligible.
+		r.fifo.found.Store(0)
+		r.fifoTick(now, eligible, true)
 		return
 	}
 	if !r.adaptive {

@@ -488,14 +488,8 @@ func (c Config) settle() (settings, error) {
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20
 	}
-	store, err := settleStore(s.StateStore, validationStatePath)
-	if err != nil {
+	if _, err := settleStore(s.StateStore, validationStatePath); err != nil {
 		return s, err
-	}
-	if s.order == admission.OrderFIFO && store.Type == StoreDynamo {
-		// Arrival ranks are one process's (docs/FAIRNESS.md, "Queue
-		// orders"): nodes sharing a room would interleave their ranks.
-		return s, optionErr("queue_order", "fifo ranks arrivals in one process: it cannot be shared by nodes on state_store dynamodb (use lottery)")
 	}
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = 4096

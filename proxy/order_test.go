@@ -21,7 +21,7 @@ func TestQueueOrderConfig(t *testing.T) {
 		{"unknown order", Config{QueueOrder: "lifo"}, "queue_order"},
 		{"window without fifo", Config{LuckWindow: Duration(2 * time.Second)}, "luck_window"},
 		{"negative window", Config{QueueOrder: "fifo", LuckWindow: Duration(-time.Second)}, "luck_window"},
-		{"fifo shared by nodes", Config{QueueOrder: "fifo", StateStore: &StateStore{Type: StoreDynamo}}, "queue_order"},
+		{"fifo shared by nodes", Config{QueueOrder: "fifo", StateStore: &StateStore{Type: StoreDynamo}}, ""},
 		{"fifo on one machine's file", Config{QueueOrder: "fifo", StateStore: &StateStore{Type: StoreBolt, Path: "rooms.db"}}, ""},
 	}
 	for _, tt := range tests {
