@@ -401,7 +401,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 // such a version can be valid, so presenting one again takes no second
 // rank. ok is false when no rank could be taken; d says why.
 func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Decision, bool) {
-	pos, lk, err := room.claimRank(ctx, claims.ID, now, func(view *View, pos int64, lk float64) float64 {
+	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), now, func(view *View, pos int64, lk float64) float64 {
 		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk})
 	})
 	if err != nil {

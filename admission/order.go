@@ -54,6 +54,10 @@ func (m *MemoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) 
 // for the luck span.
 const fifoIssueWindow = 10 * time.Second
 
+// fifoFoundWindow is how far back a fifo room measures the rate of places
+// found eligible for a cluster's ticker (Room.EligibleRate).
+const fifoFoundWindow = 2 * time.Second
+
 // fifoGrain is the spacing of a fifo draw's checkpoints: fine, so that a
 // place is judged close to the moment the serving counter passes its key
 // and arrival order survives to admission order. The gate names only a few
@@ -84,7 +88,11 @@ type fifoState struct {
 	// shared is one past the highest rank handed out by any node sharing
 	// the rank counter, as last read from the store (NoteRanked).
 	shared atomic.Int64
-	found  atomic.Int64 // places found eligible since the last tick
+	// sharedKey is the highest key other nodes stored (View.KeyTop), as
+	// math.Float64bits.
+	sharedKey atomic.Uint64
+	found     atomic.Int64 // places found eligible since the last tick
+	recent    *Window      // places found eligible per second, lately
 	// firstLuck and lastLuck are the luck spans of the first and the
 	// latest place taken after the start (as math.Float64bits): where the
 	// keys thin out, at either end, the counter runs faster by them.
@@ -137,11 +145,12 @@ type claimed struct {
 	lk  float64
 }
 
-// claimRank is the rank a fifo place claims at its first judged attempt:
+// claimRank is the rank a fifo place taken at issued claims at its first
+// judged attempt:
 // the one it claimed before, or a new one (see Room.Rank), as the token's
 // pos and lk. key is the place's key for a new rank. Claims of one node
 // are serialised, so concurrent attempts of one place take one rank.
-func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
+func (r *Room) claimRank(ctx context.Context, id string, issued, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
 	f := r.fifo
 	if f == nil {
 		return 0, 0, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
@@ -159,8 +168,10 @@ func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func
 		m.cur[id] = c
 		return c.pos, c.lk, nil
 	}
+	// A place taken before the sale start is in the pre-queue, whenever it
+	// claims: its draw is its place, and a late claim loses nothing.
 	view := r.View(now)
-	pre := view.State == StateScheduled && now.Before(view.SaleStart)
+	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && issued.Before(view.SaleStart)
 	rank, view, err := r.Rank(ctx, now, pre)
 	if err != nil {
 		return 0, 0, err
@@ -262,6 +273,7 @@ func (r *Room) fifoLimit(v *View) float64 {
 	if bits := f.maxKey.Load(); bits != 0 {
 		limit = math.Max(limit, math.Float64frombits(uint64(bits)))
 	}
+	limit = math.Max(limit, math.Float64frombits(f.sharedKey.Load()))
 	if top := f.shared.Load(); top > v.RankBase {
 		// Ranks other nodes handed out: their keys lie up to a few luck
 		// spans beyond them.
@@ -301,6 +313,31 @@ func (r *Room) fifoSpeed(v *View, now time.Time, found float64, perSecond bool) 
 func (r *Room) tickFIFO(v *View, now time.Time, found float64, perSecond bool) {
 	v.Cruise, r.fifo.debt = r.fifoSpeed(v, now, found, perSecond)
 	r.fifo.lastTick = now
+}
+
+// keyTop is the highest key handed out that this node knows of: its own,
+// or one another node stored.
+func (r *Room) keyTop() float64 {
+	f := r.fifo
+	top := math.Float64frombits(f.sharedKey.Load())
+	if bits := f.maxKey.Load(); bits != 0 {
+		top = math.Max(top, math.Float64frombits(uint64(bits)))
+	}
+	return top
+}
+
+// KeyTopDue reports whether this node handed out a key beyond where the
+// fifo counter stops within ahead, while the room runs: a node that does
+// not tick stores its key top (View.KeyTop) then, so the ticker moves the
+// stop past its places too.
+func (r *Room) KeyTopDue(now time.Time, ahead time.Duration) bool {
+	if r.fifo == nil {
+		return false
+	}
+	v := r.View(now)
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	soon := now.Add(ahead)
+	return running && v.RankSet && v.Clock.SpeedAt(soon) == 0 && v.Clock.At(soon)-v.RankZero < r.keyTop()
 }
 
 // FIFOTickDue reports whether a tick of a fifo room, from every node's

@@ -133,6 +133,10 @@ type View struct {
 	// FirstLuck and LastLuck are the luck spans of the first and latest
 	// places taken after the start (fifo).
 	FirstLuck, LastLuck float64
+	// KeyTop is the highest key handed out that this node knows of (fifo;
+	// Export and Adopt carry it between nodes, so the counter's stop
+	// passes every node's places).
+	KeyTop float64
 }
 
 // ClockAt is the serving clock's reading at t, from the room's memory when
@@ -255,7 +259,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow), recent: NewWindow(fifoFoundWindow)}
 		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
@@ -317,6 +321,7 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 			v.RankSet = false
 			r.fifo.maxKey.Store(0)
 			r.fifo.firstLuck.Store(0)
+			r.fifo.sharedKey.Store(0)
 		}
 	}
 	r.stored = s
@@ -416,7 +421,11 @@ func (r *Room) NextCruise(population, eligible float64) (next, cur float64) {
 func (r *Room) Export() (View, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return *r.view.Load(), r.queueing
+	v := *r.view.Load()
+	if r.fifo != nil && v.RankSet {
+		v.KeyTop = r.keyTop()
+	}
+	return v, r.queueing
 }
 
 // Adopt makes a control state exported by a node sharing the room current
@@ -442,7 +451,12 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 		// Another queue than this node's: its keys are not this one's.
 		r.fifo.maxKey.Store(0)
 		r.fifo.firstLuck.Store(0)
+		r.fifo.sharedKey.Store(0)
 	}
+	if r.fifo != nil && v.KeyTop > math.Float64frombits(r.fifo.sharedKey.Load()) {
+		r.fifo.sharedKey.Store(math.Float64bits(v.KeyTop))
+	}
+	v.KeyTop = 0
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
 	r.view.Store(&v)
@@ -517,6 +531,7 @@ func (r *Room) ObserveEligible(now time.Time) {
 	r.eligible.Add(now, 1)
 	if r.fifo != nil {
 		r.fifo.found.Add(1)
+		r.fifo.recent.Add(now, 1)
 	}
 }
 
@@ -525,7 +540,9 @@ func (r *Room) ObserveEligible(now time.Time) {
 func (r *Room) Population(now time.Time) float64 { return r.presence.Count(now) }
 
 // EligibleRate is the observed rate of eligible attempts per second.
-func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }
+func (r *Room) EligibleRate(now time.Time) float64 {
+	return r.eligible.Rate(now)
+}
 
 // EstimateWait is the expected remaining wait of a visitor who is not yet
 // eligible. Thresholds are memoryless, so it is the same for everyone: one
@@ -550,6 +567,17 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 		d += v.SaleStart.Sub(now)
 	}
 	return d, true
+}
+
+// FoundRate is the rate of places found eligible in a fifo room over the
+// last fifoFoundWindow (0 in a lottery room): a cluster's ticker makes up
+// for ranks nobody presents from every node's, and EligibleRate's longer
+// window lags behind the counter.
+func (r *Room) FoundRate(now time.Time) float64 {
+	if r.fifo == nil {
+		return 0
+	}
+	return r.fifo.recent.Rate(now)
 }
 
 // Burst is the most admissions the bucket allows at once.

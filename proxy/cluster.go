@@ -165,7 +165,7 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 // ranks unclaimed (docs/SCALING.md, "Arrival ranks").
 const (
 	rankBlock = 64
-	rankAge   = 250 * time.Millisecond
+	rankAge   = time.Second
 )
 
 // attachLane links a lane's room to the store: the shared budget, and in a
@@ -259,7 +259,7 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 			return err
 		}
 		c := sh.exportControl()
-		if cl.version != 0 && sameControl(before, c) && originOf(c) == cl.storedOrigin {
+		if cl.version != 0 && sameControl(before, c) && !sh.originPending() {
 			return nil // nothing changed: no write
 		}
 		v, err := cl.store.SaveControl(ctx, cl.key, c, cl.version)
@@ -435,8 +435,15 @@ func originOf(c roomstate.Control) string {
 }
 
 // originPending reports whether a lane of this node set a fifo rank origin
-// the store does not have yet. Callers hold sh.cluster.mu.
+// the store does not have yet, or handed out keys beyond where the counter
+// is about to stop. Callers hold sh.cluster.mu.
 func (sh *Shared) originPending() bool {
+	now := sh.now()
+	for _, l := range sh.lanes() {
+		if l.room.KeyTopDue(now, 2*tickEvery) {
+			return true
+		}
+	}
 	return originOf(sh.exportControl()) != sh.cluster.storedOrigin
 }
 
@@ -464,7 +471,8 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
 	until := now.Add(3 * tickEvery)
 	lanes := sh.lanes()
-	type sums struct{ population, eligible float64 }
+	fifo := sh.Room.View(now).Order == admission.OrderFIFO
+	type sums struct{ population, eligible, found float64 }
 	total := make([]sums, len(lanes))
 	mine, all, nodes := 0.0, 0.0, 0
 	for i, l := range lanes {
@@ -484,7 +492,16 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		total[i] = sums{p, e}
+		if fifo {
+			// The fifo counter's shortfall, from every node's recent finds.
+			if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, l.name, "found"), cl.set.Node, l.room.FoundRate(now), until); err != nil {
+				return err
+			}
+			if total[i].found, _, err = cl.store.Population(ctx, laneKey(cl.key, l.name, "found"), now); err != nil {
+				return err
+			}
+		}
+		total[i].population, total[i].eligible = p, e
 		all += e
 		nodes = max(nodes, n)
 	}
@@ -497,6 +514,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	case nodes > 1:
 		share = 1 / float64(nodes)
 	}
+
 	sh.mu.Lock()
 	cl.share, cl.nodes = share, nodes
 	_ = sh.rebalance(now, true)
@@ -504,7 +522,6 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	if err := sh.retryPending(ctx, now); err != nil {
 		return err
 	}
-	fifo := sh.Room.View(now).Order == admission.OrderFIFO
 	if fifo && now.Sub(cl.ticked) >= tickEvery*9/10 {
 		// About to tick: the counter may run as far as the ranks every
 		// node handed out (a read of the shared counter, which takes none).
@@ -527,7 +544,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
 				if fifo {
-					moved = moved || l.room.FIFOTickDue(now, total[i].eligible, minCruiseStep, 2*tickEvery)
+					moved = moved || l.room.FIFOTickDue(now, total[i].found, minCruiseStep, 2*tickEvery)
 					continue
 				}
 				next, cur := l.room.NextCruise(total[i].population, total[i].eligible)
@@ -544,6 +561,10 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		}
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
+				if fifo {
+					l.room.TickWith(now, total[i].population, total[i].found)
+					continue
+				}
 				l.room.TickWith(now, total[i].population, total[i].eligible)
 			}
 		}

@@ -116,9 +116,10 @@ func (b *Budget) Return(ctx context.Context) error {
 // a block's worth of arrivals.
 //
 // With a maximum age (MaxAge), a block is dropped once it is older than
-// that, and its size follows the node's arrivals: twice what the last
-// block handed out when it ran out within the age, what it handed out when
-// it aged, between 1 and the block given to NewRanks. So arrivals at
+// that, and its size follows the node's arrivals: what the node handed out
+// over a quarter of the age, at the rate the last block went, between 1
+// and the block given to NewRanks (so a block is dropped with ranks left
+// only when arrivals fell fourfold). So arrivals at
 // different nodes are ranked out of order only when they are less than the
 // age apart, and a quiet node does not hold old ranks for later arrivals.
 // The ranks of a dropped block, and of the block a crashed node held, are
@@ -137,6 +138,10 @@ type Ranks struct {
 	taken     time.Time // when the current block was reserved
 	dropped   int64     // ranks dropped unused, for tests and metrics
 }
+
+// rankLifeShare is how much shorter than the maximum age a block is sized
+// to last: blocks are dropped unused only when arrivals fall this much.
+const rankLifeShare = 4
 
 // NewRanks returns a node's rank allocator for room.
 func NewRanks(store Store, room string, block int64) (*Ranks, error) {
@@ -163,16 +168,14 @@ func (r *Ranks) Next(ctx context.Context) (int64, error) {
 	if r.age > 0 {
 		now = r.now()
 		left := r.end - r.next
-		switch {
-		case r.taken.IsZero():
-		case now.Sub(r.taken) > r.age:
-			// Aged: the next block is about what this one handed out.
-			r.size = max(1, min(r.block, r.size-left))
+		if !r.taken.IsZero() && (left == 0 || now.Sub(r.taken) > r.age) {
+			// Size the next block to last a quarter of the age at the
+			// rate this one was handed out.
+			life := max(now.Sub(r.taken), r.age/rankLifeShare)
+			rate := float64(r.size-left) / life.Seconds()
+			r.size = max(1, min(r.block, int64(math.Ceil(rate*(r.age/rankLifeShare).Seconds()))))
 			r.dropped += left
 			r.next = r.end
-		case left == 0:
-			// Ran out within the age: arrivals come faster.
-			r.size = min(r.block, 2*r.size)
 		}
 	}
 	if r.next == r.end {
