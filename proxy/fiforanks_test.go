@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -203,5 +205,80 @@ func TestFIFORanksSurviveRestart(t *testing.T) {
 	d := again.decide(t, tk.Token, clock.Now())
 	if d.Claims == nil || d.Claims.Pos <= slices.Max(before) {
 		t.Fatalf("rank after the restart %v, want after every rank before it %v", d.Claims, before)
+	}
+}
+
+// TestFreeTokensSlowFIFO is the attack "free tokens slow fifo", through the
+// gateway's HTTP handler: one client takes 2,000 tokens from
+// POST /_fairgate/token and never presents them. Each used to take an
+// arrival rank the serving counter had to pass at the rate (5/s), which
+// raised the next 100 visitors' median wait from 2.1 s to 62 s. A place now
+// takes its rank at its first judged attempt with its work solved, so the
+// next visitors wait as long as without the attack.
+func TestFreeTokensSlowFIFO(t *testing.T) {
+	median := func(free int) time.Duration {
+		e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Second), Rate: 5, Burst: 5}, nil)
+		for range free {
+			e.client.Jar = newClockJar(e.clock.Now)
+			e.ticket()
+		}
+		type visitor struct {
+			tk                ticketJSON
+			nonce             string
+			arrived, admitted time.Time
+		}
+		var vs []*visitor
+		start := e.clock.Now()
+		for step := range 2000 {
+			now := start.Add(time.Duration(step) * 100 * time.Millisecond)
+			e.clock.Set(now)
+			if step%10 == 0 {
+				e.gw.Room().Tick(now)
+			}
+			if step%3 == 0 && len(vs) < 100 { // 3.3 arrivals a second
+				e.client.Jar = newClockJar(e.clock.Now)
+				tk := e.ticket()
+				vs = append(vs, &visitor{tk: tk, nonce: solveFor(t, tk), arrived: now})
+			}
+			done := len(vs) == 100
+			for _, v := range vs {
+				if !v.admitted.IsZero() {
+					continue
+				}
+				done = false
+				if now.Before(time.UnixMilli(v.tk.NextAttempt)) {
+					continue
+				}
+				body, _ := json.Marshal(map[string]string{"token": v.tk.Token, "nonce": v.nonce})
+				resp, b := e.do("POST", "/_fairgate/admit", string(body))
+				switch resp.StatusCode {
+				case http.StatusOK:
+					v.admitted = now
+				case http.StatusTooManyRequests:
+					if err := json.Unmarshal(b, &v.tk); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					t.Fatalf("admit: %d %s", resp.StatusCode, b)
+				}
+			}
+			if done {
+				break
+			}
+		}
+		var waits []time.Duration
+		for i, v := range vs {
+			if v.admitted.IsZero() {
+				t.Fatalf("%d free tokens: visitor %d not admitted in 200 s", free, i)
+			}
+			waits = append(waits, v.admitted.Sub(v.arrived))
+		}
+		slices.Sort(waits)
+		return waits[len(waits)/2]
+	}
+	base, attacked := median(0), median(2000)
+	t.Logf("the next 100 visitors' median wait: %v without free tokens, %v after 2,000", base, attacked)
+	if attacked > base+time.Second {
+		t.Errorf("2,000 free tokens raised the next visitors' median wait from %v to %v", base, attacked)
 	}
 }
