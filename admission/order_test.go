@@ -349,16 +349,18 @@ func checkRateHeld(t *testing.T, vs []fifoVisitor, rate, tolerance float64) {
 	}
 }
 
-// TestFIFOFreeTokensCost measures what tokens taken and never presented
-// cost the visitors after them in a fifo room: each takes a rank, a gap the
-// counter has to cross. 2,000 free tokens ahead of 100 visitors at 10
-// admissions a second would cost 200 s at the rate; the counter crosses them
-// by catching up on the shortfall of places found eligible.
-func TestFIFOFreeTokensCost(t *testing.T) {
+// TestFreeTokensTakeNoRanks is the attack "free tokens slow fifo": 2,000
+// tokens taken over 5 s and never presented used to take 2,000 ranks the
+// counter had to pass (200 s at 10/s), raising the next 100 visitors'
+// median wait from 2.1 s to 62 s. A rank is now taken at a place's first
+// judged attempt with its work solved, so the next visitors wait as long as
+// without them (within a second: the free tokens consume the seeded
+// draws, so the two runs' visitors draw differently).
+func TestFreeTokensTakeNoRanks(t *testing.T) {
 	wait := func(free int) time.Duration {
 		g := testGate(t, 1000)
 		room := fifoRoom(t, 10, time.Second, StateQueue, time.Time{})
-		for i := range free {
+		for i := range free { // taken over 5 s, never presented
 			at := t0.Add(time.Duration(i) * 5 * time.Second / time.Duration(free))
 			if _, err := g.Issue(room, Visitor{}, at); err != nil {
 				t.Fatal(err)
@@ -380,42 +382,9 @@ func TestFIFOFreeTokensCost(t *testing.T) {
 		return waits[len(waits)/2]
 	}
 	base, flooded := wait(0), wait(2000)
-	t.Logf("median wait: %v without free tokens, %v behind 2,000 (200 s of them at the rate)", base, flooded)
-	if flooded-base > 100*time.Second {
-		t.Errorf("2,000 free tokens cost the visitors after them %v: the counter does not cross the gap", flooded-base)
-	}
-}
-
-// TestFreeTokensTakeNoRanks is the attack "free tokens slow fifo": 2,000
-// tokens taken and never presented used to take 2,000 ranks the counter
-// had to pass at the rate, raising the next 100 visitors' median wait from
-// 2.1 s to 62 s. A rank is now taken at a place's first judged attempt with
-// its work solved, so the next visitors wait as long as without them.
-func TestFreeTokensTakeNoRanks(t *testing.T) {
-	run := func(free int) time.Duration {
-		g := testGate(t, 10000)
-		room := fifoRoom(t, 5, time.Second, StateQueue, time.Time{})
-		for i := range free {
-			if _, err := g.Issue(room, Visitor{}, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var arrivals []time.Time
-		for i := range 100 {
-			arrivals = append(arrivals, t0.Add(5*time.Second+time.Duration(i)*250*time.Millisecond))
-		}
-		vs := fifoSale(t, g, room, arrivals, t0.Add(time.Hour))
-		var waits []time.Duration
-		for _, v := range vs {
-			waits = append(waits, v.admitted.Sub(v.arrive))
-		}
-		slices.Sort(waits)
-		return waits[len(waits)/2]
-	}
-	base, attacked := run(0), run(2000)
-	t.Logf("median wait of the next 100: %v without free tokens, %v after 2,000", base, attacked)
-	if attacked > base+time.Second {
-		t.Errorf("2,000 free tokens raised the next visitors' median wait from %v to %v", base, attacked)
+	t.Logf("median wait of the next 100: %v without free tokens, %v behind 2,000", base, flooded)
+	if flooded > base+time.Second {
+		t.Errorf("2,000 free tokens raised the next visitors' median wait from %v to %v", base, flooded)
 	}
 }
 
