@@ -50,8 +50,12 @@ type Config struct {
 	// (probabilistic first in, first out: the pre-queue a uniform lottery
 	// served before every later arrival; after the start, of two arrivals Δ
 	// apart the earlier goes first with probability 1 − ½·e^(−Δ/W)).
-	// docs/FAIRNESS.md, "Queue orders". It cannot change on a reload while
-	// the room exists. Default: `lottery` (DefaultQueueOrder).
+	// docs/FAIRNESS.md, "Queue orders". `fifo` works on every state
+	// store: on bolt and dynamodb the arrival ranks come from the store's
+	// counter and the rank origin is stored with the control state, so
+	// nodes on one store keep one order and a restart keeps it. It cannot
+	// change on a reload while the room exists. Default: `lottery`
+	// (DefaultQueueOrder).
 	QueueOrder string `json:"queue_order,omitempty"`
 	// LuckWindow is W of the `fifo` order: the mean head start luck gives a
 	// place over the arrivals after it. Only with `fifo`. Default: 5s
