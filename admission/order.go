@@ -133,7 +133,8 @@ type rankerBox struct{ r Ranker }
 
 // claimMemory remembers the rank each place claimed (Gate.claim), for as
 // long as a version of its token from before the claim can be valid: two
-// generations, each a room memory long.
+// generations, each a room memory (at least a minute) long. Its size is
+// the claims of two memories: a room memory of arrivals, at most twice.
 type claimMemory struct {
 	mu       sync.Mutex
 	cur, old map[string]claimed
@@ -146,9 +147,8 @@ type claimed struct {
 }
 
 // claimRank is the rank a fifo place taken at issued claims at its first
-// judged attempt:
-// the one it claimed before, or a new one (see Room.Rank), as the token's
-// pos and lk. key is the place's key for a new rank. Claims of one node
+// judged attempt: the one it claimed before, or a new one (see Room.Rank),
+// as the token's pos and lk. key is the place's key for a new rank. Claims of one node
 // are serialised, so concurrent attempts of one place take one rank.
 func (r *Room) claimRank(ctx context.Context, id string, issued, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
 	f := r.fifo
@@ -377,8 +377,8 @@ func (v *View) passing(c, want float64) float64 {
 
 // sharedLuckTail is how many luck spans beyond the shared counter's top the
 // fifo counter may run: other nodes' last keys are their ranks plus luck
-// this node does not see (e^-3: one place in 20 lies further, and waits for
-// the next arrival to move the stop).
+// this node does not see (e^-3: one place in 20 lies further, until its
+// node stores its key top, see KeyTopDue).
 const sharedLuckTail = 3
 
 // fifoMaxSparse bounds how much faster than the rate the counter runs where
