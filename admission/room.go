@@ -383,9 +383,9 @@ func (r *Room) fifoTick(now time.Time, found float64, perSecond bool) {
 }
 
 // TickWith is Tick on observations made elsewhere: the population and
-// eligible rate of every node sharing the room, summed. A fifo counter
-// makes up for ranks nobody presented from that rate (over the room's
-// window, so more slowly than Tick does from this node's count).
+// eligible rate of every node sharing the room, summed. For a fifo counter
+// eligible is every node's FoundRate, from which it makes up for ranks
+// nobody presented.
 func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -540,9 +540,7 @@ func (r *Room) ObserveEligible(now time.Time) {
 func (r *Room) Population(now time.Time) float64 { return r.presence.Count(now) }
 
 // EligibleRate is the observed rate of eligible attempts per second.
-func (r *Room) EligibleRate(now time.Time) float64 {
-	return r.eligible.Rate(now)
-}
+func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }
 
 // EstimateWait is the expected remaining wait of a visitor who is not yet
 // eligible. Thresholds are memoryless, so it is the same for everyone: one
