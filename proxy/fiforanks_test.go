@@ -155,6 +155,17 @@ func TestClusterFIFO(t *testing.T) {
 			}
 			want := rate * float64(last-2)
 			t.Logf("%s: %d visitors over %d nodes; %d admitted from 2s to %ds, want %.0f", kind, len(vs), len(nodes), total, last, want)
+			for j, n := range nodes {
+				calls := storeCalls(t, n)
+				arrivals := 0
+				for _, v := range vs {
+					if v.node == j {
+						arrivals++
+					}
+				}
+				t.Logf("%s node %d: %d arrivals over %v, %d rank reservations (the ticker's reads of the counter included), %d control writes",
+					kind, j, arrivals, arriving, calls["reserve_ranks"], calls["save_control"])
+			}
 			if math.Abs(float64(total)-want) > 0.05*want {
 				t.Errorf("admitted %d in %d s while the queue was not empty, want %.0f ±5%%", total, last-2, want)
 			}

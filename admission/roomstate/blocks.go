@@ -169,11 +169,16 @@ func (r *Ranks) Next(ctx context.Context) (int64, error) {
 		now = r.now()
 		left := r.end - r.next
 		if !r.taken.IsZero() && (left == 0 || now.Sub(r.taken) > r.age) {
-			// Size the next block to last a quarter of the age at the
-			// rate this one was handed out.
-			life := max(now.Sub(r.taken), r.age/rankLifeShare)
-			rate := float64(r.size-left) / life.Seconds()
-			r.size = max(1, min(r.block, int64(math.Ceil(rate*(r.age/rankLifeShare).Seconds()))))
+			quarter := r.age / rankLifeShare
+			if life := now.Sub(r.taken); left == 0 && life < quarter {
+				// Used up early: arrivals come faster than it was sized for.
+				r.size = min(r.block, 2*r.size)
+			} else {
+				// Size the next block to last a quarter of the age at the
+				// rate this one was handed out.
+				rate := float64(r.size-left) / life.Seconds()
+				r.size = max(1, min(r.block, int64(math.Ceil(rate*quarter.Seconds()))))
+			}
 			r.dropped += left
 			r.next = r.end
 		}
