@@ -116,10 +116,11 @@ func (b *Budget) Return(ctx context.Context) error {
 // a block's worth of arrivals.
 //
 // With a maximum age (MaxAge), a block is dropped once it is older than
-// that, and its size follows the node's arrivals: what the node handed out
-// over a quarter of the age, at the rate the last block went, between 1
-// and the block given to NewRanks (so a block is dropped with ranks left
-// only when arrivals fell fourfold). So arrivals at
+// that, and its size follows the node's arrivals: twice the last when that
+// was used up within a quarter of the age, else what the node handed out
+// over a quarter of the age at the rate the last block went; between 1 and
+// the block given to NewRanks (so a block is dropped with ranks left only
+// when arrivals fell about fourfold). So arrivals at
 // different nodes are ranked out of order only when they are less than the
 // age apart, and a quiet node does not hold old ranks for later arrivals.
 // The ranks of a dropped block, and of the block a crashed node held, are
