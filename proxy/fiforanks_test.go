@@ -50,7 +50,7 @@ func TestClusterFIFO(t *testing.T) {
 			weights := []int{6, 3, 1} // arrivals per node per 250ms step: 40/s against 20/s
 			var vs []*fifoCrowdVisitor
 			start := clock.Now()
-			const arriving = 30 * time.Second
+			const arriving = 20 * time.Second
 			const step = 250 * time.Millisecond
 			perSecond := map[int64]int{}
 			for i := 0; i < 400*int(time.Second/step); i++ {
