@@ -168,12 +168,13 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 		}
 		subject = AnonymousPrefix + anon
 	}
-	// A verified subject draws once per room, however many tokens they take.
-	lot := g.codec.keys.IdentityLot(view.Name, who.Subject)
-	if who.Subject == "" {
-		if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
-			return WaitToken{}, err
-		}
+	// A verified subject draws once per room, however many tokens they take;
+	// an anonymous visitor draws at random.
+	var lot string
+	if who.Subject != "" {
+		lot = g.codec.keys.IdentityLot(view.Name, who.Subject)
+	} else if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
+		return WaitToken{}, err
 	}
 	ch, err := g.randomText(base64.RawURLEncoding, challengeBytes)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/reply"
 )
 
 type cookieNames struct{ wait, pass string }
@@ -99,8 +100,8 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view = room.View(now)
-	if c, err := r.Cookie(g.cookies.wait); err == nil && c.Value != "" {
-		tk, err := g.gate.Resume(room, c.Value, who, now)
+	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
+		tk, err := g.gate.Resume(room, v, who, now)
 		if err == nil {
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 			return
@@ -132,8 +133,8 @@ func (g *Gateway) joinedOr503(w http.ResponseWriter) bool {
 
 func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
-	var req admitRequest
-	if err := decodeJSON(w, r, g.cfg.MaxBodyBytes, &req); err != nil {
+	req, ok := g.readAdmit(w, r)
+	if !ok {
 		return
 	}
 	if !g.joinedOr503(w) {
@@ -141,9 +142,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	token := req.Token
 	if token == "" {
-		if c, err := r.Cookie(g.cookies.wait); err == nil {
-			token = c.Value
-		}
+		token, _ = cookieValue(r, g.cookies.wait)
 	}
 	if token == "" {
 		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
@@ -158,7 +157,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	view := room.View(now)
 	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
-	g.metrics.attempts.WithLabelValues(d.Outcome.String()).Inc()
+	g.metrics.attempt(d.Outcome)
 	switch d.Outcome {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, room, d, req.Return, now)
@@ -179,6 +178,22 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "2")
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
 	}
+}
+
+// readAdmit reads an admit body; on failure it has answered 413 or 400.
+func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitRequest, bool) {
+	bp := reply.Body()
+	defer reply.PutBody(bp)
+	body, err := reply.ReadBody(w, r, g.cfg.MaxBodyBytes, (*bp)[:0])
+	*bp = body[:0]
+	if err != nil {
+		return admitRequest{}, false
+	}
+	if req, ok := parseAdmitFast(body); ok {
+		return req, true
+	}
+	var req admitRequest
+	return req, reply.Unmarshal(w, body, &req) == nil
 }
 
 // admit completes an admission: the hook, then the pass cookie.
@@ -294,7 +309,7 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
 	}
-	writeJSON(w, status, body)
+	writeTicket(w, status, &body)
 }
 
 // writeClosedJSON is the closed answer for apps: the error, and the
