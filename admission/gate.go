@@ -124,6 +124,11 @@ type WaitToken struct {
 	// room is paused or closed.
 	Estimate      time.Duration
 	EstimateKnown bool
+	// Wake is when the page should ask next: nxt, or sooner while the
+	// room is scheduled (at most MaxBackoff ahead), so that a sale start
+	// moved earlier reaches a page sleeping towards the old one. Asking
+	// before nxt is answered "early" and costs nothing.
+	Wake time.Time
 }
 
 // AnonymousPrefix starts the random subject of a visitor without a login.
@@ -225,9 +230,18 @@ func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Wai
 	if claims.Lane != view.Lane {
 		return WaitToken{}, ErrLane
 	}
-	t := WaitToken{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims, Wake: g.wake(&view, claims, now)}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
+}
+
+// wake is WaitToken.Wake.
+func (g *Gate) wake(view *View, claims *WaitClaims, now time.Time) time.Time {
+	next := claims.NextAttempt()
+	if view.State == StateScheduled && next.Sub(now) > g.policy.MaxBackoff {
+		return now.Add(g.policy.MaxBackoff)
+	}
+	return next
 }
 
 // Outcome is the result of an admission attempt.
@@ -327,12 +341,65 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
 	if now.Before(claims.NextAttempt()) {
+		if d, moved := g.regrid(ctx, room, &view, claims, now); moved {
+			return d
+		}
 		// Nothing to judge before the checkpoint: the same token back,
 		// without signing anything.
-		t := WaitToken{Token: a.Token, Claims: claims}
+		t := WaitToken{Token: a.Token, Claims: claims, Wake: g.wake(&view, claims, now)}
 		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
-		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
+		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 	}
+	return g.judge(ctx, room, &view, claims, now)
+}
+
+// regrid reschedules a place whose token names a checkpoint of a grid that
+// has since moved (the sale start moved earlier, or the room started
+// early): without it the place would sleep until the old start while later
+// arrivals go in. Its checkpoint becomes the first point of the current
+// grid at or after the move plus MaxBackoff — the latest a page that
+// follows its answers learns of the move (Wake) — and no earlier than
+// MinBackoff after the place's first token. That depends on the room, the
+// draw and the place alone, so every version and every moment of asking
+// get the same checkpoint: asking early, or often, learns of the move
+// sooner and gains nothing by it. If that checkpoint has passed, the
+// attempt is judged from it at once. moved is false when nothing moved
+// (the early answer stands).
+func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
+	if view.Moved.IsZero() || !time.Unix(claims.IssuedAt, 0).Before(view.Moved) {
+		return Decision{}, false // minted on the current grid
+	}
+	grid := g.grid(view, claims.Lot)
+	nxt := claims.NextAttempt()
+	if grid.at(grid.index(nxt)).Equal(nxt) {
+		return Decision{}, false // on the current grid: its checkpoint stands
+	}
+	from := view.Moved.Add(g.policy.MaxBackoff)
+	if first := time.Unix(claims.IssuedAt, 0).Add(g.policy.MinBackoff); first.After(from) {
+		from = first
+	}
+	next := grid.at(grid.index(from))
+	if !next.Before(nxt) {
+		return Decision{}, false // the old checkpoint comes first: keep it
+	}
+	// The ledger first: a place it holds (admitted, or holding a slot)
+	// gets no new version, so no version outlives its record.
+	place, err := g.ledger.Lookup(ctx, claims.ID)
+	if err != nil {
+		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims), true
+	}
+	if place.State != PlaceWaiting {
+		return Decision{}, false
+	}
+	claims.Nxt = next.UnixMilli()
+	if now.Before(next) {
+		return g.wait(view, claims, OutcomeEarly, next, now), true
+	}
+	return g.judge(ctx, room, view, claims, now), true
+}
+
+// judge decides an attempt at or after its checkpoint.
+func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
 	place, err := g.ledger.Lookup(ctx, claims.ID)
@@ -344,54 +411,64 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	case PlaceReserved:
 		if now.Before(place.Slot) {
-			return g.wait(&view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
+			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
 			// place keeps its slot and asks again at its next checkpoint.
-			return g.wait(&view, claims, OutcomeBusy, g.recheck(&view, claims, now), now)
+			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
-		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
+		// The slot was given at the rate of its moment: at the rate of
+		// this one, it may lie further ahead.
+		if due, ok := room.PaceSlot(claims.ID, now); !ok {
+			return g.respaced(view, claims, place.Slot, ceilMilli(due), now)
+		}
+		if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
+			room.UnpaceSlot(claims.ID, now)
 			return d // the place keeps its slot and asks again
 		}
 		used, err := g.ledger.Use(ctx, claims.ID)
 		switch {
 		case err != nil:
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 		case !used:
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
 		return g.pass(room, claims, now)
 	}
-	room.ObservePresent(now, claims.ID)
+	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
 		ranked, d, ok := g.claim(ctx, room, claims, now)
 		if !ok {
 			return d
 		}
-		view = ranked
-		if claims.Pos < 0 {
-			// A pre-queue place: its first attempts spread over the first
-			// backoff after the start.
-			return g.wait(&view, claims, OutcomeWait, g.preQueueFirst(&view, claims, now), now)
-		}
+		view, claimed = &ranked, true
 	}
-	at, eligible := g.walk(&view, claims, now)
+	from, threshold := g.threshold(view, claims)
+	room.ObservePresent(now, claims.ID, from+threshold)
+	if claimed && claims.Pos < 0 {
+		// A pre-queue place: its first attempts spread over the first
+		// backoff after the start.
+		return g.wait(view, claims, OutcomeWait, g.preQueueFirst(view, claims, now), now)
+	}
+	at, eligible := g.walk(view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
-			at = g.fifoNext(&view, claims, now)
+			at = g.fifoNext(view, claims, now)
 		}
-		return g.wait(&view, claims, OutcomeWait, at, now)
+		return g.wait(view, claims, OutcomeWait, at, now)
 	}
 	if view.State == StatePaused || view.State == StateScheduled {
 		// Eligible, but nobody is admitted now: the next checkpoint, not
 		// the one already passed, so the token's life moves on with the
 		// pause instead of running out under a page that follows it.
-		return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
+		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, &view, claims, now)
+	return g.reserve(ctx, room, view, claims, now)
 }
 
 // claim gives a fifo place its arrival rank at its first judged attempt,
@@ -424,14 +501,10 @@ func (g *Gate) preQueueFirst(view *View, claims *WaitClaims, now time.Time) time
 // checkpoint after now if there was none. Eligibility only grows with time
 // (the clock never runs backwards), so the checkpoints between are
 // searched, not walked one by one.
-func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, bool) {
+func (g *Gate) walk(view *View, claims *WaitClaims, from, threshold float64, now time.Time) (time.Time, bool) {
 	first := claims.NextAttempt()
 	if view.State == StateOpen {
 		return first, true
-	}
-	from, threshold := claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
-	if view.Order == OrderFIFO {
-		from, threshold = view.RankZero, g.fifoKey(view, claims)
 	}
 	eligible := func(at time.Time) bool {
 		return !view.Opens.After(at) && view.ClockAt(at)-from >= threshold
@@ -454,6 +527,15 @@ func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, b
 		}
 	}
 	return grid.at(hi), true
+}
+
+// threshold is where the place's distance on the serving clock counts from,
+// and the distance: it is eligible once S − from ≥ threshold.
+func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float64) {
+	if view.Order == OrderFIFO {
+		return view.RankZero, g.fifoKey(view, claims)
+	}
+	return claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
 }
 
 // reserve takes the eligible place's admission from the bucket and records
@@ -527,7 +609,7 @@ func refundQuota(room *Room, at time.Time) {
 }
 
 func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
-	room.ObserveAdmitted(claims.ID)
+	room.ObserveAdmitted(claims.ID, now)
 	pc := &PassClaims{
 		Registered: Registered{
 			Subject:   claims.Subject,
@@ -551,16 +633,38 @@ func (g *Gate) unavailable(err error, claims *WaitClaims) Decision {
 
 // Requeue sends an admitted visitor back to waiting when the admission could
 // not complete (the admission hook said the seat service is full, or is
-// down): the place is released, the bucket gets its admission back, and the
-// token continues its chain from the next checkpoint.
+// down). The place keeps its admission, as a slot at its next checkpoint:
+// the ledger holds it reserved until then, so no version of its token is
+// judged again (nor the hook called again) before that checkpoint, and at
+// it the place is admitted from its slot without taking another admission
+// from the bucket. A place refused over and over so holds one admission,
+// not one per attempt; the room's shared budget gets its admission back
+// (the slot takes it again when used).
 func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) Decision {
+	view := room.View(now)
+	next := g.recheck(&view, claims, now)
+	// Used becomes reserved: two steps, as the ledger has no swap. Between
+	// them a concurrent attempt of the place may be judged afresh; the
+	// ledger's Hold still lets only one of them through.
 	if err := g.ledger.Release(ctx, claims.ID); err != nil {
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
-	room.RefundAdmission(now)
 	refundQuota(room, now)
-	view := room.View(now)
-	return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
+	held, fresh, err := g.ledger.Hold(ctx, claims.ID, Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	switch {
+	case err != nil:
+		// Released, not held: the bucket gets the admission back, and the
+		// place is judged again at its next attempt.
+		room.RefundAdmission(now)
+		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
+	case !fresh && held.State == PlaceUsed:
+		room.RefundAdmission(now) // a concurrent attempt took the place in
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	case !fresh:
+		room.RefundAdmission(now)
+		next = ceilMilli(held.Slot)
+	}
+	return g.wait(&view, claims, OutcomeWait, next, now)
 }
 
 // SignPass signs a pass, giving it a fresh id. The gateway calls it again
@@ -585,7 +689,23 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	return Decision{Outcome: outcome, Next: t, RetryAfter: next.Sub(now), Claims: claims}
+	return Decision{Outcome: outcome, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
+}
+
+// respaced is the busy answer of a place whose slot, due at slot, the rate
+// now puts at next. The ledger keeps the place until lastValid of its slot:
+// no version may outlive that, so the new version expires by then even if
+// its slot lies beyond (a cut that re-spaces a slot by more than TokenTTL
+// loses the place rather than let it pass twice).
+func (g *Gate) respaced(view *View, claims *WaitClaims, slot, next, now time.Time) Decision {
+	g.schedule(claims, next)
+	limit := slot.Add(g.policy.MinBackoff + g.policy.MaxBackoff + g.policy.TokenTTL)
+	claims.ExpiresAt = min(claims.ExpiresAt, limit.Unix())
+	t, err := g.ticket(view, claims, now)
+	if err != nil {
+		return g.unavailable(err, claims)
+	}
+	return Decision{Outcome: OutcomeBusy, Next: t, RetryAfter: next.Sub(now), Claims: claims}
 }
 
 // checkpoints is one draw's grid of checkpoints in a room. Point n lies at
@@ -727,7 +847,7 @@ func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (WaitToken,
 	if err != nil {
 		return WaitToken{}, err
 	}
-	t := WaitToken{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims, Wake: g.wake(view, claims, now)}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
 }

@@ -206,7 +206,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 			session = res.session
 		case res.err == nil || g.hook.onFailure == "closed":
 			// The seat service is full (409/429) or down with a closed
-			// policy: back to waiting, place and budget given back.
+			// policy: back to waiting; the place keeps its admission as a
+			// slot at its next checkpoint (Gate.Requeue).
 			if res.err != nil {
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
@@ -284,6 +285,9 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status int, tk admission.WaitToken, view admission.View, now time.Time, outcome string) {
 	c := tk.Claims
 	retry := c.NextAttempt().Sub(now)
+	if !tk.Wake.IsZero() {
+		retry = tk.Wake.Sub(now) // sooner than nxt while scheduled
+	}
 	body := ticketJSON{
 		Room: view.Name, Lane: c.Lane, State: string(view.State), Token: tk.Token,
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
