@@ -199,32 +199,16 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 		Bnd:  who.Binding,
 		Lane: view.Lane,
 	}
-	if view.Order == OrderFIFO {
-		pre := view.State == StateScheduled && now.Before(view.SaleStart)
-		rank, ranked, err := room.Rank(ctx, now, pre)
-		if err != nil {
-			return WaitToken{}, err
-		}
-		view = ranked
-		claims.Pos = rank + 1
-		if pre {
-			claims.Pos = -claims.Pos
-		} else {
-			claims.Lk = room.LuckSpan(now)
-			room.noteKey(g.fifoKey(&view, claims), claims.Lk)
-		}
-	}
-	// The first checkpoint leaves at least the shortest backoff to solve
-	// the challenge in, and lies on the draw's grid like every other. It
-	// does not depend on the draw's lottery number.
+	// A fifo place takes no rank here: taking a token costs nothing, and a
+	// rank moves everyone after it. It takes one at its first judged
+	// attempt, with its work solved (Gate.claim).
 	next := now
 	switch {
 	case view.State == StateOpen:
-	case view.Order == OrderFIFO && view.State == StateScheduled:
-		// The pre-queue's first attempts spread over the first backoff
-		// after the start.
-		start := view.SaleStart.Add(durationOf(g.codec.keys.Jitter(claims.Lot) * g.policy.MinBackoff.Seconds()))
-		next = g.pointFrom(&view, claims, start, now.Add(g.policy.MinBackoff))
+	case view.Order == OrderFIFO && view.State == StateScheduled && now.Before(view.SaleStart):
+		// The grid starts at the sale start: the claim of a pre-queue
+		// place is the one checkpoint off it.
+		next = ceilMilli(now.Add(g.policy.MinBackoff))
 	default:
 		next = g.nextCheckpoint(&view, claims, now.Add(g.policy.MinBackoff))
 	}
@@ -456,8 +440,21 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		}
 		return g.pass(room, claims, now)
 	}
+	claimed := false
+	if view.Order == OrderFIFO && claims.Pos == 0 {
+		ranked, d, ok := g.claim(ctx, room, claims, now)
+		if !ok {
+			return d
+		}
+		view, claimed = &ranked, true
+	}
 	from, threshold := g.threshold(view, claims)
 	room.ObservePresent(now, claims.ID, from+threshold)
+	if claimed && claims.Pos < 0 {
+		// A pre-queue place: its first attempts spread over the first
+		// backoff after the start.
+		return g.wait(view, claims, OutcomeWait, g.preQueueFirst(view, claims, now), now)
+	}
 	at, eligible := g.walk(view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
@@ -472,6 +469,31 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
 	return g.reserve(ctx, room, view, claims, now)
+}
+
+// claim gives a fifo place its arrival rank at its first judged attempt,
+// the first moment it has proved its work: then, and not when the token was
+// taken, is its arrival (docs/FAIRNESS.md, "Free tokens take no ranks").
+// Every version of the token from before the claim names the rank the
+// claim took, on this node: the gate remembers it (claimMemory) as long as
+// such a version can be valid, so presenting one again takes no second
+// rank. ok is false when no rank could be taken; d says why.
+func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Decision, bool) {
+	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), now, func(view *View, pos int64, lk float64) float64 {
+		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk})
+	})
+	if err != nil {
+		return room.View(now), g.unavailable(err, claims), false
+	}
+	claims.Pos, claims.Lk = pos, lk
+	return room.View(now), Decision{}, true
+}
+
+// preQueueFirst is a pre-queue place's first checkpoint after the start:
+// spread over the first backoff by its draw.
+func (g *Gate) preQueueFirst(view *View, claims *WaitClaims, now time.Time) time.Time {
+	start := view.SaleStart.Add(durationOf(g.codec.keys.Jitter(claims.Lot) * g.policy.MinBackoff.Seconds()))
+	return g.pointFrom(view, claims, start, now.Add(g.policy.MinBackoff))
 }
 
 // walk judges the place at each checkpoint from its nxt up to now. It

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,6 +54,10 @@ func (m *MemoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) 
 // for the luck span.
 const fifoIssueWindow = 10 * time.Second
 
+// fifoFoundWindow is how far back a fifo room measures the rate of places
+// found eligible for a cluster's ticker (Room.EligibleRate).
+const fifoFoundWindow = 2 * time.Second
+
 // fifoGrain is the spacing of a fifo draw's checkpoints: fine, so that a
 // place is judged close to the moment the serving counter passes its key
 // and arrival order survives to admission order. The gate names only a few
@@ -72,14 +77,22 @@ const fifoMaxCatchUp = 10
 // first rank taken since the room began to queue, under Room.mu, and
 // published in the View; the rest moves with every token.
 type fifoState struct {
-	ranker Ranker
+	ranker atomic.Pointer[rankerBox]
+	claims claimMemory
 	luck   time.Duration
 	issues *Window // ranks handed out per second, for the luck span
 	// preTop is one past the highest pre-queue rank; top one past the
 	// highest rank; maxKey the highest key of a post-start place (as
 	// math.Float64bits): the counter never runs past the last key.
 	preTop, top, maxKey atomic.Int64
-	found               atomic.Int64 // places found eligible since the last tick
+	// shared is one past the highest rank handed out by any node sharing
+	// the rank counter, as last read from the store (NoteRanked).
+	shared atomic.Int64
+	// sharedKey is the highest key other nodes stored (View.KeyTop), as
+	// math.Float64bits.
+	sharedKey atomic.Uint64
+	found     atomic.Int64 // places found eligible since the last tick
+	recent    *Window      // places found eligible per second, lately
 	// firstLuck and lastLuck are the luck spans of the first and the
 	// latest place taken after the start (as math.Float64bits): where the
 	// keys thin out, at either end, the counter runs faster by them.
@@ -96,7 +109,7 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	if f == nil {
 		return 0, r.View(now), fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
 	}
-	rank, err := f.ranker.Next(ctx)
+	rank, err := f.ranker.Load().r.Next(ctx)
 	if err != nil {
 		return 0, r.View(now), fmt.Errorf("taking an arrival rank: %w", err)
 	}
@@ -114,6 +127,88 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 		r.mu.Unlock()
 	}
 	return rank, r.View(now), nil
+}
+
+type rankerBox struct{ r Ranker }
+
+// claimMemory remembers the rank each place claimed (Gate.claim), for as
+// long as a version of its token from before the claim can be valid: two
+// generations, each a room memory (at least a minute) long. Its size is
+// the claims of two memories: a room memory of arrivals, at most twice.
+type claimMemory struct {
+	mu       sync.Mutex
+	cur, old map[string]claimed
+	rotated  time.Time
+}
+
+type claimed struct {
+	pos int64
+	lk  float64
+}
+
+// claimRank is the rank a fifo place taken at issued claims at its first
+// judged attempt: the one it claimed before, or a new one (see Room.Rank),
+// as the token's pos and lk. key is the place's key for a new rank. Claims of one node
+// are serialised, so concurrent attempts of one place take one rank.
+func (r *Room) claimRank(ctx context.Context, id string, issued, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
+	f := r.fifo
+	if f == nil {
+		return 0, 0, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
+	}
+	m := &f.claims
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.Sub(m.rotated) > max(r.memory, time.Minute) || m.cur == nil {
+		m.old, m.cur, m.rotated = m.cur, make(map[string]claimed), now
+	}
+	if c, ok := m.cur[id]; ok {
+		return c.pos, c.lk, nil
+	}
+	if c, ok := m.old[id]; ok {
+		m.cur[id] = c
+		return c.pos, c.lk, nil
+	}
+	// A place taken before the sale start is in the pre-queue, whenever it
+	// claims: its draw is its place, and a late claim loses nothing.
+	view := r.View(now)
+	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && issued.Before(view.SaleStart)
+	rank, view, err := r.Rank(ctx, now, pre)
+	if err != nil {
+		return 0, 0, err
+	}
+	pos = rank + 1
+	if pre {
+		pos = -pos
+	} else {
+		lk = r.LuckSpan(now)
+		r.noteKey(key(&view, pos, lk), lk)
+	}
+	m.cur[id] = claimed{pos, lk}
+	return pos, lk, nil
+}
+
+// SetRanker makes the room take its arrival ranks from rk (a store's
+// shared counter, see roomstate.Ranks) from now on; nil means a
+// MemoryRanker. A node sets it before it serves the room.
+func (r *Room) SetRanker(rk Ranker) {
+	if r.fifo == nil {
+		return
+	}
+	if rk == nil {
+		rk = new(MemoryRanker)
+	}
+	r.fifo.ranker.Store(&rankerBox{rk})
+}
+
+// NoteRanked tells the room that ranks below next were handed out
+// somewhere (another node sharing the room's rank counter): the counter
+// may run as far as them. A node that ticks for a cluster calls it with the
+// shared counter's value, so the clock it publishes does not stop at the
+// last key this node happened to hand out.
+func (r *Room) NoteRanked(next int64) {
+	if r.fifo != nil {
+		raise(&r.fifo.shared, next)
+	}
 }
 
 // LuckSpan is the luck window in ranks for a place taken now: the window
@@ -178,33 +273,92 @@ func (r *Room) fifoLimit(v *View) float64 {
 	if bits := f.maxKey.Load(); bits != 0 {
 		limit = math.Max(limit, math.Float64frombits(uint64(bits)))
 	}
+	limit = math.Max(limit, math.Float64frombits(f.sharedKey.Load()))
+	if top := f.shared.Load(); top > v.RankBase {
+		// Ranks other nodes handed out: their keys lie up to a few luck
+		// spans beyond them.
+		limit = math.Max(limit, float64(top-v.RankBase)+sharedLuckTail*v.LastLuck)
+	}
 	// One rank beyond, so rounding never stops it just short of a key.
 	return v.RankZero + math.Max(0, limit) + 1
 }
 
-// tickFIFO sets the fifo counter's speed: the target rate, plus (when
-// adaptive) what it owes for ranks passed that nobody presented (the
-// shortfall of places found eligible against the target, made up over
-// fifoDebtSpan), divided by how densely keys lie where it stands (see
-// keyDensity). Callers hold r.mu.
-func (r *Room) tickFIFO(v *View, now time.Time) {
+// fifoSpeed is the speed the fifo counter is to run at from now: the
+// target rate, plus (when adaptive) what it owes for ranks passed that
+// nobody presented (the shortfall of places found eligible against the
+// target, made up over fifoDebtSpan), divided by how densely keys lie where
+// it stands (see keyDensity); and the debt after this tick. found is the
+// number of places found eligible since the last tick, or with perSecond
+// their rate. It changes nothing. Callers hold r.mu.
+func (r *Room) fifoSpeed(v *View, now time.Time, found float64, perSecond bool) (cruise, debt float64) {
 	f := r.fifo
-	found := float64(f.found.Swap(0))
 	dt := 0.0
 	if !f.lastTick.IsZero() && now.After(f.lastTick) {
 		dt = now.Sub(f.lastTick).Seconds()
 	}
-	f.lastTick = now
+	if perSecond {
+		found *= dt
+	}
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
 	behind := v.RankSet && v.Clock.At(now) < r.fifoLimit(v)
 	want := v.Rate
 	if r.adaptive && running && behind {
-		f.debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
-		want = clamp(v.Rate+f.debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
-	} else {
-		f.debt = 0
+		debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
+		want = clamp(v.Rate+debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
 	}
-	v.Cruise = v.passing(v.Clock.At(now)-v.RankZero, want)
+	return v.passing(v.Clock.At(now)-v.RankZero, want), debt
+}
+
+// tickFIFO sets the fifo counter's speed (fifoSpeed). Callers hold r.mu.
+func (r *Room) tickFIFO(v *View, now time.Time, found float64, perSecond bool) {
+	v.Cruise, r.fifo.debt = r.fifoSpeed(v, now, found, perSecond)
+	r.fifo.lastTick = now
+}
+
+// keyTop is the highest key handed out that this node knows of: its own,
+// or one another node stored.
+func (r *Room) keyTop() float64 {
+	f := r.fifo
+	top := math.Float64frombits(f.sharedKey.Load())
+	if bits := f.maxKey.Load(); bits != 0 {
+		top = math.Max(top, math.Float64frombits(uint64(bits)))
+	}
+	return top
+}
+
+// KeyTopDue reports whether this node handed out a key beyond where the
+// fifo counter stops within ahead, while the room runs: a node that does
+// not tick stores its key top (View.KeyTop) then, so the ticker moves the
+// stop past its places too.
+func (r *Room) KeyTopDue(now time.Time, ahead time.Duration) bool {
+	if r.fifo == nil {
+		return false
+	}
+	v := r.View(now)
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	soon := now.Add(ahead)
+	return running && v.RankSet && v.Clock.SpeedAt(soon) == 0 && v.Clock.At(soon)-v.RankZero < r.keyTop()
+}
+
+// FIFOTickDue reports whether a tick of a fifo room, from every node's
+// rate of places found eligible, would change what its clock says: the
+// counter's speed by more than step (relative), or, while the room runs,
+// the stop the counter reaches within ahead (arrivals moved it). A node
+// ticking for a cluster stores the clock only then, as every stored
+// reading costs the clock's past a segment. False for a lottery room.
+func (r *Room) FIFOTickDue(now time.Time, eligible, step float64, ahead time.Duration) bool {
+	if r.fifo == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	if cruise, _ := r.fifoSpeed(&v, now, eligible, true); math.Abs(cruise-v.Cruise) > step*v.Cruise {
+		return true
+	}
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	soon := now.Add(ahead)
+	return running && v.RankSet && v.Clock.SpeedAt(soon) == 0 && v.Clock.At(soon) < r.fifoLimit(&v)-0.5
 }
 
 // passing is the counter speed that passes want keys in the next second
@@ -220,6 +374,12 @@ func (v *View) passing(c, want float64) float64 {
 	}
 	return x - c
 }
+
+// sharedLuckTail is how many luck spans beyond the shared counter's top the
+// fifo counter may run: other nodes' last keys are their ranks plus luck
+// this node does not see (e^-3: one place in 20 lies further, until its
+// node stores its key top, see KeyTopDue).
+const sharedLuckTail = 3
 
 // fifoMaxSparse bounds how much faster than the rate the counter runs where
 // keys are sparse.

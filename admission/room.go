@@ -145,6 +145,10 @@ type View struct {
 	// FirstLuck and LastLuck are the luck spans of the first and latest
 	// places taken after the start (fifo).
 	FirstLuck, LastLuck float64
+	// KeyTop is the highest key handed out that this node knows of (fifo;
+	// Export and Adopt carry it between nodes, so the counter's stop
+	// passes every node's places).
+	KeyTop float64
 }
 
 // ClockAt is the serving clock's reading at t, from the room's memory when
@@ -272,10 +276,8 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{ranker: cfg.Ranker, luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
-		if r.fifo.ranker == nil {
-			r.fifo.ranker = new(MemoryRanker)
-		}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow), recent: NewWindow(fifoFoundWindow)}
+		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
 	r.publish(v, now)
@@ -336,6 +338,7 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 			v.RankSet = false
 			r.fifo.maxKey.Store(0)
 			r.fifo.firstLuck.Store(0)
+			r.fifo.sharedKey.Store(0)
 		}
 	}
 	r.stored = s
@@ -383,7 +386,12 @@ func (r *Room) SetDifficulty(bits int) error {
 // rooms shared by several nodes, from the population summed over the nodes.
 func (r *Room) Tick(now time.Time) {
 	r.mu.Lock()
-	if r.fifo == nil && r.adaptive {
+	if r.fifo != nil {
+		defer r.mu.Unlock()
+		r.fifoTick(now, float64(r.fifo.found.Swap(0)), false)
+		return
+	}
+	if r.adaptive {
 		defer r.mu.Unlock()
 		v := *r.view.Load()
 		v.Cruise, v.Pace = r.tickLottery(&v, now)
@@ -394,18 +402,27 @@ func (r *Room) Tick(now time.Time) {
 	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
 }
 
+// fifoTick ticks a fifo room's counter and publishes it. Callers hold r.mu.
+func (r *Room) fifoTick(now time.Time, found float64, perSecond bool) {
+	// The fifo counter runs from the ranks and the places found eligible
+	// (docs/FAIRNESS.md, "Queue orders").
+	v := r.View(now)
+	r.tickFIFO(&v, now, found, perSecond)
+	v.State = r.stored
+	r.publish(&v, now)
+}
+
 // TickWith is Tick on observations made elsewhere: the population and
-// eligible rate of every node sharing the room, summed.
+// eligible rate of every node sharing the room, summed. For a fifo counter
+// eligible is every node's FoundRate, from which it makes up for ranks
+// nobody presented.
 func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fifo != nil {
-		// The fifo counter runs from the ranks and the places found
-		// eligible on this node (docs/FAIRNESS.md, "Queue orders").
-		v := r.View(now)
-		r.tickFIFO(&v, now)
-		v.State = r.stored
-		r.publish(&v, now)
+		// eligible is every node's rate of places found eligible.
+		r.fifo.found.Store(0)
+		r.fifoTick(now, eligible, true)
 		return
 	}
 	if !r.adaptive {
@@ -435,7 +452,11 @@ func (r *Room) NextCruise(population, eligible float64) (next, cur float64) {
 func (r *Room) Export() (View, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return *r.view.Load(), r.queueing
+	v := *r.view.Load()
+	if r.fifo != nil && v.RankSet {
+		v.KeyTop = r.keyTop()
+	}
+	return v, r.queueing
 }
 
 // Adopt makes a control state exported by a node sharing the room current
@@ -451,8 +472,22 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 	cur := r.view.Load()
 	v.Name, v.Lane, v.Rate = cur.Name, cur.Lane, cur.Rate
 	v.Order, v.Luck = cur.Order, cur.Luck // the config's, as the room's rate
-	// The fifo rank origin is this process's (the store does not carry it).
-	v.RankSet, v.RankBase, v.RankZero = cur.RankSet, cur.RankBase, cur.RankZero
+	// The fifo rank origin is the stored one once set. Until the node that
+	// set it first stores it, a node keeps its own, unless the stored state
+	// began a new queue (whose origin is not set yet).
+	if !v.RankSet && cur.RankSet && queueing.Equal(r.queueing) {
+		v.RankSet, v.RankBase, v.RankZero = cur.RankSet, cur.RankBase, cur.RankZero
+	}
+	if r.fifo != nil && !queueing.Equal(r.queueing) {
+		// Another queue than this node's: its keys are not this one's.
+		r.fifo.maxKey.Store(0)
+		r.fifo.firstLuck.Store(0)
+		r.fifo.sharedKey.Store(0)
+	}
+	if r.fifo != nil && v.KeyTop > math.Float64frombits(r.fifo.sharedKey.Load()) {
+		r.fifo.sharedKey.Store(math.Float64bits(v.KeyTop))
+	}
+	v.KeyTop = 0
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
 	r.view.Store(&v)
@@ -549,6 +584,7 @@ func (r *Room) ObserveEligible(now time.Time) {
 	r.eligible.Add(now, 1)
 	if r.fifo != nil {
 		r.fifo.found.Add(1)
+		r.fifo.recent.Add(now, 1)
 	}
 }
 
@@ -586,6 +622,17 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 		d += v.SaleStart.Sub(now)
 	}
 	return d, true
+}
+
+// FoundRate is the rate of places found eligible in a fifo room over the
+// last fifoFoundWindow (0 in a lottery room): a cluster's ticker makes up
+// for ranks nobody presents from every node's, and EligibleRate's longer
+// window lags behind the counter.
+func (r *Room) FoundRate(now time.Time) float64 {
+	if r.fifo == nil {
+		return 0
+	}
+	return r.fifo.recent.Rate(now)
 }
 
 // Burst is the most admissions the bucket allows at once.

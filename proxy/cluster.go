@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +82,9 @@ type cluster struct {
 	// TTL of its own (bolt); swept is when the room's loop last asked it.
 	sweeper sweeper
 	swept   time.Time
+	// storedOrigin is the fifo rank origins the store holds as far as this
+	// node knows (originOf), under mu: a node that set one stores it.
+	storedOrigin string
 }
 
 // sweeper is a store whose owner deletes its expired items (boltstore).
@@ -145,9 +150,38 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	}
 	sh.cluster = cl
 	for _, l := range sh.lanes() {
-		l.room.SetQuota(cl.quota)
+		if err := sh.attachLane(l); err != nil {
+			return nil, err
+		}
 	}
 	return sh, nil
+}
+
+// rankBlock is the most arrival ranks a node reserves from the shared
+// counter in one store write; rankAge how long it keeps a block before it
+// drops the rest (roomstate.Ranks): arrivals at different nodes are ranked
+// out of order only when less than rankAge apart, far below any luck
+// window, and a node that crashes or ages a block leaves at most rankBlock
+// ranks unclaimed (docs/SCALING.md, "Arrival ranks").
+const (
+	rankBlock = 64
+	rankAge   = time.Second
+)
+
+// attachLane links a lane's room to the store: the shared budget, and in a
+// fifo room the shared rank counter.
+func (sh *Shared) attachLane(l *lane) error {
+	cl := sh.cluster
+	l.room.SetQuota(cl.quota)
+	if sh.Room.View(sh.now()).Order != admission.OrderFIFO {
+		return nil
+	}
+	ranks, err := roomstate.NewRanks(cl.store, laneKey(cl.key, l.name, "ranks"), rankBlock)
+	if err != nil {
+		return err
+	}
+	l.room.SetRanker(ranks.MaxAge(rankAge, sh.clock))
+	return nil
 }
 
 // Join adopts the room's stored control state, or stores this node's when
@@ -225,13 +259,14 @@ func (sh *Shared) commitLocked(ctx context.Context, change func() error) error {
 			return err
 		}
 		c := sh.exportControl()
-		if cl.version != 0 && sameControl(before, c) {
+		if cl.version != 0 && sameControl(before, c) && !sh.originPending() {
 			return nil // nothing changed: no write
 		}
 		v, err := cl.store.SaveControl(ctx, cl.key, c, cl.version)
 		if err == nil {
 			cl.version = v
 			cl.shown.Store(v)
+			cl.storedOrigin = originOf(c)
 			return nil
 		}
 		if !errors.Is(err, roomstate.ErrConflict) {
@@ -382,9 +417,34 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	}
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
+	sh.cluster.storedOrigin = originOf(c)
 	sh.cluster.version = version
 	sh.cluster.shown.Store(version)
 	return sh.rebalance(now, true)
+}
+
+// originOf is the fifo rank origins of a stored control state, its lanes'
+// included, in a comparable form.
+func originOf(c roomstate.Control) string {
+	o := fmt.Sprint(c.RankSet, c.RankBase, c.RankZero)
+	for _, name := range slices.Sorted(maps.Keys(c.Lanes)) {
+		l := c.Lanes[name]
+		o += fmt.Sprint("|", name, l.RankSet, l.RankBase, l.RankZero)
+	}
+	return o
+}
+
+// originPending reports whether a lane of this node set a fifo rank origin
+// the store does not have yet, or handed out keys beyond where the counter
+// is about to stop. Callers hold sh.cluster.mu.
+func (sh *Shared) originPending() bool {
+	now := sh.now()
+	for _, l := range sh.lanes() {
+		if l.room.KeyTopDue(now, 2*tickEvery) {
+			return true
+		}
+	}
+	return originOf(sh.exportControl()) != sh.cluster.storedOrigin
 }
 
 // poll adopts the stored control state if another node changed it.
@@ -411,7 +471,8 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
 	until := now.Add(3 * tickEvery)
 	lanes := sh.lanes()
-	type sums struct{ population, eligible float64 }
+	fifo := sh.Room.View(now).Order == admission.OrderFIFO
+	type sums struct{ population, eligible, found float64 }
 	total := make([]sums, len(lanes))
 	mine, all, nodes := 0.0, 0.0, 0
 	for i, l := range lanes {
@@ -431,7 +492,16 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		total[i] = sums{p, e}
+		if fifo {
+			// The fifo counter's shortfall, from every node's recent finds.
+			if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, l.name, "found"), cl.set.Node, l.room.FoundRate(now), until); err != nil {
+				return err
+			}
+			if total[i].found, _, err = cl.store.Population(ctx, laneKey(cl.key, l.name, "found"), now); err != nil {
+				return err
+			}
+		}
+		total[i].population, total[i].eligible = p, e
 		all += e
 		nodes = max(nodes, n)
 	}
@@ -444,6 +514,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	case nodes > 1:
 		share = 1 / float64(nodes)
 	}
+
 	sh.mu.Lock()
 	cl.share, cl.nodes = share, nodes
 	_ = sh.rebalance(now, true)
@@ -451,24 +522,49 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	if err := sh.retryPending(ctx, now); err != nil {
 		return err
 	}
+	if fifo && now.Sub(cl.ticked) >= tickEvery*9/10 {
+		// About to tick: the counter may run as far as the ranks every
+		// node handed out (a read of the shared counter, which takes none).
+		for _, l := range lanes {
+			next, err := cl.store.ReserveRanks(ctx, laneKey(cl.key, l.name, "ranks"), 0)
+			if err != nil {
+				return err
+			}
+			l.room.NoteRanked(next)
+		}
+	}
 	return sh.commit(ctx, now, func() error {
 		if now.Sub(cl.ticked) < tickEvery*9/10 {
+			if fifo && sh.originPending() {
+				return nil // store the rank origin this node set
+			}
 			return errSkip // another node ticked for the cluster
 		}
 		moved := false
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
+				if fifo {
+					moved = moved || l.room.FIFOTickDue(now, total[i].found, minCruiseStep, 2*tickEvery)
+					continue
+				}
 				next, cur := l.room.NextCruise(total[i].population, total[i].eligible)
 				moved = moved || math.Abs(next-cur) > minCruiseStep*cur
 			}
 		}
 		if !moved {
+			if fifo && sh.originPending() {
+				return nil
+			}
 			// Every reading kept costs the stored clock's past a
 			// segment: a speed that hardly moves is left as it is.
 			return errSkip
 		}
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
+				if fifo {
+					l.room.TickWith(now, total[i].population, total[i].found)
+					continue
+				}
 				l.room.TickWith(now, total[i].population, total[i].eligible)
 			}
 		}

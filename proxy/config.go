@@ -50,8 +50,12 @@ type Config struct {
 	// (probabilistic first in, first out: the pre-queue a uniform lottery
 	// served before every later arrival; after the start, of two arrivals Δ
 	// apart the earlier goes first with probability 1 − ½·e^(−Δ/W)).
-	// docs/FAIRNESS.md, "Queue orders". It cannot change on a reload while
-	// the room exists. Default: `lottery` (DefaultQueueOrder).
+	// docs/FAIRNESS.md, "Queue orders". `fifo` works on every state
+	// store: on bolt and dynamodb the arrival ranks come from the store's
+	// counter and the rank origin is stored with the control state, so
+	// nodes on one store keep one order and a restart keeps it. It cannot
+	// change on a reload while the room exists. Default: `lottery`
+	// (DefaultQueueOrder).
 	QueueOrder string `json:"queue_order,omitempty"`
 	// LuckWindow is W of the `fifo` order: the mean head start luck gives a
 	// place over the arrivals after it. Only with `fifo`. Default: 5s
@@ -488,14 +492,8 @@ func (c Config) settle() (settings, error) {
 	if s.LedgerSize == 0 {
 		s.LedgerSize = 1 << 20
 	}
-	store, err := settleStore(s.StateStore, validationStatePath)
-	if err != nil {
+	if _, err := settleStore(s.StateStore, validationStatePath); err != nil {
 		return s, err
-	}
-	if s.order == admission.OrderFIFO && store.Type == StoreDynamo {
-		// Arrival ranks are one process's (docs/FAIRNESS.md, "Queue
-		// orders"): nodes sharing a room would interleave their ranks.
-		return s, optionErr("queue_order", "fifo ranks arrivals in one process: it cannot be shared by nodes on state_store dynamodb (use lottery)")
 	}
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = 4096

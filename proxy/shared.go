@@ -122,6 +122,11 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 			if slices.ContainsFunc(prev, func(p *lane) bool { return p.room == l.room }) {
 				continue
 			}
+			if sh.cluster != nil {
+				if err := sh.attachLane(l); err != nil {
+					return fmt.Errorf("applying lanes: %w", err)
+				}
+			}
 			if err := l.room.SetState(v.State, v.SaleStart, now); err != nil {
 				return fmt.Errorf("applying lanes: %w", err)
 			}

@@ -114,35 +114,91 @@ func (b *Budget) Return(ctx context.Context) error {
 // increase on each node; across nodes they are ordered by block, so two
 // arrivals at different nodes may be ranked out of arrival order by up to
 // a block's worth of arrivals.
+//
+// With a maximum age (MaxAge), a block is dropped once it is older than
+// that, and its size follows the node's arrivals: twice the last when that
+// was used up within a quarter of the age, else what the node handed out
+// over a quarter of the age at the rate the last block went; between 1 and
+// the block given to NewRanks (so a block is dropped with ranks left only
+// when arrivals fell about fourfold). So arrivals at
+// different nodes are ranked out of order only when they are less than the
+// age apart, and a quiet node does not hold old ranks for later arrivals.
+// The ranks of a dropped block, and of the block a crashed node held, are
+// never handed out: at most the block's size, and about what the node
+// hands out in an age.
 type Ranks struct {
 	store Store
 	room  string
 	block int64
+	age   time.Duration
+	now   func() time.Time
 
 	mu        sync.Mutex
 	next, end int64
+	size      int64     // the size of the next block, with an age
+	taken     time.Time // when the current block was reserved
+	dropped   int64     // ranks dropped unused, for tests and metrics
 }
+
+// rankLifeShare is how much shorter than the maximum age a block is sized
+// to last: blocks are dropped unused only when arrivals fall this much.
+const rankLifeShare = 4
 
 // NewRanks returns a node's rank allocator for room.
 func NewRanks(store Store, room string, block int64) (*Ranks, error) {
 	if block < 1 {
 		return nil, fmt.Errorf("rank block must be at least 1, not %d", block)
 	}
-	return &Ranks{store: store, room: room, block: block}, nil
+	return &Ranks{store: store, room: room, block: block, size: block}, nil
+}
+
+// MaxAge drops blocks older than age by the clock now, sizing blocks to
+// the node's arrivals (see Ranks). Call it before the first Next.
+func (r *Ranks) MaxAge(age time.Duration, now func() time.Time) *Ranks {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.age, r.now, r.size = age, now, 1
+	return r
 }
 
 // Next returns the next arrival rank.
 func (r *Ranks) Next(ctx context.Context) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var now time.Time
+	if r.age > 0 {
+		now = r.now()
+		left := r.end - r.next
+		if !r.taken.IsZero() && (left == 0 || now.Sub(r.taken) > r.age) {
+			quarter := r.age / rankLifeShare
+			if life := now.Sub(r.taken); left == 0 && life < quarter {
+				// Used up early: arrivals come faster than it was sized for.
+				r.size = min(r.block, 2*r.size)
+			} else {
+				// Size the next block to last a quarter of the age at the
+				// rate this one was handed out.
+				rate := float64(r.size-left) / life.Seconds()
+				r.size = max(1, min(r.block, int64(math.Ceil(rate*quarter.Seconds()))))
+			}
+			r.dropped += left
+			r.next = r.end
+		}
+	}
 	if r.next == r.end {
-		first, err := r.store.ReserveRanks(ctx, r.room, r.block)
+		first, err := r.store.ReserveRanks(ctx, r.room, r.size)
 		if err != nil {
 			return 0, fmt.Errorf("reserving arrival ranks: %w", err)
 		}
-		r.next, r.end = first, first+r.block
+		r.next, r.end, r.taken = first, first+r.size, now
 	}
 	rank := r.next
 	r.next++
 	return rank, nil
+}
+
+// Dropped is how many ranks this node dropped unused with aged blocks.
+func (r *Ranks) Dropped() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
 }

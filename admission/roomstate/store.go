@@ -53,6 +53,17 @@ type Control struct {
 	// Ticked is when the controller last set Cruise: one node a second
 	// ticks for the cluster.
 	Ticked time.Time `json:"ticked,omitzero"`
+	// RankSet, RankBase and RankZero are a fifo room's rank origin
+	// (admission.View): the first rank taken since the room began to queue
+	// and the clock's reading then, so every node computes the same key
+	// for a place and serves it at the same moment. The node that takes
+	// that rank stores it; until then RankSet is false.
+	RankSet  bool    `json:"rank_set,omitempty"`
+	RankBase int64   `json:"rank_base,omitempty"`
+	RankZero float64 `json:"rank_zero,omitempty"`
+	// KeyTop is the highest fifo key a node handed out, stored when the
+	// counter would stop short of it (admission.View.KeyTop).
+	KeyTop float64 `json:"key_top,omitempty"`
 	// Lanes are the control states of the room's priority lanes, by name:
 	// each lane has its own clock (their Lanes and Applied are empty).
 	Lanes map[string]Control `json:"lanes,omitempty"`
@@ -67,7 +78,8 @@ func ControlOf(v admission.View, queueing time.Time) Control {
 	return Control{
 		State: v.State, SaleStart: v.SaleStart, Rate: v.Rate, Difficulty: v.Difficulty,
 		Cruise: v.Cruise, Clock: v.Clock, Past: v.Past, Opens: v.Opens, Queueing: queueing,
-		LatestStart: v.LatestStart,
+		LatestStart: v.LatestStart, RankSet: v.RankSet, RankBase: v.RankBase, RankZero: v.RankZero,
+		KeyTop: v.KeyTop,
 	}
 }
 
@@ -77,6 +89,7 @@ func (c Control) View() (admission.View, time.Time) {
 	return admission.View{
 		State: c.State, SaleStart: c.SaleStart, Rate: c.Rate, Difficulty: c.Difficulty,
 		Cruise: c.Cruise, Clock: c.Clock, Past: c.Past, Opens: c.Opens, LatestStart: c.LatestStart,
+		RankSet: c.RankSet, RankBase: c.RankBase, RankZero: c.RankZero, KeyTop: c.KeyTop,
 	}, c.Queueing
 }
 
