@@ -162,6 +162,7 @@ type Room struct {
 	bucket     *Bucket
 	presence   *Presence
 	eligible   *Window
+	started    time.Time  // when this node's room began to observe
 	fifo       *fifoState // nil unless the order is fifo
 	quota      atomic.Pointer[quotaBox]
 }
@@ -242,6 +243,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
+		started:    now,
 	}
 	v := &View{
 		Name:        cfg.Name,
@@ -504,6 +506,15 @@ func (r *Room) Population(now time.Time) float64 { return r.presence.Count(now) 
 
 // EligibleRate is the observed rate of eligible attempts per second.
 func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }
+
+// ObservedEligibleRate is EligibleRate over the part of the window this
+// room has observed: a room created less than a window ago (a node that
+// joined or restarted) counts its places found eligible over the whole
+// seconds since it started, not over the window, which would read a
+// fraction of its rate until the window had passed.
+func (r *Room) ObservedEligibleRate(now time.Time) float64 {
+	return r.eligible.RecentRate(now, now.Sub(r.started))
+}
 
 // EstimateWait is the expected remaining wait of a visitor who is not yet
 // eligible. Thresholds are memoryless, so it is the same for everyone: one
