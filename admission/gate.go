@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -303,6 +304,9 @@ type Decision struct {
 	// Pass and PassClaims are set for OutcomeAdmit.
 	Pass       string
 	PassClaims *PassClaims
+	// Again is set when the admission was made by an earlier attempt with
+	// the same token whose answer was lost: Pass is the pass it was given.
+	Again bool
 	// RetryAfter is when to try again, for every outcome that may.
 	RetryAfter time.Duration
 }
@@ -356,7 +360,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	}
 	switch place.State {
 	case PlaceUsed:
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+		return g.reused(room, place, a.Token, claims, now)
 	case PlaceReserved:
 		if now.Before(place.Slot) {
 			return g.wait(&view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
@@ -369,16 +373,21 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
 			return d // the place keeps its slot and asks again
 		}
-		used, err := g.ledger.Use(ctx, claims.ID)
+		used, err := g.usedBy(a.Token, now)
+		if err != nil {
+			refundQuota(room, now)
+			return g.unavailable(err, claims)
+		}
+		ok, err := g.ledger.Use(ctx, claims.ID, used)
 		switch {
 		case err != nil:
 			refundQuota(room, now)
 			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
-		case !used:
+		case !ok:
 			refundQuota(room, now)
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
-		return g.pass(room, claims, now)
+		return g.pass(room, claims, used)
 	}
 	room.ObservePresent(now, claims.ID)
 	at, eligible := g.walk(&view, claims, now)
@@ -394,7 +403,38 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		// pause instead of running out under a page that follows it.
 		return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
 	}
-	return g.reserve(ctx, room, &view, claims, now)
+	return g.reserve(ctx, room, &view, claims, a.Token, now)
+}
+
+// TokenDigest identifies one version of a waiting token in the ledger's
+// record of the place it used (Place.By): a truncated SHA-256 of the
+// token as presented.
+func TokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// usedBy is the ledger record of token admitted at now: its digest and a
+// new pass id.
+func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
+	id, err := uuid.NewV7FromReader(g.random)
+	if err != nil {
+		return Place{}, fmt.Errorf("making pass id: %w", err)
+	}
+	return Place{State: PlaceUsed, By: TokenDigest(token), Pass: id.String(), At: now}, nil
+}
+
+// reused answers a place found used: the same pass again when the token
+// presented is the version that used it and its pass is still valid (the
+// answer to that attempt was lost: the ledger write timed out after it
+// landed, or the node died before it answered), token_used otherwise.
+func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims, now time.Time) Decision {
+	if place.By == "" || place.Pass == "" || place.By != TokenDigest(token) || !now.Before(place.At.Add(g.policy.PassTTL)) {
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	}
+	d := g.pass(room, claims, place)
+	d.Again = true
+	return d
 }
 
 // walk judges the place at each checkpoint from its nxt up to now. It
@@ -436,9 +476,12 @@ func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, b
 
 // reserve takes the eligible place's admission from the bucket and records
 // it in the ledger: admitted now, or holding the slot the bucket gave.
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
+	want, err := g.usedBy(token, now)
+	if err != nil {
+		return g.unavailable(err, claims)
+	}
 	slot := room.ReserveAdmission(now)
-	want := Place{State: PlaceUsed}
 	if slot.After(now) {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
@@ -466,7 +509,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 			refundQuota(room, now)
 		}
 		if held.State == PlaceUsed {
-			return Decision{Outcome: OutcomeReused, Claims: claims}
+			return g.reused(room, held, token, claims, now)
 		}
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
@@ -474,7 +517,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	if want.State == PlaceReserved {
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.pass(room, claims, now)
+	return g.pass(room, claims, want)
 }
 
 // takeQuota takes the admission from the room's shared budget, if it has
@@ -504,14 +547,17 @@ func refundQuota(room *Room, at time.Time) {
 	}
 }
 
-func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
+// pass signs the pass of the place's admission as the ledger recorded it
+// (used.Pass, used.At): the same claims, so the same pass, every time.
+func (g *Gate) pass(room *Room, claims *WaitClaims, used Place) Decision {
 	room.ObserveAdmitted(claims.ID)
 	pc := &PassClaims{
 		Registered: Registered{
+			ID:        used.Pass,
 			Subject:   claims.Subject,
 			Audience:  claims.Audience,
-			IssuedAt:  now.Unix(),
-			ExpiresAt: now.Add(g.policy.PassTTL).Unix(),
+			IssuedAt:  used.At.Unix(),
+			ExpiresAt: used.At.Add(g.policy.PassTTL).Unix(),
 		},
 		Wid: claims.ID,
 		Bnd: claims.Bnd,
@@ -541,14 +587,17 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 	return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
 }
 
-// SignPass signs a pass, giving it a fresh id. The gateway calls it again
-// to add the session id the admission hook returned.
+// SignPass signs a pass, giving it a fresh id unless it has one. The
+// gateway calls it again to add the session id the admission hook
+// returned (the id stays).
 func (g *Gate) SignPass(pc *PassClaims) (string, error) {
-	id, err := uuid.NewV7FromReader(g.random)
-	if err != nil {
-		return "", fmt.Errorf("making pass id: %w", err)
+	if pc.ID == "" {
+		id, err := uuid.NewV7FromReader(g.random)
+		if err != nil {
+			return "", fmt.Errorf("making pass id: %w", err)
+		}
+		pc.ID = id.String()
 	}
-	pc.ID = id.String()
 	return g.codec.Sign(pc)
 }
 

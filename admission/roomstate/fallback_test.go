@@ -34,11 +34,11 @@ func (f *flaky) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	return f.Store.HoldPlace(ctx, room, id, p, until, now)
 }
 
-func (f *flaky) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+func (f *flaky) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
 	if f.down {
 		return false, errDown
 	}
-	return f.Store.UsePlace(ctx, room, id, now)
+	return f.Store.UsePlace(ctx, room, id, p, now)
 }
 
 func (f *flaky) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {

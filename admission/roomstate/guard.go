@@ -149,9 +149,9 @@ func (g *Guard) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 }
 
 // UsePlace implements Store.
-func (g *Guard) UsePlace(ctx context.Context, room, id string, now time.Time) (used bool, err error) {
+func (g *Guard) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (used bool, err error) {
 	err = g.call(ctx, "use_place", func(ctx context.Context) error {
-		used, err = g.Store.UsePlace(ctx, room, id, now)
+		used, err = g.Store.UsePlace(ctx, room, id, p, now)
 		return err
 	})
 	return used, err
@@ -236,13 +236,13 @@ func (l FallbackLedger) Hold(ctx context.Context, id string, p admission.Place, 
 }
 
 // Use implements admission.Ledger.
-func (l FallbackLedger) Use(ctx context.Context, id string) (bool, error) {
+func (l FallbackLedger) Use(ctx context.Context, id string, p admission.Place) (bool, error) {
 	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceReserved {
-		return l.Local.Use(ctx, id)
+		return l.Local.Use(ctx, id, p)
 	}
-	used, err := l.Shared.Use(ctx, id)
+	used, err := l.Shared.Use(ctx, id, p)
 	if err != nil {
-		return l.Local.Use(ctx, id)
+		return l.Local.Use(ctx, id, p)
 	}
 	return used, nil
 }
