@@ -86,6 +86,9 @@ type cluster struct {
 	// TTL of its own (bolt); swept is when the room's loop last asked it.
 	sweeper sweeper
 	swept   time.Time
+	// backlog holds the places admitted from memory while the store
+	// failed (on_unavailable local), written back by the room's loop.
+	backlog *roomstate.Backlog
 }
 
 // sweeper is a store whose owner deletes its expired items (boltstore).
@@ -110,6 +113,23 @@ func (sh *Shared) maybeSweep(ctx context.Context, now time.Time) {
 	start := time.Now()
 	_, err := cl.sweeper.Sweep(ctx, now)
 	sh.metrics(sh.clock).observeStore("sweep", time.Since(start), err)
+}
+
+// writeBack writes the places admitted from memory while the store failed
+// (on_unavailable local) to the store, once it answers again: then every
+// node, and this one restarted, finds them used. Only the room's loop
+// calls it; each call is bounded by call_timeout.
+func (sh *Shared) writeBack(ctx context.Context, now time.Time) {
+	cl := sh.cluster
+	if cl.backlog == nil || cl.backlog.Len() == 0 || cl.store.Failing() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(cl.set.CallTimeout))
+	defer cancel()
+	written, twice, _ := cl.backlog.WriteBack(ctx, cl.store, cl.key, now) // a failure is counted by the guard, under hold_place or use_place
+	m := sh.metrics(sh.clock)
+	m.writtenBack.WithLabelValues("written").Add(float64(written))
+	m.writtenBack.WithLabelValues("twice").Add(float64(twice))
 }
 
 // laneKey is where a lane's per-node observations are published.
@@ -147,7 +167,8 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	shared := roomstate.NewLedger(cl.store, s.Room, clock)
 	sh.Ledger = shared
 	if set.OnUnavailable == OnUnavailableLocal {
-		sh.Ledger = roomstate.FallbackLedger{Shared: shared, Local: sh.memory}
+		cl.backlog = roomstate.NewBacklog()
+		sh.Ledger = roomstate.FallbackLedger{Shared: shared, Local: sh.memory, Backlog: cl.backlog}
 	}
 	sh.cluster = cl
 	for _, l := range sh.lanes() {
@@ -603,6 +624,7 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 		case <-tick.C:
 			_ = sh.clusterTick(ctx, now())
 			sh.maybeSweep(ctx, now())
+			sh.writeBack(ctx, now())
 		}
 	}
 }
