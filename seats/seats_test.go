@@ -97,10 +97,11 @@ func (s *notHeldStore) Release(context.Context, Release) (Session, error) {
 }
 
 // TestEncodeRecord: the record encoded around an encoded session reads
-// back as the KeyRecord of that session.
+// back as the KeyRecord of that session, and is byte for byte what
+// json.Marshal makes of that KeyRecord.
 func TestEncodeRecord(t *testing.T) {
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.FixedZone("x", 3600))
-	k := &Idempotency{Key: "k", Fingerprint: "fp", Status: 201}
+	now := time.Date(2026, 11, 21, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
+	k := &Idempotency{Key: "k", Fingerprint: "fp \"<&>\u2028 é", Status: 201}
 	sess := Session{ID: "S1", EventID: "ev", UserID: "u", State: StateReservation, Limit: 6, Seats: []string{"A-1-1-1"}, CreatedAt: now.UTC(), ExpiresAt: now.Add(time.Minute).UTC()}
 	raw, err := json.Marshal(sess)
 	if err != nil {
@@ -114,8 +115,18 @@ func TestEncodeRecord(t *testing.T) {
 	if err := json.Unmarshal(enc, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := KeyRecord{ClaimedAt: now.UTC(), Fingerprint: "fp", Status: 201, Session: &sess}
+	want := KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: 201, Session: &sess}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded %+v\nwant    %+v", got, want)
+	}
+	std, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(enc) != string(std) {
+		t.Fatalf("encoded %s\njson.Marshal %s", enc, std)
+	}
+	if _, err := k.EncodeRecord(raw, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)); err == nil {
+		t.Fatal("a claimed_at past year 9999 encoded")
 	}
 }

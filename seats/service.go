@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,11 +23,30 @@ const MaxSeatsPerHold = 20
 type Service struct {
 	store Store
 	now   func() time.Time
+	// events caches events by id: an event never changes once stored (a
+	// store makes it visible whole, and nothing updates or deletes it), and
+	// it is the whole venue's layout, which opening a session or a
+	// checkout would otherwise read and decode for one or two fields.
+	events sync.Map // string → Event
 }
 
 // NewService returns a service; now is its clock.
 func NewService(store Store, now func() time.Time) *Service {
 	return &Service{store: store, now: now}
+}
+
+// event returns an event, from the cache once read. Only found events
+// are cached: one not yet imported is looked up again.
+func (s *Service) event(ctx context.Context, id string) (Event, error) {
+	if ev, ok := s.events.Load(id); ok {
+		return ev.(Event), nil
+	}
+	ev, err := s.store.Event(ctx, id)
+	if err != nil {
+		return ev, err
+	}
+	s.events.Store(id, ev)
+	return ev, nil
 }
 
 // Now is the service's clock.
@@ -102,7 +122,7 @@ func expand(ev Event) ([]Seat, error) {
 
 // EventCounts is an event with its seat counts per section, at now.
 func (s *Service) EventCounts(ctx context.Context, id string) (Event, map[string]Counts, error) {
-	ev, err := s.store.Event(ctx, id)
+	ev, err := s.event(ctx, id)
 	if err != nil {
 		return ev, nil, err
 	}
@@ -139,7 +159,7 @@ func Count(seats []Seat, now time.Time) Counts {
 
 // SectionMap is one section's seats at now.
 func (s *Service) SectionMap(ctx context.Context, event, section string) (Section, []Seat, error) {
-	ev, err := s.store.Event(ctx, event)
+	ev, err := s.event(ctx, event)
 	if err != nil {
 		return Section{}, nil, err
 	}
@@ -164,7 +184,7 @@ func (s *Service) SectionMap(ctx context.Context, event, section string) (Sectio
 
 // OpenSession opens a reservation session for an admitted visitor.
 func (s *Service) OpenSession(ctx context.Context, event, user, tokenID string, now time.Time, key *Idempotency) (Session, error) {
-	ev, err := s.store.Event(ctx, event)
+	ev, err := s.event(ctx, event)
 	if err != nil {
 		return Session{}, err
 	}
@@ -240,7 +260,7 @@ func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sect
 		return sess, fmt.Errorf("%w: best.sections names %d distinct sections, at most %d", ErrInvalid, len(sections), MaxBestSections)
 	}
 	if len(sections) == 0 {
-		ev, err := s.store.Event(ctx, sess.EventID)
+		ev, err := s.event(ctx, sess.EventID)
 		if err != nil {
 			return sess, err
 		}
@@ -303,7 +323,7 @@ func (s *Service) Checkout(ctx context.Context, id, user string, now time.Time, 
 	if err != nil {
 		return sess, err
 	}
-	ev, err := s.store.Event(ctx, sess.EventID)
+	ev, err := s.event(ctx, sess.EventID)
 	if err != nil {
 		return sess, err
 	}

@@ -3,6 +3,8 @@ package seats
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -72,12 +74,29 @@ type Idempotency struct {
 // EncodeRecord is the JSON of the key's record (a KeyRecord) for a write
 // that produced, at now, the session whose JSON is sess: a store that keeps
 // the session as JSON encodes it once per write, for its own item and
-// inside the record.
+// inside the record. The record is assembled around sess as it is, without
+// the reflection and the re-validation of sess that json.Marshal of a
+// json.RawMessage costs; sess must be valid, compact JSON (json.Marshal's).
+// The bytes are json.Marshal's of the KeyRecord (TestEncodeRecord).
 func (k *Idempotency) EncodeRecord(sess []byte, now time.Time) ([]byte, error) {
-	return json.Marshal(struct {
-		KeyRecord
-		Session json.RawMessage `json:"session"` // hides KeyRecord.Session
-	}{KeyRecord{ClaimedAt: now.UTC(), Fingerprint: k.Fingerprint, Status: k.Status}, sess})
+	at, err := now.UTC().MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encoding claimed_at: %w", err)
+	}
+	fp, err := json.Marshal(k.Fingerprint)
+	if err != nil {
+		return nil, fmt.Errorf("encoding fingerprint: %w", err)
+	}
+	b := make([]byte, 0, len(`{"claimed_at":,"fingerprint":,"status":000,"session":}`)+len(at)+len(fp)+len(sess))
+	b = append(b, `{"claimed_at":`...)
+	b = append(b, at...)
+	b = append(b, `,"fingerprint":`...)
+	b = append(b, fp...)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(k.Status), 10)
+	b = append(b, `,"session":`...)
+	b = append(b, sess...)
+	return append(b, '}'), nil
 }
 
 // KeyRecord is the stored answer to a request with an Idempotency-Key:

@@ -13,7 +13,8 @@ import (
 
 // callTimes times every DynamoDB call by operation, the SDK's retries
 // included, so a run on DynamoDB says where a hold's time goes: one row per
-// operation under each run's row (the clients' sessions opened included).
+// operation under each run's row (the load alone: the clients' set-up is
+// not counted).
 type callTimes struct {
 	mu  sync.Mutex
 	ops map[string][]time.Duration

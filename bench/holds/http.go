@@ -27,6 +27,7 @@ type httpTarget struct {
 	gate  *admission.Gate
 	room  *admission.Room
 	httpc *http.Client
+	runs  int
 }
 
 func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
@@ -55,10 +56,17 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 
 func (t *httpTarget) close() { _ = t.srv.Shutdown(context.Background()) }
 
-// client admits client c through the gate, opens its session over HTTP,
-// and returns its hold-and-release call.
-func (t *httpTarget) client(c int) (cycle, error) {
-	user := fmt.Sprintf("h%d", c)
+// clients returns the set-up of client c: it admits c through the gate,
+// opens its session over HTTP, and returns its hold-and-release call, made
+// with rawConn (raw) or net/http's client.
+// Each call's clients are new visitors (one session per visitor and event).
+func (t *httpTarget) clients(raw bool) func(c int) (cycle, error) {
+	t.runs++
+	run := t.runs
+	return func(c int) (cycle, error) { return t.client(fmt.Sprintf("h%d-%d", run, c), c, raw) }
+}
+
+func (t *httpTarget) client(user string, c int, raw bool) (cycle, error) {
 	tk, err := t.gate.Issue(t.room, admission.Visitor{Subject: user}, time.Now())
 	if err != nil {
 		return nil, err
@@ -75,10 +83,14 @@ func (t *httpTarget) client(c int) (cycle, error) {
 	if err := json.Unmarshal(body, &sess); err != nil {
 		return nil, err
 	}
+	do := t.do
+	if raw {
+		do = newRawConn(strings.TrimPrefix(t.base, "http://")).do
+	}
 	return func(i int) (time.Duration, bool, error) {
 		seat := seatOf(c, i)
 		start := time.Now()
-		status, body, err := t.do("POST", "/api/sessions/"+sess.Session+"/holds", `{"seats":["`+seat+`"]}`, d.Pass)
+		status, body, err := do("POST", "/api/sessions/"+sess.Session+"/holds", `{"seats":["`+seat+`"]}`, d.Pass)
 		took := time.Since(start)
 		switch {
 		case err != nil:
@@ -88,7 +100,7 @@ func (t *httpTarget) client(c int) (cycle, error) {
 		case status != http.StatusOK:
 			return took, false, fmt.Errorf("hold: %d %s", status, body)
 		}
-		if status, body, err := t.do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
+		if status, body, err := do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
 			return took, true, fmt.Errorf("release: %d %s %v", status, body, err)
 		}
 		return took, true, nil

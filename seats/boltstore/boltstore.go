@@ -1,8 +1,9 @@
 // Package boltstore is the seat service's embedded store: one bbolt file.
-// Every change is one bbolt transaction applying the domain's rule, and
-// concurrent changes are group-committed with db.Batch: one fsync for many
-// holds, so throughput does not pay a disk flush per request. A commit is
-// durable when it returns, so a crash loses nothing confirmed.
+// Every change applies the domain's rule inside a bbolt transaction, and
+// concurrent changes are group-committed by the store's committer (one
+// transaction and one fsync for every write waiting, commit.go), so
+// throughput does not pay a disk flush per request. A write is answered
+// after its group's commit returned, so a crash loses nothing answered.
 package boltstore
 
 import (
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,26 +31,32 @@ var (
 
 // Store is a seats.Store on a bbolt file.
 type Store struct {
-	db   *bolt.DB
-	stop chan struct{}
-	done chan struct{}
+	db     *bolt.DB
+	commit *committer
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // sweepEvery is how often idempotency records older than seats.KeyTTL are
 // deleted (DynamoDB's TTL does this for the other store).
 const sweepEvery = 10 * time.Minute
 
+// initialMmap is the address space mapped for the file at first: 1 GiB
+// of virtual memory (not resident: pages are read in as used) on 64-bit
+// platforms, bbolt's default elsewhere.
+const initialMmap = 1 << 30 * (strconv.IntSize / 64)
+
 // Open opens (or creates) the store at path.
 func Open(path string) (*Store, error) {
 	// The freelist is rebuilt on open rather than written with every
 	// commit, and kept as a map: a commit writes only the pages it changed.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	// The file is mapped with room to grow, so a growing file is not
+	// remapped under load (a remap waits for every read in progress and
+	// copies the group's dirty nodes out of the old mapping).
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, InitialMmapSize: initialMmap})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	// Group commits: many concurrent holds share one fsync.
-	db.MaxBatchDelay = 2 * time.Millisecond
-	db.MaxBatchSize = 256
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, keysBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -61,15 +69,17 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating buckets: %w", err)
 	}
-	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, commit: newCommitter(db), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.sweep(time.Now)
 	return s, nil
 }
 
-// Close stops the sweeper and closes the file.
+// Close stops the sweeper and the committer (after the group in
+// progress) and closes the file.
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
+	s.commit.close()
 	return s.db.Close()
 }
 
@@ -89,32 +99,47 @@ func (s *Store) sweep(now func() time.Time) {
 }
 
 // PurgeKeys deletes the idempotency records claimed before cutoff and
-// returns how many it deleted.
+// returns how many it deleted. It finds them in a read transaction, beside
+// the writes, and deletes them purgeChunk at a time as members of group
+// commits, so a day's records never hold bbolt's one writer lock, and the
+// writes waiting behind it, for the length of a scan.
 func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
-	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(keysBucket)
-		var old [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			var rec seats.KeyRecord
+	var old [][]byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(keysBucket).ForEach(func(k, v []byte) error {
+			var rec struct {
+				ClaimedAt time.Time `json:"claimed_at"`
+			}
 			if err := json.Unmarshal(v, &rec); err != nil || rec.ClaimedAt.Before(cutoff) {
 				old = append(old, slices.Clone(k))
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		for _, k := range old {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(old)
-		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, fmt.Errorf("finding old idempotency records: %w", err)
+	}
+	n := 0
+	for chunk := range slices.Chunk(old, purgeChunk) {
+		err := s.commit.do(context.Background(), func(tx *bolt.Tx) error {
+			b := tx.Bucket(keysBucket)
+			for _, k := range chunk {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("deleting old idempotency records: %w", err)
+		}
+		n += len(chunk)
+	}
+	return n, nil
 }
+
+// purgeChunk is how many old records one group-commit member deletes.
+const purgeChunk = 1000
 
 // PutEvent implements seats.Store.
 func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
@@ -133,8 +158,8 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 		if err != nil {
 			return fmt.Errorf("seats of %s: %w", ev.ID, err)
 		}
-		for _, seat := range list {
-			if err := putJSON(b, seat.ID, seat); err != nil {
+		for i := range list {
+			if err := putSeat(b, &list[i]); err != nil {
 				return err
 			}
 		}
@@ -164,7 +189,7 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
 			var seat seats.Seat
-			if err := json.Unmarshal(v, &seat); err != nil {
+			if err := decodeSeat(v, &seat); err != nil {
 				return fmt.Errorf("seat %s: %w", k, err)
 			}
 			seat.EventID = event
@@ -178,8 +203,8 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }
 
 // CreateSession implements seats.Store.
-func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
-	return s.batch(func(tx *bolt.Tx) error {
+func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
+	return s.batch(ctx, func(tx *bolt.Tx) error {
 		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
 			return seats.ErrKeyUsed
 		}
@@ -189,7 +214,7 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 		liveKey := sess.UserID + "\x00" + sess.EventID
 		if id := tx.Bucket(liveBucket).Get([]byte(liveKey)); id != nil {
 			var other seats.Session
-			if err := getJSON(tx.Bucket(sessionsBucket), string(id), &other, "session"); err == nil && other.Live(now) {
+			if err := getSession(tx, string(id), &other); err == nil && other.Live(now) {
 				return &seats.SessionExistsError{Session: other.ID}
 			}
 		}
@@ -208,60 +233,61 @@ func (s *Store) CreateSession(_ context.Context, sess seats.Session, now time.Ti
 // Session implements seats.Store.
 func (s *Store) Session(_ context.Context, id string) (seats.Session, error) {
 	var sess seats.Session
-	err := s.db.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(sessionsBucket), id, &sess, "session") })
+	err := s.db.View(func(tx *bolt.Tx) error { return getSession(tx, id, &sess) })
 	return sess, err
 }
 
 // Hold implements seats.Store.
-func (s *Store) Hold(_ context.Context, h seats.Hold) (seats.Session, error) {
-	return s.change(h.Session, h.Seats, h.Now, h.Key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Hold(ctx context.Context, h seats.Hold) (seats.Session, error) {
+	return s.change(ctx, h.Session, h.Seats, h.Now, h.Key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyHold(sess, list, h)
 	})
 }
 
 // Release implements seats.Store.
-func (s *Store) Release(_ context.Context, r seats.Release) (seats.Session, error) {
-	return s.change(r.Session, []string{r.Seat}, r.Now, r.Key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Release(ctx context.Context, r seats.Release) (seats.Session, error) {
+	return s.change(ctx, r.Session, []string{r.Seat}, r.Now, r.Key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyRelease(sess, list[0], r)
 	})
 }
 
 // Checkout implements seats.Store.
-func (s *Store) Checkout(_ context.Context, session string, now, until time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Checkout(ctx context.Context, session string, now, until time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyCheckout(sess, list, now, until)
 	})
 }
 
 // Confirm implements seats.Store.
-func (s *Store) Confirm(_ context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Confirm(ctx context.Context, session, reservation, paymentRef string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyConfirm(sess, list, reservation, paymentRef, now)
 	})
 }
 
 // Cancel implements seats.Store.
-func (s *Store) Cancel(_ context.Context, session string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
-	return s.change(session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
+func (s *Store) Cancel(ctx context.Context, session string, now time.Time, key *seats.Idempotency) (seats.Session, error) {
+	return s.change(ctx, session, nil, now, key, func(sess *seats.Session, list []*seats.Seat) error {
 		return seats.ApplyCancel(sess, list, now)
 	})
 }
 
 // change loads a session and seats (nil ids: the seats it holds), applies
 // a rule and writes back what it changed, in one group-committed
-// transaction with the request's idempotency record, if any. A rule's refusal is a result, not a failed transaction, so it
-// does not make bbolt re-run the rest of the batch one by one.
-func (s *Store) change(session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
+// transaction with the request's idempotency record, if any. A rule's
+// refusal is a result, not a failed transaction, so it does not roll back
+// the other writes of its group.
+func (s *Store) change(ctx context.Context, session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
 	var out seats.Session
 	var refused error
-	err := s.batch(func(tx *bolt.Tx) error {
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		refused = nil
 		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
 			refused = seats.ErrKeyUsed
 			return nil
 		}
 		var sess seats.Session
-		if err := getJSON(tx.Bucket(sessionsBucket), session, &sess, "session"); err != nil {
+		if err := getSession(tx, session, &sess); err != nil {
 			refused = err
 			return nil
 		}
@@ -277,7 +303,7 @@ func (s *Store) change(session string, ids []string, now time.Time, key *seats.I
 		for i, id := range want {
 			if v := b.Get([]byte(id)); v != nil {
 				list[i] = new(seats.Seat)
-				if err := json.Unmarshal(v, list[i]); err != nil {
+				if err := decodeSeat(v, list[i]); err != nil {
 					return fmt.Errorf("seat %s: %w", id, err)
 				}
 			}
@@ -288,7 +314,7 @@ func (s *Store) change(session string, ids []string, now time.Time, key *seats.I
 		}
 		for _, seat := range list {
 			if seat != nil {
-				if err := putJSON(b, seat.ID, seat); err != nil {
+				if err := putSeat(b, seat); err != nil {
 					return err
 				}
 			}
@@ -321,8 +347,8 @@ func (s *Store) Key(_ context.Context, key string) (seats.KeyRecord, bool, error
 }
 
 // PutKey implements seats.Store.
-func (s *Store) PutKey(_ context.Context, key string, rec seats.KeyRecord) error {
-	return s.batch(func(tx *bolt.Tx) error {
+func (s *Store) PutKey(ctx context.Context, key string, rec seats.KeyRecord) error {
+	return s.batch(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(keysBucket)
 		if b.Get([]byte(key)) != nil {
 			return seats.ErrKeyUsed
@@ -331,10 +357,11 @@ func (s *Store) PutKey(_ context.Context, key string, rec seats.KeyRecord) error
 	})
 }
 
-// batch runs fn in a group commit, passing domain errors through.
-func (s *Store) batch(fn func(*bolt.Tx) error) error {
+// batch runs fn in a group commit, passing domain errors through: a
+// refusal is fn's result, not a failure that would roll back its group.
+func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 	var domain error
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.commit.do(ctx, func(tx *bolt.Tx) error {
 		domain = nil
 		err := fn(tx)
 		var exists *seats.SessionExistsError
@@ -353,7 +380,7 @@ func (s *Store) batch(fn func(*bolt.Tx) error) error {
 // putSession writes a session and, with key, the write's idempotency
 // record, encoding the session once for both.
 func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idempotency) error {
-	raw, err := json.Marshal(sess)
+	raw, err := encodeSession(&sess)
 	if err != nil {
 		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
 	}
@@ -369,12 +396,32 @@ func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idemp
 	return tx.Bucket(sessionsBucket).Put([]byte(sess.ID), raw)
 }
 
+func putSeat(b *bolt.Bucket, seat *seats.Seat) error {
+	raw, err := encodeSeat(seat)
+	if err != nil {
+		return fmt.Errorf("encoding seat %s: %w", seat.ID, err)
+	}
+	return b.Put([]byte(seat.ID), raw)
+}
+
 func putJSON(b *bolt.Bucket, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", key, err)
 	}
 	return b.Put([]byte(key), raw)
+}
+
+// getSession reads a session (decodeSession); ErrNotFound if there is none.
+func getSession(tx *bolt.Tx, id string, sess *seats.Session) error {
+	raw := tx.Bucket(sessionsBucket).Get([]byte(id))
+	if raw == nil {
+		return fmt.Errorf("session %s: %w", id, seats.ErrNotFound)
+	}
+	if err := decodeSession(raw, sess); err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	return nil
 }
 
 func getJSON(b *bolt.Bucket, key string, v any, what string) error {

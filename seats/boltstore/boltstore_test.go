@@ -2,9 +2,12 @@ package boltstore
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/storetest"
@@ -35,9 +38,26 @@ func TestPurgeKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// More old records than one delete takes, written in one transaction.
+	many := 2*purgeChunk + 7
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for i := range many {
+			if err := putJSON(tx.Bucket(keysBucket), fmt.Sprint("old-", i), seats.KeyRecord{ClaimedAt: old, Status: 409}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Stats()
 	n, err := s.PurgeKeys(fresh.Add(time.Minute).Add(-seats.KeyTTL))
-	if err != nil || n != 1 {
-		t.Fatalf("PurgeKeys: %d %v", n, err)
+	if err != nil || n != many+1 {
+		t.Fatalf("PurgeKeys: %d %v, want %d", n, err, many+1)
+	}
+	if got := s.Stats().Writes - before.Writes; got != 3 {
+		t.Fatalf("the purge took %d writes, want 3 of at most %d deletes", got, purgeChunk)
 	}
 	if _, found, err := s.Key(ctx, "old"); err != nil || found {
 		t.Fatalf("old record kept: %v %v", found, err)

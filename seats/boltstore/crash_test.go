@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairgate/fairgate/internal/crashtest"
 	"github.com/fairgate/fairgate/seats"
+	"github.com/fairgate/fairgate/seats/storetest"
 )
 
 // TestCrashKeepsConfirmedReservations runs a load of holds and confirms in a
@@ -183,4 +184,136 @@ func TestCrashChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestCrashMidGroup kills the process in the middle of a group commit:
+// after half of a group's ten holds ran inside its transaction, before the
+// commit. On reopening, every write answered before is there with its
+// idempotency record, and no member of the group left anything (neither a
+// seat, nor a record, nor a session change): a group commits whole or not
+// at all, whichever of its members had run.
+func TestCrashMidGroup(t *testing.T) {
+	if os.Getenv("FAIRGATE_CRASH_GROUP") != "" {
+		t.Skip("the child runs TestCrashMidGroupChild")
+	}
+	db := filepath.Join(t.TempDir(), "seats.db")
+	child := crashtest.Start(t, "TestCrashMidGroupChild", "FAIRGATE_CRASH_GROUP", db)
+	type write struct{ key, session, seat string }
+	var committed, launched []write
+	mid := false
+	limit := time.After(time.Minute)
+read:
+	for !mid {
+		select {
+		case line, ok := <-child.Lines:
+			if !ok {
+				break read
+			}
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 4 && f[0] == "COMMITTED":
+				committed = append(committed, write{f[1], f[2], f[3]})
+			case len(f) == 4 && f[0] == "LAUNCHED":
+				launched = append(launched, write{f[1], f[2], f[3]})
+			case len(f) == 3 && f[0] == "MIDGROUP":
+				mid = true
+			}
+		case <-limit:
+			break read
+		}
+	}
+	child.Kill(t)
+	if !mid || len(committed) != 4 || len(launched) != 10 {
+		t.Fatalf("the child stopped before the middle of its group: %v, %d committed, %d launched", mid, len(committed), len(launched))
+	}
+
+	store, err := Open(db)
+	if err != nil {
+		t.Fatalf("reopening after the crash: %v", err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	seatOf := map[string]seats.Seat{}
+	for _, sec := range []string{"A", "AB"} {
+		list, err := store.SectionSeats(ctx, "crash", sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list {
+			seatOf[s.ID] = s
+		}
+	}
+	for i, w := range append(committed, launched...) {
+		want := i < len(committed)
+		_, found, err := store.Key(ctx, w.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := store.Session(ctx, w.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := seatOf[w.seat].LockedBy(w.session, storetest.T0)
+		if found != want || held != want || contains(sess.Seats, w.seat) != want {
+			t.Errorf("write %s (answered before the crash: %v): record %v, seat held %v, session lists it %v", w.key, want, found, held, contains(sess.Seats, w.seat))
+		}
+	}
+}
+
+// TestCrashMidGroupChild is TestCrashMidGroup's child: four holds commit
+// one by one, then ten wait for one group, which dies after its sixth.
+func TestCrashMidGroupChild(t *testing.T) {
+	path := os.Getenv("FAIRGATE_CRASH_GROUP")
+	if path == "" {
+		t.Skip("only run as TestCrashMidGroup's child")
+	}
+	store, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := storetest.T0
+	svc := seats.NewService(store, func() time.Time { return now })
+	ctx := context.Background()
+	ev := storetest.Event("crash")
+	ev.HoldWindow = seats.Duration(time.Hour)
+	if _, err := svc.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(i int) (key, session, seat string, run func() error) {
+		user := fmt.Sprint("g", i)
+		sess, err := svc.OpenSession(ctx, "crash", user, "t-"+user, now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, seat = fmt.Sprint("hold-", i), seats.SeatID("AB", "1", "1", i+1)
+		return key, sess.ID, seat, func() error {
+			_, err := svc.HoldSeats(ctx, sess.ID, user, []string{seat}, now, &seats.Idempotency{Key: key, Fingerprint: "fp", Status: 200})
+			return err
+		}
+	}
+	for i := range 4 {
+		key, session, seat, run := hold(i)
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("COMMITTED", key, session, seat)
+	}
+	runs := make([]func() error, 10)
+	for i := range runs {
+		key, session, seat, run := hold(4 + i)
+		runs[i] = run
+		fmt.Println("LAUNCHED", key, session, seat)
+	}
+	store.commit.afterMember = func(i, n int) {
+		if n == len(runs) && i == n/2 {
+			fmt.Println("MIDGROUP", i, n)
+			select {} // inside the group's transaction until killed
+		}
+	}
+	release := holdCommits(t, store)
+	for _, run := range runs {
+		go func() { _ = run() }()
+	}
+	release(len(runs))
+	select {} // until killed
 }

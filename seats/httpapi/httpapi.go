@@ -332,7 +332,7 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		fp := sha256.Sum256(body)
 		fingerprint := hex.EncodeToString(fp[:16])
 		req.key = &seats.Idempotency{Key: scoped, Fingerprint: fingerprint, Status: http.StatusOK}
-		rw := &capture{header: http.Header{}}
+		rw := &capture{w: w, header: http.Header{}}
 		h(rw, r, req)
 		switch {
 		case rw.keyUsed: // another try of this request committed first
@@ -348,7 +348,7 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 				a.cfg.Logger.Warn("storing an idempotent refusal", zap.Error(err))
 			}
 		}
-		rw.flush(w)
+		rw.flush()
 	}
 }
 
@@ -379,10 +379,14 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, key, fingerprint st
 	return true
 }
 
-// capture holds a handler's answer until the idempotency record is settled.
+// capture holds a handler's answer until the idempotency record is
+// settled. A success (< 400) has nothing left to settle (its record
+// committed with the write), so it goes straight through to w.
 type capture struct {
+	w       http.ResponseWriter
 	header  http.Header
 	status  int
+	passed  bool // the answer went straight to w
 	body    bytes.Buffer
 	keyUsed bool
 }
@@ -390,27 +394,43 @@ type capture struct {
 func (c *capture) Header() http.Header { return c.header }
 
 func (c *capture) WriteHeader(status int) {
-	if c.status == 0 {
-		c.status = status
+	if c.status != 0 {
+		return
+	}
+	c.status = status
+	if status < 400 && !c.keyUsed {
+		h := c.w.Header()
+		for k, v := range c.header {
+			h[k] = v
+		}
+		c.w.WriteHeader(status)
+		c.passed = true
 	}
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	if c.status == 0 {
-		c.status = http.StatusOK
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.passed {
+		return c.w.Write(p)
 	}
 	return c.body.Write(p)
 }
 
-func (c *capture) flush(w http.ResponseWriter) {
+// flush writes a held answer to w.
+func (c *capture) flush() {
+	if c.passed {
+		return
+	}
 	for k, v := range c.header {
-		w.Header()[k] = v
+		c.w.Header()[k] = v
 	}
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
-	w.WriteHeader(c.status)
-	_, _ = w.Write(c.body.Bytes())
+	c.w.WriteHeader(c.status)
+	_, _ = c.w.Write(c.body.Bytes())
 }
 
 // unmarshal decodes an optional body: empty is the zero value.

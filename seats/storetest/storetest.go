@@ -102,6 +102,7 @@ func Run(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	t.Run("BestAvailable", func(t *testing.T) { testBest(t, newStore) })
 	t.Run("IdempotencyKeys", func(t *testing.T) { testKeys(t, newStore) })
 	t.Run("CancelledWrites", func(t *testing.T) { testCancelledWrites(t, newStore) })
+	t.Run("GroupedWrites", func(t *testing.T) { testGroupedWrites(t, newStore) })
 	t.Run("Race", func(t *testing.T) { testRace(t, newStore) })
 	t.Run("Model", func(t *testing.T) { testModel(t, newStore) })
 }

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,26 +217,9 @@ func testLedgerRace(t *testing.T, s roomstate.Store, room string) {
 	const ids, racers = 20, 16
 	for i := range ids {
 		id := fmt.Sprintf("raced-%d", i)
-		var wins int
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ok, err := Consume(c, s, room, id, T0.Add(time.Hour), T0)
-				if err != nil {
-					t.Errorf("Consume(%s): %v", id, err)
-					return
-				}
-				if ok {
-					mu.Lock()
-					wins++
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
+		wins := race(t, racers, func() (bool, error) {
+			return Consume(c, s, room, id, T0.Add(time.Hour), T0)
+		})
 		if wins != 1 {
 			t.Fatalf("%s consumed %d times by %d racers, want once", id, wins, racers)
 		}
@@ -358,30 +342,33 @@ func testPlaceRacedUse(t *testing.T, s roomstate.Store, room string) {
 		if _, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceReserved, Slot: T0}, T0.Add(time.Hour), T0); err != nil || !won {
 			t.Fatalf("HoldPlace(%s) = %v, %v", id, won, err)
 		}
-		var wins int
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ok, err := s.UsePlace(c, room, id, admission.Place{}, T0)
-				if err != nil {
-					t.Errorf("UsePlace(%s): %v", id, err)
-					return
-				}
-				if ok {
-					mu.Lock()
-					wins++
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
+		wins := race(t, racers, func() (bool, error) {
+			return s.UsePlace(c, room, id, admission.Place{}, T0)
+		})
 		if wins != 1 {
 			t.Fatalf("%s used %d times by %d racers, want once", id, wins, racers)
 		}
 	}
+}
+
+// race runs try from racers goroutines at once and counts how many won;
+// an error fails the test.
+func race(t *testing.T, racers int, try func() (bool, error)) int {
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Go(func() {
+			won, err := try()
+			if err != nil {
+				t.Errorf("raced call: %v", err)
+			}
+			if won {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(wins.Load())
 }
 
 func window(idx, limit int64) roomstate.Window {

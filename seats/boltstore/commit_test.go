@@ -1,0 +1,203 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/fairgate/fairgate/seats/storetest"
+)
+
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "seats.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// holdCommits blocks the committer until the returned function is called
+// with the number of writes that must be waiting by then: it takes bbolt's
+// writer lock and gives the committer a write of its own, which the
+// committer takes alone and waits for the lock with. Every later write
+// waits in the queue, so once released they form one group (after the
+// blocker's own commit of one write).
+func holdCommits(t *testing.T, s *Store) (release func(waiting int)) {
+	t.Helper()
+	locked, unlock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(unlock) }) }
+	t.Cleanup(open) // before Close, even after a failure
+	go func() {
+		_ = s.db.Update(func(*bolt.Tx) error {
+			close(locked)
+			<-unlock
+			return nil
+		})
+	}()
+	<-locked
+	taken := s.commit.taken.Load()
+	blocker := make(chan error, 1)
+	go func() { blocker <- s.commit.do(context.Background(), func(*bolt.Tx) error { return nil }) }()
+	waitFor(t, "the committer to take the blocking write", func() bool { return s.commit.taken.Load() == taken+1 })
+	return func(waiting int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d writes waiting", waiting), func() bool { return s.commit.waiting.Load() == int64(waiting) })
+		open()
+		if err := <-blocker; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for try := 0; !cond(); try++ {
+		if try == 1000 {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGroupedWritesShareOneCommit is the conformance suite's GroupedWrites
+// with its writes in one group commit for sure.
+func TestGroupedWritesShareOneCommit(t *testing.T) {
+	s := openTemp(t)
+	var before Stats
+	storetest.GroupedWrites(t, s, func() func(int) {
+		before = s.Stats()
+		return holdCommits(t, s)
+	})
+	got := s.Stats()
+	if commits, writes := got.Commits-before.Commits, got.Writes-before.Writes; commits != 2 || writes != 11 {
+		t.Fatalf("%d commits of %d writes, want 2 of 11 (the blocker's, then one group of ten)", commits, writes)
+	}
+	if got.Busy <= before.Busy {
+		t.Fatalf("the committer's busy time did not grow: %v to %v", before.Busy, got.Busy)
+	}
+}
+
+// TestFailedMemberRollsBack: a member of a group that fails after writing
+// part of its change leaves nothing behind and gets its own error; a
+// member that panics likewise; the others commit.
+func TestFailedMemberRollsBack(t *testing.T) {
+	s := openTemp(t)
+	bucket := []byte("test")
+	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	broken := errors.New("broken")
+	put := func(k string, then func() error) func(*bolt.Tx) error {
+		return func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bucket).Put([]byte(k), []byte(k)); err != nil {
+				return err
+			}
+			return then()
+		}
+	}
+	ok := func() error { return nil }
+	fns := map[string]func(*bolt.Tx) error{
+		"a":     put("a", ok),
+		"fails": put("fails", func() error { return broken }),
+		"b":     put("b", ok),
+		"panic": put("panic", func() error { panic("bad value") }),
+		"c":     put("c", ok),
+	}
+	release := holdCommits(t, s)
+	errs := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.commit.do(context.Background(), fn)
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	release(len(fns))
+	wg.Wait()
+	for name := range fns {
+		want := name != "fails" && name != "panic"
+		if got := errs[name] == nil; got != want {
+			t.Errorf("%s: error %v", name, errs[name])
+		}
+	}
+	if !errors.Is(errs["fails"], broken) {
+		t.Errorf("the failed member's error: %v", errs["fails"])
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for name := range fns {
+			stored := tx.Bucket(bucket).Get([]byte(name)) != nil
+			if stored != (errs[name] == nil) {
+				t.Errorf("%s stored %v, answered %v", name, stored, errs[name])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteGivesUpBeforeItsGroup: a write whose context ends while it waits
+// for the committer changes nothing; one whose context ends once its group
+// runs answers with the context's error and commits all the same; one that
+// arrives after Close is refused.
+func TestWriteGivesUpBeforeItsGroup(t *testing.T) {
+	s := openTemp(t)
+	release := holdCommits(t, s)
+	ran := false
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := s.commit.do(ctx, func(*bolt.Tx) error { ran = true; return nil })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write past its deadline: %v", err)
+	}
+	release(0)
+
+	// Taken, then given up on while its group runs: its caller hears of
+	// its context, and the write still commits.
+	running, proceed := make(chan struct{}), make(chan struct{})
+	late, cancelLate := context.WithCancel(context.Background())
+	lateErr := make(chan error, 1)
+	go func() {
+		lateErr <- s.commit.do(late, func(tx *bolt.Tx) error {
+			close(running)
+			<-proceed
+			_, err := tx.CreateBucket([]byte("late"))
+			return err
+		})
+	}()
+	<-running
+	cancelLate()
+	if err := <-lateErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write cancelled after it was taken: %v", err)
+	}
+	close(proceed)
+	waitFor(t, "the late write to commit", func() bool {
+		found := false
+		_ = s.db.View(func(tx *bolt.Tx) error { found = tx.Bucket([]byte("late")) != nil; return nil })
+		return found
+	})
+	if ran {
+		t.Fatal("a write that gave up before it was taken ran")
+	}
+	s.commit.close()
+	if err := s.commit.do(context.Background(), func(*bolt.Tx) error { return nil }); !errors.Is(err, errClosed) {
+		t.Fatalf("a write after close: %v", err)
+	}
+	s.commit = newCommitter(s.db) // for Close
+}
