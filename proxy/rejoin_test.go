@@ -13,7 +13,12 @@ import (
 // TestClusterRejoinHoldsTheRate stops one of three gateways mid-run (as
 // SIGKILL would: nothing given back) and starts it again under a new node
 // id, as a restarted process is: every second, and the 10 s after it came
-// back, the cluster admits the target rate within 5 %. The crowd is a
+// back, the cluster admits the target rate: each 10 s from the 10th on
+// (before the stop, while the node is down, the 10 s after it came back,
+// and the next) within 5 %, each second within 15 % (one admission is
+// 2.5 % of a second here, and a queueing room's second may fall up to 5
+// short while its clock catches up with a crowd of this size, also with
+// every node's share set to the whole rate; 35 was the lowest seen). The crowd is a
 // fixed number of visitors spread 60/30/10 who come back once admitted
 // (bench/cluster.sh's crowd), so a node whose bucket lags its visitors
 // holds them and the others run short of eligible places. Before the
@@ -136,18 +141,20 @@ func TestClusterRejoinHoldsTheRate(t *testing.T) {
 				}
 			}
 			t.Logf("%s: admissions per second %v", state, perSecond)
-			low, high := int(rate*0.95), int(rate*1.05)
+			low, high := int(rate*0.85), int(rate*1.15)
 			for sec := from; sec < seconds; sec++ {
 				if n := perSecond[sec]; n < low || n > high {
 					t.Errorf("second %d (stopped at %d, back at %d): %d admitted, want %d to %d", sec, killAt, backAt, n, low, high)
 				}
 			}
-			after := 0
-			for _, n := range perSecond[backAt : backAt+10] {
-				after += n
-			}
-			if want := rate * 10; float64(after) < want*0.95 || float64(after) > want*1.05 {
-				t.Errorf("the 10 s after the node came back admitted %d, want %v ± 5%%", after, want)
+			for span := 10; span+10 <= seconds; span += 10 {
+				sum := 0
+				for _, n := range perSecond[span : span+10] {
+					sum += n
+				}
+				if want := rate * 10; float64(sum) < want*0.95 || float64(sum) > want*1.05 {
+					t.Errorf("seconds %d to %d (stopped at %d, back at %d) admitted %d, want %v ± 5%%", span, span+10, killAt, backAt, sum, want)
+				}
 			}
 		})
 	}
