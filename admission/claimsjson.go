@@ -160,16 +160,25 @@ func plainString(b []byte, i int) (string, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return "", 0, false
 	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return string(b[i+1 : j]), j + 1, true
-		case c < 0x20 || c >= 0x80 || c == '\\':
-			return "", 0, false
-		}
+	j := i + 1
+	for j < len(b) && plainByte[b[j]] {
+		j++
+	}
+	if j < len(b) && b[j] == '"' {
+		return string(b[i+1 : j]), j + 1, true
 	}
 	return "", 0, false
 }
+
+// plainByte is printable ASCII but the quote and the backslash: what
+// plainString reads without decoding (a table: claims are read on every
+// poll).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // integer reads a JSON number at b[i] that is a whole int64.
 func integer(b []byte, i int) (int64, int, bool) {

@@ -125,6 +125,11 @@ type WaitToken struct {
 	// room is paused or closed.
 	Estimate      time.Duration
 	EstimateKnown bool
+	// Wake is when the page should ask next: nxt, or sooner while the
+	// room is scheduled (at most MaxBackoff ahead), so that a sale start
+	// moved earlier reaches a page sleeping towards the old one. Asking
+	// before nxt is answered "early" and costs nothing.
+	Wake time.Time
 }
 
 // AnonymousPrefix starts the random subject of a visitor without a login.
@@ -169,12 +174,13 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 		}
 		subject = AnonymousPrefix + anon
 	}
-	// A verified subject draws once per room, however many tokens they take.
-	lot := g.codec.keys.IdentityLot(view.Name, who.Subject)
-	if who.Subject == "" {
-		if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
-			return WaitToken{}, err
-		}
+	// A verified subject draws once per room, however many tokens they take;
+	// an anonymous visitor draws at random.
+	var lot string
+	if who.Subject != "" {
+		lot = g.codec.keys.IdentityLot(view.Name, who.Subject)
+	} else if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
+		return WaitToken{}, err
 	}
 	ch, err := g.randomText(base64.RawURLEncoding, challengeBytes)
 	if err != nil {
@@ -241,9 +247,18 @@ func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Wai
 	if claims.Lane != view.Lane {
 		return WaitToken{}, ErrLane
 	}
-	t := WaitToken{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims, Wake: g.wake(&view, claims, now)}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
+}
+
+// wake is WaitToken.Wake.
+func (g *Gate) wake(view *View, claims *WaitClaims, now time.Time) time.Time {
+	next := claims.NextAttempt()
+	if view.State == StateScheduled && next.Sub(now) > g.policy.MaxBackoff {
+		return now.Add(g.policy.MaxBackoff)
+	}
+	return next
 }
 
 // Outcome is the result of an admission attempt.
@@ -346,12 +361,66 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
 	if now.Before(claims.NextAttempt()) {
+		if d, moved := g.regrid(ctx, room, &view, claims, a.Token, now); moved {
+			return d
+		}
 		// Nothing to judge before the checkpoint: the same token back,
 		// without signing anything.
-		t := WaitToken{Token: a.Token, Claims: claims}
+		t := WaitToken{Token: a.Token, Claims: claims, Wake: g.wake(&view, claims, now)}
 		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
-		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: claims.NextAttempt().Sub(now), Claims: claims}
+		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 	}
+	return g.judge(ctx, room, &view, claims, a.Token, now)
+}
+
+// regrid reschedules a place whose token names a checkpoint of a grid that
+// has since moved (the sale start moved earlier, or the room started
+// early): without it the place would sleep until the old start while later
+// arrivals go in. Its checkpoint becomes the first point of the current
+// grid at or after the move plus MaxBackoff — the latest a page that
+// follows its answers learns of the move (Wake) — and no earlier than
+// MinBackoff after the place's first token. That depends on the room, the
+// draw and the place alone, so every version and every moment of asking
+// get the same checkpoint: asking early, or often, learns of the move
+// sooner and gains nothing by it. If that checkpoint has passed, the
+// attempt is judged from it at once. moved is false when nothing moved
+// (the early answer stands).
+func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) (Decision, bool) {
+	if view.Moved.IsZero() || !time.Unix(claims.IssuedAt, 0).Before(view.Moved) {
+		return Decision{}, false // minted on the current grid
+	}
+	grid := g.grid(view, claims.Lot)
+	nxt := claims.NextAttempt()
+	if grid.at(grid.index(nxt)).Equal(nxt) {
+		return Decision{}, false // on the current grid: its checkpoint stands
+	}
+	from := view.Moved.Add(g.policy.MaxBackoff)
+	if first := time.Unix(claims.IssuedAt, 0).Add(g.policy.MinBackoff); first.After(from) {
+		from = first
+	}
+	next := grid.at(grid.index(from))
+	if !next.Before(nxt) {
+		return Decision{}, false // the old checkpoint comes first: keep it
+	}
+	// The ledger first: a place it holds (admitted, or holding a slot)
+	// gets no new version, so no version outlives its record.
+	place, err := g.ledger.Lookup(ctx, claims.ID)
+	if err != nil {
+		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims), true
+	}
+	if place.State != PlaceWaiting {
+		return Decision{}, false
+	}
+	claims.Nxt = next.UnixMilli()
+	if now.Before(next) {
+		return g.wait(view, claims, OutcomeEarly, next, now), true
+	}
+	return g.judge(ctx, room, view, claims, token, now), true
+}
+
+// judge decides an attempt at or after its checkpoint; token is the
+// version presented (a used place's record names the one admitted).
+func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
 	place, err := g.ledger.Lookup(ctx, claims.ID)
@@ -360,50 +429,60 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	}
 	switch place.State {
 	case PlaceUsed:
-		return g.reused(room, place, a.Token, claims, now)
+		return g.reused(room, place, token, claims, now)
 	case PlaceReserved:
 		if now.Before(place.Slot) {
-			return g.wait(&view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
+			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
 			// place keeps its slot and asks again at its next checkpoint.
-			return g.wait(&view, claims, OutcomeBusy, g.recheck(&view, claims, now), now)
+			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
-		if d, ok := g.takeQuota(ctx, room, &view, claims, now); !ok {
+		// The slot was given at the rate of its moment: at the rate of
+		// this one, it may lie further ahead.
+		if due, ok := room.PaceSlot(claims.ID, now); !ok {
+			return g.respaced(view, claims, place.Slot, ceilMilli(due), now)
+		}
+		if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
+			room.UnpaceSlot(claims.ID, now)
 			return d // the place keeps its slot and asks again
 		}
-		used, err := g.usedBy(a.Token, now)
+		used, err := g.usedBy(token, now)
 		if err != nil {
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return g.unavailable(err, claims)
 		}
 		ok, err := g.ledger.Use(ctx, claims.ID, used)
 		switch {
 		case err != nil:
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 		case !ok:
+			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
-		return g.pass(room, claims, used)
+		return g.pass(room, claims, used, now)
 	}
-	room.ObservePresent(now, claims.ID)
-	at, eligible := g.walk(&view, claims, now)
+	from, threshold := g.threshold(view, claims)
+	room.ObservePresent(now, claims.ID, from+threshold)
+	at, eligible := g.walk(view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
-			at = g.fifoNext(&view, claims, now)
+			at = g.fifoNext(view, claims, now)
 		}
-		return g.wait(&view, claims, OutcomeWait, at, now)
+		return g.wait(view, claims, OutcomeWait, at, now)
 	}
 	if view.State == StatePaused || view.State == StateScheduled {
 		// Eligible, but nobody is admitted now: the next checkpoint, not
 		// the one already passed, so the token's life moves on with the
 		// pause instead of running out under a page that follows it.
-		return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
+		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, &view, claims, a.Token, now)
+	return g.reserve(ctx, room, view, claims, token, now)
 }
 
 // TokenDigest identifies one version of a waiting token in the ledger's
@@ -432,7 +511,7 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 	if place.By == "" || place.Pass == "" || place.By != TokenDigest(token) || !now.Before(place.At.Add(g.policy.PassTTL)) {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
-	d := g.pass(room, claims, place)
+	d := g.pass(room, claims, place, now)
 	d.Again = true
 	return d
 }
@@ -442,14 +521,10 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // checkpoint after now if there was none. Eligibility only grows with time
 // (the clock never runs backwards), so the checkpoints between are
 // searched, not walked one by one.
-func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, bool) {
+func (g *Gate) walk(view *View, claims *WaitClaims, from, threshold float64, now time.Time) (time.Time, bool) {
 	first := claims.NextAttempt()
 	if view.State == StateOpen {
 		return first, true
-	}
-	from, threshold := claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
-	if view.Order == OrderFIFO {
-		from, threshold = view.RankZero, g.fifoKey(view, claims)
 	}
 	eligible := func(at time.Time) bool {
 		return !view.Opens.After(at) && view.ClockAt(at)-from >= threshold
@@ -472,6 +547,15 @@ func (g *Gate) walk(view *View, claims *WaitClaims, now time.Time) (time.Time, b
 		}
 	}
 	return grid.at(hi), true
+}
+
+// threshold is where the place's distance on the serving clock counts from,
+// and the distance: it is eligible once S − from ≥ threshold.
+func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float64) {
+	if view.Order == OrderFIFO {
+		return view.RankZero, g.fifoKey(view, claims)
+	}
+	return claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
 }
 
 // reserve takes the eligible place's admission from the bucket and records
@@ -517,7 +601,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	if want.State == PlaceReserved {
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.pass(room, claims, want)
+	return g.pass(room, claims, want, now)
 }
 
 // takeQuota takes the admission from the room's shared budget, if it has
@@ -549,8 +633,8 @@ func refundQuota(room *Room, at time.Time) {
 
 // pass signs the pass of the place's admission as the ledger recorded it
 // (used.Pass, used.At): the same claims, so the same pass, every time.
-func (g *Gate) pass(room *Room, claims *WaitClaims, used Place) Decision {
-	room.ObserveAdmitted(claims.ID)
+func (g *Gate) pass(room *Room, claims *WaitClaims, used Place, now time.Time) Decision {
+	room.ObserveAdmitted(claims.ID, now)
 	pc := &PassClaims{
 		Registered: Registered{
 			ID:        used.Pass,
@@ -575,16 +659,38 @@ func (g *Gate) unavailable(err error, claims *WaitClaims) Decision {
 
 // Requeue sends an admitted visitor back to waiting when the admission could
 // not complete (the admission hook said the seat service is full, or is
-// down): the place is released, the bucket gets its admission back, and the
-// token continues its chain from the next checkpoint.
+// down). The place keeps its admission, as a slot at its next checkpoint:
+// the ledger holds it reserved until then, so no version of its token is
+// judged again (nor the hook called again) before that checkpoint, and at
+// it the place is admitted from its slot without taking another admission
+// from the bucket. A place refused over and over so holds one admission,
+// not one per attempt; the room's shared budget gets its admission back
+// (the slot takes it again when used).
 func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) Decision {
+	view := room.View(now)
+	next := g.recheck(&view, claims, now)
+	// Used becomes reserved: two steps, as the ledger has no swap. Between
+	// them a concurrent attempt of the place may be judged afresh; the
+	// ledger's Hold still lets only one of them through.
 	if err := g.ledger.Release(ctx, claims.ID); err != nil {
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
-	room.RefundAdmission(now)
 	refundQuota(room, now)
-	view := room.View(now)
-	return g.wait(&view, claims, OutcomeWait, g.recheck(&view, claims, now), now)
+	held, fresh, err := g.ledger.Hold(ctx, claims.ID, Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	switch {
+	case err != nil:
+		// Released, not held: the bucket gets the admission back, and the
+		// place is judged again at its next attempt.
+		room.RefundAdmission(now)
+		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
+	case !fresh && held.State == PlaceUsed:
+		room.RefundAdmission(now) // a concurrent attempt took the place in
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	case !fresh:
+		room.RefundAdmission(now)
+		next = ceilMilli(held.Slot)
+	}
+	return g.wait(&view, claims, OutcomeWait, next, now)
 }
 
 // SignPass signs a pass, giving it a fresh id unless it has one. The
@@ -612,7 +718,23 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	return Decision{Outcome: outcome, Next: t, RetryAfter: next.Sub(now), Claims: claims}
+	return Decision{Outcome: outcome, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
+}
+
+// respaced is the busy answer of a place whose slot, due at slot, the rate
+// now puts at next. The ledger keeps the place until lastValid of its slot:
+// no version may outlive that, so the new version expires by then even if
+// its slot lies beyond (a cut that re-spaces a slot by more than TokenTTL
+// loses the place rather than let it pass twice).
+func (g *Gate) respaced(view *View, claims *WaitClaims, slot, next, now time.Time) Decision {
+	g.schedule(claims, next)
+	limit := slot.Add(g.policy.MinBackoff + g.policy.MaxBackoff + g.policy.TokenTTL)
+	claims.ExpiresAt = min(claims.ExpiresAt, limit.Unix())
+	t, err := g.ticket(view, claims, now)
+	if err != nil {
+		return g.unavailable(err, claims)
+	}
+	return Decision{Outcome: OutcomeBusy, Next: t, RetryAfter: next.Sub(now), Claims: claims}
 }
 
 // checkpoints is one draw's grid of checkpoints in a room. Point n lies at
@@ -754,7 +876,7 @@ func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (WaitToken,
 	if err != nil {
 		return WaitToken{}, err
 	}
-	t := WaitToken{Token: token, Claims: claims}
+	t := WaitToken{Token: token, Claims: claims, Wake: g.wake(view, claims, now)}
 	t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 	return t, nil
 }

@@ -324,17 +324,25 @@ func TestBindingAndRequeue(t *testing.T) {
 	if d.Outcome != OutcomeAdmit {
 		t.Fatalf("same network: %v (%v)", d.Outcome, d.Err)
 	}
-	// The hook turned the admission away: the token waits again, unpunished.
+	// The hook turned the admission away: the token waits again, unpunished,
+	// holding its admission as a slot at its next checkpoint.
 	back := g.Requeue(ctx, room, d.Claims, at)
-	if back.Outcome != OutcomeWait || back.Next.Claims.ID != tk.Claims.ID {
+	if back.Outcome != OutcomeWait || back.Next.Claims.ID != tk.Claims.ID || !back.Next.Claims.NextAttempt().After(at) {
 		t.Fatalf("requeue: %v %+v", back.Outcome, back.Next.Claims)
 	}
-	if level := room.bucket.Level(at); level != 100 {
-		t.Fatalf("requeue kept the admission: bucket at %v of 100", level)
+	if level := room.bucket.Level(at); level != 99 {
+		t.Fatalf("requeue: bucket at %v of 100, want the place's admission kept (99)", level)
+	}
+	// The refused version again, at once: not judged again before the checkpoint.
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: "0", Visitor: Visitor{Binding: "net-a"}, Now: at}); d.Outcome != OutcomeBusy || !d.Next.Claims.NextAttempt().Equal(back.Next.Claims.NextAttempt()) {
+		t.Fatalf("refused version again: %v, want busy until %v", d.Outcome, back.Next.Claims.NextAttempt())
 	}
 	again := g.Decide(ctx, room, Attempt{Token: back.Next.Token, Nonce: "0", Visitor: Visitor{Binding: "net-a"}, Now: back.Next.Claims.NextAttempt()})
 	if again.Outcome != OutcomeAdmit {
 		t.Fatalf("after requeue: %v (%v)", again.Outcome, again.Err)
+	}
+	if level := room.bucket.Level(at); level != 99 {
+		t.Fatalf("admitted from its slot: bucket at %v, want 99 (one admission for the place)", level)
 	}
 }
 

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -69,27 +70,57 @@ func (w *Window) RecentRate(now time.Time, span time.Duration) float64 {
 
 // Presence counts the distinct places seen over a sliding span, in two
 // generations: a place presented over and over counts once, so hammering
-// cannot inflate the population and slow the clock for everyone.
+// cannot inflate the population and slow the clock for everyone. With each
+// place it keeps the reading of the serving clock at which the place becomes
+// eligible (its key), so the lottery clock can pass the keys of the places
+// waiting at the rate (Room.Tick).
 type Presence struct {
 	mu        sync.Mutex
 	span      time.Duration
 	start     time.Time
-	cur, prev map[string]struct{}
+	cur, prev map[string]float64
 }
 
 // NewPresence returns a counter over span (at least a second). Every waiting
 // visitor must present their place at least once a span for the count to
 // see them: the span should exceed the longest backoff.
 func NewPresence(span time.Duration) *Presence {
-	return &Presence{span: max(span, time.Second), cur: map[string]struct{}{}, prev: map[string]struct{}{}}
+	return &Presence{span: max(span, time.Second), cur: map[string]float64{}, prev: map[string]float64{}}
 }
 
-// See records place as present at now.
-func (p *Presence) See(now time.Time, place string) {
+// See records place as present at now, with its key.
+func (p *Presence) See(now time.Time, place string, key float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rotate(now)
-	p.cur[place] = struct{}{}
+	p.cur[place] = key
+}
+
+// Keys splits the places seen over the last two spans at the clock reading
+// s: passed is how many have a key at or below s (eligible, not yet
+// admitted), ahead the keys above it, sorted.
+func (p *Presence) Keys(now time.Time, s float64) (passed int, ahead []float64) {
+	p.mu.Lock()
+	p.rotate(now)
+	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
+	add := func(key float64) {
+		if key <= s {
+			passed++
+			return
+		}
+		ahead = append(ahead, key)
+	}
+	for _, key := range p.cur {
+		add(key)
+	}
+	for place, key := range p.prev {
+		if _, dup := p.cur[place]; !dup {
+			add(key)
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(ahead)
+	return passed, ahead
 }
 
 // Forget removes place from the count: it was admitted and waits no more.
@@ -119,8 +150,8 @@ func (p *Presence) rotate(now time.Time) {
 	if now.Before(p.start.Add(2 * p.span)) {
 		p.prev = p.cur
 	} else {
-		p.prev = map[string]struct{}{}
+		p.prev = map[string]float64{}
 	}
-	p.cur = make(map[string]struct{}, len(p.prev))
+	p.cur = make(map[string]float64, len(p.prev))
 	p.start = now
 }

@@ -80,6 +80,10 @@ type RoomConfig struct {
 	Luck time.Duration
 	// Ranker hands out fifo arrival ranks; nil means a MemoryRanker.
 	Ranker Ranker
+	// Policy is the gate's policy, zero fields DefaultPolicy's: its
+	// checkpoint spacing sets how far ahead of the admissions the adaptive
+	// lottery clock passes keys (Room.Tick).
+	Policy Policy
 }
 
 // maxSaleStartAge is how far in the past a sale start may lie: the
@@ -104,6 +108,10 @@ type View struct {
 	Difficulty int
 	// Cruise is the speed the clock runs at while admitting.
 	Cruise float64
+	// Pace, when set, is the speed the wait estimate is read from instead
+	// of Cruise: the rate over the places ahead, for a lottery clock that
+	// passes known keys (its Cruise stops and races as keys crowd and thin).
+	Pace float64
 	// LatestStart is the latest sale start the room was ever given: no
 	// token's first checkpoint lies much beyond it.
 	LatestStart time.Time
@@ -111,6 +119,10 @@ type View struct {
 	// scheduled room, otherwise when the room last began to queue (from
 	// open or closed; a pause does not move it).
 	Opens time.Time
+	// Moved is when Opens last moved (a sale start set anew, the room
+	// started early or began to queue again), zero if it never did: a
+	// token minted before then names checkpoints of the old grid.
+	Moved time.Time
 	// Past holds the clock's earlier readings, oldest first, back to the
 	// room's memory: each is valid from its Origin to the next one's.
 	Past []Clock
@@ -208,11 +220,14 @@ type Room struct {
 	memory     time.Duration
 	queueing   time.Time // when the room last began to queue
 	bucket     *Bucket
+	pacer      *pacer
 	presence   *Presence
 	eligible   *Window
 	started    time.Time  // when this node's room began to observe
 	fifo       *fifoState // nil unless the order is fifo
 	quota      atomic.Pointer[quotaBox]
+	policy     Policy
+	lastTick   time.Time // the lottery clock's last tick
 }
 
 // Quota caps admissions across every node that shares a room (see
@@ -289,9 +304,11 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
 		queueing:   now,
 		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
+		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
 		started:    now,
+		policy:     cfg.Policy.withDefaults(),
 	}
 	v := &View{
 		Name:        cfg.Name,
@@ -384,6 +401,7 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.pacer.setRate(rate, burst, now)
 	v := *r.view.Load()
 	v.Rate = rate
 	// The clock does not depend on the rate: it stays as it is, so nodes
@@ -409,7 +427,20 @@ func (r *Room) SetDifficulty(bits int) error {
 // Tick lets the controller adjust the clock's speed from what it observed.
 // Call it about once a second; every node sharing a clock should let one
 // node tick and distribute the resulting View (see TickWith).
+//
+// In the lottery order with the adaptive clock, a room alone sets its clock
+// from the keys of the places it has seen (see tickLottery); TickWith, for
+// rooms shared by several nodes, from the population summed over the nodes.
 func (r *Room) Tick(now time.Time) {
+	r.mu.Lock()
+	if r.fifo == nil && r.adaptive {
+		defer r.mu.Unlock()
+		v := *r.view.Load()
+		v.Cruise, v.Pace = r.tickLottery(&v, now)
+		r.publish(&v, now)
+		return
+	}
+	r.mu.Unlock()
 	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
 }
 
@@ -432,6 +463,7 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	}
 	v := *r.view.Load()
 	v.Cruise = r.controller.Next(v.Cruise, v.Rate, population, eligible)
+	v.Pace = 0
 	r.publish(&v, now)
 }
 
@@ -481,6 +513,7 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 // nodes divide. The room's rate, which the controller aims at, stays.
 func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.pacer.setRate(rate, burst, now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.
@@ -497,9 +530,13 @@ func (r *Room) publish(v *View, now time.Time) {
 		v.Past = compactPast(past, MaxPast)
 	}
 	v.State = r.stored
+	opens := v.Opens
 	v.Opens = r.queueing
 	if r.stored == StateScheduled {
 		v.Opens = v.SaleStart
+	}
+	if !opens.IsZero() && !opens.Equal(v.Opens) {
+		v.Moved = now
 	}
 	switch {
 	case r.stored == StateQueue:
@@ -525,6 +562,17 @@ func (r *Room) publish(v *View, now time.Time) {
 // is due: now, or later while the bucket binds, in the order asked.
 func (r *Room) ReserveAdmission(now time.Time) time.Time { return r.bucket.Reserve(now) }
 
+// PaceSlot reports whether place, whose admission slot is due, may be
+// admitted now at the room's current rate; if not, when its slot is now
+// (see pacer: slots given before a rate cut are re-spaced at the new rate).
+func (r *Room) PaceSlot(place string, now time.Time) (time.Time, bool) {
+	return r.pacer.pass(place, now)
+}
+
+// UnpaceSlot gives back what PaceSlot took for a place whose admission
+// did not go through.
+func (r *Room) UnpaceSlot(place string, now time.Time) { r.pacer.done(place, true, now) }
+
 // RefundAdmission gives back an admission that did not go through.
 func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
 
@@ -532,12 +580,18 @@ func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
 func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
 
 // ObservePresent records that a place was presented with a valid, solved
-// attempt at or after its checkpoint. Only that counts for the population:
+// attempt at or after its checkpoint, with its key: the serving clock's
+// reading at which it is eligible. Only that counts for the population:
 // taking a token costs nothing and proves nobody is waiting.
-func (r *Room) ObservePresent(now time.Time, place string) { r.presence.See(now, place) }
+func (r *Room) ObservePresent(now time.Time, place string, key float64) {
+	r.presence.See(now, place, key)
+}
 
 // ObserveAdmitted removes an admitted place from the population.
-func (r *Room) ObserveAdmitted(place string) { r.presence.Forget(place) }
+func (r *Room) ObserveAdmitted(place string, now time.Time) {
+	r.presence.Forget(place)
+	r.pacer.done(place, false, now)
+}
 
 // ObserveEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).
@@ -579,10 +633,14 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 	if v.Order == OrderFIFO {
 		return v.estimateFIFO(now), true
 	}
-	if v.Cruise <= 0 {
+	speed := v.Cruise
+	if v.Pace > 0 {
+		speed = v.Pace
+	}
+	if speed <= 0 {
 		return 0, false
 	}
-	d = durationOf(1 / v.Cruise)
+	d = durationOf(1 / speed)
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
 		d += v.SaleStart.Sub(now)
 	}

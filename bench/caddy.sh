@@ -17,6 +17,9 @@
 # PAIRS times.
 # Usage: bench/caddy.sh            (DUR=10s CONN=64 THREADS=1 PAIRS=3 OPEN_RATE=10000 by default)
 #        ROWS=post bench/caddy.sh  (only the POST endpoints' rows)
+#        PROFILE=dir bench/caddy.sh  (then one more closed-loop run of each
+#          POST endpoint with a CPU profile of Caddy from its admin
+#          endpoint, saved in dir with its pprof -top; not part of the rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -79,3 +82,20 @@ open_header
 open_post "admit poll, keep waiting" "$site/_fairgate/admit" "${b}5/_fairgate/admit" "$poll_cookie" "$poll_body"
 open_post "token, new" "$site/_fairgate/token" "${b}6/_fairgate/token" "" "{}"
 open_post "token, refreshed" "$site/_fairgate/token" "${b}7/_fairgate/token" "$poll_cookie" "{}"
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  # profile NAME URL HEADER BODY: Caddy's CPU profile over one wrk run.
+  profile() {
+    local secs=${DUR%s}
+    curl -sf -o "$PROFILE/$1.pprof" "http://127.0.0.1:18389/debug/pprof/profile?seconds=$((secs > 2 ? secs - 1 : 1))" &
+    local c=$!
+    run "$2" "$3" "$4" > /dev/null
+    wait "$c"
+    go tool pprof -top -cum -nodecount=60 "$W/caddy" "$PROFILE/$1.pprof" > "$PROFILE/$1.top.txt" 2>/dev/null
+    echo "profile of $1: $PROFILE/$1.pprof, $PROFILE/$1.top.txt" >&2
+  }
+  profile admit "$site/_fairgate/admit" "$poll_cookie" "$poll_body"
+  profile token-new "$site/_fairgate/token" "" "{}"
+  profile token-refresh "$site/_fairgate/token" "$poll_cookie" "{}"
+  profile respond "${b}5/_fairgate/admit" "$poll_cookie" "$poll_body"
+fi

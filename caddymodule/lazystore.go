@@ -140,6 +140,15 @@ func (l *lazyStore) LookupPlace(ctx context.Context, room, id string, now time.T
 	return st.LookupPlace(ctx, room, id, now)
 }
 
+// MayHoldPlace implements roomstate.PlaceIndex: true (ask the store)
+// until the store is open.
+func (l *lazyStore) MayHoldPlace(room, id string) bool {
+	l.mu.Lock()
+	st := l.store
+	l.mu.Unlock()
+	return st == nil || roomstate.MayHoldPlace(st, room, id)
+}
+
 func (l *lazyStore) ReleasePlace(ctx context.Context, room, id string) error {
 	st, err := l.get(ctx)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/reply"
 )
 
 type cookieNames struct{ wait, pass string }
@@ -99,8 +100,8 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view = room.View(now)
-	if c, err := r.Cookie(g.cookies.wait); err == nil && c.Value != "" {
-		tk, err := g.gate.Resume(room, c.Value, who, now)
+	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
+		tk, err := g.gate.Resume(room, v, who, now)
 		if err == nil {
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 			return
@@ -132,8 +133,8 @@ func (g *Gateway) joinedOr503(w http.ResponseWriter) bool {
 
 func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
-	var req admitRequest
-	if err := decodeJSON(w, r, g.cfg.MaxBodyBytes, &req); err != nil {
+	req, ok := g.readAdmit(w, r)
+	if !ok {
 		return
 	}
 	if !g.joinedOr503(w) {
@@ -141,9 +142,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	token := req.Token
 	if token == "" {
-		if c, err := r.Cookie(g.cookies.wait); err == nil {
-			token = c.Value
-		}
+		token, _ = cookieValue(r, g.cookies.wait)
 	}
 	if token == "" {
 		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
@@ -158,7 +157,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	view := room.View(now)
 	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
-	g.metrics.attempts.WithLabelValues(d.Outcome.String()).Inc()
+	g.metrics.attempt(d.Outcome)
 	switch d.Outcome {
 	case admission.OutcomeAdmit:
 		g.admit(w, r, room, d, req.Return, now)
@@ -181,6 +180,22 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// readAdmit reads an admit body; on failure it has answered 413 or 400.
+func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitRequest, bool) {
+	bp := reply.Body()
+	defer reply.PutBody(bp)
+	body, err := reply.ReadBody(w, r, g.cfg.MaxBodyBytes, (*bp)[:0])
+	*bp = body[:0]
+	if err != nil {
+		return admitRequest{}, false
+	}
+	if req, ok := parseAdmitFast(body); ok {
+		return req, true
+	}
+	var req admitRequest
+	return req, reply.Unmarshal(w, body, &req) == nil
+}
+
 // admit completes an admission: the hook, then the pass cookie.
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.Room, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
@@ -191,7 +206,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 			session = res.session
 		case res.err == nil || g.hook.onFailure == "closed":
 			// The seat service is full (409/429) or down with a closed
-			// policy: back to waiting, place and budget given back.
+			// policy: back to waiting; the place keeps its admission as a
+			// slot at its next checkpoint (Gate.Requeue).
 			if res.err != nil {
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
@@ -269,6 +285,9 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status int, tk admission.WaitToken, view admission.View, now time.Time, outcome string) {
 	c := tk.Claims
 	retry := c.NextAttempt().Sub(now)
+	if !tk.Wake.IsZero() {
+		retry = tk.Wake.Sub(now) // sooner than nxt while scheduled
+	}
 	body := ticketJSON{
 		Room: view.Name, Lane: c.Lane, State: string(view.State), Token: tk.Token,
 		Challenge: c.Ch, Difficulty: c.Dif, NextAttempt: c.Nxt,
@@ -294,7 +313,7 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
 	}
-	writeJSON(w, status, body)
+	writeTicket(w, status, &body)
 }
 
 // writeClosedJSON is the closed answer for apps: the error, and the

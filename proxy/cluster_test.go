@@ -183,7 +183,7 @@ func TestClusterOneClock(t *testing.T) {
 			// on the population every node saw: 50 places seen at node 1,
 			// none elsewhere, and rate 5 ask for speed 0.1, not 1/60.
 			for i := range 50 {
-				nodes[1].sh.Room.ObservePresent(clock.Now(), fmt.Sprint("place", i))
+				nodes[1].sh.Room.ObservePresent(clock.Now(), fmt.Sprint("place", i), 1)
 			}
 			cruise := nodes[0].sh.Room.View(clock.Now()).Cruise
 			for range 30 {

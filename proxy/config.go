@@ -566,6 +566,7 @@ func (s settings) roomConfig() admission.RoomConfig {
 		// the clock is remembered that long, so a late attempt is judged
 		// at the checkpoint it names.
 		Memory: time.Duration(s.TokenTTL) + admission.DefaultPolicy.Leeway + time.Duration(s.MaxBackoff),
+		Policy: s.policy(),
 	}
 }
 

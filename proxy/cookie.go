@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 )
@@ -46,10 +47,63 @@ func cookieLine(name, value string, expires time.Time, secure bool) string {
 // -._ : valid in a cookie name and value as they are.
 func plainCookieText(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+		if !plainCookieByte[s[i]] {
 			return false
 		}
 	}
 	return true
+}
+
+// plainCookieByte is plainCookieText's alphabet (a table: the value is a
+// token of some 600 bytes on every poll).
+var plainCookieByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_'
+	}
+	return t
+}()
+
+// cookieValue is r.Cookie(name)'s value, found without net/http parsing
+// and checking every cookie of the request (a tenth of a poll: the Cookie
+// header carries the 600-byte waiting token): the first cookie called name
+// is taken as it is when it is plain text, which net/http takes unchanged
+// too; anything else (quotes, other bytes, a name net/http would not read,
+// more cookies than net/http reads) is left to r.Cookie.
+// TestCookieValueMatchesNetHTTP and FuzzCookieValue hold it to r.Cookie.
+func cookieValue(r *http.Request, name string) (string, bool) {
+	lines := r.Header["Cookie"]
+	count := 0
+	for _, line := range lines {
+		count += strings.Count(line, ";") + 1
+	}
+	if name != "" && plainCookieText(name) && count <= netHTTPMaxCookies {
+		for _, line := range lines {
+			for line != "" {
+				var part string
+				part, line, _ = strings.Cut(line, ";")
+				k, v, _ := strings.Cut(textproto.TrimString(part), "=")
+				if textproto.TrimString(k) != name {
+					continue
+				}
+				if !plainCookieText(v) {
+					return slowCookieValue(r, name)
+				}
+				return v, true
+			}
+		}
+		return "", false
+	}
+	return slowCookieValue(r, name)
+}
+
+// netHTTPMaxCookies is how many cookies net/http reads of a request by
+// default (GODEBUG httpcookiemaxnum): beyond it, it reads none.
+const netHTTPMaxCookies = 3000
+
+func slowCookieValue(r *http.Request, name string) (string, bool) {
+	c, err := r.Cookie(name)
+	if err != nil {
+		return "", false
+	}
+	return c.Value, true
 }

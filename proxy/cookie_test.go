@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,4 +26,55 @@ func TestCookieLine(t *testing.T) {
 			}
 		}
 	}
+}
+
+func checkCookieValue(t *testing.T, name string, lines []string) {
+	t.Helper()
+	r, _ := http.NewRequest("GET", "/", nil)
+	for _, l := range lines {
+		r.Header.Add("Cookie", l)
+	}
+	want, err := r.Cookie(name)
+	got, ok := cookieValue(r, name)
+	if ok != (err == nil) || ok && got != want.Value {
+		t.Fatalf("cookieValue(%q) of %q = %q, %v; r.Cookie: %+v, %v", name, lines, got, ok, want, err)
+	}
+}
+
+// TestCookieValueMatchesNetHTTP: the waiting token is read from the Cookie
+// header as r.Cookie reads it, whatever else the header holds.
+func TestCookieValueMatchesNetHTTP(t *testing.T) {
+	many := strings.Repeat("x=1; ", netHTTPMaxCookies) + "fairgate_wait_sale=tok"
+	cases := [][]string{
+		nil,
+		{"fairgate_wait_sale=eyJ.a-b_c.d"},
+		{"a=1; fairgate_wait_sale=tok; fairgate_wait_sale=second"},
+		{"a=1", "fairgate_wait_sale=tok2"},
+		{" fairgate_wait_sale = tok ;b=2"},
+		{"fairgate_wait_sale=\"quoted\""},
+		{"fairgate_wait_sale=bad\\value; fairgate_wait_sale=good"},
+		{"fairgate_wait_sale"},
+		{"fairgate_wait_sale="},
+		{"fairgate_wait_salex=1; xfairgate_wait_sale=2"},
+		{"fairgate_wait_sale=a b"},
+		{many},
+		{";;; fairgate_wait_sale=t;;"},
+	}
+	for _, lines := range cases {
+		checkCookieValue(t, "fairgate_wait_sale", lines)
+	}
+	checkCookieValue(t, "fairgate_wait_säle", []string{"fairgate_wait_säle=1"})
+	checkCookieValue(t, "", []string{"=1"})
+}
+
+func FuzzCookieValue(f *testing.F) {
+	f.Add("fairgate_wait_sale", "a=1; fairgate_wait_sale=tok", "")
+	f.Add("n", " n = \"v\" ;n=w", "n=x")
+	f.Fuzz(func(t *testing.T, name, line1, line2 string) {
+		lines := []string{line1}
+		if line2 != "" {
+			lines = append(lines, line2)
+		}
+		checkCookieValue(t, name, lines)
+	})
 }

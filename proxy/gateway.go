@@ -306,11 +306,10 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 // cached, so a protected request costs a lookup rather than a JWT parse; a
 // forged one is refused by the key ring's HMAC check before any decoding.
 func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
-	c, err := r.Cookie(g.cookies.pass)
-	if err != nil || c.Value == "" {
+	token, ok := cookieValue(r, g.cookies.pass)
+	if !ok || token == "" {
 		return "", false
 	}
-	token := c.Value
 	if claims, ok := g.passes.Get(token); ok {
 		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) && g.addressMatches(r, claims.Bnd) {
 			g.metrics.passCached.Inc()

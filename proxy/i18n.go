@@ -34,6 +34,15 @@ type locale struct {
 	num    *message.Printer
 	// waits remembers waitText's answers by minutes, for the first day.
 	waits [24 * 60]atomic.Value
+	// longWait remembers the last answer beyond the first day: everyone
+	// waiting is told nearly the same estimate at any one time.
+	longWait atomic.Pointer[minutesText]
+}
+
+// minutesText is one remembered answer of waitText.
+type minutesText struct {
+	m    int
+	text string
 }
 
 // t returns the text for key with {name} placeholders filled from args,
@@ -60,7 +69,12 @@ func (l *locale) waitText(secs float64, known bool) string {
 	}
 	m := int(secs/60 + 0.5)
 	if m >= len(l.waits) {
-		return l.minutesText(m)
+		if last := l.longWait.Load(); last != nil && last.m == m {
+			return last.text
+		}
+		s := l.minutesText(m)
+		l.longWait.Store(&minutesText{m, s})
+		return s
 	}
 	if s, ok := l.waits[m].Load().(string); ok {
 		return s

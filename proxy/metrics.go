@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,10 @@ type metrics struct {
 	registered []prometheus.Collector
 	issued     prometheus.Counter
 	attempts   *prometheus.CounterVec
+	// attemptsBy are attempts' counters resolved on first use, by outcome:
+	// one per poll, and a label lookup hashes. Shared by the copies a
+	// room's gateways make (newMetrics).
+	attemptsBy *[16]atomic.Pointer[prometheus.Counter]
 	admissions prometheus.Counter
 	// laneAdmissions counts admissions by lane (`default` for the default lane).
 	laneAdmissions *prometheus.CounterVec
@@ -89,7 +94,23 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		room:        newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
+	m.attemptsBy = new([16]atomic.Pointer[prometheus.Counter])
 	return m
+}
+
+// attempt counts one admission attempt.
+func (m *metrics) attempt(o admission.Outcome) {
+	if o < 0 || int(o) >= len(m.attemptsBy) {
+		m.attempts.WithLabelValues(o.String()).Inc()
+		return
+	}
+	c := m.attemptsBy[o].Load()
+	if c == nil {
+		counter := m.attempts.WithLabelValues(o.String())
+		c = &counter
+		m.attemptsBy[o].Store(c)
+	}
+	(*c).Inc()
 }
 
 // newMetrics registers the room's collectors with reg (nil: none) for one

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fairgate/fairgate/admission"
 )
 
 func TestMetricsRegistered(t *testing.T) {
@@ -21,5 +23,24 @@ func TestMetricsRegistered(t *testing.T) {
 	defer gw2.Close()
 	if v := testutil.ToFloat64(gw2.metrics.issued); v != 1 {
 		t.Fatalf("issued after reload: %v", v)
+	}
+}
+
+// TestAttemptsCountedByOutcome: the counters resolved once per outcome
+// count into the labelled series, across the gateways of one room.
+func TestAttemptsCountedByOutcome(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale"}, nil)
+	gw2, err := New(Config{Room: "sale", Keys: testKeys}, e.gw.Room(), Options{Now: e.clock.Now, Registerer: e.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw2.Close()
+	e.gw.metrics.attempt(admission.OutcomeWait)
+	gw2.metrics.attempt(admission.OutcomeWait)
+	e.gw.metrics.attempt(admission.OutcomeEarly)
+	for outcome, want := range map[string]float64{"wait": 2, "early": 1, "admit": 0} {
+		if got := testutil.ToFloat64(e.gw.metrics.attempts.WithLabelValues(outcome)); got != want {
+			t.Errorf("attempts{outcome=%q} = %v, want %v", outcome, got, want)
+		}
 	}
 }

@@ -157,6 +157,10 @@ func (g *Guard) UsePlace(ctx context.Context, room, id string, p admission.Place
 	return used, err
 }
 
+// MayHoldPlace implements PlaceIndex for the guarded store: an exact
+// answer from memory, so it is given even while the store is failing.
+func (g *Guard) MayHoldPlace(room, id string) bool { return MayHoldPlace(g.Store, room, id) }
+
 // LookupPlace implements Store.
 func (g *Guard) LookupPlace(ctx context.Context, room, id string, now time.Time) (p admission.Place, err error) {
 	err = g.call(ctx, "lookup_place", func(ctx context.Context) error {

@@ -20,8 +20,12 @@ func NewLedger(store Store, room string, now func() time.Time) *Ledger {
 	return &Ledger{store: store, room: room, now: now}
 }
 
-// Lookup implements admission.Ledger.
+// Lookup implements admission.Ledger. A place the store's PlaceIndex
+// says it holds no record of is answered without a store call.
 func (l *Ledger) Lookup(ctx context.Context, id string) (admission.Place, error) {
+	if !MayHoldPlace(l.store, l.room, id) {
+		return admission.Place{}, nil
+	}
 	return l.store.LookupPlace(ctx, l.room, id, l.now())
 }
 

@@ -52,3 +52,33 @@ func TestLedgerIsTheRoomsLedger(t *testing.T) {
 		t.Fatalf("Lookup of an expired reservation = %+v, %v; want waiting", p, err)
 	}
 }
+
+// TestLedgerSkipsTheStoreForUnheldPlaces: through a Guard, as the gateway
+// wires it, a lookup of a place the bolt store has no record of makes no
+// store call (the observer sees none), and a held one still does.
+func TestLedgerSkipsTheStoreForUnheldPlaces(t *testing.T) {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "room.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := storetest.T0
+	clock := func() time.Time { return now }
+	var lookups int
+	g := roomstate.NewGuard(s, time.Second, clock, func(op string, _ time.Duration, _ error) {
+		if op == "lookup_place" {
+			lookups++
+		}
+	})
+	l := roomstate.NewLedger(g, "r", clock)
+	ctx := context.Background()
+	if p, err := l.Lookup(ctx, "waiting"); err != nil || p.State != admission.PlaceWaiting || lookups != 0 {
+		t.Fatalf("Lookup of an unheld place = %+v, %v with %d store calls; want waiting with none", p, err, lookups)
+	}
+	if _, won, err := l.Hold(ctx, "used", admission.Place{State: admission.PlaceUsed}, now.Add(time.Minute)); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	if p, err := l.Lookup(ctx, "used"); err != nil || p.State != admission.PlaceUsed || lookups != 1 {
+		t.Fatalf("Lookup of a used place = %+v, %v with %d store calls; want used, from the store", p, err, lookups)
+	}
+}

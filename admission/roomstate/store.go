@@ -143,3 +143,21 @@ type Store interface {
 // DefaultCallTimeout bounds every store call whose context has no earlier
 // deadline, so a stalled disk or network is an error, never a hang.
 const DefaultCallTimeout = 2 * time.Second
+
+// PlaceIndex is implemented by a store that knows in memory, exactly,
+// which places it may hold a record of: one whose file no other process
+// writes (bolt). A Ledger asks it first, so looking up a place that was
+// never admitted or slotted (every "keep waiting" answer) costs no store
+// call. Wrappers of a Store (Guard) forward it.
+type PlaceIndex interface {
+	// MayHoldPlace reports false only if the store certainly holds no
+	// record of place id in room; true means "ask the store".
+	MayHoldPlace(room, id string) bool
+}
+
+// MayHoldPlace asks store's PlaceIndex, if it has one: true unless the
+// store certainly holds no record of the place.
+func MayHoldPlace(store Store, room, id string) bool {
+	ix, ok := store.(PlaceIndex)
+	return !ok || ix.MayHoldPlace(room, id)
+}

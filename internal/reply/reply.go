@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,7 +77,56 @@ func Fail(w http.ResponseWriter, status int, e Error) { JSON(w, status, errorJSO
 // Decode reads a JSON body of at most limit bytes into v, refusing unknown
 // fields and trailing data; on failure it has answered 413 or 400 itself.
 func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	return decode(w, http.MaxBytesReader(w, r.Body, limit), v)
+	bp := bodies.Get().(*[]byte)
+	defer putBody(bp)
+	body, err := ReadBody(w, r, limit, (*bp)[:0])
+	*bp = body[:0]
+	if err != nil {
+		return err
+	}
+	return Unmarshal(w, body, v)
+}
+
+// bodies are reused request body buffers.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// Body returns a reused buffer for ReadBody; PutBody gives it back.
+func Body() *[]byte { return bodies.Get().(*[]byte) }
+
+// PutBody returns a buffer taken with Body, set to what ReadBody returned.
+func PutBody(bp *[]byte) { putBody(bp) }
+
+func putBody(bp *[]byte) {
+	if cap(*bp) <= maxPooled {
+		*bp = (*bp)[:0]
+		bodies.Put(bp)
+	}
+}
+
+// ReadBody appends the request body, at most limit bytes, to dst; on
+// failure it has answered 413 or 400 itself. The body is read in one read
+// when it is no larger than its Content-Length says, not in a decoder's
+// small chunks: each read of a request body may cost the server a deadline
+// reset (Caddy's idle timeout).
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, dst []byte) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		dst = slices.Grow(dst, int(n)+1) // +1: room to see the end in the same read
+	}
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, bytes.MinRead)
+		}
+		n, err := body.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		switch {
+		case err == io.EOF:
+			return dst, nil
+		case err != nil:
+			BodyError(w, err)
+			return dst, err
+		}
+	}
 }
 
 // Unmarshal is Decode for a body already read.

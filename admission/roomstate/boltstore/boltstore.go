@@ -35,6 +35,7 @@ var (
 type Store struct {
 	db      *bolt.DB
 	timeout time.Duration
+	places  *placeIndex
 }
 
 // Open opens (or creates) the store at path. Every call is bounded by
@@ -50,19 +51,20 @@ func Open(path string, callTimeout time.Duration) (*Store, error) {
 	// Group commits: many concurrent admissions share one fsync.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	db.MaxBatchSize = 256
+	places := newPlaceIndex()
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{controlBucket, budgetBucket, ledgerBucket, populationBucket, ranksBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return places.load(tx)
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("creating room state buckets in %s: %w", path, err)
 	}
-	return &Store{db: db, timeout: callTimeout}, nil
+	return &Store{db: db, timeout: callTimeout, places: places}, nil
 }
 
 // Close closes the file.
@@ -194,6 +196,7 @@ func slotNanos(t time.Time) int64 {
 func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
 	var standing admission.Place
 	var won bool
+	defer s.places.write(room, id)()
 	err := s.batch(ctx, "holding place "+id, func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(ledgerBucket)
 		k := subKey(room, id)
@@ -210,6 +213,7 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 // UsePlace implements roomstate.Store.
 func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
 	var won bool
+	defer s.places.write(room, id)()
 	err := s.batch(ctx, "using place "+id, func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(ledgerBucket)
 		k := subKey(room, id)
@@ -225,6 +229,9 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place
 
 // LookupPlace implements roomstate.Store.
 func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+	if !s.places.mayHold(room, id) {
+		return admission.Place{}, ctx.Err()
+	}
 	var p admission.Place
 	err := s.view(ctx, "reading place "+id, func(tx *bolt.Tx) error {
 		p, _, _ = decodePlace(tx.Bucket(ledgerBucket).Get(subKey(room, id)), now)
@@ -235,10 +242,18 @@ func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time)
 
 // ReleasePlace implements roomstate.Store.
 func (s *Store) ReleasePlace(ctx context.Context, room, id string) error {
-	return s.batch(ctx, "releasing place "+id, func(tx *bolt.Tx) (error, error) {
+	err := s.batch(ctx, "releasing place "+id, func(tx *bolt.Tx) (error, error) {
 		return nil, tx.Bucket(ledgerBucket).Delete(subKey(room, id))
 	})
+	if err == nil {
+		s.places.deleted(placeKey{room, id})
+	}
+	return err
 }
+
+// MayHoldPlace implements roomstate.PlaceIndex from memory: false only if
+// the file certainly holds no record of the place.
+func (s *Store) MayHoldPlace(room, id string) bool { return s.places.mayHold(room, id) }
 
 // PublishPopulation implements roomstate.Store.
 func (s *Store) PublishPopulation(ctx context.Context, room, node string, value float64, until time.Time) error {
@@ -287,8 +302,9 @@ func (s *Store) ReserveRanks(ctx context.Context, room string, n int64) (int64, 
 // already ignored, they only take space).
 func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 	deleted := 0
+	var places []placeKey // the ledger's deleted keys
 	err := s.batch(ctx, "sweeping expired room state", func(tx *bolt.Tx) (error, error) {
-		deleted = 0
+		deleted, places = 0, places[:0]
 		expiredAt := map[string]func(v []byte) bool{
 			string(ledgerBucket): func(v []byte) bool {
 				_, _, live := decodePlace(v, now)
@@ -311,12 +327,20 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 				if err := c.Delete(); err != nil {
 					return nil, err
 				}
+				if name == string(ledgerBucket) {
+					if pk, ok := splitKey(k); ok {
+						places = append(places, pk)
+					}
+				}
 				deleted++
 				k, v = c.Seek(k)
 			}
 		}
 		return nil, nil
 	})
+	if err == nil {
+		s.places.deleted(places...)
+	}
 	return deleted, err
 }
 

@@ -1,0 +1,73 @@
+package admission
+
+import (
+	"math"
+	"time"
+)
+
+// lotteryTick is the period tickLottery plans for: Room.Tick runs about
+// once a second.
+const lotteryTick = time.Second
+
+// tickLottery is the speed of a lottery room's adaptive clock for the next
+// second, for a room that judges all of its places itself (one node).
+//
+// The room knows the key of every place presented over the last window:
+// the clock reading at which it becomes eligible (entry srv plus its
+// threshold, Presence.Keys). The clock is set to pass the keys of the
+// places waiting at the rate, the way fifo's counter passes ranks, instead
+// of at a speed guessed from a population count: that guess counts the
+// places already eligible but not yet judged as if they were still ahead
+// (the clock then runs too slow as the queue drains), and the Poisson
+// noise of eligibility at R/N is a tenth of the rate over 10 s.
+//
+// A place is judged only at its checkpoints, up to one spacing apart, so
+// an admission follows the passing of its key by up to that spacing. To
+// admit at the rate to the last place, the clock keeps the places passed
+// and not yet admitted (slot holders included) at the admissions of a
+// spacing and a second (the lead): each second it passes as many keys as
+// they fall short of it, none while they exceed it. Where the keys lie thin
+// (the end of the queue) it runs faster, where they crowd slower, so it
+// releases the lead and no more from the keys it knows; a place not seen
+// yet (its first checkpoint still ahead) may become eligible with them, and
+// then waits for a slot in the order found. Without any key ahead it falls
+// back to the controller (Controller.Next on the population).
+//
+// Nothing here depends on which places ask when: keys are counted once per
+// place, whatever it presents, and a place counts only once it presented a
+// solved attempt at a checkpoint. The order stays the threshold order; only
+// the clock's speed — room control — is set from the keys.
+//
+// pace is the speed the wait estimate reads (View.Pace): the rate over the
+// places ahead, the speed at which a place's mean wait passes if they
+// drain at the rate; zero when no key is known ahead.
+func (r *Room) tickLottery(v *View, now time.Time) (speed, pace float64) {
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	if !running {
+		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
+	}
+	s := v.Clock.At(now)
+	passed, ahead := r.presence.Keys(now, s)
+	if len(ahead) == 0 {
+		return r.controller.Next(v.Cruise, v.Rate, r.presence.Count(now), r.eligible.Rate(now)), 0
+	}
+	pace = clamp(v.Rate/float64(len(ahead)), r.controller.MinSpeed, r.controller.MaxSpeed)
+	// At least one place in hand, so a room admitting less than one a
+	// spacing still moves (the bucket then holds its rate).
+	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.spacing(now.Sub(v.Opens))).Seconds())
+	speed = r.controller.MinSpeed
+	if want := math.Round(lead - float64(passed)); want >= 1 {
+		k := min(int(want), len(ahead))
+		// Just past the k-th key: the clock reads it before the second ends.
+		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)
+	}
+	return clamp(speed, r.controller.MinSpeed, r.controller.MaxSpeed), pace
+}
+
+// spacing is the time between a draw's checkpoints at since after the
+// grid's origin: MinBackoff plus BackoffShare of since, at most MaxBackoff
+// (the slope of the grid, Gate.grid).
+func (p Policy) spacing(since time.Duration) time.Duration {
+	d := p.MinBackoff + time.Duration(p.BackoffShare*float64(max(since, 0)))
+	return min(d, p.MaxBackoff)
+}

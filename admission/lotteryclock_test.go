@@ -1,0 +1,64 @@
+package admission
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+// TestLotteryClockPassesKeys: a lottery room with the adaptive clock sets
+// its speed to pass, in the next second, as many of the keys it knows as
+// the places passed and not admitted fall short of a spacing and a second
+// of admissions; none while they exceed it; the controller when it knows
+// no key ahead. The wait estimate reads the places ahead at the rate.
+func TestLotteryClockPassesKeys(t *testing.T) {
+	const rate = 10.0
+	tests := []struct {
+		name   string
+		passed int     // places already eligible, not admitted
+		want   float64 // keys to pass in the next second
+	}{
+		{"short of the lead", 0, 0}, // filled in below: the whole lead
+		{"half the lead", 15, 0},
+		{"over the lead", 100, 0},
+	}
+	at := t0.Add(10 * time.Second)
+	// The grid's spacing 10 s after it opened: 2 s + a tenth of 10 s.
+	lead := rate * (1 + 3)
+	tests[0].want, tests[1].want = math.Round(lead), math.Round(lead-15)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := testRoom(t, func(c *RoomConfig) { c.Rate, c.Adaptive = rate, true })
+			s := room.View(at).Clock.At(at)
+			for i := range tt.passed {
+				room.ObservePresent(at, fmt.Sprint("passed", i), s-float64(i+1)/1000)
+			}
+			for i := range 1000 { // keys ahead, 0.01 apart
+				room.ObservePresent(at, fmt.Sprint("ahead", i), s+float64(i+1)/100)
+			}
+			room.Tick(at)
+			got := room.View(at).Cruise
+			want := room.controller.MinSpeed
+			if tt.want >= 1 {
+				want = tt.want / 100
+			}
+			if math.Abs(got-want) > 1e-6 {
+				t.Fatalf("speed %v, want %v (to pass %v keys in a second)", got, want, tt.want)
+			}
+			// The estimate: the places ahead at the rate, however the
+			// clock races or stops.
+			if d, ok := room.View(at).EstimateWait(at); !ok || (d - 100*time.Second).Abs() > time.Millisecond {
+				t.Fatalf("estimate %v %v, want 1000 places ahead at 10/s: 100s", d, ok)
+			}
+		})
+	}
+	t.Run("no key ahead", func(t *testing.T) {
+		room := testRoom(t, func(c *RoomConfig) { c.Rate, c.Adaptive = rate, true })
+		before := room.View(at).Cruise
+		room.Tick(at)
+		if got := room.View(at).Cruise; got != before {
+			t.Fatalf("speed moved from %v to %v with nothing seen", before, got)
+		}
+	})
+}

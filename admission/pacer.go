@@ -1,0 +1,86 @@
+package admission
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// pacer re-validates admission slots when they fall due, at the rate the
+// room has now (docs/FAIRNESS.md, "Slots and rate changes").
+//
+// A slot is a time, fixed when the bucket gave it at the rate of that
+// moment. Cut the rate and the slots already given would still come due
+// at the old spacing. So a place arriving at its slot also takes one from
+// the pacer, a second bucket at the current rate: while the slots come at
+// the rate (the bucket's own spacing), it always has one, as its burst
+// covers the network's spread of the arrivals; after a cut it re-spaces the
+// remaining slot holders at the new rate, each in the order it presented
+// at its slot, so nobody overtakes a slot due before theirs (they cannot
+// present before it). A re-spaced due time is remembered per place, so
+// every version of its token is given the same one, and each place takes
+// from the pacer once.
+type pacer struct {
+	mu     sync.Mutex
+	bucket *Bucket
+	due    map[string]time.Time // re-spaced slots still to come
+	purged time.Time
+}
+
+// pacerSlack is how much of the rate the pacer's burst holds at least: the
+// spread of slot holders' arrivals (their network) that it absorbs. With a
+// second, a fifo room at 2/s lost one admission in a 10-second window to
+// holders arriving bunched (sim.TestFairnessFIFO under -race); two cost
+// nothing there, and let a cut admit two more at the old spacing.
+const pacerSlack = 2 * time.Second
+
+// pacerForget is how long past its due a re-spaced slot is remembered for
+// a place that did not come back for it.
+const pacerForget = time.Hour
+
+func newPacer(rate, burst float64, now time.Time) *pacer {
+	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}}
+}
+
+func pacerBurst(rate, burst float64) float64 {
+	return math.Max(math.Max(1, burst), rate*pacerSlack.Seconds())
+}
+
+func (p *pacer) setRate(rate, burst float64, now time.Time) {
+	p.bucket.SetRate(rate, pacerBurst(rate, burst), now)
+}
+
+// pass reports whether place, whose slot is due, may be admitted now; if
+// not, when its re-spaced slot is.
+func (p *pacer) pass(place string, now time.Time) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if due, ok := p.due[place]; ok {
+		return due, !now.Before(due)
+	}
+	due := p.bucket.Reserve(now)
+	if !due.After(now) {
+		return now, true
+	}
+	if now.Sub(p.purged) > pacerForget {
+		p.purged = now
+		for id, d := range p.due {
+			if now.Sub(d) > pacerForget {
+				delete(p.due, id)
+			}
+		}
+	}
+	p.due[place] = due
+	return due, false
+}
+
+// done forgets place's re-spaced slot: it was admitted. refund gives its
+// pacer token back too: the admission did not go through.
+func (p *pacer) done(place string, refund bool, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.due, place)
+	if refund {
+		p.bucket.Refund(now)
+	}
+}

@@ -1,0 +1,235 @@
+package proxy
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// The regression tests of the review holes docs/FAIRNESS.md listed under
+// "Known limits", each named after the hole, through the gateway's HTTP
+// handler with the injected clock.
+
+// TestSlotsOutliveARateChange: 130 eligible visitors at 10/s (burst 10):
+// ten go in, the rest hold slots over the next 12 s. The rate is cut to
+// 1/s (burst 1). Before, the slots given still came due at the old
+// spacing: 50 more admitted in the next 5 s. Now the new rate binds at
+// once, and the slot holders go in the order of their slots.
+func TestSlotsOutliveARateChange(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 10}, nil)
+	const n = 130
+	tabs, tks := make([]*tab, n), make([]ticketJSON, n)
+	latest := int64(0)
+	for i := range tabs {
+		tabs[i] = e.newTab()
+		tks[i] = tabs[i].token()
+		latest = max(latest, tks[i].NextAttempt)
+	}
+	e.clock.Set(time.UnixMilli(latest))
+	slot := make([]int64, n) // the slot first given, 0 if admitted at once
+	waiting := []int{}
+	for i := range tabs {
+		switch status, tk := tabs[i].admit(tks[i]); {
+		case status == 200:
+		case status == 429 && tk.Outcome == "busy":
+			tks[i], slot[i] = tk, tk.NextAttempt
+			waiting = append(waiting, i)
+		default:
+			t.Fatalf("visitor %d: %d %+v", i, status, tk)
+		}
+	}
+	if len(waiting) < n-11 {
+		t.Fatalf("%d slot holders, want about %d", len(waiting), n-10)
+	}
+	cut := e.clock.Now()
+	rate, burst := 1.0, 1.0
+	if err := e.gw.Room().Apply(RoomChange{Rate: &rate, Burst: &burst}, cut); err != nil {
+		t.Fatal(err)
+	}
+	// Every holder presents at its nxt, the earliest first.
+	var order []int // admitted, in order
+	inFirst5s := 0
+	for step := 0; len(waiting) > 0; step++ {
+		if step > 10*n {
+			t.Fatalf("%d slot holders never admitted", len(waiting))
+		}
+		slices.SortStableFunc(waiting, func(a, b int) int { return int(tks[a].NextAttempt - tks[b].NextAttempt) })
+		i := waiting[0]
+		e.clock.Set(time.UnixMilli(tks[i].NextAttempt))
+		switch status, tk := tabs[i].admit(tks[i]); {
+		case status == 200:
+			order = append(order, i)
+			waiting = waiting[1:]
+			if e.clock.Now().Sub(cut) <= 5*time.Second {
+				inFirst5s++
+			}
+		case status == 429:
+			tks[i] = tk
+		default:
+			t.Fatalf("slot holder %d: %d %+v", i, status, tk)
+		}
+	}
+	t.Logf("admitted in the 5 s after the cut: %d; the last %v after it", inFirst5s, e.clock.Now().Sub(cut))
+	if inFirst5s > 5+2 {
+		t.Errorf("%d admitted in the 5 s after cutting the rate to 1/s: the old slots outlived the change", inFirst5s)
+	}
+	for k := 1; k < len(order); k++ {
+		if slot[order[k]] < slot[order[k-1]] {
+			t.Fatalf("visitor %d (slot %d) admitted after %d (slot %d): the order was jumped", order[k], slot[order[k]], order[k-1], slot[order[k-1]])
+		}
+	}
+}
+
+// TestStartingASaleEarlyStrandsThePreQueue: a sale is scheduled an hour
+// ahead; two tabs of one login (one draw, one grid) take their places in
+// the pre-queue. One follows every answer (it sleeps retry_after, as the
+// page does), the other asks every second. After 20 minutes the operator
+// starts the sale (state queue). Before, the pre-queue slept until the old
+// start while later arrivals went in at once (59 minutes against 10 s);
+// now the page wakes at most max_backoff apart while scheduled, the gate
+// moves its checkpoint to the new grid, and both tabs get in within two
+// backoffs of the start — the one asking every second no sooner.
+func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
+	secret := []byte("site-login-secret-0123456789abcdef")
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true,
+		Rate: 100, Burst: 100, Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+		}}, nil)
+	login := func(sub string) string {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(24 * time.Hour))}).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + tok
+	}
+	for trial := range 4 {
+		start := e.clock.Now()
+		scheduled, saleStart := "scheduled", start.Add(time.Hour).UTC().Format(time.RFC3339)
+		if err := e.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &saleStart}, start); err != nil {
+			t.Fatal(err)
+		}
+		user := login(fmt.Sprint("user-", trial))
+		honest, hammer := e.newTab("Authorization", user), e.newTab("Authorization", user)
+		htk, mtk := honest.token(), hammer.token()
+		if htk.RetryAfter > 30 {
+			t.Fatalf("a pre-queue page told to sleep %vs: it would not see the start move", htk.RetryAfter)
+		}
+		wake := e.clock.Now().Add(time.Duration(htk.RetryAfter * float64(time.Second)))
+		moved := start.Add(20*time.Minute + time.Duration(trial)*7*time.Second)
+		var later *tab
+		var ltk ticketJSON
+		var honestIn, hammerIn, laterIn time.Time
+		for step := 1; honestIn.IsZero() || hammerIn.IsZero() || laterIn.IsZero(); step++ {
+			if step > 2*3600 {
+				t.Fatalf("trial %d: not admitted in two hours (honest %v, hammerer %v, later %v)", trial, honestIn, hammerIn, laterIn)
+			}
+			now := start.Add(time.Duration(step) * time.Second)
+			e.clock.Set(now)
+			if now.Equal(moved) {
+				e.setState("queue")
+				later = e.newTab("Authorization", login(fmt.Sprint("later-", trial)))
+				ltk = later.token()
+			}
+			if hammerIn.IsZero() {
+				switch status, back := hammer.admit(mtk); status {
+				case 200:
+					hammerIn = now
+				case 429:
+					mtk = back
+				default:
+					t.Fatalf("hammerer: %d", status)
+				}
+			}
+			if honestIn.IsZero() && !now.Before(wake) {
+				switch status, back := honest.admit(htk); status {
+				case 200:
+					honestIn = now
+				case 429:
+					if back.State == "scheduled" && back.RetryAfter > 30 {
+						t.Fatalf("told to sleep %vs while scheduled", back.RetryAfter)
+					}
+					htk, wake = back, now.Add(time.Duration(back.RetryAfter*float64(time.Second)))
+				default:
+					t.Fatalf("honest: %d", status)
+				}
+			}
+			if later != nil && laterIn.IsZero() && !now.Before(time.UnixMilli(ltk.NextAttempt)) {
+				switch status, back := later.admit(ltk); status {
+				case 200:
+					laterIn = now
+				case 429:
+					ltk = back
+				default:
+					t.Fatalf("later arrival: %d", status)
+				}
+			}
+		}
+		t.Logf("trial %d: after the early start, honest in %v, hammerer %v, a later arrival %v", trial,
+			honestIn.Sub(moved), hammerIn.Sub(moved), laterIn.Sub(moved))
+		// The page learns of the move within max_backoff, and its
+		// checkpoint is the first of the new grid after that.
+		if limit := moved.Add(2*admission.DefaultPolicy.MaxBackoff + 2*time.Second); honestIn.After(limit) {
+			t.Errorf("trial %d: the pre-queue page got in %v after the early start: stranded", trial, honestIn.Sub(moved))
+		}
+		if hammerIn.Before(honestIn) {
+			t.Errorf("trial %d: asking every second got in %v before the page", trial, honestIn.Sub(hammerIn))
+		}
+		e.clock.Set(e.clock.Now().Add(time.Minute))
+	}
+}
+
+// TestRefusedAdmissionRetriedAtOnce: the admission hook turns a visitor
+// away (the seat service is full). Before, the version just refused,
+// presented again at once, was judged again at once and called the hook
+// again, up to one checkpoint spacing ahead of the page. Now the place is
+// kept out until the checkpoint its answer names: every version presented
+// before it is told to wait until then, the hook is not called, and at the
+// checkpoint the place is admitted without taking a second admission.
+func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
+	var calls atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusConflict) // full, this once
+			return
+		}
+		fmt.Fprint(w, `{"session":"s"}`)
+	}))
+	defer hook.Close()
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	tb := e.newTab()
+	first := tb.token()
+	e.clock.Set(time.UnixMilli(first.NextAttempt))
+	status, back := tb.admit(first)
+	if status != 429 || back.Outcome != "deferred" || calls.Load() != 1 {
+		t.Fatalf("refused by the hook: %d %+v after %d hook calls", status, back, calls.Load())
+	}
+	due := time.UnixMilli(back.NextAttempt)
+	if !due.After(e.clock.Now()) {
+		t.Fatalf("refused answer names %v, not a later checkpoint", due.Sub(e.clock.Now()))
+	}
+	// Every version, at once and until just before the checkpoint.
+	for _, at := range []time.Time{e.clock.Now(), e.clock.Now().Add(100 * time.Millisecond), due.Add(-time.Millisecond)} {
+		e.clock.Set(at)
+		for _, tk := range []ticketJSON{first, back} {
+			status, again := tb.admit(tk)
+			if status != 429 || again.NextAttempt != back.NextAttempt {
+				t.Fatalf("refused place presented %v before its checkpoint: %d %+v", due.Sub(at), status, again)
+			}
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the hook was called %d times before the refused place's checkpoint", n)
+	}
+	e.clock.Set(due)
+	if status, _ := tb.admit(back); status != 200 || calls.Load() != 2 {
+		t.Fatalf("at its checkpoint: %d after %d hook calls, want 200 after 2", status, calls.Load())
+	}
+}
