@@ -43,8 +43,9 @@ func Example() {
 	first := gate.Decide(context.Background(), room, attempt)
 	again := gate.Decide(context.Background(), room, attempt)
 	fmt.Println(first.Outcome, first.Pass != "")
-	fmt.Println(again.Outcome)
+	// The same token again, as after a lost answer: the same pass.
+	fmt.Println(again.Outcome, again.Pass == first.Pass)
 	// Output:
 	// admit true
-	// reused
+	// admit true
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -302,6 +303,9 @@ type Decision struct {
 	// Pass and PassClaims are set for OutcomeAdmit.
 	Pass       string
 	PassClaims *PassClaims
+	// Again is set when the admission was made by an earlier attempt with
+	// the same token whose answer was lost: Pass is the pass it was given.
+	Again bool
 	// RetryAfter is when to try again, for every outcome that may.
 	RetryAfter time.Duration
 }
@@ -341,7 +345,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
 	if now.Before(claims.NextAttempt()) {
-		if d, moved := g.regrid(ctx, room, &view, claims, now); moved {
+		if d, moved := g.regrid(ctx, room, &view, claims, a.Token, now); moved {
 			return d
 		}
 		// Nothing to judge before the checkpoint: the same token back,
@@ -350,7 +354,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 	}
-	return g.judge(ctx, room, &view, claims, now)
+	return g.judge(ctx, room, &view, claims, a.Token, now)
 }
 
 // regrid reschedules a place whose token names a checkpoint of a grid that
@@ -365,7 +369,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 // sooner and gains nothing by it. If that checkpoint has passed, the
 // attempt is judged from it at once. moved is false when nothing moved
 // (the early answer stands).
-func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
+func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) (Decision, bool) {
 	if view.Moved.IsZero() || !time.Unix(claims.IssuedAt, 0).Before(view.Moved) {
 		return Decision{}, false // minted on the current grid
 	}
@@ -395,11 +399,12 @@ func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitC
 	if now.Before(next) {
 		return g.wait(view, claims, OutcomeEarly, next, now), true
 	}
-	return g.judge(ctx, room, view, claims, now), true
+	return g.judge(ctx, room, view, claims, token, now), true
 }
 
-// judge decides an attempt at or after its checkpoint.
-func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
+// judge decides an attempt at or after its checkpoint; token is the
+// version presented (a used place's record names the one admitted).
+func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
 	place, err := g.ledger.Lookup(ctx, claims.ID)
@@ -408,7 +413,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 	}
 	switch place.State {
 	case PlaceUsed:
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+		return g.reused(room, place, token, claims, now)
 	case PlaceReserved:
 		if now.Before(place.Slot) {
 			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
@@ -427,18 +432,24 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 			room.UnpaceSlot(claims.ID, now)
 			return d // the place keeps its slot and asks again
 		}
-		used, err := g.ledger.Use(ctx, claims.ID)
+		used, err := g.usedBy(token, now)
+		if err != nil {
+			room.UnpaceSlot(claims.ID, now)
+			refundQuota(room, now)
+			return g.unavailable(err, claims)
+		}
+		ok, err := g.ledger.Use(ctx, claims.ID, used)
 		switch {
 		case err != nil:
 			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
-		case !used:
+		case !ok:
 			room.UnpaceSlot(claims.ID, now)
 			refundQuota(room, now)
 			return Decision{Outcome: OutcomeReused, Claims: claims}
 		}
-		return g.pass(room, claims, now)
+		return g.pass(room, claims, used, now)
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
@@ -468,7 +479,38 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// pause instead of running out under a page that follows it.
 		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, view, claims, now)
+	return g.reserve(ctx, room, view, claims, token, now)
+}
+
+// TokenDigest identifies one version of a waiting token in the ledger's
+// record of the place it used (Place.By): a truncated SHA-256 of the
+// token as presented.
+func TokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// usedBy is the ledger record of token admitted at now: its digest and a
+// new pass id.
+func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
+	id, err := uuid.NewV7FromReader(g.random)
+	if err != nil {
+		return Place{}, fmt.Errorf("making pass id: %w", err)
+	}
+	return Place{State: PlaceUsed, By: TokenDigest(token), Pass: id.String(), At: now}, nil
+}
+
+// reused answers a place found used: the same pass again when the token
+// presented is the version that used it and its pass is still valid (the
+// answer to that attempt was lost: the ledger write timed out after it
+// landed, or the node died before it answered), token_used otherwise.
+func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims, now time.Time) Decision {
+	if place.By == "" || place.Pass == "" || place.By != TokenDigest(token) || !now.Before(place.At.Add(g.policy.PassTTL)) {
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	}
+	d := g.pass(room, claims, place, now)
+	d.Again = true
+	return d
 }
 
 // claim gives a fifo place its arrival rank at its first judged attempt,
@@ -540,9 +582,12 @@ func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float6
 
 // reserve takes the eligible place's admission from the bucket and records
 // it in the ledger: admitted now, or holding the slot the bucket gave.
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) Decision {
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
+	want, err := g.usedBy(token, now)
+	if err != nil {
+		return g.unavailable(err, claims)
+	}
 	slot := room.ReserveAdmission(now)
-	want := Place{State: PlaceUsed}
 	if slot.After(now) {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
@@ -570,7 +615,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 			refundQuota(room, now)
 		}
 		if held.State == PlaceUsed {
-			return Decision{Outcome: OutcomeReused, Claims: claims}
+			return g.reused(room, held, token, claims, now)
 		}
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
@@ -578,7 +623,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	if want.State == PlaceReserved {
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.pass(room, claims, now)
+	return g.pass(room, claims, want, now)
 }
 
 // takeQuota takes the admission from the room's shared budget, if it has
@@ -608,14 +653,17 @@ func refundQuota(room *Room, at time.Time) {
 	}
 }
 
-func (g *Gate) pass(room *Room, claims *WaitClaims, now time.Time) Decision {
+// pass signs the pass of the place's admission as the ledger recorded it
+// (used.Pass, used.At): the same claims, so the same pass, every time.
+func (g *Gate) pass(room *Room, claims *WaitClaims, used Place, now time.Time) Decision {
 	room.ObserveAdmitted(claims.ID, now)
 	pc := &PassClaims{
 		Registered: Registered{
+			ID:        used.Pass,
 			Subject:   claims.Subject,
 			Audience:  claims.Audience,
-			IssuedAt:  now.Unix(),
-			ExpiresAt: now.Add(g.policy.PassTTL).Unix(),
+			IssuedAt:  used.At.Unix(),
+			ExpiresAt: used.At.Add(g.policy.PassTTL).Unix(),
 		},
 		Wid: claims.ID,
 		Bnd: claims.Bnd,
@@ -667,14 +715,17 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 	return g.wait(&view, claims, OutcomeWait, next, now)
 }
 
-// SignPass signs a pass, giving it a fresh id. The gateway calls it again
-// to add the session id the admission hook returned.
+// SignPass signs a pass, giving it a fresh id unless it has one. The
+// gateway calls it again to add the session id the admission hook
+// returned (the id stays).
 func (g *Gate) SignPass(pc *PassClaims) (string, error) {
-	id, err := uuid.NewV7FromReader(g.random)
-	if err != nil {
-		return "", fmt.Errorf("making pass id: %w", err)
+	if pc.ID == "" {
+		id, err := uuid.NewV7FromReader(g.random)
+		if err != nil {
+			return "", fmt.Errorf("making pass id: %w", err)
+		}
+		pc.ID = id.String()
 	}
-	pc.ID = id.String()
 	return g.codec.Sign(pc)
 }
 

@@ -40,7 +40,7 @@ func TestDecideAdmitsOnceEligible(t *testing.T) {
 	}
 	first := tk.Claims
 	nonce := solve(t, first)
-	token := tk.Token
+	token, prev := tk.Token, ""
 	at := first.NextAttempt()
 	when := eligibleAt(t, g, room, first, t0)
 	for range 1000 {
@@ -56,9 +56,17 @@ func TestDecideAdmitsOnceEligible(t *testing.T) {
 			if err != nil || pc.ID != d.PassClaims.ID {
 				t.Fatalf("VerifyPass: %+v, %v", pc, err)
 			}
-			again := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: at})
-			if again.Outcome != OutcomeReused {
-				t.Fatalf("second use: %v", again.Outcome)
+			// The same token again (its answer lost): the same pass.
+			again := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: at.Add(time.Second)})
+			if again.Outcome != OutcomeAdmit || !again.Again || again.Pass != d.Pass {
+				t.Fatalf("second use: %v again=%v, same pass %v", again.Outcome, again.Again, again.Pass == d.Pass)
+			}
+			// Any other version of the place's token: used.
+			if prev == "" {
+				t.Fatal("admitted at the first attempt: no earlier version to replay")
+			}
+			if other := g.Decide(ctx, room, Attempt{Token: prev, Nonce: nonce, Now: at}); other.Outcome != OutcomeReused {
+				t.Fatalf("an earlier version after the admission: %v", other.Outcome)
 			}
 			return
 		}
@@ -72,7 +80,7 @@ func TestDecideAdmitsOnceEligible(t *testing.T) {
 		if d.RetryAfter < g.Policy().MinBackoff*3/4 || d.RetryAfter > g.Policy().MaxBackoff*5/4 {
 			t.Fatalf("backoff %v out of bounds", d.RetryAfter)
 		}
-		token, at = d.Next.Token, c.NextAttempt()
+		prev, token, at = token, d.Next.Token, c.NextAttempt()
 	}
 	t.Fatal("never admitted")
 }

@@ -31,6 +31,15 @@ const (
 type Place struct {
 	State PlaceState
 	Slot  time.Time // for PlaceReserved
+	// For PlaceUsed: which version of the token used the place (a digest
+	// of it, TokenDigest), the id of the pass it was given and when, so a
+	// retry of that same token (its answer was lost: a write that timed
+	// out but landed, a node that died before it answered) gets the same
+	// pass, while any other version still finds the place used. Empty in
+	// records written before they were kept.
+	By   string
+	Pass string
+	At   time.Time
 }
 
 // Ledger remembers the places that were admitted or hold an admission slot,
@@ -44,9 +53,10 @@ type Ledger interface {
 	// already has a record: it returns the record that stands and whether
 	// it is p.
 	Hold(ctx context.Context, id string, p Place, until time.Time) (Place, bool, error)
-	// Use turns a reserved place into a used one, reporting false if it was
-	// not reserved (already used, or released).
-	Use(ctx context.Context, id string) (bool, error)
+	// Use turns a reserved place into used (the record used, whose By,
+	// Pass and At it keeps), reporting false if it was not reserved
+	// (already used, or released).
+	Use(ctx context.Context, id string, used Place) (bool, error)
 	// Release forgets a place whose admission did not go through (the
 	// admission hook turned it away), so it may wait and try again.
 	Release(ctx context.Context, id string) error
@@ -100,14 +110,15 @@ func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Ti
 }
 
 // Use implements Ledger.
-func (l *MemoryLedger) Use(_ context.Context, id string) (bool, error) {
+func (l *MemoryLedger) Use(_ context.Context, id string, used Place) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r, ok := l.places[id]
 	if !ok || r.place.State != PlaceReserved {
 		return false, nil
 	}
-	r.place = Place{State: PlaceUsed}
+	used.State, used.Slot = PlaceUsed, time.Time{}
+	r.place = used
 	l.places[id] = r
 	return true, nil
 }

@@ -64,10 +64,10 @@ func TestMemoryLedger(t *testing.T) {
 	hold("a", reserved, t0.Add(time.Minute), used, false, nil)
 	hold("b", reserved, t0.Add(2*time.Minute), reserved, true, nil)
 	hold("c", used, t0.Add(time.Minute), Place{}, false, ErrLedgerFull)
-	if ok, err := l.Use(ctx, "a"); ok || err != nil {
+	if ok, err := l.Use(ctx, "a", Place{}); ok || err != nil {
 		t.Fatalf("Use of a used place: %v, %v", ok, err)
 	}
-	if ok, err := l.Use(ctx, "b"); !ok || err != nil {
+	if ok, err := l.Use(ctx, "b", Place{}); !ok || err != nil {
 		t.Fatalf("Use of a reserved place: %v, %v", ok, err)
 	}
 	if p, _ := l.Lookup(ctx, "b"); p.State != PlaceUsed {

@@ -48,7 +48,7 @@ func TestLotteryClockPassesKeys(t *testing.T) {
 			}
 			// The estimate: the places ahead at the rate, however the
 			// clock races or stops.
-			if d, ok := room.View(at).EstimateWait(at); !ok || (d - 100*time.Second).Abs() > time.Millisecond {
+			if d, ok := room.View(at).EstimateWait(at); !ok || (d-100*time.Second).Abs() > time.Millisecond {
 				t.Fatalf("estimate %v %v, want 1000 places ahead at 10/s: 100s", d, ok)
 			}
 		})

@@ -51,6 +51,23 @@ func (w *Window) Rate(now time.Time) float64 {
 	return sum / float64(n)
 }
 
+// RecentRate is the sum over the last complete seconds of the window
+// ending before now, up to span (at least a second, at most the window),
+// divided by those seconds: the same count as Rate, over a shorter span.
+func (w *Window) RecentRate(now time.Time, span time.Duration) float64 {
+	cur := now.Unix()
+	n := min(max(int64(span/time.Second), 1), int64(len(w.seconds)))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sum := 0.0
+	for i, e := range w.epochs {
+		if e < cur && e >= cur-n {
+			sum += w.seconds[i]
+		}
+	}
+	return sum / float64(n)
+}
+
 // Presence counts the distinct places seen over a sliding span, in two
 // generations: a place presented over and over counts once, so hammering
 // cannot inflate the population and slow the clock for everyone. With each

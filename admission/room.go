@@ -151,6 +151,54 @@ type View struct {
 	KeyTop float64
 }
 
+// MaxPast is the most readings View.Past keeps: a room whose speed
+// changes more often keeps its oldest readings merged (compactPast), so
+// its stored control state stays bounded (about 150 bytes of JSON a
+// reading: under 10 KB a lane) however long its memory.
+const MaxPast = 64
+
+// compactPast merges readings of past, oldest first, until at most max
+// are left: each merge replaces two consecutive readings by one running
+// at a constant speed from the first's origin and value to the reading
+// after them, so the clock still reads exactly what it read at every
+// origin kept, and between them the straight line through those values
+// (never backwards: the clock only grows). The pair merged is, among the
+// older half of the readings, the one whose dropped origin the line misses
+// least (the oldest among equals): the newer half, which covers the
+// checkpoints of tokens presented on time (a speed change a second at
+// most, so at least the last max/2 seconds), stays exact. The result depends only on past, so every node that computes
+// it, or adopts it from the store, reads the same S(t).
+func compactPast(past []Clock, max int) []Clock {
+	for len(past) > max && len(past) >= 3 {
+		best, bestErr := -1, math.Inf(1)
+		for i := 0; i+2 < len(past) && i <= (len(past)-1)/2; i++ {
+			if e := mergeError(past[i], past[i+1], past[i+2]); e < bestErr {
+				best, bestErr = i, e
+			}
+		}
+		a, next := past[best], past[best+2]
+		merged := Clock{Origin: a.Origin, Value: a.Value, Segments: []Segment{{Start: a.Origin, Speed: lineSpeed(a, next)}}}
+		past = append(append(past[:best:best], merged), past[best+2:]...)
+	}
+	return past
+}
+
+// lineSpeed is the speed of the line from a's origin and value to next's.
+func lineSpeed(a, next Clock) float64 {
+	dt := next.Origin.Sub(a.Origin).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	return math.Max(0, next.Value-a.Value) / dt
+}
+
+// mergeError is how far the line from a to next misses b's value at b's
+// origin.
+func mergeError(a, b, next Clock) float64 {
+	at := a.Value + lineSpeed(a, next)*b.Origin.Sub(a.Origin).Seconds()
+	return math.Abs(at - b.Value)
+}
+
 // ClockAt is the serving clock's reading at t, from the room's memory when
 // t is in the past, so an attempt is judged at the checkpoint its token
 // names however late it is presented. Before the oldest reading kept it
@@ -179,6 +227,7 @@ type Room struct {
 	pacer      *pacer
 	presence   *Presence
 	eligible   *Window
+	started    time.Time  // when this node's room began to observe
 	fifo       *fifoState // nil unless the order is fifo
 	quota      atomic.Pointer[quotaBox]
 	policy     Policy
@@ -262,6 +311,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
+		started:    now,
 		policy:     cfg.Policy.withDefaults(),
 	}
 	v := &View{
@@ -512,7 +562,7 @@ func (r *Room) publish(v *View, now time.Time) {
 		for len(past) > 1 && !past[1].Origin.After(cut) {
 			past = past[1:]
 		}
-		v.Past = past
+		v.Past = compactPast(past, MaxPast)
 	}
 	v.State = r.stored
 	opens := v.Opens
@@ -594,6 +644,15 @@ func (r *Room) Population(now time.Time) float64 { return r.presence.Count(now) 
 
 // EligibleRate is the observed rate of eligible attempts per second.
 func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }
+
+// ObservedEligibleRate is EligibleRate over the part of the window this
+// room has observed: a room created less than a window ago (a node that
+// joined or restarted) counts its places found eligible over the whole
+// seconds since it started, not over the window, which would read a
+// fraction of its rate until the window had passed.
+func (r *Room) ObservedEligibleRate(now time.Time) float64 {
+	return r.eligible.RecentRate(now, now.Sub(r.started))
+}
 
 // EstimateWait is the expected remaining wait of a visitor who is not yet
 // eligible. Thresholds are memoryless, so it is the same for everyone: one

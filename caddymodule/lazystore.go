@@ -124,12 +124,12 @@ func (l *lazyStore) HoldPlace(ctx context.Context, room, id string, p admission.
 	return st.HoldPlace(ctx, room, id, p, until, now)
 }
 
-func (l *lazyStore) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+func (l *lazyStore) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
 	st, err := l.get(ctx)
 	if err != nil {
 		return false, err
 	}
-	return st.UsePlace(ctx, room, id, now)
+	return st.UsePlace(ctx, room, id, p, now)
 }
 
 func (l *lazyStore) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {

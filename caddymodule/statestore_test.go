@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -29,8 +28,9 @@ func TestStateStoreKeepsTheRoom(t *testing.T) {
 
 	tk := token(t, c, site)
 	nonce := solve(t, tk)
-	if code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`); code != 200 {
-		t.Fatalf("admit: %d %s", code, body)
+	code, _, first := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`)
+	if code != 200 {
+		t.Fatalf("admit: %d %s", code, first)
 	}
 	if code, _, body := c.do("POST", room, `{"state":"queue"}`); code != 200 {
 		t.Fatalf("queue: %d %s", code, body)
@@ -88,8 +88,9 @@ http://localhost:HTTP_PORT {
 	if code != 200 {
 		t.Fatalf("open: %d %s", code, body)
 	}
-	if code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`); code != 409 || !strings.Contains(body, "token_used") {
-		t.Fatalf("the token admitted before came back: %d %s", code, body)
+	// Its own admission answered again (the same pass), not a new one.
+	if code, _, body := c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`); code != 200 || passOf(t, body) != passOf(t, first) {
+		t.Fatalf("the token admitted before came back: %d %s, want its first pass again", code, body)
 	}
 }
 

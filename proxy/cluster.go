@@ -78,6 +78,12 @@ type cluster struct {
 	pending *settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
+	// changed is when this node last saw the number of nodes change (or
+	// started); window how far back a room measures its demand. Until a
+	// window has passed since a change, every node's demand still counts
+	// visitors the change moved, and the shares get rejoinHeadroom.
+	changed time.Time
+	window  time.Duration
 	// sweeper deletes the store's expired items, for a store without a
 	// TTL of its own (bolt); swept is when the room's loop last asked it.
 	sweeper sweeper
@@ -85,6 +91,9 @@ type cluster struct {
 	// storedOrigin is the fifo rank origins the store holds as far as this
 	// node knows (originOf), under mu: a node that set one stores it.
 	storedOrigin string
+	// backlog holds the places admitted from memory while the store
+	// failed (on_unavailable local), written back by the room's loop.
+	backlog *roomstate.Backlog
 }
 
 // sweeper is a store whose owner deletes its expired items (boltstore).
@@ -111,6 +120,23 @@ func (sh *Shared) maybeSweep(ctx context.Context, now time.Time) {
 	sh.metrics(sh.clock).observeStore("sweep", time.Since(start), err)
 }
 
+// writeBack writes the places admitted from memory while the store failed
+// (on_unavailable local) to the store, once it answers again: then every
+// node, and this one restarted, finds them used. Only the room's loop
+// calls it; each call is bounded by call_timeout.
+func (sh *Shared) writeBack(ctx context.Context, now time.Time) {
+	cl := sh.cluster
+	if cl.backlog == nil || cl.backlog.Len() == 0 || cl.store.Failing() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(cl.set.CallTimeout))
+	defer cancel()
+	written, twice, _ := cl.backlog.WriteBack(ctx, cl.store, cl.key, now) // a failure is counted by the guard, under hold_place or use_place
+	m := sh.metrics(sh.clock)
+	m.writtenBack.WithLabelValues("written").Add(float64(written))
+	m.writtenBack.WithLabelValues("twice").Add(float64(twice))
+}
+
 // laneKey is where a lane's per-node observations are published.
 func laneKey(room, lane, what string) string {
 	if lane == "" {
@@ -134,7 +160,7 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	if err != nil {
 		return nil, err
 	}
-	cl := &cluster{set: set, key: s.Room, share: 1}
+	cl := &cluster{set: set, key: s.Room, share: 1, changed: clock(), window: 2 * time.Duration(s.MaxBackoff)}
 	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
 		sh.metrics(clock).observeStore(op, took, err)
 	})
@@ -146,7 +172,8 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	shared := roomstate.NewLedger(cl.store, s.Room, clock)
 	sh.Ledger = shared
 	if set.OnUnavailable == OnUnavailableLocal {
-		sh.Ledger = roomstate.FallbackLedger{Shared: shared, Local: sh.memory}
+		cl.backlog = roomstate.NewBacklog()
+		sh.Ledger = roomstate.FallbackLedger{Shared: shared, Local: sh.memory, Backlog: cl.backlog}
 	}
 	sh.cluster = cl
 	for _, l := range sh.lanes() {
@@ -474,10 +501,10 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	fifo := sh.Room.View(now).Order == admission.OrderFIFO
 	type sums struct{ population, eligible, found float64 }
 	total := make([]sums, len(lanes))
-	mine, all, nodes := 0.0, 0.0, 0
+	mine, nodes := 0.0, 0
 	for i, l := range lanes {
 		pop, elig := l.room.Population(now), l.room.EligibleRate(now)
-		mine += elig
+		mine += demandOf(l.room, now)
 		if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, l.name, "population"), cl.set.Node, pop, until); err != nil {
 			return err
 		}
@@ -502,19 +529,25 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 			}
 		}
 		total[i].population, total[i].eligible = p, e
-		all += e
 		nodes = max(nodes, n)
 	}
-	share := 1.0
-	switch {
-	case all > 0:
-		// A floor keeps a node without demand able to admit its first
-		// visitors; the shared budget caps what the shares add up to.
-		share = math.Min(1, math.Max(mine/all*shareHeadroom, minShare/float64(max(nodes, 1))))
-	case nodes > 1:
-		share = 1 / float64(nodes)
+	demand := laneKey(cl.key, "", "demand")
+	if err := cl.store.PublishPopulation(ctx, demand, cl.set.Node, mine, until); err != nil {
+		return err
 	}
-
+	all, n, err := cl.store.Population(ctx, demand, now)
+	if err != nil {
+		return err
+	}
+	nodes = max(nodes, n)
+	headroom := shareHeadroom
+	if nodes != cl.nodes {
+		cl.changed = now
+	}
+	if now.Sub(cl.changed) < cl.window {
+		headroom = rejoinHeadroom
+	}
+	share := shareOf(mine, all, nodes, headroom)
 	sh.mu.Lock()
 	cl.share, cl.nodes = share, nodes
 	_ = sh.rebalance(now, true)
@@ -618,11 +651,45 @@ func (sh *Shared) applyConfig(s settings, now time.Time) error {
 	return err
 }
 
+// shareOf is a node's share of the rate from its demand (mine) and the
+// sum of every node's (all), nodes having published. A floor keeps a node
+// without demand able to admit its first visitors; the headroom lets the
+// shares add up to more than the rate, so the shared budget, not an
+// estimate, is what binds.
+func shareOf(mine, all float64, nodes int, headroom float64) float64 {
+	switch {
+	case all > 0:
+		return math.Min(1, math.Max(mine/all*headroom, minShare/float64(max(nodes, 1))))
+	case nodes > 1:
+		return 1 / float64(nodes)
+	}
+	return 1
+}
+
+// demandOf is what a lane's visitors at this node ask of its bucket, in
+// admissions per second: the places found eligible over the room's window,
+// or over the time since this node started when that is shorter, so a
+// node that rejoins shows its demand within seconds instead of growing
+// into it over the window (a minute by default) while its visitors wait.
+func demandOf(r *admission.Room, now time.Time) float64 {
+	return r.ObservedEligibleRate(now)
+}
+
 // shareHeadroom lets each node's bucket run a little above its share of
 // the demand, so the shared budget, not an estimate, is what binds: a
 // window's admissions that one node's bucket would leave unspent go to
 // another's.
 const shareHeadroom = 1.1
+
+// rejoinHeadroom replaces shareHeadroom for a window after a node joined
+// or left: the demand each node measured over that window still counts the
+// visitors the change moved (a killed node's went to the others; a
+// restarted node's come back to it), so a node's share may sit unspent
+// while another's visitors wait. The shared budget still caps the cluster;
+// the cost is that nodes with more demand than share admit in the order
+// they reach the budget rather than strictly by their share
+// (docs/SCALING.md, "A node joining or leaving").
+const rejoinHeadroom = 1.5
 
 // minShare is the least share of the rate a node's bucket gets, over the
 // number of nodes.
@@ -652,6 +719,7 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 		case <-tick.C:
 			_ = sh.clusterTick(ctx, now())
 			sh.maybeSweep(ctx, now())
+			sh.writeBack(ctx, now())
 		}
 	}
 }

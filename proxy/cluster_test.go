@@ -245,20 +245,30 @@ func TestClusterTokenAdmittedOnce(t *testing.T) {
 			const races = 300
 			for i := range races {
 				tk := nodes[i%3].issue(t, clock.Now())
+				// One admission: one pass, whichever nodes answer with it
+				// (those that find the place used by this very token answer
+				// with its pass).
 				var admitted atomic.Int32
+				var mu sync.Mutex
+				passes := map[string]bool{}
 				var wg sync.WaitGroup
 				for _, n := range nodes {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						if d := n.decide(t, tk.Token, clock.Now()); d.Outcome == admission.OutcomeAdmit {
-							admitted.Add(1)
+							if !d.Again {
+								admitted.Add(1)
+							}
+							mu.Lock()
+							passes[d.PassClaims.ID] = true
+							mu.Unlock()
 						}
 					}()
 				}
 				wg.Wait()
-				if got := admitted.Load(); got != 1 {
-					t.Fatalf("race %d: token admitted %d times across 3 nodes", i, got)
+				if got := admitted.Load(); got != 1 || len(passes) != 1 {
+					t.Fatalf("race %d: token admitted %d times across 3 nodes, %d distinct passes", i, got, len(passes))
 				}
 			}
 		})
@@ -398,8 +408,9 @@ func TestClusterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk := n.issue(t, clock.Now())
-	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit {
-		t.Fatalf("first admission: %v %v", d.Outcome, d.Err)
+	first := n.decide(t, tk.Token, clock.Now())
+	if first.Outcome != admission.OutcomeAdmit {
+		t.Fatalf("first admission: %v %v", first.Outcome, first.Err)
 	}
 	if err := n.sh.Apply(RoomChange{State: ptr("queue")}, clock.Now()); err != nil {
 		t.Fatal(err)
@@ -423,8 +434,9 @@ func TestClusterRestart(t *testing.T) {
 	if err := again.sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if d := again.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeReused {
-		t.Fatalf("the admitted token after the restart: %v, want reused", d.Outcome)
+	// Its own admission answered again, not a new one: the same pass.
+	if d := again.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
+		t.Fatalf("the admitted token after the restart: %v again=%v, want its pass again", d.Outcome, d.Again)
 	}
 }
 
@@ -542,23 +554,68 @@ func TestClusterStoreDownLocal(t *testing.T) {
 	cfg := Config{Room: "local", State: "open", Rate: 100,
 		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a", OnUnavailable: OnUnavailableLocal}}
 	n := newNode(t, cfg, store, "a", clock)
+	// b is another node on the same store, which the outage does not cut
+	// off: it learns of a place used at a from the store only.
+	b := newNode(t, Config{Room: "local", State: "open", Rate: 100,
+		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}}, store.Store, "b", clock)
 	store.down.Store(true)
 	tk := n.issue(t, clock.Now())
-	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit {
-		t.Fatalf("admission while the store is down, on_unavailable local: %v %v", d.Outcome, d.Err)
+	first := n.decide(t, tk.Token, clock.Now())
+	if first.Outcome != admission.OutcomeAdmit {
+		t.Fatalf("admission while the store is down, on_unavailable local: %v %v", first.Outcome, first.Err)
 	}
-	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeReused {
-		t.Fatalf("the same token again on the same node: %v %v", d.Outcome, d.Err)
+	// The same token again on the same node: its own pass, nothing new.
+	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
+		t.Fatalf("the same token again on the same node: %v again=%v same pass %v", d.Outcome, d.Again, d.Pass == first.Pass)
+	}
+	place := first.PassClaims.Wid
+	if p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now()); err != nil || p.State != admission.PlaceWaiting {
+		t.Fatalf("during the outage the store has the place as %+v, %v", p, err)
 	}
 	store.down.Store(false)
 	clock.Add(storeCool)
-	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeReused {
+	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
 		t.Fatalf("the token admitted from memory, once the store is back: %v %v", d.Outcome, d.Err)
+	}
+	// The room's loop writes the place back: node b finds it used, by
+	// that token, with that pass.
+	n.sh.writeBack(t.Context(), clock.Now())
+	p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now())
+	if err != nil || p.State != admission.PlaceUsed || p.Pass != first.PassClaims.ID {
+		t.Fatalf("after the write-back the store has the place as %+v, %v; want used with pass %s", p, err, first.PassClaims.ID)
+	}
+	if d := b.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
+		t.Fatalf("the token at another node after the write-back: %v again=%v (a new admission)", d.Outcome, d.Again)
+	}
+	if got := counterValue(t, n.reg, "fairgate_places_written_back_total", "written"); got != 1 {
+		t.Fatalf("places written back: %v, want 1", got)
 	}
 	other := n.issue(t, clock.Now())
 	if d := n.decide(t, other.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit {
 		t.Fatalf("a new admission once the store is back: %v %v", d.Outcome, d.Err)
 	}
+}
+
+// counterValue is a counter's value in reg by its one label's value.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestClusterLanes: a room with a priority lane keeps one clock per lane

@@ -111,8 +111,10 @@ func TestOnePlaceGivesTwoPasses(t *testing.T) {
 	}
 	// Every version already due is refused; one not yet due is told to
 	// wait (nothing re-signed) and refused once due, below.
+	// T0 itself again is its own admission answered once more (the same
+	// pass; proxy.TestReusedToken).
 	for i, v := range versions[:len(versions)-1] {
-		if status, _ := tb.admit(v); status != http.StatusConflict {
+		if status, _ := tb.admit(v); i > 0 && status != http.StatusConflict || i == 0 && status != 200 {
 			t.Fatalf("version %d after T0 was admitted: %d, want 409", i, status)
 		}
 	}
@@ -124,8 +126,8 @@ func TestOnePlaceGivesTwoPasses(t *testing.T) {
 		if status, _ := e.newTab().admit(e.newTab().token()); status != 200 {
 			t.Fatalf("another visitor in the open room: %d", status)
 		}
-		if status, back := tb.admit(v); status != http.StatusConflict {
-			t.Fatalf("version %d at the end of its life: %d %+v, want 409", i, status, back)
+		if status, back := tb.admit(v); i > 0 && status != http.StatusConflict || i == 0 && status != 200 {
+			t.Fatalf("version %d at the end of its life: %d %+v, want 409 (200 for T0, admitted)", i, status, back)
 		}
 	}
 }

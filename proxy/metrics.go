@@ -44,6 +44,11 @@ type metrics struct {
 	// not failures).
 	storeCalls  *prometheus.HistogramVec
 	storeErrors *prometheus.CounterVec
+	// writtenBack counts the places admitted from memory while the store
+	// failed (on_unavailable local) and written back after, by result:
+	// written, or twice (the store had the place used by another
+	// admission meanwhile).
+	writtenBack *prometheus.CounterVec
 	room        *roomCollector
 }
 
@@ -85,6 +90,7 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 			Help:    "State store calls by operation and how long they took.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, ConstLabels: room}, []string{"op"}),
 		storeErrors: vec("state_store_errors_total", "Failed state store calls by operation (timeouts and calls refused while the store is failing included).", "op"),
+		writtenBack: vec("places_written_back_total", "Places admitted from memory while the state store failed (on_unavailable local), written back to it after, by result: written, or twice (admitted meanwhile by another node too).", "result"),
 		room:        newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
@@ -133,7 +139,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 // collectors are the room's metrics.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.issued, m.attempts, m.admissions, m.laneAdmissions, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.room}
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.writtenBack, m.room}
 }
 
 // Collector reports the metrics of every room in rs at scrape time, for a

@@ -34,11 +34,11 @@ func (f *flaky) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	return f.Store.HoldPlace(ctx, room, id, p, until, now)
 }
 
-func (f *flaky) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+func (f *flaky) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
 	if f.down {
 		return false, errDown
 	}
-	return f.Store.UsePlace(ctx, room, id, now)
+	return f.Store.UsePlace(ctx, room, id, p, now)
 }
 
 func (f *flaky) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
@@ -129,5 +129,61 @@ func TestLocalQuotaRefundOfUngrantedAdmissionAddsNoBudget(t *testing.T) {
 	}
 	if taken+extra > 50 {
 		t.Fatalf("window limit 50: %d taken from the store, then %d more after refunds of admissions the store never granted", taken, extra)
+	}
+}
+
+// Places admitted from memory while the store was down (on_unavailable
+// local) are written back when it returns: another node, or this one
+// restarted, then finds them used. A place the store meanwhile had used
+// elsewhere is counted as admitted twice.
+func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	bolt := openBolt(t)
+	f := &flaky{Store: bolt}
+	backlog := roomstate.NewBacklog()
+	l := roomstate.FallbackLedger{Shared: roomstate.NewLedger(f, "r", clock), Local: admission.NewMemoryLedger(100, clock), Backlog: backlog}
+	other := roomstate.NewLedger(bolt, "r", clock) // a node the outage did not cut off
+	ctx := context.Background()
+	until := now.Add(time.Hour)
+	// Reserved in the store before the outage, used from memory in it.
+	if _, won, err := l.Hold(ctx, "reserved", admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}, until); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	now = now.Add(2 * time.Second)
+	f.down = true
+	for _, id := range []string{"held", "elsewhere", "reserved"} {
+		if _, won, err := l.Hold(ctx, id, admission.Place{State: admission.PlaceUsed, By: "tok-" + id, Pass: "pass-" + id, At: now}, until); err != nil || !won {
+			t.Fatalf("%s admitted during the outage: %v %v", id, won, err)
+		}
+	}
+	// A place reserved in memory and then used in memory, too.
+	if _, won, err := l.Hold(ctx, "slot", admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}, until); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	if ok, err := l.Use(ctx, "slot", admission.Place{State: admission.PlaceUsed, By: "tok-slot", Pass: "pass-slot", At: now.Add(time.Second)}); err != nil || !ok {
+		t.Fatal("slot used in memory:", ok, err)
+	}
+	// Meanwhile another node admitted "elsewhere" through the store.
+	if _, won, err := other.Hold(ctx, "elsewhere", admission.Place{State: admission.PlaceUsed, By: "other"}, until); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	if n := backlog.Len(); n != 4 {
+		t.Fatalf("backlog holds %d places, want 4", n)
+	}
+	// Still down: nothing written, nothing lost.
+	if w, _, err := backlog.WriteBack(ctx, f, "r", now); err == nil || w != 0 || backlog.Len() != 4 {
+		t.Fatalf("write-back while down: %d written, %v; %d left", w, err, backlog.Len())
+	}
+	f.down = false
+	written, twice, err := backlog.WriteBack(ctx, f, "r", now)
+	if err != nil || written != 3 || twice != 1 || backlog.Len() != 0 {
+		t.Fatalf("write-back: %d written, %d twice, %v; %d left; want 3, 1, nil, 0", written, twice, err, backlog.Len())
+	}
+	for _, id := range []string{"held", "reserved", "slot"} {
+		p, err := other.Lookup(ctx, id)
+		if err != nil || p.State != admission.PlaceUsed || p.Pass != "pass-"+id {
+			t.Fatalf("another node reads %s as %+v, %v; want used with its pass", id, p, err)
+		}
 	}
 }

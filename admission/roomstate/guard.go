@@ -149,9 +149,9 @@ func (g *Guard) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 }
 
 // UsePlace implements Store.
-func (g *Guard) UsePlace(ctx context.Context, room, id string, now time.Time) (used bool, err error) {
+func (g *Guard) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (used bool, err error) {
 	err = g.call(ctx, "use_place", func(ctx context.Context) error {
-		used, err = g.Store.UsePlace(ctx, room, id, now)
+		used, err = g.Store.UsePlace(ctx, room, id, p, now)
 		return err
 	})
 	return used, err
@@ -205,11 +205,14 @@ func (g *Guard) ReserveRanks(ctx context.Context, room string, n int64) (first i
 // FallbackLedger is a room's Ledger on the store that, while the store
 // fails, remembers places in a node's memory instead (on_unavailable
 // local). The risk is stated where it is configured: a place admitted from
-// memory is unknown to the other nodes and, after the store returns, to
-// the store, so it may be admitted once more elsewhere.
+// memory is unknown to the other nodes until it is written back, so it may
+// be admitted once more elsewhere meanwhile. With a Backlog, the places
+// held in memory are kept for Backlog.WriteBack, which the room calls
+// once the store answers again.
 type FallbackLedger struct {
-	Shared *Ledger
-	Local  *admission.MemoryLedger
+	Shared  *Ledger
+	Local   *admission.MemoryLedger
+	Backlog *Backlog // nil: places held in memory are never written back
 }
 
 // Lookup implements admission.Ledger.
@@ -234,21 +237,34 @@ func (l FallbackLedger) Lookup(ctx context.Context, id string) (admission.Place,
 func (l FallbackLedger) Hold(ctx context.Context, id string, p admission.Place, until time.Time) (admission.Place, bool, error) {
 	held, won, err := l.Shared.Hold(ctx, id, p, until)
 	if err != nil {
-		return l.Local.Hold(ctx, id, p, until)
+		held, won, err = l.Local.Hold(ctx, id, p, until)
+		if err == nil && won && l.Backlog != nil {
+			l.Backlog.add(id, p, until)
+		}
+		return held, won, err
 	}
 	return held, won, nil
 }
 
 // Use implements admission.Ledger.
-func (l FallbackLedger) Use(ctx context.Context, id string) (bool, error) {
+func (l FallbackLedger) Use(ctx context.Context, id string, p admission.Place) (bool, error) {
 	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceReserved {
-		return l.Local.Use(ctx, id)
+		return l.useLocal(ctx, id, p)
 	}
-	used, err := l.Shared.Use(ctx, id)
+	used, err := l.Shared.Use(ctx, id, p)
 	if err != nil {
-		return l.Local.Use(ctx, id)
+		return l.useLocal(ctx, id, p)
 	}
 	return used, nil
+}
+
+// useLocal uses a place reserved in memory, for the backlog too.
+func (l FallbackLedger) useLocal(ctx context.Context, id string, p admission.Place) (bool, error) {
+	used, err := l.Local.Use(ctx, id, p)
+	if err == nil && used && l.Backlog != nil {
+		l.Backlog.use(id, p)
+	}
+	return used, err
 }
 
 // Release implements admission.Ledger.

@@ -35,8 +35,8 @@ func (l *Ledger) Hold(ctx context.Context, id string, p admission.Place, until t
 }
 
 // Use implements admission.Ledger.
-func (l *Ledger) Use(ctx context.Context, id string) (bool, error) {
-	return l.store.UsePlace(ctx, l.room, id, l.now())
+func (l *Ledger) Use(ctx context.Context, id string, used admission.Place) (bool, error) {
+	return l.store.UsePlace(ctx, l.room, id, used, l.now())
 }
 
 // Release implements admission.Ledger.

@@ -32,10 +32,10 @@ func TestLedgerIsTheRoomsLedger(t *testing.T) {
 	if got, won, err := node2.Hold(ctx, "p", reserved, until); err != nil || won || got.State != admission.PlaceReserved {
 		t.Fatalf("node 2 Hold of node 1's place = %+v, %v, %v; want the standing reservation", got, won, err)
 	}
-	if ok, err := node2.Use(ctx, "p"); err != nil || !ok {
+	if ok, err := node2.Use(ctx, "p", admission.Place{}); err != nil || !ok {
 		t.Fatalf("node 2 Use = %v, %v", ok, err)
 	}
-	if ok, err := node1.Use(ctx, "p"); err != nil || ok {
+	if ok, err := node1.Use(ctx, "p", admission.Place{}); err != nil || ok {
 		t.Fatalf("node 1 Use of a place node 2 used = %v, %v; want false", ok, err)
 	}
 	if err := node1.Release(ctx, "p"); err != nil {

@@ -128,10 +128,10 @@ type Store interface {
 	// calls for the same id wins. Holding admission.PlaceUsed consumes the
 	// place outright.
 	HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error)
-	// UsePlace turns a reserved place into a used one (keeping its expiry),
-	// reporting false if it is not reserved at now. Exactly one of any
-	// number of concurrent calls wins.
-	UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error)
+	// UsePlace turns a reserved place into a used one (keeping its expiry;
+	// recording p's By, Pass and At), reporting false if it is not reserved
+	// at now. Exactly one of any number of concurrent calls wins.
+	UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error)
 	// LookupPlace returns place id's record at now (PlaceWaiting if none).
 	LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error)
 	// ReleasePlace forgets a place whose admission was refused after the

@@ -145,17 +145,34 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 	})
 }
 
-// A place record is until (8 bytes), state (1), slot (8), big-endian.
+// A place record is until (8 bytes), state (1), slot (8), big-endian;
+// then, for a used place that records who used it, at (8), the length of
+// by (1), by and pass (the rest). A record of 17 bytes (written before
+// by and pass were kept) reads as before.
 func encodePlace(p admission.Place, until time.Time) []byte {
 	v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
 	v = append(v, byte(p.State))
-	return binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.Slot)))
+	v = binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.Slot)))
+	if p.By == "" && p.Pass == "" || len(p.By) > 255 {
+		return v
+	}
+	v = binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.At)))
+	v = append(v, byte(len(p.By)))
+	v = append(v, p.By...)
+	return append(v, p.Pass...)
 }
 
 // decodePlace returns the record unexpired at now, or ok false.
 func decodePlace(v []byte, now time.Time) (p admission.Place, until int64, ok bool) {
-	if len(v) != 17 {
+	if len(v) < 17 || len(v) > 17 && (len(v) < 26 || len(v) < 26+int(v[25])) {
 		return admission.Place{}, 0, false
+	}
+	if len(v) > 17 {
+		if at := int64(binary.BigEndian.Uint64(v[17:])); at != 0 {
+			p.At = time.Unix(0, at).UTC()
+		}
+		n := int(v[25])
+		p.By, p.Pass = string(v[26:26+n]), string(v[26+n:])
 	}
 	until = int64(binary.BigEndian.Uint64(v))
 	if now.UnixNano() >= until {
@@ -194,7 +211,7 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 }
 
 // UsePlace implements roomstate.Store.
-func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
 	var won bool
 	defer s.places.write(room, id)()
 	err := s.batch(ctx, "using place "+id, func(tx *bolt.Tx) (error, error) {
@@ -205,7 +222,7 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (b
 		if !won {
 			return nil, nil
 		}
-		return nil, b.Put(k, encodePlace(admission.Place{State: admission.PlaceUsed}, time.Unix(0, until)))
+		return nil, b.Put(k, encodePlace(admission.Place{State: admission.PlaceUsed, By: p.By, Pass: p.Pass, At: p.At}, time.Unix(0, until)))
 	})
 	return won, err
 }

@@ -119,7 +119,7 @@ func TestPlaceIndexNeverMissesARecord(t *testing.T) {
 				case 0:
 					_, _, err = s.HoldPlace(ctx, "r", id, admission.Place{State: admission.PlaceReserved, Slot: t0}, until, t0.Add(-time.Second))
 				case 1:
-					_, err = s.UsePlace(ctx, "r", id, t0.Add(-time.Second))
+					_, err = s.UsePlace(ctx, "r", id, admission.Place{}, t0.Add(-time.Second))
 				case 2:
 					err = s.ReleasePlace(ctx, "r", id)
 				case 3:

@@ -46,6 +46,11 @@ type placeItem struct {
 	State int64 `dynamodbav:"state"`
 	Slot  int64 `dynamodbav:"slot"`
 	TTL   int64 `dynamodbav:"ttl"`
+	// By, Pass and At (Unix nanoseconds) are who used the place and the
+	// pass they were given (admission.Place); absent when not recorded.
+	By   string `dynamodbav:"by,omitempty"`
+	Pass string `dynamodbav:"pass,omitempty"`
+	At   int64  `dynamodbav:"at,omitempty"`
 }
 
 // populationItem is one node's published population, until Until.
@@ -97,5 +102,8 @@ var (
 	untilName   = expression.Name("until")
 	stateName   = expression.Name("state")
 	slotName    = expression.Name("slot")
+	byName      = expression.Name("by")
+	passName    = expression.Name("pass")
+	atName      = expression.Name("at")
 	nextName    = expression.Name("next")
 )

@@ -24,11 +24,11 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	}
 	expr, err := build(expression.NewBuilder().
 		WithCondition(expression.AttributeNotExists(pkName).Or(untilName.LessThanEqual(expression.Value(now.UnixMilli())))).
-		WithUpdate(expression.
+		WithUpdate(usedBy(expression.
 			Set(untilName, expression.Value(until.UnixMilli())).
 			Set(ttlName, expression.Value(ttl(until))).
 			Set(stateName, expression.Value(int64(p.State))).
-			Set(slotName, expression.Value(slot))))
+			Set(slotName, expression.Value(slot)), p)))
 	if err != nil {
 		return admission.Place{}, false, err
 	}
@@ -56,24 +56,40 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	return p, true, nil
 }
 
+// usedBy adds who used the place to an update: p's By, Pass and At when
+// it has them, else removes those of an earlier record of the place.
+func usedBy(u expression.UpdateBuilder, p admission.Place) expression.UpdateBuilder {
+	if p.By == "" && p.Pass == "" {
+		return u.Remove(byName).Remove(passName).Remove(atName)
+	}
+	at := int64(0)
+	if !p.At.IsZero() {
+		at = p.At.UnixNano()
+	}
+	return u.Set(byName, expression.Value(p.By)).Set(passName, expression.Value(p.Pass)).Set(atName, expression.Value(at))
+}
+
 // place is the admission.Place the item records.
 func (it placeItem) place() admission.Place {
-	p := admission.Place{State: admission.PlaceState(it.State)}
+	p := admission.Place{State: admission.PlaceState(it.State), By: it.By, Pass: it.Pass}
 	if it.Slot != 0 {
 		p.Slot = time.Unix(0, it.Slot).UTC()
+	}
+	if it.At != 0 {
+		p.At = time.Unix(0, it.At).UTC()
 	}
 	return p
 }
 
 // UsePlace implements roomstate.Store: a write conditioned on the place
 // being reserved and unexpired.
-func (s *Store) UsePlace(ctx context.Context, room, id string, now time.Time) (bool, error) {
+func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
 	expr, err := build(expression.NewBuilder().
 		WithCondition(stateName.Equal(expression.Value(int64(admission.PlaceReserved))).
 			And(untilName.GreaterThan(expression.Value(now.UnixMilli())))).
-		WithUpdate(expression.
+		WithUpdate(usedBy(expression.
 			Set(stateName, expression.Value(int64(admission.PlaceUsed))).
-			Set(slotName, expression.Value(0))))
+			Set(slotName, expression.Value(0)), p)))
 	if err != nil {
 		return false, err
 	}

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"LedgerRacedConsume", testLedgerRace},
 		{"PlaceHoldAndUse", testPlaceHoldUse},
 		{"PlaceRacedUse", testPlaceRacedUse},
+		{"PlaceRecordsWhoUsedIt", testPlaceUsedBy},
 		{"BudgetNeverExceedsLimit", testBudgetRace},
 		{"BudgetReturn", testBudgetReturn},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
@@ -244,7 +245,7 @@ func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
 	if p, err := s.LookupPlace(c, room, "p", T0); err != nil || p.State != admission.PlaceWaiting {
 		t.Fatalf("LookupPlace of a new place = %+v, %v; want waiting", p, err)
 	}
-	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "p", admission.Place{}, T0); err != nil || ok {
 		t.Fatalf("UsePlace of a waiting place = %v, %v; want false", ok, err)
 	}
 	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || !won || got != reserved {
@@ -258,10 +259,10 @@ func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
 	if got, won, err := s.HoldPlace(c, room, "p", other, until, T0); err != nil || won || got.State != admission.PlaceReserved || !got.Slot.Equal(slot) {
 		t.Fatalf("second HoldPlace = %+v, %v, %v; want the standing reservation, lost", got, won, err)
 	}
-	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || !ok {
+	if ok, err := s.UsePlace(c, room, "p", admission.Place{}, T0); err != nil || !ok {
 		t.Fatalf("UsePlace of a reserved place = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.UsePlace(c, room, "p", T0); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "p", admission.Place{}, T0); err != nil || ok {
 		t.Fatalf("UsePlace of a used place = %v, %v; want false", ok, err)
 	}
 	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || won || got.State != admission.PlaceUsed {
@@ -270,14 +271,66 @@ func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
 	if used, err := used(c, s, room, "p", until.Add(-time.Second)); err != nil || !used {
 		t.Fatalf("the used place's expiry changed: used = %v, %v", used, err)
 	}
-	if ok, err := s.UsePlace(c, room, "q", T0); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "q", admission.Place{}, T0); err != nil || ok {
 		t.Fatalf("UsePlace of an unknown place = %v, %v", ok, err)
 	}
 	if _, _, err := s.HoldPlace(c, room, "late", reserved, T0.Add(time.Second), T0); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.UsePlace(c, room, "late", T0.Add(2*time.Second)); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "late", admission.Place{}, T0.Add(2*time.Second)); err != nil || ok {
 		t.Fatalf("UsePlace of an expired reservation = %v, %v; want false", ok, err)
+	}
+}
+
+// testPlaceUsedBy: a used place keeps who used it and the pass they were
+// given, held outright or used from a reservation, so the same token's
+// retry can be answered with the same pass; a record without them reads
+// without them.
+func testPlaceUsedBy(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Hour)
+	at := T0.Add(1234567 * time.Nanosecond)
+	first := admission.Place{State: admission.PlaceUsed, By: "digest-of-token-v3", Pass: "0190e0aa-pass-id", At: at}
+	if got, won, err := s.HoldPlace(c, room, "held", first, until, T0); err != nil || !won || got != first {
+		t.Fatalf("HoldPlace(used by) = %+v, %v, %v; want it, won", got, won, err)
+	}
+	if p, err := s.LookupPlace(c, room, "held", T0); err != nil || p.State != admission.PlaceUsed || p.By != first.By || p.Pass != first.Pass || !p.At.Equal(at) {
+		t.Fatalf("LookupPlace = %+v, %v; want %+v", p, err, first)
+	}
+	// A second hold (another version of the token) gets the record that
+	// stands, with who used it.
+	other := admission.Place{State: admission.PlaceUsed, By: "digest-of-token-v4", Pass: "another", At: at.Add(time.Second)}
+	if got, won, err := s.HoldPlace(c, room, "held", other, until, T0); err != nil || won || got.By != first.By || got.Pass != first.Pass || !got.At.Equal(at) {
+		t.Fatalf("second HoldPlace = %+v, %v, %v; want %+v, lost", got, won, err, first)
+	}
+
+	reserved := admission.Place{State: admission.PlaceReserved, Slot: T0.Add(time.Second)}
+	if _, won, err := s.HoldPlace(c, room, "slot", reserved, until, T0); err != nil || !won {
+		t.Fatalf("HoldPlace(reserved) = %v, %v", won, err)
+	}
+	if p, err := s.LookupPlace(c, room, "slot", T0); err != nil || p.By != "" || p.Pass != "" || !p.At.IsZero() {
+		t.Fatalf("a reservation reads %+v, %v; want no user", p, err)
+	}
+	use := admission.Place{State: admission.PlaceUsed, By: "slot-token", Pass: "slot-pass", At: T0.Add(time.Second)}
+	if ok, err := s.UsePlace(c, room, "slot", use, T0.Add(time.Second)); err != nil || !ok {
+		t.Fatalf("UsePlace = %v, %v", ok, err)
+	}
+	p, err := s.LookupPlace(c, room, "slot", T0.Add(time.Second))
+	if err != nil || p.State != admission.PlaceUsed || p.By != use.By || p.Pass != use.Pass || !p.At.Equal(use.At) || !p.Slot.IsZero() {
+		t.Fatalf("LookupPlace after UsePlace = %+v, %v; want %+v", p, err, use)
+	}
+	if ok, err := s.UsePlace(c, room, "slot", admission.Place{State: admission.PlaceUsed, By: "x", Pass: "y"}, T0.Add(time.Second)); err != nil || ok {
+		t.Fatalf("a second UsePlace = %v, %v; want false", ok, err)
+	}
+	if p, _ := s.LookupPlace(c, room, "slot", T0.Add(time.Second)); p.By != use.By || p.Pass != use.Pass {
+		t.Fatalf("a lost UsePlace changed who used the place: %+v", p)
+	}
+	// Without a user (a record of an earlier version): none read back.
+	if _, err := Consume(c, s, room, "plain", until, T0); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.LookupPlace(c, room, "plain", T0); err != nil || p.State != admission.PlaceUsed || p.By != "" || p.Pass != "" || !p.At.IsZero() {
+		t.Fatalf("a plain used place reads %+v, %v", p, err)
 	}
 }
 
@@ -290,7 +343,7 @@ func testPlaceRacedUse(t *testing.T, s roomstate.Store, room string) {
 			t.Fatalf("HoldPlace(%s) = %v, %v", id, won, err)
 		}
 		wins := race(t, racers, func() (bool, error) {
-			return s.UsePlace(c, room, id, T0)
+			return s.UsePlace(c, room, id, admission.Place{}, T0)
 		})
 		if wins != 1 {
 			t.Fatalf("%s used %d times by %d racers, want once", id, wins, racers)
