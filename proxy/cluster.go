@@ -544,7 +544,9 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	if nodes != cl.nodes {
 		cl.changed = now
 	}
-	if now.Sub(cl.changed) < cl.window {
+	if now.Sub(cl.changed) < cl.window && !fifo {
+		// Not in fifo: there a node spending ahead of its share serves
+		// its own keys before earlier keys at the other nodes.
 		headroom = rejoinHeadroom
 	}
 	share := shareOf(mine, all, nodes, headroom)

@@ -85,7 +85,10 @@ func (s *Store) LoadControl(ctx context.Context, room string) (roomstate.Control
 		}
 		return json.Unmarshal(raw, &st)
 	})
-	return st.Control, st.Version, err
+	if err != nil {
+		return roomstate.Control{}, 0, err // op may still run past its deadline: read none of its results
+	}
+	return st.Control, st.Version, nil
 }
 
 // SaveControl implements roomstate.Store.
@@ -109,7 +112,10 @@ func (s *Store) SaveControl(ctx context.Context, room string, c roomstate.Contro
 		}
 		return nil, b.Put([]byte(room), raw)
 	})
-	return version, err
+	if err != nil {
+		return 0, err // op may still run past its deadline: read none of its results
+	}
+	return version, nil
 }
 
 // ReserveBudget implements roomstate.Store.
@@ -128,7 +134,10 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 		}
 		return nil, b.Put(k, pair(uint64(used+got), w.Expires))
 	})
-	return got, err
+	if err != nil {
+		return 0, err // op may still run past its deadline: read none of its results
+	}
+	return got, nil
 }
 
 // ReturnBudget implements roomstate.Store.
@@ -207,7 +216,10 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 		standing, won = p, true
 		return nil, b.Put(k, encodePlace(p, until))
 	})
-	return standing, won, err
+	if err != nil {
+		return admission.Place{}, false, err // op may still run past its deadline: read none of its results
+	}
+	return standing, won, nil
 }
 
 // UsePlace implements roomstate.Store.
@@ -224,7 +236,10 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place
 		}
 		return nil, b.Put(k, encodePlace(admission.Place{State: admission.PlaceUsed, By: p.By, Pass: p.Pass, At: p.At}, time.Unix(0, until)))
 	})
-	return won, err
+	if err != nil {
+		return false, err // op may still run past its deadline: read none of its results
+	}
+	return won, nil
 }
 
 // LookupPlace implements roomstate.Store.
@@ -237,7 +252,10 @@ func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time)
 		p, _, _ = decodePlace(tx.Bucket(ledgerBucket).Get(subKey(room, id)), now)
 		return nil
 	})
-	return p, err
+	if err != nil {
+		return admission.Place{}, err // op may still run past its deadline: read none of its results
+	}
+	return p, nil
 }
 
 // ReleasePlace implements roomstate.Store.
@@ -279,7 +297,10 @@ func (s *Store) Population(ctx context.Context, room string, now time.Time) (flo
 		}
 		return nil
 	})
-	return sum, nodes, err
+	if err != nil {
+		return 0, 0, err // op may still run past its deadline: read none of its results
+	}
+	return sum, nodes, nil
 }
 
 // ReserveRanks implements roomstate.Store.
@@ -293,7 +314,10 @@ func (s *Store) ReserveRanks(ctx context.Context, room string, n int64) (int64, 
 		}
 		return nil, b.Put([]byte(room), binary.BigEndian.AppendUint64(nil, uint64(first+n)))
 	})
-	return first, err
+	if err != nil {
+		return 0, err // op may still run past its deadline: read none of its results
+	}
+	return first, nil
 }
 
 // Sweep deletes ledger, budget and population items expired at now and
@@ -338,10 +362,11 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 		}
 		return nil, nil
 	})
-	if err == nil {
-		s.places.deleted(places...)
+	if err != nil {
+		return 0, err // op may still run past its deadline: read none of its results
 	}
-	return deleted, err
+	s.places.deleted(places...)
+	return deleted, nil
 }
 
 // batch runs fn in a group commit bounded by the call deadline. fn returns
@@ -373,7 +398,8 @@ func (s *Store) view(ctx context.Context, what string, fn func(*bolt.Tx) error) 
 // bounded runs op, giving up at the call's deadline. bbolt cannot cancel a
 // transaction, so a write abandoned at its deadline may still commit: the
 // caller was told it failed and fails closed (a consumed id it did not
-// admit stays consumed), which never admits twice.
+// admit stays consumed), which never admits twice. Because op may still be
+// running, a caller given an error reads nothing op writes.
 func (s *Store) bounded(ctx context.Context, op func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
