@@ -242,24 +242,6 @@ func issuedAt(pass string) int64 {
 	return claims.IssuedAt
 }
 
-// passID is a pass's jti ("" if it does not parse): one admission, however
-// many times its pass is answered.
-func passID(pass string) string {
-	parts := strings.Split(pass, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
-	}
-	var claims struct {
-		ID string `json:"jti"`
-	}
-	_ = json.Unmarshal(raw, &claims)
-	return claims.ID
-}
-
 // admissions counts the admissions decided in [from, to) (by the pass's
 // iat, whole seconds: callers align from and to on seconds), per node. A
 // slow answer is counted in the second its node decided it in, so the

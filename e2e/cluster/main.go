@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/pass"
 )
 
 type options struct {
@@ -543,7 +544,7 @@ func (c *cluster) race(ctx context.Context) {
 							if got[j] == http.StatusOK {
 								var a struct{ Pass string }
 								_ = json.Unmarshal(body, &a)
-								ids[j] = passID(a.Pass)
+								ids[j] = pass.ID(a.Pass)
 							}
 							var tk ticket
 							if json.Unmarshal(body, &tk) == nil {
@@ -910,7 +911,7 @@ func (c *cluster) replay(ctx context.Context, nodes []*node, used []usedToken, w
 							// lost); another pass would be a second admission.
 							var a struct{ Pass string }
 							_ = json.Unmarshal(body, &a)
-							if passID(a.Pass) != passID(u.pass) || u.pass == "" {
+							if pass.ID(a.Pass) != pass.ID(u.pass) || u.pass == "" {
 								again++
 							} else {
 								same++

@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/pass"
 )
 
 type counts struct {
@@ -286,10 +287,12 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			c.Admitted.Add(1)
 			if c.used != nil {
 				c.mu.Lock()
-				fmt.Fprintf(c.used, "%s\n", req)
+				fmt.Fprintf(c.used, "%s\t%s\n", pass.ID(a.Pass), req)
 				c.mu.Unlock()
 			}
-			if st, _, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK {
+			// The admitted token asked again gets its own pass back (a
+			// retry after a lost answer); any other pass is a second admission.
+			if st, again, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK && admittedAgain(again, pass.ID(a.Pass)) {
 				c.fail(&c.Double, "a used token admitted again")
 			}
 			if buy != nil {
@@ -538,8 +541,17 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// replay posts every admitted token in file (JSON lines of the admit
-// body) once more to site and counts those admitted again.
+// admittedAgain reports whether an admit answer's body carries a pass other
+// than the one the place was admitted with.
+func admittedAgain(body []byte, firstID string) bool {
+	var a struct{ Pass string }
+	_ = json.Unmarshal(body, &a)
+	return firstID == "" || pass.ID(a.Pass) != firstID
+}
+
+// replay posts every admitted token in file (lines of the first pass's id,
+// a tab and the admit body) once more to site and counts those admitted
+// again: answered with a pass other than their first.
 func replay(site, file string) (string, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -550,15 +562,16 @@ func replay(site, file string) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	var replayed, again atomic.Int64
 	statuses := sync.Map{}
-	lines := make(chan []byte)
+	type used struct{ id, body []byte }
+	lines := make(chan used)
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for body := range lines {
+			for u := range lines {
 				for attempt := 0; attempt < 4 && ctx.Err() == nil; attempt++ {
-					status, resp, err := do(ctx, client, "POST", site+"/_fairgate/admit", body, "")
+					status, resp, err := do(ctx, client, "POST", site+"/_fairgate/admit", u.body, "")
 					if err != nil {
 						break
 					}
@@ -571,7 +584,7 @@ func replay(site, file string) (string, error) {
 					replayed.Add(1)
 					n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
 					n.(*atomic.Int64).Add(1)
-					if status == http.StatusOK {
+					if status == http.StatusOK && admittedAgain(resp, string(u.id)) {
 						again.Add(1)
 					}
 					break
@@ -580,8 +593,9 @@ func replay(site, file string) (string, error) {
 		}()
 	}
 	for _, line := range bytes.Split(raw, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) > 0 {
-			lines <- line
+		id, body, ok := bytes.Cut(line, []byte("\t"))
+		if ok && len(bytes.TrimSpace(body)) > 0 {
+			lines <- used{id, body}
 		}
 	}
 	close(lines)
