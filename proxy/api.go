@@ -212,6 +212,13 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 				g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
 				g.log.Warn("admission hook failed; visitor keeps waiting", zap.String("room", g.cfg.Room), zap.Error(res.err))
 			}
+			if d.Again {
+				// An earlier attempt with this token was admitted and its
+				// pass may be out: the place stays used whatever the hook
+				// says now (a requeue would release it for a second pass).
+				g.refuseAgain(w, res.err)
+				return
+			}
 			back := g.gate.Requeue(r.Context(), room, d.Claims, now)
 			if back.Outcome != admission.OutcomeWait {
 				w.Header().Set("Retry-After", "2")
@@ -234,6 +241,17 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 		}
 		pass = signed
 	}
+	if !d.Again { // counted when it was made
+		g.countAdmission(r, d, now)
+	}
+	expires := d.PassClaims.Expiry()
+	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
+	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
+	writeJSON(w, http.StatusOK, admitResponse{Admitted: true, Redirect: safeReturn(ret), Pass: pass, Session: session, Expires: expires.Unix()})
+}
+
+// countAdmission records an admission made now in the metrics and OnAdmit.
+func (g *Gateway) countAdmission(r *http.Request, d admission.Decision, now time.Time) {
 	g.metrics.admissions.Inc()
 	g.metrics.laneAdmissions.WithLabelValues(laneLabel(d.Claims.Lane)).Inc()
 	g.shared.countAdmitted(d.Claims.Lane)
@@ -244,10 +262,18 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 			g.opts.OnAdmit(r, waited)
 		}
 	}
-	expires := d.PassClaims.Expiry()
-	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
-	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
-	writeJSON(w, http.StatusOK, admitResponse{Admitted: true, Redirect: safeReturn(ret), Pass: pass, Session: session, Expires: expires.Unix()})
+}
+
+// refuseAgain answers a repeated admission the hook turned away: 409 (the
+// place is used, its first answer stands) or, if the hook failed, 503 to
+// ask again later with the place still used.
+func (g *Gateway) refuseAgain(w http.ResponseWriter, hookErr error) {
+	if hookErr != nil {
+		w.Header().Set("Retry-After", "2")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
+		return
+	}
+	writeError(w, http.StatusConflict, "token_used", "this waiting token was already used; request a new one")
 }
 
 type statusJSON struct {

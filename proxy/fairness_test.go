@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,15 @@ func (e *env) newTab(header ...string) *tab {
 
 func (tb *tab) post(path, body string) (int, ticketJSON) {
 	tb.e.t.Helper()
+	status, raw := tb.postRaw(path, body)
+	var tk ticketJSON
+	_ = json.Unmarshal(raw, &tk)
+	return status, tk
+}
+
+// postRaw posts body to path and returns the status and the answer's body.
+func (tb *tab) postRaw(path, body string) (int, []byte) {
+	tb.e.t.Helper()
 	req, err := http.NewRequest("POST", tb.e.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		tb.e.t.Fatal(err)
@@ -44,9 +54,11 @@ func (tb *tab) post(path, body string) (int, ticketJSON) {
 		tb.e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var tk ticketJSON
-	_ = json.NewDecoder(resp.Body).Decode(&tk)
-	return resp.StatusCode, tk
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.e.t.Fatal(err)
+	}
+	return resp.StatusCode, raw
 }
 
 func (tb *tab) token() ticketJSON {

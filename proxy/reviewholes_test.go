@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -231,5 +232,45 @@ func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
 	e.clock.Set(due)
 	if status, _ := tb.admit(back); status != 200 || calls.Load() != 2 {
 		t.Fatalf("at its checkpoint: %d after %d hook calls, want 200 after 2", status, calls.Load())
+	}
+}
+
+// TestRefusedRepeatReleasesAUsedPlace: the admitted token presented again
+// (its own pass comes back, Decision.Again) while the hook turns it away
+// must not requeue the place: that would release a used place, and its
+// slot would later sign a second pass beside the first.
+func TestRefusedRepeatReleasesAUsedPlace(t *testing.T) {
+	var calls atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 2 {
+			w.WriteHeader(http.StatusConflict) // the repeat, this once
+			return
+		}
+		fmt.Fprint(w, `{"session":"s"}`)
+	}))
+	defer hook.Close()
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	tb := e.newTab()
+	tk := tb.token()
+	e.clock.Set(time.UnixMilli(tk.NextAttempt))
+	admit := func() (int, string) {
+		t.Helper()
+		status, body := tb.postRaw("/_fairgate/admit", fmt.Sprintf(`{"nonce":%q,"token":%q}`, solveFor(t, tk), tk.Token))
+		var a admitResponse
+		_ = json.Unmarshal(body, &a)
+		return status, a.Pass
+	}
+	status, first := admit()
+	if status != 200 || first == "" {
+		t.Fatalf("admission: %d", status)
+	}
+	if status, _ := admit(); status != 409 {
+		t.Fatalf("the repeat the hook refused: %d, want 409 (the place stays used)", status)
+	}
+	for _, later := range []time.Duration{time.Second, 10 * time.Second, time.Minute} {
+		e.clock.Set(time.UnixMilli(tk.NextAttempt).Add(later))
+		if status, pass := admit(); status == 200 && pass != first {
+			t.Fatalf("%v later: a second pass for one place", later)
+		}
 	}
 }
