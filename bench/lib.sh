@@ -25,11 +25,18 @@ start() { $(pin "${SERVER_CPUS:-}") env GOGC="$GOGC" GOMEMLIMIT="$GOMEMLIMIT" "$
 wait_port() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }
 
 # answer URL [HEADER]: status line, headers and body as a client gets them,
-# without the Date header (the one line two servers cannot share).
+# without the Date header (the one line two servers cannot share), the
+# headers sorted: the same bytes on the wire in whatever order a server
+# writes its header lines (net/http puts a Content-Length it computes
+# elsewhere than one set by the handler).
 answer() {
   local h=()
   if [ -n "${2:-}" ]; then h=(-H "$2"); fi
-  curl -s -i "${h[@]}" "$1" | sed '/^[Dd]ate: /d'
+  curl -s -i "${h[@]}" "$1" | sed '/^[Dd]ate: /d' | python3 -c '
+import sys
+head, sep, body = sys.stdin.buffer.read().partition(b"\r\n\r\n")
+lines = head.split(b"\r\n")
+sys.stdout.buffer.write(b"\r\n".join(lines[:1] + sorted(lines[1:])) + sep + body)'
 }
 
 # same_answer NAME URL_A HEADER_A URL_B HEADER_B: stops the script unless
