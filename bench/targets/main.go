@@ -236,7 +236,9 @@ func replay(file string) (http.Handler, error) {
 
 // caddyBaseline prints Caddy's JSON config from file with one more server
 // per addr=file pair, answering file's captured bytes with one handler in
-// front of static_response (Caddy's respond): headers, which sets them.
+// front of static_response (Caddy's respond): headers, which adds them
+// ("set" would join a header's values into one line, where fairgate
+// writes one line per value, as for Vary).
 func caddyBaseline(configFile string, sites []string) error {
 	raw, err := os.ReadFile(configFile)
 	if err != nil {
@@ -263,7 +265,7 @@ func caddyBaseline(configFile string, sites []string) error {
 		servers[fmt.Sprintf("baseline%d", i)] = map[string]any{
 			"listen": []string{addr},
 			"routes": []any{map[string]any{"handle": []any{
-				map[string]any{"handler": "headers", "response": map[string]any{"set": c.header}},
+				map[string]any{"handler": "headers", "response": map[string]any{"add": c.header}},
 				map[string]any{"handler": "static_response", "status_code": c.status, "body": string(c.body)},
 			}}},
 			"automatic_https": map[string]any{"disable": true},
