@@ -86,11 +86,11 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	if !g.joinedOr503(w) {
-		return
-	}
+	// Until the room has joined its store its state is the config's, not
+	// the room's: it is not what a visitor is told.
+	joined := g.shared.Joined()
 	view := g.shared.Room.View(now)
-	if view.State == admission.StateClosed {
+	if joined && view.State == admission.StateClosed {
 		g.writeClosedJSON(w, r)
 		return
 	}
@@ -101,6 +101,8 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	view = room.View(now)
 	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
+		// A valid token is returned unchanged, joined or not: it was
+		// placed on the room's clock by a node that had joined.
 		tk, err := g.gate.Resume(room, v, who, now)
 		if err == nil {
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
@@ -108,6 +110,9 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		}
 		// An expired or foreign token just means a new one.
 		g.log.Debug("replacing waiting token", zap.String("room", g.cfg.Room), zap.Error(err))
+	}
+	if !g.joinedOr503(w) {
+		return
 	}
 	tk, err := g.gate.IssueContext(r.Context(), room, who, now)
 	if err != nil {
@@ -120,8 +125,11 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // joinedOr503 answers 503 with Retry-After while the room has not joined
-// its state store: a token issued on the room's own clock would be read
-// against the stored one once it joins, ahead of visitors already waiting.
+// its state store (whatever on_unavailable says): a token issued on the
+// room's own clock would be read against the stored one once it joins,
+// ahead of visitors already waiting; an admission judged on it could pass
+// a visitor the room's clock has not reached, or whom a pause or close
+// made through another node holds back (docs/SCALING.md, "Store down").
 func (g *Gateway) joinedOr503(w http.ResponseWriter) bool {
 	if g.shared.Joined() {
 		return true

@@ -737,6 +737,10 @@ type ClusterStatus struct {
 	// node's share of the rate.
 	Nodes int     `json:"nodes"`
 	Share float64 `json:"share"`
+	// Joined is false while the room has not yet read (or stored) its
+	// control state since this node started: it issues no new tokens and
+	// admits nobody until then.
+	Joined bool `json:"joined"`
 	// Failing is true while the store failed within the last second.
 	Failing bool `json:"failing"`
 	// OnUnavailable is what the room does while the store fails.
@@ -750,5 +754,5 @@ func (sh *Shared) clusterStatus() *ClusterStatus {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Failing: cl.store.Failing(), OnUnavailable: cl.set.OnUnavailable}
+	return &ClusterStatus{Store: cl.set.Type, Node: cl.set.Node, Version: cl.shown.Load(), Nodes: cl.nodes, Share: cl.share, Joined: cl.joined.Load(), Failing: cl.store.Failing(), OnUnavailable: cl.set.OnUnavailable}
 }

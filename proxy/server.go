@@ -92,8 +92,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 		return nil, err
 	}
+	// A store that does not answer (unreachable, timing out, throttling)
+	// does not stop the start: the room serves unjoined (its waiting page,
+	// the tokens it is shown and valid passes; new tokens and admissions
+	// get 503 with Retry-After) and its loop joins once the store answers.
+	// A store that answers with a refusal (a missing table, bad
+	// credentials) is a config error, and so is a bolt file held by
+	// another process (OpenStateStore above).
 	if err := shared.Join(context.Background()); err != nil {
-		return fail(err)
+		if !roomstate.Unwell(err) {
+			return fail(err)
+		}
+		log.Warn("the room state store is not answering: serving unjoined until it does", zap.Error(err))
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -102,7 +112,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return fail(err)
 	}
 	if err := gw.ApplyConfig(); err != nil {
-		return fail(err)
+		// A config the store cannot take yet waits: the room's loop
+		// applies it once the store takes it (Shared.retryPending).
+		var down *UnavailableError
+		if !errors.As(err, &down) {
+			return fail(err)
+		}
 	}
 	rp := newReverseProxy(cfg.Upstream, cfg.Transport, log, gw.metrics.upstreamErrors.WithLabelValues("origin").Inc)
 	rooms := NewRooms()

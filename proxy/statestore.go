@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/fairgate/fairgate/admission/roomstate"
@@ -112,6 +114,9 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 		if out.Table == "" {
 			out.Table = dynamostore.DefaultTable
 		}
+		if err := checkDynamo(out.StateStore); err != nil {
+			return out, err
+		}
 	default:
 		return out, optionErr("state_store", "type %q: want memory, bolt or dynamodb", out.Type)
 	}
@@ -144,6 +149,33 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 		out.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	return out, nil
+}
+
+// DynamoDB's rules for a table name, and the shape of a region (a DNS
+// label): checked at start, since a node that cannot reach its store still
+// starts (docs/SCALING.md, "Store down"), and only a store that answers
+// would otherwise refuse a malformed name.
+var (
+	dynamoTable  = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+	dynamoRegion = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+)
+
+// checkDynamo refuses a DynamoDB table, region or endpoint that no store
+// could answer: a config error fails start-up, an unreachable store does not.
+func checkDynamo(s StateStore) error {
+	if !dynamoTable.MatchString(s.Table) {
+		return optionErr("state_store", "table %q: DynamoDB table names are 3 to 255 letters, digits, '_', '-' or '.'", s.Table)
+	}
+	if s.Region != "" && !dynamoRegion.MatchString(s.Region) {
+		return optionErr("state_store", "region %q: want an AWS region such as us-east-1", s.Region)
+	}
+	if s.Endpoint != "" {
+		u, err := url.Parse(s.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return optionErr("state_store", "endpoint %q: want an absolute http:// or https:// URL such as http://127.0.0.1:8000", s.Endpoint)
+		}
+	}
+	return nil
 }
 
 // RoomKey is what a room of one process is kept under across reloads

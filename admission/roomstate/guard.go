@@ -23,7 +23,7 @@ type Observer func(op string, took time.Duration, err error)
 // deadline per cool-down, not one per request: after a failure every call
 // fails at once with ErrUnavailable until cool has passed, then the next
 // call tries the store again. Only a failure of the store itself trips it
-// (see storeUnwell). It reports each call to observe.
+// (see Unwell). It reports each call to observe.
 type Guard struct {
 	Store
 	observe Observer
@@ -64,18 +64,20 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 	start := time.Now()
 	err := fn(callCtx)
 	g.observe(op, time.Since(start), err)
-	if err != nil && ctx.Err() == nil && storeUnwell(err) {
+	if err != nil && ctx.Err() == nil && Unwell(err) {
 		g.down.Store(g.now().Add(g.cool).UnixNano())
 	}
 	return err
 }
 
-// storeUnwell reports whether err says the store itself is failing
+// Unwell reports whether err says the store itself is failing
 // (unreachable, too slow, throttling, failing inside) rather than refusing
-// this one call (a validation error, an item too large, ErrNotFound,
-// ErrConflict): only the former stops every call for a cool-down, so one
-// bad request cannot make the room answer 503.
-func storeUnwell(err error) bool {
+// this one call (a validation error, an item too large, a missing table,
+// ErrNotFound, ErrConflict): only the former stops every call for a
+// cool-down, so one bad request cannot make the room answer 503; and only
+// the former lets a node start without its store (a refusal is a config
+// error).
+func Unwell(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
 		return true
 	}
