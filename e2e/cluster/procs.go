@@ -124,10 +124,12 @@ func (d *dynamo) start(ctx context.Context) error {
 
 func (d *dynamo) stop() error { return d.p.stop(syscall.SIGTERM, 10*time.Second) }
 
-// node is one `fairgate proxy` process. Its ports stay the same across
+// node is one `fairgate proxy` process, or one `caddy run` process with
+// the waiting_room handler (caddy set). Its ports stay the same across
 // restarts, as a load balancer's target would.
 type node struct {
 	name             string
+	caddy            bool
 	bin, configPath  string
 	dir, logPath     string
 	upstream         string
@@ -141,12 +143,25 @@ type node struct {
 func (n *node) site() string  { return fmt.Sprintf("http://127.0.0.1:%d", n.pubPort) }
 func (n *node) admin() string { return fmt.Sprintf("http://127.0.0.1:%d", n.admPort) }
 
+// rooms is where the node's admin API serves its rooms: Caddy's admin
+// endpoint mounts it under /waiting_room.
+func (n *node) rooms() string {
+	if n.caddy {
+		return n.admin() + "/waiting_room/rooms/"
+	}
+	return n.admin() + "/rooms/"
+}
+
 func (n *node) start(ctx context.Context) error {
 	// The working directory is the node's own: a bolt store's default
 	// file (--state) lands there, never in the repository.
-	p, err := startProc(n.name, n.dir, n.logPath, n.env, n.bin, "proxy",
+	args := []string{"proxy",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", n.pubPort), "--admin", fmt.Sprintf("127.0.0.1:%d", n.admPort),
-		"--upstream", n.upstream, "--config", n.configPath, "--admin-token", n.adminToken)
+		"--upstream", n.upstream, "--config", n.configPath, "--admin-token", n.adminToken}
+	if n.caddy {
+		args = []string{"run", "--config", n.configPath}
+	}
+	p, err := startProc(n.name, n.dir, n.logPath, n.env, n.bin, args...)
 	if err != nil {
 		return err
 	}
@@ -180,6 +195,7 @@ type status struct {
 		Version uint64  `json:"version"`
 		Nodes   int     `json:"nodes"`
 		Share   float64 `json:"share"`
+		Joined  bool    `json:"joined"`
 		Failing bool    `json:"failing"`
 	} `json:"cluster"`
 }
@@ -188,7 +204,7 @@ func (n *node) status(ctx context.Context, room string) (status, error) {
 	var st status
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.admin()+"/rooms/"+room, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.rooms()+room, nil)
 	req.Header.Set("Authorization", "Bearer "+n.adminToken)
 	st.sent = time.Now()
 	resp, err := n.client.Do(req)
@@ -231,7 +247,7 @@ func (n *node) changeOnce(ctx context.Context, room string, change map[string]an
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	b, _ := json.Marshal(change)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.admin()+"/rooms/"+room, strings.NewReader(string(b)))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.rooms()+room, strings.NewReader(string(b)))
 	req.Header.Set("Authorization", "Bearer "+n.adminToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := n.client.Do(req)
