@@ -167,7 +167,15 @@ func (n *node) start(ctx context.Context) error {
 	}
 	n.p = p
 	ready := make(chan error, 1)
-	go func() { ready <- waitHTTP(ctx, n.admin()+"/metrics", 30*time.Second) }()
+	go func() {
+		if err := waitHTTP(ctx, n.admin()+"/metrics", 30*time.Second); err != nil {
+			ready <- err
+			return
+		}
+		// Caddy's admin endpoint answers before its config has started,
+		// and the room is listed only then.
+		ready <- n.waitRoom(ctx, 30*time.Second)
+	}()
 	select {
 	case err := <-ready:
 		if err != nil {
@@ -176,6 +184,21 @@ func (n *node) start(ctx context.Context) error {
 		return nil
 	case <-p.done:
 		return fmt.Errorf("%s exited at start: %s", n.name, tail(n.logPath, 10))
+	}
+}
+
+// waitRoom polls the node's admin API until it lists the room.
+func (n *node) waitRoom(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		_, err := n.status(ctx, room)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the room never showed in the admin API within %s: %w", within, err)
+		}
+		sleep(ctx, 100*time.Millisecond)
 	}
 }
 
