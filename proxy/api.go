@@ -129,7 +129,8 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 // room's own clock would be read against the stored one once it joins,
 // ahead of visitors already waiting; an admission judged on it could pass
 // a visitor the room's clock has not reached, or whom a pause or close
-// made through another node holds back (docs/SCALING.md, "Store down").
+// made through another node holds back (docs/SCALING.md, "Starting while
+// the store is down").
 func (g *Gateway) joinedOr503(w http.ResponseWriter) bool {
 	if g.shared.Joined() {
 		return true

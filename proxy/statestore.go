@@ -153,8 +153,8 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 
 // DynamoDB's rules for a table name, and the shape of a region (a DNS
 // label): checked at start, since a node that cannot reach its store still
-// starts (docs/SCALING.md, "Store down"), and only a store that answers
-// would otherwise refuse a malformed name.
+// starts (docs/SCALING.md, "Starting while the store is down"), and only a
+// store that answers would otherwise refuse a malformed name.
 var (
 	dynamoTable  = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
 	dynamoRegion = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
