@@ -7,6 +7,13 @@
 // non-zero when a check fails.
 //
 //	cluster -fairgate BIN -dynamodb-jar DIR [-rate 20] [-window 30s] [-windows 2] [-races 1000] [-block 1]
+//	cluster -caddy CADDY -fairgate BIN -dynamodb-jar DIR …  # three `caddy run` processes instead
+//
+// With -caddy the nodes are Caddy processes of the binary e2e/build makes,
+// each with its own admin endpoint (the room's admin API under
+// /waiting_room) and data directory, the waiting_room handler in front of a
+// reverse_proxy; the restart, SIGKILL and outage checks are left out (they
+// are the process's, and `fairgate proxy` runs the same room code).
 //
 // e2e/cluster.sh builds the binary and finds DynamoDB Local (the CI's npm
 // package); bench/cluster.sh runs it at full scale (±5% over each minute).
