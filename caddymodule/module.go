@@ -118,8 +118,12 @@ func (p *pooledRoom) activate(log *zap.Logger) {
 	if p.live {
 		return
 	}
-	if err := p.shared.Join(context.Background()); err != nil {
-		log.Error("waiting room state store", zap.Error(err))
+	switch err := p.shared.Join(context.Background()); {
+	case err == nil:
+	case roomstate.Unwell(err):
+		log.Warn("the room state store is not answering: serving unjoined until it does (new tokens and admissions 503)", zap.Error(err))
+	default:
+		log.Error("the room state store refused the join (a missing table? refused credentials?): serving unjoined, trying again every poll", zap.Error(err))
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	p.done = make(chan struct{})
