@@ -1063,7 +1063,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 	var cold *node
 	if len(c.nodes) > 1 {
 		cold = c.nodes[len(c.nodes)-1]
-		c.coldStart(ctx, cold, shown.Token, pass)
+		c.coldStart(ctx, cold, shown, pass)
 	}
 
 	if err := c.ddb.start(ctx); err != nil {
@@ -1103,12 +1103,13 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 }
 
 // coldStart restarts node n while DynamoDB is down and checks the answers
-// a node that never read the room's state gives (docs/SCALING.md, "Store
-// down"): it starts; the waiting page and a valid pass work; a token placed
+// a node that never read the room's state gives (docs/SCALING.md, "Starting
+// while the store is down"): it starts; the waiting page and a valid pass work; a token placed
 // by a joined node is shown back unchanged; a new token and an admission
 // get 503 with Retry-After, whatever on_unavailable says; its admin API
 // says it has not joined.
-func (c *cluster) coldStart(ctx context.Context, n *node, token, pass string) {
+func (c *cluster) coldStart(ctx context.Context, n *node, shown ticket, pass string) {
+	token := shown.Token
 	if err := n.p.stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		check(n.name+" stops during the outage", false, "%v", err)
 	}
@@ -1132,7 +1133,13 @@ func (c *cluster) coldStart(ctx context.Context, n *node, token, pass string) {
 	status, _, h, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
 	check(n.name+" unjoined: a new token gets 503 with Retry-After (no place on a clock of its own)",
 		status == http.StatusServiceUnavailable && h.Get("Retry-After") != "", "%d Retry-After %q %v", status, h.Get("Retry-After"), err)
-	req, _ := json.Marshal(map[string]string{"nonce": "0", "token": token})
+	// Solved, so that only the join can refuse it.
+	nonce, err := admission.Solve(ctx, shown.Challenge, shown.Difficulty)
+	if err != nil {
+		check(n.name+" unjoined: an admission", false, "solving: %v", err)
+		return
+	}
+	req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": token})
 	status, _, h, err = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
 	check(n.name+" unjoined: an admission gets 503 with Retry-After (on_unavailable "+c.o.onUnavailable+")",
 		status == http.StatusServiceUnavailable && h.Get("Retry-After") != "", "%d Retry-After %q %v", status, h.Get("Retry-After"), err)
