@@ -175,6 +175,10 @@ func main() {
 // cluster is everything the run started.
 type cluster struct {
 	o      options
+	keys   []byte        // the nodes' key ring (fairgate keygen)
+	table  string        // the DynamoDB table
+	env    []string      // the nodes' environment (AWS settings)
+	extra  []*node       // nodes started beside the crowd's (the one started during the outage)
 	budget *budgetReader // nil without DynamoDB
 	ddb    *dynamo
 	nodes  []*node
@@ -182,7 +186,7 @@ type cluster struct {
 }
 
 func (c *cluster) stopAll() {
-	for _, n := range c.nodes {
+	for _, n := range append(c.nodes, c.extra...) {
 		_ = n.p.stop(syscall.SIGTERM, 5*time.Second)
 	}
 	if c.ddb != nil && c.ddb.p != nil {
@@ -313,62 +317,13 @@ func (c *cluster) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fairgate keygen: %w", err)
 	}
+	c.keys, c.table, c.env = keys, table, env
 	for i := range o.weights {
 		name := fmt.Sprintf("node%d", i+1)
-		dir := filepath.Join(o.work, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		cfg := map[string]any{
-			"room": room, "state": "queue", "rate": o.rate, "burst": o.rate, "tau": "1s", "fixed_speed": true,
-			"difficulty": o.difficulty, "keys": json.RawMessage(keys), "min_backoff": "1s", "max_backoff": "2s",
-		}
-		// With bolt, no state_store: the default store, a file in the
-		// node's own directory (--state's default).
-		if c.ddb != nil {
-			cfg["state_store"] = map[string]any{
-				"type": "dynamodb", "table": table, "endpoint": c.ddb.endpoint(), "region": "us-east-1", "node": name,
-				"budget_block": o.block, "poll": "500ms", "call_timeout": o.callTimeout.String(), "on_unavailable": o.onUnavailable,
-			}
-		}
-		pub, err := freePort()
+		n, err := c.makeNode(name)
 		if err != nil {
 			return err
 		}
-		adm, err := freePort()
-		if err != nil {
-			return err
-		}
-		n := &node{name: name, bin: o.fairgate, dir: dir, logPath: filepath.Join(o.work, name+".log"),
-			upstream: "http://" + c.origin.Addr, pubPort: pub, admPort: adm, adminToken: "e2e-" + name, env: env,
-			client: &http.Client{Timeout: 10 * time.Second}}
-		var doc any = cfg
-		if o.caddy != "" {
-			// One Caddy per node: the room in front of a reverse proxy to
-			// the origin, the admin endpoint (with the room's admin API and
-			// /metrics) on its own port, Caddy's storage in the node's
-			// directory.
-			n.caddy, n.bin = true, o.caddy
-			n.env = append(append([]string(nil), env...), "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
-			cfg["handler"] = "waiting_room"
-			doc = map[string]any{
-				"admin": map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", adm)},
-				"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"site": map[string]any{
-					"listen":          []string{fmt.Sprintf("127.0.0.1:%d", pub)},
-					"automatic_https": map[string]any{"disable": true},
-					"routes": []any{map[string]any{"handle": []any{
-						cfg,
-						map[string]any{"handler": "reverse_proxy", "upstreams": []any{map[string]any{"dial": c.origin.Addr}}},
-					}}},
-				}}}},
-			}
-		}
-		b, _ := json.MarshalIndent(doc, "", "  ")
-		path := filepath.Join(o.work, name+".json")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-		n.configPath = path
 		// A node that cannot start (its store answered with a refusal, a
 		// port taken) is started again, twice at most.
 		for attempt := 1; ; attempt++ {
@@ -384,6 +339,67 @@ func (c *cluster) setup(ctx context.Context) error {
 		c.nodes = append(c.nodes, n)
 	}
 	return nil
+}
+
+// makeNode writes node name's config (its own directory and free ports)
+// and returns it, not started.
+func (c *cluster) makeNode(name string) (*node, error) {
+	o, keys, table, env := c.o, c.keys, c.table, c.env
+	dir := filepath.Join(o.work, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{
+		"room": room, "state": "queue", "rate": o.rate, "burst": o.rate, "tau": "1s", "fixed_speed": true,
+		"difficulty": o.difficulty, "keys": json.RawMessage(keys), "min_backoff": "1s", "max_backoff": "2s",
+	}
+	// With bolt, no state_store: the default store, a file in the
+	// node's own directory (--state's default).
+	if c.ddb != nil {
+		cfg["state_store"] = map[string]any{
+			"type": "dynamodb", "table": table, "endpoint": c.ddb.endpoint(), "region": "us-east-1", "node": name,
+			"budget_block": o.block, "poll": "500ms", "call_timeout": o.callTimeout.String(), "on_unavailable": o.onUnavailable,
+		}
+	}
+	pub, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	adm, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	n := &node{name: name, bin: o.fairgate, dir: dir, logPath: filepath.Join(o.work, name+".log"),
+		upstream: "http://" + c.origin.Addr, pubPort: pub, admPort: adm, adminToken: "e2e-" + name, env: env,
+		client: &http.Client{Timeout: 10 * time.Second}}
+	var doc any = cfg
+	if o.caddy != "" {
+		// One Caddy per node: the room in front of a reverse proxy to
+		// the origin, the admin endpoint (with the room's admin API and
+		// /metrics) on its own port, Caddy's storage in the node's
+		// directory.
+		n.caddy, n.bin = true, o.caddy
+		n.env = append(append([]string(nil), env...), "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
+		cfg["handler"] = "waiting_room"
+		doc = map[string]any{
+			"admin": map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", adm)},
+			"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"site": map[string]any{
+				"listen":          []string{fmt.Sprintf("127.0.0.1:%d", pub)},
+				"automatic_https": map[string]any{"disable": true},
+				"routes": []any{map[string]any{"handle": []any{
+					cfg,
+					map[string]any{"handler": "reverse_proxy", "upstreams": []any{map[string]any{"dial": c.origin.Addr}}},
+				}}},
+			}}}},
+		}
+	}
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	path := filepath.Join(o.work, name+".json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, err
+	}
+	n.configPath = path
+	return n, nil
 }
 
 // wired says whether the nodes run on the shared store: their admin API
@@ -402,11 +418,16 @@ func (c *cluster) wired(ctx context.Context) bool {
 // a poll, so the reading is taken again (at most five times) until every
 // node runs the same version.
 func (c *cluster) clockCheck(ctx context.Context, when string) {
+	c.clockCheckOn(ctx, c.nodes, when)
+}
+
+// clockCheckOn is clockCheck on the given nodes.
+func (c *cluster) clockCheckOn(ctx context.Context, nodes []*node, when string) {
 	name := "every node's S(now) on the segments' formula within 1 ms, " + when
 	var sts []status
 	for attempt := 0; attempt < 5; attempt++ {
 		sts = sts[:0]
-		for _, n := range c.nodes {
+		for _, n := range nodes {
 			st, err := n.status(ctx, room)
 			if err != nil {
 				check(name, false, "%v", err)
@@ -1060,11 +1081,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 	check("DynamoDB down: nothing hangs (every admission answered within call_timeout + 1 s)", slowest <= grace,
 		"slowest %s", slowest.Round(time.Millisecond))
 
-	var cold *node
-	if len(c.nodes) > 1 {
-		cold = c.nodes[len(c.nodes)-1]
-		c.coldStart(ctx, cold, shown, pass)
-	}
+	cold := c.coldStart(ctx, shown, pass)
 
 	if err := c.ddb.start(ctx); err != nil {
 		check("DynamoDB Local starts again on the same port", false, "%v", err)
@@ -1074,7 +1091,11 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 	if cold != nil {
 		took, ok := c.waitAll(ctx, []*node{cold}, restarted, 20*time.Second, func(s status) bool { return s.Cluster != nil && s.Cluster.Joined })
 		check(cold.name+", started during the outage, joins the room once DynamoDB answers (no restart)", ok, "after %v", took)
-		c.clockCheck(ctx, "after "+cold.name+" joined")
+		c.clockCheckOn(ctx, append(append([]*node(nil), c.nodes...), cold), "with "+cold.name+" joined")
+		c.admitOne(ctx, cold)
+		if err := cold.p.stop(syscall.SIGTERM, 10*time.Second); err != nil {
+			check(cold.name+" stops", false, "%v", err)
+		}
 	}
 	within := 20 * time.Second
 	firsts := make([]time.Duration, len(c.nodes))
@@ -1102,21 +1123,31 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 	check("DynamoDB back: every node admits again without a restart", ok, "first admission per node after %v", firsts)
 }
 
-// coldStart restarts node n while DynamoDB is down and checks the answers
-// a node that never read the room's state gives (docs/SCALING.md, "Starting
-// while the store is down"): it starts; the waiting page and a valid pass work; a token placed
-// by a joined node is shown back unchanged; a new token and an admission
-// get 503 with Retry-After, whatever on_unavailable says; its admin API
-// says it has not joined.
-func (c *cluster) coldStart(ctx context.Context, n *node, shown ticket, pass string) {
-	token := shown.Token
-	if err := n.p.stop(syscall.SIGTERM, 10*time.Second); err != nil {
-		check(n.name+" stops during the outage", false, "%v", err)
+// coldStart starts one more node, beside the crowd's, while DynamoDB is
+// down, and checks the answers a node that never read the room's state
+// gives (docs/SCALING.md, "Starting while the store is down"): it starts;
+// its admin API says it has not joined; the waiting page and a valid pass
+// work; a token placed by a joined node is shown back unchanged; a new
+// token and an admission get 503 with Retry-After, whatever on_unavailable
+// says. A new node rather than a restarted one: a node restarted during an
+// outage with on_unavailable local loses the places it admitted from
+// memory (documented), which the final replay would count. Nil when the
+// run has one node.
+func (c *cluster) coldStart(ctx context.Context, shown ticket, pass string) *node {
+	if len(c.nodes) < 2 {
+		return nil
 	}
+	n, err := c.makeNode(fmt.Sprintf("node%d", len(c.nodes)+1))
+	if err != nil {
+		check("a node started while DynamoDB is down", false, "%v", err)
+		return nil
+	}
+	c.extra = append(c.extra, n)
+	token := shown.Token
 	start := time.Now()
 	if err := n.start(ctx); err != nil {
 		check(n.name+" starts while DynamoDB is down", false, "%v", err)
-		return
+		return nil
 	}
 	check(n.name+" starts while DynamoDB is down", true, "serving after %s", time.Since(start).Round(time.Millisecond))
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -1137,12 +1168,60 @@ func (c *cluster) coldStart(ctx context.Context, n *node, shown ticket, pass str
 	nonce, err := admission.Solve(ctx, shown.Challenge, shown.Difficulty)
 	if err != nil {
 		check(n.name+" unjoined: an admission", false, "solving: %v", err)
-		return
+		return n
 	}
 	req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": token})
 	status, _, h, err = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
 	check(n.name+" unjoined: an admission gets 503 with Retry-After (on_unavailable "+c.o.onUnavailable+")",
 		status == http.StatusServiceUnavailable && h.Get("Retry-After") != "", "%d Retry-After %q %v", status, h.Get("Retry-After"), err)
+	return n
+}
+
+// admitOne takes a token at node n and follows its answers as a page
+// would, for 30 s at most, until it is admitted.
+func (c *cluster) admitOne(ctx context.Context, n *node) {
+	const name = " joined: a visitor who takes a token there is admitted"
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	var answers []int
+	status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+	var tk ticket
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
+		check(n.name+" joined: a new token", false, "%d %v", status, err)
+		return
+	}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
+		nonce, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		if err != nil {
+			break
+		}
+		req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": tk.Token})
+		status, body, h, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
+		answers = append(answers, status)
+		switch {
+		case err != nil:
+			tk.RetryAfter = 0.5
+		case status == http.StatusOK:
+			check(n.name+name, true, "answers %v", answers)
+			return
+		case status == http.StatusTooManyRequests:
+			var next ticket
+			_ = json.Unmarshal(body, &next)
+			if next.Token != "" {
+				tk = next
+			} else {
+				tk.RetryAfter = next.RetryAfter
+			}
+		case status == http.StatusServiceUnavailable:
+			ra, _ := strconv.ParseFloat(h.Get("Retry-After"), 64)
+			tk.RetryAfter = max(ra, 0.5)
+		default:
+			check(n.name+name, false, "answers %v: %.200s", answers, body)
+			return
+		}
+	}
+	check(n.name+name, false, "not within 30 s; answers %v", answers)
 }
 
 func okStatus(status int, err error, want ...int) error {
