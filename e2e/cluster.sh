@@ -4,7 +4,7 @@
 # DynamoDB Local with a data directory on a free port, `fairgate proxy
 # init-tables`, a tiny origin and three `fairgate proxy` nodes on one room
 # with state_store dynamodb, and runs a crowd spread 60/30/10 over them
-# (a node restarted while DynamoDB is down included); then one `fairgate
+# (a fourth node started while DynamoDB is down included); then one `fairgate
 # proxy` node on its default store (a bolt file) through a restart and a
 # SIGKILL under load; then three `caddy run` processes (the Caddy module)
 # on one room through DynamoDB Local, shorter: race, clock, pause, one

@@ -31,12 +31,12 @@
 //     comes back with the same clock and ledger;
 //   - DynamoDB Local stopped mid-run: the waiting page, token issue and valid
 //     passes keep working, admissions get 503 with Retry-After (on_unavailable
-//     refuse) or continue (local), nothing waits past its deadline; a node
-//     restarted during the outage starts and serves unjoined (the waiting
-//     page, passes, a token shown back; a new token and an admission 503
-//     with Retry-After); when DynamoDB comes back on the same port, that node
-//     joins (the same S(now) as the others) and admissions resume on every
-//     node without a restart;
+//     refuse) or continue (local), nothing waits past its deadline; a fourth
+//     node started during the outage serves unjoined (the waiting page,
+//     passes, a token shown back; a new token and an admission 503 with
+//     Retry-After); when DynamoDB comes back on the same port, that node
+//     joins (the same S(now) as the others) and admits a visitor, and
+//     admissions resume on every node without a restart;
 //   - every admitted token replayed at the end: none admitted again.
 package main
 
