@@ -38,6 +38,6 @@ echo "-- one fairgate proxy node on its default store (bolt file): restart and S
 "$W/cluster" -fairgate "$FAIRGATE" -store bolt -weights 1 -window 10s -windows 1 -warmup 3s || status=1
 echo "-- three Caddy processes (the waiting_room module), one room, state_store dynamodb (DynamoDB Local)"
 "$W/cluster" -caddy "$CADDY" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
-  -rate "${CLUSTER_RATE:-20}" -window 10s -windows 1 -warmup 3s -tolerance 0.10 \
+  -rate "${CLUSTER_RATE:-20}" -window 10s -windows 1 -warmup 10s -tolerance 0.10 \
   -races "${CADDY_RACES:-200}" -block "${CLUSTER_BLOCK:-1}" || status=1
 exit "$status"
