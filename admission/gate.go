@@ -206,9 +206,10 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 	next := now
 	switch {
 	case view.State == StateOpen:
-	case view.Order == OrderFIFO && view.State == StateScheduled && now.Before(view.SaleStart):
-		// The grid starts at the sale start: the claim of a pre-queue
-		// place is the one checkpoint off it.
+	case view.Order == OrderFIFO:
+		// The claim is the one checkpoint off the grid, one backoff after
+		// the token, unjittered: ranks are claimed in the order tokens were
+		// taken (and a pre-queue's grid starts at the sale start anyway).
 		next = ceilMilli(now.Add(g.policy.MinBackoff))
 	default:
 		next = g.nextCheckpoint(&view, claims, now.Add(g.policy.MinBackoff))

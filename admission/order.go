@@ -279,8 +279,11 @@ func (r *Room) fifoLimit(v *View) float64 {
 		// spans beyond them.
 		limit = math.Max(limit, float64(top-v.RankBase)+sharedLuckTail*v.LastLuck)
 	}
-	// One rank beyond, so rounding never stops it just short of a key.
-	return v.RankZero + math.Max(0, limit) + 1
+	// Just past the last key, so rounding never stops it short of it, and
+	// no further: a rank beyond, and the next arrival's key would be passed
+	// the moment it claims, ahead of places whose checkpoints are still to
+	// come (proxy.TestFIFOAdmitsInArrivalOrder).
+	return v.RankZero + math.Max(0, limit)*(1+1e-9) + 1e-6
 }
 
 // fifoSpeed is the speed the fifo counter is to run at from now: the
