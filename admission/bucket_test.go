@@ -31,3 +31,56 @@ func TestBucket(t *testing.T) {
 		t.Fatalf("level after shrinking burst: %v", got)
 	}
 }
+
+// TestBucketReserveFor: a reservation asked late is served where it would
+// have been had it been asked when due, and still takes its admission, so
+// later reservations move back one; nothing is made up without memory.
+func TestBucketReserveFor(t *testing.T) {
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	type step struct {
+		found, now, want int // milliseconds after t0
+	}
+	tests := []struct {
+		name     string
+		remember time.Duration
+		steps    []step
+	}{
+		{"in time", time.Minute, []step{{0, 0, 0}, {100, 100, 1000}, {200, 200, 2000}}},
+		{"late, before the slot it missed", time.Minute, []step{
+			{0, 0, 0},           // the burst
+			{100, 100, 1000},    // A
+			{200, 200, 2000},    // B
+			{150, 300, 2000},    // due at 150: before B, so B's slot (shared with B)
+			{400, 400, 4000},    // the next one after both
+			{5000, 5000, 5000}}, // the debt paid off
+		},
+		{"late past the slot it missed", time.Minute, []step{
+			{0, 0, 0}, {100, 100, 1000},
+			{50, 1500, 1500},    // due at 50: A's slot at 1000 has passed, so now
+			{1600, 1600, 3000}}, // behind it: the bucket gave one more
+		},
+		{"nothing given since due", time.Minute, []step{
+			{0, 0, 0}, {100, 100, 1000},
+			{500, 700, 2000}}, // as if asked now
+		},
+		{"no memory", 0, []step{
+			{0, 0, 0}, {100, 100, 1000}, {200, 200, 2000},
+			{150, 300, 3000}}, // as if asked now
+		},
+		{"later than the memory", 500 * time.Millisecond, []step{
+			{0, 0, 0}, {100, 100, 1000}, {200, 200, 2000}, {900, 900, 3000},
+			{50, 1000, 3000}}, // A and B forgotten: the oldest kept, 900's slot
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBucket(1, 1, t0)
+			b.Remember(tt.remember)
+			for i, s := range tt.steps {
+				if got := b.ReserveFor(ms(s.found), ms(s.now)); !got.Equal(ms(s.want)) {
+					t.Fatalf("step %d (due %dms, asked %dms): slot at %v, want %dms", i, s.found, s.now, got.Sub(t0), s.want)
+				}
+			}
+		})
+	}
+}

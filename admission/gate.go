@@ -467,6 +467,14 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// backoff after the start.
 		return g.wait(view, claims, OutcomeWait, g.preQueueFirst(view, claims, now), now)
 	}
+	if claimed && view.State != StateOpen {
+		// The claim is not judged: the place is told its first checkpoint
+		// as the counter stands, as every place is. A late claim takes the
+		// rank it would have had (Room.claimRank), and judged at every
+		// point of the fine grid since its due it would be judged where an
+		// honest place never is, between the checkpoints it is named.
+		return g.wait(view, claims, OutcomeWait, g.fifoNext(view, claims, now), now)
+	}
 	at, eligible := g.walk(view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
@@ -480,7 +488,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// pause instead of running out under a page that follows it.
 		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, view, claims, token, now)
+	return g.reserve(ctx, room, view, claims, token, at, now)
 }
 
 // TokenDigest identifies one version of a waiting token in the ledger's
@@ -522,7 +530,7 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // such a version can be valid, so presenting one again takes no second
 // rank. ok is false when no rank could be taken; d says why.
 func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Decision, bool) {
-	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), now, func(view *View, pos int64, lk float64) float64 {
+	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), claims.NextAttempt(), now, func(view *View, pos int64, lk float64) float64 {
 		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk})
 	})
 	if err != nil {
@@ -582,13 +590,17 @@ func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float6
 }
 
 // reserve takes the eligible place's admission from the bucket and records
-// it in the ledger: admitted now, or holding the slot the bucket gave.
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
+// it in the ledger: admitted now, or holding the slot the bucket gave. found
+// is the checkpoint at which the place was found eligible: a place that
+// presented late for it takes the slot it would have had then (a late
+// presenter loses its lateness, not the slots given meanwhile; see
+// Bucket.ReserveFor).
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, found, now time.Time) Decision {
 	want, err := g.usedBy(token, now)
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot := room.ReserveAdmission(now)
+	slot := room.ReserveAdmissionFor(found, now)
 	if slot.After(now) {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}

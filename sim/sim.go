@@ -109,6 +109,11 @@ var DefaultConfig = Config{
 	Share: 0.002, Tabs: 3, Horizon: 12 * time.Hour, Seed: 1,
 }
 
+// LatePeriod is the late presenter's timer period: a background tab whose
+// timers fire once a minute. Each of its requests is up to that late, plus
+// its network delay.
+const LatePeriod = time.Minute
+
 // Kind is a visitor strategy.
 type Kind int
 
@@ -496,8 +501,8 @@ func (s *sale) schedule(i int) {
 		// The tab's timer fires on its own minute grid, at the first tick
 		// at or after nxt, and the request then travels.
 		origin := s.start.Add(st.phase)
-		ticks := (next.Sub(origin) + time.Minute - 1) / time.Minute
-		next = origin.Add(ticks*time.Minute + st.delay)
+		ticks := (next.Sub(origin) + LatePeriod - 1) / LatePeriod
+		next = origin.Add(ticks*LatePeriod + st.delay)
 	}
 	if next.Before(earliest) {
 		next = earliest

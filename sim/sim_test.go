@@ -56,9 +56,7 @@ func TestFairness(t *testing.T) {
 		if p.Kind != AnonTokens && p.Gains() {
 			t.Errorf("%v gains: %+v", p.Kind, p)
 		}
-		if p.Kind == LatePresenter && p.MaxLoss > 3*time.Minute {
-			t.Errorf("a late presenter lost %v: more than its lateness", p.MaxLoss)
-		}
+		checkLateLoss(t, cfg, p)
 	}
 	var svg bytes.Buffer
 	if err := r.WriteSVG(&svg); err != nil {
@@ -66,6 +64,18 @@ func TestFairness(t *testing.T) {
 	}
 	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<circle") < 150 {
 		t.Errorf("plot is empty")
+	}
+}
+
+// checkLateLoss fails if a late presenter lost more than its lateness: one
+// period of its timer and its network delay (a place found eligible at a
+// checkpoint it presents late for takes the slot it would have had then,
+// and a fifo place claiming late the rank it would have had), plus the
+// run's noise (what every honest visitor of the run may move by).
+func checkLateLoss(t *testing.T, cfg Config, p Paired) {
+	t.Helper()
+	if bound := LatePeriod + cfg.Jitter + p.Noise; p.Kind == LatePresenter && p.MaxLoss > bound {
+		t.Errorf("a late presenter lost %v: more than its lateness (%v with the noise)", p.MaxLoss, bound)
 	}
 }
 
@@ -138,6 +148,7 @@ func TestFairnessFIFO(t *testing.T) {
 		if p.Kind != AnonTokens && p.verdict() == "GAINS" {
 			t.Errorf("%v gains beyond the noise: %+v", p.Kind, p)
 		}
+		checkLateLoss(t, cfg, p)
 	}
 }
 
