@@ -1,9 +1,7 @@
 package admission
 
 import (
-	"cmp"
 	"math"
-	"slices"
 	"sync"
 	"time"
 )
@@ -22,16 +20,7 @@ type Bucket struct {
 	burst  float64
 	tokens float64 // negative while reservations are outstanding
 	last   time.Time
-	// memory is how long given keeps the slots handed out (Remember);
-	// given[head:] holds them in the order given, oldest first.
-	memory time.Duration
-	given  []grant
-	head   int
 }
-
-// grant is one reservation: when it was made and the slot it got, in
-// Unix nanoseconds.
-type grant struct{ at, slot int64 }
 
 // NewBucket returns a full bucket.
 func NewBucket(rate, burst float64, now time.Time) *Bucket {
@@ -42,64 +31,15 @@ func NewBucket(rate, burst float64, now time.Time) *Bucket {
 // when the token is (or was) there: now if the bucket had one. Reservations
 // are served in the order they are made, so whoever asks first, not most
 // often, goes first.
-func (b *Bucket) Reserve(now time.Time) time.Time { return b.ReserveFor(now, now) }
-
-// Remember makes the bucket keep the slots it hands out for d, so that
-// ReserveFor can serve a reservation asked late in the place it would have
-// had (d is the lateness it makes up at most).
-func (b *Bucket) Remember(d time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.memory = d
-}
-
-// ReserveFor takes one token for a reservation that was due at found
-// (before now: asked late) and returns when it is due. A reservation asked
-// late is served where it would have been had it been asked at found: the
-// slot of the first reservation made since found (which it would have
-// preceded), or now if that has passed; without one, as one asked now. It
-// still takes a token now, so every reservation after it moves back one,
-// as it would have had it been asked in time: the bucket hands out as many
-// as before, and nobody who asked after found is served later than if the
-// late one had asked at found. Asking late never gains: the slot is the
-// one asked at found would have had, or later. How late is made up is
-// bounded by Remember (nothing is made up without it).
-func (b *Bucket) ReserveFor(found, now time.Time) time.Time {
+func (b *Bucket) Reserve(now time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
 	b.tokens--
-	slot := now
-	if b.tokens < 0 {
-		slot = now.Add(durationOf(-b.tokens / b.rate))
+	if b.tokens >= 0 {
+		return now
 	}
-	if b.memory <= 0 {
-		return slot
-	}
-	b.forget(now)
-	due := slot
-	if found.Before(now) {
-		f := found.UnixNano()
-		kept := b.given[b.head:]
-		i, _ := slices.BinarySearchFunc(kept, f, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
-		if i < len(kept) && kept[i].slot < slot.UnixNano() {
-			due = time.Unix(0, max(kept[i].slot, now.UnixNano()))
-		}
-	}
-	b.given = append(b.given, grant{at: now.UnixNano(), slot: slot.UnixNano()})
-	return due
-}
-
-// forget drops the slots given longer than memory ago.
-func (b *Bucket) forget(now time.Time) {
-	cut := now.Add(-b.memory).UnixNano()
-	for b.head < len(b.given) && b.given[b.head].at < cut {
-		b.head++
-	}
-	if b.head > len(b.given)/2 { // compacted when half is dropped: amortised O(1)
-		b.given = append(b.given[:0], b.given[b.head:]...)
-		b.head = 0
-	}
+	return now.Add(durationOf(-b.tokens / b.rate))
 }
 
 // Refund gives back a token a reservation took and did not use.
@@ -140,19 +80,4 @@ func (b *Bucket) Burst() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.burst
-}
-
-// lateMemory is the most lateness a room's bucket makes up for a place
-// found eligible at a checkpoint it presented late for (Bucket.ReserveFor):
-// a background tab whose timers fire once a minute, with room to spare. A
-// place later than that is served as if found lateMemory ago, at worst as
-// if found now. It costs a room 16 bytes per admission of that span.
-const lateMemory = 5 * time.Minute
-
-// rememberingBucket is a room's admission bucket: full, keeping its slots
-// for lateMemory.
-func rememberingBucket(rate, burst float64, now time.Time) *Bucket {
-	b := NewBucket(rate, burst, now)
-	b.memory = lateMemory
-	return b
 }

@@ -488,7 +488,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// pause instead of running out under a page that follows it.
 		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, view, claims, token, at, now)
+	return g.reserve(ctx, room, view, claims, token, now)
 }
 
 // TokenDigest identifies one version of a waiting token in the ledger's
@@ -590,17 +590,13 @@ func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float6
 }
 
 // reserve takes the eligible place's admission from the bucket and records
-// it in the ledger: admitted now, or holding the slot the bucket gave. found
-// is the checkpoint at which the place was found eligible: a place that
-// presented late for it takes the slot it would have had then (a late
-// presenter loses its lateness, not the slots given meanwhile; see
-// Bucket.ReserveFor).
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, found, now time.Time) Decision {
+// it in the ledger: admitted now, or holding the slot the bucket gave.
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
 	want, err := g.usedBy(token, now)
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot := room.ReserveAdmissionFor(found, now)
+	slot := room.ReserveAdmission(now)
 	if slot.After(now) {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}

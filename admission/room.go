@@ -307,7 +307,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		controller: ctl,
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
 		queueing:   now,
-		bucket:     rememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
+		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
@@ -596,14 +596,6 @@ func (r *Room) publish(v *View, now time.Time) {
 // ReserveAdmission takes one admission from the bucket and returns when it
 // is due: now, or later while the bucket binds, in the order asked.
 func (r *Room) ReserveAdmission(now time.Time) time.Time { return r.bucket.Reserve(now) }
-
-// ReserveAdmissionFor takes one admission from the bucket for a place
-// found eligible at found (a checkpoint up to now it presented late for)
-// and returns when it is due: where it would have been had the place asked
-// at found (Bucket.ReserveFor), up to lateMemory late.
-func (r *Room) ReserveAdmissionFor(found, now time.Time) time.Time {
-	return r.bucket.ReserveFor(found, now)
-}
 
 // PaceSlot reports whether place, whose admission slot is due, may be
 // admitted now at the room's current rate; if not, when its slot is now

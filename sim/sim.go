@@ -412,6 +412,7 @@ func (s *sale) act(i int) error {
 			}
 		}
 	}
+	var expired []int // indexes into st.versions of old versions found expired
 	for _, j := range present {
 		h := st.tokens[max(j, 0)]
 		if j < 0 {
@@ -452,6 +453,14 @@ func (s *sale) act(i int) error {
 		case status == http.StatusConflict:
 			// This version's place was used (by another version): only
 			// the replayer sees it, and it keeps trying the others.
+		case status == http.StatusUnauthorized && a.Error.Code == "token_invalid" && j < 0 && h.Token != st.tokens[0].Token:
+			// An old version the replayer kept has expired: not a lost
+			// place (it holds a newer one), so it is dropped. Taking a new
+			// token for it, as for a lost place, made each expired version
+			// a new place at every attempt: past token_ttl the replayer's
+			// list, and its requests, grew without bound (the stalled
+			// lottery mixed runs).
+			expired = append(expired, -1-j)
 		case status == http.StatusUnauthorized && a.Error.Code == "token_invalid":
 			// An expired token: the place is lost, the page takes a new one.
 			v.Expired++
@@ -467,8 +476,26 @@ func (s *sale) act(i int) error {
 			return fmt.Errorf("admit: %d %s", status, a.Error.Code)
 		}
 	}
+	st.versions = dropVersions(st.versions, expired)
 	s.schedule(i)
 	return nil
+}
+
+// dropVersions removes the versions at the indexes drop (ascending) from
+// versions.
+func dropVersions(versions []held, drop []int) []held {
+	if len(drop) == 0 {
+		return versions
+	}
+	kept := versions[:0]
+	for k, h := range versions {
+		if len(drop) > 0 && drop[0] == k {
+			drop = drop[1:]
+			continue
+		}
+		kept = append(kept, h)
+	}
+	return kept
 }
 
 // schedule queues the visitor's next request, as its strategy would. Times
