@@ -648,6 +648,7 @@ func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *Wa
 	case err != nil:
 		return g.unavailable(fmt.Errorf("taking admission budget: %w", err), claims), false
 	case !ok:
+		room.ObserveBudgetRefused(now)
 		if !retry.After(now) {
 			retry = now.Add(unavailableRetry)
 		}
