@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +23,10 @@ import (
 )
 
 // TestRoomStartsWithoutItsStore: Caddy loads a room whose DynamoDB does
-// not answer (nothing listens on its endpoint), and the room serves
+// not answer (every connection to its endpoint is reset), and the room serves
 // unjoined: a new token gets 503 with Retry-After, the admin API says
 // "joined": false. When DynamoDB answers on that endpoint (DynamoDB Local
-// behind a relay on the same port), the room joins without a reload.
+// behind the same address), the room joins without a reload.
 func TestRoomStartsWithoutItsStore(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	t.Setenv("AWS_ACCESS_KEY_ID", "fairgate")
@@ -33,12 +34,8 @@ func TestRoomStartsWithoutItsStore(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))
 	defer origin.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // refused until the relay listens here
+	link := newStoreLink(t) // every connection reset until it relays
+	addr := link.addr
 	table := fmt.Sprintf("caddy_cold_%d", rand.Int64())
 	opts := "state queue\n\t\tdifficulty 0\n\t\tstate_store dynamodb {\n\t\t\ttable " + table + "\n\t\t\tregion us-east-1\n\t\t\tendpoint http://" + addr +
 		"\n\t\t\tpoll 100ms\n\t\t\tcall_timeout 1s\n\t\t}"
@@ -81,7 +78,7 @@ func TestRoomStartsWithoutItsStore(t *testing.T) {
 	if err := dynamostore.New(client, table, 10*time.Second).CreateTable(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	relay(t, addr, target.Host)
+	link.relay(target.Host)
 	deadline := time.Now().Add(15 * time.Second)
 	for !joined() {
 		if time.Now().After(deadline) {
@@ -92,21 +89,36 @@ func TestRoomStartsWithoutItsStore(t *testing.T) {
 	token(t, c, site)
 }
 
-// relay listens on addr and relays every connection to target.
-func relay(t *testing.T, addr, target string) {
+// storeLink is a loopback address in front of a store: while cut, every
+// connection is reset at once (a store that is down); once relayed to a
+// target, connections go through. The listener stays this test's from the
+// start, so no other test can take its port in between.
+type storeLink struct {
+	addr   string
+	target atomic.Pointer[string]
+}
+
+func newStoreLink(t *testing.T) *storeLink {
 	t.Helper()
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("listening again on %s: %v", addr, err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	link := &storeLink{addr: l.Addr().String()}
 	go func() {
 		for {
 			in, err := l.Accept()
 			if err != nil {
 				return
 			}
-			out, err := net.DialTimeout("tcp", target, 5*time.Second)
+			target := link.target.Load()
+			if target == nil {
+				in.(*net.TCPConn).SetLinger(0) // a reset, as from a closed port
+				in.Close()
+				continue
+			}
+			out, err := net.DialTimeout("tcp", *target, 5*time.Second)
 			if err != nil {
 				in.Close()
 				continue
@@ -115,4 +127,8 @@ func relay(t *testing.T, addr, target string) {
 			go func() { _, _ = io.Copy(in, out); in.Close() }()
 		}
 	}()
+	return link
 }
+
+// relay restores the link: connections go to target from now on.
+func (l *storeLink) relay(target string) { l.target.Store(&target) }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,35 +166,36 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 	}
 }
 
-// closedPort is a loopback address nothing listens on (yet): connections
-// to it are refused, as to a store that is down.
-func closedPort(t *testing.T) string {
+// storeLink is a loopback address in front of a store: while cut, every
+// connection is reset at once (a store that is down); once relayed to a
+// target, connections go through. The listener stays this test's from the
+// start, so no other test can take its port in between.
+type storeLink struct {
+	addr   string
+	target atomic.Pointer[string]
+}
+
+func newStoreLink(t *testing.T) *storeLink {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// forward listens on addr and relays every connection to target: the
-// network to the store, restored.
-func forward(t *testing.T, addr, target string) {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listening again on %s: %v", addr, err)
-	}
 	t.Cleanup(func() { l.Close() })
+	link := &storeLink{addr: l.Addr().String()}
 	go func() {
 		for {
 			in, err := l.Accept()
 			if err != nil {
 				return
 			}
-			out, err := net.DialTimeout("tcp", target, 5*time.Second)
+			target := link.target.Load()
+			if target == nil {
+				in.(*net.TCPConn).SetLinger(0) // a reset, as from a closed port
+				in.Close()
+				continue
+			}
+			out, err := net.DialTimeout("tcp", *target, 5*time.Second)
 			if err != nil {
 				in.Close()
 				continue
@@ -202,7 +204,11 @@ func forward(t *testing.T, addr, target string) {
 			go func() { _, _ = io.Copy(in, out); in.Close() }()
 		}
 	}()
+	return link
 }
+
+// relay restores the link: connections go to target from now on.
+func (l *storeLink) relay(target string) { l.target.Store(&target) }
 
 // dynamoServerConfig is `fairgate proxy` on DynamoDB at endpoint.
 func dynamoServerConfig(t *testing.T, endpoint, table string) ServerConfig {
@@ -218,13 +224,14 @@ func dynamoServerConfig(t *testing.T, endpoint, table string) ServerConfig {
 	}}
 }
 
-// `fairgate proxy` starts while DynamoDB does not answer (it used to exit),
+// `fairgate proxy` starts while DynamoDB does not answer (it used to exit:
+// here every connection to its endpoint is reset),
 // serves unjoined, and joins once DynamoDB answers, without a restart. A
 // config no store could take still fails the start.
 func TestServerStartsWithoutItsStore(t *testing.T) {
-	addr := closedPort(t)
+	link := newStoreLink(t)
 	table := fmt.Sprintf("cold_%d", rand.Int64())
-	sc := dynamoServerConfig(t, "http://"+addr, table)
+	sc := dynamoServerConfig(t, "http://"+link.addr, table)
 	start := time.Now()
 	srv, err := NewServer(sc)
 	if err != nil {
@@ -284,7 +291,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 	if err := dynamostore.New(client, table, 10*time.Second).CreateTable(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	forward(t, addr, target.Host)
+	link.relay(target.Host)
 	deadline := time.Now().Add(15 * time.Second)
 	for !joined() {
 		if time.Now().After(deadline) {
@@ -306,7 +313,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 // store could take, or a store that answers with a refusal (a missing
 // table), still fails it.
 func TestServerRefusesABrokenStoreConfig(t *testing.T) {
-	addr := closedPort(t)
+	link := newStoreLink(t)
 	for name, change := range map[string]func(*StateStore){
 		"table name":  func(s *StateStore) { s.Table = "a" },
 		"table chars": func(s *StateStore) { s.Table = "rooms/prod" },
@@ -314,7 +321,7 @@ func TestServerRefusesABrokenStoreConfig(t *testing.T) {
 		"endpoint":    func(s *StateStore) { s.Endpoint = "127.0.0.1:8000" },
 	} {
 		t.Run(name, func(t *testing.T) {
-			sc := dynamoServerConfig(t, "http://"+addr, "fairgate_rooms")
+			sc := dynamoServerConfig(t, "http://"+link.addr, "fairgate_rooms")
 			change(sc.Gateway.StateStore)
 			if _, err := NewServer(sc); err == nil || !strings.Contains(err.Error(), "state_store") {
 				t.Fatalf("started with a broken state_store: %v", err)
