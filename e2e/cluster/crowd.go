@@ -3,19 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/pass"
 )
 
 // answer is what a node said to an admission attempt.
@@ -177,7 +176,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			_ = json.Unmarshal(body, &a)
 		}
 		c.mu.Lock()
-		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start), decided: issuedAt(a.Pass)})
+		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start), decided: pass.IssuedAt(a.Pass)})
 		c.mu.Unlock()
 		switch status {
 		case http.StatusOK:
@@ -223,23 +222,6 @@ func (c *crowd) call(ctx context.Context, n *node, method, path string, body []b
 		c.maxTook.Store(took)
 	}
 	return status, b, h, err
-}
-
-// issuedAt reads a pass's `iat` (Unix seconds), 0 if it has none.
-func issuedAt(pass string) int64 {
-	parts := strings.Split(pass, ".")
-	if len(parts) != 3 {
-		return 0
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0
-	}
-	var claims struct {
-		IssuedAt int64 `json:"iat"`
-	}
-	_ = json.Unmarshal(raw, &claims)
-	return claims.IssuedAt
 }
 
 // admissions counts the admissions decided in [from, to) (by the pass's

@@ -382,20 +382,28 @@ func sameVersion(sts []status) bool {
 
 // formula is S(t) from a clock's origin, value and segments, written out
 // here rather than taken from admission.Clock.At: S(t) = value + the sum,
-// over the segments started before t, of speed × the time each ran before t.
+// over the segments, of speed × how long each ran before t (from its start
+// to the next one's start or t, whichever comes first; nothing if it starts
+// at t or later).
 func formula(c admission.Clock, t time.Time) float64 {
-	s := c.Value
-	for i, seg := range c.Segments {
-		if !t.After(seg.Start) {
-			break
+	total := c.Value
+	for i := range c.Segments {
+		stop := t
+		if i+1 < len(c.Segments) {
+			stop = minTime(t, c.Segments[i+1].Start)
 		}
-		end := t
-		if i+1 < len(c.Segments) && c.Segments[i+1].Start.Before(t) {
-			end = c.Segments[i+1].Start
+		if ran := stop.Sub(c.Segments[i].Start); ran > 0 {
+			total += c.Segments[i].Speed * ran.Seconds()
 		}
-		s += seg.Speed * end.Sub(seg.Start).Seconds()
 	}
-	return s
+	return total
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // clockAgreement returns the largest gap, in time, between a node's
