@@ -50,6 +50,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/replay"
 )
 
 type options struct {
@@ -896,38 +897,21 @@ func (c *cluster) replay(ctx context.Context, nodes []*node, used []usedToken, w
 			for u := range jobs {
 				req, _ := json.Marshal(map[string]string{"nonce": u.nonce, "token": u.token})
 				for _, n := range nodes {
-					// A 429 (the bucket's slot, or a checkpoint ahead) is
-					// asked again after its Retry-After, up to three times,
-					// so that a replay is judged by the ledger.
-					for attempt := 0; attempt < 4; attempt++ {
-						status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
-						if err != nil {
-							break
-						}
-						if status == http.StatusTooManyRequests && attempt < 3 {
-							var tk ticket
-							_ = json.Unmarshal(body, &tk)
-							sleep(ctx, min(2*time.Second, time.Duration(tk.RetryAfter*float64(time.Second))+10*time.Millisecond))
-							continue
-						}
-						mu.Lock()
-						answered++
-						statuses[status]++
-						if status == http.StatusOK {
-							// The same pass again is the token's own admission
-							// answered once more (its answer may have been
-							// lost); another pass would be a second admission.
-							var a struct{ Pass string }
-							_ = json.Unmarshal(body, &a)
-							if pass.ID(a.Pass) != pass.ID(u.pass) || u.pass == "" {
-								again++
-							} else {
-								same++
-							}
-						}
-						mu.Unlock()
-						break
+					status, body, err := replay.Admit(ctx, client, n.site(), req)
+					if err != nil {
+						continue
 					}
+					mu.Lock()
+					answered++
+					statuses[status]++
+					if status == http.StatusOK {
+						if replay.Again(body, pass.ID(u.pass)) {
+							again++
+						} else {
+							same++
+						}
+					}
+					mu.Unlock()
 				}
 			}
 		}()

@@ -62,6 +62,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/replay"
 )
 
 type counts struct {
@@ -140,7 +141,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *replayFile != "" && *site != "" {
-		out, err := replay(*site, *replayFile)
+		out, err := replayUsed(*site, *replayFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)
@@ -292,7 +293,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			}
 			// The admitted token asked again gets its own pass back (a
 			// retry after a lost answer); any other pass is a second admission.
-			if st, again, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK && admittedAgain(again, pass.ID(a.Pass)) {
+			if st, again, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK && replay.Again(again, pass.ID(a.Pass)) {
 				c.fail(&c.Double, "a used token admitted again")
 			}
 			if buy != nil {
@@ -541,18 +542,10 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// admittedAgain reports whether an admit answer's body carries a pass other
-// than the one the place was admitted with.
-func admittedAgain(body []byte, firstID string) bool {
-	var a struct{ Pass string }
-	_ = json.Unmarshal(body, &a)
-	return firstID == "" || pass.ID(a.Pass) != firstID
-}
-
-// replay posts every admitted token in file (lines of the first pass's id,
+// replayUsed posts every admitted token in file (lines of the first pass's id,
 // a tab and the admit body) once more to site and counts those admitted
 // again: answered with a pass other than their first.
-func replay(site, file string) (string, error) {
+func replayUsed(site, file string) (string, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		return "", err
@@ -570,24 +563,15 @@ func replay(site, file string) (string, error) {
 		go func() {
 			defer wg.Done()
 			for u := range lines {
-				for attempt := 0; attempt < 4 && ctx.Err() == nil; attempt++ {
-					status, resp, err := do(ctx, client, "POST", site+"/_fairgate/admit", u.body, "")
-					if err != nil {
-						break
-					}
-					if status == http.StatusTooManyRequests && attempt < 3 {
-						var tk ticket
-						_ = json.Unmarshal(resp, &tk)
-						sleep(ctx, min(2*time.Second, time.Duration(tk.RetryAfter*float64(time.Second))+10*time.Millisecond))
-						continue
-					}
-					replayed.Add(1)
-					n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
-					n.(*atomic.Int64).Add(1)
-					if status == http.StatusOK && admittedAgain(resp, string(u.id)) {
-						again.Add(1)
-					}
-					break
+				status, resp, err := replay.Admit(ctx, client, site, u.body)
+				if err != nil {
+					continue
+				}
+				replayed.Add(1)
+				n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+				if status == http.StatusOK && replay.Again(resp, string(u.id)) {
+					again.Add(1)
 				}
 			}
 		}()
