@@ -162,6 +162,45 @@ func solveFor(t *testing.T, tk ticketJSON) string {
 	return strconv.FormatUint(n, 10)
 }
 
+// waiter is a visitor in a test that steps the clock itself: its latest
+// waiting answer, the nonce solved for its token, and when it arrived and
+// was admitted (zero until then).
+type waiter struct {
+	tk                ticketJSON
+	nonce             string
+	arrived, admitted time.Time
+}
+
+// arrive is a new visitor (its own cookie jar) taking a token at now.
+func (e *env) arrive(now time.Time) *waiter {
+	e.t.Helper()
+	e.client.Jar = newClockJar(e.clock.Now)
+	tk := e.ticket()
+	return &waiter{tk: tk, nonce: solveFor(e.t, tk), arrived: now}
+}
+
+// step posts w's admit once if w still waits and its next attempt is
+// due at now: an admission records now, a 429 is read over w's answer,
+// anything else fails the test.
+func (e *env) step(w *waiter, now time.Time) {
+	e.t.Helper()
+	if !w.admitted.IsZero() || now.Before(time.UnixMilli(w.tk.NextAttempt)) {
+		return
+	}
+	body, _ := json.Marshal(map[string]string{"token": w.tk.Token, "nonce": w.nonce})
+	resp, b := e.do("POST", "/_fairgate/admit", string(body))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		w.admitted = now
+	case http.StatusTooManyRequests:
+		if err := json.Unmarshal(b, &w.tk); err != nil {
+			e.t.Fatal(err)
+		}
+	default:
+		e.t.Fatalf("admit: %d %s", resp.StatusCode, b)
+	}
+}
+
 // admitted waits and attempts as an honest page would, until admitted,
 // sending header with every request.
 func (e *env) admitted(header ...string) admitResponse {

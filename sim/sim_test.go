@@ -27,21 +27,9 @@ func TestFairness(t *testing.T) {
 	// at tau 2m the eligible rate outgrows the bucket, so the busy answer
 	// and its slots are exercised too.
 	cfg.FixedTau = 2 * time.Minute
-	r, err := RunAll(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := r.WriteTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + table.String())
-	if r.Unadmitted != 0 {
-		t.Errorf("%d visitors never admitted", r.Unadmitted)
-	}
-	if r.Expired != 0 {
-		t.Errorf("%d tokens expired under honest visitors: places lost", r.Expired)
-	}
+	r, table := runAll(t, cfg)
+	t.Log("\n" + table)
+	checkEveryoneAdmitted(t, r)
 	// 200 to 600 samples: rho's standard error is at most 1/sqrt(200) = 0.07.
 	if math.Abs(r.PreQueueRho) > 0.2 {
 		t.Errorf("pre-queue admission order follows arrival order: rho %.4f", r.PreQueueRho)
@@ -87,21 +75,9 @@ func TestFairnessFIFO(t *testing.T) {
 	cfg.QueueOrder, cfg.LuckWindow = "fifo", 2*time.Second
 	// The adaptive counter (the default): it makes up for keys that come
 	// unevenly (the pre-queue's are uniform draws) within seconds.
-	r, err := RunAll(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := r.WriteTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + table.String())
-	if r.Unadmitted != 0 {
-		t.Errorf("%d visitors never admitted", r.Unadmitted)
-	}
-	if r.Expired != 0 {
-		t.Errorf("%d tokens expired under honest visitors: places lost", r.Expired)
-	}
+	r, table := runAll(t, cfg)
+	t.Log("\n" + table)
+	checkEveryoneAdmitted(t, r)
 	if math.Abs(r.PreQueueRho) > 0.2 || r.PreQueueLotRho < 0.99 {
 		t.Errorf("pre-queue: rho(arrival) %.4f, rho(draw) %.4f; want a lottery of the draw", r.PreQueueRho, r.PreQueueLotRho)
 	}
@@ -172,15 +148,7 @@ func TestLaneWaits(t *testing.T) {
 	// The adaptive clock: each lane's controller sets its own lane's speed
 	// from its own population and rate.
 	cfg.VIPVisitors, cfg.VIPLane = 0.1, 0.3
-	run, err := Simulate(context.Background(), cfg, Honest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range run.Visitors {
-		if !v.Done {
-			t.Fatalf("visitor %d (lane %q) never admitted", v.ID, v.Lane)
-		}
-	}
+	run := simulateHonest(t, cfg)
 	lanes := laneWaits(run)
 	t.Logf("waits by lane: %+v", lanes)
 	if len(lanes) != 2 || lanes[0].Lane != "" || lanes[1].Lane != "vip" || lanes[1].Visitors == 0 {
@@ -204,26 +172,14 @@ func TestRunAllParallelAndMixed(t *testing.T) {
 	cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
 	cfg.Rate, cfg.Share = 5.0/raceScale, 0.05
 	cfg.FixedTau = time.Minute
-	table := func(cfg Config) (Report, string) {
-		t.Helper()
-		r, err := RunAll(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := r.WriteTable(&b); err != nil {
-			t.Fatal(err)
-		}
-		return r, b.String()
-	}
-	one, oneTable := table(cfg)
+	one, oneTable := runAll(t, cfg)
 	cfg.Parallel = 2
-	_, both := table(cfg)
+	_, both := runAll(t, cfg)
 	if both != oneTable {
 		t.Errorf("parallel runs changed the report:\n%s\nwant\n%s", both, oneTable)
 	}
 	cfg.Mixed = true
-	mixed, mixedTable := table(cfg)
+	mixed, mixedTable := runAll(t, cfg)
 	t.Log("\n" + mixedTable)
 	if distinct(mixed.Runs) == nil || len(distinct(mixed.Runs)) != 2 {
 		t.Fatalf("mixed: %d runs, want the baseline and one", len(distinct(mixed.Runs)))
@@ -244,9 +200,7 @@ func TestRunAllParallelAndMixed(t *testing.T) {
 			t.Errorf("mixed: %v gains beyond the noise: %+v", p.Kind, p)
 		}
 	}
-	if mixed.Expired != 0 || mixed.Unadmitted != 0 {
-		t.Errorf("mixed: %d honest tokens expired, %d never admitted", mixed.Expired, mixed.Unadmitted)
-	}
+	checkEveryoneAdmitted(t, mixed)
 }
 
 // TestSkipEarlyRepeats: answering a repeated early attempt from the last
@@ -303,15 +257,7 @@ func TestLotteryRateHeld(t *testing.T) {
 	// Arrivals (13/s) outpace admissions, then stop: the queue grows for
 	// 90 s and drains for about two minutes.
 	cfg.Rate = 6.0 / raceScale
-	run, err := Simulate(context.Background(), cfg, Honest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range run.Visitors {
-		if !v.Done {
-			t.Fatalf("visitor %d never admitted", v.ID)
-		}
-	}
+	run := simulateHonest(t, cfg)
 	lo, mean, hi := rateHeld(run, 1)
 	t.Logf("rate while the queue was not empty, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%; sale %v", 100*lo, 100*mean, 100*hi, run.Duration)
 	// A window holds 60 admissions (20 under -race): one is 1.7% (5%).
