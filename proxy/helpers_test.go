@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -160,6 +161,21 @@ func solveFor(t *testing.T, tk ticketJSON) string {
 		t.Fatal(err)
 	}
 	return strconv.FormatUint(n, 10)
+}
+
+// hookServer is an admission hook on a real listener that turns a visitor
+// away (409, the seat service full) when refuse says so and opens a
+// session otherwise; it closes with the test.
+func hookServer(t *testing.T, refuse func(*http.Request) bool) string {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse(r) {
+			w.WriteHeader(http.StatusConflict)
+			return
+		}
+		fmt.Fprint(w, `{"session":"s"}`)
+	}))
+	t.Cleanup(hook.Close)
+	return hook.URL
 }
 
 // waiter is a visitor in a test that steps the clock itself: its latest

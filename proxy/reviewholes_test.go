@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -196,15 +195,8 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 // checkpoint the place is admitted without taking a second admission.
 func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
 	var calls atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			w.WriteHeader(http.StatusConflict) // full, this once
-			return
-		}
-		fmt.Fprint(w, `{"session":"s"}`)
-	}))
-	defer hook.Close()
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	hook := hookServer(t, func(*http.Request) bool { return calls.Add(1) == 1 }) // full, this once
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook}}, nil)
 	tb := e.newTab()
 	first := tb.token()
 	e.clock.Set(time.UnixMilli(first.NextAttempt))
@@ -241,15 +233,8 @@ func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
 // slot would later sign a second pass beside the first.
 func TestRefusedRepeatReleasesAUsedPlace(t *testing.T) {
 	var calls atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 2 {
-			w.WriteHeader(http.StatusConflict) // the repeat, this once
-			return
-		}
-		fmt.Fprint(w, `{"session":"s"}`)
-	}))
-	defer hook.Close()
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	hook := hookServer(t, func(*http.Request) bool { return calls.Add(1) == 2 }) // the repeat, this once
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook}}, nil)
 	tb := e.newTab()
 	tk := tb.token()
 	e.clock.Set(time.UnixMilli(tk.NextAttempt))
