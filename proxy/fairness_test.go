@@ -271,13 +271,7 @@ func TestTabsAreExtraLotteryTickets(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "queue", Identity: &Identity{
 		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
 	}}, nil)
-	login := func(sub string) string {
-		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + s
-	}
+	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(time.Hour)) }
 	alice := login("alice")
 	lots := map[string]bool{}
 	places := map[string]bool{}

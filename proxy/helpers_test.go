@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairgate/fairgate/admission"
@@ -176,6 +177,17 @@ func hookServer(t *testing.T, refuse func(*http.Request) bool) string {
 	}))
 	t.Cleanup(hook.Close)
 	return hook.URL
+}
+
+// signLogin is a site login for sub, an HS256 JWT signed with secret that
+// expires at exp (the value of an Authorization header, without "Bearer ").
+func signLogin(t *testing.T, secret []byte, sub string, exp time.Time) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(exp)}).SignedString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // waiter is a visitor in a test that steps the clock itself: its latest

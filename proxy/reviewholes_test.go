@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // The regression tests of the review holes docs/FAIRNESS.md listed under
@@ -103,13 +102,7 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 		Rate: 100, Burst: 100, Identity: &Identity{
 			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
 		}}, nil)
-	login := func(sub string) string {
-		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(24 * time.Hour))}).SignedString(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + tok
-	}
+	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(24*time.Hour)) }
 	for trial := range 4 {
 		start := e.clock.Now()
 		scheduled, saleStart := "scheduled", start.Add(time.Hour).UTC().Format(time.RFC3339)

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/fairgate/fairgate/internal/pathtest"
 )
 
@@ -456,13 +454,7 @@ func TestFindingPassIsABearerToken(t *testing.T) {
 		e := newEnv(t, Config{Room: "sale", Identity: &Identity{
 			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
 		}}, nil)
-		login := func(sub string) string {
-			s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return "Bearer " + s
-		}
+		login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(time.Hour)) }
 		a := e.admitted("Authorization", login("alice"))
 		cookie := "fairgate_pass_sale=" + a.Pass
 		for who, want := range map[string]int{"alice": 200, "mallory": 429} {

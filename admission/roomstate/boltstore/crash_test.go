@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +29,7 @@ func TestCrashKeepsEveryConsumedID(t *testing.T) {
 	if os.Getenv("FAIRGATE_ROOMSTATE_CRASH_CHILD") != "" {
 		t.Skip("the child runs TestCrashChild")
 	}
-	db := filepath.Join(t.TempDir(), "room.db")
+	db := dbPath(t)
 	child := crashtest.Start(t, "TestCrashChild", "FAIRGATE_ROOMSTATE_CRASH_CHILD", db)
 	var consumed []string
 	var granted, lastRank int64
@@ -101,10 +100,7 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only run as the crash test's child")
 	}
-	s, err := Open(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, path)
 	ctx := context.Background()
 	var out sync.Mutex
 	var wg sync.WaitGroup
