@@ -14,14 +14,7 @@ import (
 // exampleSite is a queued room with the bypass rules of Caddyfile.example
 // in front of an origin that resolves paths as nginx does.
 func exampleSite(origin string) string {
-	return fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-}
-http://localhost:HTTP_PORT {
-	waiting_room sec {
+	return testCaddyfile("", fmt.Sprintf(`	waiting_room sec {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
 		bypass {
@@ -30,8 +23,7 @@ http://localhost:HTTP_PORT {
 		}
 	}
 	reverse_proxy %s
-}
-`, strings.TrimPrefix(origin, "http://"))
+`, strings.TrimPrefix(origin, "http://")))
 }
 
 // TestFindingBypassRulesReachProtectedPagesUnderCaddy is issue 10, findings

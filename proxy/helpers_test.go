@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // fakeClock is the injected clock of the tests.
@@ -124,22 +124,11 @@ func newEnv(t *testing.T, cfg Config, next http.Handler) *env {
 		client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
+// do sends a request to the gateway with the env's client (its cookie
+// jar), header given as name, value pairs.
 func (e *env) do(method, path, body string, header ...string) (*http.Response, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return testhttp.Do(e.t, e.client, testhttp.NewRequest(e.t, method, e.srv.URL+path, body), header...)
 }
 
 func (e *env) ticket(header ...string) ticketJSON {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/internal/pathtest"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // exampleBypass are the bypass rules of Caddyfile.example.
@@ -24,21 +25,13 @@ var exampleBypass = []string{"/static/*", "/favicon.ico", "/healthz", "/api/even
 // rawGet sends path exactly as given, as `curl --path-as-is` does.
 func rawGet(t *testing.T, base, rawPath string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", base+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := testhttp.NewRequest(t, "GET", base+"/", "")
 	req.URL.Opaque = rawPath
 	req.Header.Set("Accept", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header[header[i]] = []string{header[i+1]}
+		req.Header[header[i]] = []string{header[i+1]} // as given, not canonicalised
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testhttp.Do(t, nil, req)
 	return resp.StatusCode, string(b)
 }
 
