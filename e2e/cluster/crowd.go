@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/ticket"
 )
 
 // answer is what a node said to an admission attempt.
@@ -105,17 +105,6 @@ func (c *crowd) other(at int, rng *rand.Rand) int {
 	return (at + 1 + rng.IntN(len(c.nodes)-1)) % len(c.nodes)
 }
 
-type ticket struct {
-	Token      string  `json:"token"`
-	Challenge  string  `json:"challenge"`
-	Difficulty int     `json:"difficulty"`
-	RetryAfter float64 `json:"retry_after"`
-	Outcome    string  `json:"outcome"`
-	Error      *struct {
-		Code string `json:"code"`
-	} `json:"error"`
-}
-
 func (c *crowd) note(format string, args ...any) {
 	c.mu.Lock()
 	if len(c.samples) < 8 {
@@ -127,7 +116,7 @@ func (c *crowd) note(format string, args ...any) {
 // visit is one visitor from the token to admission (or the end of ctx).
 func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 	at := c.pick(rng)
-	var tk ticket
+	var tk ticket.Ticket
 	for ctx.Err() == nil {
 		status, body, _, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/token", nil)
 		if ctx.Err() != nil {
@@ -149,13 +138,11 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 	}
 	unknown := "" // how an earlier attempt with this token went unanswered
 	for ctx.Err() == nil {
-		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
-		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		sleep(ctx, tk.Wait())
+		nonce, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
 		}
-		nonce := strconv.FormatUint(n, 10)
-		req, _ := json.Marshal(map[string]string{"nonce": nonce, "token": tk.Token})
 		start := time.Now()
 		status, body, h, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/admit", req)
 		if ctx.Err() != nil {
@@ -185,13 +172,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			c.mu.Unlock()
 			return
 		case http.StatusTooManyRequests:
-			var next ticket
-			_ = json.Unmarshal(body, &next)
-			if next.Token != "" {
-				tk = next
-			} else {
-				tk.RetryAfter = next.RetryAfter
-			}
+			tk.Follow(body)
 		case http.StatusServiceUnavailable:
 			// The documented answer while the store is down: the place is kept.
 			ra, _ := strconv.ParseFloat(h.Get("Retry-After"), 64)

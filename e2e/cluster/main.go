@@ -51,6 +51,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
+	"github.com/fairgate/fairgate/e2e/internal/ticket"
 )
 
 type options struct {
@@ -515,17 +516,16 @@ func (c *cluster) race(ctx context.Context) {
 			for i := range jobs {
 				n := c.nodes[i%3]
 				status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
-				var tk ticket
+				var tk ticket.Ticket
 				if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
 					errs.Add(1)
 					continue
 				}
-				nonce, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+				_, req, err := tk.Solve(ctx)
 				if err != nil {
 					errs.Add(1)
 					continue
 				}
-				req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": tk.Token})
 				// A token the nodes all put off (429: a slot reserved by the
 				// node that won the ledger, or its checkpoint ahead; 503: the
 				// store failing, the place kept) is raced again after its
@@ -555,7 +555,7 @@ func (c *cluster) race(ctx context.Context) {
 								_ = json.Unmarshal(body, &a)
 								ids[j] = pass.ID(a.Pass)
 							}
-							var tk ticket
+							var tk ticket.Ticket
 							if json.Unmarshal(body, &tk) == nil {
 								wait[j] = tk.RetryAfter
 							}

@@ -60,9 +60,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
+	"github.com/fairgate/fairgate/e2e/internal/ticket"
 )
 
 type counts struct {
@@ -233,14 +233,6 @@ func main() {
 	fmt.Println(string(out))
 }
 
-type ticket struct {
-	Token      string  `json:"token"`
-	Challenge  string  `json:"challenge"`
-	Difficulty int     `json:"difficulty"`
-	RetryAfter float64 `json:"retry_after"`
-	Outcome    string  `json:"outcome"`
-}
-
 // visit is one honest visitor, from the waiting answer to the shop (or,
 // with buy, to a confirmed seat).
 func visit(ctx context.Context, client *http.Client, c *counts, site, room string, buy *buyer) {
@@ -254,7 +246,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 		return
 	}
 	status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/token", nil, "")
-	var tk ticket
+	var tk ticket.Ticket
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 		if ctx.Err() == nil {
 			c.failure(false, err, fmt.Sprintf("token: %d %v %.80s", status, err, body))
@@ -263,12 +255,11 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 		return
 	}
 	for ctx.Err() == nil {
-		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
-		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		sleep(ctx, tk.Wait())
+		_, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
 		}
-		req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(n, 10), "token": tk.Token})
 		status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, "")
 		if ctx.Err() != nil {
 			return
@@ -303,15 +294,8 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			shop(ctx, client, c, site, room, a.Pass)
 			return
 		case status == http.StatusTooManyRequests:
-			var next ticket
-			_ = json.Unmarshal(body, &next)
-			if next.Outcome == "deferred" {
+			if tk.Follow(body).Outcome == "deferred" {
 				c.Deferred.Add(1)
-			}
-			if next.Token != "" {
-				tk = next
-			} else { // the prepared busy answer: same token, later
-				tk.RetryAfter = next.RetryAfter
 			}
 		default:
 			c.fail(&c.Lost, fmt.Sprintf("admit refused the place: %d %.120s", status, body))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/ticket"
 )
 
 // Tries is how many times Admit asks: a 429 (the bucket's slot, or a
@@ -32,11 +33,9 @@ func Admit(ctx context.Context, client *http.Client, site string, body []byte) (
 		if err != nil || status != http.StatusTooManyRequests || attempt == Tries {
 			return status, answer, err
 		}
-		var tk struct {
-			RetryAfter float64 `json:"retry_after"`
-		}
+		var tk ticket.Ticket
 		_ = json.Unmarshal(answer, &tk)
-		t := time.NewTimer(min(MaxWait, time.Duration(tk.RetryAfter*float64(time.Second))+10*time.Millisecond))
+		t := time.NewTimer(min(MaxWait, tk.Wait()+10*time.Millisecond))
 		select {
 		case <-ctx.Done():
 			t.Stop()
