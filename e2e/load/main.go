@@ -60,6 +60,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
 	"github.com/fairgate/fairgate/e2e/internal/ticket"
@@ -539,35 +541,28 @@ func replayUsed(site, file string) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	var replayed, again atomic.Int64
 	statuses := sync.Map{}
-	type used struct{ id, body []byte }
-	lines := make(chan used)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for u := range lines {
-				status, resp, err := replay.Admit(ctx, client, site, u.body)
-				if err != nil {
-					continue
-				}
-				replayed.Add(1)
-				n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
-				n.(*atomic.Int64).Add(1)
-				if status == http.StatusOK && replay.Again(resp, string(u.id)) {
-					again.Add(1)
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(16)
 	for _, line := range bytes.Split(raw, []byte("\n")) {
 		id, body, ok := bytes.Cut(line, []byte("\t"))
-		if ok && len(bytes.TrimSpace(body)) > 0 {
-			lines <- used{id, body}
+		if !ok || len(bytes.TrimSpace(body)) == 0 {
+			continue
 		}
+		g.Go(func() error {
+			status, resp, err := replay.Admit(ctx, client, site, body)
+			if err != nil {
+				return nil // not replayed: counted by its absence
+			}
+			replayed.Add(1)
+			n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			if status == http.StatusOK && replay.Again(resp, string(id)) {
+				again.Add(1)
+			}
+			return nil
+		})
 	}
-	close(lines)
-	wg.Wait()
+	_ = g.Wait()
 	byStatus := map[string]int64{}
 	statuses.Range(func(k, v any) bool { byStatus[strconv.Itoa(k.(int))] = v.(*atomic.Int64).Load(); return true })
 	out, _ := json.Marshal(map[string]any{"replayed": replayed.Load(), "again": again.Load(), "statuses": byStatus})
