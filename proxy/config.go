@@ -262,22 +262,6 @@ const (
 	DefaultLuckWindow = 5 * time.Second
 )
 
-// checkRate is the one rule for a target rate, in the config and the admin API.
-func checkRate(rate float64) error {
-	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		return fmt.Errorf("rate %v: must be a positive number of admissions per second", rate)
-	}
-	return nil
-}
-
-// checkDifficulty is the one rule for a difficulty, in the config and the admin API.
-func checkDifficulty(bits int) error {
-	if bits < 0 || bits > admission.MaxDifficulty {
-		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, admission.MaxDifficulty)
-	}
-	return nil
-}
-
 // DefaultPrefix is where the gateway's endpoints live unless Prefix says.
 const DefaultPrefix = "/_fairgate"
 
@@ -439,7 +423,7 @@ func (c Config) settle() (settings, error) {
 	if s.Rate == 0 {
 		s.Rate = DefaultRate
 	}
-	if err := checkRate(s.Rate); err != nil {
+	if err := admission.CheckRate(s.Rate); err != nil {
 		return s, &OptionError{Option: "rate", Err: err}
 	}
 	if s.Burst == 0 {
@@ -464,7 +448,7 @@ func (c Config) settle() (settings, error) {
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
-	if err := checkDifficulty(s.difficulty); err != nil {
+	if err := admission.CheckDifficulty(s.difficulty); err != nil {
 		return s, &OptionError{Option: "difficulty", Err: err}
 	}
 	s.Prefix = c.EndpointPrefix()
