@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/e2e/internal/pass"
-	"github.com/fairgate/fairgate/e2e/internal/ticket"
+	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
 // answer is what a node said to an admission attempt.
@@ -116,7 +116,7 @@ func (c *crowd) note(format string, args ...any) {
 // visit is one visitor from the token to admission (or the end of ctx).
 func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 	at := c.pick(rng)
-	var tk ticket.Ticket
+	var tk waiting.Answer
 	for ctx.Err() == nil {
 		status, body, _, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/token", nil)
 		if ctx.Err() != nil {

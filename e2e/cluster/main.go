@@ -53,7 +53,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
-	"github.com/fairgate/fairgate/e2e/internal/ticket"
+	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
 type options struct {
@@ -518,7 +518,7 @@ func (c *cluster) race(ctx context.Context) {
 		g.Go(func() error {
 			n := c.nodes[i%3]
 			status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
-			var tk ticket.Ticket
+			var tk waiting.Answer
 			if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
 				errs.Add(1)
 				return nil
@@ -557,7 +557,7 @@ func (c *cluster) race(ctx context.Context) {
 							_ = json.Unmarshal(body, &a)
 							ids[j] = pass.ID(a.Pass)
 						}
-						var tk ticket.Ticket
+						var tk waiting.Answer
 						if json.Unmarshal(body, &tk) == nil {
 							wait[j] = tk.RetryAfter
 						}

@@ -64,7 +64,7 @@ import (
 
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
-	"github.com/fairgate/fairgate/e2e/internal/ticket"
+	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
 type counts struct {
@@ -248,7 +248,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 		return
 	}
 	status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/token", nil, "")
-	var tk ticket.Ticket
+	var tk waiting.Answer
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 		if ctx.Err() == nil {
 			c.failure(false, err, fmt.Sprintf("token: %d %v %.80s", status, err, body))

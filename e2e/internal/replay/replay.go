@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/e2e/internal/pass"
-	"github.com/fairgate/fairgate/e2e/internal/ticket"
+	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
 // Tries is how many times Admit asks: a 429 (the bucket's slot, or a
@@ -33,7 +33,7 @@ func Admit(ctx context.Context, client *http.Client, site string, body []byte) (
 		if err != nil || status != http.StatusTooManyRequests || attempt == Tries {
 			return status, answer, err
 		}
-		var tk ticket.Ticket
+		var tk waiting.Answer
 		_ = json.Unmarshal(answer, &tk)
 		t := time.NewTimer(min(MaxWait, tk.Wait()+10*time.Millisecond))
 		select {
