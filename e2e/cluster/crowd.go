@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
@@ -125,20 +124,20 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 		if err != nil {
 			c.conn.Add(1)
 			at = c.other(at, rng)
-			sleep(ctx, 200*time.Millisecond)
+			drive.Sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		if status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 			c.failed.Add(1)
 			c.note("token at %s: %d %.100s", c.nodes[at].name, status, body)
-			sleep(ctx, time.Second)
+			drive.Sleep(ctx, time.Second)
 			return
 		}
 		break
 	}
 	unknown := "" // how an earlier attempt with this token went unanswered
 	for ctx.Err() == nil {
-		sleep(ctx, tk.Wait())
+		drive.Sleep(ctx, tk.Wait())
 		nonce, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
@@ -198,7 +197,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 func (c *crowd) call(ctx context.Context, n *node, method, path string, body []byte) (int, []byte, http.Header, error) {
 	c.requests.Add(1)
 	start := time.Now()
-	status, b, h, err := do(ctx, c.client, method, n.site()+path, body, "")
+	status, b, h, err := drive.Do(ctx, c.client, method, n.site()+path, body, "")
 	if took := int64(time.Since(start)); took > c.maxTook.Load() {
 		c.maxTook.Store(took)
 	}
@@ -259,31 +258,4 @@ func (c *crowd) usedTokens() []usedToken {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]usedToken(nil), c.used...)
-}
-
-func do(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if cookie != "" {
-		req.Header.Set("Cookie", cookie)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, http.Header{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, resp.Header, err
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

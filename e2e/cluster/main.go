@@ -51,6 +51,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
@@ -369,7 +370,7 @@ func (c *cluster) clockCheck(ctx context.Context, when string) {
 		if sameVersion(sts) {
 			break
 		}
-		sleep(ctx, 150*time.Millisecond)
+		drive.Sleep(ctx, 150*time.Millisecond)
 	}
 	worst, same, detail := clockAgreement(sts)
 	check(name, same && worst <= time.Millisecond, "worst %s; %s", worst, detail)
@@ -486,7 +487,7 @@ func (c *cluster) waitAll(ctx context.Context, nodes []*node, since time.Time, w
 		if all {
 			return took, true
 		}
-		sleep(ctx, 50*time.Millisecond)
+		drive.Sleep(ctx, 50*time.Millisecond)
 	}
 	return took, false
 }
@@ -517,7 +518,7 @@ func (c *cluster) race(ctx context.Context) {
 		}
 		g.Go(func() error {
 			n := c.nodes[i%3]
-			status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+			status, body, _, err := drive.Do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
 			var tk waiting.Answer
 			if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
 				errs.Add(1)
@@ -551,7 +552,7 @@ func (c *cluster) race(ctx context.Context) {
 						defer race.Done()
 						<-gun
 						var body []byte
-						got[j], body, _, _ = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
+						got[j], body, _, _ = drive.Do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
 						if got[j] == http.StatusOK {
 							var a struct{ Pass string }
 							_ = json.Unmarshal(body, &a)
@@ -587,7 +588,7 @@ func (c *cluster) race(ctx context.Context) {
 				if admitted > 0 || !busy {
 					break
 				}
-				sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
+				drive.Sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
 			}
 			switch admitted {
 			case 0:
@@ -622,13 +623,13 @@ func (c *cluster) race(ctx context.Context) {
 
 // rateWindows measures admissions cluster-wide over each window.
 func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
-	sleep(ctx, c.o.warmup)
+	drive.Sleep(ctx, c.o.warmup)
 	before := c.storeMetrics(ctx)
 	start := nextSecond()
 	last := before
 	for w := range c.o.windows {
 		from := start.Add(time.Duration(w) * c.o.window)
-		sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
+		drive.Sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
 		now := c.storeMetrics(ctx)
 		c.judgeRate(ctx, cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
 		last = now
@@ -779,7 +780,7 @@ func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span tim
 	from := nextSecond()
 	before := c.storeMetrics(ctx)
 	// A second after the span for the last answers to arrive.
-	sleep(ctx, time.Until(from.Add(span+time.Second)))
+	drive.Sleep(ctx, time.Until(from.Add(span+time.Second)))
 	after := c.storeMetrics(ctx)
 	return c.judgeRate(ctx, cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
 }
@@ -945,13 +946,13 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 				var err error
 				switch name {
 				case "waiting page":
-					status, _, _, err = do(ctx, client, http.MethodGet, n.site()+"/", nil, "")
+					status, _, _, err = drive.Do(ctx, client, http.MethodGet, n.site()+"/", nil, "")
 					err = okStatus(status, err, http.StatusOK, http.StatusTooManyRequests)
 				case "token issue":
-					status, _, _, err = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+					status, _, _, err = drive.Do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
 					err = okStatus(status, err, http.StatusOK)
 				case "pass":
-					status, _, _, err = do(ctx, client, http.MethodGet, n.site()+"/shop", nil, "fairgate_pass_"+room+"="+pass)
+					status, _, _, err = drive.Do(ctx, client, http.MethodGet, n.site()+"/shop", nil, "fairgate_pass_"+room+"="+pass)
 					err = okStatus(status, err, http.StatusOK)
 				}
 				p.total++
@@ -961,7 +962,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 				p.slowest = max(p.slowest, time.Since(start))
 			}
 		}
-		sleep(ctx, 300*time.Millisecond)
+		drive.Sleep(ctx, 300*time.Millisecond)
 	}
 	back := time.Now()
 	grace := c.o.callTimeout + time.Second
@@ -1004,7 +1005,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 		if all {
 			break
 		}
-		sleep(ctx, 100*time.Millisecond)
+		drive.Sleep(ctx, 100*time.Millisecond)
 	}
 	ok := true
 	for _, f := range firsts {

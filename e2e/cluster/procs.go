@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/e2e/internal/drive"
 )
 
 // freePort asks the kernel for a free loopback port.
@@ -221,7 +223,7 @@ func (n *node) change(ctx context.Context, room string, change map[string]any) e
 		if !errors.As(err, &unavailable) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
-		sleep(ctx, 500*time.Millisecond)
+		drive.Sleep(ctx, 500*time.Millisecond)
 	}
 }
 

@@ -62,6 +62,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
@@ -202,7 +203,7 @@ func main() {
 					if i%2 == 1 {
 						method = "POST"
 					}
-					status, _, err := do(ctx, client, method, *plain+"/", []byte("{}"), "")
+					status, _, _, err := drive.Do(ctx, client, method, *plain+"/", []byte("{}"), "")
 					if ctx.Err() != nil {
 						return
 					}
@@ -210,7 +211,7 @@ func main() {
 					if err != nil || status != http.StatusOK {
 						c.failure(true, err, fmt.Sprintf("plain %s: %d %v", method, status, err))
 					}
-					sleep(ctx, *pace)
+					drive.Sleep(ctx, *pace)
 				}
 			}()
 		}
@@ -244,7 +245,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 	}
 	if err != nil || (status != http.StatusTooManyRequests && status != http.StatusOK) {
 		c.failure(false, err, fmt.Sprintf("GET /: %d %v", status, err))
-		sleep(ctx, time.Second)
+		drive.Sleep(ctx, time.Second)
 		return
 	}
 	status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/token", nil, "")
@@ -252,12 +253,12 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 		if ctx.Err() == nil {
 			c.failure(false, err, fmt.Sprintf("token: %d %v %.80s", status, err, body))
-			sleep(ctx, time.Second)
+			drive.Sleep(ctx, time.Second)
 		}
 		return
 	}
 	for ctx.Err() == nil {
-		sleep(ctx, tk.Wait())
+		drive.Sleep(ctx, tk.Wait())
 		_, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
@@ -337,7 +338,7 @@ func (b *buyer) buy(client *http.Client, c *counts, site, room, session, pass st
 		{"confirm", b.seats + "/api/sessions/" + session + "/confirm", `{"payment_ref":"` + ref + `"}`, "Fairgate-Pass: " + pass, hmacHex(b.paymentKey, session+"\n"+ref)},
 	} {
 		if step.name != "hold" {
-			sleep(b.finish, b.think) // choosing, paying: most buyers are mid-checkout at any time
+			drive.Sleep(b.finish, b.think) // choosing, paying: most buyers are mid-checkout at any time
 		}
 		body, status, ok := b.write(client, c, step.name, step.url, step.body, step.auth, step.sig)
 		// Two buyers may pick the same best seat: the second gets 409
@@ -400,7 +401,7 @@ func (b *buyer) write(client *http.Client, c *counts, name, url, body, auth, sig
 			// key again.
 			c.SeatsDown.Add(1)
 			down = true
-			sleep(b.finish, 200*time.Millisecond)
+			drive.Sleep(b.finish, 200*time.Millisecond)
 		default:
 			return out, status, false
 		}
@@ -482,50 +483,24 @@ func shop(ctx context.Context, client *http.Client, c *counts, site, room, pass 
 		default:
 			c.failure(false, err, fmt.Sprintf("shop with a pass: %d %v %.80s", status, err, body))
 		}
-		sleep(ctx, 50*time.Millisecond)
+		drive.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 
 func (c *counts) call(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, error) {
 	c.Requests.Add(1)
-	return do(ctx, client, method, url, body, cookie)
-}
-
-func do(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if cookie != "" {
-		req.Header.Set("Cookie", cookie)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, err
+	status, b, _, err := drive.Do(ctx, client, method, url, body, cookie)
+	return status, b, err
 }
 
 // serveHook is an admission hook that opens a session after delay.
 func serveHook(addr string, delay time.Duration) error {
 	var n atomic.Int64
 	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sleep(r.Context(), delay)
+		drive.Sleep(r.Context(), delay)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"session":"s%d"}`, n.Add(1))
 	}))
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // replayUsed posts every admitted token in file (lines of the first pass's id,

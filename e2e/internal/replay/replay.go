@@ -4,14 +4,12 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
+	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
@@ -29,18 +27,15 @@ const (
 // that is not a 429, or of the last try.
 func Admit(ctx context.Context, client *http.Client, site string, body []byte) (int, []byte, error) {
 	for attempt := 1; ; attempt++ {
-		status, answer, err := post(ctx, client, site+"/_fairgate/admit", body)
+		status, answer, _, err := drive.Do(ctx, client, http.MethodPost, site+"/_fairgate/admit", body, "")
 		if err != nil || status != http.StatusTooManyRequests || attempt == Tries {
 			return status, answer, err
 		}
 		var tk waiting.Answer
 		_ = json.Unmarshal(answer, &tk)
-		t := time.NewTimer(min(MaxWait, tk.Wait()+10*time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		drive.Sleep(ctx, min(MaxWait, tk.Wait()+10*time.Millisecond))
+		if ctx.Err() != nil {
 			return 0, nil, ctx.Err()
-		case <-t.C:
 		}
 	}
 }
@@ -55,22 +50,4 @@ func Again(answer []byte, firstID string) bool {
 	}
 	_ = json.Unmarshal(answer, &a)
 	return firstID == "" || pass.ID(a.Pass) != firstID
-}
-
-func post(ctx context.Context, client *http.Client, url string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("reading %s: %w", url, err)
-	}
-	return resp.StatusCode, b, nil
 }
