@@ -131,38 +131,33 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 				later = e.newTab("Authorization", login(fmt.Sprint("later-", trial)))
 				ltk = later.token()
 			}
-			if hammerIn.IsZero() {
-				switch status, back := hammer.admit(mtk); status {
+			// attempt presents *tk once: admitted, it records now in *in;
+			// told to wait, *tk becomes the answer (returned, with true).
+			attempt := func(who string, tb *tab, tk *ticketJSON, in *time.Time) (ticketJSON, bool) {
+				status, back := tb.admit(*tk)
+				switch status {
 				case 200:
-					hammerIn = now
+					*in = now
 				case 429:
-					mtk = back
+					*tk = back
 				default:
-					t.Fatalf("hammerer: %d", status)
+					t.Fatalf("%s: %d", who, status)
 				}
+				return back, status == 429
+			}
+			if hammerIn.IsZero() {
+				attempt("hammerer", hammer, &mtk, &hammerIn)
 			}
 			if honestIn.IsZero() && !now.Before(wake) {
-				switch status, back := honest.admit(htk); status {
-				case 200:
-					honestIn = now
-				case 429:
+				if back, waiting := attempt("honest", honest, &htk, &honestIn); waiting {
 					if back.State == "scheduled" && back.RetryAfter > 30 {
 						t.Fatalf("told to sleep %vs while scheduled", back.RetryAfter)
 					}
-					htk, wake = back, now.Add(time.Duration(back.RetryAfter*float64(time.Second)))
-				default:
-					t.Fatalf("honest: %d", status)
+					wake = now.Add(time.Duration(back.RetryAfter * float64(time.Second)))
 				}
 			}
 			if later != nil && laterIn.IsZero() && !now.Before(time.UnixMilli(ltk.NextAttempt)) {
-				switch status, back := later.admit(ltk); status {
-				case 200:
-					laterIn = now
-				case 429:
-					ltk = back
-				default:
-					t.Fatalf("later arrival: %d", status)
-				}
+				attempt("later arrival", later, &ltk, &laterIn)
 			}
 		}
 		t.Logf("trial %d: after the early start, honest in %v, hammerer %v, a later arrival %v", trial,
