@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+
+	"github.com/fairgate/fairgate/proxy"
 )
 
 // TestStateStoreKeepsTheRoom runs a room on a bolt state store in a temp
@@ -36,12 +38,9 @@ func TestStateStoreKeepsTheRoom(t *testing.T) {
 		t.Fatalf("queue: %d %s", code, body)
 	}
 	type status struct {
-		State      string          `json:"state"`
-		ClockState json.RawMessage `json:"clock_state"`
-		Cluster    *struct {
-			Store   string `json:"store"`
-			Version uint64 `json:"version"`
-		} `json:"cluster"`
+		State      string               `json:"state"`
+		ClockState json.RawMessage      `json:"clock_state"`
+		Cluster    *proxy.ClusterStatus `json:"cluster"`
 	}
 	read := func(when string) status {
 		t.Helper()
@@ -110,12 +109,9 @@ func TestReloadAppliesStateStoreSettings(t *testing.T) {
 	c := call{t: t, client: tester.Client}
 	room := "http://localhost:ADMIN_PORT/waiting_room/rooms/reload"
 	type status struct {
-		State      string          `json:"state"`
-		ClockState json.RawMessage `json:"clock_state"`
-		Cluster    *struct {
-			Node          string `json:"node"`
-			OnUnavailable string `json:"on_unavailable"`
-		} `json:"cluster"`
+		State      string               `json:"state"`
+		ClockState json.RawMessage      `json:"clock_state"`
+		Cluster    *proxy.ClusterStatus `json:"cluster"`
 	}
 	read := func(when string) status {
 		t.Helper()

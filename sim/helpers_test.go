@@ -4,7 +4,24 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 )
+
+// testSale is DefaultConfig scaled down for a test (and by raceScale under
+// the race detector): preQueue visitors arriving over preQueueSpan before
+// the start, arrivals over arrivalSpan after it, rate admissions a second.
+// A simulation is too long for -short mode: the test is skipped there.
+func testSale(t *testing.T, preQueue, arrivals int, preQueueSpan, arrivalSpan time.Duration, rate float64) Config {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("simulation skipped in -short mode")
+	}
+	cfg := DefaultConfig
+	cfg.PreQueue, cfg.Arrivals = preQueue/raceScale, arrivals/raceScale
+	cfg.PreQueueSpan, cfg.ArrivalSpan = preQueueSpan, arrivalSpan
+	cfg.Rate = rate / raceScale
+	return cfg
+}
 
 // runAll runs cfg's sale with every strategy and returns the report and
 // its table.

@@ -13,15 +13,9 @@ import (
 // fails if any strategy gains on its honest twin, or any honest visitor's
 // token expires. It is the scenario of `fairgate sim`, scaled down.
 func TestFairness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 600/raceScale, 600/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, time.Minute
 	// Arrivals (10/s) outpace admissions, so the queue grows as in the
 	// full scenario.
-	cfg.Rate = 6.0 / raceScale
+	cfg := testSale(t, 600, 600, time.Minute, time.Minute, 6.0)
 	cfg.Share = 0.04 * raceScale
 	// A fixed clock pairs each visitor with its twin exactly (see FixedTau);
 	// at tau 2m the eligible rate outgrows the bucket, so the busy answer
@@ -63,14 +57,8 @@ func TestFairness(t *testing.T) {
 // arrival decile never fall while arrivals exceed the rate, and the rate
 // holds within 5% while the queue is not empty.
 func TestFairnessFIFO(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 600/raceScale, 1200/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, 2*time.Minute
 	// Arrivals (10/s) outpace admissions.
-	cfg.Rate = 6.0 / raceScale
+	cfg := testSale(t, 600, 1200, time.Minute, 2*time.Minute, 6.0)
 	cfg.Share = 0.03 * raceScale
 	cfg.QueueOrder, cfg.LuckWindow = "fifo", 2*time.Second
 	// The adaptive counter (the default): it makes up for keys that come
@@ -138,13 +126,7 @@ func TestSpearman(t *testing.T) {
 // gets 30% of the rate; in the same sale they wait far less than the
 // default lane, and everyone is admitted.
 func TestLaneWaits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 300/raceScale, 300/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, time.Minute
-	cfg.Rate = 5.0 / raceScale
+	cfg := testSale(t, 300, 300, time.Minute, time.Minute, 5.0)
 	// The adaptive clock: each lane's controller sets its own lane's speed
 	// from its own population and rate.
 	cfg.VIPVisitors, cfg.VIPLane = 0.1, 0.3
@@ -164,13 +146,8 @@ func TestLaneWaits(t *testing.T) {
 // after the other, byte for byte; a mixed run keeps the baseline and pairs
 // each strategy's visitors with the same twins.
 func TestRunAllParallelAndMixed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 150/raceScale, 150/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
-	cfg.Rate, cfg.Share = 5.0/raceScale, 0.05
+	cfg := testSale(t, 150, 150, 30*time.Second, 30*time.Second, 5.0)
+	cfg.Share = 0.05
 	cfg.FixedTau = time.Minute
 	one, oneTable := runAll(t, cfg)
 	cfg.Parallel = 2
@@ -207,15 +184,10 @@ func TestRunAllParallelAndMixed(t *testing.T) {
 // early answer, instead of sending it, changes no visitor's admission,
 // requests or work, in both queue orders with the adaptive clock.
 func TestSkipEarlyRepeats(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
 	for _, order := range []string{"lottery", "fifo"} {
 		t.Run(order, func(t *testing.T) {
-			cfg := DefaultConfig
-			cfg.PreQueue, cfg.Arrivals = 150/raceScale, 150/raceScale
-			cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
-			cfg.Rate, cfg.Share, cfg.QueueOrder = 5.0/raceScale, 0.05, order
+			cfg := testSale(t, 150, 150, 30*time.Second, 30*time.Second, 5)
+			cfg.Share, cfg.QueueOrder = 0.05, order
 			sent, err := Simulate(context.Background(), cfg, everyStrategy)
 			if err != nil {
 				t.Fatal(err)
@@ -248,15 +220,9 @@ func TestSkipEarlyRepeats(t *testing.T) {
 // keys of the places it knows, the drain fell to 60% and the last windows
 // to a few percent.
 func TestLotteryRateHeld(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 1200/raceScale, 1200/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, 90*time.Second
 	// Arrivals (13/s) outpace admissions, then stop: the queue grows for
 	// 90 s and drains for about two minutes.
-	cfg.Rate = 6.0 / raceScale
+	cfg := testSale(t, 1200, 1200, time.Minute, 90*time.Second, 6.0)
 	run := simulateHonest(t, cfg)
 	lo, mean, hi := rateHeld(run, 1)
 	t.Logf("rate while the queue was not empty, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%; sale %v", 100*lo, 100*mean, 100*hi, run.Duration)

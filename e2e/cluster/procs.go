@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
-
 	"github.com/fairgate/fairgate/e2e/internal/drive"
+	"github.com/fairgate/fairgate/proxy"
 )
 
 // freePort asks the kernel for a free loopback port.
@@ -170,20 +170,13 @@ func (n *node) start(ctx context.Context) error {
 // clock before and after the call.
 type status struct {
 	sent, recvd time.Time
-	State       string          `json:"state"`
-	Rate        float64         `json:"rate"`
-	Clock       float64         `json:"clock"`
-	ClockSpeed  float64         `json:"clock_speed"`
-	Now         string          `json:"now"`
-	ClockState  admission.Clock `json:"clock_state"`
-	Cluster     *struct {
-		Store   string  `json:"store"`
-		Node    string  `json:"node"`
-		Version uint64  `json:"version"`
-		Nodes   int     `json:"nodes"`
-		Share   float64 `json:"share"`
-		Failing bool    `json:"failing"`
-	} `json:"cluster"`
+	State       string               `json:"state"`
+	Rate        float64              `json:"rate"`
+	Clock       float64              `json:"clock"`
+	ClockSpeed  float64              `json:"clock_speed"`
+	Now         string               `json:"now"`
+	ClockState  admission.Clock      `json:"clock_state"`
+	Cluster     *proxy.ClusterStatus `json:"cluster"`
 }
 
 func (n *node) status(ctx context.Context, room string) (status, error) {
