@@ -31,6 +31,10 @@ start_seats() {
 }
 room_settings() { curl -s "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["rate"], d["burst"], d["difficulty"])'; }
 field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+both_under_load() { # both_under_load NAME FOR: load on Caddy's room (and plain Caddy) and on `fairgate proxy` at once, for FOR, into $T/NAME.json and $T/NAME-proxy.json; their pids in load and load2
+  "$LOAD" -site "$room" -room faults -plain "$plain" -for "$2" > "$T/$1.json" 2>> "$T/load.err" & load=$!
+  "$LOAD" -site "$proxy" -room proxyfaults -for "$2" > "$T/$1-proxy.json" 2>> "$T/load.err" & load2=$!
+}
 clean() { # clean FILE [admitted]: no failed request, connection error, lost place or double admission (and, with admitted, some admitted)
   test "$(field "$1" failed)" = 0 -a "$(field "$1" conn_errors)" = 0 -a "$(field "$1" lost)" = 0 -a "$(field "$1" double)" = 0 || return 1
   [ "${2:-}" != admitted ] || [ "$(field "$1" admitted)" -gt 0 ]
@@ -90,8 +94,7 @@ row "10 reloads, 1 rejected" "$T/reloads.json" "rejected reload changed nothing:
 
 # 2. The origin down for 3 s and back, under Caddy and `fairgate proxy`
 # (its own reverse proxy answers 502 JSON while the origin is down).
-"$LOAD" -site "$room" -room faults -plain "$plain" -for 9s > "$T/origin.json" 2>> "$T/load.err" & load=$!
-"$LOAD" -site "$proxy" -room proxyfaults -for 9s > "$T/origin-proxy.json" 2>> "$T/load.err" & load2=$!
+both_under_load origin 9s
 sleep 2
 kill "$origin"; wait "$origin" 2>/dev/null
 sleep 3
@@ -108,8 +111,7 @@ row "origin down 3 s, back — \`fairgate proxy\`" "$T/origin-proxy.json" "502 \
 
 # 3. The admission hook down for 3 s, slow (3 s, past its 1 s timeout) for
 # 3 s, and back: on_failure closed keeps visitors waiting, without a strike.
-"$LOAD" -site "$room" -room faults -plain "$plain" -for 12s > "$T/hook.json" 2>> "$T/load.err" & load=$!
-"$LOAD" -site "$proxy" -room proxyfaults -for 12s > "$T/hook-proxy.json" 2>> "$T/load.err" & load2=$!
+both_under_load hook 12s
 sleep 2
 kill "$hook"; wait "$hook" 2>/dev/null
 sleep 3
