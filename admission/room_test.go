@@ -21,3 +21,21 @@ func TestRoomPastBounded(t *testing.T) {
 		t.Fatalf("only %d readings: the speed did not move enough for the test to mean anything", n)
 	}
 }
+
+func TestNewRoomValidates(t *testing.T) {
+	bad := []func(*RoomConfig){
+		func(c *RoomConfig) { c.Name = "" },
+		func(c *RoomConfig) { c.State = "busy" },
+		func(c *RoomConfig) { c.Rate = 0 },
+		func(c *RoomConfig) { c.Tau = 0 },
+		func(c *RoomConfig) { c.Difficulty = 40 },
+		func(c *RoomConfig) { c.State = StateScheduled },
+	}
+	for i, mutate := range bad {
+		cfg := RoomConfig{Name: "r", State: StateQueue, Rate: 1, Tau: time.Second}
+		mutate(&cfg)
+		if _, err := NewRoom(cfg, t0); err == nil {
+			t.Errorf("case %d: invalid config accepted: %+v", i, cfg)
+		}
+	}
+}
