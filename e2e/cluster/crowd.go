@@ -16,6 +16,15 @@ import (
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
+// The driver's short names for what it shares with the other e2e drivers
+// (e2e/internal).
+type ticket = waiting.Answer
+
+var (
+	do    = drive.Do
+	sleep = drive.Sleep
+)
+
 // answer is what a node said to an admission attempt.
 type answer struct {
 	at     time.Time
@@ -115,7 +124,7 @@ func (c *crowd) note(format string, args ...any) {
 // visit is one visitor from the token to admission (or the end of ctx).
 func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 	at := c.pick(rng)
-	var tk waiting.Answer
+	var tk ticket
 	for ctx.Err() == nil {
 		status, body, _, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/token", nil)
 		if ctx.Err() != nil {
@@ -124,20 +133,20 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 		if err != nil {
 			c.conn.Add(1)
 			at = c.other(at, rng)
-			drive.Sleep(ctx, 200*time.Millisecond)
+			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		if status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 			c.failed.Add(1)
 			c.note("token at %s: %d %.100s", c.nodes[at].name, status, body)
-			drive.Sleep(ctx, time.Second)
+			sleep(ctx, time.Second)
 			return
 		}
 		break
 	}
 	unknown := "" // how an earlier attempt with this token went unanswered
 	for ctx.Err() == nil {
-		drive.Sleep(ctx, tk.Wait())
+		sleep(ctx, tk.Wait())
 		nonce, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
@@ -197,7 +206,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 func (c *crowd) call(ctx context.Context, n *node, method, path string, body []byte) (int, []byte, http.Header, error) {
 	c.requests.Add(1)
 	start := time.Now()
-	status, b, h, err := drive.Do(ctx, c.client, method, n.site()+path, body, "")
+	status, b, h, err := do(ctx, c.client, method, n.site()+path, body, "")
 	if took := int64(time.Since(start)); took > c.maxTook.Load() {
 		c.maxTook.Store(took)
 	}

@@ -51,10 +51,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
-	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
 type options struct {
@@ -370,7 +368,7 @@ func (c *cluster) clockCheck(ctx context.Context, when string) {
 		if sameVersion(sts) {
 			break
 		}
-		drive.Sleep(ctx, 150*time.Millisecond)
+		sleep(ctx, 150*time.Millisecond)
 	}
 	worst, same, detail := clockAgreement(sts)
 	check(name, same && worst <= time.Millisecond, "worst %s; %s", worst, detail)
@@ -487,7 +485,7 @@ func (c *cluster) waitAll(ctx context.Context, nodes []*node, since time.Time, w
 		if all {
 			return took, true
 		}
-		drive.Sleep(ctx, 50*time.Millisecond)
+		sleep(ctx, 50*time.Millisecond)
 	}
 	return took, false
 }
@@ -518,8 +516,8 @@ func (c *cluster) race(ctx context.Context) {
 		}
 		g.Go(func() error {
 			n := c.nodes[i%3]
-			status, body, _, err := drive.Do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
-			var tk waiting.Answer
+			status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+			var tk ticket
 			if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
 				errs.Add(1)
 				return nil
@@ -552,13 +550,13 @@ func (c *cluster) race(ctx context.Context) {
 						defer race.Done()
 						<-gun
 						var body []byte
-						got[j], body, _, _ = drive.Do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
+						got[j], body, _, _ = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
 						if got[j] == http.StatusOK {
 							var a struct{ Pass string }
 							_ = json.Unmarshal(body, &a)
 							ids[j] = pass.ID(a.Pass)
 						}
-						var tk waiting.Answer
+						var tk ticket
 						if json.Unmarshal(body, &tk) == nil {
 							wait[j] = tk.RetryAfter
 						}
@@ -588,7 +586,7 @@ func (c *cluster) race(ctx context.Context) {
 				if admitted > 0 || !busy {
 					break
 				}
-				drive.Sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
+				sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
 			}
 			switch admitted {
 			case 0:
@@ -623,13 +621,13 @@ func (c *cluster) race(ctx context.Context) {
 
 // rateWindows measures admissions cluster-wide over each window.
 func (c *cluster) rateWindows(ctx context.Context, cr *crowd) {
-	drive.Sleep(ctx, c.o.warmup)
+	sleep(ctx, c.o.warmup)
 	before := c.storeMetrics(ctx)
 	start := nextSecond()
 	last := before
 	for w := range c.o.windows {
 		from := start.Add(time.Duration(w) * c.o.window)
-		drive.Sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
+		sleep(ctx, time.Until(from.Add(c.o.window+time.Second)))
 		now := c.storeMetrics(ctx)
 		c.judgeRate(ctx, cr, fmt.Sprintf("window %d of %s: admissions cluster-wide", w+1, c.o.window), from, c.o.window, c.o.tolerance, last, now)
 		last = now
@@ -780,7 +778,7 @@ func (c *cluster) rateOver(ctx context.Context, cr *crowd, name string, span tim
 	from := nextSecond()
 	before := c.storeMetrics(ctx)
 	// A second after the span for the last answers to arrive.
-	drive.Sleep(ctx, time.Until(from.Add(span+time.Second)))
+	sleep(ctx, time.Until(from.Add(span+time.Second)))
 	after := c.storeMetrics(ctx)
 	return c.judgeRate(ctx, cr, name, from, span, 2*c.o.tolerance+float64(c.o.block)/(c.o.rate*span.Seconds()), before, after)
 }
@@ -946,13 +944,13 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 				var err error
 				switch name {
 				case "waiting page":
-					status, _, _, err = drive.Do(ctx, client, http.MethodGet, n.site()+"/", nil, "")
+					status, _, _, err = do(ctx, client, http.MethodGet, n.site()+"/", nil, "")
 					err = okStatus(status, err, http.StatusOK, http.StatusTooManyRequests)
 				case "token issue":
-					status, _, _, err = drive.Do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+					status, _, _, err = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
 					err = okStatus(status, err, http.StatusOK)
 				case "pass":
-					status, _, _, err = drive.Do(ctx, client, http.MethodGet, n.site()+"/shop", nil, "fairgate_pass_"+room+"="+pass)
+					status, _, _, err = do(ctx, client, http.MethodGet, n.site()+"/shop", nil, "fairgate_pass_"+room+"="+pass)
 					err = okStatus(status, err, http.StatusOK)
 				}
 				p.total++
@@ -962,7 +960,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 				p.slowest = max(p.slowest, time.Since(start))
 			}
 		}
-		drive.Sleep(ctx, 300*time.Millisecond)
+		sleep(ctx, 300*time.Millisecond)
 	}
 	back := time.Now()
 	grace := c.o.callTimeout + time.Second
@@ -1005,7 +1003,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 		if all {
 			break
 		}
-		drive.Sleep(ctx, 100*time.Millisecond)
+		sleep(ctx, 100*time.Millisecond)
 	}
 	ok := true
 	for _, f := range firsts {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/proxy"
 )
 
@@ -216,7 +215,7 @@ func (n *node) change(ctx context.Context, room string, change map[string]any) e
 		if !errors.As(err, &unavailable) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
-		drive.Sleep(ctx, 500*time.Millisecond)
+		sleep(ctx, 500*time.Millisecond)
 	}
 }
 
