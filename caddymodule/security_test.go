@@ -2,13 +2,12 @@ package caddymodule
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/fairgate/fairgate/internal/pathtest"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // exampleSite is a queued room with the bypass rules of Caddyfile.example
@@ -54,16 +53,11 @@ func TestFindingBypassRulesReachProtectedPagesUnderCaddy(t *testing.T) {
 		{"/static/app.css", 200},
 		{"/api/events/final/sections/L1", 200},
 	} {
-		req, _ := http.NewRequest("GET", withPorts("http://localhost:HTTP_PORT/"), nil)
+		req := testhttp.NewRequest(t, "GET", withPorts("http://localhost:HTTP_PORT/"), "")
 		req.URL.Opaque = p.path
 		req.Header.Set("Accept", "application/json")
-		req.Header["Fairgate_Pass"] = []string{"FORGED"}
-		resp, err := tester.Client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		req.Header["Fairgate_Pass"] = []string{"FORGED"} // as spelled, not canonicalised
+		resp, b := testhttp.Do(t, tester.Client, req)
 		body := string(b)
 		if strings.Contains(body, pathtest.Secret) || strings.Contains(body, "FORGED") {
 			t.Errorf("%s: the origin answered %q", p.path, body)

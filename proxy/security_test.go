@@ -97,16 +97,11 @@ func TestFindingUnderscorePassHeaderReachesOrigin(t *testing.T) {
 	forged := []string{"Fairgate_Pass", "Fairgate-Pass", "fairgate_pass", "FAIRGATE_PASS", "Fairgate_Whatever"}
 	check := func(what, p string, wantPass bool) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", e.srv.URL+p, nil)
+		req := testhttp.NewRequest(t, "GET", e.srv.URL+p, "")
 		for _, name := range forged {
-			req.Header[name] = []string{"FORGED"}
+			req.Header[name] = []string{"FORGED"} // as spelled, not canonicalised
 		}
-		resp, err := e.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := testhttp.Do(t, e.client, req)
 		body := string(b)
 		if resp.StatusCode != 200 || strings.Contains(body, "FORGED") {
 			t.Errorf("%s: %d, origin saw %q", what, resp.StatusCode, body)
