@@ -206,9 +206,10 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 	next := now
 	switch {
 	case view.State == StateOpen:
-	case view.Order == OrderFIFO && view.State == StateScheduled && now.Before(view.SaleStart):
-		// The grid starts at the sale start: the claim of a pre-queue
-		// place is the one checkpoint off it.
+	case view.Order == OrderFIFO:
+		// The claim is the one checkpoint off the grid, one backoff after
+		// the token, unjittered: ranks are claimed in the order tokens were
+		// taken (and a pre-queue's grid starts at the sale start anyway).
 		next = ceilMilli(now.Add(g.policy.MinBackoff))
 	default:
 		next = g.nextCheckpoint(&view, claims, now.Add(g.policy.MinBackoff))
@@ -466,6 +467,14 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// backoff after the start.
 		return g.wait(view, claims, OutcomeWait, g.preQueueFirst(view, claims, now), now)
 	}
+	if claimed && view.State != StateOpen {
+		// The claim is not judged: the place is told its first checkpoint
+		// as the counter stands, as every place is. A late claim takes the
+		// rank it would have had (Room.claimRank), and judged at every
+		// point of the fine grid since its due it would be judged where an
+		// honest place never is, between the checkpoints it is named.
+		return g.wait(view, claims, OutcomeWait, g.fifoNext(view, claims, now), now)
+	}
 	at, eligible := g.walk(view, claims, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
@@ -521,7 +530,7 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // such a version can be valid, so presenting one again takes no second
 // rank. ok is false when no rank could be taken; d says why.
 func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Decision, bool) {
-	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), now, func(view *View, pos int64, lk float64) float64 {
+	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), claims.NextAttempt(), now, func(view *View, pos int64, lk float64) float64 {
 		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk})
 	})
 	if err != nil {
@@ -639,6 +648,7 @@ func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *Wa
 	case err != nil:
 		return g.unavailable(fmt.Errorf("taking admission budget: %w", err), claims), false
 	case !ok:
+		room.ObserveBudgetRefused(now)
 		if !retry.After(now) {
 			retry = now.Add(unavailableRetry)
 		}

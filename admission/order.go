@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +81,7 @@ const fifoMaxCatchUp = 10
 type fifoState struct {
 	ranker atomic.Pointer[rankerBox]
 	claims claimMemory
+	ranked rankHistory // under claims.mu
 	luck   time.Duration
 	issues *Window // ranks handed out per second, for the luck span
 	// preTop is one past the highest pre-queue rank; top one past the
@@ -131,6 +134,47 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 
 type rankerBox struct{ r Ranker }
 
+// lateMemory is the most lateness a fifo claim makes up (rankHistory): a
+// background tab whose timers fire once a minute, with room to spare. A
+// claim later than that takes a new rank.
+const lateMemory = 5 * time.Minute
+
+// rankHistory is the post-start ranks this node handed out over the last
+// lateMemory, in the order handed out, so that a place claiming late takes
+// the rank it would have had (claimRank). 16 bytes a rank.
+type rankHistory struct {
+	given []rankGiven
+	head  int
+}
+
+type rankGiven struct{ at, rank int64 } // Unix nanoseconds, rank
+
+func (h *rankHistory) add(now time.Time, rank int64) {
+	cut := now.Add(-lateMemory).UnixNano()
+	for h.head < len(h.given) && h.given[h.head].at < cut {
+		h.head++
+	}
+	if h.head > len(h.given)/2 { // compacted when half is dropped: amortised O(1)
+		h.given = append(h.given[:0], h.given[h.head:]...)
+		h.head = 0
+	}
+	h.given = append(h.given, rankGiven{now.UnixNano(), rank})
+}
+
+// rankAt is the first rank handed out at or after due, if due is before
+// now and one was (and is remembered).
+func (h *rankHistory) rankAt(due, now time.Time) (int64, bool) {
+	if !due.Before(now) || due.Before(now.Add(-lateMemory)) {
+		return 0, false
+	}
+	kept := h.given[h.head:]
+	i, _ := slices.BinarySearchFunc(kept, due.UnixNano(), func(g rankGiven, at int64) int { return cmp.Compare(g.at, at) })
+	if i == len(kept) {
+		return 0, false
+	}
+	return kept[i].rank, true
+}
+
 // claimMemory remembers the rank each place claimed (Gate.claim), for as
 // long as a version of its token from before the claim can be valid: two
 // generations, each a room memory (at least a minute) long. Its size is
@@ -147,10 +191,14 @@ type claimed struct {
 }
 
 // claimRank is the rank a fifo place taken at issued claims at its first
-// judged attempt: the one it claimed before, or a new one (see Room.Rank),
-// as the token's pos and lk. key is the place's key for a new rank. Claims of one node
-// are serialised, so concurrent attempts of one place take one rank.
-func (r *Room) claimRank(ctx context.Context, id string, issued, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
+// judged attempt, due at due (its first checkpoint): the one it claimed
+// before, or a new one (see Room.Rank), as the token's pos and lk. A
+// post-start claim presented late takes the rank this node handed out
+// first at or after due, if it handed one out since, instead of a new one
+// (rankHistory): it shares that rank, and the luck term orders the two.
+// key is the place's key for a new rank. Claims of one node are
+// serialised, so concurrent attempts of one place take one rank.
+func (r *Room) claimRank(ctx context.Context, id string, issued, due, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
 	f := r.fifo
 	if f == nil {
 		return 0, 0, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
@@ -172,9 +220,20 @@ func (r *Room) claimRank(ctx context.Context, id string, issued, now time.Time, 
 	// claims: its draw is its place, and a late claim loses nothing.
 	view := r.View(now)
 	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && issued.Before(view.SaleStart)
-	rank, view, err := r.Rank(ctx, now, pre)
-	if err != nil {
-		return 0, 0, err
+	rank, late := int64(0), false
+	if !pre {
+		// A claim presented late for its checkpoint takes the rank it
+		// would have had then: a late presenter loses its lateness, not
+		// the arrivals ranked meanwhile.
+		rank, late = f.ranked.rankAt(due, now)
+	}
+	if !late {
+		if rank, view, err = r.Rank(ctx, now, pre); err != nil {
+			return 0, 0, err
+		}
+		if !pre {
+			f.ranked.add(now, rank)
+		}
 	}
 	pos = rank + 1
 	if pre {
@@ -279,8 +338,11 @@ func (r *Room) fifoLimit(v *View) float64 {
 		// spans beyond them.
 		limit = math.Max(limit, float64(top-v.RankBase)+sharedLuckTail*v.LastLuck)
 	}
-	// One rank beyond, so rounding never stops it just short of a key.
-	return v.RankZero + math.Max(0, limit) + 1
+	// Just past the last key, so rounding never stops it short of it, and
+	// no further: a rank beyond, and the next arrival's key would be passed
+	// the moment it claims, ahead of places whose checkpoints are still to
+	// come (proxy.TestFIFOAdmitsInArrivalOrder).
+	return v.RankZero + math.Max(0, limit)*(1+1e-9) + 1e-6
 }
 
 // fifoSpeed is the speed the fifo counter is to run at from now: the

@@ -417,3 +417,42 @@ func TestClaimReplayTakesOneRank(t *testing.T) {
 		t.Fatalf("ranks taken: %v, want 21", got)
 	}
 }
+
+// TestRankHistoryLateClaim: a claim presented late for its checkpoint takes
+// the first rank handed out at or after it; an on-time claim, one with
+// nothing handed out since, and one later than lateMemory take none.
+func TestRankHistoryLateClaim(t *testing.T) {
+	var h rankHistory
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for i, ms := range []int{0, 100, 200, 300} {
+		h.add(at(ms), int64(10+i))
+	}
+	tests := []struct {
+		name     string
+		due, now time.Time
+		rank     int64
+		late     bool
+	}{
+		{"late, between ranks", at(150), at(400), 12, true},
+		{"late, at a rank", at(100), at(400), 11, true},
+		{"on time", at(400), at(400), 0, false},
+		{"nothing handed out since", at(350), at(400), 0, false},
+		{"later than the memory", at(0), at(0).Add(lateMemory + time.Second), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rank, late := h.rankAt(tt.due, tt.now)
+			if rank != tt.rank || late != tt.late {
+				t.Fatalf("rankAt = %d, %v; want %d, %v", rank, late, tt.rank, tt.late)
+			}
+		})
+	}
+	// Ranks older than lateMemory are dropped as new ones come.
+	h.add(at(0).Add(lateMemory+time.Second), 20)
+	if rank, late := h.rankAt(at(50), at(0).Add(lateMemory+2*time.Second)); late {
+		t.Fatalf("a claim due past the memory took rank %d", rank)
+	}
+	if n := len(h.given) - h.head; n != 1 {
+		t.Fatalf("%d ranks kept, want 1", n)
+	}
+}

@@ -227,11 +227,14 @@ type Room struct {
 	pacer      *pacer
 	presence   *Presence
 	eligible   *Window
-	started    time.Time  // when this node's room began to observe
-	fifo       *fifoState // nil unless the order is fifo
-	quota      atomic.Pointer[quotaBox]
-	policy     Policy
-	lastTick   time.Time // the lottery clock's last tick
+	// refused counts the attempts this node's bucket took while the shared
+	// budget was spent (see BudgetBacklog).
+	refused  *Window
+	started  time.Time  // when this node's room began to observe
+	fifo     *fifoState // nil unless the order is fifo
+	quota    atomic.Pointer[quotaBox]
+	policy   Policy
+	lastTick time.Time // the lottery clock's last tick
 }
 
 // Quota caps admissions across every node that shares a room (see
@@ -311,6 +314,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
+		refused:    NewWindow(budgetBacklogSpan),
 		started:    now,
 		policy:     cfg.Policy.withDefaults(),
 	}
@@ -637,6 +641,24 @@ func (r *Room) ObserveAdmitted(place string, now time.Time) {
 	r.presence.Forget(place)
 	r.pacer.done(place, false, now)
 }
+
+// ObserveBudgetRefused records an eligible attempt that this node's bucket
+// took and the room's shared budget refused.
+func (r *Room) ObserveBudgetRefused(now time.Time) { r.refused.Add(now, 1) }
+
+// BudgetBacklog is about how many eligible places wait at this node for
+// the room's shared budget: a place the budget refuses holds no slot and
+// asks again at the budget's next window (a second or so), so the refusals
+// per second over the last few count each such place about once. They are
+// not found eligible (that is counted once per place, when the ledger
+// holds it), so without this a node where the budget turns many away would
+// look idle.
+func (r *Room) BudgetBacklog(now time.Time) float64 {
+	return r.refused.RecentRate(now, budgetBacklogSpan)
+}
+
+// budgetBacklogSpan is how far back BudgetBacklog looks.
+const budgetBacklogSpan = 2 * time.Second
 
 // ObserveEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).

@@ -672,10 +672,23 @@ func shareOf(mine, all float64, nodes int, headroom float64) float64 {
 // admissions per second: the places found eligible over the room's window,
 // or over the time since this node started when that is shorter, so a
 // node that rejoins shows its demand within seconds instead of growing
-// into it over the window (a minute by default) while its visitors wait.
+// into it over the window (a minute by default) while its visitors wait;
+// plus its backlog spread over backlogDrain: the slots its bucket gave
+// that are not due yet, and the places the shared budget turned away (they
+// hold no slot and come back each budget window). A slot is a promise: a
+// node whose share is too small for the visitors it has (a killed node's
+// went to it, a restarted node's came back) holds them in its slots while
+// the others may run out of eligible visitors; the backlog moves the share
+// to where they wait within a tick, where their rate over a window would
+// take seconds to show it.
 func demandOf(r *admission.Room, now time.Time) float64 {
-	return r.ObservedEligibleRate(now)
+	backlog := math.Max(0, -r.BucketLevel(now)) + r.BudgetBacklog(now)
+	return r.ObservedEligibleRate(now) + backlog/backlogDrain.Seconds()
 }
+
+// backlogDrain is how soon a node's share should serve its backlog (see
+// demandOf).
+const backlogDrain = 5 * time.Second
 
 // shareHeadroom lets each node's bucket run a little above its share of
 // the demand, so the shared budget, not an estimate, is what binds: a

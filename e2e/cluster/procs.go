@@ -175,6 +175,7 @@ type status struct {
 	ClockSpeed  float64              `json:"clock_speed"`
 	Now         string               `json:"now"`
 	ClockState  admission.Clock      `json:"clock_state"`
+	BucketLevel float64              `json:"bucket_level"`
 	Cluster     *proxy.ClusterStatus `json:"cluster"`
 }
 
