@@ -287,24 +287,6 @@ func TestResumeChangesNothing(t *testing.T) {
 	}
 }
 
-func TestNewRoomValidates(t *testing.T) {
-	bad := []func(*RoomConfig){
-		func(c *RoomConfig) { c.Name = "" },
-		func(c *RoomConfig) { c.State = "busy" },
-		func(c *RoomConfig) { c.Rate = 0 },
-		func(c *RoomConfig) { c.Tau = 0 },
-		func(c *RoomConfig) { c.Difficulty = 40 },
-		func(c *RoomConfig) { c.State = StateScheduled },
-	}
-	for i, mutate := range bad {
-		cfg := RoomConfig{Name: "r", State: StateQueue, Rate: 1, Tau: time.Second}
-		mutate(&cfg)
-		if _, err := NewRoom(cfg, t0); err == nil {
-			t.Errorf("case %d: invalid config accepted: %+v", i, cfg)
-		}
-	}
-}
-
 func TestBindingAndRequeue(t *testing.T) {
 	ctx := context.Background()
 	g := testGate(t, 100)

@@ -16,6 +16,15 @@ import (
 // configuration mistake, not a defence.
 const MaxDifficulty = 32
 
+// CheckDifficulty is the one rule for a configured difficulty: 0 to
+// MaxDifficulty bits. The room, the config and the admin API all apply it.
+func CheckDifficulty(bits int) error {
+	if bits < 0 || bits > MaxDifficulty {
+		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, MaxDifficulty)
+	}
+	return nil
+}
+
 // challengeBytes is the size of a challenge before base64url encoding.
 const challengeBytes = 16
 

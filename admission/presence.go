@@ -36,19 +36,9 @@ func (w *Window) Add(now time.Time, x float64) {
 }
 
 // Rate is the sum over the complete seconds of the window ending before now,
-// divided by the window's length.
+// divided by the window's length: RecentRate over the whole window.
 func (w *Window) Rate(now time.Time) float64 {
-	cur := now.Unix()
-	n := int64(len(w.seconds))
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	sum := 0.0
-	for i, e := range w.epochs {
-		if e < cur && e >= cur-n {
-			sum += w.seconds[i]
-		}
-	}
-	return sum / float64(n)
+	return w.RecentRate(now, time.Duration(len(w.seconds))*time.Second)
 }
 
 // RecentRate is the sum over the last complete seconds of the window

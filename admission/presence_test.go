@@ -51,3 +51,40 @@ func TestWindowRecentRate(t *testing.T) {
 		t.Errorf("RecentRate over the window %v, Rate %v", got, want)
 	}
 }
+
+// TestPresence: a place presented over and over counts once; the count is
+// the last complete span's (or the current one's, when larger); a span
+// with nobody forgets everyone; Keys splits the places at a clock reading;
+// an admitted place is forgotten at once.
+func TestPresence(t *testing.T) {
+	seen := func() *Presence { // a place hammering every 50 ms, and two quiet ones
+		p := NewPresence(10 * time.Second)
+		for i := range 100 {
+			p.See(t0.Add(time.Duration(i)*50*time.Millisecond), "hammer", 5)
+		}
+		p.See(t0.Add(time.Second), "a", 1)
+		p.See(t0.Add(2*time.Second), "b", 9)
+		return p
+	}
+	for _, tc := range []struct {
+		at   time.Duration
+		want float64
+	}{
+		{5 * time.Second, 3},  // the current span
+		{12 * time.Second, 3}, // the last complete span
+		{25 * time.Second, 0}, // a whole span with nobody
+	} {
+		if got := seen().Count(t0.Add(tc.at)); got != tc.want {
+			t.Errorf("Count at %v = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	p := seen()
+	passed, ahead := p.Keys(t0.Add(5*time.Second), 5)
+	if passed != 2 || len(ahead) != 1 || ahead[0] != 9 {
+		t.Fatalf("Keys at 5 = %d passed, ahead %v; want 2 passed (a, hammer), ahead [9]", passed, ahead)
+	}
+	p.Forget("hammer")
+	if got := p.Count(t0.Add(5 * time.Second)); got != 2 {
+		t.Fatalf("Count after Forget = %v, want 2", got)
+	}
+}

@@ -277,14 +277,14 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	if _, err := ParseState(string(cfg.State)); err != nil {
 		return nil, err
 	}
-	if cfg.Rate <= 0 || math.IsInf(cfg.Rate, 0) || math.IsNaN(cfg.Rate) {
-		return nil, fmt.Errorf("room %s: rate must be a positive number of admissions per second", cfg.Name)
+	if err := CheckRate(cfg.Rate); err != nil {
+		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
 	}
 	if cfg.Tau <= 0 {
 		return nil, fmt.Errorf("room %s: tau must be positive", cfg.Name)
 	}
-	if cfg.Difficulty < 0 || cfg.Difficulty > MaxDifficulty {
-		return nil, fmt.Errorf("room %s: difficulty %d out of range 0..%d", cfg.Name, cfg.Difficulty, MaxDifficulty)
+	if err := CheckDifficulty(cfg.Difficulty); err != nil {
+		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
 	}
 	if cfg.State == StateScheduled && cfg.SaleStart.IsZero() {
 		return nil, fmt.Errorf("room %s: a scheduled room needs a sale start", cfg.Name)
@@ -400,10 +400,20 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 	return nil
 }
 
+// CheckRate is the one rule for a target admission rate: a positive,
+// finite number of admissions per second. The room, the config and the
+// admin API all apply it.
+func CheckRate(rate float64) error {
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("rate %v: must be a positive number of admissions per second", rate)
+	}
+	return nil
+}
+
 // SetRate changes the target admission rate and bucket burst at now.
 func (r *Room) SetRate(rate, burst float64, now time.Time) error {
-	if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
-		return fmt.Errorf("rate must be a positive number of admissions per second")
+	if err := CheckRate(rate); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -420,8 +430,8 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 
 // SetDifficulty changes the proof-of-work difficulty of new tokens.
 func (r *Room) SetDifficulty(bits int) error {
-	if bits < 0 || bits > MaxDifficulty {
-		return fmt.Errorf("difficulty %d out of range 0..%d", bits, MaxDifficulty)
+	if err := CheckDifficulty(bits); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -46,25 +46,17 @@ func TestEvents(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))
 	defer origin.Close()
 	config := func(state string) string {
-		return fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-	events {
+		return testCaddyfile(`	events {
 		on waiting_room_state_changed fairgate_test_record
 		on waiting_room_admitted fairgate_test_record
 	}
-}
-http://localhost:HTTP_PORT {
-	waiting_room events {
+`, fmt.Sprintf(`	waiting_room events {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
 		state %s
 	}
 	reverse_proxy %s
-}
-`, state, strings.TrimPrefix(origin.URL, "http://"))
+`, state, strings.TrimPrefix(origin.URL, "http://")))
 	}
 	tester := newTester(t)
 	tester.InitServer(config("queue"), "caddyfile")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // noSkip turns caddytest's silent skip (when Caddy cannot start) into a
@@ -29,15 +29,7 @@ func (n noSkip) Skip(args ...any) { n.T.Fatal(append([]any{"caddytest would skip
 const testKeysJSON = `{"signing":"k1","keys":{"k1":"c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},"lottery":"bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ=="}`
 
 func siteConfig(origin, extra string) string {
-	return fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-	metrics
-}
-http://localhost:HTTP_PORT {
-	header >X-Queue-Outcome {http.waiting_room.outcome}
+	return testCaddyfile("\tmetrics\n", fmt.Sprintf(`	header >X-Queue-Outcome {http.waiting_room.outcome}
 	waiting_room it {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		state open
@@ -48,8 +40,7 @@ http://localhost:HTTP_PORT {
 	}
 	%s
 	reverse_proxy %s
-}
-`, extra, strings.TrimPrefix(origin, "http://"))
+`, extra, strings.TrimPrefix(origin, "http://")))
 }
 
 type call struct {
@@ -59,19 +50,7 @@ type call struct {
 
 func (c call) do(method, url, body string, header ...string) (int, http.Header, string) {
 	c.t.Helper()
-	req, err := http.NewRequest(method, withPorts(url), strings.NewReader(withPorts(body)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testhttp.Do(c.t, c.client, testhttp.NewRequest(c.t, method, withPorts(url), withPorts(body)), header...)
 	return resp.StatusCode, resp.Header, string(b)
 }
 

@@ -78,7 +78,8 @@ type Handler struct {
 
 	// KeysFrom loads the whole key ring from a placeholder or a file, e.g.
 	// `{env.FAIRGATE_KEYS}` holding the JSON `fairgate keygen` prints, or
-	// `/etc/fairgate/keys.json`. It replaces `keys`.
+	// `/etc/fairgate/keys.json`. It replaces `keys`. Default: unset (`keys`
+	// is read).
 	KeysFrom string `json:"keys_from,omitempty"`
 
 	gw       *proxy.Gateway

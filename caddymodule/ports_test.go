@@ -46,3 +46,12 @@ func newTester(t *testing.T) portTester {
 func (p portTester) InitServer(config, configType string) {
 	p.Tester.InitServer(withPorts(config), configType)
 }
+
+// testCaddyfile is a test's Caddyfile: the global options every in-process
+// test needs (the admin and HTTP ports, no grace period) and then global's
+// lines, then one site on the HTTP port with site's lines. Both end in a
+// newline when not empty.
+func testCaddyfile(global, site string) string {
+	return "{\n\tadmin localhost:ADMIN_PORT\n\thttp_port HTTP_PORT\n\thttps_port HTTPS_PORT\n\tgrace_period 1ns\n" + global +
+		"}\nhttp://localhost:HTTP_PORT {\n" + site + "}\n"
+}

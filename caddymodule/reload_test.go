@@ -13,48 +13,30 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // load posts a Caddyfile to the admin API's /load, as `caddy reload` does,
 // and returns Caddy's answer.
 func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", withPorts("http://localhost:ADMIN_PORT/load"), strings.NewReader(withPorts(caddyfile)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := testhttp.NewRequest(t, "POST", withPorts("http://localhost:ADMIN_PORT/load"), withPorts(caddyfile))
 	req.Header.Set("Content-Type", "text/caddyfile")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testhttp.Do(t, nil, req, header...)
 	return resp.StatusCode, string(b)
 }
 
 // reloadConfig is a site with room "reload": options go into its block,
 // extra after it in the site.
 func reloadConfig(origin, options, extra string) string {
-	return fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-	metrics
-}
-http://localhost:HTTP_PORT {
-	waiting_room reload {
+	return testCaddyfile("\tmetrics\n", fmt.Sprintf(`	waiting_room reload {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		%s
 	}
 	%s
 	reverse_proxy %s
-}
-`, options, extra, strings.TrimPrefix(origin, "http://"))
+`, options, extra, strings.TrimPrefix(origin, "http://")))
 }
 
 // roomFigures is what an operator sees of room "reload": the admin API's
@@ -153,16 +135,7 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 	defer origin.Close()
 	upstream := strings.TrimPrefix(origin.URL, "http://")
 	site := func(body string) string {
-		return fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-}
-http://localhost:HTTP_PORT {
-%s
-}
-`, strings.ReplaceAll(body, "ORIGIN", upstream))
+		return testCaddyfile("", strings.ReplaceAll(body, "ORIGIN", upstream)+"\n")
 	}
 	room := func(matcher, prefix string) string {
 		opts := "keys_from {env.FAIRGATE_IT_KEYS}\n\t\tdifficulty 4"
@@ -254,17 +227,10 @@ func TestCaddyConventions(t *testing.T) {
 	}))
 	defer hook.Close()
 	tester := newTester(t)
-	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-	servers {
+	tester.InitServer(testCaddyfile(`	servers {
 		trusted_proxies static 127.0.0.1/32
 	}
-}
-http://localhost:HTTP_PORT {
-	rewrite /old /new
+`, fmt.Sprintf(`	rewrite /old /new
 	waiting_room conventions {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
@@ -275,8 +241,7 @@ http://localhost:HTTP_PORT {
 		admission_hook %s/hook?host={http.request.host}
 	}
 	reverse_proxy %s
-}
-`, hook.URL, strings.TrimPrefix(origin.URL, "http://")), "caddyfile")
+`, hook.URL, strings.TrimPrefix(origin.URL, "http://"))), "caddyfile")
 	c := call{t: t, client: tester.Client}
 	site := "http://localhost:HTTP_PORT"
 
@@ -317,21 +282,13 @@ func TestKeyFileReload(t *testing.T) {
 	if err := os.WriteFile(file, []byte(testKeysJSON), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-}
-http://localhost:HTTP_PORT {
-	waiting_room keyfile {
+	config := testCaddyfile("", fmt.Sprintf(`	waiting_room keyfile {
 		keys_from %s
 		difficulty 4
 		state open
 	}
 	reverse_proxy %s
-}
-`, file, strings.TrimPrefix(origin.URL, "http://"))
+`, file, strings.TrimPrefix(origin.URL, "http://")))
 	tester := newTester(t)
 	tester.InitServer(config, "caddyfile")
 	c := call{t: t, client: tester.Client}

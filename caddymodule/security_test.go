@@ -2,26 +2,18 @@ package caddymodule
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/fairgate/fairgate/internal/pathtest"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // exampleSite is a queued room with the bypass rules of Caddyfile.example
 // in front of an origin that resolves paths as nginx does.
 func exampleSite(origin string) string {
-	return fmt.Sprintf(`{
-	admin localhost:ADMIN_PORT
-	http_port HTTP_PORT
-	https_port HTTPS_PORT
-	grace_period 1ns
-}
-http://localhost:HTTP_PORT {
-	waiting_room sec {
+	return testCaddyfile("", fmt.Sprintf(`	waiting_room sec {
 		keys_from {env.FAIRGATE_IT_KEYS}
 		difficulty 4
 		bypass {
@@ -30,8 +22,7 @@ http://localhost:HTTP_PORT {
 		}
 	}
 	reverse_proxy %s
-}
-`, strings.TrimPrefix(origin, "http://"))
+`, strings.TrimPrefix(origin, "http://")))
 }
 
 // TestFindingBypassRulesReachProtectedPagesUnderCaddy is issue 10, findings
@@ -62,16 +53,11 @@ func TestFindingBypassRulesReachProtectedPagesUnderCaddy(t *testing.T) {
 		{"/static/app.css", 200},
 		{"/api/events/final/sections/L1", 200},
 	} {
-		req, _ := http.NewRequest("GET", withPorts("http://localhost:HTTP_PORT/"), nil)
+		req := testhttp.NewRequest(t, "GET", withPorts("http://localhost:HTTP_PORT/"), "")
 		req.URL.Opaque = p.path
 		req.Header.Set("Accept", "application/json")
-		req.Header["Fairgate_Pass"] = []string{"FORGED"}
-		resp, err := tester.Client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		req.Header["Fairgate_Pass"] = []string{"FORGED"} // as spelled, not canonicalised
+		resp, b := testhttp.Do(t, tester.Client, req)
 		body := string(b)
 		if strings.Contains(body, pathtest.Secret) || strings.Contains(body, "FORGED") {
 			t.Errorf("%s: the origin answered %q", p.path, body)

@@ -7,7 +7,28 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+
+	"github.com/fairgate/fairgate/proxy"
 )
+
+// storeStatus is what these tests read of a room's admin API figures.
+type storeStatus struct {
+	State      string               `json:"state"`
+	ClockState json.RawMessage      `json:"clock_state"`
+	Cluster    *proxy.ClusterStatus `json:"cluster"`
+}
+
+// readStoreStatus reads a room's figures (at its admin API url) when
+// said; the room must answer and be on a state store.
+func readStoreStatus(c call, url, when string) storeStatus {
+	c.t.Helper()
+	code, _, body := c.do("GET", url, "")
+	var st storeStatus
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || st.Cluster == nil {
+		c.t.Fatalf("%s: room: %d %s", when, code, body)
+	}
+	return st
+}
 
 // TestStateStoreKeepsTheRoom runs a room on a bolt state store in a temp
 // dir: a reload keeps its clock and ledger, and so does taking the room out
@@ -35,20 +56,11 @@ func TestStateStoreKeepsTheRoom(t *testing.T) {
 	if code, _, body := c.do("POST", room, `{"state":"queue"}`); code != 200 {
 		t.Fatalf("queue: %d %s", code, body)
 	}
-	type status struct {
-		State      string          `json:"state"`
-		ClockState json.RawMessage `json:"clock_state"`
-		Cluster    *struct {
-			Store   string `json:"store"`
-			Version uint64 `json:"version"`
-		} `json:"cluster"`
-	}
-	read := func(when string) status {
+	read := func(when string) storeStatus {
 		t.Helper()
-		code, _, body := c.do("GET", room, "")
-		var st status
-		if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || st.Cluster == nil || st.Cluster.Store != "bolt" {
-			t.Fatalf("%s: room: %d %s", when, code, body)
+		st := readStoreStatus(c, room, when)
+		if st.Cluster.Store != "bolt" {
+			t.Fatalf("%s: room on store %q, want bolt", when, st.Cluster.Store)
 		}
 		return st
 	}
@@ -109,23 +121,7 @@ func TestReloadAppliesStateStoreSettings(t *testing.T) {
 	tester := newTester(t)
 	c := call{t: t, client: tester.Client}
 	room := "http://localhost:ADMIN_PORT/waiting_room/rooms/reload"
-	type status struct {
-		State      string          `json:"state"`
-		ClockState json.RawMessage `json:"clock_state"`
-		Cluster    *struct {
-			Node          string `json:"node"`
-			OnUnavailable string `json:"on_unavailable"`
-		} `json:"cluster"`
-	}
-	read := func(when string) status {
-		t.Helper()
-		code, _, body := c.do("GET", room, "")
-		var st status
-		if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || st.Cluster == nil {
-			t.Fatalf("%s: room: %d %s", when, code, body)
-		}
-		return st
-	}
+	read := func(when string) storeStatus { return readStoreStatus(c, room, when) }
 	tester.InitServer(reloadConfig(origin.URL, opts("\t\t\tnode n1\n"), ""), "caddyfile")
 	if code, _, body := c.do("POST", room, `{"state":"paused"}`); code != 200 {
 		t.Fatalf("pause: %d %s", code, body)

@@ -9,12 +9,7 @@
 # reservation.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-T=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; return 1; }
+scratch
 
 export ADMIN_ADDRESS="127.0.0.1:$(port)" ROOM_PORT=$(port) PLAIN_PORT=$(port) SHOP_PORT=$(port)
 export SHOP_UPSTREAM="127.0.0.1:$SHOP_PORT" HOOK_ADDR="127.0.0.1:$(port)" KEYS_FILE="$T/keys.json"
@@ -36,6 +31,14 @@ start_seats() {
 }
 room_settings() { curl -s "$admin/waiting_room/rooms/faults" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["rate"], d["burst"], d["difficulty"])'; }
 field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+both_under_load() { # both_under_load NAME FOR: load on Caddy's room (and plain Caddy) and on `fairgate proxy` at once, for FOR, into $T/NAME.json and $T/NAME-proxy.json; their pids in load and load2
+  "$LOAD" -site "$room" -room faults -plain "$plain" -for "$2" > "$T/$1.json" 2>> "$T/load.err" & load=$!
+  "$LOAD" -site "$proxy" -room proxyfaults -for "$2" > "$T/$1-proxy.json" 2>> "$T/load.err" & load2=$!
+}
+clean() { # clean FILE [admitted]: no failed request, connection error, lost place or double admission (and, with admitted, some admitted)
+  test "$(field "$1" failed)" = 0 -a "$(field "$1" conn_errors)" = 0 -a "$(field "$1" lost)" = 0 -a "$(field "$1" double)" = 0 || return 1
+  [ "${2:-}" != admitted ] || [ "$(field "$1" admitted)" -gt 0 ]
+}
 row() { # row NAME FILE EXTRA: one line of the figures table
   echo "| $1 | $(field "$2" requests) | $(field "$2" failed) | $(field "$2" conn_errors) | $(field "$2" plain_requests) | $(field "$2" plain_failed) | $(field "$2" plain_conn_errors) | $(field "$2" origin_errors) | $(field "$2" admitted) | $(field "$2" deferred) | $(field "$2" lost) | $(field "$2" double) | $3 |" >> "$T/table"
 }
@@ -91,26 +94,24 @@ row "10 reloads, 1 rejected" "$T/reloads.json" "rejected reload changed nothing:
 
 # 2. The origin down for 3 s and back, under Caddy and `fairgate proxy`
 # (its own reverse proxy answers 502 JSON while the origin is down).
-"$LOAD" -site "$room" -room faults -plain "$plain" -for 9s > "$T/origin.json" 2>> "$T/load.err" & load=$!
-"$LOAD" -site "$proxy" -room proxyfaults -for 9s > "$T/origin-proxy.json" 2>> "$T/load.err" & load2=$!
+both_under_load origin 9s
 sleep 2
 kill "$origin"; wait "$origin" 2>/dev/null
 sleep 3
 start_origin
 wait "$load" "$load2"
 check "origin down and back: the waiting room kept answering, no lost place, no double admission" \
-  test "$(field "$T/origin.json" failed)" = 0 -a "$(field "$T/origin.json" conn_errors)" = 0 -a "$(field "$T/origin.json" lost)" = 0 -a "$(field "$T/origin.json" double)" = 0
+  clean "$T/origin.json"
 check "origin down: the shop behind a pass answered 502 (Caddy's documented answer), then recovered" \
   test "$(field "$T/origin.json" admitted)" -gt 0
 row "origin down 3 s, back" "$T/origin.json" "502 from reverse_proxy while down"
 check "origin down and back, fairgate proxy: the room kept answering, 502 while down, no lost place, no double admission" \
-  test "$(field "$T/origin-proxy.json" failed)" = 0 -a "$(field "$T/origin-proxy.json" conn_errors)" = 0 -a "$(field "$T/origin-proxy.json" lost)" = 0 -a "$(field "$T/origin-proxy.json" double)" = 0 -a "$(field "$T/origin-proxy.json" admitted)" -gt 0
+  clean "$T/origin-proxy.json" admitted
 row "origin down 3 s, back — \`fairgate proxy\`" "$T/origin-proxy.json" "502 \`upstream\` JSON from fairgate's reverse proxy while down"
 
 # 3. The admission hook down for 3 s, slow (3 s, past its 1 s timeout) for
 # 3 s, and back: on_failure closed keeps visitors waiting, without a strike.
-"$LOAD" -site "$room" -room faults -plain "$plain" -for 12s > "$T/hook.json" 2>> "$T/load.err" & load=$!
-"$LOAD" -site "$proxy" -room proxyfaults -for 12s > "$T/hook-proxy.json" 2>> "$T/load.err" & load2=$!
+both_under_load hook 12s
 sleep 2
 kill "$hook"; wait "$hook" 2>/dev/null
 sleep 3
@@ -120,10 +121,10 @@ kill "$hook"; wait "$hook" 2>/dev/null
 start_hook 0s
 wait "$load" "$load2"
 check "admission hook down, slow and back: no failed request, no lost place, no double admission" \
-  test "$(field "$T/hook.json" failed)" = 0 -a "$(field "$T/hook.json" conn_errors)" = 0 -a "$(field "$T/hook.json" lost)" = 0 -a "$(field "$T/hook.json" double)" = 0 -a "$(field "$T/hook.json" admitted)" -gt 0
+  clean "$T/hook.json" admitted
 row "hook down 3 s, slow 3 s, back" "$T/hook.json" "visitors kept waiting (on_failure closed)"
 check "admission hook down, slow and back, fairgate proxy: no failed request, no lost place, no double admission" \
-  test "$(field "$T/hook-proxy.json" failed)" = 0 -a "$(field "$T/hook-proxy.json" conn_errors)" = 0 -a "$(field "$T/hook-proxy.json" lost)" = 0 -a "$(field "$T/hook-proxy.json" double)" = 0 -a "$(field "$T/hook-proxy.json" admitted)" -gt 0
+  clean "$T/hook-proxy.json" admitted
 row "hook down 3 s, slow 3 s, back — \`fairgate proxy\`" "$T/hook-proxy.json" "visitors kept waiting (on_failure closed)"
 
 # 4. The seat service killed (SIGKILL) mid-checkout for 3 s and restarted
@@ -141,7 +142,7 @@ sleep 3
 start_seats
 wait "$load"
 check "seat service killed mid-checkout: the waiting room kept answering, no lost place, no double admission" \
-  test "$(field "$T/seats.json" failed)" = 0 -a "$(field "$T/seats.json" conn_errors)" = 0 -a "$(field "$T/seats.json" lost)" = 0 -a "$(field "$T/seats.json" double)" = 0
+  clean "$T/seats.json"
 check "seat service killed mid-checkout: the documented answer while down (502, deferred admissions), purchases resumed after" \
   test "$(field "$T/seats.json" seats_unavailable)" -gt 0 -a "$(field "$T/seats.json" resumed)" -gt 0 -a "$(field "$T/seats.json" confirmed)" -gt 0
 check "seat service killed mid-checkout: no lost reservation, no seat sold twice, sold seats = confirmed reservations" \

@@ -1,4 +1,17 @@
-# Shared helpers of the e2e scenarios: counted checks and JSON fields.
+# Shared helpers of the e2e scenarios: a scratch folder and background
+# processes cleaned up on exit, free ports, waiting for a server, counted
+# checks and JSON fields.
+scratch() { # scratch: T, a new scratch folder, and pids, for the background processes (pids+=($!)); both cleaned up on exit
+  T=$(mktemp -d)
+  pids=()
+  trap cleanup EXIT
+}
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { # wait_for URL: until it answers, at most 15 s
+  for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "$1 never answered" >&2; return 1
+}
 passed=0
 failed=0
 check() { # check NAME COMMAND...: counts and prints one result

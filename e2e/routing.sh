@@ -8,12 +8,7 @@
 # Run by e2e/run.sh, which sets CADDY, TARGETS, FAIRGATE.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-T=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; return 1; }
+scratch
 
 export ADMIN_ADDRESS="127.0.0.1:$(port)" SITE_PORT=$(port) SHOP_UPSTREAM="127.0.0.1:$(port)" KEYS_FILE="$T/keys.json"
 export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data"

@@ -6,10 +6,9 @@
 # scenario's "N passed, N failed" and fails on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-W=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
-trap cleanup EXIT
+source e2e/lib.sh
+scratch
+W=$T
 
 echo "building Caddy from xcaddy.json…"
 go run ./e2e/build xcaddy.json "$W/caddy"
@@ -24,9 +23,7 @@ grep -qx 'http.handlers.waiting_room' "$W/modules.txt" || { echo "the built Cadd
 "$W/fairgate" keygen --kid e2e > "$W/keys.json"
 export FAIRGATE_KEYS
 FAIRGATE_KEYS=$(cat "$W/keys.json")
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 site=$(port) admin=$(port) seats=$(port) shop=$(port)
-wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 never answered" >&2; exit 1; }
 
 head -c 32 /dev/urandom | base64 > "$W/payment.key"
 "$W/fairgate" seats --keys "$W/keys.json" --db "$W/seats.db" --listen "127.0.0.1:$seats" --room sale \

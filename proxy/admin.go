@@ -161,12 +161,12 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 		return errBadReason
 	}
 	if c.Difficulty != nil {
-		if err := checkDifficulty(*c.Difficulty); err != nil {
+		if err := admission.CheckDifficulty(*c.Difficulty); err != nil {
 			return err
 		}
 	}
 	if c.Rate != nil {
-		if err := checkRate(*c.Rate); err != nil {
+		if err := admission.CheckRate(*c.Rate); err != nil {
 			return err
 		}
 	}

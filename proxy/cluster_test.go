@@ -83,14 +83,7 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 	if cfg.StateStore == nil {
 		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout}
 	}
-	st, err := cfg.SettleStateStore("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sh := sharedOn(t, cfg, store, clock)
 	if err := sh.Join(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +97,21 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 	}
 	t.Cleanup(gw.Close)
 	return node{sh: sh, gw: gw, reg: reg}
+}
+
+// sharedOn is cfg's room state on store, settled as a node does it and
+// not joined yet.
+func sharedOn(t *testing.T, cfg Config, store roomstate.Store, clock *fakeClock) *Shared {
+	t.Helper()
+	st, err := cfg.SettleStateStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
 }
 
 // newEnvOn serves a node's gateway in front of a recording origin.
@@ -795,14 +803,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 	store.down.Store(true)
 	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
 	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}
-	st, err := cfg.SettleStateStore("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sh := sharedOn(t, cfg, store, clock)
 	if err := sh.Join(t.Context()); err == nil {
 		t.Fatal("join succeeded while the store is down")
 	}

@@ -162,33 +162,38 @@ type Bypass struct {
 
 // Identity verifies the site's login JWT.
 type Identity struct {
-	// Cookie names the cookie holding the JWT.
+	// Cookie names the cookie holding the JWT. Cookie or Header is
+	// required; with both, the cookie is read first.
 	Cookie string `json:"cookie,omitempty"`
-	// Header names the header holding it (`Authorization` takes a Bearer token).
+	// Header names the header holding it (`Authorization` takes a Bearer
+	// token). Default: none (see Cookie).
 	Header string `json:"header,omitempty"`
-	// Algorithm is the JWT algorithm: HS256, HS384, HS512, RS256, ES256 or EdDSA.
+	// Algorithm is the JWT algorithm: HS256, HS384, HS512, RS256, ES256 or
+	// EdDSA. Required.
 	Algorithm string `json:"algorithm"`
 	// Key is the HMAC secret (base64) or the PEM public key; `env:` and
-	// `file:` work as for Keys.
+	// `file:` work as for Keys. Required.
 	Key string `json:"key"`
 	// Issuer, when set, must equal the JWT's `iss`. Default: not checked.
 	Issuer string `json:"issuer,omitempty"`
 	// Audience, when set, must be in the JWT's `aud`. Default: not checked.
 	Audience string `json:"audience,omitempty"`
 	// Required refuses visitors without a valid login (401) instead of
-	// letting them wait anonymously.
+	// letting them wait anonymously. Default: false.
 	Required bool `json:"required,omitempty"`
 }
 
 // Lane is a priority lane.
 type Lane struct {
 	// Name of the lane: letters, digits, `-` and `_`, unique in the room.
+	// Required.
 	Name string `json:"name"`
 	// Share of the room's rate the lane gets while both it and others have
-	// visitors, in (0, 1); all lanes' shares sum to less than 1.
+	// visitors, in (0, 1); all lanes' shares sum to less than 1. Required.
 	Share float64 `json:"share"`
 	// Claim is `key=value`: the login JWT's claim key must be the string
 	// value, or an array holding it (e.g. `tier=vip`, `roles=presale`).
+	// Required.
 	Claim string `json:"claim"`
 }
 
@@ -214,7 +219,7 @@ type Cache struct {
 	// a request with an Authorization header. Entries are filled with the
 	// request stripped of credentials (Cookie, Authorization, fairgate's
 	// headers): a cached path serves every visitor what an anonymous one
-	// gets.
+	// gets. Default: none (nothing is cached).
 	Paths []string `json:"paths"`
 	// TTL when the upstream sends no `s-maxage`/`max-age`. Default: 2s.
 	TTL Duration `json:"ttl,omitempty"`
@@ -261,22 +266,6 @@ const (
 	// network delays (0-500 ms), so a faster connection buys little.
 	DefaultLuckWindow = 5 * time.Second
 )
-
-// checkRate is the one rule for a target rate, in the config and the admin API.
-func checkRate(rate float64) error {
-	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		return fmt.Errorf("rate %v: must be a positive number of admissions per second", rate)
-	}
-	return nil
-}
-
-// checkDifficulty is the one rule for a difficulty, in the config and the admin API.
-func checkDifficulty(bits int) error {
-	if bits < 0 || bits > admission.MaxDifficulty {
-		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, admission.MaxDifficulty)
-	}
-	return nil
-}
 
 // DefaultPrefix is where the gateway's endpoints live unless Prefix says.
 const DefaultPrefix = "/_fairgate"
@@ -439,7 +428,7 @@ func (c Config) settle() (settings, error) {
 	if s.Rate == 0 {
 		s.Rate = DefaultRate
 	}
-	if err := checkRate(s.Rate); err != nil {
+	if err := admission.CheckRate(s.Rate); err != nil {
 		return s, &OptionError{Option: "rate", Err: err}
 	}
 	if s.Burst == 0 {
@@ -464,7 +453,7 @@ func (c Config) settle() (settings, error) {
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
-	if err := checkDifficulty(s.difficulty); err != nil {
+	if err := admission.CheckDifficulty(s.difficulty); err != nil {
 		return s, &OptionError{Option: "difficulty", Err: err}
 	}
 	s.Prefix = c.EndpointPrefix()

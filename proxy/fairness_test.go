@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -186,20 +185,15 @@ func TestFastRetryWinsWhileBucketEmpty(t *testing.T) {
 // honest visitors are still admitted at the room's rate.
 func TestRefusedAdmissionSpendsRate(t *testing.T) {
 	var refused string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hook := hookServer(t, func(r *http.Request) bool {
 		var pc admission.PassClaims
 		_, _, err := jwt.NewParser().ParseUnverified(r.Header.Get(PassHeader), &pc)
 		if err != nil {
 			t.Errorf("hook got no pass: %v", err)
 		}
-		if pc.Wid == refused {
-			w.WriteHeader(http.StatusConflict)
-			return
-		}
-		fmt.Fprint(w, `{"session":"s"}`)
-	}))
-	defer hook.Close()
-	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 5, Burst: 1, Hook: &Hook{URL: hook.URL}}, nil)
+		return pc.Wid == refused
+	})
+	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 5, Burst: 1, Hook: &Hook{URL: hook}}, nil)
 	attacker := e.newTab()
 	at := attacker.token()
 	refused = e.claims(at.Token).ID
@@ -277,13 +271,7 @@ func TestTabsAreExtraLotteryTickets(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "queue", Identity: &Identity{
 		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
 	}}, nil)
-	login := func(sub string) string {
-		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + s
-	}
+	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(time.Hour)) }
 	alice := login("alice")
 	lots := map[string]bool{}
 	places := map[string]bool{}

@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -234,12 +232,7 @@ func TestFreeTokensSlowFIFO(t *testing.T) {
 			e.client.Jar = newClockJar(e.clock.Now)
 			e.ticket()
 		}
-		type visitor struct {
-			tk                ticketJSON
-			nonce             string
-			arrived, admitted time.Time
-		}
-		var vs []*visitor
+		var vs []*waiter
 		start := e.clock.Now()
 		for step := range 2000 {
 			now := start.Add(time.Duration(step) * 100 * time.Millisecond)
@@ -248,31 +241,12 @@ func TestFreeTokensSlowFIFO(t *testing.T) {
 				e.gw.Room().Tick(now)
 			}
 			if step%3 == 0 && len(vs) < 100 { // 3.3 arrivals a second
-				e.client.Jar = newClockJar(e.clock.Now)
-				tk := e.ticket()
-				vs = append(vs, &visitor{tk: tk, nonce: solveFor(t, tk), arrived: now})
+				vs = append(vs, e.arrive(now))
 			}
 			done := len(vs) == 100
 			for _, v := range vs {
-				if !v.admitted.IsZero() {
-					continue
-				}
-				done = false
-				if now.Before(time.UnixMilli(v.tk.NextAttempt)) {
-					continue
-				}
-				body, _ := json.Marshal(map[string]string{"token": v.tk.Token, "nonce": v.nonce})
-				resp, b := e.do("POST", "/_fairgate/admit", string(body))
-				switch resp.StatusCode {
-				case http.StatusOK:
-					v.admitted = now
-				case http.StatusTooManyRequests:
-					if err := json.Unmarshal(b, &v.tk); err != nil {
-						t.Fatal(err)
-					}
-				default:
-					t.Fatalf("admit: %d %s", resp.StatusCode, b)
-				}
+				e.step(v, now)
+				done = done && !v.admitted.IsZero()
 			}
 			if done {
 				break

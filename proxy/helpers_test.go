@@ -3,18 +3,20 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // fakeClock is the injected clock of the tests.
@@ -122,22 +124,11 @@ func newEnv(t *testing.T, cfg Config, next http.Handler) *env {
 		client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
+// do sends a request to the gateway with the env's client (its cookie
+// jar), header given as name, value pairs.
 func (e *env) do(method, path, body string, header ...string) (*http.Response, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return testhttp.Do(e.t, e.client, testhttp.NewRequest(e.t, method, e.srv.URL+path, body), header...)
 }
 
 func (e *env) ticket(header ...string) ticketJSON {
@@ -160,6 +151,71 @@ func solveFor(t *testing.T, tk ticketJSON) string {
 		t.Fatal(err)
 	}
 	return strconv.FormatUint(n, 10)
+}
+
+// hookServer is an admission hook on a real listener that turns a visitor
+// away (409, the seat service full) when refuse says so and opens a
+// session otherwise; it closes with the test.
+func hookServer(t *testing.T, refuse func(*http.Request) bool) string {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse(r) {
+			w.WriteHeader(http.StatusConflict)
+			return
+		}
+		fmt.Fprint(w, `{"session":"s"}`)
+	}))
+	t.Cleanup(hook.Close)
+	return hook.URL
+}
+
+// signLogin is a site login for sub, an HS256 JWT signed with secret that
+// expires at exp (the value of an Authorization header, without "Bearer ").
+func signLogin(t *testing.T, secret []byte, sub string, exp time.Time) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(exp)}).SignedString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waiter is a visitor in a test that steps the clock itself: its latest
+// waiting answer, the nonce solved for its token, and when it arrived and
+// was admitted (zero until then).
+type waiter struct {
+	tk                ticketJSON
+	nonce             string
+	arrived, admitted time.Time
+}
+
+// arrive is a new visitor (its own cookie jar) taking a token at now.
+func (e *env) arrive(now time.Time) *waiter {
+	e.t.Helper()
+	e.client.Jar = newClockJar(e.clock.Now)
+	tk := e.ticket()
+	return &waiter{tk: tk, nonce: solveFor(e.t, tk), arrived: now}
+}
+
+// step posts w's admit once if w still waits and its next attempt is
+// due at now: an admission records now, a 429 is read over w's answer,
+// anything else fails the test.
+func (e *env) step(w *waiter, now time.Time) {
+	e.t.Helper()
+	if !w.admitted.IsZero() || now.Before(time.UnixMilli(w.tk.NextAttempt)) {
+		return
+	}
+	body, _ := json.Marshal(map[string]string{"token": w.tk.Token, "nonce": w.nonce})
+	resp, b := e.do("POST", "/_fairgate/admit", string(body))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		w.admitted = now
+	case http.StatusTooManyRequests:
+		if err := json.Unmarshal(b, &w.tk); err != nil {
+			e.t.Fatal(err)
+		}
+	default:
+		e.t.Fatalf("admit: %d %s", resp.StatusCode, b)
+	}
 }
 
 // admitted waits and attempts as an honest page would, until admitted,

@@ -13,13 +13,7 @@ import (
 
 func TestIdentity(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
-	login := func(sub string, exp time.Time) string {
-		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(exp)}).SignedString(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	login := func(sub string, exp time.Time) string { return signLogin(t, secret, sub, exp) }
 	e := newEnv(t, Config{Room: "sale", State: "open", Identity: &Identity{
 		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
 	}}, nil)

@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -68,38 +66,17 @@ func TestQueueOrderKeptOnReload(t *testing.T) {
 // admitted in the order they arrived, at the room's rate.
 func TestFIFOAdmitsInArrivalOrder(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Millisecond), Rate: 1, Burst: 1}, nil)
-	type visitor struct {
-		tk       ticketJSON
-		nonce    string
-		admitted time.Time
-	}
-	var vs []*visitor
+	var vs []*waiter
 	start := e.clock.Now()
 	for step := range 400 {
 		now := start.Add(time.Duration(step) * 100 * time.Millisecond)
 		e.clock.Set(now)
 		e.gw.Room().Tick(now)
 		if step%3 == 0 && len(vs) < 8 { // 300 ms apart; each claims its rank at its first checkpoint
-			e.client.Jar = newClockJar(e.clock.Now)
-			tk := e.ticket()
-			vs = append(vs, &visitor{tk: tk, nonce: solveFor(t, tk)})
+			vs = append(vs, e.arrive(now))
 		}
 		for _, v := range vs {
-			if !v.admitted.IsZero() || now.Before(time.UnixMilli(v.tk.NextAttempt)) {
-				continue
-			}
-			body, _ := json.Marshal(map[string]string{"token": v.tk.Token, "nonce": v.nonce})
-			resp, b := e.do("POST", "/_fairgate/admit", string(body))
-			switch resp.StatusCode {
-			case http.StatusOK:
-				v.admitted = now
-			case http.StatusTooManyRequests:
-				if err := json.Unmarshal(b, &v.tk); err != nil {
-					t.Fatal(err)
-				}
-			default:
-				t.Fatalf("admit: %d %s", resp.StatusCode, b)
-			}
+			e.step(v, now)
 		}
 	}
 	for i, v := range vs {

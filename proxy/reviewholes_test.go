@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // The regression tests of the review holes docs/FAIRNESS.md listed under
@@ -104,13 +102,7 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 		Rate: 100, Burst: 100, Identity: &Identity{
 			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
 		}}, nil)
-	login := func(sub string) string {
-		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(24 * time.Hour))}).SignedString(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + tok
-	}
+	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(24*time.Hour)) }
 	for trial := range 4 {
 		start := e.clock.Now()
 		scheduled, saleStart := "scheduled", start.Add(time.Hour).UTC().Format(time.RFC3339)
@@ -139,38 +131,33 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 				later = e.newTab("Authorization", login(fmt.Sprint("later-", trial)))
 				ltk = later.token()
 			}
-			if hammerIn.IsZero() {
-				switch status, back := hammer.admit(mtk); status {
+			// attempt presents *tk once: admitted, it records now in *in;
+			// told to wait, *tk becomes the answer (returned, with true).
+			attempt := func(who string, tb *tab, tk *ticketJSON, in *time.Time) (ticketJSON, bool) {
+				status, back := tb.admit(*tk)
+				switch status {
 				case 200:
-					hammerIn = now
+					*in = now
 				case 429:
-					mtk = back
+					*tk = back
 				default:
-					t.Fatalf("hammerer: %d", status)
+					t.Fatalf("%s: %d", who, status)
 				}
+				return back, status == 429
+			}
+			if hammerIn.IsZero() {
+				attempt("hammerer", hammer, &mtk, &hammerIn)
 			}
 			if honestIn.IsZero() && !now.Before(wake) {
-				switch status, back := honest.admit(htk); status {
-				case 200:
-					honestIn = now
-				case 429:
+				if back, waiting := attempt("honest", honest, &htk, &honestIn); waiting {
 					if back.State == "scheduled" && back.RetryAfter > 30 {
 						t.Fatalf("told to sleep %vs while scheduled", back.RetryAfter)
 					}
-					htk, wake = back, now.Add(time.Duration(back.RetryAfter*float64(time.Second)))
-				default:
-					t.Fatalf("honest: %d", status)
+					wake = now.Add(time.Duration(back.RetryAfter * float64(time.Second)))
 				}
 			}
 			if later != nil && laterIn.IsZero() && !now.Before(time.UnixMilli(ltk.NextAttempt)) {
-				switch status, back := later.admit(ltk); status {
-				case 200:
-					laterIn = now
-				case 429:
-					ltk = back
-				default:
-					t.Fatalf("later arrival: %d", status)
-				}
+				attempt("later arrival", later, &ltk, &laterIn)
 			}
 		}
 		t.Logf("trial %d: after the early start, honest in %v, hammerer %v, a later arrival %v", trial,
@@ -196,15 +183,8 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 // checkpoint the place is admitted without taking a second admission.
 func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
 	var calls atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			w.WriteHeader(http.StatusConflict) // full, this once
-			return
-		}
-		fmt.Fprint(w, `{"session":"s"}`)
-	}))
-	defer hook.Close()
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	hook := hookServer(t, func(*http.Request) bool { return calls.Add(1) == 1 }) // full, this once
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook}}, nil)
 	tb := e.newTab()
 	first := tb.token()
 	e.clock.Set(time.UnixMilli(first.NextAttempt))
@@ -241,15 +221,8 @@ func TestRefusedAdmissionRetriedAtOnce(t *testing.T) {
 // slot would later sign a second pass beside the first.
 func TestRefusedRepeatReleasesAUsedPlace(t *testing.T) {
 	var calls atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 2 {
-			w.WriteHeader(http.StatusConflict) // the repeat, this once
-			return
-		}
-		fmt.Fprint(w, `{"session":"s"}`)
-	}))
-	defer hook.Close()
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook.URL}}, nil)
+	hook := hookServer(t, func(*http.Request) bool { return calls.Add(1) == 2 }) // the repeat, this once
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook}}, nil)
 	tb := e.newTab()
 	tk := tb.token()
 	e.clock.Set(time.UnixMilli(tk.NextAttempt))

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/fairgate/fairgate/internal/pathtest"
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // exampleBypass are the bypass rules of Caddyfile.example.
@@ -26,21 +25,13 @@ var exampleBypass = []string{"/static/*", "/favicon.ico", "/healthz", "/api/even
 // rawGet sends path exactly as given, as `curl --path-as-is` does.
 func rawGet(t *testing.T, base, rawPath string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", base+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := testhttp.NewRequest(t, "GET", base+"/", "")
 	req.URL.Opaque = rawPath
 	req.Header.Set("Accept", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header[header[i]] = []string{header[i+1]}
+		req.Header[header[i]] = []string{header[i+1]} // as given, not canonicalised
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testhttp.Do(t, nil, req)
 	return resp.StatusCode, string(b)
 }
 
@@ -106,16 +97,11 @@ func TestFindingUnderscorePassHeaderReachesOrigin(t *testing.T) {
 	forged := []string{"Fairgate_Pass", "Fairgate-Pass", "fairgate_pass", "FAIRGATE_PASS", "Fairgate_Whatever"}
 	check := func(what, p string, wantPass bool) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", e.srv.URL+p, nil)
+		req := testhttp.NewRequest(t, "GET", e.srv.URL+p, "")
 		for _, name := range forged {
-			req.Header[name] = []string{"FORGED"}
+			req.Header[name] = []string{"FORGED"} // as spelled, not canonicalised
 		}
-		resp, err := e.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := testhttp.Do(t, e.client, req)
 		body := string(b)
 		if resp.StatusCode != 200 || strings.Contains(body, "FORGED") {
 			t.Errorf("%s: %d, origin saw %q", what, resp.StatusCode, body)
@@ -456,13 +442,7 @@ func TestFindingPassIsABearerToken(t *testing.T) {
 		e := newEnv(t, Config{Room: "sale", Identity: &Identity{
 			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
 		}}, nil)
-		login := func(sub string) string {
-			s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return "Bearer " + s
-		}
+		login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(time.Hour)) }
 		a := e.admitted("Authorization", login("alice"))
 		cookie := "fairgate_pass_sale=" + a.Pass
 		for who, want := range map[string]int{"alice": 200, "mallory": 429} {

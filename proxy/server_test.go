@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 func startServer(t *testing.T, upstream string, cfg Config) (public, admin string, stop func()) {
@@ -50,16 +51,7 @@ func serveConfig(t *testing.T, sc ServerConfig) (public, admin string, stop func
 
 func get(t *testing.T, u string, header ...string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", u, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testhttp.Do(t, nil, testhttp.NewRequest(t, "GET", u, ""), header...)
 	return resp, string(b)
 }
 

@@ -12,13 +12,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -563,18 +561,8 @@ func (s *sale) token(i int, loggedIn bool) (held, error) {
 // lotteryNumber is the lottery number of a token's draw, read with the
 // simulation's own lottery key; 0 if the token does not decode.
 func (s *sale) lotteryNumber(token string) float64 {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return 0
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0
-	}
-	var c struct {
-		Lot string `json:"lot"`
-	}
-	if json.Unmarshal(payload, &c) != nil {
+	var c admission.WaitClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
 		return 0
 	}
 	key, err := base64.StdEncoding.DecodeString(simKeys(s.cfg.Seed).Lottery)

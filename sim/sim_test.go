@@ -15,35 +15,17 @@ import (
 // fails if any strategy gains on its honest twin, or any honest visitor's
 // token expires. It is the scenario of `fairgate sim`, scaled down.
 func TestFairness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 600/raceScale, 600/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, time.Minute
 	// Arrivals (10/s) outpace admissions, so the queue grows as in the
 	// full scenario.
-	cfg.Rate = 6.0 / raceScale
+	cfg := testSale(t, 600, 600, time.Minute, time.Minute, 6.0)
 	cfg.Share = 0.04 * raceScale
 	// A fixed clock pairs each visitor with its twin exactly (see FixedTau);
 	// at tau 2m the eligible rate outgrows the bucket, so the busy answer
 	// and its slots are exercised too.
 	cfg.FixedTau = 2 * time.Minute
-	r, err := RunAll(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := r.WriteTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + table.String())
-	if r.Unadmitted != 0 {
-		t.Errorf("%d visitors never admitted", r.Unadmitted)
-	}
-	if r.Expired != 0 {
-		t.Errorf("%d tokens expired under honest visitors: places lost", r.Expired)
-	}
+	r, table := runAll(t, cfg)
+	t.Log("\n" + table)
+	checkEveryoneAdmitted(t, r)
 	// 200 to 600 samples: rho's standard error is at most 1/sqrt(200) = 0.07.
 	if math.Abs(r.PreQueueRho) > 0.2 {
 		t.Errorf("pre-queue admission order follows arrival order: rho %.4f", r.PreQueueRho)
@@ -90,33 +72,15 @@ func checkLateLoss(t *testing.T, cfg Config, p Paired) {
 // arrival decile never fall while arrivals exceed the rate, and the rate
 // holds within 5% while the queue is not empty.
 func TestFairnessFIFO(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 600/raceScale, 1200/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, 2*time.Minute
 	// Arrivals (10/s) outpace admissions.
-	cfg.Rate = 6.0 / raceScale
+	cfg := testSale(t, 600, 1200, time.Minute, 2*time.Minute, 6.0)
 	cfg.Share = 0.03 * raceScale
 	cfg.QueueOrder, cfg.LuckWindow = "fifo", 2*time.Second
 	// The adaptive counter (the default): it makes up for keys that come
 	// unevenly (the pre-queue's are uniform draws) within seconds.
-	r, err := RunAll(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := r.WriteTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + table.String())
-	if r.Unadmitted != 0 {
-		t.Errorf("%d visitors never admitted", r.Unadmitted)
-	}
-	if r.Expired != 0 {
-		t.Errorf("%d tokens expired under honest visitors: places lost", r.Expired)
-	}
+	r, table := runAll(t, cfg)
+	t.Log("\n" + table)
+	checkEveryoneAdmitted(t, r)
 	if math.Abs(r.PreQueueRho) > 0.2 || r.PreQueueLotRho < 0.99 {
 		t.Errorf("pre-queue: rho(arrival) %.4f, rho(draw) %.4f; want a lottery of the draw", r.PreQueueRho, r.PreQueueLotRho)
 	}
@@ -178,25 +142,11 @@ func TestSpearman(t *testing.T) {
 // gets 30% of the rate; in the same sale they wait far less than the
 // default lane, and everyone is admitted.
 func TestLaneWaits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 300/raceScale, 300/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, time.Minute
-	cfg.Rate = 5.0 / raceScale
+	cfg := testSale(t, 300, 300, time.Minute, time.Minute, 5.0)
 	// The adaptive clock: each lane's controller sets its own lane's speed
 	// from its own population and rate.
 	cfg.VIPVisitors, cfg.VIPLane = 0.1, 0.3
-	run, err := Simulate(context.Background(), cfg, Honest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range run.Visitors {
-		if !v.Done {
-			t.Fatalf("visitor %d (lane %q) never admitted", v.ID, v.Lane)
-		}
-	}
+	run := simulateHonest(t, cfg)
 	lanes := laneWaits(run)
 	t.Logf("waits by lane: %+v", lanes)
 	if len(lanes) != 2 || lanes[0].Lane != "" || lanes[1].Lane != "vip" || lanes[1].Visitors == 0 {
@@ -212,34 +162,17 @@ func TestLaneWaits(t *testing.T) {
 // after the other, byte for byte; a mixed run keeps the baseline and pairs
 // each strategy's visitors with the same twins.
 func TestRunAllParallelAndMixed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 150/raceScale, 150/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
-	cfg.Rate, cfg.Share = 5.0/raceScale, 0.05
+	cfg := testSale(t, 150, 150, 30*time.Second, 30*time.Second, 5.0)
+	cfg.Share = 0.05
 	cfg.FixedTau = time.Minute
-	table := func(cfg Config) (Report, string) {
-		t.Helper()
-		r, err := RunAll(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := r.WriteTable(&b); err != nil {
-			t.Fatal(err)
-		}
-		return r, b.String()
-	}
-	one, oneTable := table(cfg)
+	one, oneTable := runAll(t, cfg)
 	cfg.Parallel = 2
-	_, both := table(cfg)
+	_, both := runAll(t, cfg)
 	if both != oneTable {
 		t.Errorf("parallel runs changed the report:\n%s\nwant\n%s", both, oneTable)
 	}
 	cfg.Mixed = true
-	mixed, mixedTable := table(cfg)
+	mixed, mixedTable := runAll(t, cfg)
 	t.Log("\n" + mixedTable)
 	if distinct(mixed.Runs) == nil || len(distinct(mixed.Runs)) != 2 {
 		t.Fatalf("mixed: %d runs, want the baseline and one", len(distinct(mixed.Runs)))
@@ -260,24 +193,17 @@ func TestRunAllParallelAndMixed(t *testing.T) {
 			t.Errorf("mixed: %v gains beyond the noise: %+v", p.Kind, p)
 		}
 	}
-	if mixed.Expired != 0 || mixed.Unadmitted != 0 {
-		t.Errorf("mixed: %d honest tokens expired, %d never admitted", mixed.Expired, mixed.Unadmitted)
-	}
+	checkEveryoneAdmitted(t, mixed)
 }
 
 // TestSkipEarlyRepeats: answering a repeated early attempt from the last
 // early answer, instead of sending it, changes no visitor's admission,
 // requests or work, in both queue orders with the adaptive clock.
 func TestSkipEarlyRepeats(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
 	for _, order := range []string{"lottery", "fifo"} {
 		t.Run(order, func(t *testing.T) {
-			cfg := DefaultConfig
-			cfg.PreQueue, cfg.Arrivals = 150/raceScale, 150/raceScale
-			cfg.PreQueueSpan, cfg.ArrivalSpan = 30*time.Second, 30*time.Second
-			cfg.Rate, cfg.Share, cfg.QueueOrder = 5.0/raceScale, 0.05, order
+			cfg := testSale(t, 150, 150, 30*time.Second, 30*time.Second, 5)
+			cfg.Share, cfg.QueueOrder = 0.05, order
 			sent, err := Simulate(context.Background(), cfg, everyStrategy)
 			if err != nil {
 				t.Fatal(err)
@@ -310,24 +236,10 @@ func TestSkipEarlyRepeats(t *testing.T) {
 // keys of the places it knows, the drain fell to 60% and the last windows
 // to a few percent.
 func TestLotteryRateHeld(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation skipped in -short mode")
-	}
-	cfg := DefaultConfig
-	cfg.PreQueue, cfg.Arrivals = 1200/raceScale, 1200/raceScale
-	cfg.PreQueueSpan, cfg.ArrivalSpan = time.Minute, 90*time.Second
 	// Arrivals (13/s) outpace admissions, then stop: the queue grows for
 	// 90 s and drains for about two minutes.
-	cfg.Rate = 6.0 / raceScale
-	run, err := Simulate(context.Background(), cfg, Honest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range run.Visitors {
-		if !v.Done {
-			t.Fatalf("visitor %d never admitted", v.ID)
-		}
-	}
+	cfg := testSale(t, 1200, 1200, time.Minute, 90*time.Second, 6.0)
+	run := simulateHonest(t, cfg)
 	lo, mean, hi := rateHeld(run, 1)
 	t.Logf("rate while the queue was not empty, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%; sale %v", 100*lo, 100*mean, 100*hi, run.Duration)
 	// A window holds 60 admissions (20 under -race): one is 1.7% (5%).

@@ -2,12 +2,10 @@ package roomstate_test
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 )
 
 // A window's limit is not rounded up: over consecutive windows the limits
@@ -40,11 +38,7 @@ func TestBudgetWindowsAddUpToTheRate(t *testing.T) {
 // quarter of the age, dropped when older, so ranks handed out by one node
 // more than the age apart never interleave with another node's.
 func TestRanksAge(t *testing.T) {
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openBolt(t)
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	r, err := roomstate.NewRanks(st, "room", 64)

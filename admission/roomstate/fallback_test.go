@@ -3,13 +3,11 @@ package roomstate_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 )
 
 // flaky is a real store that fails every place and budget call while down.
@@ -46,16 +44,6 @@ func (f *flaky) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 		return 0, errDown
 	}
 	return f.Store.ReserveBudget(ctx, room, w, n)
-}
-
-func openBolt(t *testing.T) *boltstore.Store {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "r.db"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // A place reserved in the store and admitted from memory while the store

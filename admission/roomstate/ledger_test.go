@@ -2,24 +2,18 @@ package roomstate_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
 
 // TestLedgerIsTheRoomsLedger drives the admission.Ledger adapter through a
 // place's life, and shows two nodes (two ledgers on one store) agreeing.
 func TestLedgerIsTheRoomsLedger(t *testing.T) {
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "room.db"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openBolt(t)
 	now := storetest.T0
 	clock := func() time.Time { return now }
 	var node1, node2 admission.Ledger = roomstate.NewLedger(s, "r", clock), roomstate.NewLedger(s, "r", clock)
@@ -57,11 +51,7 @@ func TestLedgerIsTheRoomsLedger(t *testing.T) {
 // wires it, a lookup of a place the bolt store has no record of makes no
 // store call (the observer sees none), and a held one still does.
 func TestLedgerSkipsTheStoreForUnheldPlaces(t *testing.T) {
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "room.db"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openBolt(t)
 	now := storetest.T0
 	clock := func() time.Time { return now }
 	var lookups int

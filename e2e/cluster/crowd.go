@@ -1,21 +1,28 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/drive"
+	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/waiting"
+)
+
+// The driver's short names for what it shares with the other e2e drivers
+// (e2e/internal).
+type ticket = waiting.Answer
+
+var (
+	do    = drive.Do
+	sleep = drive.Sleep
 )
 
 // answer is what a node said to an admission attempt.
@@ -112,17 +119,6 @@ func (c *crowd) other(at int, rng *rand.Rand) int {
 	return (at + 1 + rng.IntN(len(c.nodes)-1)) % len(c.nodes)
 }
 
-type ticket struct {
-	Token      string  `json:"token"`
-	Challenge  string  `json:"challenge"`
-	Difficulty int     `json:"difficulty"`
-	RetryAfter float64 `json:"retry_after"`
-	Outcome    string  `json:"outcome"`
-	Error      *struct {
-		Code string `json:"code"`
-	} `json:"error"`
-}
-
 func (c *crowd) note(format string, args ...any) {
 	c.mu.Lock()
 	if len(c.samples) < 8 {
@@ -164,13 +160,11 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 	}
 	unknown := "" // how an earlier attempt with this token went unanswered
 	for ctx.Err() == nil {
-		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
-		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		sleep(ctx, tk.Wait())
+		nonce, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
 		}
-		nonce := strconv.FormatUint(n, 10)
-		req, _ := json.Marshal(map[string]string{"nonce": nonce, "token": tk.Token})
 		start := time.Now()
 		status, body, h, err := c.call(ctx, c.nodes[at], http.MethodPost, "/_fairgate/admit", req)
 		if ctx.Err() != nil {
@@ -191,7 +185,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			_ = json.Unmarshal(body, &a)
 		}
 		c.mu.Lock()
-		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, outcome: a.Outcome, took: time.Since(start), decided: issuedAt(a.Pass)})
+		c.answers = append(c.answers, answer{at: time.Now(), node: at, status: status, outcome: a.Outcome, took: time.Since(start), decided: pass.IssuedAt(a.Pass)})
 		c.mu.Unlock()
 		switch status {
 		case http.StatusOK:
@@ -200,13 +194,7 @@ func (c *crowd) visit(ctx context.Context, rng *rand.Rand) {
 			c.mu.Unlock()
 			return
 		case http.StatusTooManyRequests:
-			var next ticket
-			_ = json.Unmarshal(body, &next)
-			if next.Token != "" {
-				tk = next
-			} else {
-				tk.RetryAfter = next.RetryAfter
-			}
+			tk.Follow(body)
 		case http.StatusServiceUnavailable:
 			// The documented answer while the store is down: the place is kept.
 			ra, _ := strconv.ParseFloat(h.Get("Retry-After"), 64)
@@ -237,23 +225,6 @@ func (c *crowd) call(ctx context.Context, n *node, method, path string, body []b
 		c.maxTook.Store(took)
 	}
 	return status, b, h, err
-}
-
-// issuedAt reads a pass's `iat` (Unix seconds), 0 if it has none.
-func issuedAt(pass string) int64 {
-	parts := strings.Split(pass, ".")
-	if len(parts) != 3 {
-		return 0
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0
-	}
-	var claims struct {
-		IssuedAt int64 `json:"iat"`
-	}
-	_ = json.Unmarshal(raw, &claims)
-	return claims.IssuedAt
 }
 
 // admissions counts the admissions decided in [from, to) (by the pass's
@@ -315,31 +286,4 @@ func (c *crowd) usedTokens() []usedToken {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]usedToken(nil), c.used...)
-}
-
-func do(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if cookie != "" {
-		req.Header.Set("Cookie", cookie)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, http.Header{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, resp.Header, err
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

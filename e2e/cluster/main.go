@@ -59,8 +59,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/replay"
 )
 
 type options struct {
@@ -455,20 +458,28 @@ func sameVersion(sts []status) bool {
 
 // formula is S(t) from a clock's origin, value and segments, written out
 // here rather than taken from admission.Clock.At: S(t) = value + the sum,
-// over the segments started before t, of speed × the time each ran before t.
+// over the segments, of speed × how long each ran before t (from its start
+// to the next one's start or t, whichever comes first; nothing if it starts
+// at t or later).
 func formula(c admission.Clock, t time.Time) float64 {
-	s := c.Value
-	for i, seg := range c.Segments {
-		if !t.After(seg.Start) {
-			break
+	total := c.Value
+	for i := range c.Segments {
+		stop := t
+		if i+1 < len(c.Segments) {
+			stop = minTime(t, c.Segments[i+1].Start)
 		}
-		end := t
-		if i+1 < len(c.Segments) && c.Segments[i+1].Start.Before(t) {
-			end = c.Segments[i+1].Start
+		if ran := stop.Sub(c.Segments[i].Start); ran > 0 {
+			total += c.Segments[i].Speed * ran.Seconds()
 		}
-		s += seg.Speed * end.Sub(seg.Start).Seconds()
 	}
-	return s
+	return total
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // clockAgreement returns the largest gap, in time, between a node's
@@ -570,111 +581,103 @@ func (c *cluster) race(ctx context.Context) {
 	var once, none, twice, errs atomic.Int64
 	var mu sync.Mutex
 	var samples []string
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				n := c.nodes[i%3]
-				status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
-				var tk ticket
-				if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
-					errs.Add(1)
-					continue
-				}
-				nonce, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(nonce, 10), "token": tk.Token})
-				// A token the nodes all put off (429: a slot reserved by the
-				// node that won the ledger, or its checkpoint ahead; 503: the
-				// store failing, the place kept) is raced again after its
-				// Retry-After, three times at most; every 200 of every round
-				// counts, by its pass: the nodes that find the place used by
-				// this very token answer with the pass it was given (the
-				// answer to the winner may be lost), so one admission is one
-				// distinct pass id.
-				var statuses []int
-				admitted := 0
-				passes := map[string]bool{}
-				for round := 0; round < 4 && admitted == 0; round++ {
-					got := make([]int, 3)
-					ids := make([]string, 3)
-					wait := make([]float64, 3)
-					var race sync.WaitGroup
-					gun := make(chan struct{})
-					for j, n := range c.nodes {
-						race.Add(1)
-						go func() {
-							defer race.Done()
-							<-gun
-							var body []byte
-							got[j], body, _, _ = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
-							if got[j] == http.StatusOK {
-								var a struct{ Pass string }
-								_ = json.Unmarshal(body, &a)
-								ids[j] = pass.ID(a.Pass)
-							}
-							var tk ticket
-							if json.Unmarshal(body, &tk) == nil {
-								wait[j] = tk.RetryAfter
-							}
-						}()
-					}
-					close(gun)
-					race.Wait()
-					statuses = append(statuses, got...)
-					busy := false
-					soonest := 2.0
-					for j, st := range got {
-						switch st {
-						case http.StatusOK:
-							if !passes[ids[j]] {
-								passes[ids[j]] = true
-								admitted++
-							}
-						case http.StatusTooManyRequests:
-							busy = true
-							soonest = min(soonest, wait[j])
-						case http.StatusServiceUnavailable:
-							// The store failing: the place is kept, ask again.
-							busy = true
-							soonest = min(soonest, 1)
-						}
-					}
-					if admitted > 0 || !busy {
-						break
-					}
-					sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
-				}
-				switch admitted {
-				case 0:
-					none.Add(1)
-					mu.Lock()
-					if len(samples) < 3 {
-						samples = append(samples, fmt.Sprint(statuses))
-					}
-					mu.Unlock()
-				case 1:
-					once.Add(1)
-				default:
-					twice.Add(1)
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i := range c.o.races {
 		if ctx.Err() != nil {
 			break
 		}
-		jobs <- i
+		g.Go(func() error {
+			n := c.nodes[i%3]
+			status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
+			var tk ticket
+			if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil {
+				errs.Add(1)
+				return nil
+			}
+			_, req, err := tk.Solve(ctx)
+			if err != nil {
+				errs.Add(1)
+				return nil
+			}
+			// A token the nodes all put off (429: a slot reserved by the
+			// node that won the ledger, or its checkpoint ahead; 503: the
+			// store failing, the place kept) is raced again after its
+			// Retry-After, three times at most; every 200 of every round
+			// counts, by its pass: the nodes that find the place used by
+			// this very token answer with the pass it was given (the
+			// answer to the winner may be lost), so one admission is one
+			// distinct pass id.
+			var statuses []int
+			admitted := 0
+			passes := map[string]bool{}
+			for round := 0; round < 4 && admitted == 0; round++ {
+				got := make([]int, 3)
+				ids := make([]string, 3)
+				wait := make([]float64, 3)
+				var race sync.WaitGroup
+				gun := make(chan struct{})
+				for j, n := range c.nodes {
+					race.Add(1)
+					go func() {
+						defer race.Done()
+						<-gun
+						var body []byte
+						got[j], body, _, _ = do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
+						if got[j] == http.StatusOK {
+							var a struct{ Pass string }
+							_ = json.Unmarshal(body, &a)
+							ids[j] = pass.ID(a.Pass)
+						}
+						var tk ticket
+						if json.Unmarshal(body, &tk) == nil {
+							wait[j] = tk.RetryAfter
+						}
+					}()
+				}
+				close(gun)
+				race.Wait()
+				statuses = append(statuses, got...)
+				busy := false
+				soonest := 2.0
+				for j, st := range got {
+					switch st {
+					case http.StatusOK:
+						if !passes[ids[j]] {
+							passes[ids[j]] = true
+							admitted++
+						}
+					case http.StatusTooManyRequests:
+						busy = true
+						soonest = min(soonest, wait[j])
+					case http.StatusServiceUnavailable:
+						// The store failing: the place is kept, ask again.
+						busy = true
+						soonest = min(soonest, 1)
+					}
+				}
+				if admitted > 0 || !busy {
+					break
+				}
+				sleep(ctx, time.Duration(soonest*float64(time.Second))+10*time.Millisecond)
+			}
+			switch admitted {
+			case 0:
+				none.Add(1)
+				mu.Lock()
+				if len(samples) < 3 {
+					samples = append(samples, fmt.Sprint(statuses))
+				}
+				mu.Unlock()
+			case 1:
+				once.Add(1)
+			default:
+				twice.Add(1)
+			}
+			return nil
+		})
 	}
-	close(jobs)
-	wg.Wait()
+	_ = g.Wait() // the races count their own errors
 	figure("race: %d tokens each raced at 3 nodes in %s: %d admitted once, %d admitted twice or more, %d not admitted %v, %d errors",
 		c.o.races, time.Since(start).Round(time.Millisecond), once.Load(), twice.Load(), none.Load(), samples, errs.Load())
 	check("the same token raced at all three nodes: zero admitted twice", twice.Load() == 0, "%d of %d", twice.Load(), c.o.races)
@@ -990,56 +993,32 @@ func (c *cluster) replay(ctx context.Context, nodes []*node, used []usedToken, w
 	var mu sync.Mutex
 	again, same, answered := 0, 0, 0
 	statuses := map[int]int{}
-	jobs := make(chan usedToken)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for u := range jobs {
-				req, _ := json.Marshal(map[string]string{"nonce": u.nonce, "token": u.token})
-				for _, n := range nodes {
-					// A 429 (the bucket's slot, or a checkpoint ahead) is
-					// asked again after its Retry-After, up to three times,
-					// so that a replay is judged by the ledger.
-					for attempt := 0; attempt < 4; attempt++ {
-						status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
-						if err != nil {
-							break
-						}
-						if status == http.StatusTooManyRequests && attempt < 3 {
-							var tk ticket
-							_ = json.Unmarshal(body, &tk)
-							sleep(ctx, min(2*time.Second, time.Duration(tk.RetryAfter*float64(time.Second))+10*time.Millisecond))
-							continue
-						}
-						mu.Lock()
-						answered++
-						statuses[status]++
-						if status == http.StatusOK {
-							// The same pass again is the token's own admission
-							// answered once more (its answer may have been
-							// lost); another pass would be a second admission.
-							var a struct{ Pass string }
-							_ = json.Unmarshal(body, &a)
-							if pass.ID(a.Pass) != pass.ID(u.pass) || u.pass == "" {
-								again++
-							} else {
-								same++
-							}
-						}
-						mu.Unlock()
-						break
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, u := range used {
+		g.Go(func() error {
+			req, _ := json.Marshal(map[string]string{"nonce": u.nonce, "token": u.token})
+			for _, n := range nodes {
+				status, body, err := replay.Admit(ctx, client, n.site(), req)
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				answered++
+				statuses[status]++
+				if status == http.StatusOK {
+					if replay.Again(body, pass.ID(u.pass)) {
+						again++
+					} else {
+						same++
 					}
 				}
+				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	for _, u := range used {
-		jobs <- u
-	}
-	close(jobs)
-	wg.Wait()
+	_ = g.Wait() // the replays count what they could not send
 	check("admitted tokens stay used, "+when, again == 0 && answered > 0 && len(used) > 0,
 		"%d replays of %d admitted tokens answered %v, %d admitted again (%d answered with the pass they were given)", answered, len(used), statuses, again, same)
 }

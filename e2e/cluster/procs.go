@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/proxy"
 )
 
 // freePort asks the kernel for a free loopback port.
@@ -206,22 +207,14 @@ func (n *node) waitRoom(ctx context.Context, within time.Duration) error {
 // clock before and after the call.
 type status struct {
 	sent, recvd time.Time
-	State       string          `json:"state"`
-	Rate        float64         `json:"rate"`
-	Clock       float64         `json:"clock"`
-	ClockSpeed  float64         `json:"clock_speed"`
-	Now         string          `json:"now"`
-	ClockState  admission.Clock `json:"clock_state"`
-	BucketLevel float64         `json:"bucket_level"`
-	Cluster     *struct {
-		Store   string  `json:"store"`
-		Node    string  `json:"node"`
-		Version uint64  `json:"version"`
-		Nodes   int     `json:"nodes"`
-		Share   float64 `json:"share"`
-		Joined  bool    `json:"joined"`
-		Failing bool    `json:"failing"`
-	} `json:"cluster"`
+	State       string               `json:"state"`
+	Rate        float64              `json:"rate"`
+	Clock       float64              `json:"clock"`
+	ClockSpeed  float64              `json:"clock_speed"`
+	Now         string               `json:"now"`
+	ClockState  admission.Clock      `json:"clock_state"`
+	BucketLevel float64              `json:"bucket_level"`
+	Cluster     *proxy.ClusterStatus `json:"cluster"`
 }
 
 func (n *node) status(ctx context.Context, room string) (status, error) {

@@ -60,8 +60,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
+	"github.com/fairgate/fairgate/e2e/internal/replay"
+	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
 
 type counts struct {
@@ -140,7 +144,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *replayFile != "" && *site != "" {
-		out, err := replay(*site, *replayFile)
+		out, err := replayUsed(*site, *replayFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)
@@ -199,7 +203,7 @@ func main() {
 					if i%2 == 1 {
 						method = "POST"
 					}
-					status, _, err := do(ctx, client, method, *plain+"/", []byte("{}"), "")
+					status, _, _, err := drive.Do(ctx, client, method, *plain+"/", []byte("{}"), "")
 					if ctx.Err() != nil {
 						return
 					}
@@ -207,7 +211,7 @@ func main() {
 					if err != nil || status != http.StatusOK {
 						c.failure(true, err, fmt.Sprintf("plain %s: %d %v", method, status, err))
 					}
-					sleep(ctx, *pace)
+					drive.Sleep(ctx, *pace)
 				}
 			}()
 		}
@@ -232,14 +236,6 @@ func main() {
 	fmt.Println(string(out))
 }
 
-type ticket struct {
-	Token      string  `json:"token"`
-	Challenge  string  `json:"challenge"`
-	Difficulty int     `json:"difficulty"`
-	RetryAfter float64 `json:"retry_after"`
-	Outcome    string  `json:"outcome"`
-}
-
 // visit is one honest visitor, from the waiting answer to the shop (or,
 // with buy, to a confirmed seat).
 func visit(ctx context.Context, client *http.Client, c *counts, site, room string, buy *buyer) {
@@ -249,25 +245,24 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 	}
 	if err != nil || (status != http.StatusTooManyRequests && status != http.StatusOK) {
 		c.failure(false, err, fmt.Sprintf("GET /: %d %v", status, err))
-		sleep(ctx, time.Second)
+		drive.Sleep(ctx, time.Second)
 		return
 	}
 	status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/token", nil, "")
-	var tk ticket
+	var tk waiting.Answer
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
 		if ctx.Err() == nil {
 			c.failure(false, err, fmt.Sprintf("token: %d %v %.80s", status, err, body))
-			sleep(ctx, time.Second)
+			drive.Sleep(ctx, time.Second)
 		}
 		return
 	}
 	for ctx.Err() == nil {
-		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
-		n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		drive.Sleep(ctx, tk.Wait())
+		_, req, err := tk.Solve(ctx)
 		if err != nil {
 			return
 		}
-		req, _ := json.Marshal(map[string]string{"nonce": strconv.FormatUint(n, 10), "token": tk.Token})
 		status, body, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, "")
 		if ctx.Err() != nil {
 			return
@@ -292,7 +287,7 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			}
 			// The admitted token asked again gets its own pass back (a
 			// retry after a lost answer); any other pass is a second admission.
-			if st, again, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK && admittedAgain(again, pass.ID(a.Pass)) {
+			if st, again, err := c.call(ctx, client, "POST", site+"/_fairgate/admit", req, ""); err == nil && st == http.StatusOK && replay.Again(again, pass.ID(a.Pass)) {
 				c.fail(&c.Double, "a used token admitted again")
 			}
 			if buy != nil {
@@ -302,15 +297,8 @@ func visit(ctx context.Context, client *http.Client, c *counts, site, room strin
 			shop(ctx, client, c, site, room, a.Pass)
 			return
 		case status == http.StatusTooManyRequests:
-			var next ticket
-			_ = json.Unmarshal(body, &next)
-			if next.Outcome == "deferred" {
+			if tk.Follow(body).Outcome == "deferred" {
 				c.Deferred.Add(1)
-			}
-			if next.Token != "" {
-				tk = next
-			} else { // the prepared busy answer: same token, later
-				tk.RetryAfter = next.RetryAfter
 			}
 		default:
 			c.fail(&c.Lost, fmt.Sprintf("admit refused the place: %d %.120s", status, body))
@@ -350,7 +338,7 @@ func (b *buyer) buy(client *http.Client, c *counts, site, room, session, pass st
 		{"confirm", b.seats + "/api/sessions/" + session + "/confirm", `{"payment_ref":"` + ref + `"}`, "Fairgate-Pass: " + pass, hmacHex(b.paymentKey, session+"\n"+ref)},
 	} {
 		if step.name != "hold" {
-			sleep(b.finish, b.think) // choosing, paying: most buyers are mid-checkout at any time
+			drive.Sleep(b.finish, b.think) // choosing, paying: most buyers are mid-checkout at any time
 		}
 		body, status, ok := b.write(client, c, step.name, step.url, step.body, step.auth, step.sig)
 		// Two buyers may pick the same best seat: the second gets 409
@@ -413,7 +401,7 @@ func (b *buyer) write(client *http.Client, c *counts, name, url, body, auth, sig
 			// key again.
 			c.SeatsDown.Add(1)
 			down = true
-			sleep(b.finish, 200*time.Millisecond)
+			drive.Sleep(b.finish, 200*time.Millisecond)
 		default:
 			return out, status, false
 		}
@@ -495,64 +483,30 @@ func shop(ctx context.Context, client *http.Client, c *counts, site, room, pass 
 		default:
 			c.failure(false, err, fmt.Sprintf("shop with a pass: %d %v %.80s", status, err, body))
 		}
-		sleep(ctx, 50*time.Millisecond)
+		drive.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 
 func (c *counts) call(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, error) {
 	c.Requests.Add(1)
-	return do(ctx, client, method, url, body, cookie)
-}
-
-func do(ctx context.Context, client *http.Client, method, url string, body []byte, cookie string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if cookie != "" {
-		req.Header.Set("Cookie", cookie)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, err
+	status, b, _, err := drive.Do(ctx, client, method, url, body, cookie)
+	return status, b, err
 }
 
 // serveHook is an admission hook that opens a session after delay.
 func serveHook(addr string, delay time.Duration) error {
 	var n atomic.Int64
 	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sleep(r.Context(), delay)
+		drive.Sleep(r.Context(), delay)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"session":"s%d"}`, n.Add(1))
 	}))
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-// admittedAgain reports whether an admit answer's body carries a pass other
-// than the one the place was admitted with.
-func admittedAgain(body []byte, firstID string) bool {
-	var a struct{ Pass string }
-	_ = json.Unmarshal(body, &a)
-	return firstID == "" || pass.ID(a.Pass) != firstID
-}
-
-// replay posts every admitted token in file (lines of the first pass's id,
+// replayUsed posts every admitted token in file (lines of the first pass's id,
 // a tab and the admit body) once more to site and counts those admitted
 // again: answered with a pass other than their first.
-func replay(site, file string) (string, error) {
+func replayUsed(site, file string) (string, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		return "", err
@@ -562,44 +516,28 @@ func replay(site, file string) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	var replayed, again atomic.Int64
 	statuses := sync.Map{}
-	type used struct{ id, body []byte }
-	lines := make(chan used)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for u := range lines {
-				for attempt := 0; attempt < 4 && ctx.Err() == nil; attempt++ {
-					status, resp, err := do(ctx, client, "POST", site+"/_fairgate/admit", u.body, "")
-					if err != nil {
-						break
-					}
-					if status == http.StatusTooManyRequests && attempt < 3 {
-						var tk ticket
-						_ = json.Unmarshal(resp, &tk)
-						sleep(ctx, min(2*time.Second, time.Duration(tk.RetryAfter*float64(time.Second))+10*time.Millisecond))
-						continue
-					}
-					replayed.Add(1)
-					n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
-					n.(*atomic.Int64).Add(1)
-					if status == http.StatusOK && admittedAgain(resp, string(u.id)) {
-						again.Add(1)
-					}
-					break
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(16)
 	for _, line := range bytes.Split(raw, []byte("\n")) {
 		id, body, ok := bytes.Cut(line, []byte("\t"))
-		if ok && len(bytes.TrimSpace(body)) > 0 {
-			lines <- used{id, body}
+		if !ok || len(bytes.TrimSpace(body)) == 0 {
+			continue
 		}
+		g.Go(func() error {
+			status, resp, err := replay.Admit(ctx, client, site, body)
+			if err != nil {
+				return nil // not replayed: counted by its absence
+			}
+			replayed.Add(1)
+			n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			if status == http.StatusOK && replay.Again(resp, string(id)) {
+				again.Add(1)
+			}
+			return nil
+		})
 	}
-	close(lines)
-	wg.Wait()
+	_ = g.Wait()
 	byStatus := map[string]int64{}
 	statuses.Range(func(k, v any) bool { byStatus[strconv.Itoa(k.(int))] = v.(*atomic.Int64).Load(); return true })
 	out, _ := json.Marshal(map[string]any{"replayed": replayed.Load(), "again": again.Load(), "statuses": byStatus})

@@ -5,8 +5,10 @@ package crashtest
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -53,4 +55,28 @@ func (c *Child) Kill(t testing.TB) {
 	for range c.Lines {
 	}
 	_ = c.cmd.Wait()
+}
+
+// Work is the child's load: n goroutines, each calling work with its
+// number w and a count i from 0 until work returns false (a child is
+// usually killed long before). It returns when they all have.
+func Work(n int, work func(w, i int) bool) {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			for i := 0; work(w, i); i++ {
+			}
+		})
+	}
+	wg.Wait()
+}
+
+var printing sync.Mutex
+
+// Printf prints one line for the parent to read (Child.Lines), whole
+// whichever goroutine prints it.
+func Printf(format string, args ...any) {
+	printing.Lock()
+	defer printing.Unlock()
+	fmt.Printf(format+"\n", args...)
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,42 +147,30 @@ func TestCrashChild(t *testing.T) {
 	if _, err := svc.CreateEvent(ctx, seats.Stadium("crash", "crash", time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	var out sync.Mutex
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				user := fmt.Sprintf("w%d-%d", w, i)
-				now := time.Now()
-				sess, err := svc.OpenSession(ctx, "crash", user, "t-"+user, now, nil)
-				if err != nil {
-					continue
-				}
-				section := []string{fmt.Sprintf("L%d", 1+(w+i)%12)}
-				held, err := svc.HoldBest(ctx, sess.ID, user, 1+i%3, section, now, nil)
-				if err != nil {
-					continue // sold out or lost races: a new visitor
-				}
-				if _, err := svc.Checkout(ctx, sess.ID, user, now, nil); err != nil {
-					continue
-				}
-				key := &seats.Idempotency{Key: "confirm-" + sess.ID, Fingerprint: "fp", Status: 200}
-				out.Lock()
-				fmt.Printf("CONFIRMING %s %s\n", sess.ID, key.Key)
-				out.Unlock()
-				done, err := svc.Confirm(ctx, sess.ID, user, "pay", now, key)
-				if err != nil {
-					continue
-				}
-				out.Lock()
-				fmt.Printf("CONFIRMED %s %s\n", done.Reservation, strings.Join(held.Seats, " "))
-				out.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	crashtest.Work(16, func(w, i int) bool {
+		user := fmt.Sprintf("w%d-%d", w, i)
+		now := time.Now()
+		sess, err := svc.OpenSession(ctx, "crash", user, "t-"+user, now, nil)
+		if err != nil {
+			return true
+		}
+		section := []string{fmt.Sprintf("L%d", 1+(w+i)%12)}
+		held, err := svc.HoldBest(ctx, sess.ID, user, 1+i%3, section, now, nil)
+		if err != nil {
+			return true // sold out or lost races: a new visitor
+		}
+		if _, err := svc.Checkout(ctx, sess.ID, user, now, nil); err != nil {
+			return true
+		}
+		key := &seats.Idempotency{Key: "confirm-" + sess.ID, Fingerprint: "fp", Status: 200}
+		crashtest.Printf("CONFIRMING %s %s", sess.ID, key.Key)
+		done, err := svc.Confirm(ctx, sess.ID, user, "pay", now, key)
+		if err != nil {
+			return true
+		}
+		crashtest.Printf("CONFIRMED %s %s", done.Reservation, strings.Join(held.Seats, " "))
+		return true
+	})
 }
 
 // TestCrashMidGroup kills the process in the middle of a group commit:

@@ -17,103 +17,102 @@ import (
 
 // encodeSeat is json.Marshal(seat).
 func encodeSeat(s *seats.Seat) ([]byte, error) {
-	b := make([]byte, 0, 192)
-	b = append(b, `{"id":`...)
-	b = appendString(b, s.ID)
-	b = append(b, `,"section":`...)
-	b = appendString(b, s.Section)
-	b = append(b, `,"block":`...)
-	b = appendString(b, s.Block)
-	b = append(b, `,"row":`...)
-	b = appendString(b, s.Row)
-	b = append(b, `,"number":`...)
-	b = strconv.AppendInt(b, int64(s.Number), 10)
-	if s.Category != "" {
-		b = append(b, `,"category":`...)
-		b = appendString(b, s.Category)
-	}
-	b = append(b, `,"price":`...)
-	b = strconv.AppendInt(b, s.Price, 10)
-	b = append(b, `,"status":`...)
-	b = appendString(b, string(s.Status))
-	if s.Session != "" {
-		b = append(b, `,"session":`...)
-		b = appendString(b, s.Session)
-	}
-	var err error
-	if !s.ExpiresAt.IsZero() {
-		b = append(b, `,"expires_at":`...)
-		if b, err = appendTime(b, s.ExpiresAt); err != nil {
-			return nil, err
-		}
-	}
-	if s.Reservation != "" {
-		b = append(b, `,"reservation":`...)
-		b = appendString(b, s.Reservation)
-	}
-	return append(b, '}'), nil
+	e := encoder{b: make([]byte, 0, 192)}
+	e.b = appendString(append(e.b, `{"id":`...), s.ID)
+	e.str(`,"section":`, s.Section)
+	e.str(`,"block":`, s.Block)
+	e.str(`,"row":`, s.Row)
+	e.int(`,"number":`, int64(s.Number))
+	e.strOmitEmpty(`,"category":`, s.Category)
+	e.int(`,"price":`, s.Price)
+	e.str(`,"status":`, string(s.Status))
+	e.strOmitEmpty(`,"session":`, s.Session)
+	e.timeOmitZero(`,"expires_at":`, s.ExpiresAt)
+	e.strOmitEmpty(`,"reservation":`, s.Reservation)
+	return e.end()
 }
 
 // encodeSession is json.Marshal(sess).
 func encodeSession(s *seats.Session) ([]byte, error) {
-	b := make([]byte, 0, 256+24*len(s.Seats))
-	b = append(b, `{"id":`...)
-	b = appendString(b, s.ID)
-	b = append(b, `,"event":`...)
-	b = appendString(b, s.EventID)
-	b = append(b, `,"user":`...)
-	b = appendString(b, s.UserID)
-	if s.TokenID != "" {
-		b = append(b, `,"token_id":`...)
-		b = appendString(b, s.TokenID)
-	}
-	b = append(b, `,"state":`...)
-	b = appendString(b, string(s.State))
-	b = append(b, `,"limit":`...)
-	b = strconv.AppendInt(b, int64(s.Limit), 10)
-	b = append(b, `,"seats":`...)
+	e := encoder{b: make([]byte, 0, 256+24*len(s.Seats))}
+	e.b = appendString(append(e.b, `{"id":`...), s.ID)
+	e.str(`,"event":`, s.EventID)
+	e.str(`,"user":`, s.UserID)
+	e.strOmitEmpty(`,"token_id":`, s.TokenID)
+	e.str(`,"state":`, string(s.State))
+	e.int(`,"limit":`, int64(s.Limit))
+	e.key(`,"seats":`)
 	if s.Seats == nil {
-		b = append(b, "null"...)
+		e.b = append(e.b, "null"...)
 	} else {
-		b = append(b, '[')
+		e.b = append(e.b, '[')
 		for i, id := range s.Seats {
 			if i > 0 {
-				b = append(b, ',')
+				e.b = append(e.b, ',')
 			}
-			b = appendString(b, id)
+			e.b = appendString(e.b, id)
 		}
-		b = append(b, ']')
+		e.b = append(e.b, ']')
 	}
-	var err error
-	b = append(b, `,"created_at":`...)
-	if b, err = appendTime(b, s.CreatedAt); err != nil {
-		return nil, err
+	e.time(`,"created_at":`, s.CreatedAt)
+	e.time(`,"expires_at":`, s.ExpiresAt)
+	e.strOmitEmpty(`,"reservation":`, s.Reservation)
+	e.strOmitEmpty(`,"payment_ref":`, s.PaymentRef)
+	e.timeOmitZero(`,"finalised_at":`, s.FinalisedAt)
+	e.timeOmitZero(`,"checkout_until":`, s.CheckoutUntil)
+	return e.end()
+}
+
+// encoder appends an object's fields after its first: each key given as
+// it is written (`,"name":`, a constant copy), each value as encoding/json
+// writes it (omitempty and omitzero included). The first error (a time
+// RFC 3339 cannot write) stops it.
+type encoder struct {
+	b   []byte
+	err error
+}
+
+// key appends a field's key, given as it is written: `,"name":`.
+func (e *encoder) key(key string) {
+	e.b = append(e.b, key...)
+}
+
+func (e *encoder) str(key, s string) {
+	e.key(key)
+	e.b = appendString(e.b, s)
+}
+
+func (e *encoder) strOmitEmpty(key, s string) {
+	if s != "" {
+		e.str(key, s)
 	}
-	b = append(b, `,"expires_at":`...)
-	if b, err = appendTime(b, s.ExpiresAt); err != nil {
-		return nil, err
+}
+
+func (e *encoder) int(key string, n int64) {
+	e.key(key)
+	e.b = strconv.AppendInt(e.b, n, 10)
+}
+
+func (e *encoder) time(key string, t time.Time) {
+	if e.err != nil {
+		return
 	}
-	if s.Reservation != "" {
-		b = append(b, `,"reservation":`...)
-		b = appendString(b, s.Reservation)
+	e.key(key)
+	e.b, e.err = appendTime(e.b, t)
+}
+
+func (e *encoder) timeOmitZero(key string, t time.Time) {
+	if !t.IsZero() {
+		e.time(key, t)
 	}
-	if s.PaymentRef != "" {
-		b = append(b, `,"payment_ref":`...)
-		b = appendString(b, s.PaymentRef)
+}
+
+// end closes the object.
+func (e *encoder) end() ([]byte, error) {
+	if e.err != nil {
+		return nil, e.err
 	}
-	if !s.FinalisedAt.IsZero() {
-		b = append(b, `,"finalised_at":`...)
-		if b, err = appendTime(b, s.FinalisedAt); err != nil {
-			return nil, err
-		}
-	}
-	if !s.CheckoutUntil.IsZero() {
-		b = append(b, `,"checkout_until":`...)
-		if b, err = appendTime(b, s.CheckoutUntil); err != nil {
-			return nil, err
-		}
-	}
-	return append(b, '}'), nil
+	return append(e.b, '}'), nil
 }
 
 // appendString appends s as json.Marshal quotes it: ids and states are

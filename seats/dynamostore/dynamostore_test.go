@@ -13,12 +13,6 @@ import (
 	"github.com/fairgate/fairgate/seats/storetest"
 )
 
-// localClient connects to DynamoDB Local (internal/dynamotest).
-func localClient(t *testing.T) *dynamodb.Client {
-	t.Helper()
-	return dynamotest.Client(t)
-}
-
 func newStore(t *testing.T, client *dynamodb.Client) *Store {
 	t.Helper()
 	n := rand.Int64()
@@ -30,12 +24,12 @@ func newStore(t *testing.T, client *dynamodb.Client) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	client := localClient(t)
+	client := dynamotest.Client(t)
 	storetest.Run(t, func(t *testing.T) seats.Store { return newStore(t, client) })
 }
 
 func TestCreateTablesTwice(t *testing.T) {
-	client := localClient(t)
+	client := dynamotest.Client(t)
 	s := newStore(t, client)
 	if err := s.CreateTables(context.Background()); err != nil {
 		t.Fatalf("second CreateTables: %v", err)

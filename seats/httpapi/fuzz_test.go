@@ -22,8 +22,7 @@ func FuzzWriteBodies(f *testing.F) {
 		f.Add("checkout", seed)
 	}
 	e := newEnv(f)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	f.Fuzz(func(t *testing.T, endpoint, body string) {
 		if endpoint != "holds" && endpoint != "confirm" && endpoint != "checkout" {
 			endpoint = "holds"

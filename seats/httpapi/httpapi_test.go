@@ -5,132 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/seats"
-	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/storetest"
 )
 
-var testPaymentKey = []byte("payment-provider-key-0123456789ab")
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-type env struct {
-	t     testing.TB
-	srv   *httptest.Server
-	clk   *clock
-	gate  *admission.Gate
-	room  *admission.Room
-	event string
-}
-
-func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
-
-// newEnvWith serves a store passed through wrap (if not nil).
-func newEnvWith(t testing.TB, wrap func(seats.Store) seats.Store) *env {
-	t.Helper()
-	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	clk := &clock{now: storetest.T0}
-	var served seats.Store = store
-	if wrap != nil {
-		served = wrap(store)
-	}
-	api := New(seats.NewService(served, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin", PaymentKey: testPaymentKey})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
-	e := &env{t: t, srv: srv, clk: clk, gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1000, clk.Now)), room: room, event: "ev"}
-	body, _ := json.Marshal(storetest.Event("ev"))
-	if code, b := e.do("POST", "/api/events", string(body), "", "Authorization", "Bearer admin"); code != 201 {
-		t.Fatalf("create event: %d %s", code, b)
-	}
-	return e
-}
-
-// pass admits a visitor through a real gate and returns their pass.
-func (e *env) pass(user string) string {
-	e.t.Helper()
-	tk, err := e.gate.Issue(e.room, admission.Visitor{Subject: user}, e.clk.Now())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	d := e.gate.Decide(context.Background(), e.room, admission.Attempt{Token: tk.Token, Nonce: "0", Visitor: admission.Visitor{Subject: user}, Now: e.clk.Now()})
-	if d.Outcome != admission.OutcomeAdmit {
-		e.t.Fatalf("admitting %s: %v", user, d.Outcome)
-	}
-	return d.Pass
-}
-
-func (e *env) do(method, path, body, pass string, header ...string) (int, string) {
-	e.t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
-	if pass != "" {
-		req.Header.Set(PassHeader, pass)
-	}
-	// Confirms come signed, as the payment provider's callback would be
-	// (TestPaymentConfirmation sends them unsigned and forged).
-	if session, ok := strings.CutSuffix(strings.TrimPrefix(path, "/api/sessions/"), "/confirm"); ok {
-		var v struct {
-			PaymentRef string `json:"payment_ref"`
-		}
-		_ = json.Unmarshal([]byte(body), &v)
-		req.Header.Set(PaymentSignatureHeader, SignPayment(testPaymentKey, session, v.PaymentRef))
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func (e *env) open(pass string) string {
-	e.t.Helper()
-	code, body := e.do("POST", "/api/sessions", "", pass)
-	if code != 201 {
-		e.t.Fatalf("open session: %d %s", code, body)
-	}
-	var v struct{ Session string }
-	_ = json.Unmarshal([]byte(body), &v)
-	return v.Session
-}
-
 func TestSessionFlow(t *testing.T) {
 	e := newEnv(t)
-	alice, bob := e.pass("alice"), e.pass("bob")
-	sa, sb := e.open(alice), e.open(bob)
+	alice, sa := e.visitor("alice")
+	bob, sb := e.visitor("bob")
 	tests := []struct {
 		name, method, path, body, pass string
 		status                         int
@@ -181,8 +70,7 @@ func TestSessionFlow(t *testing.T) {
 
 func TestExpiredSession(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	e.clk.Add(11 * time.Minute)
 	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice); code != 410 {
 		t.Fatalf("hold in an expired session: %d %s", code, body)
@@ -191,8 +79,7 @@ func TestExpiredSession(t *testing.T) {
 
 func TestIdempotencyKey(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	hold := `{"seats":["A-1-1-4"]}`
 	code1, body1 := e.do("POST", "/api/sessions/"+s+"/holds", hold, alice, "Idempotency-Key", "k1")
 	e.clk.Add(time.Second)
@@ -287,8 +174,7 @@ func (s *slowStore) Confirm(ctx context.Context, session, reservation, paymentRe
 func TestConfirmAfterClientTimeout(t *testing.T) {
 	slow := &slowStore{entered: make(chan struct{}, 1), release: make(chan struct{}), done: make(chan error, 1)}
 	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice); code != 200 {
 		t.Fatalf("hold: %d %s", code, body)
 	}
@@ -328,8 +214,7 @@ func TestConfirmAfterClientTimeout(t *testing.T) {
 func TestFailureIsNotFinal(t *testing.T) {
 	slow := &slowStore{failures: 1}
 	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
 	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
 	if code, body := e.do("POST", "/api/sessions/"+s+"/confirm", `{"payment_ref":"p"}`, alice, "Idempotency-Key", "c"); code != 503 {
@@ -343,8 +228,8 @@ func TestFailureIsNotFinal(t *testing.T) {
 // TestRefusalIsReplayed: a refusal is a final answer, replayed as it was.
 func TestRefusalIsReplayed(t *testing.T) {
 	e := newEnv(t)
-	alice, bob := e.pass("alice"), e.pass("bob")
-	sa, sb := e.open(alice), e.open(bob)
+	alice, sa := e.visitor("alice")
+	bob, sb := e.visitor("bob")
 	e.do("POST", "/api/sessions/"+sa+"/holds", `{"seats":["A-1-1-1"]}`, alice)
 	c1, b1 := e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-1"]}`, bob, "Idempotency-Key", "h")
 	e.do("DELETE", "/api/sessions/"+sa+"/holds/A-1-1-1", "", alice)
@@ -358,8 +243,7 @@ func TestRefusalIsReplayed(t *testing.T) {
 // early never shortens the hold (window 10 min, checkout 5 min).
 func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
 	holdEnds := storetest.T0.Add(10 * time.Minute)
 	e.clk.Add(time.Minute)
@@ -375,8 +259,7 @@ func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
 		t.Fatalf("early checkout ends at %v / %v, the hold at %v", got.ExpiresAt, got.CheckoutUntil, holdEnds)
 	}
 	// A late checkout gets the full checkout window.
-	bob := e.pass("bob")
-	sb := e.open(bob)
+	bob, sb := e.visitor("bob")
 	e.do("POST", "/api/sessions/"+sb+"/holds", `{"seats":["A-1-1-2"]}`, bob)
 	e.clk.Add(8 * time.Minute)
 	_, body = e.do("POST", "/api/sessions/"+sb+"/checkout", "", bob)
@@ -388,8 +271,7 @@ func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
 // TestSmallerFindings covers issue 12 findings 4 and 6 through HTTP.
 func TestSmallerFindings(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	many := `{"best":{"count":1,"sections":["X"` + strings.Repeat(`,"X"`, 5000) + `]}}`
 	if code, body := e.do("POST", "/api/sessions/"+s+"/holds", many, alice); code != 404 {
 		t.Fatalf("a section named 5000 times is one section (then unknown): %d %s", code, body)
@@ -416,8 +298,7 @@ func TestSmallerFindings(t *testing.T) {
 // and the payment reference.
 func TestPaymentConfirmation(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	e.do("POST", "/api/sessions/"+s+"/holds", `{"seats":["A-1-1-1"]}`, alice)
 	e.do("POST", "/api/sessions/"+s+"/checkout", "", alice)
 	for _, tt := range []struct{ name, signature string }{
@@ -439,8 +320,7 @@ func TestPaymentConfirmation(t *testing.T) {
 // TestCachedPassExpires: the pass cache never outlives the pass.
 func TestCachedPassExpires(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	if code, body := e.do("GET", "/api/sessions/"+s, "", alice); code != 200 {
 		t.Fatalf("fresh pass: %d %s", code, body)
 	}
@@ -455,8 +335,7 @@ func TestCachedPassExpires(t *testing.T) {
 // and whatever the retry would now be refused for.
 func TestIdempotentRetries(t *testing.T) {
 	e := newEnv(t)
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	hold := `{"seats":["A-1-1-4"]}`
 	code, first := e.do("POST", "/api/sessions/"+s+"/holds", hold, alice, "Idempotency-Key", "h")
 	if code != 200 {
@@ -550,8 +429,7 @@ func (c *countingStore) PutKey(ctx context.Context, key string, rec seats.KeyRec
 func TestStoreCallsPerWrite(t *testing.T) {
 	counter := &countingStore{calls: map[string]int{}}
 	e := newEnvWith(t, func(s seats.Store) seats.Store { counter.Store = s; return counter })
-	alice := e.pass("alice")
-	s := e.open(alice)
+	alice, s := e.visitor("alice")
 	counter.take()
 	tests := []struct {
 		name, method, path, body, key string

@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,21 +10,12 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
 
-func open(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "room.db"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) roomstate.Store { return open(t) })
+	storetest.Run(t, func(t *testing.T) roomstate.Store { return open(t, dbPath(t)) })
 }
 
 func TestSweepDeletesOnlyExpired(t *testing.T) {
-	s := open(t)
+	s := open(t, dbPath(t))
 	defer s.Close()
 	ctx := context.Background()
 	t0 := storetest.T0
@@ -54,13 +44,10 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 // TestRestartKeepsRoomState is the single-machine promise: after a restart
 // the clock, the ledger and the rank counter are where they were.
 func TestRestartKeepsRoomState(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "room.db")
+	path := dbPath(t)
 	ctx := context.Background()
 	t0 := storetest.T0
-	s, err := Open(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, path)
 	c := roomstate.Control{State: "queue", Rate: 5, Burst: 1, Cruise: 0.5}
 	c.Clock = c.Clock.From(t0, 0.5)
 	if _, err := s.SaveControl(ctx, "r", c, 0); err != nil {
@@ -76,10 +63,7 @@ func TestRestartKeepsRoomState(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = open(t, path)
 	defer s.Close()
 	got, v, err := s.LoadControl(ctx, "r")
 	if err != nil || v != 1 || got.Clock.At(t0.Add(10*time.Second)) != 5 {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +28,7 @@ func TestCrashKeepsEveryConsumedID(t *testing.T) {
 	if os.Getenv("FAIRGATE_ROOMSTATE_CRASH_CHILD") != "" {
 		t.Skip("the child runs TestCrashChild")
 	}
-	db := filepath.Join(t.TempDir(), "room.db")
+	db := dbPath(t)
 	child := crashtest.Start(t, "TestCrashChild", "FAIRGATE_ROOMSTATE_CRASH_CHILD", db)
 	var consumed []string
 	var granted, lastRank int64
@@ -101,39 +99,26 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only run as the crash test's child")
 	}
-	s, err := Open(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, path)
 	ctx := context.Background()
-	var out sync.Mutex
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				got, err := s.ReserveBudget(ctx, "crash", crashWindow, 1)
-				if err != nil || got != 1 {
-					t.Errorf("ReserveBudget = %d, %v", got, err)
-					return
-				}
-				id := fmt.Sprintf("w%d-%d", w, i)
-				ok, err := storetest.Consume(ctx, s, "crash", id, storetest.T0.Add(time.Hour), storetest.T0)
-				if err != nil || !ok {
-					t.Errorf("Consume(%s) = %v, %v", id, ok, err)
-					return
-				}
-				rank, err := s.ReserveRanks(ctx, "crash", 1)
-				if err != nil {
-					t.Errorf("ReserveRanks: %v", err)
-					return
-				}
-				out.Lock()
-				fmt.Printf("ADMITTED %s %d %d\n", id, got, rank)
-				out.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	crashtest.Work(16, func(w, i int) bool {
+		got, err := s.ReserveBudget(ctx, "crash", crashWindow, 1)
+		if err != nil || got != 1 {
+			t.Errorf("ReserveBudget = %d, %v", got, err)
+			return false
+		}
+		id := fmt.Sprintf("w%d-%d", w, i)
+		ok, err := storetest.Consume(ctx, s, "crash", id, storetest.T0.Add(time.Hour), storetest.T0)
+		if err != nil || !ok {
+			t.Errorf("Consume(%s) = %v, %v", id, ok, err)
+			return false
+		}
+		rank, err := s.ReserveRanks(ctx, "crash", 1)
+		if err != nil {
+			t.Errorf("ReserveRanks: %v", err)
+			return false
+		}
+		crashtest.Printf("ADMITTED %s %d %d", id, got, rank)
+		return true
+	})
 }

@@ -3,7 +3,6 @@ package boltstore
 import (
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -36,13 +35,10 @@ func inFile(t *testing.T, s *Store, room, id string) bool {
 // transaction, and every place held is still read from the file — before
 // and after a restart, a release and a sweep.
 func TestLookupOfUnheldPlaceReadsNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "room.db")
+	path := dbPath(t)
 	ctx := context.Background()
 	t0 := storetest.T0
-	s, err := Open(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, path)
 	lookup := func(id string, want admission.PlaceState, wantReads int) {
 		t.Helper()
 		before := readTxs(s)
@@ -77,9 +73,7 @@ func TestLookupOfUnheldPlaceReadsNothing(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(path, 0); err != nil {
-		t.Fatal(err)
-	}
+	s = open(t, path)
 	defer s.Close()
 	lookup("used", admission.PlaceUsed, 1)
 	lookup("slot", admission.PlaceReserved, 1)
@@ -101,7 +95,7 @@ func TestLookupOfUnheldPlaceReadsNothing(t *testing.T) {
 // lookups on a few places, then checks the one rule the index must keep:
 // a place it says the file cannot hold is not in the file.
 func TestPlaceIndexNeverMissesARecord(t *testing.T) {
-	s := open(t)
+	s := open(t, dbPath(t))
 	defer s.Close()
 	ctx := context.Background()
 	t0 := storetest.T0

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fairgate/fairgate/admission/roomstate"
@@ -24,7 +23,6 @@ import (
 func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	key := budgetKey(room, w.Index).item()
 	for n = min(n, w.Limit); n > 0; {
 		expr, err := build(expression.NewBuilder().
 			WithCondition(expression.AttributeNotExists(usedName).Or(usedName.LessThanEqual(expression.Value(w.Limit - n)))).
@@ -34,14 +32,9 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 		if err != nil {
 			return 0, err
 		}
-		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: &s.table, Key: key,
-			UpdateExpression:                    expr.Update(),
-			ConditionExpression:                 expr.Condition(),
-			ExpressionAttributeNames:            expr.Names(),
-			ExpressionAttributeValues:           expr.Values(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		in := s.update(budgetKey(room, w.Index), expr)
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		_, err = s.db.UpdateItem(ctx, in)
 		if err == nil {
 			return n, nil
 		}
@@ -73,13 +66,7 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: budgetKey(room, w.Index).item(),
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
+	_, err = s.db.UpdateItem(ctx, s.update(budgetKey(room, w.Index), expr))
 	if err != nil && !conditionFailed(err) {
 		return s.wrap(ctx, "returning budget", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/dynamostore/cost"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+
+	"github.com/fairgate/fairgate/internal/dynamotest"
 )
 
 // TestCostPerAdmission drives three nodes over ten seconds of injected
@@ -25,9 +27,9 @@ func TestCostPerAdmission(t *testing.T) {
 	const nodes = 3
 	for _, block := range []int64{1, 4} {
 		t.Run(fmt.Sprintf("block%d", block), func(t *testing.T) {
-			table := newStore(t, localClient(t)).table
+			table := newStore(t, dynamotest.Client(t)).table
 			open := func(option func(*dynamodb.Options)) (roomstate.Store, error) {
-				return New(localClient(t, option), table, 10*time.Second), nil
+				return New(dynamotest.Client(t, option), table, 10*time.Second), nil
 			}
 			load := cost.Load{Rate: 20, Seconds: 10, Share: []float64{0.6, 0.3, 0.1}, Crowd: 1.2, Block: block, Start: storetest.T0}
 			r, err := cost.Run(context.Background(), open, load)

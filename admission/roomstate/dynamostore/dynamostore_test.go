@@ -19,12 +19,6 @@ import (
 	"github.com/fairgate/fairgate/internal/dynamotest"
 )
 
-// localClient connects to DynamoDB Local (internal/dynamotest).
-func localClient(t *testing.T, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	t.Helper()
-	return dynamotest.Client(t, optFns...)
-}
-
 // newStore creates a fresh table, so no test sees another's leftovers.
 func newStore(t *testing.T, client *dynamodb.Client) *Store {
 	t.Helper()
@@ -36,12 +30,12 @@ func newStore(t *testing.T, client *dynamodb.Client) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	client := localClient(t)
+	client := dynamotest.Client(t)
 	storetest.Run(t, func(t *testing.T) roomstate.Store { return newStore(t, client) })
 }
 
 func TestCreateTableTwice(t *testing.T) {
-	s := newStore(t, localClient(t))
+	s := newStore(t, dynamotest.Client(t))
 	if err := s.CreateTable(context.Background()); err != nil {
 		t.Fatalf("second CreateTable: %v", err)
 	}

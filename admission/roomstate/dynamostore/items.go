@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fairgate/fairgate/internal/dynamoav"
@@ -80,6 +81,18 @@ func rankKey(room string) itemKey             { return itemKey{PK: "RANK#" + roo
 func (k itemKey) item() item {
 	it, _ := attributevalue.MarshalMap(k) // two strings: cannot fail
 	return it
+}
+
+// update is the request that applies expr (its update and, if it has one,
+// its condition) to the item at key.
+func (s *Store) update(key itemKey, expr expression.Expression) *dynamodb.UpdateItemInput {
+	return &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key.item(),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
 }
 
 // ttl is the `ttl` of an item that stands until t: the second after it.

@@ -16,6 +16,8 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
+
+	"github.com/fairgate/fairgate/internal/dynamotest"
 )
 
 // TestItemLayout pins the items the store writes, attribute by attribute
@@ -23,7 +25,7 @@ import (
 // back: a table written by an earlier version (which mapped items by hand
 // to this same layout) stays readable, and one written now by it.
 func TestItemLayout(t *testing.T) {
-	s := newStore(t, localClient(t))
+	s := newStore(t, dynamotest.Client(t))
 	ctx := context.Background()
 	const room = "layout"
 	until := storetest.T0.Add(time.Hour)

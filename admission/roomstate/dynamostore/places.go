@@ -34,14 +34,9 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: usedKey(room, id).item(),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	in := s.update(usedKey(room, id), expr)
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	_, err = s.db.UpdateItem(ctx, in)
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
 		var it placeItem
@@ -95,13 +90,7 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: usedKey(room, id).item(),
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
+	_, err = s.db.UpdateItem(ctx, s.update(usedKey(room, id), expr))
 	if conditionFailed(err) {
 		return false, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -18,13 +17,9 @@ func (s *Store) ReserveRanks(ctx context.Context, room string, n int64) (int64, 
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: rankKey(room).item(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
+	in := s.update(rankKey(room), expr)
+	in.ReturnValues = types.ReturnValueUpdatedNew
+	out, err := s.db.UpdateItem(ctx, in)
 	if err != nil {
 		return 0, s.wrap(ctx, "reserving ranks", err)
 	}

@@ -77,8 +77,11 @@ func control(rate float64) roomstate.Control {
 
 func same(t *testing.T, got, want roomstate.Control) {
 	t.Helper()
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
+	g, errG := json.Marshal(got)
+	w, errW := json.Marshal(want)
+	if errG != nil || errW != nil {
+		t.Fatalf("control does not encode: %v, %v", errG, errW)
+	}
 	if string(g) != string(w) {
 		t.Errorf("control read back as\n%s\nwant\n%s", g, w)
 	}
@@ -322,8 +325,8 @@ func testPlaceUsedBy(t *testing.T, s roomstate.Store, room string) {
 	if ok, err := s.UsePlace(c, room, "slot", admission.Place{State: admission.PlaceUsed, By: "x", Pass: "y"}, T0.Add(time.Second)); err != nil || ok {
 		t.Fatalf("a second UsePlace = %v, %v; want false", ok, err)
 	}
-	if p, _ := s.LookupPlace(c, room, "slot", T0.Add(time.Second)); p.By != use.By || p.Pass != use.Pass {
-		t.Fatalf("a lost UsePlace changed who used the place: %+v", p)
+	if p, err := s.LookupPlace(c, room, "slot", T0.Add(time.Second)); err != nil || p.By != use.By || p.Pass != use.Pass {
+		t.Fatalf("a lost UsePlace changed who used the place: %+v, %v", p, err)
 	}
 	// Without a user (a record of an earlier version): none read back.
 	if _, err := Consume(c, s, room, "plain", until, T0); err != nil {

@@ -2,27 +2,30 @@
 // verifying it: the drivers count admissions, the gateway checks passes.
 package pass
 
-import (
-	"encoding/base64"
-	"encoding/json"
-	"strings"
-)
+import "github.com/golang-jwt/jwt/v5"
 
 // ID is a pass's jti ("" if it does not parse): one admission, however many
 // times its pass is answered (a retry of the admitted token gets its own
 // pass back).
 func ID(pass string) string {
-	parts := strings.Split(pass, ".")
-	if len(parts) != 3 {
-		return ""
+	return claims(pass).ID
+}
+
+// IssuedAt is a pass's iat in Unix seconds (0 if it has none or does not
+// parse): the second its node decided the admission.
+func IssuedAt(pass string) int64 {
+	if c := claims(pass); c.IssuedAt != nil {
+		return c.IssuedAt.Unix()
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
+	return 0
+}
+
+// claims are the pass's registered claims, unverified; zero if the pass
+// does not parse.
+func claims(pass string) jwt.RegisteredClaims {
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(pass, &c); err != nil {
+		return jwt.RegisteredClaims{}
 	}
-	var claims struct {
-		ID string `json:"jti"`
-	}
-	_ = json.Unmarshal(raw, &claims)
-	return claims.ID
+	return c
 }
