@@ -268,6 +268,23 @@ func (c *crowd) answersBetween(from, to time.Time) (map[string]int, time.Duratio
 	return out, slowest
 }
 
+// firstAdmissions is, per node, how long after from its first admission
+// was answered (0: none yet).
+func (c *crowd) firstAdmissions(from time.Time) []time.Duration {
+	out := make([]time.Duration, len(c.nodes))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.answers {
+		if a.status != http.StatusOK || a.at.Before(from) {
+			continue
+		}
+		if d := a.at.Sub(from); out[a.node] == 0 || d < out[a.node] {
+			out[a.node] = d
+		}
+	}
+	return out
+}
+
 // admitsCut counts the admission attempts at node whose connection failed
 // in [from, to).
 func (c *crowd) admitsCut(node int, from, to time.Time) int {

@@ -1114,28 +1114,14 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 			check(cold.name+" stops", false, "%v", err)
 		}
 	}
+	// Judged from the crowd's answers after the store came back, however
+	// long the cold node's checks above took.
 	within := 20 * time.Second
-	firsts := make([]time.Duration, len(c.nodes))
-	deadline := restarted.Add(within)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		_, perNode := cr.admissions(restarted, time.Now())
-		all := true
-		for i, k := range perNode {
-			if k > 0 && firsts[i] == 0 {
-				firsts[i] = time.Since(restarted)
-			}
-			if k == 0 {
-				all = false
-			}
-		}
-		if all {
-			break
-		}
-		sleep(ctx, 100*time.Millisecond)
-	}
+	sleep(ctx, time.Until(restarted.Add(within)))
+	firsts := cr.firstAdmissions(restarted)
 	ok := true
 	for _, f := range firsts {
-		ok = ok && f > 0
+		ok = ok && f > 0 && f <= within
 	}
 	check("DynamoDB back: every node admits again without a restart", ok, "first admission per node after %v", firsts)
 }
@@ -1195,11 +1181,14 @@ func (c *cluster) coldStart(ctx context.Context, shown ticket, pass string) *nod
 }
 
 // admitOne takes a token at node n and follows its answers as a page
-// would, for 30 s at most, until it is admitted.
+// would, for 60 s at most, until it is admitted. The room is saturated (the
+// crowd is ten times the rate, every place eligible within seconds), so a
+// place the shared budget turns away competes again each window with the
+// crowd's; one CI run saw 29 such answers in 30 s.
 func (c *cluster) admitOne(ctx context.Context, n *node) {
 	const name = " joined: a visitor who takes a token there is admitted"
 	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var answers []int
 	status, body, _, err := do(ctx, client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
 	var tk ticket
@@ -1238,7 +1227,7 @@ func (c *cluster) admitOne(ctx context.Context, n *node) {
 			return
 		}
 	}
-	check(n.name+name, false, "not within 30 s; answers %v", answers)
+	check(n.name+name, false, "not within 60 s; answers %v", answers)
 }
 
 func okStatus(status int, err error, want ...int) error {
