@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/fairgate/fairgate/internal/testhttp"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +32,8 @@ func TestRoomStartsWithoutItsStore(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))
 	defer origin.Close()
-	link := newStoreLink(t) // every connection reset until it relays
-	addr := link.addr
+	link := testhttp.NewLink(t) // every connection reset until it relays
+	addr := link.Addr
 	table := fmt.Sprintf("caddy_cold_%d", rand.Int64())
 	opts := "state queue\n\t\tdifficulty 0\n\t\tstate_store dynamodb {\n\t\t\ttable " + table + "\n\t\t\tregion us-east-1\n\t\t\tendpoint http://" + addr +
 		"\n\t\t\tpoll 100ms\n\t\t\tcall_timeout 1s\n\t\t}"
@@ -78,7 +76,7 @@ func TestRoomStartsWithoutItsStore(t *testing.T) {
 	if err := dynamostore.New(client, table, 10*time.Second).CreateTable(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	link.relay(target.Host)
+	link.Relay(target.Host)
 	deadline := time.Now().Add(15 * time.Second)
 	for !joined() {
 		if time.Now().After(deadline) {
@@ -88,47 +86,3 @@ func TestRoomStartsWithoutItsStore(t *testing.T) {
 	}
 	token(t, c, site)
 }
-
-// storeLink is a loopback address in front of a store: while cut, every
-// connection is reset at once (a store that is down); once relayed to a
-// target, connections go through. The listener stays this test's from the
-// start, so no other test can take its port in between.
-type storeLink struct {
-	addr   string
-	target atomic.Pointer[string]
-}
-
-func newStoreLink(t *testing.T) *storeLink {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	link := &storeLink{addr: l.Addr().String()}
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			target := link.target.Load()
-			if target == nil {
-				in.(*net.TCPConn).SetLinger(0) // a reset, as from a closed port
-				in.Close()
-				continue
-			}
-			out, err := net.DialTimeout("tcp", *target, 5*time.Second)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return link
-}
-
-// relay restores the link: connections go to target from now on.
-func (l *storeLink) relay(target string) { l.target.Store(&target) }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/fairgate/fairgate/internal/testhttp"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,50 +165,6 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 	}
 }
 
-// storeLink is a loopback address in front of a store: while cut, every
-// connection is reset at once (a store that is down); once relayed to a
-// target, connections go through. The listener stays this test's from the
-// start, so no other test can take its port in between.
-type storeLink struct {
-	addr   string
-	target atomic.Pointer[string]
-}
-
-func newStoreLink(t *testing.T) *storeLink {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	link := &storeLink{addr: l.Addr().String()}
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			target := link.target.Load()
-			if target == nil {
-				in.(*net.TCPConn).SetLinger(0) // a reset, as from a closed port
-				in.Close()
-				continue
-			}
-			out, err := net.DialTimeout("tcp", *target, 5*time.Second)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return link
-}
-
-// relay restores the link: connections go to target from now on.
-func (l *storeLink) relay(target string) { l.target.Store(&target) }
-
 // dynamoServerConfig is `fairgate proxy` on DynamoDB at endpoint.
 func dynamoServerConfig(t *testing.T, endpoint, table string) ServerConfig {
 	t.Helper()
@@ -229,9 +184,9 @@ func dynamoServerConfig(t *testing.T, endpoint, table string) ServerConfig {
 // serves unjoined, and joins once DynamoDB answers, without a restart. A
 // config no store could take still fails the start.
 func TestServerStartsWithoutItsStore(t *testing.T) {
-	link := newStoreLink(t)
+	link := testhttp.NewLink(t)
 	table := fmt.Sprintf("cold_%d", rand.Int64())
-	sc := dynamoServerConfig(t, "http://"+link.addr, table)
+	sc := dynamoServerConfig(t, "http://"+link.Addr, table)
 	start := time.Now()
 	srv, err := NewServer(sc)
 	if err != nil {
@@ -291,7 +246,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 	if err := dynamostore.New(client, table, 10*time.Second).CreateTable(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	link.relay(target.Host)
+	link.Relay(target.Host)
 	deadline := time.Now().Add(15 * time.Second)
 	for !joined() {
 		if time.Now().After(deadline) {
@@ -313,7 +268,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 // store could take, or a store that answers with a refusal (a missing
 // table), still fails it.
 func TestServerRefusesABrokenStoreConfig(t *testing.T) {
-	link := newStoreLink(t)
+	link := testhttp.NewLink(t)
 	for name, change := range map[string]func(*StateStore){
 		"table name":  func(s *StateStore) { s.Table = "a" },
 		"table chars": func(s *StateStore) { s.Table = "rooms/prod" },
@@ -321,7 +276,7 @@ func TestServerRefusesABrokenStoreConfig(t *testing.T) {
 		"endpoint":    func(s *StateStore) { s.Endpoint = "127.0.0.1:8000" },
 	} {
 		t.Run(name, func(t *testing.T) {
-			sc := dynamoServerConfig(t, "http://"+link.addr, "fairgate_rooms")
+			sc := dynamoServerConfig(t, "http://"+link.Addr, "fairgate_rooms")
 			change(sc.Gateway.StateStore)
 			if _, err := NewServer(sc); err == nil || !strings.Contains(err.Error(), "state_store") {
 				t.Fatalf("started with a broken state_store: %v", err)
