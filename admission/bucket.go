@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,7 +22,16 @@ type Bucket struct {
 	burst  float64
 	tokens float64 // negative while reservations are outstanding
 	last   time.Time
+	// memory is how long given keeps the slots handed out (Remember);
+	// given[head:] holds them in the order given, oldest first.
+	memory time.Duration
+	given  []grant
+	head   int
 }
+
+// grant is one reservation: when it was made and the slot it got, in
+// Unix nanoseconds.
+type grant struct{ at, slot int64 }
 
 // NewBucket returns a full bucket.
 func NewBucket(rate, burst float64, now time.Time) *Bucket {
@@ -32,14 +43,68 @@ func NewBucket(rate, burst float64, now time.Time) *Bucket {
 // are served in the order they are made, so whoever asks first, not most
 // often, goes first.
 func (b *Bucket) Reserve(now time.Time) time.Time {
+	due, _ := b.ReserveFor(now, now)
+	return due
+}
+
+// Remember makes the bucket keep the slots it hands out for d, so that
+// ReserveFor can serve a reservation asked late in the place it would have
+// had (d is the lateness it makes up at most).
+func (b *Bucket) Remember(d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.memory = d
+}
+
+// ReserveFor takes one token for a reservation that was due at found
+// (before now: asked late) and returns when it is due. A reservation asked
+// late is served where it would have been had it been asked at found: the
+// slot of the first reservation made since found (which it would have
+// preceded), or now if that has passed; without one, as one asked now.
+// backdated reports that due is before the slot a reservation asked now
+// gets: the token it takes is one the bucket has not refilled yet, so the
+// caller must space such reservations itself when they fall due (the
+// room's pacer does). It still takes a token now, so every reservation
+// after it moves back one, as it would have had it been asked in time: the
+// bucket hands out as many as before. Asking late never gains: the slot is
+// the one asked at found would have had, or later. How late is made up is
+// bounded by Remember (nothing is made up without it).
+func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
 	b.tokens--
-	if b.tokens >= 0 {
-		return now
+	slot := now
+	if b.tokens < 0 {
+		slot = now.Add(durationOf(-b.tokens / b.rate))
 	}
-	return now.Add(durationOf(-b.tokens / b.rate))
+	if b.memory <= 0 {
+		return slot, false
+	}
+	b.forget(now)
+	due = slot
+	if found.Before(now) {
+		f := found.UnixNano()
+		kept := b.given[b.head:]
+		i, _ := slices.BinarySearchFunc(kept, f, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
+		if i < len(kept) && kept[i].slot < slot.UnixNano() {
+			due = time.Unix(0, max(kept[i].slot, now.UnixNano()))
+		}
+	}
+	b.given = append(b.given, grant{at: now.UnixNano(), slot: slot.UnixNano()})
+	return due, due.Before(slot)
+}
+
+// forget drops the slots given longer than memory ago.
+func (b *Bucket) forget(now time.Time) {
+	cut := now.Add(-b.memory).UnixNano()
+	for b.head < len(b.given) && b.given[b.head].at < cut {
+		b.head++
+	}
+	if b.head > len(b.given)/2 { // compacted when half is dropped: amortised O(1)
+		b.given = append(b.given[:0], b.given[b.head:]...)
+		b.head = 0
+	}
 }
 
 // Refund gives back a token a reservation took and did not use.
@@ -80,4 +145,21 @@ func (b *Bucket) Burst() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.burst
+}
+
+// lateMemory is the most lateness a room makes up for a place that
+// presents late: a background tab whose timers fire once a minute, with
+// room to spare. A place found eligible at a checkpoint it presented late
+// for takes the slot it would have had (Bucket.ReserveFor; later than this,
+// as if found lateMemory ago, at worst as if found now), and a fifo claim
+// the rank it would have had (rankHistory; later than this, a new rank).
+// Each costs a room 16 bytes per admission, or rank, of that span.
+const lateMemory = 5 * time.Minute
+
+// rememberingBucket is a room's admission bucket: full, keeping its slots
+// for lateMemory.
+func rememberingBucket(rate, burst float64, now time.Time) *Bucket {
+	b := NewBucket(rate, burst, now)
+	b.memory = lateMemory
+	return b
 }

@@ -31,3 +31,58 @@ func TestBucket(t *testing.T) {
 		t.Fatalf("level after shrinking burst: %v", got)
 	}
 }
+
+// TestBucketReserveFor: a reservation asked late is served where it would
+// have been had it been asked when due, and still takes its admission, so
+// later reservations move back one; nothing is made up without memory.
+func TestBucketReserveFor(t *testing.T) {
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	type step struct {
+		found, now, want int  // milliseconds after t0
+		backdated        bool // want before the slot of a reservation asked now
+	}
+	tests := []struct {
+		name     string
+		remember time.Duration
+		steps    []step
+	}{
+		{"in time", time.Minute, []step{{0, 0, 0, false}, {100, 100, 1000, false}, {200, 200, 2000, false}}},
+		{"late, before the slot it missed", time.Minute, []step{
+			{0, 0, 0, false},           // the burst
+			{100, 100, 1000, false},    // A
+			{200, 200, 2000, false},    // B
+			{150, 300, 2000, true},     // due at 150: before B, so B's slot (shared with B)
+			{400, 400, 4000, false},    // the next one after both
+			{5000, 5000, 5000, false}}, // the debt paid off
+		},
+		{"late past the slot it missed", time.Minute, []step{
+			{0, 0, 0, false}, {100, 100, 1000, false},
+			{50, 1500, 1500, true},     // due at 50: A's slot at 1000 has passed, so now (asked now: 2000)
+			{1600, 1600, 3000, false}}, // behind it: the bucket gave one more
+		},
+		{"nothing given since due", time.Minute, []step{
+			{0, 0, 0, false}, {100, 100, 1000, false},
+			{500, 700, 2000, false}}, // as if asked now
+		},
+		{"no memory", 0, []step{
+			{0, 0, 0, false}, {100, 100, 1000, false}, {200, 200, 2000, false},
+			{150, 300, 3000, false}}, // as if asked now
+		},
+		{"later than the memory", 500 * time.Millisecond, []step{
+			{0, 0, 0, false}, {100, 100, 1000, false}, {200, 200, 2000, false}, {900, 900, 3000, false},
+			{50, 1000, 3000, true}}, // A and B forgotten: the oldest kept, 900's slot
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBucket(1, 1, t0)
+			b.Remember(tt.remember)
+			for i, s := range tt.steps {
+				got, backdated := b.ReserveFor(ms(s.found), ms(s.now))
+				if !got.Equal(ms(s.want)) || backdated != s.backdated {
+					t.Fatalf("step %d (due %dms, asked %dms): slot at %v (backdated %v), want %dms (%v)", i, s.found, s.now, got.Sub(t0), backdated, s.want, s.backdated)
+				}
+			}
+		})
+	}
+}

@@ -424,33 +424,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 			// place keeps its slot and asks again at its next checkpoint.
 			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
-		// The slot was given at the rate of its moment: at the rate of
-		// this one, it may lie further ahead.
-		if due, ok := room.PaceSlot(claims.ID, now); !ok {
-			return g.respaced(view, claims, place.Slot, ceilMilli(due), now)
-		}
-		if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-			room.UnpaceSlot(claims.ID, now)
-			return d // the place keeps its slot and asks again
-		}
-		used, err := g.usedBy(token, now)
-		if err != nil {
-			room.UnpaceSlot(claims.ID, now)
-			refundQuota(room, now)
-			return g.unavailable(err, claims)
-		}
-		ok, err := g.ledger.Use(ctx, claims.ID, used)
-		switch {
-		case err != nil:
-			room.UnpaceSlot(claims.ID, now)
-			refundQuota(room, now)
-			return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
-		case !ok:
-			room.UnpaceSlot(claims.ID, now)
-			refundQuota(room, now)
-			return Decision{Outcome: OutcomeReused, Claims: claims}
-		}
-		return g.pass(room, claims, used, now)
+		return g.useSlot(ctx, room, view, claims, token, place.Slot, now)
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
@@ -488,7 +462,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// pause instead of running out under a page that follows it.
 		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, view, claims, token, now)
+	return g.reserve(ctx, room, view, claims, token, at, now)
 }
 
 // TokenDigest identifies one version of a waiting token in the ledger's
@@ -590,24 +564,32 @@ func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float6
 }
 
 // reserve takes the eligible place's admission from the bucket and records
-// it in the ledger: admitted now, or holding the slot the bucket gave.
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
+// it in the ledger: admitted now, or holding the slot the bucket gave. found
+// is the checkpoint at which the place was found eligible: a place that
+// presented late for it takes the slot it would have had then (it loses its
+// lateness, not the slots given meanwhile; Room.ReserveAdmission). Such a
+// slot comes before the bucket's own next one, so when it is due the place
+// passes the pacer like every slot holder: a crowd presenting late at once
+// is spaced at the rate, not admitted beside the bucket.
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, found, now time.Time) Decision {
 	want, err := g.usedBy(token, now)
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot := room.ReserveAdmission(now)
-	if slot.After(now) {
+	slot, backdated := room.ReserveAdmission(found, now)
+	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
 	due := now
 	if slot.After(now) {
 		due = slot
-	} else if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-		// Admitted now by this node's bucket, but the room's shared budget
-		// is spent: the place asks again when it has some.
-		room.RefundAdmission(now)
-		return d
+	} else if !backdated {
+		if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
+			// Admitted now by this node's bucket, but the room's shared
+			// budget is spent: the place asks again when it has some.
+			room.RefundAdmission(now)
+			return d
+		}
 	}
 	quota := want.State == PlaceUsed
 	held, fresh, err := g.ledger.Hold(ctx, claims.ID, want, g.lastValid(view, claims, due))
@@ -629,10 +611,45 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
 	room.ObserveEligible(now)
-	if want.State == PlaceReserved {
+	switch {
+	case want.State == PlaceUsed:
+		return g.pass(room, claims, want, now)
+	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.pass(room, claims, want, now)
+	return g.useSlot(ctx, room, view, claims, token, slot, now)
+}
+
+// useSlot admits a place whose slot, given at slot, is due: at the rate the
+// room has now (the pacer; the slot was given at the rate of its moment,
+// and may now lie further ahead) and within the room's shared budget. The
+// ledger holds the place reserved until its pass is recorded.
+func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, now time.Time) Decision {
+	if due, ok := room.PaceSlot(claims.ID, now); !ok {
+		return g.respaced(view, claims, slot, ceilMilli(due), now)
+	}
+	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
+		room.UnpaceSlot(claims.ID, now)
+		return d // the place keeps its slot and asks again
+	}
+	used, err := g.usedBy(token, now)
+	if err != nil {
+		room.UnpaceSlot(claims.ID, now)
+		refundQuota(room, now)
+		return g.unavailable(err, claims)
+	}
+	ok, err := g.ledger.Use(ctx, claims.ID, used)
+	switch {
+	case err != nil:
+		room.UnpaceSlot(claims.ID, now)
+		refundQuota(room, now)
+		return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
+	case !ok:
+		room.UnpaceSlot(claims.ID, now)
+		refundQuota(room, now)
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	}
+	return g.pass(room, claims, used, now)
 }
 
 // takeQuota takes the admission from the room's shared budget, if it has

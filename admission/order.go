@@ -134,11 +134,6 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 
 type rankerBox struct{ r Ranker }
 
-// lateMemory is the most lateness a fifo claim makes up (rankHistory): a
-// background tab whose timers fire once a minute, with room to spare. A
-// claim later than that takes a new rank.
-const lateMemory = 5 * time.Minute
-
 // rankHistory is the post-start ranks this node handed out over the last
 // lateMemory, in the order handed out, so that a place claiming late takes
 // the rank it would have had (claimRank). 16 bytes a rank.

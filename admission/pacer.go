@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -25,6 +26,8 @@ type pacer struct {
 	bucket *Bucket
 	due    map[string]time.Time // re-spaced slots still to come
 	purged time.Time
+	// rate and burst as last set (the bucket's burst is pacerBurst's).
+	rate, burst float64
 }
 
 // pacerSlack is how much of the rate the pacer's burst holds at least: the
@@ -39,15 +42,35 @@ const pacerSlack = 2 * time.Second
 const pacerForget = time.Hour
 
 func newPacer(rate, burst float64, now time.Time) *pacer {
-	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}}
+	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
 	return math.Max(math.Max(1, burst), rate*pacerSlack.Seconds())
 }
 
+// setRate changes the pacer's rate. The re-spaced slots still to come were
+// spaced at the old rate: they are spaced again at the new one, in the
+// same order, so a cut binds them too.
 func (p *pacer) setRate(rate, burst float64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rate == p.rate && burst == p.burst {
+		return // a cluster node sets its share every tick, mostly unchanged
+	}
+	p.rate, p.burst = rate, burst
+	var ahead []string
+	for place, due := range p.due {
+		if due.After(now) {
+			ahead = append(ahead, place)
+			p.bucket.Refund(now)
+		}
+	}
 	p.bucket.SetRate(rate, pacerBurst(rate, burst), now)
+	slices.SortFunc(ahead, func(a, b string) int { return p.due[a].Compare(p.due[b]) })
+	for _, place := range ahead {
+		p.due[place] = p.bucket.Reserve(now)
+	}
 }
 
 // pass reports whether place, whose slot is due, may be admitted now; if

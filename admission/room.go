@@ -310,7 +310,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		controller: ctl,
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
 		queueing:   now,
-		bucket:     NewBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
+		bucket:     rememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   NewPresence(cfg.Window),
 		eligible:   NewWindow(cfg.Window),
@@ -607,9 +607,15 @@ func (r *Room) publish(v *View, now time.Time) {
 	r.view.Store(v)
 }
 
-// ReserveAdmission takes one admission from the bucket and returns when it
-// is due: now, or later while the bucket binds, in the order asked.
-func (r *Room) ReserveAdmission(now time.Time) time.Time { return r.bucket.Reserve(now) }
+// ReserveAdmission takes one admission from the bucket for a place found
+// eligible at found (now, or a checkpoint it presented late for) and
+// returns when it is due: now, or later while the bucket binds, in the
+// order places were found eligible, up to lateMemory late
+// (Bucket.ReserveFor). backdated: due is before the bucket's own next slot,
+// so the place must pass the pacer when it is due (PaceSlot).
+func (r *Room) ReserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
+	return r.bucket.ReserveFor(found, now)
+}
 
 // PaceSlot reports whether place, whose admission slot is due, may be
 // admitted now at the room's current rate; if not, when its slot is now

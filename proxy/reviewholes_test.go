@@ -26,16 +26,21 @@ func TestSlotsOutliveARateChange(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 10}, nil)
 	const n = 130
 	tabs, tks := make([]*tab, n), make([]ticketJSON, n)
-	latest := int64(0)
 	for i := range tabs {
 		tabs[i] = e.newTab()
 		tks[i] = tabs[i].token()
-		latest = max(latest, tks[i].NextAttempt)
 	}
-	e.clock.Set(time.UnixMilli(latest))
+	// Each presents at its checkpoint, the earliest first (a crowd
+	// presenting late at once is TestLateCrowdIsSpacedAtTheRate's).
+	byCheckpoint := make([]int, n)
+	for i := range byCheckpoint {
+		byCheckpoint[i] = i
+	}
+	slices.SortStableFunc(byCheckpoint, func(a, b int) int { return int(tks[a].NextAttempt - tks[b].NextAttempt) })
 	slot := make([]int64, n) // the slot first given, 0 if admitted at once
 	waiting := []int{}
-	for i := range tabs {
+	for _, i := range byCheckpoint {
+		e.clock.Set(time.UnixMilli(tks[i].NextAttempt))
 		switch status, tk := tabs[i].admit(tks[i]); {
 		case status == 200:
 		case status == 429 && tk.Outcome == "busy":
