@@ -81,7 +81,9 @@ func (c *PassClaims) reset() { *c = PassClaims{} }
 
 // decodeClaims fills dst from a flat JSON object of plain strings and
 // numbers, reporting false where it cannot (dst is then partly filled).
-func decodeClaims(b []byte, dst claimFields) bool {
+// b is a string so that each key and string claim is a substring of it,
+// not an allocation of its own.
+func decodeClaims(b string, dst claimFields) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -124,7 +126,7 @@ func decodeClaims(b []byte, dst claimFields) bool {
 			if !ok {
 				return false
 			}
-			f, err := strconv.ParseFloat(string(b[i:end]), 64)
+			f, err := strconv.ParseFloat(b[i:end], 64)
 			if err != nil {
 				return false
 			}
@@ -147,7 +149,7 @@ func decodeClaims(b []byte, dst claimFields) bool {
 	}
 }
 
-func skipSpace(b []byte, i int) int {
+func skipSpace(b string, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -156,7 +158,7 @@ func skipSpace(b []byte, i int) int {
 
 // plainString reads a JSON string at b[i] made of printable ASCII without
 // escapes, returning it and the index after its closing quote.
-func plainString(b []byte, i int) (string, int, bool) {
+func plainString(b string, i int) (string, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return "", 0, false
 	}
@@ -165,7 +167,7 @@ func plainString(b []byte, i int) (string, int, bool) {
 		j++
 	}
 	if j < len(b) && b[j] == '"' {
-		return string(b[i+1 : j]), j + 1, true
+		return b[i+1 : j], j + 1, true
 	}
 	return "", 0, false
 }
@@ -181,18 +183,18 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // integer reads a JSON number at b[i] that is a whole int64.
-func integer(b []byte, i int) (int64, int, bool) {
+func integer(b string, i int) (int64, int, bool) {
 	end, ok := number(b, i)
 	if !ok {
 		return 0, 0, false
 	}
-	n, err := strconv.ParseInt(string(b[i:end]), 10, 64)
+	n, err := strconv.ParseInt(b[i:end], 10, 64)
 	return n, end, err == nil
 }
 
 // number returns the end of the JSON number at b[i]:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func number(b []byte, i int) (int, bool) {
+func number(b string, i int) (int, bool) {
 	digits := func(j int) int {
 		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
 			j++

@@ -18,13 +18,13 @@ func FuzzDecodeClaims(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var own, std WaitClaims
-		if decodeClaims(payload, &own) {
+		if decodeClaims(string(payload), &own) {
 			if err := json.Unmarshal(payload, &std); err != nil || !reflect.DeepEqual(own, std) {
 				t.Fatalf("%q: decodeClaims %+v; json.Unmarshal %+v, %v", payload, own, std, err)
 			}
 		}
 		var ownPass, stdPass PassClaims
-		if decodeClaims(payload, &ownPass) {
+		if decodeClaims(string(payload), &ownPass) {
 			if err := json.Unmarshal(payload, &stdPass); err != nil || !reflect.DeepEqual(ownPass, stdPass) {
 				t.Fatalf("%q: decodeClaims %+v; json.Unmarshal %+v, %v", payload, ownPass, stdPass, err)
 			}
@@ -54,7 +54,7 @@ func TestDecodeClaimsKnowsEveryField(t *testing.T) {
 	claims.Bnd, claims.Lane, claims.Srv = "bind", "vip", 12.5
 	raw, _ := json.Marshal(claims)
 	var got WaitClaims
-	if !decodeClaims(raw, &got) || !reflect.DeepEqual(&got, claims) {
+	if !decodeClaims(string(raw), &got) || !reflect.DeepEqual(&got, claims) {
 		t.Fatalf("Sign's payload %s: decoded %+v", raw, got)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -49,8 +48,8 @@ type KeyRing struct {
 	lottery   []byte
 	// lotteryMACs and signingMACs pool keyed HMACs: one is needed per
 	// request, and hmac.New allocates its two inner hashes every time.
-	lotteryMACs sync.Pool
-	signingMACs map[string]*sync.Pool
+	lotteryMACs *macPool
+	signingMACs map[string]*macPool
 	// order lists key ids with the signing key first, the likeliest signer.
 	order []string
 }
@@ -120,12 +119,12 @@ func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*K
 		copied[id] = append([]byte(nil), s...)
 	}
 	k := &KeyRing{signingID: signingID, secrets: copied, lottery: append([]byte(nil), lottery...),
-		signingMACs: make(map[string]*sync.Pool, len(copied))}
-	k.lotteryMACs.New = func() any { return hmac.New(sha256.New, k.lottery) }
+		signingMACs: make(map[string]*macPool, len(copied))}
+	k.lotteryMACs = newMACPool(k.lottery)
 	k.order = append(k.order, signingID)
 	for _, id := range k.IDs() {
 		secret := copied[id]
-		k.signingMACs[id] = &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }}
+		k.signingMACs[id] = newMACPool(secret)
 		if id != signingID {
 			k.order = append(k.order, id)
 		}
@@ -153,9 +152,9 @@ func (k *KeyRing) secret(id string) ([]byte, bool) {
 
 // Lottery returns the lottery number of a ticket under this ring's lottery key.
 func (k *KeyRing) Lottery(lot string) float64 {
-	mac := k.lotteryMACs.Get().(hash.Hash)
-	defer k.lotteryMACs.Put(mac)
-	return lotteryNumber(mac, lot)
+	m := k.lotteryMACs.get()
+	defer k.lotteryMACs.put(m)
+	return lotteryValue(m.sumString(lot))
 }
 
 // signer returns the id of the ring key that made the HS256 signature of
@@ -184,26 +183,79 @@ func (k *KeyRing) signer(token string) string {
 
 // mac is the HMAC-SHA256 of data under key id, from the key's pool.
 func (k *KeyRing) mac(id, data string) [sha256.Size]byte {
-	// hash.Hash takes bytes: a pooled buffer, not a copy per call.
-	bp := macInput.Get().(*[]byte)
-	sum := k.macBytes(id, append((*bp)[:0], data...))
-	macInput.Put(bp)
-	return sum
+	pool := k.signingMACs[id]
+	m := pool.get()
+	defer pool.put(m)
+	return m.sumString(data)
 }
 
-// macInput holds the byte copies of the strings mac is given.
-var macInput = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// macBytes is mac for data in a byte slice.
-func (k *KeyRing) macBytes(id string, data []byte) [sha256.Size]byte {
+// signJWS is the compact JWS header.payload.signature of payload under
+// key id, header already encoded. The token is built in the pooled HMAC's
+// input buffer: the string returned is its only allocation.
+func (k *KeyRing) signJWS(id, header string, payload []byte) string {
 	pool := k.signingMACs[id]
-	mac := pool.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write(data)
-	var sum [sha256.Size]byte
-	mac.Sum(sum[:0])
-	pool.Put(mac)
-	return sum
+	m := pool.get()
+	defer pool.put(m)
+	enc := base64.RawURLEncoding
+	m.in = enc.AppendEncode(append(append(m.in[:0], header...), '.'), payload)
+	sig := m.sumBytes(m.in)
+	m.in = enc.AppendEncode(append(m.in, '.'), sig[:])
+	return string(m.in)
+}
+
+// macState is a keyed HMAC-SHA256 with the scratch its callers need.
+// hash.Hash is an interface, so what crosses it escapes: a string written
+// to it is first copied to a new slice (io.WriteString), and a sum taken
+// into an array on the caller's stack moves that array to the heap. Pooled
+// with the HMAC, the input and sum buffers cost nothing per call (five
+// allocations of every admit poll did).
+type macState struct {
+	h   hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
+}
+
+// maxPooledMACInput keeps a rare long input (an address given to Bind)
+// from pinning its buffer in the pool; tokens are below MaxTokenBytes.
+const maxPooledMACInput = 4 << 10
+
+// macPool pools the macStates of one key.
+type macPool struct{ pool sync.Pool }
+
+func newMACPool(key []byte) *macPool {
+	p := &macPool{}
+	p.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key), in: make([]byte, 0, 1024)} }
+	return p
+}
+
+func (p *macPool) get() *macState { return p.pool.Get().(*macState) }
+
+func (p *macPool) put(m *macState) {
+	if cap(m.in) <= maxPooledMACInput {
+		p.pool.Put(m)
+	}
+}
+
+// sumBytes is the HMAC of data.
+func (m *macState) sumBytes(data []byte) [sha256.Size]byte {
+	m.h.Reset()
+	m.h.Write(data)
+	return [sha256.Size]byte(m.h.Sum(m.sum[:0]))
+}
+
+// sumString is the HMAC of s.
+func (m *macState) sumString(s string) [sha256.Size]byte {
+	m.in = append(m.in[:0], s...)
+	return m.sumBytes(m.in)
+}
+
+// sumParts is the HMAC of label, then each part after a NUL.
+func (m *macState) sumParts(label string, parts ...string) [sha256.Size]byte {
+	m.in = append(m.in[:0], label...)
+	for _, p := range parts {
+		m.in = append(append(m.in, 0), p...)
+	}
+	return m.sumBytes(m.in)
 }
 
 // GenerateKeys returns a fresh config with one signing key and a lottery key,
@@ -275,29 +327,18 @@ func decodeSecret(text string) ([]byte, error) {
 // prefix no lottery ticket (base64) can start with, so the two uses never
 // collide.
 func (k *KeyRing) Bind(data string) string {
-	mac := k.lotteryMACs.Get().(hash.Hash)
-	defer k.lotteryMACs.Put(mac)
-	mac.Reset()
-	_, _ = io.WriteString(mac, "bind\x00")
-	_, _ = io.WriteString(mac, data)
-	var sum [sha256.Size]byte
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:12])
+	m := k.lotteryMACs.get()
+	defer k.lotteryMACs.put(m)
+	sum := m.sumParts("bind", data)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
 // keyedHash is HMAC(lottery key, label NUL parts...) under a label no lottery
 // ticket (base64) can start with, so the uses never collide.
 func (k *KeyRing) keyedHash(label string, parts ...string) [sha256.Size]byte {
-	mac := k.lotteryMACs.Get().(hash.Hash)
-	defer k.lotteryMACs.Put(mac)
-	mac.Reset()
-	_, _ = io.WriteString(mac, label)
-	for _, p := range parts {
-		_, _ = io.WriteString(mac, "\x00")
-		_, _ = io.WriteString(mac, p)
-	}
-	var sum [sha256.Size]byte
-	mac.Sum(sum[:0])
-	return sum
+	m := k.lotteryMACs.get()
+	defer k.lotteryMACs.put(m)
+	return m.sumParts(label, parts...)
 }
 
 // IdentityLot is the lottery ticket of a verified subject in a room: every

@@ -4,8 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
-	"io"
 	"math"
 )
 
@@ -17,15 +15,14 @@ import (
 // The result is 1.0 only when the 64-bit value rounds up to 2^64 (about once
 // in 2^54 tickets); Threshold keeps that case finite.
 func LotteryNumber(key []byte, lot string) float64 {
-	return lotteryNumber(hmac.New(sha256.New, key), lot)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(lot))
+	return lotteryValue([sha256.Size]byte(mac.Sum(nil)))
 }
 
-func lotteryNumber(mac hash.Hash, lot string) float64 {
-	mac.Reset()
-	_, _ = io.WriteString(mac, lot)
-	var sum [sha256.Size]byte
-	digest := mac.Sum(sum[:0])
-	return float64(binary.BigEndian.Uint64(digest[:8])) / (1 << 64)
+// lotteryValue is the lottery number of a ticket's HMAC.
+func lotteryValue(sum [sha256.Size]byte) float64 {
+	return float64(binary.BigEndian.Uint64(sum[:8])) / (1 << 64)
 }
 
 // maxThreshold bounds Threshold for v == 1: the threshold of the largest

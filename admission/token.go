@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -166,13 +165,7 @@ func (c *Codec) Sign(claims jwt.Claims) (string, error) {
 		}
 	}
 	id := c.keys.SigningID()
-	header := c.headers[id]
-	enc := base64.RawURLEncoding
-	// One buffer for the whole token: header.payload, then .signature.
-	buf := make([]byte, 0, len(header)+2+enc.EncodedLen(len(payload))+enc.EncodedLen(sha256.Size))
-	buf = enc.AppendEncode(append(append(buf, header...), '.'), payload)
-	sig := c.keys.macBytes(id, buf)
-	return string(enc.AppendEncode(append(buf, '.'), sig[:])), nil
+	return c.keys.signJWS(id, c.headers[id], payload), nil
 }
 
 // ParseWait verifies a waiting token for room at time now.
@@ -223,15 +216,19 @@ func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) erro
 		return c.parseJWT(token, room, now, claims)
 	}
 	payload, _, _ := strings.Cut(rest, ".")
-	raw, err := strictBase64.DecodeString(payload)
+	// The claims are decoded on the stack and made a string once: every
+	// string claim is a substring of it, not an allocation of its own.
+	var buf [MaxTokenBytes * 3 / 4]byte
+	n, err := strictBase64.Decode(buf[:], []byte(payload))
 	if err != nil {
 		return fmt.Errorf("%w: claims are not base64url", ErrMalformed)
 	}
+	raw := string(buf[:n])
 	if f, ok := claims.(claimFields); !ok || !decodeClaims(raw, f) {
 		if ok {
 			f.reset()
 		}
-		if err := json.Unmarshal(raw, claims); err != nil {
+		if err := json.Unmarshal([]byte(raw), claims); err != nil {
 			return fmt.Errorf("%w: claims are not JSON: %v", ErrMalformed, err)
 		}
 	}
