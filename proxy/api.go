@@ -336,17 +336,20 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
+	// The admit poll's answer: its headers go through reply.Headers, one
+	// allocation for all of them.
+	h := reply.NewHeaders(w.Header(), 4)
 	lang, varies := g.pages.localeFor(r)
 	if varies {
-		w.Header().Add("Vary", "Accept-Language")
+		h.Add("Vary", "Accept-Language")
 	}
 	l := pageLanguages.all[lang]
 	body.Lang, body.Message = l.name, l.stateMessage(body.State, outcome, body.SaleStart)
 	body.Estimate = l.waitText(secs, tk.EstimateKnown)
-	setCookie(w, r, g.cookies.wait, tk.Token, c.Expiry(), g.cfg.trusted)
-	w.Header().Set("Cache-Control", "no-store")
+	addCookie(&h, r, g.cookies.wait, tk.Token, c.Expiry(), g.cfg.trusted)
+	h.Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
 	}
 	writeTicket(w, status, &body)
 }

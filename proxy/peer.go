@@ -6,13 +6,21 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/fairgate/fairgate/internal/reply"
 )
 
 // setCookie sets a per-room cookie: HttpOnly, SameSite=Lax, Secure under TLS.
 // An empty value deletes it.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, expires time.Time, trusted []netip.Prefix) {
+	h := reply.NewHeaders(w.Header(), 1)
+	addCookie(&h, r, name, value, expires, trusted)
+}
+
+// addCookie is setCookie for an answer writing its headers through h.
+func addCookie(h *reply.Headers, r *http.Request, name, value string, expires time.Time, trusted []netip.Prefix) {
 	if line := cookieLine(name, value, expires, isTLS(r, trusted)); line != "" {
-		w.Header().Add("Set-Cookie", line)
+		h.Add("Set-Cookie", line)
 	}
 }
 

@@ -71,7 +71,7 @@ func writeTicket(w http.ResponseWriter, status int, t *ticketJSON) {
 	bp := ticketBuffers.Get().(*[]byte)
 	b, ok := t.appendJSON((*bp)[:0])
 	if !ok { // a number JSON cannot hold: writeJSON's clean 500
-		writeJSON(w, status, *t)
+		reply.EncodingFailed(w)
 	} else {
 		reply.Raw(w, status, b)
 	}

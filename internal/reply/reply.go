@@ -51,16 +51,21 @@ func JSON(w http.ResponseWriter, status int, v any) {
 		}
 	}()
 	if err := json.NewEncoder(buf).Encode(v); err != nil {
-		buf.Reset()
-		status = http.StatusInternalServerError
-		_ = json.NewEncoder(buf).Encode(errorJSON{Error{Code: "internal", Message: "encoding the answer failed"}})
+		EncodingFailed(w)
+		return
 	}
 	Raw(w, status, buf.Bytes())
 }
 
+// EncodingFailed is the answer when an answer could not be encoded (a
+// number JSON cannot hold): 500, internal.
+func EncodingFailed(w http.ResponseWriter) {
+	Fail(w, http.StatusInternalServerError, Error{Code: "internal", Message: "encoding the answer failed"})
+}
+
 // Raw writes body, JSON already encoded, as JSON does.
 func Raw(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
+	h := NewHeaders(w.Header(), 4)
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Content-Type-Options", "nosniff")
