@@ -78,3 +78,38 @@ func FuzzCookieValue(f *testing.F) {
 		checkCookieValue(t, name, lines)
 	})
 }
+
+// TestAppendCookieDate: the date cookieLine writes is AppendFormat's, over
+// its years (1601 to 9999), every weekday, month and time of day.
+func TestAppendCookieDate(t *testing.T) {
+	check := func(at time.Time) {
+		t.Helper()
+		if got, want := string(appendCookieDate(nil, at)), at.UTC().Format(http.TimeFormat); got != want {
+			t.Fatalf("appendCookieDate(%v) = %q, want %q", at, got, want)
+		}
+	}
+	first := time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)
+	last := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	// 97 days and 3607 seconds apart: every weekday, day of month, hour
+	// and minute comes round.
+	for at := first; at.Before(last); at = at.Add(97*24*time.Hour + 3607*time.Second) {
+		check(at)
+	}
+	check(first)
+	check(last)
+	check(time.Date(2031, 3, 9, 12, 0, 0, 999_999_999, time.FixedZone("CET", 3600)))
+}
+
+func FuzzAppendCookieDate(f *testing.F) {
+	f.Add(int64(1_900_000_000), int64(0))
+	f.Add(int64(-11_644_473_600), int64(999_999_999))
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		at := time.Unix(sec, nsec)
+		if y := at.UTC().Year(); y < 1601 || y > 9999 {
+			return
+		}
+		if got, want := string(appendCookieDate(nil, at)), at.UTC().Format(http.TimeFormat); got != want {
+			t.Fatalf("appendCookieDate(%v) = %q, want %q", at, got, want)
+		}
+	})
+}
