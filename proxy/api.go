@@ -46,6 +46,10 @@ type ticketJSON struct {
 	Lang     string `json:"lang"`
 	Message  string `json:"message"`
 	Estimate string `json:"estimate"`
+	// tokenPlain says Token is plain cookie text (plainCookieText), which
+	// JSON holds as it is: the 600-byte token is then written without
+	// looking at each byte again (the cookie line already did).
+	tokenPlain bool
 }
 
 type admitRequest struct {
@@ -346,7 +350,10 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	l := pageLanguages.all[lang]
 	body.Lang, body.Message = l.name, l.stateMessage(body.State, outcome, body.SaleStart)
 	body.Estimate = l.waitText(secs, tk.EstimateKnown)
-	addCookie(&h, r, g.cookies.wait, tk.Token, c.Expiry(), g.cfg.trusted)
+	// The token is written twice, in the cookie and in the body: its
+	// bytes are checked once for both.
+	body.tokenPlain = plainCookieText(tk.Token)
+	addCookie(&h, r, g.cookies.wait, tk.Token, body.tokenPlain, c.Expiry(), g.cfg.trusted)
 	h.Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))

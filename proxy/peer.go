@@ -14,12 +14,13 @@ import (
 // An empty value deletes it.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, expires time.Time, trusted []netip.Prefix) {
 	h := reply.NewHeaders(w.Header(), 1)
-	addCookie(&h, r, name, value, expires, trusted)
+	addCookie(&h, r, name, value, plainCookieText(value), expires, trusted)
 }
 
-// addCookie is setCookie for an answer writing its headers through h.
-func addCookie(h *reply.Headers, r *http.Request, name, value string, expires time.Time, trusted []netip.Prefix) {
-	if line := cookieLine(name, value, expires, isTLS(r, trusted)); line != "" {
+// addCookie is setCookie for an answer writing its headers through h, the
+// value's plainCookieText known.
+func addCookie(h *reply.Headers, r *http.Request, name, value string, valuePlain bool, expires time.Time, trusted []netip.Prefix) {
+	if line := cookieLineOf(name, value, valuePlain, expires, isTLS(r, trusted)); line != "" {
 		h.Add("Set-Cookie", line)
 	}
 }

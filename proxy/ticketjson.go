@@ -24,7 +24,11 @@ func (t *ticketJSON) appendJSON(b []byte) ([]byte, bool) {
 	b = reply.AppendString(b, t.State)
 	if t.Token != "" {
 		b = append(b, `,"token":`...)
-		b = reply.AppendString(b, t.Token)
+		if t.tokenPlain { // letters, digits and -._ need no escape
+			b = append(append(append(b, '"'), t.Token...), '"')
+		} else {
+			b = reply.AppendString(b, t.Token)
+		}
 	}
 	if t.Challenge != "" {
 		b = append(b, `,"challenge":`...)

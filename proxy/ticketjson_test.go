@@ -24,6 +24,12 @@ func TestTicketJSONMatchesEncodingJSON(t *testing.T) {
 		"tiny and huge numbers":       {Room: "r", RetryAfter: 1e21, EstimateSeconds: &tiny},
 		"negative next, invalid utf8": {Room: "\xff", NextAttempt: -5, Difficulty: -1, Message: "\x00\x1f"},
 	}
+	plain := full
+	plain.tokenPlain = plainCookieText(plain.Token)
+	if !plain.tokenPlain {
+		t.Fatalf("%q is plain cookie text", plain.Token)
+	}
+	cases["plain token written as it is"] = plain
 	for _, l := range pageLanguages.all {
 		tk := full
 		tk.Lang, tk.Message, tk.Estimate = l.name, l.stateMessage("queue", "wait", ""), l.waitText(secs, true)
@@ -53,9 +59,11 @@ func TestWriteTicketUnencodableIsA500(t *testing.T) {
 
 func FuzzTicketJSON(f *testing.F) {
 	f.Add("sale", "", "queue", "tok", "wait", "You're in line.", 2.5, 86400.0, int64(1795441192869))
+	f.Add("sale", "vip", "queue", "eyJ.a-b_c.d", "early", "m", 1.0, 60.0, int64(1))
 	f.Fuzz(func(t *testing.T, room, lane, state, token, outcome, message string, retry, est float64, next int64) {
 		tk := ticketJSON{Room: room, Lane: lane, State: state, Token: token, Challenge: token, NextAttempt: next,
-			RetryAfter: retry, EstimateSeconds: &est, Outcome: outcome, SaleStart: lane, Lang: state, Message: message, Estimate: outcome}
+			RetryAfter: retry, EstimateSeconds: &est, Outcome: outcome, SaleStart: lane, Lang: state, Message: message, Estimate: outcome,
+			tokenPlain: plainCookieText(token)}
 		want, err := json.Marshal(tk)
 		got, ok := tk.appendJSON(nil)
 		if ok != (err == nil) || ok && string(got) != string(want)+"\n" {
