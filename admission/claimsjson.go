@@ -182,14 +182,36 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// integer reads a JSON number at b[i] that is a whole int64.
+// integer reads a JSON number at b[i] that is a whole int64: a sign and
+// digits, read here (strconv.ParseInt's generality was most of reading a
+// token's five integers); a fraction or an exponent is refused, as
+// ParseInt refuses it.
 func integer(b string, i int) (int64, int, bool) {
 	end, ok := number(b, i)
 	if !ok {
 		return 0, 0, false
 	}
-	n, err := strconv.ParseInt(b[i:end], 10, 64)
-	return n, end, err == nil
+	digits, neg := strings.CutPrefix(b[i:end], "-")
+	limit := uint64(math.MaxInt64)
+	if neg {
+		limit++ // -2^63
+	}
+	var u uint64
+	for k := 0; k < len(digits); k++ {
+		c := digits[k]
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		d := uint64(c - '0')
+		if u > (limit-d)/10 {
+			return 0, 0, false
+		}
+		u = u*10 + d
+	}
+	if neg {
+		return -int64(u), end, true
+	}
+	return int64(u), end, true
 }
 
 // number returns the end of the JSON number at b[i]:

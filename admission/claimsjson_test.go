@@ -3,6 +3,7 @@ package admission
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -104,6 +105,22 @@ func TestEncodeClaimsEveryField(t *testing.T) {
 		want, _ := json.Marshal(c)
 		if !ok || string(got) != string(want) {
 			t.Errorf("%T: encodeClaims %s (%v), json.Marshal %s", c, got, ok, want)
+		}
+	}
+}
+
+// TestIntegerMatchesParseInt: integer reads what strconv.ParseInt reads of
+// a JSON number, at the edges of int64 too.
+func TestIntegerMatchesParseInt(t *testing.T) {
+	for _, s := range []string{"0", "-0", "7", "-7", "1795441192869", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809", "18446744073709551616", "99999999999999999999", "1.0", "1e3", "-"} {
+		n, end, ok := integer(s, 0)
+		want, err := strconv.ParseInt(s, 10, 64)
+		if _, numOK := number(s, 0); !numOK {
+			err = strconv.ErrSyntax
+		}
+		if ok != (err == nil) || ok && (n != want || end != len(s)) {
+			t.Errorf("integer(%q) = %d, %d, %v; ParseInt %d, %v", s, n, end, ok, want, err)
 		}
 	}
 }
