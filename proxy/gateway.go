@@ -273,10 +273,10 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 // spelling must not reach them either.
 func stripOwnHeaders(h http.Header) {
 	for name := range h {
-		// Every request pays this loop: a first byte other than F or f
-		// (no other character folds to them) rules a name out before the
-		// prefix is compared.
-		if len(name) >= len(HeaderPrefix) && name[0]|0x20 == 'f' &&
+		// Every request pays this loop: a first byte other than the
+		// prefix's F or f (no other character folds to them) rules a name
+		// out before the prefix is compared.
+		if len(name) >= len(HeaderPrefix) && name[0]|0x20 == HeaderPrefix[0]|0x20 &&
 			strings.EqualFold(strings.ReplaceAll(name[:len(HeaderPrefix)], "_", "-"), HeaderPrefix) {
 			delete(h, name)
 		}
