@@ -22,8 +22,9 @@ type Bucket struct {
 	burst  float64
 	tokens float64 // negative while reservations are outstanding
 	last   time.Time
-	// memory is how long given keeps the slots handed out (Remember);
-	// given[head:] holds them in the order given, oldest first.
+	// memory is how long given keeps the slots handed out (lateMemory in
+	// a room's bucket, none in NewBucket's); given[head:] holds them in
+	// the order given, oldest first.
 	memory time.Duration
 	given  []grant
 	head   int
@@ -47,15 +48,6 @@ func (b *Bucket) Reserve(now time.Time) time.Time {
 	return due
 }
 
-// Remember makes the bucket keep the slots it hands out for d, so that
-// ReserveFor can serve a reservation asked late in the place it would have
-// had (d is the lateness it makes up at most).
-func (b *Bucket) Remember(d time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.memory = d
-}
-
 // ReserveFor takes one token for a reservation that was due at found
 // (before now: asked late) and returns when it is due. A reservation asked
 // late is served where it would have been had it been asked at found: the
@@ -68,7 +60,7 @@ func (b *Bucket) Remember(d time.Duration) {
 // after it moves back one, as it would have had it been asked in time: the
 // bucket hands out as many as before. Asking late never gains: the slot is
 // the one asked at found would have had, or later. How late is made up is
-// bounded by Remember (nothing is made up without it).
+// bounded by the bucket's memory (nothing is made up without it).
 func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

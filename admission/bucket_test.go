@@ -76,7 +76,7 @@ func TestBucketReserveFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := NewBucket(1, 1, t0)
-			b.Remember(tt.remember)
+			b.memory = tt.remember
 			for i, s := range tt.steps {
 				got, backdated := b.ReserveFor(ms(s.found), ms(s.now))
 				if !got.Equal(ms(s.want)) || backdated != s.backdated {
