@@ -185,3 +185,63 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// TestRespacedSlotsFollowARateCut: 60 visitors present a minute late at one
+// moment (rate 10/s): 21 go in, the pacer re-spaces the rest at 10/s. The
+// rate is then cut to 1/s. The re-spaced slots follow the cut: before, they
+// kept the old spacing and all came in within 4 s of it.
+func TestRespacedSlotsFollowARateCut(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}, nil)
+	const n = 60
+	tabs, tks := make([]*tab, n), make([]ticketJSON, n)
+	var late time.Time
+	for i := range tabs {
+		tabs[i] = e.newTab()
+		tks[i] = tabs[i].token()
+		late = maxTime(late, time.UnixMilli(tks[i].NextAttempt))
+	}
+	late = late.Add(time.Minute)
+	e.clock.Set(late)
+	var waiting []int
+	for i := range tabs {
+		switch status, tk := tabs[i].admit(tks[i]); {
+		case status == 200:
+		case status == 429 && tk.Outcome == "busy":
+			tks[i] = tk
+			waiting = append(waiting, i)
+		default:
+			t.Fatalf("visitor %d: %d %+v", i, status, tk)
+		}
+	}
+	if len(waiting) < n-22 {
+		t.Fatalf("%d re-spaced, want about %d", len(waiting), n-21)
+	}
+	rate, burst := 1.0, 1.0
+	if err := e.gw.Room().Apply(RoomChange{Rate: &rate, Burst: &burst}, late); err != nil {
+		t.Fatal(err)
+	}
+	inFirst5s := 0
+	for step := 0; len(waiting) > 0; step++ {
+		if step > 10*n {
+			t.Fatalf("%d never admitted", len(waiting))
+		}
+		slices.SortStableFunc(waiting, func(a, b int) int { return int(tks[a].NextAttempt - tks[b].NextAttempt) })
+		i := waiting[0]
+		e.clock.Set(time.UnixMilli(tks[i].NextAttempt))
+		switch status, tk := tabs[i].admit(tks[i]); status {
+		case 200:
+			waiting = waiting[1:]
+			if e.clock.Now().Sub(late) <= 5*time.Second {
+				inFirst5s++
+			}
+		case 429:
+			tks[i] = tk
+		default:
+			t.Fatalf("visitor %d: %d %+v", i, status, tk)
+		}
+	}
+	t.Logf("re-spaced slots admitted in the 5 s after the cut: %d", inFirst5s)
+	if inFirst5s > 5+2 {
+		t.Errorf("%d admitted in the 5 s after cutting the rate to 1/s: the re-spaced slots kept the old spacing", inFirst5s)
+	}
+}
