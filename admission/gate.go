@@ -84,6 +84,9 @@ type Gate struct {
 	policy Policy
 	ledger Ledger
 	random io.Reader
+	// lotteryGrid and fifoGrid are the checkpoint grids' shapes in each
+	// order, fixed by the policy.
+	lotteryGrid, fifoGrid gridShape
 }
 
 // GateOption configures a Gate.
@@ -105,6 +108,10 @@ func NewGate(keys *KeyRing, policy Policy, ledger Ledger, opts ...GateOption) *G
 		ledger: ledger,
 		random: rand.Reader,
 	}
+	g.lotteryGrid = newGridShape(policy.MinBackoff, policy.MaxBackoff, policy.BackoffShare)
+	// Evenly spaced and fine: the gate names a few of a fifo draw's points
+	// (Gate.fifoNext), judging walks them all.
+	g.fifoGrid = newGridShape(fifoGrain, fifoGrain, policy.BackoffShare)
 	for _, opt := range opts {
 		opt(g)
 	}
@@ -119,6 +126,9 @@ func (g *Gate) Policy() Policy { return g.policy }
 
 // WaitToken is a waiting token and what the waiting page needs of it.
 type WaitToken struct {
+	// Token is a compact JWS the gate signed, or verified as one it
+	// signed: base64url parts joined by dots, so only letters, digits and
+	// -_. (FuzzParseWait holds every token ParseWait accepts to that).
 	Token  string
 	Claims *WaitClaims
 	// Estimate is the public wait estimate; EstimateKnown is false while the
@@ -434,7 +444,8 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		}
 		view, claimed = &ranked, true
 	}
-	from, threshold := g.threshold(view, claims)
+	draw := g.codec.keys.Draw(claims.Lot)
+	from, threshold := g.threshold(view, claims, draw.Number)
 	room.ObservePresent(now, claims.ID, from+threshold)
 	if claimed && claims.Pos < 0 {
 		// A pre-queue place: its first attempts spread over the first
@@ -449,7 +460,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 		// honest place never is, between the checkpoints it is named.
 		return g.wait(view, claims, OutcomeWait, g.fifoNext(view, claims, now), now)
 	}
-	at, eligible := g.walk(view, claims, from, threshold, now)
+	at, eligible := g.walk(view, claims, draw.Phase, from, threshold, now)
 	if !eligible {
 		if view.Order == OrderFIFO {
 			at = g.fifoNext(view, claims, now)
@@ -505,7 +516,7 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // rank. ok is false when no rank could be taken; d says why.
 func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Decision, bool) {
 	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), claims.NextAttempt(), now, func(view *View, pos int64, lk float64) float64 {
-		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk})
+		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk}, g.codec.keys.Lottery(claims.Lot))
 	})
 	if err != nil {
 		return room.View(now), g.unavailable(err, claims), false
@@ -517,7 +528,7 @@ func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now ti
 // preQueueFirst is a pre-queue place's first checkpoint after the start:
 // spread over the first backoff by its draw.
 func (g *Gate) preQueueFirst(view *View, claims *WaitClaims, now time.Time) time.Time {
-	start := view.SaleStart.Add(durationOf(g.codec.keys.Jitter(claims.Lot) * g.policy.MinBackoff.Seconds()))
+	start := view.SaleStart.Add(durationOf(g.codec.keys.Draw(claims.Lot).Phase * g.policy.MinBackoff.Seconds()))
 	return g.pointFrom(view, claims, start, now.Add(g.policy.MinBackoff))
 }
 
@@ -526,7 +537,7 @@ func (g *Gate) preQueueFirst(view *View, claims *WaitClaims, now time.Time) time
 // checkpoint after now if there was none. Eligibility only grows with time
 // (the clock never runs backwards), so the checkpoints between are
 // searched, not walked one by one.
-func (g *Gate) walk(view *View, claims *WaitClaims, from, threshold float64, now time.Time) (time.Time, bool) {
+func (g *Gate) walk(view *View, claims *WaitClaims, phase, from, threshold float64, now time.Time) (time.Time, bool) {
 	first := claims.NextAttempt()
 	if view.State == StateOpen {
 		return first, true
@@ -534,7 +545,7 @@ func (g *Gate) walk(view *View, claims *WaitClaims, from, threshold float64, now
 	eligible := func(at time.Time) bool {
 		return !view.Opens.After(at) && view.ClockAt(at)-from >= threshold
 	}
-	grid := g.grid(view, claims.Lot)
+	grid := g.gridOf(view, phase)
 	// Checkpoints are grid points: index n is at grid.at(n).
 	lo, hi := grid.index(first), grid.after(now)-1
 	if hi < lo || !eligible(grid.at(hi)) {
@@ -556,11 +567,11 @@ func (g *Gate) walk(view *View, claims *WaitClaims, from, threshold float64, now
 
 // threshold is where the place's distance on the serving clock counts from,
 // and the distance: it is eligible once S − from ≥ threshold.
-func (g *Gate) threshold(view *View, claims *WaitClaims) (from, threshold float64) {
+func (g *Gate) threshold(view *View, claims *WaitClaims, v float64) (from, threshold float64) {
 	if view.Order == OrderFIFO {
-		return view.RankZero, g.fifoKey(view, claims)
+		return view.RankZero, g.fifoKey(view, claims, v)
 	}
-	return claims.Srv, Threshold(g.codec.keys.Lottery(claims.Lot))
+	return claims.Srv, Threshold(v)
 }
 
 // reserve takes the eligible place's admission from the bucket and records
@@ -794,43 +805,61 @@ func (g *Gate) respaced(view *View, claims *WaitClaims, slot, next, now time.Tim
 // and every token of one identity (which share a draw), name the same
 // checkpoints, whenever they are judged; and draws spread evenly over time.
 type checkpoints struct {
-	origin        time.Time
-	phase         float64
+	gridShape
+	origin time.Time
+	phase  float64
+}
+
+// gridShape is what a grid's points are fixed by besides the draw and the
+// room, worked out once by NewGate: a judged poll computes about six points.
+type gridShape struct {
 	min, max, mul float64 // seconds; mul is 1 + BackoffShare
+	logMul        float64 // ln(mul)
 	knee          float64 // the index where spacing reaches max
+	kneeOffset    float64 // F(knee)
+}
+
+func newGridShape(minBackoff, maxBackoff time.Duration, share float64) gridShape {
+	s := gridShape{min: minBackoff.Seconds(), max: maxBackoff.Seconds(), mul: 1 + share}
+	s.logMul = math.Log(s.mul)
+	s.knee = math.Log(s.max/s.min) / s.logMul
+	s.kneeOffset = s.geometric(s.knee)
+	return s
+}
+
+// geometric is F(x) before the knee: min·(mul^x − 1)/(mul − 1), with
+// mul^x − 1 as expm1(x·ln mul), which costs a fifth of math.Pow.
+func (s gridShape) geometric(x float64) float64 {
+	return s.min * math.Expm1(x*s.logMul) / (s.mul - 1)
 }
 
 func (g *Gate) grid(view *View, lot string) checkpoints {
-	c := checkpoints{
-		origin: view.Opens,
-		phase:  g.codec.keys.Jitter(lot),
-		min:    g.policy.MinBackoff.Seconds(),
-		max:    g.policy.MaxBackoff.Seconds(),
-		mul:    1 + g.policy.BackoffShare,
-	}
+	return g.gridOf(view, g.codec.keys.Draw(lot).Phase)
+}
+
+// gridOf is the grid of a draw whose phase is known.
+func (g *Gate) gridOf(view *View, phase float64) checkpoints {
+	shape := g.lotteryGrid
 	if view.Order == OrderFIFO {
-		// Evenly spaced and fine: the gate names a few of the points
-		// (Gate.fifoNext), judging walks them all.
-		c.min, c.max = fifoGrain.Seconds(), fifoGrain.Seconds()
+		shape = g.fifoGrid
 	}
-	c.knee = math.Log(c.max/c.min) / math.Log(c.mul)
-	return c
+	return checkpoints{gridShape: shape, origin: view.Opens, phase: phase}
 }
 
 // offset is F(x) in seconds.
 func (c checkpoints) offset(x float64) float64 {
 	if x <= c.knee {
-		return c.min * (math.Pow(c.mul, x) - 1) / (c.mul - 1)
+		return c.geometric(x)
 	}
-	return c.offset(c.knee) + c.max*(x-c.knee)
+	return c.kneeOffset + c.max*(x-c.knee)
 }
 
 // inverse is F⁻¹(seconds).
 func (c checkpoints) inverse(sec float64) float64 {
-	if k := c.offset(c.knee); sec > k {
-		return c.knee + (sec-k)/c.max
+	if sec > c.kneeOffset {
+		return c.knee + (sec-c.kneeOffset)/c.max
 	}
-	return math.Log1p(sec*(c.mul-1)/c.min) / math.Log(c.mul)
+	return math.Log1p(sec*(c.mul-1)/c.min) / c.logMul
 }
 
 // at is point n, in whole milliseconds as nxt carries it.

@@ -150,12 +150,22 @@ func (k *KeyRing) secret(id string) ([]byte, bool) {
 	return s, ok
 }
 
-// Lottery returns the lottery number of a ticket under this ring's lottery key.
-func (k *KeyRing) Lottery(lot string) float64 {
+// Draw is what a lottery ticket decides under a ring's lottery key: its
+// lottery number and the phase of its checkpoint grid, two independent
+// numbers in [0, 1) from the two halves of one keyed hash, so a judged
+// attempt pays for one hash.
+type Draw struct{ Number, Phase float64 }
+
+// Draw returns the draw of a ticket under this ring's lottery key.
+func (k *KeyRing) Draw(lot string) Draw {
 	m := k.lotteryMACs.get()
 	defer k.lotteryMACs.put(m)
-	return lotteryValue(m.sumString(lot))
+	sum := m.sumString(lot)
+	return Draw{Number: lotteryValue(sum), Phase: float64(binary.BigEndian.Uint64(sum[8:16])>>11) / (1 << 53)}
 }
+
+// Lottery returns the lottery number of a ticket under this ring's lottery key.
+func (k *KeyRing) Lottery(lot string) float64 { return k.Draw(lot).Number }
 
 // signer returns the id of the ring key that made the HS256 signature of
 // a compact JWS, or "" if none did. It allocates nothing, so forged tokens
@@ -347,11 +357,4 @@ func (k *KeyRing) keyedHash(label string, parts ...string) [sha256.Size]byte {
 func (k *KeyRing) IdentityLot(room, subject string) string {
 	sum := k.keyedHash("lot", room, subject)
 	return base64.StdEncoding.EncodeToString(sum[:16])
-}
-
-// Jitter is a number in [0, 1) fixed by a lottery ticket, independent of
-// its lottery number: the phase of the draw's checkpoints.
-func (k *KeyRing) Jitter(lot string) float64 {
-	sum := k.keyedHash("nxt", lot)
-	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"io/fs"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -88,9 +90,31 @@ func TestIdentityLot(t *testing.T) {
 	if b, err := base64.StdEncoding.DecodeString(a); err != nil || len(b) != 16 {
 		t.Fatalf("lot %q: %v", a, err)
 	}
-	// The checkpoint phase is a different function of the ticket than the
-	// lottery number, so nxt says nothing of v.
-	if ring.Jitter(a) == ring.Lottery(a) {
-		t.Fatal("phase equals lottery number")
+}
+
+// TestDrawPhaseIsIndependent: a draw's checkpoint phase (which nxt shows)
+// and its lottery number (which stays secret) come from different halves
+// of the hash, so nxt says nothing of v: over many tickets the two are
+// uncorrelated, each uniform, and Lottery is the draw's number.
+func TestDrawPhaseIsIndependent(t *testing.T) {
+	ring := testRing(t, "k1", "k1")
+	const n = 4000
+	var sv, sp, svv, spp, svp float64
+	for i := range n {
+		lot := ring.IdentityLot("sale", strconv.Itoa(i))
+		d := ring.Draw(lot)
+		if d.Number != ring.Lottery(lot) {
+			t.Fatalf("Lottery(%q) %v, draw's number %v", lot, ring.Lottery(lot), d.Number)
+		}
+		if d.Number < 0 || d.Number >= 1 || d.Phase < 0 || d.Phase >= 1 {
+			t.Fatalf("draw %+v outside [0, 1)", d)
+		}
+		sv, sp, svv, spp, svp = sv+d.Number, sp+d.Phase, svv+d.Number*d.Number, spp+d.Phase*d.Phase, svp+d.Number*d.Phase
+	}
+	mv, mp := sv/n, sp/n
+	r := (svp/n - mv*mp) / math.Sqrt((svv/n-mv*mv)*(spp/n-mp*mp))
+	// Standard errors: 1/sqrt(12n) = 0.005 for a mean, 1/sqrt(n) = 0.016 for r.
+	if math.Abs(mv-0.5) > 0.025 || math.Abs(mp-0.5) > 0.025 || math.Abs(r) > 0.08 {
+		t.Fatalf("means %.4f and %.4f, correlation %.4f: want two independent uniform numbers", mv, mp, r)
 	}
 }

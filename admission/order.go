@@ -473,9 +473,9 @@ func keyDensity(c, pre, top, first, last float64) float64 {
 // rank origin: v·P in the pre-queue of P places (a uniform lottery, all of
 // it before anyone after the start), rank + L·(−ln(1−v)) after it, where L
 // is the luck span the token was issued with. A token without a rank (from
-// before the room ranked arrivals) is at the origin.
-func (g *Gate) fifoKey(view *View, claims *WaitClaims) float64 {
-	v := g.codec.keys.Lottery(claims.Lot)
+// before the room ranked arrivals) is at the origin. v is the place's
+// lottery number.
+func (g *Gate) fifoKey(view *View, claims *WaitClaims, v float64) float64 {
 	switch {
 	case claims.Pos < 0:
 		return v * view.PreQueue
@@ -495,7 +495,7 @@ func (g *Gate) fifoKey(view *View, claims *WaitClaims) float64 {
 func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time {
 	target := now.Add(g.policy.MaxBackoff)
 	if view.State != StatePaused {
-		if when, ok := view.fifoWhen(now, g.fifoKey(view, claims)); ok {
+		if when, ok := view.fifoWhen(now, g.fifoKey(view, claims, g.codec.keys.Lottery(claims.Lot))); ok {
 			switch d := when.Sub(now); {
 			case d <= 2*g.policy.MinBackoff:
 				target = when

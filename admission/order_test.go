@@ -165,7 +165,7 @@ func TestFIFOPreQueueIsALottery(t *testing.T) {
 			if c.Pos >= 0 {
 				t.Fatalf("pre-queue token %d has rank %d, want negative", i, c.Pos)
 			}
-			arrival[i], key[i], lot[i] = float64(i), g.fifoKey(&view, c), g.Codec().Keys().Lottery(c.Lot)
+			arrival[i], key[i], lot[i] = float64(i), g.fifoKey(&view, c, g.Codec().Keys().Lottery(c.Lot)), g.Codec().Keys().Lottery(c.Lot)
 		}
 		if rho := spearman(arrival, key); math.Abs(rho) > 0.02 {
 			t.Errorf("rho(arrival, key) = %.4f, want |rho| < 0.02", rho)
@@ -174,7 +174,7 @@ func TestFIFOPreQueueIsALottery(t *testing.T) {
 			t.Errorf("rho(v, key) = %.4f, want 1", rho)
 		}
 		after := claimedAt(t, g, room, start)
-		if k := g.fifoKey(&view, after); k < slices.Max(key) {
+		if k := g.fifoKey(&view, after, g.Codec().Keys().Lottery(after.Lot)); k < slices.Max(key) {
 			t.Errorf("a place taken at the start has key %v, before the pre-queue's last %v", k, slices.Max(key))
 		}
 	})

@@ -48,7 +48,7 @@ type ticketJSON struct {
 	Estimate string `json:"estimate"`
 	// tokenPlain says Token is plain cookie text (plainCookieText), which
 	// JSON holds as it is: the 600-byte token is then written without
-	// looking at each byte again (the cookie line already did).
+	// looking at each byte.
 	tokenPlain bool
 }
 
@@ -350,9 +350,10 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	l := pageLanguages.all[lang]
 	body.Lang, body.Message = l.name, l.stateMessage(body.State, outcome, body.SaleStart)
 	body.Estimate = l.waitText(secs, tk.EstimateKnown)
-	// The token is written twice, in the cookie and in the body: its
-	// bytes are checked once for both.
-	body.tokenPlain = plainCookieText(tk.Token)
+	// The token is written twice, in the cookie and in the body, as it is:
+	// a token the gate signed or verified is base64url and dots
+	// (admission.WaitToken), plain cookie text that needs no escape.
+	body.tokenPlain = true
 	addCookie(&h, r, g.cookies.wait, tk.Token, body.tokenPlain, c.Expiry(), g.cfg.trusted)
 	h.Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
