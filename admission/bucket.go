@@ -22,6 +22,9 @@ type Bucket struct {
 	burst  float64
 	tokens float64 // negative while reservations are outstanding
 	last   time.Time
+	// opens is when the queue the bucket serves opened (OpenAt): the
+	// bucket holds nothing it refilled before then.
+	opens time.Time
 	// memory is how long given keeps the slots handed out (lateMemory in
 	// a room's bucket, none in NewBucket's); given[head:] holds them in
 	// the order given, oldest first.
@@ -125,7 +128,26 @@ func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 	b.tokens = math.Min(b.tokens, burst)
 }
 
+// OpenAt says the queue the bucket serves opens (or opened) at t: what the
+// bucket refilled before t is not carried past it, so a sale's first
+// admissions come at the rate instead of in a burst saved while the room
+// waited for its start (it was a tenth of the first 10 seconds' admissions
+// at full scale). Debt is kept.
+func (b *Bucket) OpenAt(t time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opens = t
+}
+
 func (b *Bucket) refill(now time.Time) {
+	if b.last.Before(b.opens) && !now.Before(b.opens) {
+		b.refillTo(b.opens)
+		b.tokens = math.Min(b.tokens, 0)
+	}
+	b.refillTo(now)
+}
+
+func (b *Bucket) refillTo(now time.Time) {
 	if now.After(b.last) {
 		b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
 		b.last = now

@@ -32,6 +32,36 @@ func TestBucket(t *testing.T) {
 	}
 }
 
+// TestBucketOpenAt: a queue opening at t starts with an empty bucket, so
+// its first admissions come at the rate; before t the bucket is as it was,
+// and a debt at t is kept.
+func TestBucketOpenAt(t *testing.T) {
+	opens := t0.Add(time.Hour)
+	tests := []struct {
+		name    string
+		before  int           // reservations made at t0
+		at      time.Duration // when the next one is asked, from opens
+		wantDue time.Duration // from opens
+	}{
+		{"full bucket, asked at the opening", 0, 0, 500 * time.Millisecond},
+		{"full bucket, asked a second after", 0, time.Second, time.Second},
+		{"asked before the opening: the burst is there", 0, -time.Second, -time.Second},
+		{"a debt past the opening is kept", 7205, 0, 1500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBucket(2, 3, t0)
+			for range tt.before {
+				b.Reserve(t0)
+			}
+			b.OpenAt(opens)
+			if got := b.Reserve(opens.Add(tt.at)).Sub(opens); got != tt.wantDue {
+				t.Fatalf("due %v after the opening, want %v", got, tt.wantDue)
+			}
+		})
+	}
+}
+
 // TestBucketReserveFor: a reservation asked late is served where it would
 // have been had it been asked when due, and still takes its admission, so
 // later reservations move back one; nothing is made up without memory.

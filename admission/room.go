@@ -587,6 +587,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	if !opens.IsZero() && !opens.Equal(v.Opens) {
 		v.Moved = now
 	}
+	r.bucket.OpenAt(v.Opens)
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.From(now, v.Cruise)
