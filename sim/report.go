@@ -327,6 +327,21 @@ func earlierFirst(post []Visitor, delta, luck time.Duration) OrderPoint {
 // rateHeld measures the admission rate against the target over 10-second
 // windows during which the queue never held fewer than least visitors.
 func rateHeld(run *Run, least float64) (lo, mean, hi float64) {
+	windows := rateWindows(run, least)
+	if len(windows) == 0 {
+		return 0, 0, 0
+	}
+	lo, hi = math.Inf(1), 0
+	for _, got := range windows {
+		lo, hi, mean = math.Min(lo, got), math.Max(hi, got), mean+got
+	}
+	return lo, mean / float64(len(windows)), hi
+}
+
+// rateWindows is the admission rate, as a share of the target, of each
+// 10-second window from the start in which at least least admissions were
+// waiting throughout, in order.
+func rateWindows(run *Run, least float64) []float64 {
 	const window = 10 * time.Second
 	rate := run.Config.Rate
 	var arrive, admit []time.Duration
@@ -342,22 +357,16 @@ func rateHeld(run *Run, least float64) (lo, mean, hi float64) {
 		i, _ := slices.BinarySearch(ts, t+1)
 		return i
 	}
-	lo, hi = math.Inf(1), 0
-	n := 0
+	var windows []float64
 	for t := time.Duration(0); t+window <= run.Duration; t += window {
 		// Waiting at the window's end is the least it held: arrivals
 		// only add and the window's admissions are already out.
 		if float64(count(arrive, t)-count(admit, t+window)) < least {
 			continue
 		}
-		got := float64(count(admit, t+window)-count(admit, t)) / window.Seconds() / rate
-		lo, hi, mean = math.Min(lo, got), math.Max(hi, got), mean+got
-		n++
+		windows = append(windows, float64(count(admit, t+window)-count(admit, t))/window.Seconds()/rate)
 	}
-	if n == 0 {
-		return 0, 0, 0
-	}
-	return lo, mean / float64(n), hi
+	return windows
 }
 
 func pair(baseline, mixed *Run, kind Kind) Paired {

@@ -106,9 +106,26 @@ func TestFairnessFIFO(t *testing.T) {
 	// counter's catch-up, under 7% after it). The post-start ranks are a
 	// lattice, held to 5% in admission.TestFIFOEarlierArrivalGoesFirst.
 	// Under -race a window holds a third as many, and the noise is √3 larger.
+	// The first window after the start may fall short by a second of the
+	// rate more: the counter's catch-up reacts only once the pre-queue's
+	// first attempts, spread over min_backoff after the start, have come
+	// in, and the bucket makes up no more than its burst (measured: 97% of
+	// the rate at this scale, 85–90% at the -race scale, 99% at a tenth of
+	// full scale).
 	tol := 0.07 * math.Sqrt(raceScale)
-	if r.RateNonEmpty.Min < 1-tol || r.RateNonEmpty.Max > 1+tol || math.Abs(r.RateNonEmpty.Mean-1) > 0.02 {
-		t.Errorf("rate while the queue was not empty: %+v of the target, want within %.0f%%", r.RateNonEmpty, 100*tol)
+	windows := rateWindows(r.Baseline, 1)
+	t.Logf("rate per 10 s while the queue was not empty, first window %.2f, all %+v", windows[0], r.RateNonEmpty)
+	for i, got := range windows {
+		low := 1 - tol
+		if i == 0 {
+			low -= 0.1
+		}
+		if got < low || got > 1+tol {
+			t.Errorf("window %d of the rate while the queue was not empty: %.2f of the target, want within [%.2f, %.2f]", i, got, low, 1+tol)
+		}
+	}
+	if math.Abs(r.RateNonEmpty.Mean-1) > 0.02 {
+		t.Errorf("rate while the queue was not empty: mean %.3f of the target, want within 2%%", r.RateNonEmpty.Mean)
 	}
 	for _, p := range r.Strategies {
 		if p.Visitors < 10 {
