@@ -546,10 +546,20 @@ func (g *Gate) walk(view *View, claims *WaitClaims, phase, from, threshold float
 		return !view.Opens.After(at) && view.ClockAt(at)-from >= threshold
 	}
 	grid := g.gridOf(view, phase)
-	// Checkpoints are grid points: index n is at grid.at(n).
-	lo, hi := grid.index(first), grid.after(now)-1
-	if hi < lo || !eligible(grid.at(hi)) {
-		return grid.at(max(hi+1, lo)), false
+	// Checkpoints are grid points: index n is at grid.at(n). The
+	// checkpoints to judge are lo to hi, the last at or before now.
+	lo := grid.index(first)
+	loAt := grid.at(lo)
+	if now.Before(loAt) {
+		return loAt, false
+	}
+	hi, hiAt, next := lo, loAt, grid.at(lo+1)
+	if !next.After(now) { // presented late: the points since count too
+		hi = grid.after(now) - 1
+		hiAt, next = grid.at(hi), grid.at(hi+1)
+	}
+	if !eligible(hiAt) {
+		return next, false
 	}
 	if eligible(first) {
 		return first, true
