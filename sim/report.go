@@ -50,6 +50,10 @@ type Report struct {
 	RateHeld struct{ Min, Mean, Max float64 }
 	// Strategies compares each strategy's visitors with their honest twins.
 	Strategies []Paired
+	// Controls is the first control group's row ("honest, control") of
+	// each distinct run of Strategies, in their order: honest visitors
+	// drawn as a strategy's are, paired with themselves in the baseline.
+	Controls []Paired
 	// Unadmitted counts visitors the baseline never admitted (should be 0).
 	Unadmitted int
 	// Expired counts tokens that expired under visitors following the page
@@ -170,6 +174,33 @@ type Paired struct {
 	// Noise is the most an honest visitor of the same run moved against
 	// itself in the baseline: what the strategy changed for everyone.
 	Noise time.Duration
+	// Control is how far the run's control groups moved their medians
+	// and p90s against their twins': the noise for a group's figures.
+	Control Control
+}
+
+// Control is how the control groups of a run moved against themselves in
+// the baseline. A control group is the honest visitors whose kind draw fell
+// in one band of width Share beyond the strategies' seven (Visitor.Control):
+// as many, chosen the same way, as a strategy's visitors, so with no gain a
+// strategy's group is one more such group, and its shift is as likely as
+// any group's to be the lowest (docs/FAIRNESS.md, "The control groups").
+type Control struct {
+	// Groups is the number of control groups in the run.
+	Groups int
+	// Median and P90 are the shifts of the groups' medians and p90s
+	// against their twins' (Shift: −0.01 is 1% earlier): the 1st
+	// percentile (controlFloor; the lowest, below 100 groups) and the
+	// highest.
+	Median, P90 [2]float64
+}
+
+// Shift is got against twin as a ratio less one: −0.01 is 1% earlier.
+func Shift(got, twin time.Duration) float64 {
+	if twin <= 0 {
+		return 0
+	}
+	return float64(got)/float64(twin) - 1
 }
 
 // Gains reports whether the strategy did better than its twins: median or
@@ -179,18 +210,47 @@ func (p Paired) Gains() bool {
 		p.MaxGain > time.Second
 }
 
-// verdict names the row's outcome. With an adaptive clock every visitor of a
-// strategy's run may move by up to the noise; a gain no larger is no gain.
+// GroupGains reports whether the strategy's median or p90 is more than 1%
+// earlier than its twins' and also shifted further ahead than all but 1% of
+// the control groups of the same run (Control; with no control group, the
+// 1% alone). With a
+// fixed clock the control groups do not move, so it is the 1% rule; with an
+// adaptive one, a group shift that some honest group of the same size and
+// selection matched is the run's movement, not the strategy's gain.
+func (p Paired) GroupGains() bool {
+	median := float64(p.Median) < 0.99*float64(p.TwinMedian)
+	p90 := float64(p.P90) < 0.99*float64(p.TwinP90)
+	if p.Control.Groups > 0 {
+		median = median && Shift(p.Median, p.TwinMedian) < p.Control.Median[0]
+		p90 = p90 && Shift(p.P90, p.TwinP90) < p.Control.P90[0]
+	}
+	return median || p90
+}
+
+// verdict names the row's outcome: "gains nothing" when Gains does not hold
+// (the raw rule); otherwise "within noise" when no single visitor gained
+// more than the run's noise (plus the rule's second) and GroupGains does
+// not hold, and "GAINS" when either beats the noise. With an adaptive clock
+// every visitor of a strategy's run may move by up to the noise, and every
+// group's median and p90 by as much as its control groups'.
 func (p Paired) verdict() string {
 	switch {
 	case !p.Gains():
 		return "gains nothing"
 	case p.Kind == AnonTokens:
 		return "gains, for k proofs of work"
-	case float64(p.Median) >= 0.99*float64(p.TwinMedian) && float64(p.P90) >= 0.99*float64(p.TwinP90) && p.MaxGain <= p.Noise+time.Second:
+	case !p.GroupGains() && p.MaxGain <= p.Noise+time.Second:
 		return "within noise"
 	}
 	return "GAINS"
+}
+
+// controlVerdict is the control row's last column: the range of its run's
+// control groups' shifts.
+func (p Paired) controlVerdict() string {
+	c := p.Control
+	return fmt.Sprintf("control: %d groups, median %+.2f … %+.2f%%, p90 %+.2f … %+.2f%%", c.Groups,
+		100*c.Median[0], 100*c.Median[1], 100*c.P90[0], 100*c.P90[1])
 }
 
 // Analyse computes the report from the runs RunAll made.
@@ -277,9 +337,18 @@ func Analyse(runs []*Run) Report {
 	r.RateHeld.Min, r.RateHeld.Mean, r.RateHeld.Max = rateHeld(baseline, baseline.Config.Rate*10)
 	r.RateNonEmpty.Min, r.RateNonEmpty.Mean, r.RateNonEmpty.Max = rateHeld(baseline, 1)
 	r.Lanes = laneWaits(baseline)
+	var last *Run
 	for k := FastRetrier; k < kinds; k++ {
-		if runs[k] != nil {
-			r.Strategies = append(r.Strategies, pair(baseline, runs[k], k))
+		if runs[k] == nil {
+			continue
+		}
+		p := pair(baseline, runs[k], k)
+		r.Strategies = append(r.Strategies, p)
+		if runs[k] != last {
+			last = runs[k]
+			c := pairWith(baseline, runs[k], Honest, func(v Visitor) bool { return v.Kind == Honest && v.Control == 1 })
+			c.Control = p.Control
+			r.Controls = append(r.Controls, c)
 		}
 	}
 	return r
@@ -369,7 +438,53 @@ func rateWindows(run *Run, least float64) []float64 {
 	return windows
 }
 
+// pair compares kind's visitors in mixed with their twins in baseline, with
+// the run's noise and its control groups' shifts.
 func pair(baseline, mixed *Run, kind Kind) Paired {
+	p := pairWith(baseline, mixed, kind, func(v Visitor) bool { return v.Kind == kind })
+	p.Control = controls(baseline, mixed)
+	return p
+}
+
+// controls measures how each control group of mixed moved its median and
+// p90 against its twins in baseline.
+func controls(baseline, mixed *Run) Control {
+	twins, gots := map[int][]time.Duration{}, map[int][]time.Duration{}
+	for i, v := range mixed.Visitors {
+		b := baseline.Visitors[i]
+		if v.Kind != Honest || v.Control == 0 || !v.Done || !b.Done {
+			continue
+		}
+		from := max(v.Arrive, 0)
+		twins[v.Control] = append(twins[v.Control], b.Admitted-from)
+		gots[v.Control] = append(gots[v.Control], v.Admitted-from)
+	}
+	var medians, p90s []float64
+	for g, got := range gots {
+		twin := twins[g]
+		medians = append(medians, Shift(quantile(got, 0.5), quantile(twin, 0.5)))
+		p90s = append(p90s, Shift(quantile(got, 0.9), quantile(twin, 0.9)))
+	}
+	c := Control{Groups: len(gots)}
+	if c.Groups == 0 {
+		return c
+	}
+	slices.Sort(medians)
+	slices.Sort(p90s)
+	floor := int(controlFloor * float64(c.Groups))
+	c.Median = [2]float64{medians[floor], medians[c.Groups-1]}
+	c.P90 = [2]float64{p90s[floor], p90s[c.Groups-1]}
+	return c
+}
+
+// controlFloor is the share of control groups a strategy's group must do
+// better than all but to be a gain: with no gain it does so by chance once
+// in a hundred rows (with fewer than 100 groups, it must beat them all).
+const controlFloor = 0.01
+
+// pairWith compares the visitors of mixed that match with their twins in
+// baseline (as kind's row), and measures the run's noise.
+func pairWith(baseline, mixed *Run, kind Kind, match func(Visitor) bool) Paired {
 	p := Paired{Kind: kind}
 	var twin, got []time.Duration
 	for i, v := range mixed.Visitors {
@@ -379,9 +494,8 @@ func pair(baseline, mixed *Run, kind Kind) Paired {
 		}
 		if v.Kind == Honest {
 			p.Noise = max(p.Noise, v.Admitted-b.Admitted, b.Admitted-v.Admitted)
-			continue
 		}
-		if v.Kind != kind {
+		if !match(v) {
 			continue
 		}
 		from := max(v.Arrive, 0)
@@ -537,11 +651,19 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "\n\nstrategies, each visitor paired with its honest twin (same visitor, same draw%s):\n", together)
 	fmt.Fprintf(&b, "  %-20s %5s %9s %9s %9s %9s %9s %9s %9s %10s %9s %s\n", "strategy", "n", "twin med", "median", "twin p90", "p90",
 		"max gain", "max loss", "requests", "hashes", "noise", "")
-	for _, p := range r.Strategies {
-		verdict := p.verdict()
-		fmt.Fprintf(&b, "  %-20s %5d %9v %9v %9v %9v %9v %9v %9.1f %10.0f %9v %s\n", p.Kind, p.Visitors,
+	row := func(name string, p Paired, verdict string) {
+		fmt.Fprintf(&b, "  %-20s %5d %9v %9v %9v %9v %9v %9v %9.1f %10.0f %9v %s\n", name, p.Visitors,
 			p.TwinMedian.Round(time.Second), p.Median.Round(time.Second), p.TwinP90.Round(time.Second), p.P90.Round(time.Second),
 			p.MaxGain.Round(time.Millisecond), p.MaxLoss.Round(time.Millisecond), p.Requests, p.Hashes, p.Noise.Round(time.Millisecond), verdict)
+	}
+	controls := r.Controls
+	for i, p := range r.Strategies {
+		row(p.Kind.String(), p, p.verdict())
+		// A run's control row follows its last strategy row.
+		if len(controls) > 0 && (i+1 == len(r.Strategies) || r.Runs[r.Strategies[i+1].Kind] != r.Runs[p.Kind]) {
+			row("honest, control", controls[0], controls[0].controlVerdict())
+			controls = controls[1:]
+		}
 	}
 	fmt.Fprintf(&b, "  (noise: the most an honest visitor of the same run moved against itself in the\n")
 	if c.Mixed {
@@ -550,6 +672,9 @@ func (r Report) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "   baseline; with an adaptive clock a strategy's gain is only meaningful above it.\n")
 	}
+	fmt.Fprintf(&b, "   honest, control: honest visitors drawn as a strategy's are (the first of the\n")
+	fmt.Fprintf(&b, "   run's control groups), and every group's median and p90 shift against its twins';\n")
+	fmt.Fprintf(&b, "   a strategy's 1%% gain is only a gain beyond the lowest of them;\n")
 	fmt.Fprintf(&b, "   k anonymous tokens are k draws: what they buy is paid in k proofs of work;\n")
 	fmt.Fprintf(&b, "   with identity configured, k tabs of one login share one draw)\n")
 	_, err := io.WriteString(w, b.String())

@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -107,6 +108,15 @@ var DefaultConfig = Config{
 	Share: 0.002, Tabs: 3, Horizon: 12 * time.Hour, Seed: 1,
 }
 
+// controlBands is how many whole bands of width share lie beyond the
+// strategies' seven: the number of control groups.
+func controlBands(share float64) int {
+	if share <= 0 {
+		return 0
+	}
+	return max(0, int(math.Floor(1/share+1e-9))-int(kinds-1))
+}
+
 // LatePeriod is the late presenter's timer period: a background tab whose
 // timers fire once a minute. Each of its requests is up to that late, plus
 // its network delay.
@@ -164,6 +174,12 @@ type Visitor struct {
 	Expired int
 	// Lane is the lane the visitor's login grants, "" for the default one.
 	Lane string
+	// Control is the control group of an honest visitor (1, 2, …; 0:
+	// none): the visitors whose draw fell in the same band of width Share
+	// beyond the strategies' bands, chosen exactly as a strategy's
+	// visitors are, and honest in every run (docs/FAIRNESS.md, "The
+	// control groups").
+	Control int
 	// Lot is the lottery number of the visitor's first token, which the
 	// simulation (holding the keys) may know and the visitor may not.
 	Lot float64
@@ -345,10 +361,17 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 		} else {
 			v.Arrive = time.Duration(setup.Float64() * float64(cfg.ArrivalSpan))
 		}
-		// Draw the kind in every run so the runs stay in step.
-		kind := Kind(min(int(setup.Float64()/cfg.Share)+1, int(kinds)))
+		// Draw the kind in every run so the runs stay in step. The draw's
+		// band of width Share picks the strategy (bands 0 to 6); the
+		// visitors of each later whole band, all honest, are a control
+		// group drawn exactly as a strategy's are (Visitor.Control).
+		band := int(setup.Float64() / cfg.Share)
+		kind := Kind(min(band+1, int(kinds)))
 		if kind == kinds {
 			kind = Honest
+			if band < controlBands(cfg.Share)+int(kinds-1) {
+				v.Control = band - int(kinds-1) + 1
+			}
 		}
 		if kind == active || active == everyStrategy {
 			v.Kind = kind
@@ -525,8 +548,11 @@ func (s *sale) schedule(i int) {
 	case LatePresenter:
 		// The tab's timer fires on its own minute grid, at the first tick
 		// at or after nxt, and the request then travels.
+		// (Ceiling division: nxt may lie before the grid's origin, in the
+		// pre-queue, and Go's division truncates towards zero, which
+		// fired such a timer up to two periods late.)
 		origin := s.start.Add(st.phase)
-		ticks := (next.Sub(origin) + LatePeriod - 1) / LatePeriod
+		ticks := ceilDiv(next.Sub(origin), LatePeriod)
 		next = origin.Add(ticks*LatePeriod + st.delay)
 	}
 	if next.Before(earliest) {
@@ -536,6 +562,15 @@ func (s *sale) schedule(i int) {
 		next = s.now.Add(time.Millisecond)
 	}
 	heap.Push(&s.queue, event{at: next.Add(jitter(st.net, s.cfg.Jitter/10)), visitor: i})
+}
+
+// ceilDiv is ⌈a/b⌉ for b > 0, negative a included.
+func ceilDiv(a, b time.Duration) time.Duration {
+	q := a / b
+	if a%b > 0 {
+		q++
+	}
+	return q
 }
 
 // token asks for a new token, logged in or anonymously, and solves it.
