@@ -674,7 +674,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "   honest, control: honest visitors drawn as a strategy's are (the first of the\n")
 	fmt.Fprintf(&b, "   run's control groups), and every group's median and p90 shift against its twins';\n")
-	fmt.Fprintf(&b, "   a strategy's 1%% gain is only a gain beyond the lowest of them;\n")
+	fmt.Fprintf(&b, "   a strategy's 1%% gain is only a gain beyond all but 1%% of them;\n")
 	fmt.Fprintf(&b, "   k anonymous tokens are k draws: what they buy is paid in k proofs of work;\n")
 	fmt.Fprintf(&b, "   with identity configured, k tabs of one login share one draw)\n")
 	_, err := io.WriteString(w, b.String())
