@@ -55,9 +55,10 @@ func (b *Bucket) Reserve(now time.Time) time.Time {
 // (before now: asked late) and returns when it is due. A reservation asked
 // late is served where it would have been had it been asked at found: the
 // slot of the first reservation made since found (which it would have
-// preceded), or now if that has passed; without one, as one asked now.
-// backdated reports that due is before the slot a reservation asked now
-// gets: the token it takes is one the bucket has not refilled yet, so the
+// preceded), which may have passed (due before now: due at once, and
+// presented late for); without one, as one asked now.
+// backdated reports that due, or now if later, is before the slot a
+// reservation asked now gets: the token it takes is one the bucket has not refilled yet, so the
 // caller must space such reservations itself when they fall due (the
 // room's pacer does). It still takes a token now, so every reservation
 // after it moves back one, as it would have had it been asked in time: the
@@ -83,11 +84,19 @@ func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool
 		kept := b.given[b.head:]
 		i, _ := slices.BinarySearchFunc(kept, f, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
 		if i < len(kept) && kept[i].slot < slot.UnixNano() {
-			due = time.Unix(0, max(kept[i].slot, now.UnixNano()))
+			due = time.Unix(0, kept[i].slot)
 		}
 	}
 	b.given = append(b.given, grant{at: now.UnixNano(), slot: slot.UnixNano()})
-	return due, due.Before(slot)
+	return due, later(due, now).Before(slot)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // forget drops the slots given longer than memory ago.

@@ -87,7 +87,7 @@ func TestBucketReserveFor(t *testing.T) {
 		},
 		{"late past the slot it missed", time.Minute, []step{
 			{0, 0, 0, false}, {100, 100, 1000, false},
-			{50, 1500, 1500, true},     // due at 50: A's slot at 1000 has passed, so now (asked now: 2000)
+			{50, 1500, 1000, true},     // due at 50: A's slot at 1000, passed: due at once (asked now: 2000)
 			{1600, 1600, 3000, false}}, // behind it: the bucket gave one more
 		},
 		{"nothing given since due", time.Minute, []step{

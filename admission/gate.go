@@ -597,7 +597,8 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot, backdated := room.ReserveAdmission(found, now)
+	missed, backdated := room.ReserveAdmission(found, now)
+	slot := later(missed, now)
 	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
@@ -638,15 +639,16 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.useSlot(ctx, room, view, claims, token, slot, now)
+	return g.useSlot(ctx, room, view, claims, token, missed, now)
 }
 
 // useSlot admits a place whose slot, given at slot, is due: at the rate the
 // room has now (the pacer; the slot was given at the rate of its moment,
-// and may now lie further ahead) and within the room's shared budget. The
+// and may now lie further ahead; a place presenting late for its slot may
+// take its turn on credit) and within the room's shared budget. The
 // ledger holds the place reserved until its pass is recorded.
 func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, now time.Time) Decision {
-	if due, ok := room.PaceSlot(claims.ID, now); !ok {
+	if due, ok := room.PaceSlot(claims.ID, slot, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {

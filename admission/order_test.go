@@ -234,13 +234,6 @@ func claimedAt(t testing.TB, g *Gate, room *Room, at time.Time) *WaitClaims {
 	return d.Claims
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // firstShare is the share of pairs of arrivals about delta apart in which
 // the earlier one was admitted first.
 func firstShare(vs []fifoVisitor, delta time.Duration) (float64, int) {

@@ -73,9 +73,17 @@ func (p *pacer) setRate(rate, burst float64, now time.Time) {
 	}
 }
 
-// pass reports whether place, whose slot is due, may be admitted now; if
-// not, when its re-spaced slot is.
-func (p *pacer) pass(place string, now time.Time) (time.Time, bool) {
+// pass reports whether place, whose slot came at slot, may be admitted
+// now; if not, when its re-spaced slot is.
+//
+// A holder presenting more than pacerSlack after its slot takes its token
+// on credit, the pacer owing at most a burst. Re-spaced by a second, such
+// a page (a background tab whose timers fire once a minute) would come
+// back a whole period late, beyond its own lateness, where an on-time
+// holder re-spaced after it comes back on time and loses the second. The
+// credit is paid back by the holders after it, so a crowd presenting late
+// together still goes in at the rate after two bursts.
+func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if due, ok := p.due[place]; ok {
@@ -83,6 +91,9 @@ func (p *pacer) pass(place string, now time.Time) (time.Time, bool) {
 	}
 	due := p.bucket.Reserve(now)
 	if !due.After(now) {
+		return now, true
+	}
+	if now.Sub(slot) > pacerSlack && p.rate > 0 && due.Sub(now).Seconds() <= pacerBurst(p.rate, p.burst)/p.rate {
 		return now, true
 	}
 	if now.Sub(p.purged) > pacerForget {

@@ -613,11 +613,12 @@ func (r *Room) publish(v *View, now time.Time) {
 // returns when it is due: now, or later while the bucket binds, in the
 // order asked; a place that presented more than pacerSlack late takes the
 // slot it would have had at found, up to lateMemory late
-// (Bucket.ReserveFor). Lateness within pacerSlack is the network's spread,
+// (Bucket.ReserveFor), which may have passed (due before now). Lateness within pacerSlack is the network's spread,
 // which every attempt has: taken as asked now, it keeps the bucket's own
 // spacing (backdated, such attempts moved admissions ahead of the bucket
 // by up to its backlog, and 10-second windows of a run at 100/s rose to
-// 111% of the rate). backdated: due is before the bucket's own next slot,
+// 111% of the rate). backdated: due, or now if later, is before the
+// bucket's own next slot,
 // so the place must pass the pacer when it is due (PaceSlot).
 func (r *Room) ReserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
 	if now.Sub(found) <= pacerSlack {
@@ -626,11 +627,12 @@ func (r *Room) ReserveAdmission(found, now time.Time) (due time.Time, backdated 
 	return r.bucket.ReserveFor(found, now)
 }
 
-// PaceSlot reports whether place, whose admission slot is due, may be
-// admitted now at the room's current rate; if not, when its slot is now
-// (see pacer: slots given before a rate cut are re-spaced at the new rate).
-func (r *Room) PaceSlot(place string, now time.Time) (time.Time, bool) {
-	return r.pacer.pass(place, now)
+// PaceSlot reports whether place, whose admission slot came at slot, may
+// be admitted now at the room's current rate; if not, when its slot is now
+// (see pacer: slots given before a rate cut are re-spaced at the new rate;
+// a holder presenting late is not re-spaced by less than the pacer's burst).
+func (r *Room) PaceSlot(place string, slot, now time.Time) (time.Time, bool) {
+	return r.pacer.pass(place, slot, now)
 }
 
 // UnpaceSlot gives back what PaceSlot took for a place whose admission

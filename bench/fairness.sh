@@ -108,6 +108,18 @@ summarise() {
       keep("pre-queue wait p50 (s)", dur(a[1])); keep("pre-queue wait p99 (s)", dur(a[3]))
       keep("later arrivals wait p50 (s)", dur(b[1])); keep("later arrivals wait p99 (s)", dur(b[3])) }
     /mean wait by arrival decile/ { sub(/.*after the start: /, ""); for (i = 1; i <= NF; i++) keep("mean wait, arrival decile " i " (s)", dur($i)) }
+    /^  honest, control .* control: [0-9]+ groups/ {
+      line = $0; sub(/^  honest, control +/, "", line); split(line, f, " ")
+      keep("honest, control: median - twin median (s)", dur(f[3]) - dur(f[2]))
+      keep("honest, control: p90 - twin p90 (s)", dur(f[5]) - dur(f[4]))
+      match($0, /control: [0-9]+ groups/); keep("control groups", substr($0, RSTART + 9, RLENGTH - 16) + 0)
+      match($0, /median [-+][0-9.]+ … [-+][0-9.]+%/); split(substr($0, RSTART + 7, RLENGTH - 8), m, " … ")
+      keep("control groups: median shift, lowest (%)", m[1] + 0); keep("control groups: median shift, highest (%)", m[2] + 0)
+      match($0, /p90 [-+][0-9.]+ … [-+][0-9.]+%/); split(substr($0, RSTART + 4, RLENGTH - 5), m, " … ")
+      keep("control groups: p90 shift, lowest (%)", m[1] + 0); keep("control groups: p90 shift, highest (%)", m[2] + 0)
+      next
+    }
+    /^  late presenter: lost at most / { v = $0; sub(/.*at most /, "", v); sub(/ .*/, "", v); keep("late presenter: most lost beyond its lateness (s)", dur(v)); next }
     /^  [a-z].* (gains nothing|within noise|GAINS|gains, for k proofs of work)$/ {
       line = $0; sub(/^  /, "", line); name = substr(line, 1, 20); sub(/ +$/, "", name)
       v = line; sub(/.*[0-9]s +/, "", v)

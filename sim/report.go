@@ -169,6 +169,12 @@ type Paired struct {
 	// MaxGain is the most any visitor was admitted before its twin, MaxLoss
 	// the most after.
 	MaxGain, MaxLoss time.Duration
+	// MaxLossBeyondLate is, for a late presenter, the most any lost
+	// against its twin beyond its own lateness: how late it was for the
+	// counted requests its twin needed too (Visitor.Counted, Late). A
+	// request the gateway made it send that its twin did not (told to come
+	// back at once, say) is the gateway's cost, not the client's.
+	MaxLossBeyondLate time.Duration
 	// Requests and Hashes per visitor of the strategy.
 	Requests, Hashes float64
 	// Noise is the most an honest visitor of the same run moved against
@@ -503,6 +509,9 @@ func pairWith(baseline, mixed *Run, kind Kind, match func(Visitor) bool) Paired 
 		got = append(got, v.Admitted-from)
 		p.MaxGain = max(p.MaxGain, b.Admitted-v.Admitted)
 		p.MaxLoss = max(p.MaxLoss, v.Admitted-b.Admitted)
+		if v.Kind == LatePresenter {
+			p.MaxLossBeyondLate = max(p.MaxLossBeyondLate, v.Admitted-b.Admitted-lateFor(v.Late, b.Counted))
+		}
 		p.Requests += float64(v.Requests)
 		p.Hashes += float64(v.Hashes)
 	}
@@ -515,6 +524,15 @@ func pairWith(baseline, mixed *Run, kind Kind, match func(Visitor) bool) Paired 
 	p.TwinMedian, p.Median = quantile(twin, 0.5), quantile(got, 0.5)
 	p.TwinP90, p.P90 = quantile(twin, 0.9), quantile(got, 0.9)
 	return p
+}
+
+// lateFor is the lateness of the first n counted requests.
+func lateFor(late []time.Duration, n int) time.Duration {
+	var sum time.Duration
+	for _, d := range late[:min(n, len(late))] {
+		sum += d
+	}
+	return sum
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {
@@ -663,6 +681,12 @@ func (r Report) WriteTable(w io.Writer) error {
 		if len(controls) > 0 && (i+1 == len(r.Strategies) || r.Runs[r.Strategies[i+1].Kind] != r.Runs[p.Kind]) {
 			row("honest, control", controls[0], controls[0].controlVerdict())
 			controls = controls[1:]
+		}
+	}
+	for _, p := range r.Strategies {
+		if p.Kind == LatePresenter {
+			fmt.Fprintf(&b, "  late presenter: lost at most %v beyond its own lateness (how late it was for the requests its twin needed too)\n",
+				p.MaxLossBeyondLate.Round(time.Millisecond))
 		}
 	}
 	fmt.Fprintf(&b, "  (noise: the most an honest visitor of the same run moved against itself in the\n")

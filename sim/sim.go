@@ -172,6 +172,13 @@ type Visitor struct {
 	// Expired counts the visitor's tokens that expired while it waited:
 	// a lost place.
 	Expired int
+	// Counted is how many requests the visitor sent once its place
+	// counted: answered busy (a slot ahead, the rate, the budget) or
+	// admitted.
+	Counted int
+	// Late is how late a late presenter's counted requests arrived, each
+	// against the time the page aimed at (nil for every other visitor).
+	Late []time.Duration
 	// Lane is the lane the visitor's login grants, "" for the default one.
 	Lane string
 	// Control is the control group of an honest visitor (1, 2, …; 0:
@@ -242,6 +249,9 @@ type state struct {
 	issued   int
 	// early is the token the gateway last answered 429 "early" unchanged.
 	early string
+	// aimed is when a late presenter's page aimed its next request to
+	// arrive, before the tab's timer moved it (Visitor.Late).
+	aimed time.Time
 }
 
 // holds reports whether token is one of the versions kept: an answer that
@@ -453,6 +463,12 @@ func (s *sale) act(i int) error {
 		if status == http.StatusTooManyRequests && a.Outcome == "early" && a.Token == h.Token {
 			st.early = h.Token
 		}
+		if status == http.StatusOK || a.Outcome == "busy" {
+			v.Counted++
+			if v.Kind == LatePresenter {
+				v.Late = append(v.Late, max(0, s.now.Sub(st.aimed)))
+			}
+		}
 		switch {
 		case status == http.StatusOK:
 			v.Done, v.Admitted = true, s.now.Sub(s.start)
@@ -546,6 +562,10 @@ func (s *sale) schedule(i int) {
 			}
 		}
 	case LatePresenter:
+		st.aimed = next
+		if next.Before(earliest) {
+			st.aimed = earliest
+		}
 		// The tab's timer fires on its own minute grid, at the first tick
 		// at or after nxt, and the request then travels.
 		// (Ceiling division: nxt may lie before the grid's origin, in the
