@@ -124,8 +124,8 @@ func (b *Bucket) Refund(now time.Time) {
 func (b *Bucket) Level(now time.Time) float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.refill(now)
-	return b.tokens
+	tokens, _ := b.at(now)
+	return tokens
 }
 
 // SetRate changes the refill rate and burst from now on, keeping any debt.
@@ -137,30 +137,37 @@ func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 	b.tokens = math.Min(b.tokens, burst)
 }
 
-// OpenAt says the queue the bucket serves opens (or opened) at t: what the
-// bucket refilled before t is not carried past it, so a sale's first
-// admissions come at the rate instead of in a burst saved while the room
-// waited for its start (it was a tenth of the first 10 seconds' admissions
-// at full scale). Debt is kept.
+// OpenAt says the queue the bucket serves opens (or opened) at t: of what
+// the bucket refilled before t, no more than one admission is carried past
+// it, so a sale's first admissions come at the rate (the first at once)
+// instead of in a burst saved while the room waited for its start (it was
+// a tenth of the first 10 seconds' admissions at full scale). Debt is
+// kept. The zero time: no queue, nothing dropped.
 func (b *Bucket) OpenAt(t time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.opens = t
 }
 
-func (b *Bucket) refill(now time.Time) {
-	if b.last.Before(b.opens) && !now.Before(b.opens) {
-		b.refillTo(b.opens)
-		b.tokens = math.Min(b.tokens, 0)
-	}
-	b.refillTo(now)
-}
+func (b *Bucket) refill(now time.Time) { b.tokens, b.last = b.at(now) }
 
-func (b *Bucket) refillTo(now time.Time) {
-	if now.After(b.last) {
-		b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-		b.last = now
+// at is what the bucket holds at now, refilled since it last was, and
+// when that is: a read changes nothing (Level), so a queue that opened and
+// closed again unseen by any admission drops nothing (OpenAt).
+func (b *Bucket) at(now time.Time) (tokens float64, last time.Time) {
+	tokens, last = b.tokens, b.last
+	fill := func(to time.Time) {
+		if to.After(last) {
+			tokens = math.Min(b.burst, tokens+to.Sub(last).Seconds()*b.rate)
+			last = to
+		}
 	}
+	if last.Before(b.opens) && !now.Before(b.opens) {
+		fill(b.opens)
+		tokens = math.Min(tokens, 1)
+	}
+	fill(now)
+	return tokens, last
 }
 
 // Burst is the most tokens the bucket holds.

@@ -32,9 +32,9 @@ func TestBucket(t *testing.T) {
 	}
 }
 
-// TestBucketOpenAt: a queue opening at t starts with an empty bucket, so
-// its first admissions come at the rate; before t the bucket is as it was,
-// and a debt at t is kept.
+// TestBucketOpenAt: a queue opening at t starts with one admission in its
+// bucket, so its first admissions come at the rate after the first; before
+// t the bucket is as it was, and a debt at t is kept.
 func TestBucketOpenAt(t *testing.T) {
 	opens := t0.Add(time.Hour)
 	tests := []struct {
@@ -43,7 +43,7 @@ func TestBucketOpenAt(t *testing.T) {
 		at      time.Duration // when the next one is asked, from opens
 		wantDue time.Duration // from opens
 	}{
-		{"full bucket, asked at the opening", 0, 0, 500 * time.Millisecond},
+		{"full bucket, asked at the opening: one is kept", 0, 0, 0},
 		{"full bucket, asked a second after", 0, time.Second, time.Second},
 		{"asked before the opening: the burst is there", 0, -time.Second, -time.Second},
 		{"a debt past the opening is kept", 7205, 0, 1500 * time.Millisecond},

@@ -210,15 +210,15 @@ func TestDecideRoomStates(t *testing.T) {
 	// for a second past late: a place presenting late takes the slot it
 	// would have had at its checkpoint (Room.ReserveAdmission), so slots
 	// given after its checkpoint would not make it wait.
-	// The queue opened anew at the resume, so its bucket starts empty
-	// there (Bucket.OpenAt): n reservations take the slots 1 s to n s
-	// after it, and the place the next.
+	// The queue opened anew at the resume, so its bucket starts with one
+	// admission there (Bucket.OpenAt): n reservations take the slots 0 s
+	// to n−1 s after it, and the place the next.
 	debt := late.Sub(resume)
 	n := int(debt/time.Second) + 2
 	for range n {
 		room.ReserveAdmission(resume, resume)
 	}
-	slot := resume.Add(time.Duration(n+1) * time.Second)
+	slot := resume.Add(time.Duration(n) * time.Second)
 	d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: late})
 	// The slot, rounded up to nxt's millisecond.
 	if d.Outcome != OutcomeBusy || d.RetryAfter < slot.Sub(late) || d.RetryAfter > slot.Sub(late)+time.Millisecond {

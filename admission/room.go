@@ -587,7 +587,13 @@ func (r *Room) publish(v *View, now time.Time) {
 	if !opens.IsZero() && !opens.Equal(v.Opens) {
 		v.Moved = now
 	}
-	r.bucket.OpenAt(v.Opens)
+	if r.stored == StateOpen || r.stored == StateClosed {
+		// No queue: an open room is served from the bucket's burst, even
+		// moments after a queue it left (its opening dropped the burst).
+		r.bucket.OpenAt(time.Time{})
+	} else {
+		r.bucket.OpenAt(v.Opens)
+	}
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.From(now, v.Cruise)

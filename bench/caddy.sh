@@ -32,49 +32,49 @@ export FAIRGATE_KEYS
 FAIRGATE_KEYS=$("$W/fairgate" keygen --kid bench)
 echo "{\"keys\":$FAIRGATE_KEYS}" > "$W/keys.json"
 
-start "$W/targets" origin 127.0.0.1:18381; wait_port 18381
+start "$W/targets" origin 127.0.0.1:${PORTS}1; wait_port ${PORTS}1
 
 # First the waiting room alone, to capture the answers it sends.
 cat > "$W/Caddyfile" <<CADDY
 {
-	admin 127.0.0.1:18389
+	admin 127.0.0.1:${PORTS}9
 	persist_config off
 	log {
 		level ERROR
 	}
 }
-http://127.0.0.1:18380 {
+http://127.0.0.1:${PORTS}0 {
 	waiting_room bench {
 		keys_from {env.FAIRGATE_KEYS}
 		tau 24h
 		fixed_speed
 	}
-	reverse_proxy 127.0.0.1:18381
+	reverse_proxy 127.0.0.1:${PORTS}1
 }
-http://127.0.0.1:18382 {
-	reverse_proxy 127.0.0.1:18381
+http://127.0.0.1:${PORTS}2 {
+	reverse_proxy 127.0.0.1:${PORTS}1
 }
 CADDY
-start "$W/caddy" run --config "$W/Caddyfile" --adapter caddyfile; wait_port 18380
-capture_waiting http://127.0.0.1:18380/tickets
-site=http://127.0.0.1:18380
+start "$W/caddy" run --config "$W/Caddyfile" --adapter caddyfile; wait_port ${PORTS}0
+capture_waiting http://127.0.0.1:${PORTS}0/tickets
+site=http://127.0.0.1:${PORTS}0
 { read -r poll_cookie; read -r poll_body; } < <("$W/targets" poll "$site" bench)
 capture_post "$site/_fairgate/admit" "$poll_cookie" "$poll_body" "$W/admit.http"
 capture_post "$site/_fairgate/token" "" "{}" "$W/token-new.http"
 capture_post "$site/_fairgate/token" "$poll_cookie" "{}" "$W/token-refresh.http"
 # Then the same config with the baselines added, as JSON.
 "$W/caddy" adapt --config "$W/Caddyfile" --adapter caddyfile > "$W/caddy.json"
-"$W/targets" caddy-baseline "$W/caddy.json" 127.0.0.1:18383="$W/waiting.html" 127.0.0.1:18384="$W/waiting.json" \
-  127.0.0.1:18385="$W/admit.http" 127.0.0.1:18386="$W/token-new.http" 127.0.0.1:18387="$W/token-refresh.http" > "$W/bench.json"
-curl -sf -X POST -H 'Content-Type: application/json' --data-binary @"$W/bench.json" http://127.0.0.1:18389/load
-wait_port 18383; wait_port 18384; wait_port 18385; wait_port 18386; wait_port 18387
+"$W/targets" caddy-baseline "$W/caddy.json" 127.0.0.1:${PORTS}3="$W/waiting.html" 127.0.0.1:${PORTS}4="$W/waiting.json" \
+  127.0.0.1:${PORTS}5="$W/admit.http" 127.0.0.1:${PORTS}6="$W/token-new.http" 127.0.0.1:${PORTS}7="$W/token-refresh.http" > "$W/bench.json"
+curl -sf -X POST -H 'Content-Type: application/json' --data-binary @"$W/bench.json" http://127.0.0.1:${PORTS}9/load
+wait_port ${PORTS}3; wait_port ${PORTS}4; wait_port ${PORTS}5; wait_port ${PORTS}6; wait_port ${PORTS}7
 pass=$("$W/targets" pass "$W/keys.json" bench)
 
 header
 if [ "${ROWS:-all}" = all ]; then
-  compare_front_door 1838 "headers + respond, same bytes" "reverse_proxy alone"
+  compare_front_door "$PORTS" "headers + respond, same bytes" "reverse_proxy alone"
 fi
-b=http://127.0.0.1:1838
+b=http://127.0.0.1:$PORTS
 compare_post "admit poll, keep waiting (vs respond, same size)" "$site/_fairgate/admit" "${b}5/_fairgate/admit" "$poll_cookie" "$poll_body"
 compare_post "token, new (vs respond, same size)" "$site/_fairgate/token" "${b}6/_fairgate/token" "" "{}"
 compare_post "token, refreshed (vs respond, same size)" "$site/_fairgate/token" "${b}7/_fairgate/token" "$poll_cookie" "{}"
@@ -87,7 +87,7 @@ if [ -n "${PROFILE:-}" ]; then
   # profile NAME URL HEADER BODY: Caddy's CPU profile over one wrk run.
   profile() {
     local secs=${DUR%s}
-    curl -sf -o "$PROFILE/$1.pprof" "http://127.0.0.1:18389/debug/pprof/profile?seconds=$((secs > 2 ? secs - 1 : 1))" &
+    curl -sf -o "$PROFILE/$1.pprof" "http://127.0.0.1:${PORTS}9/debug/pprof/profile?seconds=$((secs > 2 ? secs - 1 : 1))" &
     local c=$!
     run "$2" "$3" "$4" > /dev/null
     wait "$c"

@@ -22,6 +22,28 @@ trap cleanup EXIT
 
 pin() { if [ -n "${1:-}" ]; then echo taskset -c "$1"; fi; }
 start() { $(pin "${SERVER_CPUS:-}") env GOGC="$GOGC" GOMEMLIMIT="$GOMEMLIMIT" "$@" >"$W/$(basename "$1").$RANDOM.log" 2>&1 & pids+=($!); }
+# PORTS is a free block of ten loopback ports, PORTS0 to PORTS9 (the scripts' layouts
+# append a digit), found at start so no run needs a fixed port free.
+PORTS=$(python3 - <<'PY'
+import random, socket
+for _ in range(500):
+    prefix = random.randrange(2000, 6000)
+    held = []
+    try:
+        for i in range(10):
+            s = socket.socket()
+            s.bind(("127.0.0.1", prefix * 10 + i))
+            held.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in held:
+            s.close()
+    print(prefix)
+    break
+PY
+)
+[ -n "$PORTS" ] || { echo "no free block of ten loopback ports" >&2; exit 1; }
 wait_port() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }
 
 # answer URL [HEADER]: status line, headers and body as a client gets them,

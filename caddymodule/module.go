@@ -429,17 +429,18 @@ func (AdminAPI) Provision(ctx caddy.Context) error {
 
 // Routes implements caddy.AdminRouter.
 func (AdminAPI) Routes() []caddy.AdminRoute {
+	api := proxy.AdminAPI(rooms, time.Now)
 	return []caddy.AdminRoute{{
 		Pattern: "/waiting_room/",
 		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			_, name, _ := strings.Cut(r.URL.Path, "/rooms/")
 			sh, ok := rooms.Get(strings.Trim(name, "/"))
 			if !ok || r.Method == http.MethodGet {
-				proxy.ServeAdmin(w, r, rooms, time.Now())
+				api.ServeHTTP(w, r)
 				return nil
 			}
 			before := sh.Status(time.Now())
-			proxy.ServeAdmin(w, r, rooms, time.Now())
+			api.ServeHTTP(w, r)
 			emitStateChange(liveApp.Load(), before, sh.Status(time.Now()), "admin_api")
 			return nil
 		}),

@@ -209,30 +209,27 @@ const (
 //
 // A non-empty token requires `Authorization: Bearer <token>`.
 func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {
+	api := AdminAPI(rooms, now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" && !bearer.Matches(r, token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
 			return
 		}
-		ServeAdmin(w, r, rooms, now())
+		api.ServeHTTP(w, r)
 	})
 }
 
-// ServeAdmin answers one admin request; the path's last segments are
-// `rooms` or `rooms/{room}`, under whatever the API is mounted at. The
-// Caddy admin API calls it too.
-func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.Time) {
-	_, rest, found := strings.Cut(r.URL.Path, "/rooms")
-	if !found {
-		writeError(w, http.StatusNotFound, "not_found", "try /rooms")
-		return
-	}
+// AdminAPI answers admin requests whose path's last segments are `rooms`
+// or `rooms/{room}`, under whatever the API is mounted at, without
+// authentication (AdminHandler adds it; the Caddy admin API has its own).
+func AdminAPI(rooms *Rooms, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
 	route(mux, "/rooms", map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		at := now()
 		var out []RoomStatus
 		for _, sh := range rooms.all() {
-			out = append(out, sh.Status(now))
+			out = append(out, sh.Status(at))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"rooms": out})
 	}})
@@ -241,7 +238,8 @@ func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.T
 		if err := decodeJSON(w, r, 4096, &c); err != nil {
 			return
 		}
-		if err := sh.Apply(c, now); err != nil {
+		at := now()
+		if err := sh.Apply(c, at); err != nil {
 			var down *UnavailableError
 			if errors.As(err, &down) {
 				w.Header().Set("Retry-After", "2")
@@ -251,17 +249,24 @@ func ServeAdmin(w http.ResponseWriter, r *http.Request, rooms *Rooms, now time.T
 			writeError(w, http.StatusBadRequest, "invalid", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, sh.Status(now))
+		writeJSON(w, http.StatusOK, sh.Status(at))
 	})
 	route(mux, "/rooms/{room}", map[string]http.HandlerFunc{
 		http.MethodGet: inRoom(rooms, func(w http.ResponseWriter, r *http.Request, sh *Shared) {
-			writeJSON(w, http.StatusOK, sh.Status(now))
+			writeJSON(w, http.StatusOK, sh.Status(now()))
 		}),
 		http.MethodPost:  change,
 		http.MethodPatch: change,
 	})
 	notFound(mux, "/", "try /rooms")
-	mux.ServeHTTP(w, atPath(r, path.Join("/rooms", rest)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, rest, found := strings.Cut(r.URL.Path, "/rooms")
+		if !found {
+			writeError(w, http.StatusNotFound, "not_found", "try /rooms")
+			return
+		}
+		mux.ServeHTTP(w, atPath(r, path.Join("/rooms", rest)))
+	})
 }
 
 // inRoom passes h the room the path names, or answers 404.

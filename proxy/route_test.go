@@ -70,6 +70,7 @@ func TestAdminRoutes(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale"}, nil)
 	rooms := NewRooms()
 	rooms.Put(e.gw.Room())
+	api := AdminAPI(rooms, e.clock.Now) // one mux serves every request
 	for _, mount := range []string{"", "/waiting_room"} {
 		for _, tc := range []struct {
 			method, path, body string
@@ -90,7 +91,7 @@ func TestAdminRoutes(t *testing.T) {
 			{"GET", "/other", "", 404, "", "not_found"},
 		} {
 			w := httptest.NewRecorder()
-			ServeAdmin(w, httptest.NewRequest(tc.method, mount+tc.path, strings.NewReader(tc.body)), rooms, e.clock.Now())
+			api.ServeHTTP(w, httptest.NewRequest(tc.method, mount+tc.path, strings.NewReader(tc.body)))
 			if w.Code != tc.status || w.Header().Get("Allow") != tc.allow {
 				t.Errorf("%s %s%s: %d, Allow %q; want %d, %q (%s)", tc.method, mount, tc.path, w.Code, w.Header().Get("Allow"), tc.status, tc.allow, w.Body)
 				continue
