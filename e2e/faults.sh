@@ -133,10 +133,13 @@ row "hook down 3 s, slow 3 s, back — \`fairgate proxy\`" "$T/hook-proxy.json" 
 # while it is down, the room defers admissions (its hook is the seat
 # service), and after the restart every purchase completes: the seat
 # service's count of sold seats equals the reservations the visitors were
-# told of, none lost, none sold twice.
+# told of, none lost, none sold twice. The kill follows a seat held (at
+# most 10 s in), so that buyer's checkout, a think (1 s) later, meets the
+# outage: the buyers move in waves, and a kill timed by the clock alone
+# once fell between two (no write met the outage).
 "$LOAD" -site "http://127.0.0.1:$CHECKOUT_PORT" -room checkout -for 12s -checkout -think 1s -seats "http://$SEATS_ADDR" \
-  -event final-2026 -payment-key "$T/payment.key" > "$T/seats.json" 2>> "$T/load.err" & load=$!
-sleep 5
+  -event final-2026 -payment-key "$T/payment.key" -held "$T/held" > "$T/seats.json" 2>> "$T/load.err" & load=$!
+for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.1; done
 kill -9 "$seats"; wait "$seats" 2>/dev/null
 sleep 3
 start_seats

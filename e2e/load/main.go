@@ -5,7 +5,7 @@
 // to a site without the room. It prints one JSON line of counts:
 //
 //	load -site URL -room ROOM [-plain URL] [-visitors 20] [-workers 4] [-pace 20ms] [-for 15s] [-keepalive=false]
-//	     [-checkout -seats URL -event ID -payment-key FILE -think 1s]
+//	     [-checkout -seats URL -event ID -payment-key FILE -think 1s [-held FILE]]
 //	load -serve-hook ADDR [-hook-delay 3s]    an admission hook for the suite
 //	load -site URL -replay FILE                replay admitted tokens (from -used FILE)
 //
@@ -38,7 +38,10 @@
 // confirmed reservations it does not have as finalised, double_sold seats
 // in two reservations, and reserved_seats its count of sold seats, which
 // must equal confirmed_seats. A purchase under way when the time is up is
-// finished (within 15 s), so every sale is counted.
+// finished (within 15 s), so every sale is counted. With -held FILE a line
+// is appended to FILE at each seat held, so a fault can be timed to meet a
+// purchase under way: the buyers move in waves (they start together), and
+// an outage timed by the clock alone can fall between two.
 package main
 
 import (
@@ -136,6 +139,7 @@ func main() {
 	event := flag.String("event", "final-2026", "the event on sale (with -checkout)")
 	paymentKeyFile := flag.String("payment-key", "", "the seat service's payment key file (with -checkout)")
 	think := flag.Duration("think", time.Second, "a buyer's pause between hold, checkout and confirm (with -checkout)")
+	heldFile := flag.String("held", "", "append a line to this file at each seat held (with -checkout)")
 	usedFile := flag.String("used", "", "append every admitted token and its solution to this file")
 	replayFile := flag.String("replay", "", "replay the admitted tokens in this file (from -used) instead")
 	flag.Parse()
@@ -178,6 +182,15 @@ func main() {
 		finish, stop := context.WithTimeout(context.Background(), *length+15*time.Second)
 		defer stop()
 		buy = &buyer{finish: finish, paymentKey: bytes.TrimSpace(key), seats: *seatsURL, think: *think}
+		if *heldFile != "" {
+			f, err := os.OpenFile(*heldFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "load:", err)
+				os.Exit(1)
+			}
+			defer f.Close()
+			buy.held = f
+		}
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableKeepAlives: !*keepAlive}}
 	var wg sync.WaitGroup
@@ -313,6 +326,8 @@ type buyer struct {
 	paymentKey []byte
 	seats      string // the seat service, which the payment provider confirms with directly
 	think      time.Duration
+	held       io.Writer // a line at each seat held, when set
+	mu         sync.Mutex
 }
 
 // buy holds one seat, checks out and confirms, each write retried with its
@@ -354,6 +369,11 @@ func (b *buyer) buy(client *http.Client, c *counts, site, room, session, pass st
 		if err := json.Unmarshal(body, &held); err != nil {
 			c.fail(&c.Failed, step.name+": not JSON")
 			return
+		}
+		if step.name == "hold" && b.held != nil {
+			b.mu.Lock()
+			fmt.Fprintln(b.held, session)
+			b.mu.Unlock()
 		}
 	}
 	if held.Reservation == "" || len(held.Seats) != 1 {
