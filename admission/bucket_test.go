@@ -62,6 +62,26 @@ func TestBucketOpenAt(t *testing.T) {
 	}
 }
 
+// TestBucketLevelChangesNothing: reading the level during a queue that
+// then closes, unseen by any admission, drops nothing: an open room after
+// it has its whole burst (a read that refilled made the queue's opening
+// stick, and an open room's admit moments after was busy).
+func TestBucketLevelChangesNothing(t *testing.T) {
+	opens := t0.Add(time.Hour)
+	read := opens.Add(time.Second)
+	b := NewBucket(2, 5, t0)
+	b.OpenAt(opens)
+	if got := b.Level(read); got != 3 {
+		t.Fatalf("level a second into the queue: %v, want 3 (one carried, two refilled)", got)
+	}
+	b.OpenAt(time.Time{}) // the room opens: no queue
+	for i := range 5 {
+		if due := b.Reserve(read); due.After(read) {
+			t.Fatalf("reservation %d of the burst of 5 due %v later", i+1, due.Sub(read))
+		}
+	}
+}
+
 // TestBucketReserveFor: a reservation asked late is served where it would
 // have been had it been asked when due, and still takes its admission, so
 // later reservations move back one; nothing is made up without memory.

@@ -434,7 +434,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 			// place keeps its slot and asks again at its next checkpoint.
 			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
-		return g.useSlot(ctx, room, view, claims, token, place.Slot, now)
+		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, now)
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
@@ -639,36 +639,37 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.useSlot(ctx, room, view, claims, token, missed, now)
+	return g.useSlot(ctx, room, view, claims, token, slot, missed, now)
 }
 
-// useSlot admits a place whose slot, given at slot, is due: at the rate the
-// room has now (the pacer; the slot was given at the rate of its moment,
-// and may now lie further ahead; a place presenting late for its slot may
-// take its turn on credit) and within the room's shared budget. The
-// ledger holds the place reserved until its pass is recorded.
-func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, now time.Time) Decision {
-	if due, ok := room.PaceSlot(claims.ID, slot, now); !ok {
+// useSlot admits a place whose slot is due: at the rate the room has now
+// (the pacer; the slot was given at the rate of its moment, and may now
+// lie further ahead; a place presenting late for the slot it would have
+// had, missed, may take its turn on credit) and within the room's shared
+// budget. The ledger holds the place reserved at slot until its pass is
+// recorded.
+func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, missed, now time.Time) Decision {
+	if due, ok := room.PaceSlot(claims.ID, missed, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-		room.UnpaceSlot(claims.ID, now)
+		room.UnpaceSlot(now)
 		return d // the place keeps its slot and asks again
 	}
 	used, err := g.usedBy(token, now)
 	if err != nil {
-		room.UnpaceSlot(claims.ID, now)
+		room.UnpaceSlot(now)
 		refundQuota(room, now)
 		return g.unavailable(err, claims)
 	}
 	ok, err := g.ledger.Use(ctx, claims.ID, used)
 	switch {
 	case err != nil:
-		room.UnpaceSlot(claims.ID, now)
+		room.UnpaceSlot(now)
 		refundQuota(room, now)
 		return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 	case !ok:
-		room.UnpaceSlot(claims.ID, now)
+		room.UnpaceSlot(now)
 		refundQuota(room, now)
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
@@ -793,8 +794,9 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 	return Decision{Outcome: outcome, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 }
 
-// respaced is the busy answer of a place whose slot, due at slot, the rate
-// now puts at next. The ledger keeps the place until lastValid of its slot:
+// respaced is the busy answer of a place whose slot, held in the ledger at
+// slot, the rate now puts at next. The ledger keeps the place until
+// lastValid of that slot:
 // no version may outlive that, so the new version expires by then even if
 // its slot lies beyond (a cut that re-spaces a slot by more than TokenTTL
 // loses the place rather than let it pass twice).

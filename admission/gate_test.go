@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -366,5 +367,52 @@ func TestCheckpointGrid(t *testing.T) {
 			}
 			prev = p
 		}
+	}
+}
+
+// TestLateRespacedPlaceOutlivesItsDue: a place found eligible late (within
+// lateMemory) whose missed slot has passed is held in the ledger at now;
+// re-spaced by the pacer (in debt past a burst: no credit), its new
+// version's expiry is capped from that slot, so a re-spacing under
+// TokenTTL keeps the place (the cap from the missed slot, minutes before,
+// made it expire 2m18s before its due).
+func TestLateRespacedPlaceOutlivesItsDue(t *testing.T) {
+	ctx := context.Background()
+	g := testGate(t, 1000)
+	room := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+	tk, err := g.Issue(room, Visitor{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := solve(t, tk.Claims)
+	when := eligibleAt(t, g, room, tk.Claims, t0)
+	token, claims := tk.Token, tk.Claims
+	for claims.NextAttempt().Before(when) {
+		d := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: claims.NextAttempt()})
+		if d.Outcome != OutcomeWait {
+			t.Fatalf("before eligibility: %v", d.Outcome)
+		}
+		token, claims = d.Next.Token, d.Next.Claims
+	}
+	found := claims.NextAttempt()       // eligible at this checkpoint
+	room.ReserveAdmission(found, found) // another place, on time there
+	late := found.Add(4*time.Minute + 30*time.Second)
+	for room.BucketLevel(late) > -1 { // the bucket binds when it presents
+		room.ReserveAdmission(late, late)
+	}
+	for i := range 500 { // a cut's re-spaced holders: the pacer owes 500 s
+		room.PaceSlot(fmt.Sprint("other-", i), late, late)
+	}
+	d := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: late})
+	if d.Outcome != OutcomeBusy {
+		t.Fatalf("late with the pacer in debt: %v (%v), want busy (re-spaced)", d.Outcome, d.Err)
+	}
+	due := d.Next.Claims.NextAttempt()
+	if due.Sub(late) > g.Policy().TokenTTL {
+		t.Fatalf("re-spaced by %v, beyond TokenTTL: the test means nothing", due.Sub(late))
+	}
+	if exp := time.Unix(d.Next.Claims.ExpiresAt, 0); exp.Before(due) {
+		t.Errorf("re-spaced by %v (under TokenTTL %v): the new version expires %v, %v before its due, so the place is lost",
+			due.Sub(late), g.Policy().TokenTTL, exp.Sub(late), due.Sub(exp))
 	}
 }

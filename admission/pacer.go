@@ -21,6 +21,13 @@ import (
 // present before it). A re-spaced due time is remembered per place, so
 // every version of its token is given the same one, and each place takes
 // from the pacer once.
+//
+// Every token taken is held by one thing at a time: a re-spaced slot still
+// to come (due), or the one attempt that passed, until its place is
+// admitted or the attempt gives it back (giveBack). The first version to
+// pass at a re-spaced slot takes the slot over; a version presented with
+// it at once takes a token of its own, so an attempt that loses the race
+// for the place gives back only what it took.
 type pacer struct {
 	mu     sync.Mutex
 	bucket *Bucket
@@ -87,7 +94,11 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if due, ok := p.due[place]; ok {
-		return due, !now.Before(due)
+		if now.Before(due) {
+			return due, false
+		}
+		delete(p.due, place) // this attempt holds the slot's token now
+		return now, true
 	}
 	due := p.bucket.Reserve(now)
 	if !due.After(now) {
@@ -108,13 +119,22 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	return due, false
 }
 
-// done forgets place's re-spaced slot: it was admitted. refund gives its
-// pacer token back too: the admission did not go through.
-func (p *pacer) done(place string, refund bool, now time.Time) {
+// giveBack returns the token an attempt that passed holds: its admission
+// did not go through.
+func (p *pacer) giveBack(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.due, place)
-	if refund {
+	p.bucket.Refund(now)
+}
+
+// admitted forgets place's re-spaced slot, if a version of its token
+// presented with the admitted one took one, and returns its token: the
+// place is in and will not come for it.
+func (p *pacer) admitted(place string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.due[place]; ok {
+		delete(p.due, place)
 		p.bucket.Refund(now)
 	}
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -90,5 +91,84 @@ func TestPacerCreditsALateHolder(t *testing.T) {
 				t.Errorf("an on-time holder after them: due %v (admitted %v), want re-spaced to %v", due.Sub(t0), ok, want.Sub(t0))
 			}
 		})
+	}
+}
+
+// racingLedger runs race once, inside the first Use of a place, before
+// that Use reaches the ledger: a second attempt of the place judged
+// between the first one's pacer check and its ledger write.
+type racingLedger struct {
+	*MemoryLedger
+	race func()
+}
+
+func (l *racingLedger) Use(ctx context.Context, id string, used Place) (bool, error) {
+	if race := l.race; race != nil {
+		l.race = nil
+		race()
+	}
+	return l.MemoryLedger.Use(ctx, id, used)
+}
+
+// TestRacingVersionsAtARespacedSlotMintNoPacerToken: a re-spaced place
+// took its pacer token when it was re-spaced. Two versions of its token
+// presented together at its due: one is admitted, and the other, losing
+// the ledger's Use, gives back only a token it took itself (both passing
+// on the slot's one token, the loser gave back one it never took: each
+// such pair minted one, up to the pacer's burst, erasing the debt that
+// holds slot holders back after a rate cut).
+func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	ledger := &racingLedger{MemoryLedger: NewMemoryLedger(100, func() time.Time { return now })}
+	g := NewGate(testRing(t, "k1", "k1"), Policy{}, ledger, WithRandom(newSeeded(7)))
+	room := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+	tk, err := g.Issue(room, Visitor{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := solve(t, tk.Claims)
+	token, at := tk.Token, tk.Claims.NextAttempt()
+	// Follow the checkpoints, the bucket drained before each, until the
+	// place holds a slot.
+	var d Decision
+	for range 1000 {
+		now = at
+		for room.BucketLevel(at) > -1 {
+			room.ReserveAdmission(at, at)
+		}
+		d = g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: at})
+		if d.Outcome != OutcomeWait {
+			break
+		}
+		token, at = d.Next.Token, d.Next.Claims.NextAttempt()
+	}
+	if d.Outcome != OutcomeBusy {
+		t.Fatalf("want a slot: %v (%v)", d.Outcome, d.Err)
+	}
+	// At its slot the pacer is spent (slot holders before it): re-spaced.
+	slot := d.Next.Claims.NextAttempt()
+	now = slot
+	for i := 0; ; i++ {
+		if _, ok := room.PaceSlot(fmt.Sprint("other-", i), slot, slot); !ok {
+			break
+		}
+	}
+	d = g.Decide(ctx, room, Attempt{Token: d.Next.Token, Nonce: nonce, Now: slot})
+	if d.Outcome != OutcomeBusy {
+		t.Fatalf("at its slot with the pacer spent: %v, want busy (re-spaced)", d.Outcome)
+	}
+	due := d.Next.Claims.NextAttempt()
+	now = due
+	before := room.pacer.bucket.Level(due)
+	// Two versions of the place at its re-spaced due, together.
+	var second Decision
+	ledger.race = func() { second = g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: due}) }
+	first := g.Decide(ctx, room, Attempt{Token: d.Next.Token, Nonce: nonce, Now: due})
+	if (first.Outcome == OutcomeAdmit) == (second.Outcome == OutcomeAdmit) {
+		t.Fatalf("outcomes %v and %v: want one admission", first.Outcome, second.Outcome)
+	}
+	if after := room.pacer.bucket.Level(due); after > before+1e-9 {
+		t.Errorf("the pacer held %.3f tokens before the pair and %.3f after: one admitted place gave it %.3f", before, after, after-before)
 	}
 }

@@ -554,8 +554,23 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 	v.KeyTop = 0
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
+	r.openBucket(v.Opens)
 	r.view.Store(&v)
 	return nil
+}
+
+// openBucket tells the bucket when the queue it serves opened, for the
+// stored state: a node that adopts a state (another node's change, a
+// restore after a failed save) treats its bucket as the node that set it.
+// Callers hold r.mu.
+func (r *Room) openBucket(opens time.Time) {
+	if r.stored == StateOpen || r.stored == StateClosed {
+		// No queue: an open room is served from the bucket's burst, even
+		// moments after a queue it left (its opening dropped the burst).
+		r.bucket.OpenAt(time.Time{})
+		return
+	}
+	r.bucket.OpenAt(opens)
 }
 
 // SetBucketRate sets this node's bucket alone: its share of a rate several
@@ -587,13 +602,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	if !opens.IsZero() && !opens.Equal(v.Opens) {
 		v.Moved = now
 	}
-	if r.stored == StateOpen || r.stored == StateClosed {
-		// No queue: an open room is served from the bucket's burst, even
-		// moments after a queue it left (its opening dropped the burst).
-		r.bucket.OpenAt(time.Time{})
-	} else {
-		r.bucket.OpenAt(v.Opens)
-	}
+	r.openBucket(v.Opens)
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.From(now, v.Cruise)
@@ -641,9 +650,9 @@ func (r *Room) PaceSlot(place string, slot, now time.Time) (time.Time, bool) {
 	return r.pacer.pass(place, slot, now)
 }
 
-// UnpaceSlot gives back what PaceSlot took for a place whose admission
-// did not go through.
-func (r *Room) UnpaceSlot(place string, now time.Time) { r.pacer.done(place, true, now) }
+// UnpaceSlot gives back what PaceSlot took for an attempt it passed whose
+// admission did not go through.
+func (r *Room) UnpaceSlot(now time.Time) { r.pacer.giveBack(now) }
 
 // RefundAdmission gives back an admission that did not go through.
 func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
@@ -662,7 +671,7 @@ func (r *Room) ObservePresent(now time.Time, place string, key float64) {
 // ObserveAdmitted removes an admitted place from the population.
 func (r *Room) ObserveAdmitted(place string, now time.Time) {
 	r.presence.Forget(place)
-	r.pacer.done(place, false, now)
+	r.pacer.admitted(place, now)
 }
 
 // ObserveBudgetRefused records an eligible attempt that this node's bucket

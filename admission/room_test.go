@@ -39,3 +39,67 @@ func TestNewRoomValidates(t *testing.T) {
 		}
 	}
 }
+
+// reserveDues reserves n admissions at now and returns how many are due at
+// once.
+func reserveDues(r *Room, n int, now time.Time) int {
+	atOnce := 0
+	for range n {
+		if due, _ := r.ReserveAdmission(now, now); !due.After(now) {
+			atOnce++
+		}
+	}
+	return atOnce
+}
+
+// TestAdoptOpensTheBucketAsSetStateDoes: a node that adopts a stored
+// control state (another node's admin change, a restore after a failed
+// save) treats its bucket as the node that set the state does
+// (Bucket.OpenAt): a queue opening carries one admission, an open room
+// drops nothing (the adopting node had 5 of 5 due at a queue's opening,
+// and 3 of 5 at once in an open room).
+func TestAdoptOpensTheBucketAsSetStateDoes(t *testing.T) {
+	cfg := func(c *RoomConfig) { c.State = StateOpen; c.Rate = 10; c.Burst = 10 }
+	q := t0.Add(time.Hour) // both buckets full by then
+
+	t.Run("open to queue", func(t *testing.T) {
+		a, b := testRoom(t, cfg), testRoom(t, cfg)
+		if err := a.SetState(StateQueue, time.Time{}, q); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Adopt(a.Export()); err != nil { // b learns it from the store
+			t.Fatal(err)
+		}
+		na, nb := reserveDues(a, 5, q), reserveDues(b, 5, q)
+		if na != 1 {
+			t.Fatalf("the node that queued: %d of 5 due at the opening, want 1", na)
+		}
+		if nb != na {
+			t.Errorf("the node that adopted the queue: %d of 5 due at the opening, want %d as the node that set it", nb, na)
+		}
+	})
+
+	t.Run("queue to open", func(t *testing.T) {
+		a, b := testRoom(t, cfg), testRoom(t, cfg)
+		for _, r := range []*Room{a, b} {
+			if err := r.SetState(StateQueue, time.Time{}, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		open := q.Add(100 * time.Millisecond)
+		if err := a.SetState(StateOpen, time.Time{}, open); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Adopt(a.Export()); err != nil {
+			t.Fatal(err)
+		}
+		at := open.Add(100 * time.Millisecond)
+		na, nb := reserveDues(a, 5, at), reserveDues(b, 5, at)
+		if na != 5 {
+			t.Fatalf("the node that opened: %d of 5 due at once, want 5 (an open room drops nothing)", na)
+		}
+		if nb != na {
+			t.Errorf("the node that adopted the open room: %d of 5 due at once, want %d as the node that set it", nb, na)
+		}
+	})
+}
