@@ -143,9 +143,22 @@ func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 // instead of in a burst saved while the room waited for its start (it was
 // a tenth of the first 10 seconds' admissions at full scale). Debt is
 // kept. The zero time: no queue, nothing dropped.
+//
+// A bucket told of an opening after it refilled up to or past it (a
+// reservation stamped at or after the opening got in first: the room reads
+// the clock before its lock) drops now what it could not have held: one
+// admission and the refill since the opening, less the reservations made
+// since, which it remembers (without memory, at most one more than told in
+// time).
 func (b *Bucket) OpenAt(t time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !t.IsZero() && !t.Equal(b.opens) && !b.last.Before(t) {
+		kept := b.given[b.head:]
+		i, _ := slices.BinarySearchFunc(kept, t.UnixNano(), func(g grant, at int64) int { return cmp.Compare(g.at, at) })
+		since := float64(len(kept) - i)
+		b.tokens = math.Min(b.tokens, 1+b.last.Sub(t).Seconds()*b.rate-since)
+	}
 	b.opens = t
 }
 

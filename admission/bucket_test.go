@@ -40,19 +40,27 @@ func TestBucketOpenAt(t *testing.T) {
 	tests := []struct {
 		name    string
 		before  int           // reservations made at t0
+		raced   bool          // one made at opens+at before the bucket is told of the opening
 		at      time.Duration // when the next one is asked, from opens
 		wantDue time.Duration // from opens
 	}{
-		{"full bucket, asked at the opening: one is kept", 0, 0, 0},
-		{"full bucket, asked a second after", 0, time.Second, time.Second},
-		{"asked before the opening: the burst is there", 0, -time.Second, -time.Second},
-		{"a debt past the opening is kept", 7205, 0, 1500 * time.Millisecond},
+		{"full bucket, asked at the opening: one is kept", 0, false, 0, 0},
+		{"full bucket, asked a second after", 0, false, time.Second, time.Second},
+		{"asked before the opening: the burst is there", 0, false, -time.Second, -time.Second},
+		{"a debt past the opening is kept", 7205, false, 0, 1500 * time.Millisecond},
+		// The reservation that got in first took the one kept; the next
+		// waits for the refill (it had the rest of the burst).
+		{"told after a reservation at the opening", 0, true, 0, 500 * time.Millisecond},
+		{"told after a reservation past the opening", 0, true, time.Millisecond, 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := NewBucket(2, 3, t0)
+			b := rememberingBucket(2, 3, t0)
 			for range tt.before {
 				b.Reserve(t0)
+			}
+			if tt.raced {
+				b.Reserve(opens.Add(tt.at))
 			}
 			b.OpenAt(opens)
 			if got := b.Reserve(opens.Add(tt.at)).Sub(opens); got != tt.wantDue {
