@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -243,5 +244,70 @@ func TestRespacedSlotsFollowARateCut(t *testing.T) {
 	t.Logf("re-spaced slots admitted in the 5 s after the cut: %d", inFirst5s)
 	if inFirst5s > 5+2 {
 		t.Errorf("%d admitted in the 5 s after cutting the rate to 1/s: the re-spaced slots kept the old spacing", inFirst5s)
+	}
+}
+
+// TestLateSlotHolderTakesItsTurnOnCredit: a slot holder presenting its
+// slot 10 s late, just after a late crowd drained the pacer, is admitted
+// on credit while the pacer's debt stays within its burst (two seconds of
+// the rate), and re-spaced beyond it: re-spaced by half a second, a page
+// whose timers fire once a minute would come back a minute later.
+func TestLateSlotHolderTakesItsTurnOnCredit(t *testing.T) {
+	tests := []struct {
+		crowd    int
+		admitted bool
+	}{
+		{25, true},  // 21 of the crowd in at once, the pacer 0.4 s in debt
+		{60, false}, // the pacer 4 s in debt: more than its burst
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("crowd of %d", tt.crowd), func(t *testing.T) {
+			e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}, nil)
+			tabs, tks := make([]*tab, tt.crowd+2), make([]ticketJSON, tt.crowd+2)
+			var last time.Time
+			for i := range tabs {
+				tabs[i] = e.newTab()
+				tks[i] = tabs[i].token()
+				last = maxTime(last, time.UnixMilli(tks[i].NextAttempt))
+			}
+			// The two with the earliest checkpoints: the first takes the
+			// bucket's one admission, the second (the holder) a slot.
+			order := make([]int, len(tabs))
+			for i := range order {
+				order[i] = i
+			}
+			slices.SortStableFunc(order, func(a, b int) int { return int(tks[a].NextAttempt - tks[b].NextAttempt) })
+			first, holder := order[0], order[1]
+			e.clock.Set(time.UnixMilli(tks[holder].NextAttempt))
+			if status, tk := tabs[first].admit(tks[first]); status != 200 {
+				t.Fatalf("the first: %d %+v, want admitted", status, tk)
+			}
+			status, slot := tabs[holder].admit(tks[holder])
+			if status != 429 || slot.Outcome != "busy" {
+				t.Fatalf("the holder: %d %+v, want a slot", status, slot)
+			}
+			// The crowd presents late together, well after everyone's
+			// checkpoint; then the holder presents its slot.
+			late := last.Add(10 * time.Second)
+			e.clock.Set(late)
+			in := 0
+			for _, i := range order[2:] {
+				switch status, tk := tabs[i].admit(tks[i]); {
+				case status == 200:
+					in++
+				case status != 429 || tk.Outcome != "busy":
+					t.Fatalf("visitor %d: %d %+v", i, status, tk)
+				}
+			}
+			status, tk := tabs[holder].admit(slot)
+			t.Logf("crowd of %d: %d in at once; the holder, %v after its slot: %d %s",
+				tt.crowd, in, late.Sub(time.UnixMilli(slot.NextAttempt)), status, tk.Outcome)
+			if got := status == 200; got != tt.admitted {
+				t.Errorf("the holder presenting %v late: admitted %v, want %v", late.Sub(time.UnixMilli(slot.NextAttempt)), got, tt.admitted)
+			}
+			if !tt.admitted && (tk.Outcome != "busy" || !time.UnixMilli(tk.NextAttempt).After(late.Add(2*time.Second))) {
+				t.Errorf("beyond the pacer's burst: %s, next in %v, want busy, re-spaced past the burst", tk.Outcome, time.UnixMilli(tk.NextAttempt).Sub(late))
+			}
+		})
 	}
 }
