@@ -231,9 +231,17 @@ test("a priority lane: a VIP login waits in its lane, a fan in the default one, 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addCookies([{ name: "site_login", value: login(claims), url: lanes }]);
     const page = await context.newPage();
+    // The last answers the page got from the room, for a failure's message.
+    const answers = [];
+    page.on("response", async (r) => {
+      if (!r.url().includes("/_fairgate/")) return;
+      const body = (await r.text().catch(() => "")).replace(/"(token|challenge)":"[^"]*",?/g, "");
+      answers.push(`${new Date().toISOString()} ${r.url().replace(lanes, "")} ${r.status()} ${body.slice(0, 300)}`);
+      answers.splice(0, answers.length - 4);
+    });
     const ticket = page.waitForResponse((r) => r.url().endsWith("/_fairgate/token") && r.status() === 200, { timeout: 30_000 });
     await page.goto(lanes + "/tickets?lane=test");
-    return { page, ticket: await (await ticket).json() };
+    return { page, answers, ticket: await (await ticket).json() };
   };
   const vip = await visitor({ sub: "vip-1", tier: "vip" });
   const fan = await visitor({ sub: "fan-1", tier: "basic" });
@@ -247,10 +255,10 @@ test("a priority lane: a VIP login waits in its lane, a fan in the default one, 
   await admin(process.env.LANES_ADMIN, "lanes", { state: "queue" });
   // In: the pass cookie is set (the demo site behind answers with its own
   // room's page, so the page itself tells nothing).
-  for (const { page } of [vip, fan]) {
-    const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 60_000;
+  for (const [who, { page, answers }] of [["the VIP", vip], ["the fan", fan]]) {
     while (!(await page.context().cookies()).some((c) => c.name === "fairgate_pass_lanes")) {
-      assert.ok(Date.now() < deadline, "no pass cookie within 60 s of the queue opening");
+      assert.ok(Date.now() < deadline, `${who}: no pass cookie within 60 s of the queue opening; the room's last answers:\n${answers.join("\n")}\nthe room: ${JSON.stringify(await lanesAdmin())}`);
       await page.waitForTimeout(250);
     }
   }
