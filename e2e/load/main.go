@@ -164,11 +164,7 @@ func main() {
 	defer cancel()
 	c := &counts{}
 	if *usedFile != "" {
-		f, err := os.OpenFile(*usedFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "load:", err)
-			os.Exit(1)
-		}
+		f := appendTo(*usedFile)
 		defer f.Close()
 		c.used = f
 	}
@@ -183,11 +179,7 @@ func main() {
 		defer stop()
 		buy = &buyer{finish: finish, paymentKey: bytes.TrimSpace(key), seats: *seatsURL, think: *think}
 		if *heldFile != "" {
-			f, err := os.OpenFile(*heldFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "load:", err)
-				os.Exit(1)
-			}
+			f := appendTo(*heldFile)
 			defer f.Close()
 			buy.held = f
 		}
@@ -247,6 +239,16 @@ func main() {
 	}
 	out, _ := json.Marshal(figures)
 	fmt.Println(string(out))
+}
+
+// appendTo opens name for appending, creating it, or exits.
+func appendTo(name string) *os.File {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+	return f
 }
 
 // visit is one honest visitor, from the waiting answer to the shop (or,
