@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -957,5 +958,59 @@ func TestClusterSaveWithLostAnswerIsReadBack(t *testing.T) {
 	_, v, err := st.LoadControl(t.Context(), "lost")
 	if err != nil || v != n.sh.cluster.version {
 		t.Fatalf("stored version %d (%v), the node runs %d", v, err, n.sh.cluster.version)
+	}
+}
+
+// TestFollowerBucketOpensWithTheQueue: an operator queues an open room
+// through one node's admin API; another node, learning it from the store,
+// carries one admission into the queue's opening as the first does, not
+// the burst it saved while the room was open (it kept it: a node adopting
+// a state did not tell its bucket when the queue opened).
+func TestFollowerBucketOpensWithTheQueue(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	nodes := newNodes(t, Config{Room: "sale", State: "open", Rate: 10, Burst: 10}, store, clock, 2)
+	admins := make([]*httptest.Server, len(nodes))
+	for i, n := range nodes {
+		rooms := NewRooms()
+		rooms.Put(n.sh)
+		admins[i] = httptest.NewServer(AdminAPI(rooms, clock.Now))
+		t.Cleanup(admins[i].Close)
+	}
+	level := func(i int) float64 {
+		t.Helper()
+		res, err := http.Get(admins[i].URL + "/rooms/sale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var v struct {
+			BucketLevel float64 `json:"bucket_level"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&v); err != nil || res.StatusCode != 200 {
+			t.Fatalf("GET /rooms/sale: %d %v", res.StatusCode, err)
+		}
+		return v.BucketLevel
+	}
+	clock.Set(clock.Now().Add(time.Hour)) // both buckets full
+	for _, n := range nodes {
+		if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := level(1)
+	res, err := http.Post(admins[0].URL+"/rooms/sale", "application/json", strings.NewReader(`{"state":"queue"}`))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("POST state queue: %v %v", res, err)
+	}
+	res.Body.Close()
+	if err := nodes[1].sh.poll(t.Context(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := nodes[1].sh.Room.View(clock.Now()).State; got != admission.StateQueue {
+		t.Fatalf("the follower's state after its poll: %s, want queue", got)
+	}
+	if a, b := level(0), level(1); b > 1 || b != a {
+		t.Errorf("at the queue's opening: the follower's bucket holds %.2f (%.2f saved while open), the node that queued %.2f; want at most one, as that node", b, saved, a)
 	}
 }
