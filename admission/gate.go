@@ -399,7 +399,7 @@ func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitC
 	}
 	// The ledger first: a place it holds (admitted, or holding a slot)
 	// gets no new version, so no version outlives its record.
-	place, err := g.ledger.Lookup(ctx, claims.ID)
+	place, err := g.ledger.Lookup(ctx, claims.Place())
 	if err != nil {
 		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims), true
 	}
@@ -418,7 +418,7 @@ func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitC
 func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
-	place, err := g.ledger.Lookup(ctx, claims.ID)
+	place, err := g.ledger.Lookup(ctx, claims.Place())
 	if err != nil {
 		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
 	}
@@ -438,33 +438,48 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
-		ranked, d, ok := g.claim(ctx, room, claims, now)
+		ranked, c, d, ok := g.claim(ctx, room, claims, now)
 		if !ok {
 			return d
 		}
-		view, claimed = &ranked, true
+		view = &ranked
+		if c.Next.IsZero() {
+			claimed = true
+		} else {
+			// A version from before the claim, presented again: the
+			// claimed place, at the checkpoint its claim was told.
+			claims.Nxt = c.Next.UnixMilli()
+			if now.Before(c.Next) {
+				return g.wait(view, claims, OutcomeWait, c.Next, now)
+			}
+		}
 	}
 	draw := g.codec.keys.Draw(claims.Lot)
 	from, threshold := g.threshold(view, claims, draw.Number)
-	room.ObservePresent(now, claims.ID, from+threshold)
-	if claimed && claims.Pos < 0 {
-		// A pre-queue place: its first attempts spread over the first
-		// backoff after the start.
-		return g.wait(view, claims, OutcomeWait, g.preQueueFirst(view, claims, now), now)
+	room.ObservePresent(now, claims.Place(), from+threshold)
+	if claimed && (claims.Pos < 0 || view.State != StateOpen) {
+		// The claim is not judged: a pre-queue place's first checkpoint
+		// is spread over the first backoff after the start; any other
+		// place is told its first checkpoint as the counter stands, as
+		// every place is. Every version from before the claim is told
+		// the same (Room.rememberClaimNext).
+		next := g.fifoNext(view, claims, now)
+		if claims.Pos < 0 {
+			next = g.preQueueFirst(view, claims, now)
+		}
+		room.rememberClaimNext(claims.Place(), next)
+		return g.wait(view, claims, OutcomeWait, next, now)
 	}
-	if claimed && view.State != StateOpen {
-		// The claim is not judged: the place is told its first checkpoint
-		// as the counter stands, as every place is. A late claim takes the
-		// rank it would have had (Room.claimRank), and judged at every
-		// point of the fine grid since its due it would be judged where an
-		// honest place never is, between the checkpoints it is named.
-		return g.wait(view, claims, OutcomeWait, g.fifoNext(view, claims, now), now)
-	}
-	at, eligible := g.walk(view, claims, draw.Phase, from, threshold, now)
-	if !eligible {
-		if view.Order == OrderFIFO {
+	var at time.Time
+	var eligible bool
+	if view.Order == OrderFIFO && view.State != StateOpen {
+		if at, eligible = fifoFound(view, claims, from+threshold, now); !eligible {
 			at = g.fifoNext(view, claims, now)
 		}
+	} else {
+		at, eligible = g.walk(view, claims, draw.Phase, from, threshold, now)
+	}
+	if !eligible {
 		return g.wait(view, claims, OutcomeWait, at, now)
 	}
 	if view.State == StatePaused || view.State == StateScheduled {
@@ -514,15 +529,15 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // claim took, on this node: the gate remembers it (claimMemory) as long as
 // such a version can be valid, so presenting one again takes no second
 // rank. ok is false when no rank could be taken; d says why.
-func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Decision, bool) {
-	pos, lk, err := room.claimRank(ctx, claims.ID, time.Unix(claims.IssuedAt, 0), claims.NextAttempt(), now, func(view *View, pos int64, lk float64) float64 {
+func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Claim, Decision, bool) {
+	c, err := room.claimRank(ctx, claims.Place(), now, func(view *View, pos int64, lk float64) float64 {
 		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk}, g.codec.keys.Lottery(claims.Lot))
 	})
 	if err != nil {
-		return room.View(now), g.unavailable(err, claims), false
+		return room.View(now), Claim{}, g.unavailable(err, claims), false
 	}
-	claims.Pos, claims.Lk = pos, lk
-	return room.View(now), Decision{}, true
+	claims.Pos, claims.Lk = c.Pos, c.Lk
+	return room.View(now), c, Decision{}, true
 }
 
 // preQueueFirst is a pre-queue place's first checkpoint after the start:
@@ -575,6 +590,40 @@ func (g *Gate) walk(view *View, claims *WaitClaims, phase, from, threshold float
 	return grid.at(hi), true
 }
 
+// fifoFound is when a fifo place became eligible: the first moment since
+// its token was first issued (and the queue opened) at which the counter
+// had reached its key, read from the room's memory of its clock. It
+// depends on the place's key and the counter alone, not on the version
+// presented nor on when: asking often, late or with an old version finds
+// the same moment, and the place takes the slot it would have had then
+// (Gate.reserve). ok is false while the counter has not reached the key.
+func fifoFound(view *View, claims *WaitClaims, key float64, now time.Time) (time.Time, bool) {
+	if view.ClockAt(now) < key {
+		return time.Time{}, false
+	}
+	lo := later(time.Unix(claims.IssuedAt, 0), view.Opens)
+	if !lo.Before(now) {
+		return now, true
+	}
+	if view.ClockAt(lo) >= key {
+		return lo, true
+	}
+	// The clock never runs backwards: search the milliseconds between.
+	l, h := lo.UnixMilli(), now.UnixMilli()
+	if view.ClockAt(time.UnixMilli(h)) < key {
+		return now, true
+	}
+	for h-l > 1 {
+		m := l + (h-l)/2
+		if view.ClockAt(time.UnixMilli(m)) >= key {
+			h = m
+		} else {
+			l = m
+		}
+	}
+	return time.UnixMilli(h), true
+}
+
 // threshold is where the place's distance on the serving clock counts from,
 // and the distance: it is eligible once S − from ≥ threshold.
 func (g *Gate) threshold(view *View, claims *WaitClaims, v float64) (from, threshold float64) {
@@ -603,18 +652,26 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
 	due := now
-	if slot.After(now) {
+	switch {
+	case slot.After(now):
 		due = slot
-	} else if !backdated {
-		if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-			// Admitted now by this node's bucket, but the room's shared
-			// budget is spent: the place asks again when it has some.
+	case !backdated:
+		retry, ok, err := g.quota(ctx, room, now)
+		if err != nil {
 			room.RefundAdmission(now)
-			return d
+			return g.unavailable(err, claims)
+		}
+		if !ok {
+			// Admitted now by this node's bucket, but the room's shared
+			// budget is spent: the place holds its admission as a slot at
+			// the budget's next window, like a bucket slot, so it is
+			// answered from its slot and never judged again.
+			slot = ceilMilli(retry)
+			due, want = slot, Place{State: PlaceReserved, Slot: slot}
 		}
 	}
 	quota := want.State == PlaceUsed
-	held, fresh, err := g.ledger.Hold(ctx, claims.ID, want, g.lastValid(view, claims, due))
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
 		room.RefundAdmission(now)
 		if quota {
@@ -649,7 +706,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 // budget. The ledger holds the place reserved at slot until its pass is
 // recorded.
 func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, missed, now time.Time) Decision {
-	if due, ok := room.PaceSlot(claims.ID, missed, now); !ok {
+	if due, ok := room.PaceSlot(claims.Place(), missed, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
@@ -662,7 +719,7 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *Wait
 		refundQuota(room, now)
 		return g.unavailable(err, claims)
 	}
-	ok, err := g.ledger.Use(ctx, claims.ID, used)
+	ok, err := g.ledger.Use(ctx, claims.Place(), used)
 	switch {
 	case err != nil:
 		room.UnpaceSlot(now)
@@ -680,22 +737,35 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *Wait
 // one. Without budget the answer is busy until the budget's next window;
 // when the budget cannot be reached, unavailable.
 func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
-	q := room.sharedQuota()
-	if q == nil {
-		return Decision{}, true
-	}
-	ok, retry, err := q.Take(ctx, now)
+	retry, ok, err := g.quota(ctx, room, now)
 	switch {
 	case err != nil:
-		return g.unavailable(fmt.Errorf("taking admission budget: %w", err), claims), false
+		return g.unavailable(err, claims), false
+	case !ok:
+		return g.wait(view, claims, OutcomeBusy, ceilMilli(retry), now), false
+	}
+	return Decision{}, true
+}
+
+// quota takes one admission from the room's shared budget, if it has one;
+// refused, retry is when the budget has some again.
+func (g *Gate) quota(ctx context.Context, room *Room, now time.Time) (retry time.Time, ok bool, err error) {
+	q := room.sharedQuota()
+	if q == nil {
+		return time.Time{}, true, nil
+	}
+	ok, retry, err = q.Take(ctx, now)
+	switch {
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("taking admission budget: %w", err)
 	case !ok:
 		room.ObserveBudgetRefused(now)
 		if !retry.After(now) {
 			retry = now.Add(unavailableRetry)
 		}
-		return g.wait(view, claims, OutcomeBusy, retry, now), false
+		return retry, false, nil
 	}
-	return Decision{}, true
+	return time.Time{}, true, nil
 }
 
 func refundQuota(room *Room, at time.Time) {
@@ -707,7 +777,7 @@ func refundQuota(room *Room, at time.Time) {
 // pass signs the pass of the place's admission as the ledger recorded it
 // (used.Pass, used.At): the same claims, so the same pass, every time.
 func (g *Gate) pass(room *Room, claims *WaitClaims, used Place, now time.Time) Decision {
-	room.ObserveAdmitted(claims.ID, now)
+	room.ObserveAdmitted(claims.Place(), now)
 	pc := &PassClaims{
 		Registered: Registered{
 			ID:        used.Pass,
@@ -745,11 +815,11 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 	// Used becomes reserved: two steps, as the ledger has no swap. Between
 	// them a concurrent attempt of the place may be judged afresh; the
 	// ledger's Hold still lets only one of them through.
-	if err := g.ledger.Release(ctx, claims.ID); err != nil {
+	if err := g.ledger.Release(ctx, claims.Place()); err != nil {
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
 	refundQuota(room, now)
-	held, fresh, err := g.ledger.Hold(ctx, claims.ID, Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
 	switch {
 	case err != nil:
 		// Released, not held: the bucket gets the admission back, and the

@@ -1,11 +1,9 @@
 package admission
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +79,6 @@ const fifoMaxCatchUp = 10
 type fifoState struct {
 	ranker atomic.Pointer[rankerBox]
 	claims claimMemory
-	ranked rankHistory // under claims.mu
 	luck   time.Duration
 	issues *Window // ranks handed out per second, for the luck span
 	// preTop is one past the highest pre-queue rank; top one past the
@@ -134,111 +131,90 @@ func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 
 type rankerBox struct{ r Ranker }
 
-// rankHistory is the post-start ranks this node handed out over the last
-// lateMemory, in the order handed out, so that a place claiming late takes
-// the rank it would have had (claimRank). 16 bytes a rank.
-type rankHistory struct {
-	given []rankGiven
-	head  int
-}
-
-type rankGiven struct{ at, rank int64 } // Unix nanoseconds, rank
-
-func (h *rankHistory) add(now time.Time, rank int64) {
-	cut := now.Add(-lateMemory).UnixNano()
-	for h.head < len(h.given) && h.given[h.head].at < cut {
-		h.head++
-	}
-	if h.head > len(h.given)/2 { // compacted when half is dropped: amortised O(1)
-		h.given = append(h.given[:0], h.given[h.head:]...)
-		h.head = 0
-	}
-	h.given = append(h.given, rankGiven{now.UnixNano(), rank})
-}
-
-// rankAt is the first rank handed out at or after due, if due is before
-// now and one was (and is remembered).
-func (h *rankHistory) rankAt(due, now time.Time) (int64, bool) {
-	if !due.Before(now) || due.Before(now.Add(-lateMemory)) {
-		return 0, false
-	}
-	kept := h.given[h.head:]
-	i, _ := slices.BinarySearchFunc(kept, due.UnixNano(), func(g rankGiven, at int64) int { return cmp.Compare(g.at, at) })
-	if i == len(kept) {
-		return 0, false
-	}
-	return kept[i].rank, true
-}
-
-// claimMemory remembers the rank each place claimed (Gate.claim), for as
-// long as a version of its token from before the claim can be valid: two
+// claimMemory remembers the claim of each place (Gate.claim), for as long
+// as a version of its token from before the claim can be valid: two
 // generations, each a room memory (at least a minute) long. Its size is
 // the claims of two memories: a room memory of arrivals, at most twice.
 type claimMemory struct {
 	mu       sync.Mutex
-	cur, old map[string]claimed
+	cur, old map[string]Claim
 	rotated  time.Time
 }
 
-type claimed struct {
-	pos int64
-	lk  float64
+// Claim is a fifo place's entry: its rank as the token's pos, its luck
+// span as lk, and the checkpoint the claim's first answer named.
+type Claim struct {
+	Pos  int64
+	Lk   float64
+	Next time.Time
 }
 
-// claimRank is the rank a fifo place taken at issued claims at its first
-// judged attempt, due at due (its first checkpoint): the one it claimed
-// before, or a new one (see Room.Rank), as the token's pos and lk. A
-// post-start claim presented late takes the rank this node handed out
-// first at or after due, if it handed one out since, instead of a new one
-// (rankHistory): it shares that rank, and the luck term orders the two.
-// key is the place's key for a new rank. Claims of one node are
-// serialised, so concurrent attempts of one place take one rank.
-func (r *Room) claimRank(ctx context.Context, id string, issued, due, now time.Time, key func(v *View, pos int64, lk float64) float64) (pos int64, lk float64, err error) {
+func (m *claimMemory) rotate(now time.Time, memory time.Duration) {
+	if now.Sub(m.rotated) > max(memory, time.Minute) || m.cur == nil {
+		m.old, m.cur, m.rotated = m.cur, make(map[string]Claim), now
+	}
+}
+
+func (m *claimMemory) lookup(id string) (Claim, bool) {
+	if c, ok := m.cur[id]; ok {
+		return c, true
+	}
+	c, ok := m.old[id]
+	if ok {
+		m.cur[id] = c
+	}
+	return c, ok
+}
+
+// claimRank is the rank a fifo place claims at its first judged attempt,
+// as the token's pos and lk: the one it claimed before, or a new one (see
+// Room.Rank). The claim is the place's entry: a place claimed before the
+// sale start is in the pre-queue, one claimed after takes the next rank,
+// however long ago its token was taken, so an unclaimed token's age buys
+// nothing. next, for a claim made before, is the checkpoint its first
+// answer named (zero if none was), so that presenting a version from before
+// the claim again is answered as the first time. key is the place's key
+// for a new rank. Claims of one node are serialised, so concurrent
+// attempts of one place take one rank.
+func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64) (c Claim, err error) {
 	f := r.fifo
 	if f == nil {
-		return 0, 0, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
+		return Claim{}, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
 	}
 	m := &f.claims
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if now.Sub(m.rotated) > max(r.memory, time.Minute) || m.cur == nil {
-		m.old, m.cur, m.rotated = m.cur, make(map[string]claimed), now
+	m.rotate(now, r.memory)
+	if c, ok := m.lookup(id); ok {
+		return c, nil
 	}
-	if c, ok := m.cur[id]; ok {
-		return c.pos, c.lk, nil
-	}
-	if c, ok := m.old[id]; ok {
-		m.cur[id] = c
-		return c.pos, c.lk, nil
-	}
-	// A place taken before the sale start is in the pre-queue, whenever it
-	// claims: its draw is its place, and a late claim loses nothing.
 	view := r.View(now)
-	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && issued.Before(view.SaleStart)
-	rank, late := int64(0), false
-	if !pre {
-		// A claim presented late for its checkpoint takes the rank it
-		// would have had then: a late presenter loses its lateness, not
-		// the arrivals ranked meanwhile.
-		rank, late = f.ranked.rankAt(due, now)
+	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && now.Before(view.SaleStart)
+	rank, view, err := r.Rank(ctx, now, pre)
+	if err != nil {
+		return Claim{}, err
 	}
-	if !late {
-		if rank, view, err = r.Rank(ctx, now, pre); err != nil {
-			return 0, 0, err
-		}
-		if !pre {
-			f.ranked.add(now, rank)
-		}
-	}
-	pos = rank + 1
+	c = Claim{Pos: rank + 1}
 	if pre {
-		pos = -pos
+		c.Pos = -c.Pos
 	} else {
-		lk = r.LuckSpan(now)
-		r.noteKey(key(&view, pos, lk), lk)
+		c.Lk = r.LuckSpan(now)
+		r.noteKey(key(&view, c.Pos, c.Lk), c.Lk)
 	}
-	m.cur[id] = claimed{pos, lk}
-	return pos, lk, nil
+	m.cur[id] = c
+	return c, nil
+}
+
+// rememberClaimNext records the checkpoint the first answer to a place's
+// claim named, unless one is recorded.
+func (r *Room) rememberClaimNext(id string, next time.Time) {
+	m := &r.fifo.claims
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.cur[id]; ok && c.Next.IsZero() {
+		c.Next = next
+		m.cur[id] = c
+	}
 }
 
 // SetRanker makes the room take its arrival ranks from rk (a store's

@@ -636,7 +636,7 @@ func (r *Room) publish(v *View, now time.Time) {
 // bucket's own next slot,
 // so the place must pass the pacer when it is due (PaceSlot).
 func (r *Room) ReserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
-	if now.Sub(found) <= pacerSlack {
+	if r.fifo == nil && now.Sub(found) <= pacerSlack {
 		found = now
 	}
 	return r.bucket.ReserveFor(found, now)
@@ -679,12 +679,12 @@ func (r *Room) ObserveAdmitted(place string, now time.Time) {
 func (r *Room) ObserveBudgetRefused(now time.Time) { r.refused.Add(now, 1) }
 
 // BudgetBacklog is about how many eligible places wait at this node for
-// the room's shared budget: a place the budget refuses holds no slot and
-// asks again at the budget's next window (a second or so), so the refusals
-// per second over the last few count each such place about once. They are
-// not found eligible (that is counted once per place, when the ledger
-// holds it), so without this a node where the budget turns many away would
-// look idle.
+// the room's shared budget: a place the budget refuses holds a slot at the
+// budget's next window (a second or so) and is refused again there until
+// the budget has some, so the refusals per second over the last few count
+// each such place about once. Each is found eligible once, when the ledger
+// first holds it, so without this a node where the budget turns many away
+// would look idle.
 func (r *Room) BudgetBacklog(now time.Time) float64 {
 	return r.refused.RecentRate(now, budgetBacklogSpan)
 }

@@ -110,6 +110,13 @@ type WaitClaims struct {
 	Lk float64 `json:"lk,omitempty"`
 }
 
+// Place names the token's place in line, as the ledger, the pacer and the
+// population know it: its draw. Every version of a token carries the same
+// draw, and with identity so does every token one login takes in a room, in
+// any lane (KeyRing.IdentityLot): a login holds one place, one slot and one
+// pass however many tokens or tabs it has.
+func (c *WaitClaims) Place() string { return c.Lot }
+
 // NextAttempt is Nxt as a time.
 func (c *WaitClaims) NextAttempt() time.Time { return time.UnixMilli(c.Nxt) }
 

@@ -577,7 +577,7 @@ func TestClusterStoreDownLocal(t *testing.T) {
 	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
 		t.Fatalf("the same token again on the same node: %v again=%v same pass %v", d.Outcome, d.Again, d.Pass == first.Pass)
 	}
-	place := first.PassClaims.Wid
+	place := first.Claims.Place()
 	if p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now()); err != nil || p.State != admission.PlaceWaiting {
 		t.Fatalf("during the outage the store has the place as %+v, %v", p, err)
 	}

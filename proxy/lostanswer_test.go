@@ -111,7 +111,11 @@ func TestClusterAdmissionWhoseAnswerWasLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			place, err := store.LookupPlace(t.Context(), "lost", pc.Wid, clock.Now())
+			wc, err := n.gw.gate.Codec().ParseWait(v1.Token, "lost", clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			place, err := store.LookupPlace(t.Context(), "lost", wc.Place(), clock.Now())
 			if err != nil || place.State != admission.PlaceUsed || place.Pass != pc.ID || place.At.Unix() != pc.IssuedAt {
 				t.Fatalf("the pass %s (iat %d) is not the one the ledger recorded: %+v, %v", pc.ID, pc.IssuedAt, place, err)
 			}

@@ -96,29 +96,34 @@ func TestSlotsOutliveARateChange(t *testing.T) {
 }
 
 // TestStartingASaleEarlyStrandsThePreQueue: a sale is scheduled an hour
-// ahead; two tabs of one login (one draw, one grid) take their places in
-// the pre-queue. One follows every answer (it sleeps retry_after, as the
-// page does), the other asks every second. After 20 minutes the operator
-// starts the sale (state queue). Before, the pre-queue slept until the old
-// start while later arrivals went in at once (59 minutes against 10 s);
-// now the page wakes at most max_backoff apart while scheduled, the gate
-// moves its checkpoint to the new grid, and both tabs get in within two
-// backoffs of the start — the one asking every second no sooner.
+// ahead; one login takes its place in the pre-queue in two identical rooms
+// (the same keys, clock and login: the same draw and grid). In one its page
+// follows every answer (it sleeps retry_after, as the page does), in the
+// other it asks every second. After 20 minutes the operator starts the
+// sale (state queue). The page wakes at most max_backoff apart while
+// scheduled, the gate moves its checkpoint to the new grid, and both get in
+// within two backoffs of the start — the one asking every second no sooner.
 func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true,
-		Rate: 100, Burst: 100, Identity: &Identity{
-			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
-		}}, nil)
+	world := func() *env {
+		return newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true,
+			Rate: 100, Burst: 100, Identity: &Identity{
+				Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+			}}, nil)
+	}
+	e, h := world(), world() // the page's room, the hammerer's
 	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(24*time.Hour)) }
 	for trial := range 4 {
 		start := e.clock.Now()
+		h.clock.Set(start)
 		scheduled, saleStart := "scheduled", start.Add(time.Hour).UTC().Format(time.RFC3339)
-		if err := e.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &saleStart}, start); err != nil {
-			t.Fatal(err)
+		for _, w := range []*env{e, h} {
+			if err := w.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &saleStart}, start); err != nil {
+				t.Fatal(err)
+			}
 		}
 		user := login(fmt.Sprint("user-", trial))
-		honest, hammer := e.newTab("Authorization", user), e.newTab("Authorization", user)
+		honest, hammer := e.newTab("Authorization", user), h.newTab("Authorization", user)
 		htk, mtk := honest.token(), hammer.token()
 		if htk.RetryAfter > 30 {
 			t.Fatalf("a pre-queue page told to sleep %vs: it would not see the start move", htk.RetryAfter)
@@ -134,8 +139,10 @@ func TestStartingASaleEarlyStrandsThePreQueue(t *testing.T) {
 			}
 			now := start.Add(time.Duration(step) * time.Second)
 			e.clock.Set(now)
+			h.clock.Set(now)
 			if now.Equal(moved) {
 				e.setState("queue")
+				h.setState("queue")
 				later = e.newTab("Authorization", login(fmt.Sprint("later-", trial)))
 				ltk = later.token()
 			}

@@ -159,8 +159,10 @@ func runName(active Kind) string {
 
 // Visitor is one simulated visitor's history.
 type Visitor struct {
-	ID       int
-	Kind     Kind
+	ID   int
+	Kind Kind
+	// PreQueue marks a visitor in the pre-queue: arrived before the start
+	// and, in a fifo room, claimed its place before it.
 	PreQueue bool
 	Arrive   time.Duration // relative to the sale start
 	Admitted time.Duration // relative to the sale start; valid when Done
@@ -252,6 +254,8 @@ type state struct {
 	// aimed is when a late presenter's page aimed its next request to
 	// arrive, before the tab's timer moved it (Visitor.Late).
 	aimed time.Time
+	// claimed is set once a fifo place's claim is known (Visitor.PreQueue).
+	claimed bool
 }
 
 // holds reports whether token is one of the versions kept: an answer that
@@ -474,6 +478,7 @@ func (s *sale) act(i int) error {
 			v.Done, v.Admitted = true, s.now.Sub(s.start)
 			return nil
 		case status == http.StatusTooManyRequests && a.Token != "":
+			s.noteClaim(v, st, a.Token)
 			next := held{answer: a, nonce: h.nonce}
 			if a.Challenge != h.Challenge || a.Difficulty != h.Difficulty {
 				if next.nonce, err = s.solve(v, a.answerChallenge()); err != nil {
@@ -611,6 +616,20 @@ func (s *sale) token(i int, loggedIn bool) (held, error) {
 	}
 	nonce, err := s.solve(v, a.answerChallenge())
 	return held{answer: a, nonce: nonce}, err
+}
+
+// noteClaim records where a fifo place's claim put it: a place is in the
+// pre-queue when it claimed, with its work solved, before the start, not
+// when it took its token (docs/FAIRNESS.md, "Queue orders").
+func (s *sale) noteClaim(v *Visitor, st *state, token string) {
+	if st.claimed || s.cfg.QueueOrder != string(admission.OrderFIFO) {
+		return
+	}
+	var c admission.WaitClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil || c.Pos == 0 {
+		return
+	}
+	st.claimed, v.PreQueue = true, c.Pos < 0
 }
 
 // lotteryNumber is the lottery number of a token's draw, read with the
