@@ -19,9 +19,12 @@ type Answer struct {
 	Challenge  string  `json:"challenge"`
 	Difficulty int     `json:"difficulty"`
 	RetryAfter float64 `json:"retry_after"`
-	Outcome    string  `json:"outcome"`
-	Error      *struct {
-		Code string `json:"code"`
+	// NextAttempt is the token's nxt, Unix milliseconds.
+	NextAttempt int64  `json:"next_attempt"`
+	Outcome     string `json:"outcome"`
+	Error       *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
 	} `json:"error"`
 }
 

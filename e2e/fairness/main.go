@@ -1,0 +1,228 @@
+// Command fairness is a black-box fairness probe of `fairgate proxy`: it
+// starts the proxy in front of a tiny origin with a scheduled room it
+// configures itself, drives visitors over HTTP that time their requests
+// exactly as the waiting page's script does (its constants read from the
+// script at run time), pairs honest visitors with twins of the same login
+// that follow a strategy, and prints what it measured against the
+// fairness rule (docs/FAIRNESS.md).
+//
+//	go run ./e2e/fairness [-scale small|medium] [-order lottery|fifo] [-bin PATH] [-check] [-json FILE] [-seed N]
+//
+// e2e/fairness/README.md lists the tables and the targets -check enforces.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fairgate/fairgate/proxy"
+)
+
+// scale is one size of run.
+type scale struct {
+	rate       float64
+	honest     int           // visitors without a twin: half before the start, half after
+	pairs      int           // twin pairs per strategy
+	lead       time.Duration // from the proxy's start to the sale start
+	postSpan   time.Duration // over which the post-start half arrives
+	difficulty int
+	maxBackoff time.Duration
+}
+
+var scales = map[string]scale{
+	"small":  {rate: 3, honest: 300, pairs: 6, lead: 30 * time.Second, postSpan: 50 * time.Second, difficulty: 10, maxBackoff: 30 * time.Second},
+	"medium": {rate: 20, honest: 3000, pairs: 12, lead: 30 * time.Second, postSpan: 50 * time.Second, difficulty: 10, maxBackoff: 30 * time.Second},
+}
+
+type options struct {
+	scaleName, order, bin, repo, jsonPath string
+	check                                 bool
+	seed                                  uint64
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.scaleName, "scale", "small", "small (rate 3/s, ~300 visitors) or medium (rate 20/s, ~3,000)")
+	flag.StringVar(&o.order, "order", "lottery", "queue order: lottery or fifo")
+	flag.StringVar(&o.bin, "bin", "", "a fairgate binary (default: build ./cmd/fairgate from -repo)")
+	flag.StringVar(&o.repo, "repo", ".", "the repository (its proxy/assets holds the waiting page script)")
+	flag.StringVar(&o.jsonPath, "json", "", "write the raw results to this file")
+	flag.BoolVar(&o.check, "check", false, "exit non-zero when a target fails")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the arrival schedule")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fairness:", err)
+		os.Exit(2)
+	}
+	failed := res.print(os.Stdout)
+	if o.jsonPath != "" {
+		if err := res.writeJSON(o.jsonPath); err != nil {
+			fmt.Fprintln(os.Stderr, "fairness:", err)
+			os.Exit(2)
+		}
+	}
+	if o.check && failed > 0 {
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) (*results, error) {
+	sc, ok := scales[o.scaleName]
+	if !ok {
+		return nil, fmt.Errorf("-scale %q: want small or medium", o.scaleName)
+	}
+	if o.order != "lottery" && o.order != "fifo" {
+		return nil, fmt.Errorf("-order %q: want lottery or fifo", o.order)
+	}
+	timing, err := readPageTiming(filepath.Join(o.repo, "proxy", "assets"))
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "fairness-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	bin := o.bin
+	if bin == "" {
+		if bin, err = buildBinary(ctx, o.repo, work); err != nil {
+			return nil, err
+		}
+	}
+	// The start is set from the moment the room answers: the lead is the
+	// visitors', not the build's.
+	setup := roomSetup{order: o.order, rate: sc.rate, difficulty: sc.difficulty, maxBackoff: sc.maxBackoff,
+		saleStart: time.Now().Add(sc.lead + 5*time.Second).Truncate(time.Second)}
+	r, err := startRoom(ctx, bin, work, setup)
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop()
+	vs, err := plan(r, sc, setup.saleStart, o.seed)
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{site: r.site, room: r, timing: timing, saleStart: setup.saleStart,
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}}
+	end := setup.saleStart.Add(runLength(sc, len(vs)))
+	runCtx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	started := time.Now()
+	d.drive(runCtx, vs)
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted")
+	}
+	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: setup.saleStart,
+		LuckWindow: proxy.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end})
+	res.Wall = time.Since(started).Round(time.Second).String()
+	if runCtx.Err() != nil && time.Now().After(end) {
+		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(setup.saleStart)))
+	}
+	return res, nil
+}
+
+// runLength bounds a run: every place admitted at the rate, with a third
+// more for the checkpoints' spacing, and a slow poller's minute.
+func runLength(sc scale, places int) time.Duration {
+	return time.Duration(float64(places)/sc.rate*1.3*float64(time.Second)) + slowPollEvery
+}
+
+// plan makes the visitors and their arrival times: the honest half before
+// the start spread over the lead, the other half over postSpan after it;
+// twin pairs spread over both (the hoarders' before the start).
+func plan(r *room, sc scale, start time.Time, seed uint64) ([]*visitor, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x6661697267617465))
+	var vs []*visitor
+	add := func(id, login, strategy string, pair int, at time.Time) {
+		vs = append(vs, &visitor{ID: id, Login: login, Strategy: strategy, Pair: pair, Planned: at,
+			PreQueue: at.Before(start), Lottery: r.lottery(login)})
+	}
+	pre := sc.lead - 2*time.Second
+	for i := range sc.honest {
+		at := start.Add(-time.Second - time.Duration(rng.Int64N(int64(pre))))
+		if i >= sc.honest/2 {
+			at = start.Add(time.Duration(rng.Int64N(int64(sc.postSpan))))
+		}
+		add(fmt.Sprintf("h%04d", i), fmt.Sprintf("user-h%04d", i), honest, -1, at)
+	}
+	pair := 0
+	for _, s := range strategies {
+		for range sc.pairs {
+			var at time.Time
+			if s == hoard {
+				at = start.Add(-2*time.Second - time.Duration(rng.Int64N(int64(pre-2*time.Second))))
+			} else {
+				at = start.Add(-pre + time.Duration(rng.Int64N(int64(pre+sc.postSpan-5*time.Second))))
+			}
+			login := fmt.Sprintf("user-p%03d", pair)
+			add(fmt.Sprintf("p%03d-honest", pair), login, honest, pair, at)
+			add(fmt.Sprintf("p%03d-%s", pair, s), login, s, pair, at)
+			pair++
+		}
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Planned.Before(vs[j].Planned) })
+	return vs, nil
+}
+
+// drive runs every visitor from its planned arrival until it is admitted
+// (every tab, for 5-tabs) or ctx ends.
+func (d *driver) drive(ctx context.Context, vs []*visitor) {
+	var wg sync.WaitGroup
+	for _, v := range vs {
+		cookie, err := d.loginFor(v)
+		if err != nil {
+			v.record(event{Err: err.Error(), At: time.Now()})
+			continue
+		}
+		n := 1
+		if v.Strategy == tabs {
+			n = tabCount
+		}
+		for i := range n {
+			wg.Go(func() {
+				// Twins start together: at their planned moment, to the ms.
+				sleepUntil(ctx, v.Planned)
+				if ctx.Err() != nil {
+					return
+				}
+				t := d.newTab(v, i, cookie)
+				if v.Strategy == replay {
+					t.replayer(ctx)
+					return
+				}
+				t.run(ctx)
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// loginFor is v's login cookie, valid well past the run.
+func (d *driver) loginFor(v *visitor) (string, error) {
+	return d.room.login(v.Login, time.Now().Add(time.Hour))
+}
+
+func sleepUntil(ctx context.Context, at time.Time) {
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}

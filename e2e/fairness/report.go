@@ -1,0 +1,430 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Targets (-check).
+const (
+	maxAhead      = time.Second // no strategy's twin ahead by more
+	fifoTolerance = 0.05        // |P − rule| at each Δ
+	windowLength  = 10 * time.Second
+	windowShare   = 0.95 // of the rate, in every window while that many wait
+)
+
+// config is what the run was.
+type config struct {
+	Order      string        `json:"order"`
+	Scale      string        `json:"scale"`
+	Rate       float64       `json:"rate"`
+	SaleStart  time.Time     `json:"sale_start"`
+	LuckWindow time.Duration `json:"luck_window"`
+	Timing     pageTiming    `json:"page_timing"`
+	Seed       uint64        `json:"seed"`
+	End        time.Time     `json:"end"`
+	Deadline   time.Time     `json:"deadline"`
+}
+
+type twinRow struct {
+	Strategy string `json:"strategy"`
+	Pairs    int    `json:"pairs"`
+	Both     int    `json:"both_admitted"`
+	// Diffs are the strategy twin's admission minus the honest twin's,
+	// over the pairs both admitted.
+	Diffs  []time.Duration `json:"diffs"`
+	Median time.Duration   `json:"median"`
+	Min    time.Duration   `json:"min"`
+	Max    time.Duration   `json:"max"`
+	// Ahead counts pairs whose strategy twin went in more than maxAhead
+	// before its honest twin, or went in while the honest twin never did.
+	Ahead         int `json:"ahead"`
+	HonestMissing int `json:"honest_not_admitted"`
+	StratMissing  int `json:"strategy_not_admitted"`
+}
+
+type fifoBin struct {
+	Name  string  `json:"name"`
+	Lo    float64 `json:"lo_seconds"`
+	Hi    float64 `json:"hi_seconds"`
+	Pairs int     `json:"pairs"`
+	P     float64 `json:"p"`
+	SE    float64 `json:"se"`
+	Rule  float64 `json:"rule"`
+}
+
+type window struct {
+	From     time.Duration `json:"from"` // after the sale start
+	Admitted int           `json:"admitted"`
+	// Waiting counts the places of visitors following the page (honest
+	// and 5-tabs) waiting at the window's start: a late presenter or a
+	// slow poller that is not asking cannot be admitted.
+	Waiting int  `json:"waiting"`
+	Counted bool `json:"counted"` // at least rate × window waiting
+}
+
+type target struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+type results struct {
+	Config          config      `json:"config"`
+	Wall            string      `json:"wall"`
+	Twins           []twinRow   `json:"twins"`
+	HonestExpired   int         `json:"honest_tokens_expired"`
+	SlotsLost       int         `json:"slots_lost"`
+	Admitted        int         `json:"passes"`
+	Places          int         `json:"places"`
+	LoginsOverOne   []string    `json:"logins_over_one_pass"`
+	PassesHistogram map[int]int `json:"logins_by_passes"`
+	Fifo            []fifoBin   `json:"fifo,omitempty"`
+	PostBeforePre   int         `json:"post_start_before_last_pre_queue"`
+	PreQueueHonest  int         `json:"pre_queue_honest"`
+	Windows         []window    `json:"windows"`
+	Targets         []target    `json:"targets"`
+	Notes           []string    `json:"notes,omitempty"`
+	Visitors        []*visitor  `json:"visitors"`
+}
+
+// place is one tab's token: when it was taken and when it went in.
+type place struct {
+	took, admitted time.Time
+}
+
+func analyse(vs []*visitor, c config) *results {
+	res := &results{Config: c, Visitors: vs, PassesHistogram: map[int]int{}, Places: placeCount(vs)}
+	res.twins(vs)
+	for _, v := range vs {
+		for _, e := range v.Events {
+			if v.followsPage() && e.Expired {
+				res.HonestExpired++
+			}
+			if e.SlotLost {
+				res.SlotsLost++
+			}
+		}
+	}
+	res.passes(vs)
+	if c.Order == "fifo" {
+		res.fifo(vs)
+	}
+	res.windows(vs)
+	res.judge()
+	return res
+}
+
+func (res *results) twins(vs []*visitor) {
+	byPair := map[int][2]*visitor{}
+	for _, v := range vs {
+		if v.Pair < 0 {
+			continue
+		}
+		p := byPair[v.Pair]
+		if v.Strategy == honest {
+			p[0] = v
+		} else {
+			p[1] = v
+		}
+		byPair[v.Pair] = p
+	}
+	rows := map[string]*twinRow{}
+	for _, s := range strategies {
+		rows[s] = &twinRow{Strategy: s}
+	}
+	for _, p := range byPair {
+		h, s := p[0], p[1]
+		row := rows[s.Strategy]
+		row.Pairs++
+		switch {
+		case h.Admitted.IsZero() && s.Admitted.IsZero():
+			row.HonestMissing++
+			row.StratMissing++
+		case h.Admitted.IsZero():
+			row.HonestMissing++
+			row.Ahead++
+		case s.Admitted.IsZero():
+			row.StratMissing++
+		default:
+			row.Both++
+			d := s.Admitted.Sub(h.Admitted)
+			row.Diffs = append(row.Diffs, d)
+			if d < -maxAhead {
+				row.Ahead++
+			}
+		}
+	}
+	for _, s := range strategies {
+		row := rows[s]
+		sort.Slice(row.Diffs, func(i, j int) bool { return row.Diffs[i] < row.Diffs[j] })
+		if n := len(row.Diffs); n > 0 {
+			row.Min, row.Max = row.Diffs[0], row.Diffs[n-1]
+			row.Median = row.Diffs[n/2]
+			if n%2 == 0 {
+				row.Median = (row.Diffs[n/2-1] + row.Diffs[n/2]) / 2
+			}
+		}
+		res.Twins = append(res.Twins, *row)
+	}
+}
+
+func (res *results) passes(vs []*visitor) {
+	byLogin := map[string]map[string]bool{}
+	for _, v := range vs {
+		if byLogin[v.Login] == nil {
+			byLogin[v.Login] = map[string]bool{}
+		}
+		for _, p := range v.Passes {
+			byLogin[v.Login][p] = true
+		}
+	}
+	for login, ps := range byLogin {
+		res.PassesHistogram[len(ps)]++
+		res.Admitted += len(ps)
+		if len(ps) > 1 {
+			res.LoginsOverOne = append(res.LoginsOverOne, login)
+		}
+	}
+	sort.Strings(res.LoginsOverOne)
+}
+
+// fifo compares how often the earlier of two honest post-start arrivals
+// Δ apart went in first with the rule 1 − ½e^(−Δ/W), and counts honest
+// post-start arrivals admitted before the last honest pre-queue place.
+func (res *results) fifo(vs []*visitor) {
+	var post []*visitor
+	var lastPre time.Time
+	for _, v := range vs {
+		if v.Strategy != honest || v.Took.IsZero() {
+			continue
+		}
+		if v.PreQueue {
+			res.PreQueueHonest++
+			if v.Admitted.After(lastPre) {
+				lastPre = v.Admitted
+			}
+			continue
+		}
+		if !v.Admitted.IsZero() {
+			post = append(post, v)
+		}
+	}
+	for _, v := range post {
+		if v.Admitted.Before(lastPre) {
+			res.PostBeforePre++
+		}
+	}
+	sort.Slice(post, func(i, j int) bool { return post[i].Took.Before(post[j].Took) })
+	w := res.Config.LuckWindow.Seconds()
+	bins := []fifoBin{
+		{Name: "0.1s", Lo: 0, Hi: 0.2},
+		{Name: fmt.Sprintf("W=%gs", w), Lo: 0.8 * w, Hi: 1.2 * w},
+		{Name: fmt.Sprintf("5W=%gs", 5*w), Lo: 4.5 * w, Hi: 5.5 * w},
+	}
+	for bi := range bins {
+		b := &bins[bi]
+		first, rule := 0, 0.0
+		for i := range post {
+			for j := i + 1; j < len(post); j++ {
+				delta := post[j].Took.Sub(post[i].Took).Seconds()
+				if delta > b.Hi {
+					break
+				}
+				if delta <= b.Lo && !(b.Lo == 0 && delta > 0) {
+					continue
+				}
+				b.Pairs++
+				rule += 1 - 0.5*math.Exp(-delta/w)
+				if post[i].Admitted.Before(post[j].Admitted) {
+					first++
+				}
+			}
+		}
+		if b.Pairs > 0 {
+			b.P = float64(first) / float64(b.Pairs)
+			b.Rule = rule / float64(b.Pairs)
+			b.SE = math.Sqrt(b.P * (1 - b.P) / float64(b.Pairs))
+		}
+	}
+	res.Fifo = bins
+}
+
+// windows counts admissions in each 10 s window after the start, and the
+// places waiting at its start.
+func (res *results) windows(vs []*visitor) {
+	var places, asking []place
+	var last time.Time
+	for _, v := range vs {
+		for _, p := range tabPlaces(v) {
+			places = append(places, p)
+			if v.followsPage() {
+				asking = append(asking, p)
+			}
+			if p.admitted.After(last) {
+				last = p.admitted
+			}
+		}
+	}
+	need := int(math.Ceil(res.Config.Rate * windowLength.Seconds()))
+	start := res.Config.SaleStart
+	for from := start; !from.Add(windowLength).After(last); from = from.Add(windowLength) {
+		to := from.Add(windowLength)
+		w := window{From: from.Sub(start)}
+		for _, p := range places {
+			if !p.admitted.IsZero() && !p.admitted.Before(from) && p.admitted.Before(to) {
+				w.Admitted++
+			}
+		}
+		for _, p := range asking {
+			if p.took.Before(from) && (p.admitted.IsZero() || !p.admitted.Before(from)) {
+				w.Waiting++
+			}
+		}
+		w.Counted = w.Waiting >= need
+		res.Windows = append(res.Windows, w)
+	}
+}
+
+// tabPlaces are the places of v's tabs: each tab's first token and its
+// first pass (a tab that was given a new place after a refusal keeps
+// its first token's time: it waited from then).
+func tabPlaces(v *visitor) []place {
+	byTab := map[int]*place{}
+	var order []int
+	for _, e := range v.Events {
+		p := byTab[e.Tab]
+		if p == nil {
+			p = &place{}
+			byTab[e.Tab] = p
+			order = append(order, e.Tab)
+		}
+		if e.Path == "/token" && e.Status == 200 && p.took.IsZero() {
+			p.took = e.At
+		}
+		if e.Pass != "" && p.admitted.IsZero() {
+			p.admitted = e.At
+		}
+	}
+	out := make([]place, 0, len(order))
+	for _, t := range order {
+		if p := byTab[t]; !p.took.IsZero() {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+func (res *results) judge() {
+	add := func(name string, ok bool, format string, args ...any) {
+		res.Targets = append(res.Targets, target{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	for _, row := range res.Twins {
+		add("twin "+row.Strategy, row.Ahead == 0, "%d of %d pairs with the strategy twin ahead by more than %s", row.Ahead, row.Pairs, maxAhead)
+	}
+	add("honest tokens expired", res.HonestExpired == 0, "%d", res.HonestExpired)
+	add("slots lost", res.SlotsLost == 0, "%d", res.SlotsLost)
+	add("passes per login", len(res.LoginsOverOne) == 0, "%d logins with more than one pass", len(res.LoginsOverOne))
+	for _, b := range res.Fifo {
+		ok := b.Pairs > 0 && math.Abs(b.P-b.Rule) <= fifoTolerance
+		add("fifo P at Δ≈"+b.Name, ok, "P %.3f (±%.3f, %d pairs) against the rule %.3f", b.P, b.SE, b.Pairs, b.Rule)
+	}
+	if res.Config.Order == "fifo" {
+		add("fifo post-start before pre-queue", res.PostBeforePre == 0, "%d", res.PostBeforePre)
+	}
+	need := res.Config.Rate * windowLength.Seconds()
+	bad, counted := 0, 0
+	for _, w := range res.Windows {
+		if !w.Counted {
+			continue
+		}
+		counted++
+		if float64(w.Admitted) < windowShare*need {
+			bad++
+		}
+	}
+	add("rate windows", bad == 0 && counted > 0, "%d of %d windows with %g following the page waiting below %.0f%% of %g", bad, counted, need, windowShare*100, need)
+}
+
+// print writes the tables and the targets, and returns how many failed.
+func (res *results) print(w io.Writer) int {
+	c := res.Config
+	fmt.Fprintf(w, "fairness probe: order %s, scale %s, rate %g/s, %d visitors, %d places, wall %s\n",
+		c.Order, c.Scale, c.Rate, len(res.Visitors), res.Places, res.Wall)
+	fmt.Fprintf(w, "page timing (from the script): one-way cap %s, rate-limit jitter %s, closed wait %s, trouble wait %s, network retry %s\n\n",
+		c.Timing.OneWayCap, c.Timing.RateLimitJitter, c.Timing.ClosedWait, c.Timing.TroubleWait, c.Timing.NetworkRetry)
+	fmt.Fprintf(w, "twins: strategy twin's admission minus its honest twin's\n")
+	fmt.Fprintf(w, "  %-16s %5s %5s %9s %9s %9s %8s %12s %12s\n", "strategy", "pairs", "both", "median", "min", "max", "ahead>1s", "honest-none", "strat-none")
+	for _, r := range res.Twins {
+		fmt.Fprintf(w, "  %-16s %5d %5d %9s %9s %9s %8d %12d %12d\n", r.Strategy, r.Pairs, r.Both,
+			secsText(r.Median), secsText(r.Min), secsText(r.Max), r.Ahead, r.HonestMissing, r.StratMissing)
+	}
+	fmt.Fprintf(w, "\nhonest tokens expired: %d\nslots lost: %d\n", res.HonestExpired, res.SlotsLost)
+	var hist []string
+	for n := range 10 {
+		if k := res.PassesHistogram[n]; k > 0 {
+			hist = append(hist, fmt.Sprintf("%d pass(es): %d", n, k))
+		}
+	}
+	fmt.Fprintf(w, "passes per login: %s; logins with more than one: %d\n", strings.Join(hist, ", "), len(res.LoginsOverOne))
+	if len(res.Fifo) > 0 {
+		fmt.Fprintf(w, "\nfifo: P(earlier honest post-start arrival admitted first), W = %s\n", c.LuckWindow)
+		fmt.Fprintf(w, "  %-8s %-13s %6s %7s %7s %7s\n", "Δ", "bin (s)", "pairs", "P", "±se", "rule")
+		for _, b := range res.Fifo {
+			fmt.Fprintf(w, "  %-8s %-13s %6d %7.3f %7.3f %7.3f\n", b.Name, fmt.Sprintf("(%g, %g]", b.Lo, b.Hi), b.Pairs, b.P, b.SE, b.Rule)
+		}
+		fmt.Fprintf(w, "  post-start arrivals admitted before the last pre-queue place (of %d honest pre-queue): %d\n", res.PreQueueHonest, res.PostBeforePre)
+	}
+	fmt.Fprintf(w, "\nrate use: admissions per %s window after the start (rate × window = %g)\n", windowLength, c.Rate*windowLength.Seconds())
+	fmt.Fprintf(w, "  %6s %8s %8s %7s   (waiting: places following the page, at the window's start)\n", "from", "admitted", "waiting", "share")
+	for _, win := range res.Windows {
+		mark := ""
+		if !win.Counted {
+			mark = " (fewer waiting: not counted)"
+		}
+		fmt.Fprintf(w, "  %5.0fs %8d %8d %6.0f%%%s\n", win.From.Seconds(), win.Admitted, win.Waiting,
+			100*float64(win.Admitted)/(c.Rate*windowLength.Seconds()), mark)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	failed := 0
+	fmt.Fprintf(w, "\ntargets:\n")
+	for _, t := range res.Targets {
+		verdict := "ok     "
+		if !t.OK {
+			verdict = "FAILED "
+			failed++
+		}
+		fmt.Fprintf(w, "  %s %-34s %s\n", verdict, t.Name, t.Detail)
+	}
+	return failed
+}
+
+// placeCount counts the tokens taken (every tab's first).
+func placeCount(vs []*visitor) int {
+	n := 0
+	for _, v := range vs {
+		n += len(tabPlaces(v))
+	}
+	return n
+}
+
+func (res *results) writeJSON(path string) error {
+	b, err := json.MarshalIndent(res, "", " ")
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func secsText(d time.Duration) string { return fmt.Sprintf("%+.2fs", d.Seconds()) }

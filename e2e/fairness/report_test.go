@@ -1,0 +1,115 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// admittedVisitor is a one-tab visitor that took its token at took and
+// went in at in (never, if in < 0).
+func admittedVisitor(id, login, strategy string, pair int, took, in float64) *visitor {
+	v := &visitor{ID: id, Login: login, Strategy: strategy, Pair: pair, PreQueue: took < 0}
+	v.record(event{Path: "/token", Status: 200, At: at(took)})
+	v.tookAt(at(took))
+	if in >= 0 {
+		v.record(event{Path: "/admit", Status: 200, At: at(in), Pass: id})
+	}
+	return v
+}
+
+func TestTwinTable(t *testing.T) {
+	tests := []struct {
+		name          string
+		honestIn, sIn float64
+		wantAhead     int
+		wantDiff      time.Duration
+	}{
+		{"behind", 10, 12, 0, 2 * time.Second},
+		{"ahead within a second", 10, 9.5, 0, -500 * time.Millisecond},
+		{"ahead", 10, 8, 1, -2 * time.Second},
+		{"honest never in", -1, 8, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := []*visitor{
+				admittedVisitor("h", "l", honest, 0, 1, tt.honestIn),
+				admittedVisitor("s", "l", poll, 0, 1, tt.sIn),
+			}
+			res := &results{}
+			res.twins(vs)
+			row := res.Twins[0]
+			if row.Strategy != poll || row.Ahead != tt.wantAhead || row.Median != tt.wantDiff {
+				t.Fatalf("row %+v, want ahead %d median %s", row, tt.wantAhead, tt.wantDiff)
+			}
+		})
+	}
+}
+
+func TestPassesPerLogin(t *testing.T) {
+	vs := []*visitor{
+		admittedVisitor("a", "one", honest, 0, 1, 5),
+		admittedVisitor("b", "one", tabs, 0, 1, 6),
+		admittedVisitor("c", "two", honest, -1, 1, 7),
+	}
+	res := &results{PassesHistogram: map[int]int{}}
+	res.passes(vs)
+	if len(res.LoginsOverOne) != 1 || res.LoginsOverOne[0] != "one" || res.PassesHistogram[2] != 1 || res.PassesHistogram[1] != 1 {
+		t.Fatalf("over one %v, histogram %v", res.LoginsOverOne, res.PassesHistogram)
+	}
+}
+
+func TestFifoOrderAndPreQueue(t *testing.T) {
+	vs := []*visitor{
+		admittedVisitor("pre1", "p1", honest, -1, -5, 3),
+		admittedVisitor("pre2", "p2", honest, -1, -4, 20),
+		// 0.1 s apart, the earlier in first; 0.1 s apart, the later first.
+		admittedVisitor("a", "a", honest, -1, 1.0, 21),
+		admittedVisitor("b", "b", honest, -1, 1.1, 22),
+		admittedVisitor("c", "c", honest, -1, 30.0, 41),
+		admittedVisitor("d", "d", honest, -1, 30.1, 40),
+		// Post-start, admitted before the last pre-queue place.
+		admittedVisitor("e", "e", honest, -1, 60, 10),
+	}
+	res := &results{Config: config{LuckWindow: 5 * time.Second}}
+	res.fifo(vs)
+	if res.PostBeforePre != 1 || res.PreQueueHonest != 2 {
+		t.Fatalf("post before pre %d, pre-queue %d", res.PostBeforePre, res.PreQueueHonest)
+	}
+	b := res.Fifo[0]
+	if b.Pairs != 2 || b.P != 0.5 || b.Rule < 0.509 || b.Rule > 0.511 {
+		t.Fatalf("Δ≈0.1s bin %+v", b)
+	}
+}
+
+func TestRateWindowsCountPageFollowers(t *testing.T) {
+	var vs []*visitor
+	// 40 honest places waiting from before the start, 30 admitted in the
+	// first window; 40 slow pollers waiting too, which do not count.
+	for i := range 40 {
+		in := -1.0
+		if i < 30 {
+			in = float64(i) / 3
+		} else if i < 39 {
+			in = 10 + float64(i-30)
+		} else {
+			in = 25
+		}
+		vs = append(vs, admittedVisitor("h", "h", honest, -1, -1, in))
+		vs = append(vs, admittedVisitor("s", "s", slowPoll, 0, -1, -1))
+	}
+	res := &results{Config: config{Rate: 3, SaleStart: t0}}
+	res.windows(vs)
+	if len(res.Windows) != 2 {
+		t.Fatalf("windows %+v", res.Windows)
+	}
+	if w := res.Windows[0]; w.Admitted != 30 || w.Waiting != 40 || !w.Counted {
+		t.Errorf("first window %+v", w)
+	}
+	if w := res.Windows[1]; w.Admitted != 9 || w.Waiting != 10 || w.Counted {
+		t.Errorf("second window %+v", w)
+	}
+}

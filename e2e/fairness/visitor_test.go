@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPageFollowerCountsALostSlot scripts the room's answers to one page
+// follower: a busy slot, then (each attempt at the slot) the answers in
+// the table, then a pass.
+func TestPageFollowerCountsALostSlot(t *testing.T) {
+	tests := []struct {
+		name     string
+		answers  []string // outcomes after the busy one
+		laterBy  time.Duration
+		wantLost int
+	}{
+		{"admitted at the slot", nil, 0, 0},
+		{"wait at the slot", []string{"wait"}, 0, 1},
+		{"early, then wait: the slot still held", []string{"early", "wait"}, 0, 1},
+		{"busy again within a second", []string{"busy"}, 500 * time.Millisecond, 0},
+		{"busy again two seconds later", []string{"busy"}, 2 * time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ans := map[string]any{"token": "tk", "challenge": "AAAAAAAAAAAAAAAAAAAAAA", "difficulty": 1, "retry_after": 0.01}
+				if r.URL.Path == "/_fairgate/admit" {
+					i := int(n.Add(1)) - 1
+					slot := time.Now().Add(20 * time.Millisecond)
+					switch {
+					case i == 0:
+						ans["outcome"] = "busy"
+					case i-1 < len(tt.answers):
+						ans["outcome"] = tt.answers[i-1]
+						if tt.answers[i-1] == "busy" {
+							slot = slot.Add(tt.laterBy)
+						}
+					default:
+						_ = json.NewEncoder(w).Encode(map[string]any{"admitted": true, "pass": "p"})
+						return
+					}
+					ans["next_attempt"] = slot.UnixMilli()
+					w.WriteHeader(http.StatusTooManyRequests)
+				}
+				_ = json.NewEncoder(w).Encode(ans)
+			}))
+			defer srv.Close()
+			d := &driver{client: srv.Client(), site: srv.URL, timing: pageTiming{OneWayCap: time.Millisecond}}
+			v := &visitor{Strategy: honest}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			d.newTab(v, 0, "login=x").run(ctx)
+			lost := 0
+			for _, e := range v.Events {
+				if e.SlotLost {
+					lost++
+				}
+			}
+			if v.Admitted.IsZero() || lost != tt.wantLost {
+				t.Fatalf("admitted %v, slots lost %d, want %d", !v.Admitted.IsZero(), lost, tt.wantLost)
+			}
+		})
+	}
+}
