@@ -137,7 +137,7 @@ func validateSection(sec Section) (int, error) {
 }
 
 func validateRow(section, block string, row Row) error {
-	where := fmt.Sprintf("section %s block %s row %s", section, block, row.ID)
+	where := "section " + section + " block " + block + " row " + row.ID
 	switch n := len(row.Seats); {
 	case n == 0:
 		return invalid("%s has no seats", where)
@@ -146,16 +146,15 @@ func validateRow(section, block string, row Row) error {
 	}
 	numbers := make(map[int]bool, len(row.Seats))
 	for _, spec := range row.Seats {
-		id := SeatID(section, block, row.ID, spec.Number)
 		if spec.Number < 1 || spec.Number > MaxSeatNumber {
 			return invalid("%s: seat number %d is not 1 to %d", where, spec.Number, MaxSeatNumber)
 		}
 		if numbers[spec.Number] {
-			return invalid("seat %s appears twice", id)
+			return invalid("seat %s appears twice", SeatID(section, block, row.ID, spec.Number))
 		}
 		numbers[spec.Number] = true
-		if err := bounded("seat "+id+" category", spec.Category, MaxLabelBytes); err != nil {
-			return err
+		if len(spec.Category) > MaxLabelBytes {
+			return bounded("seat "+SeatID(section, block, row.ID, spec.Number)+" category", spec.Category, MaxLabelBytes)
 		}
 	}
 	return nil
