@@ -180,7 +180,15 @@ func invalid(format string, args ...any) error {
 
 // expand lists the seats of a valid event (Validate), in layout order.
 func expand(ev Event) []Seat {
-	var out []Seat
+	n := 0
+	for _, sec := range ev.Sections {
+		for _, blk := range sec.Blocks {
+			for _, row := range blk.Rows {
+				n += len(row.Seats)
+			}
+		}
+	}
+	out := make([]Seat, 0, n)
 	for _, sec := range ev.Sections {
 		for _, blk := range sec.Blocks {
 			for _, row := range blk.Rows {

@@ -1,6 +1,7 @@
 package seats
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -104,4 +105,40 @@ func TestHeader(t *testing.T) {
 	if ev.Sections[0].Blocks == nil {
 		t.Fatal("Header changed the event")
 	}
+}
+
+// FuzzValidate: any event JSON is refused with ErrInvalid or valid, never
+// a panic; a valid one expands to distinct seat ids, within the limits.
+func FuzzValidate(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"e","sections":[{"id":"A","blocks":[{"id":"1","rows":[{"id":"1","seats":[{"number":1},{"number":2}]}]}]}]}`,
+		`{"id":"e","sections":[{"id":"A","blocks":[]},{"id":"A"}]}`,
+		`{"id":"e","sections":[{"id":"A","blocks":[{"id":"1","rows":[{"id":"1","seats":[{"number":1},{"number":1}]}]}]}]}`,
+		`{"id":"","name":"x"}`, `{}`, `{"sections":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var ev Event
+		if json.Unmarshal(raw, &ev) != nil {
+			return
+		}
+		if err := Validate(ev); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("refusal without ErrInvalid: %v", err)
+			}
+			return
+		}
+		list := expand(ev)
+		seen := make(map[string]bool, len(list))
+		for _, s := range list {
+			if seen[s.ID] {
+				t.Fatalf("valid layout with seat %s twice", s.ID)
+			}
+			seen[s.ID] = true
+		}
+		if len(list) == 0 || len(list) > MaxEventSeats {
+			t.Fatalf("valid layout of %d seats", len(list))
+		}
+	})
 }

@@ -27,7 +27,7 @@ const importChunk = 2000
 //
 // Seats are put in key order: bbolt splits a page only at commit, so
 // within a transaction a key put in the middle of a large node moves
-// every key after it, and seats in layout order (S1, S10, …, S2) made an
+// every key after it: seats in layout order (S1, S10, …, S2) would make an
 // import quadratic in its size.
 func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
 	if err := ctx.Err(); err != nil {
