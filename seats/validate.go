@@ -2,6 +2,7 @@ package seats
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"regexp"
 )
@@ -10,9 +11,10 @@ import (
 // a store sees it (Validate), so each store gets only layouts it can keep:
 // the stored event (its sections without their rows, Event.Header) stays
 // well under DynamoDB's 400 KB item limit — MaxSections × (MaxShapeBytes +
-// 2 × MaxNameBytes + MaxLabelBytes + MaxPartIDBytes) + MaxNameBytes is
-// about 200 KB — and a 600,000-seat stadium fits (200 sections of 150 rows
-// of 20 seats, or 100 sections of 60 rows of 100).
+// MaxNameBytes + MaxLabelBytes + MaxPartIDBytes) is under 160 KB, and
+// MaxHeaderBytes bounds it after JSON's escapes too — and a 600,000-seat
+// stadium fits (200 sections of 150 rows of 20 seats, or 100 sections of
+// 60 rows of 100).
 const (
 	// MaxEventIDBytes bounds an event id: letters, digits, '.', '_', '-'.
 	MaxEventIDBytes = 64
@@ -37,6 +39,10 @@ const (
 	MaxSeatNumber = 9999
 	// MaxEventSeats bounds the seats of an event.
 	MaxEventSeats = 1_000_000
+	// MaxHeaderBytes bounds the stored event's JSON (Event.Header): the
+	// limits above keep it near 200 KB unless its strings are mostly
+	// characters JSON escapes.
+	MaxHeaderBytes = 256 << 10
 )
 
 var (
@@ -81,7 +87,11 @@ func Validate(ev Event) error {
 			return invalid("more than %d seats", MaxEventSeats)
 		}
 	}
-	return nil
+	raw, err := json.Marshal(ev.Header())
+	if err != nil {
+		return invalid("event not encodable: %v", err)
+	}
+	return bounded("the event without its rows, as JSON,", string(raw), MaxHeaderBytes)
 }
 
 // validateSection checks a section whose id is valid and returns its

@@ -64,6 +64,12 @@ func TestValidate(t *testing.T) {
 		{"long seat category", func(ev *Event) {
 			ev.Sections[0].Blocks[0].Rows[0].Seats[0].Category = strings.Repeat("c", MaxLabelBytes+1)
 		}, "seat S1-1-1-1 category"},
+		{"escapes beyond the stored event's bound", func(ev *Event) {
+			*ev = layout(MaxSections, 1, 1)
+			for i := range ev.Sections {
+				ev.Sections[i].Shape = strings.Repeat("<", MaxShapeBytes)
+			}
+		}, "the event without its rows, as JSON, is"},
 		{"too many sections", func(ev *Event) { *ev = layout(MaxSections+1, 1, 1) }, "201 sections, at most 200"},
 		{"too many blocks", func(ev *Event) {
 			sec := &ev.Sections[0]
