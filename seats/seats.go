@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,7 +114,7 @@ func (s Seat) LockedBy(session string, now time.Time) bool {
 
 // SeatID names a seat: section, block, row and number.
 func SeatID(section, block, row string, number int) string {
-	return fmt.Sprintf("%s-%s-%s-%d", section, block, row, number)
+	return section + "-" + block + "-" + row + "-" + strconv.Itoa(number) // an import makes one per seat
 }
 
 // SessionState is where a reservation session is.

@@ -11,11 +11,10 @@ import (
 
 func TestStadium(t *testing.T) {
 	ev := Stadium("final", "Final", time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC))
-	list, err := expand(ev)
-	if err != nil {
+	if err := Validate(ev); err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 20000 || len(ev.Sections) != 32 {
+	if list := expand(ev); len(list) != 20000 || len(ev.Sections) != 32 {
 		t.Fatalf("%d seats in %d sections", len(list), len(ev.Sections))
 	}
 }

@@ -1,13 +1,11 @@
 package seats
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -55,69 +53,22 @@ func (s *Service) Now() time.Time { return s.now() }
 // Store is the service's store.
 func (s *Service) Store() Store { return s.store }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// CreateEvent validates an event, expands its seats and stores it.
+// CreateEvent validates an event (Validate), expands its seats and stores
+// it, its sections without their rows (Event.Header) beside the seats.
 func (s *Service) CreateEvent(ctx context.Context, ev Event) (Event, error) {
-	if !idPattern.MatchString(ev.ID) {
-		return ev, fmt.Errorf("%w: event id %q: 1-64 letters, digits, '.', '_' or '-'", ErrInvalid, ev.ID)
-	}
 	if ev.MaxSeats == 0 {
 		ev.MaxSeats = 6
 	}
 	if ev.MaxSeats < 1 || ev.MaxSeats > MaxSeatsPerHold {
 		return ev, fmt.Errorf("%w: max_seats_per_session must be 1 to %d", ErrInvalid, MaxSeatsPerHold)
 	}
-	seats, err := expand(ev)
-	if err != nil {
+	if err := Validate(ev); err != nil {
 		return ev, err
 	}
-	if err := s.store.PutEvent(ctx, ev, seats); err != nil {
+	if err := s.store.PutEvent(ctx, ev.Header(), expand(ev)); err != nil {
 		return ev, err
 	}
 	return ev, nil
-}
-
-// expand lists an event's seats, checking ids are well formed and unique.
-func expand(ev Event) ([]Seat, error) {
-	var out []Seat
-	seen := map[string]bool{}
-	if len(ev.Sections) == 0 {
-		return nil, fmt.Errorf("%w: an event needs sections", ErrInvalid)
-	}
-	for _, sec := range ev.Sections {
-		for _, blk := range sec.Blocks {
-			for _, row := range blk.Rows {
-				for _, spec := range row.Seats {
-					for _, part := range []string{sec.ID, blk.ID, row.ID} {
-						if !idPattern.MatchString(part) || strings.Contains(part, "-") {
-							return nil, fmt.Errorf("%w: section, block and row ids are letters, digits, '.' or '_': %q", ErrInvalid, part)
-						}
-					}
-					seat := Seat{
-						EventID: ev.ID, ID: SeatID(sec.ID, blk.ID, row.ID, spec.Number),
-						Section: sec.ID, Block: blk.ID, Row: row.ID, Number: spec.Number,
-						Category: cmp.Or(spec.Category, sec.Category), Price: spec.Price, Status: Available,
-					}
-					if seat.Price == 0 {
-						seat.Price = sec.Price
-					}
-					if spec.NotForSale {
-						seat.Status = NotForSale
-					}
-					if seen[seat.ID] {
-						return nil, fmt.Errorf("%w: seat %s appears twice", ErrInvalid, seat.ID)
-					}
-					seen[seat.ID] = true
-					out = append(out, seat)
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: an event needs seats", ErrInvalid)
-	}
-	return out, nil
 }
 
 // EventCounts is an event with its seat counts per section, at now.

@@ -27,6 +27,9 @@ var (
 	liveBucket     = []byte("live")   // user \x00 event → session id
 	tokensBucket   = []byte("tokens") // waiting token id → session id
 	keysBucket     = []byte("idempotency")
+	// importsBucket marks the events being imported (import.go): their
+	// seats are being written, their event is not stored yet.
+	importsBucket = []byte("imports")
 )
 
 // Store is a seats.Store on a bbolt file.
@@ -35,6 +38,8 @@ type Store struct {
 	commit *committer
 	stop   chan struct{}
 	done   chan struct{}
+	// afterChunk, in tests, runs after chunk n of an import committed.
+	afterChunk func(n int)
 }
 
 // sweepEvery is how often idempotency records older than seats.KeyTTL are
@@ -58,12 +63,12 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, keysBucket} {
+		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, keysBucket, importsBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return dropImports(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -141,32 +146,6 @@ func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
 // purgeChunk is how many old records one group-commit member deletes.
 const purgeChunk = 1000
 
-// PutEvent implements seats.Store.
-func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("importing event %s: %w", ev.ID, err)
-	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		events := tx.Bucket(eventsBucket)
-		if events.Get([]byte(ev.ID)) != nil {
-			return fmt.Errorf("event %s: %w", ev.ID, seats.ErrExists)
-		}
-		if err := putJSON(events, ev.ID, ev); err != nil {
-			return err
-		}
-		b, err := tx.Bucket(seatsBucket).CreateBucket([]byte(ev.ID))
-		if err != nil {
-			return fmt.Errorf("seats of %s: %w", ev.ID, err)
-		}
-		for i := range list {
-			if err := putSeat(b, &list[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // Event implements seats.Store.
 func (s *Store) Event(_ context.Context, id string) (seats.Event, error) {
 	var ev seats.Event
@@ -182,7 +161,7 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 	var out []seats.Seat
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(seatsBucket).Bucket([]byte(event))
-		if b == nil {
+		if b == nil || tx.Bucket(eventsBucket).Get([]byte(event)) == nil { // none, or not imported yet
 			return fmt.Errorf("event %s: %w", event, seats.ErrNotFound)
 		}
 		prefix := []byte(section + "-")

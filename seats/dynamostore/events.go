@@ -42,8 +42,7 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 	if err != nil {
 		return fmt.Errorf("encoding event: %w", err)
 	}
-	sum := sha256.Sum256(raw)
-	digest := hex.EncodeToString(sum[:])
+	digest := layoutDigest(raw, list)
 	it, err := marshal(eventItem{itemKey: itemKey{PK: ev.ID + "#EVENT", SK: meta}, Data: string(raw), State: eventImporting, Digest: digest})
 	if err != nil {
 		return err
@@ -89,6 +88,18 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 		ExpressionAttributeNames: publish.Names(), ExpressionAttributeValues: publish.Values(),
 	})
 	return s.wrap("publishing event", err)
+}
+
+// layoutDigest tells one import's layout from another's: the stored
+// event is the sections alone (seats.Event.Header), so the seats are
+// summed with it.
+func layoutDigest(event []byte, list []seats.Seat) string {
+	h := sha256.New()
+	h.Write(event)
+	for _, s := range list {
+		fmt.Fprintf(h, "\n%s %d %s %s", s.ID, s.Price, s.Category, s.Status)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // putSeats writes up to 25 new seats in one transaction, each only if it

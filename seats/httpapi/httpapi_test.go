@@ -449,3 +449,42 @@ func TestStoreCallsPerWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidLayouts: a layout the domain refuses is a 400 in the API's
+// error shape, naming what it refuses, and nothing is stored.
+func TestInvalidLayouts(t *testing.T) {
+	e := newEnv(t)
+	seat := `{"number":1}`
+	row := func(id string) string { return `{"id":"` + id + `","seats":[` + seat + `]}` }
+	section := func(id string, rows ...string) string {
+		return `{"id":"` + id + `","name":"S","blocks":[{"id":"1","rows":[` + strings.Join(rows, ",") + `]}]}`
+	}
+	event := func(id, name string, sections ...string) string {
+		return `{"id":"` + id + `","name":"` + name + `","sections":[` + strings.Join(sections, ",") + `]}`
+	}
+	tests := []struct {
+		name, body, reason string
+	}{
+		{"empty section", event("e1", "E", section("A", row("1")), `{"id":"E","name":"E","blocks":[]}`), "section E has no blocks"},
+		{"duplicate section", event("e2", "E", section("A", row("1")), section("A", row("1"))), "section A appears twice"},
+		{"duplicate row", event("e3", "E", section("A", row("1"), row("1"))), "section A block 1 row 1 appears twice"},
+		{"duplicate seat", event("e4", "E", `{"id":"A","blocks":[{"id":"1","rows":[{"id":"1","seats":[`+seat+`,`+seat+`]}]}]}`), "seat A-1-1-1 appears twice"},
+		{"long name", event("e5", strings.Repeat("n", 1<<20), section("A", row("1"))), "event name is 1048576 bytes, at most 200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := e.do("POST", "/api/events", tt.body, "", "Authorization", "Bearer admin")
+			var answer struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(body), &answer); err != nil || code != 400 || answer.Error.Code != "invalid" || !strings.Contains(answer.Error.Message, tt.reason) {
+				t.Fatalf("%d %.300s, want 400 invalid naming %q", code, body, tt.reason)
+			}
+			var ev struct{ ID string }
+			_ = json.Unmarshal([]byte(tt.body), &ev)
+			if code, _ := e.do("GET", "/api/events/"+ev.ID, "", ""); code != 404 {
+				t.Fatalf("refused event %s answers %d", ev.ID, code)
+			}
+		})
+	}
+}
