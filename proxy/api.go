@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -86,8 +85,7 @@ func (g *Gateway) apiRoutes() *http.ServeMux {
 // unchanged: refreshing costs nothing and changes nothing.
 func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
-	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes)); err != nil {
-		writeBodyError(w, err)
+	if err := reply.Discard(w, r, g.cfg.MaxBodyBytes); err != nil {
 		return
 	}
 	// Until the room has joined its store its state is the config's, not

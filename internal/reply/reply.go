@@ -114,6 +114,9 @@ func putBody(bp *[]byte) {
 // small chunks: each read of a request body may cost the server a deadline
 // reset (Caddy's idle timeout).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, dst []byte) ([]byte, error) {
+	if err := CheckLength(w, r, limit); err != nil {
+		return dst, err
+	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
 		dst = slices.Grow(dst, int(n)+1) // +1: room to see the end in the same read
@@ -132,6 +135,35 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, dst []byte) (
 			return dst, err
 		}
 	}
+}
+
+// CheckLength answers 413 and returns a *http.MaxBytesError when the
+// request declares a body over limit, before any of it is read: a client
+// that declares more than it sends would otherwise hold the handler until
+// the server's read timeout, to be told 400.
+func CheckLength(w http.ResponseWriter, r *http.Request, limit int64) error {
+	if r.ContentLength <= limit {
+		return nil
+	}
+	err := &http.MaxBytesError{Limit: limit}
+	// The body is left unread: without Connection: close, net/http would
+	// read what it can of it before sending the answer.
+	w.Header().Set("Connection", "close")
+	BodyError(w, err)
+	return err
+}
+
+// Discard reads and drops the request body, at most limit bytes; on
+// failure it has answered 413 or 400 itself.
+func Discard(w http.ResponseWriter, r *http.Request, limit int64) error {
+	if err := CheckLength(w, r, limit); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		BodyError(w, err)
+		return err
+	}
+	return nil
 }
 
 // Unmarshal is Decode for a body already read.
