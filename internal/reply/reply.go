@@ -190,14 +190,30 @@ func decode(w http.ResponseWriter, body io.Reader, v any) error {
 // 413 if it was too large, else 400, naming an unknown field but never
 // echoing the decoder's internals.
 func BodyError(w http.ResponseWriter, err error) {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	switch BodyReason(err) {
+	case "too_large":
 		Fail(w, http.StatusRequestEntityTooLarge, Error{Code: "too_large", Message: "request body too large"})
-		return
-	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	case "unknown_field":
+		field, _ := strings.CutPrefix(err.Error(), unknownField)
 		Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "unknown field " + field})
-		return
+	default:
+		Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "request body is not valid JSON"})
 	}
-	Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "request body is not valid JSON"})
+}
+
+// unknownField starts encoding/json's error for a field DisallowUnknownFields refuses.
+const unknownField = "json: unknown field "
+
+// BodyReason names what BodyError answers for err: too_large (413),
+// unknown_field or malformed (400), for metrics.
+func BodyReason(err error) string {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return "too_large"
+	case strings.HasPrefix(err.Error(), unknownField):
+		return "unknown_field"
+	default:
+		return "malformed"
+	}
 }
