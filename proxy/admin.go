@@ -209,14 +209,19 @@ const (
 //
 // A non-empty token requires `Authorization: Bearer <token>`.
 func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {
-	api := AdminAPI(rooms, now)
+	return requireBearer(token, AdminAPI(rooms, now))
+}
+
+// requireBearer serves h only to requests with the bearer token, when
+// token is not empty.
+func requireBearer(token string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" && !bearer.Matches(r, token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="fairgate admin"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "admin API needs the bearer token")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "the admin listener needs the bearer token")
 			return
 		}
-		api.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -86,8 +85,8 @@ func (g *Gateway) apiRoutes() *http.ServeMux {
 // unchanged: refreshing costs nothing and changes nothing.
 func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
-	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes)); err != nil {
-		writeBodyError(w, err)
+	if err := reply.Discard(w, r, g.cfg.MaxBodyBytes); err != nil {
+		g.metrics.answeredBody(endpointToken, err)
 		return
 	}
 	// Until the room has joined its store its state is the config's, not
@@ -95,11 +94,13 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	joined := g.shared.Joined()
 	view := g.shared.Room.View(now)
 	if joined && view.State == admission.StateClosed {
+		g.metrics.answered(endpointToken, "closed", "closed")
 		g.writeClosedJSON(w, r)
 		return
 	}
 	who, room, err := g.visitor(r, now)
 	if err != nil {
+		g.metrics.answered(endpointToken, "invalid", "login")
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
@@ -109,6 +110,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		// placed on the room's clock by a node that had joined.
 		tk, err := g.gate.Resume(room, v, who, now)
 		if err == nil {
+			g.metrics.answered(endpointToken, "issued", "kept")
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 			return
 		}
@@ -116,15 +118,18 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		g.log.Debug("replacing waiting token", zap.String("room", g.cfg.Room), zap.Error(err))
 	}
 	if !g.joinedOr503(w) {
+		g.metrics.answered(endpointToken, "unavailable", "starting")
 		return
 	}
 	tk, err := g.gate.IssueContext(r.Context(), room, who, now)
 	if err != nil {
+		g.metrics.answered(endpointToken, "error", "internal")
 		g.log.Error("issuing token", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "internal", "could not issue a token")
 		return
 	}
 	g.metrics.issued.Inc()
+	g.metrics.answered(endpointToken, "issued", "new")
 	g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
 }
 
@@ -146,11 +151,13 @@ func (g *Gateway) joinedOr503(w http.ResponseWriter) bool {
 
 func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
-	req, ok := g.readAdmit(w, r)
-	if !ok {
+	req, err := g.readAdmit(w, r)
+	if err != nil {
+		g.metrics.answeredBody(endpointAdmit, err)
 		return
 	}
 	if !g.joinedOr503(w) {
+		g.metrics.answered(endpointAdmit, "unavailable", "starting")
 		return
 	}
 	token := req.Token
@@ -158,6 +165,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		token, _ = cookieValue(r, g.cookies.wait)
 	}
 	if token == "" {
+		g.metrics.answered(endpointAdmit, "invalid", "no_token")
 		writeError(w, http.StatusBadRequest, "no_token", "no waiting token: POST "+g.cfg.Prefix+"/token first")
 		return
 	}
@@ -165,28 +173,37 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	// carries it to HTTP.
 	who, room, err := g.visitor(r, now)
 	if err != nil {
+		g.metrics.answered(endpointAdmit, "invalid", "login")
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
 	view := room.View(now)
 	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
-	g.metrics.attempt(d.Outcome)
 	switch d.Outcome {
-	case admission.OutcomeAdmit:
+	case admission.OutcomeAdmit: // counted by admit: the hook may still refuse
 		g.admit(w, r, room, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
+		g.metrics.answered(endpointAdmit, d.Outcome.String(), d.Outcome.String())
 		g.writeWaitToken(w, r, http.StatusTooManyRequests, d.Next, view, now, d.Outcome.String())
 	case admission.OutcomeInvalid:
 		status, code := invalidStatus(d.Err)
+		g.metrics.answered(endpointAdmit, "invalid", code)
 		if code == "pow" {
 			g.metrics.powFailures.Inc()
 		}
 		writeError(w, status, code, d.Err.Error())
 	case admission.OutcomeReused:
+		g.metrics.answered(endpointAdmit, "reused", "token_used")
 		writeError(w, http.StatusConflict, "token_used", "this waiting token was already used; request a new one")
 	case admission.OutcomeClosed:
+		g.metrics.answered(endpointAdmit, "closed", "closed")
 		g.writeClosedJSON(w, r)
 	default:
+		reason := "ledger"
+		if d.Outcome != admission.OutcomeUnavailable {
+			reason = "unavailable"
+		}
+		g.metrics.answered(endpointAdmit, d.Outcome.String(), reason)
 		g.log.Error("admission unavailable", zap.String("room", g.cfg.Room), zap.Error(d.Err))
 		w.Header().Set("Retry-After", "2")
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
@@ -194,19 +211,19 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // readAdmit reads an admit body; on failure it has answered 413 or 400.
-func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitRequest, bool) {
+func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitRequest, error) {
 	bp := reply.Body()
 	defer reply.PutBody(bp)
 	body, err := reply.ReadBody(w, r, g.cfg.MaxBodyBytes, (*bp)[:0])
 	*bp = body[:0]
 	if err != nil {
-		return admitRequest{}, false
+		return admitRequest{}, err
 	}
 	if req, ok := parseAdmitFast(body); ok {
-		return req, true
+		return req, nil
 	}
 	var req admitRequest
-	return req, reply.Unmarshal(w, body, &req) == nil
+	return req, reply.Unmarshal(w, body, &req)
 }
 
 // admit completes an admission: the hook, then the pass cookie.
@@ -234,10 +251,12 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 			}
 			back := g.gate.Requeue(r.Context(), room, d.Claims, now)
 			if back.Outcome != admission.OutcomeWait {
+				g.metrics.answered(endpointAdmit, "unavailable", "requeue")
 				w.Header().Set("Retry-After", "2")
 				writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
 				return
 			}
+			g.metrics.answered(endpointAdmit, "deferred", hookReason(res.err))
 			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, room.View(now), now, "deferred")
 			return
 		default:
@@ -249,12 +268,15 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 		d.PassClaims.Ses = session
 		signed, err := g.gate.SignPass(d.PassClaims)
 		if err != nil {
+			g.metrics.answered(endpointAdmit, "error", "internal")
 			writeError(w, http.StatusInternalServerError, "internal", "could not sign the pass")
 			return
 		}
 		pass = signed
 	}
-	if !d.Again { // counted when it was made
+	if d.Again { // counted as an admission when it was made
+		g.metrics.answered(endpointAdmit, "admit", "again")
+	} else {
 		g.countAdmission(r, d, now)
 	}
 	expires := d.PassClaims.Expiry()
@@ -265,6 +287,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 
 // countAdmission records an admission made now in the metrics and OnAdmit.
 func (g *Gateway) countAdmission(r *http.Request, d admission.Decision, now time.Time) {
+	g.metrics.answered(endpointAdmit, "admit", "admitted")
 	g.metrics.admissions.Inc()
 	g.metrics.laneAdmissions.WithLabelValues(laneLabel(d.Claims.Lane)).Inc()
 	g.shared.countAdmitted(d.Claims.Lane)
@@ -282,11 +305,22 @@ func (g *Gateway) countAdmission(r *http.Request, d admission.Decision, now time
 // ask again later with the place still used.
 func (g *Gateway) refuseAgain(w http.ResponseWriter, hookErr error) {
 	if hookErr != nil {
+		g.metrics.answered(endpointAdmit, "unavailable", "hook_failed")
 		w.Header().Set("Retry-After", "2")
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "admission is unavailable right now; your place is kept")
 		return
 	}
+	g.metrics.answered(endpointAdmit, "reused", "hook_refused")
 	writeError(w, http.StatusConflict, "token_used", "this waiting token was already used; request a new one")
+}
+
+// hookReason is the reason a visitor the hook did not take is counted
+// under: refused (it answered full) or failed.
+func hookReason(err error) string {
+	if err != nil {
+		return "hook_failed"
+	}
+	return "hook_refused"
 }
 
 type statusJSON struct {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -110,5 +111,43 @@ func TestCacheKeepsOneEncoding(t *testing.T) {
 	}
 	if n := reads.Load(); n != 4 { // A once; lang every time
 		t.Fatalf("%d upstream reads, want 4", n)
+	}
+}
+
+// TestCacheStoresOnlySharedAnswers: an answer that is private, no-store or
+// sets a cookie is never kept, and a request with Authorization skips the
+// cache; a public answer is read once.
+func TestCacheStoresOnlySharedAnswers(t *testing.T) {
+	var mu sync.Mutex
+	reads := map[string]int{}
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reads[r.URL.Path]++
+		mu.Unlock()
+		cc := "public, s-maxage=60"
+		switch r.URL.Path {
+		case "/api/sections/private":
+			cc = "private, max-age=60"
+		case "/api/sections/nostore":
+			cc = "no-store"
+		case "/api/sections/cookie":
+			w.Header().Set("Set-Cookie", "sid=1")
+		}
+		w.Header().Set("Cache-Control", cc)
+		fmt.Fprint(w, "map")
+	})
+	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	for range 3 {
+		for _, p := range []string{"/api/sections/public", "/api/sections/private", "/api/sections/nostore", "/api/sections/cookie"} {
+			e.do("GET", p, "")
+		}
+		e.do("GET", "/api/sections/authorized", "", "Authorization", "Bearer x")
+	}
+	want := map[string]int{"/api/sections/public": 1, "/api/sections/private": 3, "/api/sections/nostore": 3,
+		"/api/sections/cookie": 3, "/api/sections/authorized": 3}
+	mu.Lock()
+	defer mu.Unlock()
+	if !maps.Equal(reads, want) {
+		t.Fatalf("upstream reads %v, want %v", reads, want)
 	}
 }

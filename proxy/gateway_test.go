@@ -135,7 +135,7 @@ func TestAdmitStatuses(t *testing.T) {
 	if resp.StatusCode != 403 || !strings.Contains(string(body), "pow") {
 		t.Fatalf("wrong pow: %d %s", resp.StatusCode, body)
 	}
-	if testutil.ToFloat64(e.gw.metrics.attempts.WithLabelValues("early")) != 1 || testutil.ToFloat64(e.gw.metrics.powFailures) != 1 {
+	if testutil.ToFloat64(e.gw.metrics.attempts.WithLabelValues("admit", "early", "early")) != 1 || testutil.ToFloat64(e.gw.metrics.powFailures) != 1 {
 		t.Fatal("early attempt and pow metrics not counted")
 	}
 	for _, path := range []string{"/_fairgate/token", "/_fairgate/admit"} {

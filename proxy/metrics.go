@@ -2,13 +2,13 @@ package proxy
 
 import (
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/internal/reply"
 )
 
 // metrics of one room. No label names a visitor. The collectors belong to
@@ -18,11 +18,13 @@ type metrics struct {
 	reg        prometheus.Registerer
 	registered []prometheus.Collector
 	issued     prometheus.Counter
+	// attempts counts every answer of the token and admit endpoints
+	// (answered); answers holds its series for each of answerSeries,
+	// resolved once and shared by the copies a room's gateways make
+	// (newMetrics): the admit poll counts one per poll, and a label lookup
+	// costs more than the map's.
 	attempts   *prometheus.CounterVec
-	// attemptsBy are attempts' counters resolved on first use, by outcome:
-	// one per poll, and a label lookup hashes. Shared by the copies a
-	// room's gateways make (newMetrics).
-	attemptsBy *[16]atomic.Pointer[prometheus.Counter]
+	answers    map[answerKey]prometheus.Counter
 	admissions prometheus.Counter
 	// laneAdmissions counts admissions by lane (`default` for the default lane).
 	laneAdmissions *prometheus.CounterVec
@@ -75,7 +77,7 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 	}
 	m := &metrics{
 		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
-		attempts:       vec("admission_attempts_total", "Admission attempts by outcome.", "outcome"),
+		attempts:       vec("admission_attempts_total", "Answers of the token and admit endpoints by endpoint, outcome and reason.", "endpoint", "outcome", "reason"),
 		admissions:     counter("admissions_total", "Visitors admitted (passes issued)."),
 		laneAdmissions: vec("lane_admissions_total", "Visitors admitted by lane (default: the default lane).", "lane"),
 		powFailures:    counter("pow_failures_total", "Admission attempts with a wrong proof of work."),
@@ -94,23 +96,73 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		room:        newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
-	m.attemptsBy = new([16]atomic.Pointer[prometheus.Counter])
+	m.answers = make(map[answerKey]prometheus.Counter, len(answerSeries))
+	for _, k := range answerSeries {
+		m.answers[k] = m.attempts.WithLabelValues(k.endpoint, k.outcome, k.reason)
+	}
 	return m
 }
 
-// attempt counts one admission attempt.
-func (m *metrics) attempt(o admission.Outcome) {
-	if o < 0 || int(o) >= len(m.attemptsBy) {
-		m.attempts.WithLabelValues(o.String()).Inc()
+// answerKey is one series of admission_attempts_total.
+type answerKey struct{ endpoint, outcome, reason string }
+
+// The endpoints of admission_attempts_total.
+const (
+	endpointToken = "token"
+	endpointAdmit = "admit"
+)
+
+// answerSeries are the answers of the token and admit endpoints, each
+// counted from zero; docs/OPERATIONS.md lists them. An outcome the gate
+// adds later is counted too, by its name, without a zero series.
+var answerSeries = []answerKey{
+	{endpointToken, "issued", "new"},
+	{endpointToken, "issued", "kept"},
+	{endpointToken, "invalid", "body_too_large"},
+	{endpointToken, "invalid", "body_malformed"},
+	{endpointToken, "invalid", "login"},
+	{endpointToken, "closed", "closed"},
+	{endpointToken, "unavailable", "starting"},
+	{endpointToken, "error", "internal"},
+	{endpointAdmit, "admit", "admitted"},
+	{endpointAdmit, "admit", "again"},
+	{endpointAdmit, "wait", "wait"},
+	{endpointAdmit, "busy", "busy"},
+	{endpointAdmit, "early", "early"},
+	{endpointAdmit, "deferred", "hook_refused"},
+	{endpointAdmit, "deferred", "hook_failed"},
+	{endpointAdmit, "invalid", "body_too_large"},
+	{endpointAdmit, "invalid", "body_malformed"},
+	{endpointAdmit, "invalid", "body_unknown_field"},
+	{endpointAdmit, "invalid", "no_token"},
+	{endpointAdmit, "invalid", "login"},
+	{endpointAdmit, "invalid", "malformed"},
+	{endpointAdmit, "invalid", "token_invalid"},
+	{endpointAdmit, "invalid", "pow"},
+	{endpointAdmit, "invalid", "identity"},
+	{endpointAdmit, "invalid", "lane"},
+	{endpointAdmit, "reused", "token_used"},
+	{endpointAdmit, "reused", "hook_refused"},
+	{endpointAdmit, "closed", "closed"},
+	{endpointAdmit, "unavailable", "starting"},
+	{endpointAdmit, "unavailable", "ledger"},
+	{endpointAdmit, "unavailable", "hook_failed"},
+	{endpointAdmit, "unavailable", "requeue"},
+	{endpointAdmit, "error", "internal"},
+}
+
+// answered counts one answer of the token or admit endpoint.
+func (m *metrics) answered(endpoint, outcome, reason string) {
+	if c, ok := m.answers[answerKey{endpoint, outcome, reason}]; ok {
+		c.Inc()
 		return
 	}
-	c := m.attemptsBy[o].Load()
-	if c == nil {
-		counter := m.attempts.WithLabelValues(o.String())
-		c = &counter
-		m.attemptsBy[o].Store(c)
-	}
-	(*c).Inc()
+	m.attempts.WithLabelValues(endpoint, outcome, reason).Inc()
+}
+
+// answeredBody counts a request body the endpoint refused (reply.BodyReason).
+func (m *metrics) answeredBody(endpoint string, err error) {
+	m.answered(endpoint, "invalid", "body_"+reply.BodyReason(err))
 }
 
 // newMetrics registers the room's collectors with reg (nil: none) for one

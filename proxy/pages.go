@@ -82,7 +82,8 @@ type PageData struct {
 	// Prefix is where fairgate's endpoints live (default /_fairgate).
 	Prefix string
 	// Return is the path the visitor asked for, where they go once
-	// admitted; for HTML text and attributes.
+	// admitted, as the admit redirect takes it: a path on this site, "/"
+	// for one that could lead elsewhere; for HTML text and attributes.
 	Return string
 }
 
@@ -308,7 +309,10 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	ret := template.HTMLEscapeString(g.returnURI(r))
+	// The return path is spliced in after rendering, escaped for HTML
+	// only: it must already be what the admit redirect would accept, as an
+	// operator's template may put it in a link.
+	ret := template.HTMLEscapeString(safeReturn(g.returnURI(r)))
 	if page.gz != nil {
 		addVary(h, "Accept-Encoding")
 		if gz, _ := acceptWeights(r); gz > 0 {

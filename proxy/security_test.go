@@ -1,14 +1,18 @@
 package proxy
 
 import (
+	"bufio"
 	"encoding/base64"
 	"fmt"
+	"html"
+	"html/template"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,26 +346,33 @@ func TestFindingSlowBodiesHoldConnectionsOpen(t *testing.T) {
 // TestFindingSafeReturnAcceptsOtherHosts is issue 10, finding 8: what a
 // browser would resolve to another host is never a redirect target.
 func TestFindingSafeReturnAcceptsOtherHosts(t *testing.T) {
-	for in, want := range map[string]string{
-		"/\t/evil.example":     "/",
-		"/\t\\evil.example":    "/",
-		"/\\evil.example":      "/",
-		"\\/evil.example":      "/",
-		"//evil.example":       "/",
-		"/\n/evil.example":     "/",
-		"/\x00/evil":           "/",
-		"/\u0085/evil":         "/",
-		"https://evil.example": "/",
-		"/%zz":                 "/",
-		"":                     "/",
-		"/shop?x=1#top":        "/shop?x=1#top",
-		"/a/b":                 "/a/b",
-		"/%2F%2Fevil.example":  "/%2F%2Fevil.example", // a path on this site
-	} {
+	for in, want := range returnProbes {
 		if got := safeReturn(in); got != want {
 			t.Errorf("safeReturn(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// returnProbes are return paths, tricks for another host among them, and
+// where the visitor may be sent for each: the admit redirect's target, and
+// the path a waiting page template is given.
+var returnProbes = map[string]string{
+	"/\t/evil.example":          "/",
+	"/\t\\evil.example":         "/",
+	"/\\evil.example":           "/",
+	"\\/evil.example":           "/",
+	"//evil.example":            "/",
+	"/\n/evil.example":          "/",
+	"/\x00/evil":                "/",
+	"/\u0085/evil":              "/",
+	"https://evil.example":      "/",
+	"/%zz":                      "/",
+	"":                          "/",
+	"/shop?x=1#top":             "/shop?x=1#top",
+	"/a/b":                      "/a/b",
+	"/%2F%2Fevil.example":       "/%2F%2Fevil.example", // a path on this site
+	"//evil.example/login":      "/",
+	"/shop?next=//evil.example": "/shop?next=//evil.example",
 }
 
 // FuzzSafeReturn: whatever a client asks to return to, the redirect stays
@@ -459,4 +470,86 @@ func TestFindingPassIsABearerToken(t *testing.T) {
 			t.Fatal("bind_pass without bind_ip accepted")
 		}
 	})
+}
+
+// backTemplate is an operator's waiting page that links back to where the
+// visitor was going, as docs/WAITING_PAGE.md shows.
+const backTemplate = `<!doctype html><title>{{.T.title}}</title><a id="back" href="{{.Return}}">{{.T.heading}}</a>{{.Script}}`
+
+var backLink = regexp.MustCompile(`<a id="back" href="([^"]*)"`)
+
+// hrefOf is the back link's target in a waiting page, unescaped.
+func hrefOf(t *testing.T, page string) string {
+	t.Helper()
+	m := backLink.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no back link in the page:\n%s", page)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// TestWaitingPageReturnIsSafe: a waiting page template gets the return
+// path only as the admit redirect would take it: each trick for another
+// host becomes "/", in the link and in the script's data-return.
+func TestWaitingPageReturnIsSafe(t *testing.T) {
+	var asked string
+	cfg := Config{Room: "back", WaitingPage: writeTemplate(t, backTemplate), Keys: testKeys}
+	shared, err := NewShared(cfg, newFakeClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: newFakeClock().Now, ReturnURI: func(*http.Request) string { return asked }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	for in, want := range returnProbes {
+		asked = in
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/tickets", nil)
+		r.Header.Set("Accept", "text/html")
+		gw.ServeHTTP(w, r)
+		page := w.Body.String()
+		if got := hrefOf(t, page); got != want {
+			t.Errorf("return %q: the page links to %q, want %q", in, got, want)
+		}
+		if ret := `data-return="` + template.HTMLEscapeString(want) + `"`; !strings.Contains(page, ret) {
+			t.Errorf("return %q: the script lacks %s", in, ret)
+		}
+	}
+}
+
+// TestWaitingPageReturnIsSafeThroughProxy sends each trick as the request
+// target, byte for byte, to `fairgate proxy` with an operator's template:
+// whatever the server lets through, the page links only to a path on this
+// site, and `//evil.example/login` to "/".
+func TestWaitingPageReturnIsSafeThroughProxy(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:1")
+	public, _, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok",
+		Gateway: Config{Room: "back", WaitingPage: writeTemplate(t, backTemplate), Keys: testKeys}})
+	defer stop()
+	for in := range returnProbes {
+		conn, err := net.Dial("tcp", public)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: shop.example\r\nAccept: text/html\r\nConnection: close\r\n\r\n", in)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		if resp.StatusCode != http.StatusOK {
+			continue // refused by the server or the gateway: no page, no link
+		}
+		href := hrefOf(t, string(b))
+		if safeReturn(href) != href || href == "" {
+			t.Errorf("%q: the page links to %q", in, href)
+		}
+		if strings.HasPrefix(in, "//") && href != "/" {
+			t.Errorf("%q: the page links to %q, want /", in, href)
+		}
+	}
 }

@@ -42,8 +42,12 @@ type ServerConfig struct {
 	// DefaultStateFile). Empty: such a config runs on memory, and a bolt
 	// store needs its path.
 	StatePath string
-	// AdminToken is the bearer token of the admin API (required).
+	// AdminToken is the bearer token of the admin API and /metrics
+	// (required).
 	AdminToken string
+	// MetricsPublic serves /metrics without the admin token, for a
+	// scraper that cannot send one (`fairgate proxy --metrics-public`).
+	MetricsPublic bool
 	// TLSCert and TLSKey, when set, serve the public listener over TLS.
 	TLSCert, TLSKey string
 	// ShutdownGrace bounds a graceful shutdown. Default: 15s.
@@ -123,7 +127,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	rooms := NewRooms()
 	rooms.Put(shared)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if !cfg.MetricsPublic {
+		metrics = requireBearer(cfg.AdminToken, metrics)
+	}
+	mux.Handle("/metrics", metrics)
 	mux.Handle("/", AdminHandler(rooms, cfg.AdminToken, time.Now))
 	grace := cfg.ShutdownGrace
 	if grace == 0 {

@@ -106,7 +106,7 @@ func TestServerForwardsAndStreams(t *testing.T) {
 	if resp, body := get(t, admin+"/rooms", "Authorization", "Bearer tok"); resp.StatusCode != 200 || !strings.Contains(body, `"sale"`) {
 		t.Fatalf("admin: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := get(t, admin+"/metrics"); resp.StatusCode != 200 || !strings.Contains(body, `fairgate_room_state{room="sale",state="open"} 1`) {
+	if resp, body := get(t, admin+"/metrics", "Authorization", "Bearer tok"); resp.StatusCode != 200 || !strings.Contains(body, `fairgate_room_state{room="sale",state="open"} 1`) {
 		t.Fatalf("metrics: %d", resp.StatusCode)
 	}
 }
@@ -149,5 +149,67 @@ func TestServerConfigErrors(t *testing.T) {
 	}
 	if _, err := NewServer(ServerConfig{Upstream: u, AdminToken: "t", Gateway: Config{Hook: &Hook{URL: "ftp//nope"}}}); err == nil || !strings.Contains(err.Error(), "admission_hook") {
 		t.Errorf("hook without scheme: %v", err)
+	}
+}
+
+// TestServerMetricsNeedTheToken: the admin listener's /metrics asks for
+// the admin token as /rooms does, unless MetricsPublic serves it to all.
+func TestServerMetricsNeedTheToken(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:1")
+	for _, tc := range []struct {
+		public               bool
+		without, wrong, with int
+	}{
+		{false, 401, 401, 200},
+		{true, 200, 200, 200},
+	} {
+		_, admin, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", MetricsPublic: tc.public,
+			Gateway: Config{Room: "m", Keys: testKeys}})
+		for _, p := range []struct {
+			header []string
+			want   int
+		}{{nil, tc.without}, {[]string{"Authorization", "Bearer nope"}, tc.wrong}, {[]string{"Authorization", "Bearer tok"}, tc.with}} {
+			resp, body := get(t, "http://"+admin+"/metrics", p.header...)
+			if resp.StatusCode != p.want {
+				t.Errorf("public %v, %v: /metrics %d, want %d", tc.public, p.header, resp.StatusCode, p.want)
+			}
+			if p.want == 200 && !strings.Contains(body, "fairgate_tokens_issued_total") {
+				t.Errorf("public %v: /metrics lacks the room's series:\n%s", tc.public, body)
+			}
+		}
+		if resp, _ := get(t, "http://"+admin+"/rooms"); resp.StatusCode != 401 {
+			t.Errorf("public %v: /rooms without the token: %d", tc.public, resp.StatusCode)
+		}
+		stop()
+	}
+}
+
+// TestServerRefusesDeclaredOversizeBodies: a body declared over the limit
+// is answered 413 at once on every endpoint with a limit, not read until
+// the server's read timeout; one byte of it is sent.
+func TestServerRefusesDeclaredOversizeBodies(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:1")
+	public, admin, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", Gateway: Config{Room: "edge", Keys: testKeys}})
+	defer stop()
+	for _, tc := range []struct{ addr, path, header string }{
+		{public, "/_fairgate/token", ""},
+		{public, "/_fairgate/admit", ""},
+		{admin, "/rooms/edge", "Authorization: Bearer tok\r\n"},
+	} {
+		for _, declared := range []string{"4097", "999999999"} {
+			conn, err := net.Dial("tcp", tc.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %s\r\n\r\n{", tc.path, tc.header, declared)
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounds the test: the answer comes before any more body
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Errorf("%s with Content-Length %s: no answer: %v", tc.path, declared, err)
+			} else if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s with Content-Length %s: %d, want 413", tc.path, declared, resp.StatusCode)
+			}
+			conn.Close()
+		}
 	}
 }

@@ -62,7 +62,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		{[]string{"token", "lottery", "-h"}, []string{"fairgate token lottery", "-key"}},
 		{[]string{"solve", "-h"}, []string{"fairgate solve [--] CHALLENGE DIFFICULTY"}},
 		{[]string{"sim", "-h"}, []string{"fairgate sim", "-prequeue"}},
-		{[]string{"proxy", "-h"}, []string{"fairgate proxy", "-upstream"}},
+		{[]string{"proxy", "-h"}, []string{"fairgate proxy", "-upstream", "-metrics-public"}},
 		{[]string{"proxy", "init-tables", "-h"}, []string{"fairgate proxy init-tables", "-table", "-dynamodb-endpoint"}},
 		{[]string{"demo", "-h"}, []string{"fairgate demo", "-crowd"}},
 		{[]string{"version", "-h"}, []string{"fairgate version"}},

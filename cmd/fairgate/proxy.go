@@ -26,11 +26,12 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:8000", "public address")
 	upstream := fs.String("upstream", "", "the protected site, e.g. http://127.0.0.1:8080 (required)")
 	configFile := fs.String("config", "", "gateway config, the JSON of the Caddy module (optional)")
-	adminAddr := fs.String("admin", "127.0.0.1:9180", "admin API and /metrics address (loopback only)")
+	adminAddr := fs.String("admin", "127.0.0.1:9180", "admin API and /metrics address (loopback only; both need the admin token)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_ADMIN_TOKEN"), "admin bearer token (default $FAIRGATE_ADMIN_TOKEN, else generated)")
 	state := fs.String("state", proxy.DefaultStateFile, "room-state file of a bolt state_store without path (the config's default store)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file for the public listener")
 	tlsKey := fs.String("tls-key", "", "TLS key file")
+	metricsPublic := fs.Bool("metrics-public", false, "serve /metrics on the admin listener without the admin token")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,6 +67,7 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	srv, err := proxy.NewServer(proxy.ServerConfig{
 		Upstream: up, Gateway: cfg, StatePath: *state, AdminToken: *adminToken, TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: log,
+		MetricsPublic: *metricsPublic,
 	})
 	if err != nil {
 		return err

@@ -26,3 +26,16 @@ func TestParseUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireLoopback: the admin listener (the admin API and /metrics)
+// is only ever bound to a loopback address.
+func TestRequireLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:9180": true, "[::1]:9180": true, "localhost:9180": true,
+		"0.0.0.0:9180": false, ":9180": false, "192.0.2.1:9180": false, "[::]:9180": false, "example.com:9180": false, "nope": false,
+	} {
+		if err := requireLoopback(addr); (err == nil) != ok {
+			t.Errorf("requireLoopback(%q) = %v", addr, err)
+		}
+	}
+}

@@ -5,7 +5,7 @@
   const $ = (id) => document.getElementById(id);
   const N = 120;
   const series = { admit: [], queue: [], speed: [], outcomes: {} };
-  const colours = { admit: "#2e9e5b", wait: "#1a5fd0", busy: "#9ac23c", early: "#f0a030", invalid: "#b00020", reused: "#8a4fff", closed: "#505a68", unavailable: "#000" };
+  const colours = { admit: "#2e9e5b", wait: "#1a5fd0", busy: "#9ac23c", early: "#f0a030", deferred: "#c07a00", invalid: "#b00020", reused: "#8a4fff", closed: "#505a68", unavailable: "#000" };
   let last = null;
 
   function push(arr, v) { arr.push(v); if (arr.length > N) arr.shift(); }
@@ -13,9 +13,12 @@
   function parseMetrics(text) {
     const out = { attempts: {}, admissions: 0 };
     for (const line of text.split("\n")) {
-      let m = line.match(/^fairgate_admission_attempts_total\{[^}]*outcome="([a-z_]+)"[^}]*room="sale"[^}]*\} ([0-9.e+]+)/) ||
-              line.match(/^fairgate_admission_attempts_total\{[^}]*room="sale"[^}]*outcome="([a-z_]+)"[^}]*\} ([0-9.e+]+)/);
-      if (m) out.attempts[m[1]] = Number(m[2]);
+      // The admit poll's answers by outcome, summed over their reasons.
+      let m = line.match(/^fairgate_admission_attempts_total\{([^}]*)\} ([0-9.e+]+)/);
+      if (m && m[1].includes('endpoint="admit"') && m[1].includes('room="sale"')) {
+        const outcome = (m[1].match(/outcome="([a-z_]+)"/) || [])[1];
+        if (outcome) out.attempts[outcome] = (out.attempts[outcome] || 0) + Number(m[2]);
+      }
       m = line.match(/^fairgate_admissions_total\{room="sale"\} ([0-9.e+]+)/);
       if (m) out.admissions = Number(m[1]);
     }

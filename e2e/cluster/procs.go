@@ -288,6 +288,7 @@ func (n *node) metrics(ctx context.Context, prefix string) (map[string]float64, 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.admin()+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+n.adminToken) // fairgate proxy's /metrics needs it
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return nil, err

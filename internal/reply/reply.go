@@ -114,6 +114,9 @@ func putBody(bp *[]byte) {
 // small chunks: each read of a request body may cost the server a deadline
 // reset (Caddy's idle timeout).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, dst []byte) ([]byte, error) {
+	if err := CheckLength(w, r, limit); err != nil {
+		return dst, err
+	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
 		dst = slices.Grow(dst, int(n)+1) // +1: room to see the end in the same read
@@ -132,6 +135,35 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, dst []byte) (
 			return dst, err
 		}
 	}
+}
+
+// CheckLength answers 413 and returns a *http.MaxBytesError when the
+// request declares a body over limit, before any of it is read: a client
+// that declares more than it sends would otherwise hold the handler until
+// the server's read timeout, to be told 400.
+func CheckLength(w http.ResponseWriter, r *http.Request, limit int64) error {
+	if r.ContentLength <= limit {
+		return nil
+	}
+	err := &http.MaxBytesError{Limit: limit}
+	// The body is left unread: without Connection: close, net/http would
+	// read what it can of it before sending the answer.
+	w.Header().Set("Connection", "close")
+	BodyError(w, err)
+	return err
+}
+
+// Discard reads and drops the request body, at most limit bytes; on
+// failure it has answered 413 or 400 itself.
+func Discard(w http.ResponseWriter, r *http.Request, limit int64) error {
+	if err := CheckLength(w, r, limit); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		BodyError(w, err)
+		return err
+	}
+	return nil
 }
 
 // Unmarshal is Decode for a body already read.
@@ -158,14 +190,30 @@ func decode(w http.ResponseWriter, body io.Reader, v any) error {
 // 413 if it was too large, else 400, naming an unknown field but never
 // echoing the decoder's internals.
 func BodyError(w http.ResponseWriter, err error) {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	switch BodyReason(err) {
+	case "too_large":
 		Fail(w, http.StatusRequestEntityTooLarge, Error{Code: "too_large", Message: "request body too large"})
-		return
-	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	case "unknown_field":
+		field, _ := strings.CutPrefix(err.Error(), unknownField)
 		Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "unknown field " + field})
-		return
+	default:
+		Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "request body is not valid JSON"})
 	}
-	Fail(w, http.StatusBadRequest, Error{Code: "malformed", Message: "request body is not valid JSON"})
+}
+
+// unknownField starts encoding/json's error for a field DisallowUnknownFields refuses.
+const unknownField = "json: unknown field "
+
+// BodyReason names what BodyError answers for err: too_large (413),
+// unknown_field or malformed (400), for metrics.
+func BodyReason(err error) string {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return "too_large"
+	case strings.HasPrefix(err.Error(), unknownField):
+		return "unknown_field"
+	default:
+		return "malformed"
+	}
 }

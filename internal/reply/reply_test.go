@@ -2,6 +2,8 @@ package reply
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -100,5 +102,38 @@ func TestDecode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// unread is a body that must not be read.
+type unread struct{ t *testing.T }
+
+func (u unread) Read([]byte) (int, error) {
+	u.t.Error("the body was read")
+	return 0, io.ErrUnexpectedEOF
+}
+
+// TestDeclaredLengthOverLimit: a body declared larger than the limit is
+// answered 413 before any of it is read, by every reader of bodies.
+func TestDeclaredLengthOverLimit(t *testing.T) {
+	for name, read := range map[string]func(http.ResponseWriter, *http.Request) error{
+		"Decode":   func(w http.ResponseWriter, r *http.Request) error { var v any; return Decode(w, r, 100, &v) },
+		"ReadBody": func(w http.ResponseWriter, r *http.Request) error { _, err := ReadBody(w, r, 100, nil); return err },
+		"Discard":  func(w http.ResponseWriter, r *http.Request) error { return Discard(w, r, 100) },
+	} {
+		for _, declared := range []int64{101, 999999999} {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest("POST", "/", unread{t})
+			r.ContentLength = declared
+			var tooBig *http.MaxBytesError
+			if err := read(w, r); !errors.As(err, &tooBig) || w.Code != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s, Content-Length %d: %v, answered %d %s", name, declared, err, w.Code, w.Body)
+			}
+		}
+	}
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("POST", "/", strings.NewReader("ok"))
+	if err := Discard(w, r, 2); err != nil || w.Body.Len() != 0 {
+		t.Fatalf("Discard of a body at the limit: %v, answered %d %s", err, w.Code, w.Body)
 	}
 }

@@ -303,13 +303,17 @@ type handler func(w http.ResponseWriter, r *http.Request, req request)
 // the storing of a refusal) reports the key used: a first try, the common
 // case, costs no read of it.
 func (a *API) idempotent(h handler) http.HandlerFunc {
+	const maxWriteBody = 64 << 10
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := a.svc.Now()
 		claims, ok := a.pass(w, r, now)
 		if !ok {
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+		if reply.CheckLength(w, r, maxWriteBody) != nil {
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWriteBody))
 		if err != nil {
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large", nil)
 			return

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -486,5 +488,31 @@ func TestInvalidLayouts(t *testing.T) {
 				t.Fatalf("refused event %s answers %d", ev.ID, code)
 			}
 		})
+	}
+}
+
+// TestDeclaredOversizeBodiesRefusedAtOnce: a body declared over the limit
+// is answered 413 before any of it is read, on the writes and on event
+// creation; one byte of it is sent.
+func TestDeclaredOversizeBodiesRefusedAtOnce(t *testing.T) {
+	e := newEnv(t)
+	alice, sa := e.visitor("alice")
+	for _, tc := range []struct{ path, header string }{
+		{"/api/sessions/" + sa + "/holds", PassHeader + ": " + alice},
+		{"/api/events", "Authorization: Bearer admin"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n%s\r\nContent-Type: application/json\r\nContent-Length: 999999999\r\n\r\n{", tc.path, tc.header)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounds the test: the answer comes before any more body
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Errorf("%s: no answer: %v", tc.path, err)
+		} else if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: %d, want 413", tc.path, resp.StatusCode)
+		}
+		conn.Close()
 	}
 }
