@@ -509,12 +509,14 @@ func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
 	return Place{State: PlaceUsed, By: TokenDigest(token), Pass: id.String(), At: now}, nil
 }
 
-// reused answers a place found used: the same pass again when the token
-// presented is the version that used it and its pass is still valid (the
-// answer to that attempt was lost: the ledger write timed out after it
-// landed, or the node died before it answered), token_used otherwise.
+// reused answers a place found used: the same pass again while it is
+// valid, when the token presented is the version that used it (the answer
+// to that attempt was lost: the ledger write timed out after it landed, or
+// the node died before it answered) or any token of the same login (its
+// other tabs: one place, one pass); token_used otherwise.
 func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims, now time.Time) Decision {
-	if place.By == "" || place.Pass == "" || place.By != TokenDigest(token) || !now.Before(place.At.Add(g.policy.PassTTL)) {
+	login := !strings.HasPrefix(claims.Subject, AnonymousPrefix)
+	if place.Pass == "" || (place.By != TokenDigest(token) && !login) || !now.Before(place.At.Add(g.policy.PassTTL)) {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
 	d := g.pass(room, claims, place, now)
@@ -652,10 +654,9 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
 	due := now
-	switch {
-	case slot.After(now):
+	if slot.After(now) {
 		due = slot
-	case !backdated:
+	} else if !backdated {
 		retry, ok, err := g.quota(ctx, room, now)
 		if err != nil {
 			room.RefundAdmission(now)
@@ -670,20 +671,22 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 			due, want = slot, Place{State: PlaceReserved, Slot: slot}
 		}
 	}
-	quota := want.State == PlaceUsed
-	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
-	if err != nil {
+	// An admission now holds a unit of the shared budget until the ledger
+	// records it.
+	admitting := want.State == PlaceUsed
+	undo := func() {
 		room.RefundAdmission(now)
-		if quota {
+		if admitting {
 			refundQuota(room, now)
 		}
+	}
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
+	if err != nil {
+		undo()
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
 	if !fresh { // a concurrent attempt for the place got there first
-		room.RefundAdmission(now)
-		if quota {
-			refundQuota(room, now)
-		}
+		undo()
 		if held.State == PlaceUsed {
 			return g.reused(room, held, token, claims, now)
 		}

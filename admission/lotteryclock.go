@@ -10,16 +10,20 @@ import (
 const lotteryTick = time.Second
 
 // tickLottery is the speed of a lottery room's adaptive clock for the next
-// second, for a room that judges all of its places itself (one node).
+// second.
 //
-// The room knows the key of every place presented over the last window:
-// the clock reading at which it becomes eligible (entry srv plus its
-// threshold, Presence.Keys). The clock is set to pass the keys of the
+// The room knows the key of every place presented to it over the last
+// window: the clock reading at which it becomes eligible (entry srv plus
+// its threshold, Presence.Keys). The clock is set to pass the keys of the
 // places waiting at the rate, the way fifo's counter passes ranks, instead
 // of at a speed guessed from a population count: that guess counts the
 // places already eligible but not yet judged as if they were still ahead
 // (the clock then runs too slow as the queue drains), and the Poisson
-// noise of eligibility at R/N is a tenth of the rate over 10 s.
+// noise of eligibility at R/N is a tenth of the rate over 10 s. A node
+// sharing the room with others sees its own share of the keys: population
+// is the room's, over every node, and the keys this node sees stand for
+// population over their number each (a node's visitors are a sample of
+// the room's draws).
 //
 // A place is judged only at its checkpoints, up to one spacing apart, so
 // an admission follows the passing of its key by up to that spacing. To
@@ -31,7 +35,8 @@ const lotteryTick = time.Second
 // releases the lead and no more from the keys it knows; a place not seen
 // yet (its first checkpoint still ahead) may become eligible with them, and
 // then waits for a slot in the order found. Without any key ahead it falls
-// back to the controller (Controller.Next on the population).
+// back to the controller (Controller.Next on the population and the
+// eligible rate).
 //
 // Nothing here depends on which places ask when: keys are counted once per
 // place, whatever it presents, and a place counts only once it presented a
@@ -41,7 +46,7 @@ const lotteryTick = time.Second
 // pace is the speed the wait estimate reads (View.Pace): the rate over the
 // places ahead, the speed at which a place's mean wait passes if they
 // drain at the rate; zero when no key is known ahead.
-func (r *Room) tickLottery(v *View, now time.Time) (speed, pace float64) {
+func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64) (speed, pace float64) {
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
 	if !running {
 		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
@@ -49,14 +54,18 @@ func (r *Room) tickLottery(v *View, now time.Time) (speed, pace float64) {
 	s := v.Clock.At(now)
 	passed, ahead := r.presence.Keys(now, s)
 	if len(ahead) == 0 {
-		return r.controller.Next(v.Cruise, v.Rate, r.presence.Count(now), r.eligible.Rate(now)), 0
+		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
 	}
-	pace = clamp(v.Rate/float64(len(ahead)), r.controller.MinSpeed, r.controller.MaxSpeed)
+	scale := 1.0
+	if local := float64(passed + len(ahead)); population > local {
+		scale = population / local
+	}
+	pace = clamp(v.Rate/(float64(len(ahead))*scale), r.controller.MinSpeed, r.controller.MaxSpeed)
 	// At least one place in hand, so a room admitting less than one a
 	// spacing still moves (the bucket then holds its rate).
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.spacing(now.Sub(v.Opens))).Seconds())
 	speed = r.controller.MinSpeed
-	if want := math.Round(lead - float64(passed)); want >= 1 {
+	if want := math.Round((lead - float64(passed)*scale) / scale); want >= 1 {
 		k := min(int(want), len(ahead))
 		// Just past the k-th key: the clock reads it before the second ends.
 		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)

@@ -54,24 +54,11 @@ func (m *MemoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) 
 // for the luck span.
 const fifoIssueWindow = 10 * time.Second
 
-// fifoFoundWindow is how far back a fifo room measures the rate of places
-// found eligible for a cluster's ticker (Room.EligibleRate).
-const fifoFoundWindow = 2 * time.Second
-
 // fifoGrain is the spacing of a fifo draw's checkpoints: fine, so that a
 // place is judged close to the moment the serving counter passes its key
 // and arrival order survives to admission order. The gate names only a few
 // of them to each place (see Gate.fifoNext).
 const fifoGrain = 250 * time.Millisecond
-
-// fifoDebtSpan is how fast the fifo counter makes up for ranks nobody
-// presents (places abandoned, tokens never used): a shortfall of eligible
-// places is served over about this long, on top of the target rate.
-const fifoDebtSpan = 10 * time.Second
-
-// fifoMaxCatchUp bounds the fifo counter's speed, in multiples of the
-// target rate, while it makes up a shortfall.
-const fifoMaxCatchUp = 10
 
 // fifoState is a fifo room's arrival ranking. base and zero are set by the
 // first rank taken since the room began to queue, under Room.mu, and
@@ -91,14 +78,10 @@ type fifoState struct {
 	// sharedKey is the highest key other nodes stored (View.KeyTop), as
 	// math.Float64bits.
 	sharedKey atomic.Uint64
-	found     atomic.Int64 // places found eligible since the last tick
-	recent    *Window      // places found eligible per second, lately
 	// firstLuck and lastLuck are the luck spans of the first and the
 	// latest place taken after the start (as math.Float64bits): where the
 	// keys thin out, at either end, the counter runs faster by them.
 	firstLuck, lastLuck atomic.Uint64
-	debt                float64 // ranks the counter is behind the target rate (under Room.mu)
-	lastTick            time.Time
 }
 
 // Rank gives a new place in a fifo room its arrival rank. pre marks a place
@@ -316,36 +299,68 @@ func (r *Room) fifoLimit(v *View) float64 {
 	return v.RankZero + math.Max(0, limit)*(1+1e-9) + 1e-6
 }
 
-// fifoSpeed is the speed the fifo counter is to run at from now: the
-// target rate, plus (when adaptive) what it owes for ranks passed that
-// nobody presented (the shortfall of places found eligible against the
-// target, made up over fifoDebtSpan), divided by how densely keys lie where
-// it stands (see keyDensity); and the debt after this tick. found is the
-// number of places found eligible since the last tick, or with perSecond
-// their rate. It changes nothing. Callers hold r.mu.
-func (r *Room) fifoSpeed(v *View, now time.Time, found float64, perSecond bool) (cruise, debt float64) {
-	f := r.fifo
-	dt := 0.0
-	if !f.lastTick.IsZero() && now.After(f.lastTick) {
-		dt = now.Sub(f.lastTick).Seconds()
-	}
-	if perSecond {
-		found *= dt
-	}
+// fifoSpeed is the speed the fifo counter is to run at from now. With the
+// adaptive default it passes the keys of the places presented (Presence:
+// a place counts once it claimed with its work solved, so free tokens and
+// abandoned places count nothing once their presence lapses) so that
+// about a checkpoint spacing's worth of admissions is passed and not yet
+// admitted: the counter advances with the admissions made, never ahead of
+// them, whatever the places' requests. A place passed longer ago than a
+// page told its moment takes to come is late (asleep, or gone): the
+// counter does not wait for it, and it loses only its lateness when it
+// comes (fifoFound). population is the room's waiting population over
+// every node sharing it: this node's presence sees its own share of the
+// keys, each standing for population over their number. With fixed_speed
+// it passes rate keys a second where keys are expected (see passing). It
+// changes nothing. Callers hold r.mu.
+func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
-	behind := v.RankSet && v.Clock.At(now) < r.fifoLimit(v)
-	want := v.Rate
-	if r.adaptive && running && behind {
-		debt = clamp(f.debt+v.Rate*dt-found, -v.Rate*fifoDebtSpan.Seconds(), v.Rate*fifoDebtSpan.Seconds()*fifoMaxCatchUp)
-		want = clamp(v.Rate+debt/fifoDebtSpan.Seconds(), v.Rate/2, v.Rate*fifoMaxCatchUp)
+	if !r.adaptive || !running || !v.RankSet {
+		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate)
 	}
-	return v.passing(v.Clock.At(now)-v.RankZero, want), debt
+	s := v.Clock.At(now)
+	passed, ahead := r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), s)
+	scale := 1.0
+	if local := float64(passed + len(ahead)); local > 0 && population > local {
+		scale = population / local
+	}
+	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
+	want := math.Round((lead - float64(passed)*scale) / scale)
+	if want < 1 || len(ahead) == 0 {
+		return 0
+	}
+	k := min(int(want), len(ahead))
+	// A key beyond the last rank handed out may lie behind the key of an
+	// arrival still to come (its rank, plus its luck): the counter waits
+	// for the arrivals below it, unless none came lately.
+	if r.fifo.issues.Rate(now) > 0 {
+		top := float64(max(r.fifo.top.Load(), r.fifo.shared.Load()) - v.RankBase)
+		for k > 0 && ahead[k-1] > v.RankZero+top {
+			k--
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	// Just past the k-th key (by a thousandth of a rank, so that ticks
+	// closer together than lotteryTick reach it too): the counter reads it
+	// before the tick ends.
+	return (ahead[k-1] + fifoPassBy - s) / lotteryTick.Seconds()
 }
 
+// fifoLateAfter is how long after the counter passed its key a place that
+// follows its answers has come: it comes a MinBackoff early at the latest
+// for the moment it was told, which may be a tick off, and the network
+// spreads its arrival by up to pacerSlack.
+func fifoLateAfter(p Policy) time.Duration { return lotteryTick + p.MinBackoff + pacerSlack }
+
+// fifoPassBy is how far past the last key it means to pass the fifo
+// counter aims, in ranks.
+const fifoPassBy = 1e-3
+
 // tickFIFO sets the fifo counter's speed (fifoSpeed). Callers hold r.mu.
-func (r *Room) tickFIFO(v *View, now time.Time, found float64, perSecond bool) {
-	v.Cruise, r.fifo.debt = r.fifoSpeed(v, now, found, perSecond)
-	r.fifo.lastTick = now
+func (r *Room) tickFIFO(v *View, now time.Time, population float64) {
+	v.Cruise = r.fifoSpeed(v, now, population)
 }
 
 // keyTop is the highest key handed out that this node knows of: its own,
@@ -373,20 +388,20 @@ func (r *Room) KeyTopDue(now time.Time, ahead time.Duration) bool {
 	return running && v.RankSet && v.Clock.SpeedAt(soon) == 0 && v.Clock.At(soon)-v.RankZero < r.keyTop()
 }
 
-// FIFOTickDue reports whether a tick of a fifo room, from every node's
-// rate of places found eligible, would change what its clock says: the
-// counter's speed by more than step (relative), or, while the room runs,
-// the stop the counter reaches within ahead (arrivals moved it). A node
-// ticking for a cluster stores the clock only then, as every stored
-// reading costs the clock's past a segment. False for a lottery room.
-func (r *Room) FIFOTickDue(now time.Time, eligible, step float64, ahead time.Duration) bool {
+// FIFOTickDue reports whether a tick of a fifo room, from the population
+// of every node, would change what its clock says: the counter's speed by
+// more than step (relative), or, while the room runs, the stop the counter
+// reaches within ahead (arrivals moved it). A node ticking for a cluster
+// stores the clock only then, as every stored reading costs the clock's
+// past a segment. False for a lottery room.
+func (r *Room) FIFOTickDue(now time.Time, population, step float64, ahead time.Duration) bool {
 	if r.fifo == nil {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := r.View(now)
-	if cruise, _ := r.fifoSpeed(&v, now, eligible, true); math.Abs(cruise-v.Cruise) > step*v.Cruise {
+	if cruise := r.fifoSpeed(&v, now, population); math.Abs(cruise-v.Cruise) > step*v.Cruise {
 		return true
 	}
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
@@ -463,15 +478,17 @@ func (g *Gate) fifoKey(view *View, claims *WaitClaims, v float64) float64 {
 
 // fifoNext is the checkpoint a fifo place not yet eligible is told to come
 // back at. Far from its turn it comes back every MaxBackoff; within reach it
-// comes a MinBackoff before the moment the counter, as planned now, passes
-// its key, and then at that moment: so it is judged close to when it
-// became eligible, at a few requests' cost. Every version's checkpoint is a
-// point of the draw's fine grid, and judging walks that grid, so which
-// version is presented, and how often, changes nothing (Gate.walk).
+// comes a MinBackoff before the moment the counter is expected to pass its
+// key, and then at that moment: so it is judged close to when it became
+// eligible, at a few requests' cost. It is a point of the draw's fine grid.
+// Which version is presented, and how often, changes nothing: an attempt
+// is judged at the moment the counter reached the key (fifoFound).
 func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time {
 	target := now.Add(g.policy.MaxBackoff)
 	if view.State != StatePaused {
-		if when, ok := view.fifoWhen(now, g.fifoKey(view, claims, g.codec.keys.Lottery(claims.Lot))); ok {
+		key := g.fifoKey(view, claims, g.codec.keys.Lottery(claims.Lot))
+		when, ok := view.fifoWhen(now, key)
+		if ok {
 			switch d := when.Sub(now); {
 			case d <= 2*g.policy.MinBackoff:
 				target = when
@@ -484,9 +501,8 @@ func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time
 }
 
 // fifoWhen predicts when the counter passes key: after the keys expected
-// between it and key have been served at the target rate (the counter
-// runs faster where keys are thin, see tickFIFO), or as the clock is
-// planned before the start. ok is false if it never does as things stand.
+// between it and key have been served at the target rate, or as the clock
+// is planned before the start. ok is false if it never does as things stand.
 func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	from := now
 	if v.State == StateScheduled && now.Before(v.SaleStart) {

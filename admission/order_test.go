@@ -410,4 +410,3 @@ func TestClaimReplayTakesOneRank(t *testing.T) {
 		t.Fatalf("ranks taken: %v, want 21", got)
 	}
 }
-

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -90,15 +91,22 @@ func (p *Presence) See(now time.Time, place string, key float64) {
 // s: passed is how many have a key at or below s (eligible, not yet
 // admitted), ahead the keys above it, sorted.
 func (p *Presence) Keys(now time.Time, s float64) (passed int, ahead []float64) {
+	return p.KeysFrom(now, math.Inf(-1), s)
+}
+
+// KeysFrom is Keys counting as passed only the keys above from: those the
+// clock passed since it read from.
+func (p *Presence) KeysFrom(now time.Time, from, s float64) (passed int, ahead []float64) {
 	p.mu.Lock()
 	p.rotate(now)
 	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
 	add := func(key float64) {
-		if key <= s {
+		switch {
+		case key > s:
+			ahead = append(ahead, key)
+		case key > from:
 			passed++
-			return
 		}
-		ahead = append(ahead, key)
 	}
 	for _, key := range p.cur {
 		add(key)

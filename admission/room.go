@@ -330,7 +330,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow), recent: NewWindow(fifoFoundWindow)}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
 		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
@@ -445,69 +445,51 @@ func (r *Room) SetDifficulty(bits int) error {
 // Call it about once a second; every node sharing a clock should let one
 // node tick and distribute the resulting View (see TickWith).
 //
-// In the lottery order with the adaptive clock, a room alone sets its clock
-// from the keys of the places it has seen (see tickLottery); TickWith, for
-// rooms shared by several nodes, from the population summed over the nodes.
+// In the lottery order with the adaptive clock the clock passes the keys of
+// the places seen (see tickLottery); in fifo the counter passes theirs (see
+// fifoSpeed).
 func (r *Room) Tick(now time.Time) {
-	r.mu.Lock()
-	if r.fifo != nil {
-		defer r.mu.Unlock()
-		r.fifoTick(now, float64(r.fifo.found.Swap(0)), false)
-		return
-	}
-	if r.adaptive {
-		defer r.mu.Unlock()
-		v := *r.view.Load()
-		v.Cruise, v.Pace = r.tickLottery(&v, now)
-		r.publish(&v, now)
-		return
-	}
-	r.mu.Unlock()
 	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
 }
 
 // fifoTick ticks a fifo room's counter and publishes it. Callers hold r.mu.
-func (r *Room) fifoTick(now time.Time, found float64, perSecond bool) {
-	// The fifo counter runs from the ranks and the places found eligible
+func (r *Room) fifoTick(now time.Time, population float64) {
+	// The fifo counter runs from the keys of the places presented
 	// (docs/FAIRNESS.md, "Queue orders").
 	v := r.View(now)
-	r.tickFIFO(&v, now, found, perSecond)
+	r.tickFIFO(&v, now, population)
 	v.State = r.stored
 	r.publish(&v, now)
 }
 
 // TickWith is Tick on observations made elsewhere: the population and
-// eligible rate of every node sharing the room, summed. For a fifo counter
-// eligible is every node's FoundRate, from which it makes up for ranks
-// nobody presented.
+// eligible rate of every node sharing the room, summed.
 func (r *Room) TickWith(now time.Time, population, eligible float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fifo != nil {
-		// eligible is every node's rate of places found eligible.
-		r.fifo.found.Store(0)
-		r.fifoTick(now, eligible, true)
+		r.fifoTick(now, population)
 		return
 	}
 	if !r.adaptive {
 		return
 	}
 	v := *r.view.Load()
-	v.Cruise = r.controller.Next(v.Cruise, v.Rate, population, eligible)
-	v.Pace = 0
+	v.Cruise, v.Pace = r.tickLottery(&v, now, population, eligible)
 	r.publish(&v, now)
 }
 
-// NextCruise is the speed TickWith would set from these observations, and
-// the speed now; it changes nothing.
-func (r *Room) NextCruise(population, eligible float64) (next, cur float64) {
+// NextCruise is the speed TickWith would set at now from these
+// observations, and the speed now; it changes nothing.
+func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cur float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v := r.view.Load()
+	v := *r.view.Load()
 	if !r.adaptive {
 		return v.Cruise, v.Cruise
 	}
-	return r.controller.Next(v.Cruise, v.Rate, population, eligible), v.Cruise
+	next, _ = r.tickLottery(&v, now, population, eligible)
+	return next, v.Cruise
 }
 
 // Export is the room's control state as set (a scheduled room stays
@@ -636,7 +618,7 @@ func (r *Room) publish(v *View, now time.Time) {
 // bucket's own next slot,
 // so the place must pass the pacer when it is due (PaceSlot).
 func (r *Room) ReserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
-	if r.fifo == nil && now.Sub(found) <= pacerSlack {
+	if now.Sub(found) <= pacerSlack {
 		found = now
 	}
 	return r.bucket.ReserveFor(found, now)
@@ -696,10 +678,6 @@ const budgetBacklogSpan = 2 * time.Second
 // ledger remembers it from then on).
 func (r *Room) ObserveEligible(now time.Time) {
 	r.eligible.Add(now, 1)
-	if r.fifo != nil {
-		r.fifo.found.Add(1)
-		r.fifo.recent.Add(now, 1)
-	}
 }
 
 // Population is the estimated number of visitors waiting: the distinct
@@ -745,17 +723,6 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 		d += v.SaleStart.Sub(now)
 	}
 	return d, true
-}
-
-// FoundRate is the rate of places found eligible in a fifo room over the
-// last fifoFoundWindow (0 in a lottery room): a cluster's ticker makes up
-// for ranks nobody presents from every node's, and EligibleRate's longer
-// window lags behind the counter.
-func (r *Room) FoundRate(now time.Time) float64 {
-	if r.fifo == nil {
-		return 0
-	}
-	return r.fifo.recent.Rate(now)
 }
 
 // Burst is the most admissions the bucket allows at once.

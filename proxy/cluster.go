@@ -499,7 +499,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	until := now.Add(3 * tickEvery)
 	lanes := sh.lanes()
 	fifo := sh.Room.View(now).Order == admission.OrderFIFO
-	type sums struct{ population, eligible, found float64 }
+	type sums struct{ population, eligible float64 }
 	total := make([]sums, len(lanes))
 	mine, nodes := 0.0, 0
 	for i, l := range lanes {
@@ -518,15 +518,6 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		e, _, err := cl.store.Population(ctx, laneKey(cl.key, l.name, "eligible"), now)
 		if err != nil {
 			return err
-		}
-		if fifo {
-			// The fifo counter's shortfall, from every node's recent finds.
-			if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, l.name, "found"), cl.set.Node, l.room.FoundRate(now), until); err != nil {
-				return err
-			}
-			if total[i].found, _, err = cl.store.Population(ctx, laneKey(cl.key, l.name, "found"), now); err != nil {
-				return err
-			}
 		}
 		total[i].population, total[i].eligible = p, e
 		nodes = max(nodes, n)
@@ -579,10 +570,10 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
 				if fifo {
-					moved = moved || l.room.FIFOTickDue(now, total[i].found, minCruiseStep, 2*tickEvery)
+					moved = moved || l.room.FIFOTickDue(now, total[i].population, minCruiseStep, 2*tickEvery)
 					continue
 				}
-				next, cur := l.room.NextCruise(total[i].population, total[i].eligible)
+				next, cur := l.room.NextCruise(now, total[i].population, total[i].eligible)
 				moved = moved || math.Abs(next-cur) > minCruiseStep*cur
 			}
 		}
@@ -596,10 +587,6 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		}
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
-				if fifo {
-					l.room.TickWith(now, total[i].population, total[i].found)
-					continue
-				}
 				l.room.TickWith(now, total[i].population, total[i].eligible)
 			}
 		}

@@ -890,7 +890,7 @@ func TestClusterFixedSpeedFromOneNodeHoldsOnAll(t *testing.T) {
 	}
 	pollAll(t, nodes, clock.Now())
 	for i, n := range nodes {
-		if next, cur := n.sh.Room.NextCruise(10000, 0); next != cur {
+		if next, cur := n.sh.Room.NextCruise(clock.Now(), 10000, 0); next != cur {
 			t.Fatalf("node %d still runs its controller (next %v, now %v) after the cluster was set to fixed_speed", i, next, cur)
 		}
 	}

@@ -257,19 +257,39 @@ func (res *results) fifo(vs []*visitor) {
 }
 
 // windows counts admissions in each 10 s window after the start, and the
-// places waiting at its start.
+// places waiting at its start. A login is one place, however many tabs or
+// twins took tokens for it: its entry is its first token, its admission
+// its first pass.
 func (res *results) windows(vs []*visitor) {
-	var places, asking []place
+	byLogin := map[string]*place{}
+	asks := map[string]bool{}
+	var logins []string
 	var last time.Time
 	for _, v := range vs {
+		lp, ok := byLogin[v.Login]
+		if !ok {
+			lp = &place{}
+			byLogin[v.Login] = lp
+			logins = append(logins, v.Login)
+		}
 		for _, p := range tabPlaces(v) {
-			places = append(places, p)
-			if v.followsPage() {
-				asking = append(asking, p)
+			if lp.took.IsZero() || (!p.took.IsZero() && p.took.Before(lp.took)) {
+				lp.took = p.took
+			}
+			if !p.admitted.IsZero() && (lp.admitted.IsZero() || p.admitted.Before(lp.admitted)) {
+				lp.admitted = p.admitted
 			}
 			if p.admitted.After(last) {
 				last = p.admitted
 			}
+		}
+		asks[v.Login] = asks[v.Login] || v.followsPage()
+	}
+	var places, asking []place
+	for _, l := range logins {
+		places = append(places, *byLogin[l])
+		if asks[l] {
+			asking = append(asking, *byLogin[l])
 		}
 	}
 	need := int(math.Ceil(res.Config.Rate * windowLength.Seconds()))

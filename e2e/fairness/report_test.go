@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -98,8 +99,8 @@ func TestRateWindowsCountPageFollowers(t *testing.T) {
 		} else {
 			in = 25
 		}
-		vs = append(vs, admittedVisitor("h", "h", honest, -1, -1, in))
-		vs = append(vs, admittedVisitor("s", "s", slowPoll, 0, -1, -1))
+		vs = append(vs, admittedVisitor("h", fmt.Sprint("h", i), honest, -1, -1, in))
+		vs = append(vs, admittedVisitor("s", fmt.Sprint("s", i), slowPoll, 0, -1, -1))
 	}
 	res := &results{Config: config{Rate: 3, SaleStart: t0}}
 	res.windows(vs)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/fairgate/fairgate/e2e/internal/drive"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
@@ -66,14 +68,15 @@ type visitor struct {
 	Strategy string    `json:"strategy"`
 	Pair     int       `json:"pair"` // -1 for a visitor without a twin
 	Planned  time.Time `json:"planned"`
-	Took     time.Time `json:"took"` // the first token's answer
-	PreQueue bool      `json:"pre_queue"`
+	Took     time.Time `json:"took"`      // the first token's answer
+	PreQueue bool      `json:"pre_queue"` // arrived before the start (fifo: claimed before it)
 	Lottery  float64   `json:"lottery"`
 	Admitted time.Time `json:"admitted,omitzero"` // the first pass
 	Passes   []string  `json:"passes"`            // distinct pass ids
 	Events   []event   `json:"events"`
 
-	mu sync.Mutex
+	mu         sync.Mutex
+	claimKnown bool
 }
 
 func (v *visitor) record(e event) {
@@ -96,6 +99,17 @@ func (v *visitor) record(e event) {
 		}
 	}
 	v.Passes = append(v.Passes, id)
+}
+
+// claimed records where the login's place was claimed, once: in a fifo
+// room the claim, not the token, is the entry, so a place is in the
+// pre-queue when it claimed before the start.
+func (v *visitor) claimed(pos int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.claimKnown {
+		v.claimKnown, v.PreQueue = true, pos < 0
+	}
 }
 
 func (v *visitor) tookAt(t time.Time) {
@@ -291,8 +305,25 @@ func (t *tab) record(e event, a waiting.Answer) {
 		if e.Path == "/token" {
 			t.v.tookAt(e.At)
 		}
+		if pos := claimedRank(a.Token); pos != 0 {
+			t.v.claimed(pos)
+		}
 	}
 	t.v.record(e)
+}
+
+// claimedRank is a fifo token's pos (its rank plus one, negative in the
+// pre-queue), 0 before the claim, in a lottery room, or if the token does
+// not parse: read unverified, the probe only counts.
+func claimedRank(token string) int64 {
+	var c struct {
+		jwt.RegisteredClaims
+		Pos int64 `json:"pos"`
+	}
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
+		return 0
+	}
+	return c.Pos
 }
 
 // replayer is the replay strategy: every version of its token it ever
