@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/fairgate/fairgate/e2e/internal/pass"
 )
 
 // Targets (-check).
@@ -259,7 +261,8 @@ func (res *results) fifo(vs []*visitor) {
 // windows counts admissions in each 10 s window after the start, and the
 // places waiting at its start. A login is one place, however many tabs or
 // twins took tokens for it: its entry is its first token, its admission
-// its first pass.
+// the second its pass was decided (the pass's iat: the room's own clock,
+// which a loaded client's reading of its answers does not bunch).
 func (res *results) windows(vs []*visitor) {
 	byLogin := map[string]*place{}
 	asks := map[string]bool{}
@@ -276,11 +279,18 @@ func (res *results) windows(vs []*visitor) {
 			if lp.took.IsZero() || (!p.took.IsZero() && p.took.Before(lp.took)) {
 				lp.took = p.took
 			}
-			if !p.admitted.IsZero() && (lp.admitted.IsZero() || p.admitted.Before(lp.admitted)) {
-				lp.admitted = p.admitted
+		}
+		for _, e := range v.Events {
+			iat := pass.IssuedAt(e.Pass)
+			if e.Pass == "" || iat == 0 {
+				continue
 			}
-			if p.admitted.After(last) {
-				last = p.admitted
+			at := time.Unix(iat, 0)
+			if lp.admitted.IsZero() || at.Before(lp.admitted) {
+				lp.admitted = at
+			}
+			if at.After(last) {
+				last = at
 			}
 		}
 		asks[v.Login] = asks[v.Login] || v.followsPage()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"testing"
 	"time"
@@ -17,9 +18,15 @@ func admittedVisitor(id, login, strategy string, pair int, took, in float64) *vi
 	v.record(event{Path: "/token", Status: 200, At: at(took)})
 	v.tookAt(at(took))
 	if in >= 0 {
-		v.record(event{Path: "/admit", Status: 200, At: at(in), Pass: id})
+		v.record(event{Path: "/admit", Status: 200, At: at(in), Pass: fakePass(id, at(in))})
 	}
 	return v
+}
+
+// fakePass is an unsigned pass with the claims the probe reads.
+func fakePass(id string, iat time.Time) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"HS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"jti":%q,"iat":%d}`, id, iat.Unix()))) + ".sig"
 }
 
 func TestTwinTable(t *testing.T) {
