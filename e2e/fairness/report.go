@@ -362,8 +362,11 @@ func (res *results) judge() {
 	add("slots lost", res.SlotsLost == 0, "%d", res.SlotsLost)
 	add("passes per login", len(res.LoginsOverOne) == 0, "%d logins with more than one pass", len(res.LoginsOverOne))
 	for _, b := range res.Fifo {
-		ok := b.Pairs > 0 && math.Abs(b.P-b.Rule) <= fifoTolerance
-		add("fifo P at Δ≈"+b.Name, ok, "P %.3f (±%.3f, %d pairs) against the rule %.3f", b.P, b.SE, b.Pairs, b.Rule)
+		// A small run's few pairs cannot measure P to ±0.05: it is held
+		// to three standard errors where they are wider.
+		tol := math.Max(fifoTolerance, 3*b.SE)
+		ok := b.Pairs > 0 && math.Abs(b.P-b.Rule) <= tol
+		add("fifo P at Δ≈"+b.Name, ok, "P %.3f (±%.3f, %d pairs) against the rule %.3f ± %.3f", b.P, b.SE, b.Pairs, b.Rule, tol)
 	}
 	if res.Config.Order == "fifo" {
 		add("fifo post-start before pre-queue", res.PostBeforePre == 0, "%d", res.PostBeforePre)
