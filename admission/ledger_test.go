@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// TestRefusalsGrowLedgerMemory: a visitor the admission hook turns away
+// TestRefusalsKeepLedgerMemoryBounded: a visitor the admission hook turns away
 // over and over holds and releases their place on every attempt; the
 // ledger's memory must stay bounded by what it holds, not grow with the
 // attempts until the records would have expired.
-func TestRefusalsGrowLedgerMemory(t *testing.T) {
+func TestRefusalsKeepLedgerMemoryBounded(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1_900_000_000, 0)
 	l := NewMemoryLedger(100, func() time.Time { return now })

@@ -342,13 +342,11 @@ func checkRateHeld(t *testing.T, vs []fifoVisitor, rate, tolerance float64) {
 	}
 }
 
-// TestFreeTokensTakeNoRanks is the attack "free tokens slow fifo": 2,000
-// tokens taken over 5 s and never presented used to take 2,000 ranks the
-// counter had to pass (200 s at 10/s), raising the next 100 visitors'
-// median wait from 2.1 s to 62 s. A rank is now taken at a place's first
-// judged attempt with its work solved, so the next visitors wait as long as
-// without them (within a second: the free tokens consume the seeded
-// draws, so the two runs' visitors draw differently).
+// TestFreeTokensTakeNoRanks: 2,000 tokens taken over 5 s and never
+// presented take no ranks the counter must pass: a rank is taken at a
+// place's first judged attempt with its work solved, so the next 100
+// visitors wait as long as without them (within a second: the free tokens
+// consume the seeded draws, so the two runs' visitors draw differently).
 func TestFreeTokensTakeNoRanks(t *testing.T) {
 	wait := func(free int) time.Duration {
 		g := testGate(t, 1000)

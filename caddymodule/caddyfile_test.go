@@ -107,8 +107,8 @@ func TestCaddyfileErrors(t *testing.T) {
 	}
 }
 
-// TestCaddyfileMistakes guards finding 4 of issue 14: each mistake is
-// refused at adapt time with a message naming the option, with file and line.
+// TestCaddyfileMistakes: each mistake is refused at adapt time with a
+// message naming the option, with file and line.
 func TestCaddyfileMistakes(t *testing.T) {
 	for _, tc := range []struct{ name, block, want, at string }{
 		{"state typo", "state queu", `state: unknown room state "queu"`, "at Caddyfile:3"},
@@ -140,8 +140,8 @@ func TestCaddyfileMistakes(t *testing.T) {
 	}
 }
 
-// TestCaddyfileMatcher guards finding 3 of issue 14: a matcher on the
-// directive gives the room's endpoints a route of their own.
+// TestCaddyfileMatcher: a matcher on the directive gives the room's
+// endpoints a route of their own.
 func TestCaddyfileMatcher(t *testing.T) {
 	out, err := adaptText("http://localhost {\n\twaiting_room /a/* roomA {\n\t\tprefix /_queue\n\t}\n\trespond ok\n}\n")
 	if err != nil || !strings.Contains(string(out), `"path":["/_queue/*"]`) || !strings.Contains(string(out), `"path":["/a/*"]`) {

@@ -39,8 +39,8 @@ func init() { caddy.RegisterModule(recorder{}) }
 
 var _ caddyevents.Handler = recorder{}
 
-// TestEvents guards finding 5 of issue 14: state changes (admin API and
-// config) and admissions go through Caddy's events app.
+// TestEvents: state changes (admin API and config) and admissions go through
+// Caddy's events app.
 func TestEvents(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))

@@ -53,10 +53,10 @@ func roomFigures(t *testing.T, c call) string {
 	return strings.Join(settings, " ") + " | " + strings.Join(gauges, " ")
 }
 
-// TestRejectedReloadChangesNothing guards finding 1 of issue 14: a config
-// Caddy rejects — a bad bypass regexp in the room, a bad module elsewhere,
-// an app that cannot start — leaves the room, the admin API and the
-// metrics exactly as they were, and the good reload after it applies.
+// TestRejectedReloadChangesNothing: a config Caddy rejects — a bad bypass
+// regexp in the room, a bad module elsewhere, an app that cannot start —
+// leaves the room, the admin API and the metrics exactly as they were, and
+// the good reload after it applies.
 func TestRejectedReloadChangesNothing(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -123,10 +123,10 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	}
 }
 
-// TestMatcherKeepsEndpointsReachable guards finding 3 of issue 14: with a
-// matcher on the directive, or the directive inside a handle or route
-// block, the waiting page's calls to the room's endpoints reach the room,
-// or the config is refused with a message naming prefix.
+// TestMatcherKeepsEndpointsReachable: with a matcher on the directive, or
+// the directive inside a handle or route block, the waiting page's calls to
+// the room's endpoints reach the room, or the config is refused with a
+// message naming prefix.
 func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -201,8 +201,7 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 	}
 }
 
-// TestKeysFromUnset guards finding 4 of issue 14: keys_from naming an unset
-// variable says so.
+// TestKeysFromUnset: keys_from naming an unset variable says so.
 func TestKeysFromUnset(t *testing.T) {
 	h := &Handler{KeysFrom: "{env.FAIRGATE_SURELY_UNSET}"}
 	_, err := h.resolvedConfig()
@@ -211,9 +210,9 @@ func TestKeysFromUnset(t *testing.T) {
 	}
 }
 
-// TestCaddyConventions guards finding 5 of issue 14: the client address is
-// Caddy's (its trusted_proxies), the return URL is the request as it
-// arrived (before rewrite), and the hook URL takes request placeholders.
+// TestCaddyConventions: the client address is Caddy's (its trusted_proxies),
+// the return URL is the request as it arrived (before rewrite), and the hook
+// URL takes request placeholders.
 func TestCaddyConventions(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -270,9 +269,8 @@ func TestCaddyConventions(t *testing.T) {
 	}
 }
 
-// TestKeyFileReload guards finding 6 of issue 14: a forced reload re-reads a
-// keys_from file; a key added to it signs from then on, and a pass signed
-// by the old key stays valid.
+// TestKeyFileReload: a forced reload re-reads a keys_from file; a key added
+// to it signs from then on, and a pass signed by the old key stays valid.
 func TestKeyFileReload(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "origin")

@@ -32,11 +32,10 @@ func exampleSite(origin string) string {
 `, strings.TrimPrefix(origin, "http://")))
 }
 
-// TestFindingBypassRulesReachProtectedPagesUnderCaddy is issue 10, findings
-// 1 and 7, through Caddy in process: `curl --path-as-is` style paths never
-// reach the protected page, and a forged pass header in either spelling
-// never reaches the origin.
-func TestFindingBypassRulesReachProtectedPagesUnderCaddy(t *testing.T) {
+// TestBypassRulesNeverReachProtectedPagesUnderCaddy, through Caddy in
+// process: `curl --path-as-is` style paths never reach the protected page,
+// and a forged pass header in either spelling never reaches the origin.
+func TestBypassRulesNeverReachProtectedPagesUnderCaddy(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(pathtest.Origin())
 	defer origin.Close()

@@ -108,8 +108,7 @@ http://localhost:HTTP_PORT {
 
 // TestReloadAppliesStateStoreSettings: a reload that changes only how the
 // room uses its store (on_unavailable, node) takes effect, and the room
-// keeps its stored state. The room used to be pooled by the store alone,
-// so the settings it was created with stayed until Caddy restarted.
+// keeps its stored state: the settings take effect without a Caddy restart.
 func TestReloadAppliesStateStoreSettings(t *testing.T) {
 	t.Setenv("FAIRGATE_IT_KEYS", testKeysJSON)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "origin") }))

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// TestOperatorGuard guards finding 7 of issue 14: the operator page and API
-// answer only a loopback client holding the token printed at start.
+// TestOperatorGuard: the operator page and API answer only a loopback client
+// holding the token printed at start.
 func TestOperatorGuard(t *testing.T) {
 	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"room":"sale"}`)
@@ -51,8 +51,8 @@ func TestOperatorGuard(t *testing.T) {
 	}
 }
 
-// TestRunRefusesTakenPort guards finding 7 of issue 14: a second demo on the
-// same port fails clearly instead of sharing it.
+// TestRunRefusesTakenPort: a second demo on the same port fails clearly
+// instead of sharing it.
 func TestRunRefusesTakenPort(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

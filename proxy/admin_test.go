@@ -44,7 +44,7 @@ func TestAdminAPI(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"state":"paused"`) || !strings.Contains(body, `"rate":3`) || !strings.Contains(body, `"difficulty":10`) {
 		t.Fatalf("change: %d %s", code, body)
 	}
-	// A live change is what the GET shows, burst included (finding 5 of issue 14).
+	// A live change is what the GET shows, burst included.
 	if code, body := call("POST", "/rooms/sale", `{"burst":7}`, "s3cret"); code != 200 || !strings.Contains(body, `"burst":7`) {
 		t.Fatalf("burst change: %d %s", code, body)
 	}

@@ -57,7 +57,7 @@ func benchGateway(b *testing.B, cfg Config) (*Gateway, *fakeClock) {
 	return gw, clock
 }
 
-// The admit poll is what a million waiting visitors cost (issue 9, "Cost"):
+// The admit poll is what a million waiting visitors cost:
 // these benchmarks run the token and admit endpoints through the gateway's
 // real handler, as a browser calls them, with a realistic request (cookies,
 // Accept-Language, a user agent) and the default difficulty.

@@ -70,7 +70,7 @@ func TestCache(t *testing.T) {
 		t.Fatalf("refresh reads: %d", n)
 	}
 	// Upstream 429 with Retry-After on a path that is not cached: never
-	// kept, every request asks the upstream (issue 10, finding 2).
+	// kept, every request asks the upstream.
 	status.Store(429)
 	before := reads.Load()
 	for range 3 {
@@ -149,5 +149,106 @@ func TestCacheStoresOnlySharedAnswers(t *testing.T) {
 	defer mu.Unlock()
 	if !maps.Equal(reads, want) {
 		t.Fatalf("upstream reads %v, want %v", reads, want)
+	}
+}
+
+// TestCacheKeepsOnlySharedUpstream429s: an upstream 429 is kept only on
+// configured cache paths, only when it is not one visitor's answer, and no
+// longer than max_retry_after.
+func TestCacheKeepsOnlySharedUpstream429s(t *testing.T) {
+	var reads atomic.Int32
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		switch {
+		case r.URL.Path == "/feed" && r.Header.Get("Cookie") != "":
+			// This visitor is rate limited by the origin.
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/api/sections/personal":
+			w.Header().Set("Retry-After", "30")
+			w.Header().Set("Set-Cookie", "strikes=1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/api/sections/overloaded":
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	})
+	e := newEnv(t, Config{Room: "sale", State: "open", Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	if resp, _ := e.do("GET", "/feed", "", "Cookie", "user=mallory"); resp.StatusCode != 429 {
+		t.Fatalf("the limited visitor: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do("GET", "/feed", ""); resp.StatusCode != 200 {
+		t.Fatalf("the next visitor got the first one's 429: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	// A 429 that sets a cookie is one visitor's, even on a cache path.
+	before := reads.Load()
+	for range 2 {
+		if resp, _ := e.do("GET", "/api/sections/personal", ""); resp.StatusCode != 429 || resp.Header.Get("Set-Cookie") == "" {
+			t.Fatalf("personal 429: %d %v", resp.StatusCode, resp.Header)
+		}
+	}
+	if n := reads.Load() - before; n != 2 {
+		t.Fatalf("a cookie-setting 429 was served from memory: %d upstream reads for 2 requests", n)
+	}
+
+	// An anonymous 503 on a cache path is kept, for max_retry_after (10s by
+	// default) rather than the hour the upstream asked for.
+	before = reads.Load()
+	resp, _ := e.do("GET", "/api/sections/overloaded", "")
+	resp2, _ := e.do("GET", "/api/sections/overloaded", "")
+	if resp.StatusCode != 503 || resp2.StatusCode != 503 || reads.Load()-before != 1 {
+		t.Fatalf("overloaded: %d %d, %d reads", resp.StatusCode, resp2.StatusCode, reads.Load()-before)
+	}
+	if ra := resp2.Header.Get("Retry-After"); ra != "10" {
+		t.Fatalf("Retry-After from memory %q, want 10", ra)
+	}
+	e.clock.Add(11 * time.Second)
+	e.do("GET", "/api/sections/overloaded", "")
+	if n := reads.Load() - before; n != 2 {
+		t.Fatalf("the 503 outlived max_retry_after: %d reads", n)
+	}
+}
+
+// TestCacheFillCarriesNoCredentials: an origin that personalises by cookie
+// and still says `public` serves every visitor the anonymous answer, the
+// fill carries no credentials, and an answer that sets a cookie is never
+// stored.
+func TestCacheFillCarriesNoCredentials(t *testing.T) {
+	var reads atomic.Int32
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := reads.Add(1)
+		for name := range r.Header {
+			if strings.Contains(strings.ToLower(name), "fairgate") || name == "Cookie" || name == "Authorization" {
+				t.Errorf("a cache fill carried %s: %q", name, r.Header[name])
+			}
+		}
+		if r.URL.Path == "/api/sections/session" {
+			w.Header().Set("Set-Cookie", fmt.Sprintf("sid=%d", n))
+		}
+		w.Header().Set("Cache-Control", "public, s-maxage=60")
+		user := "anonymous"
+		if c, err := r.Cookie("user"); err == nil {
+			user = c.Value
+		}
+		fmt.Fprintf(w, "hello %s", user)
+	})
+	e := newEnv(t, Config{Room: "sale", State: "open", Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	for _, who := range []string{"alice", "bob"} {
+		_, body := e.do("GET", "/api/sections/A", "", "Cookie", "user="+who, "Fairgate_Pass", "x", "Proxy-Authorization", "Basic eA==")
+		if string(body) != "hello anonymous" {
+			t.Fatalf("%s was served %q", who, body)
+		}
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("%d upstream reads, want 1", n)
+	}
+	first, _ := e.do("GET", "/api/sections/session", "")
+	second, _ := e.do("GET", "/api/sections/session", "")
+	if first.Header.Get("Set-Cookie") == second.Header.Get("Set-Cookie") || reads.Load() != 3 {
+		t.Fatalf("a cookie-setting answer was stored: %q %q, %d reads",
+			first.Header.Get("Set-Cookie"), second.Header.Get("Set-Cookie"), reads.Load())
 	}
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/fairgate/fairgate/admission"
 )
 
-// The regression tests of issue 9, each named after the attack it guards,
-// through the gateway's HTTP handler with the injected clock.
+// Fairness invariants of the checkpoint protocol, each named after what
+// must hold against one strategy, through the gateway's HTTP handler with
+// the injected clock.
 
 // tab is one visitor's browser: its own cookies, the same gateway.
 type tab struct {
@@ -84,10 +85,10 @@ func (e *env) claims(token string) *admission.WaitClaims {
 	return c
 }
 
-// TestOnePlaceGivesTwoPasses: take T0, attempt early, keep the versions the
+// TestOnePlaceGivesOnePass: take T0, attempt early, keep the versions the
 // gate re-signs, get T0 admitted; after T0's expiry and the leeway a later
 // version of the same place must not be admitted again.
-func TestOnePlaceGivesTwoPasses(t *testing.T) {
+func TestOnePlaceGivesOnePass(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(24 * time.Hour), FixedSpeed: true}, nil)
 	tb := e.newTab()
 	t0 := tb.token()
@@ -143,10 +144,10 @@ func TestOnePlaceGivesTwoPasses(t *testing.T) {
 	}
 }
 
-// TestFastRetryWinsWhileBucketEmpty: while the bucket binds, eligible
+// TestFastRetryGainsNothingWhileBucketEmpty: while the bucket binds, eligible
 // places are served in the order they became eligible; retrying every
 // 100 ms gets nobody in before their slot.
-func TestFastRetryWinsWhileBucketEmpty(t *testing.T) {
+func TestFastRetryGainsNothingWhileBucketEmpty(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 1, Burst: 1}, nil)
 	first, honest, fast := e.newTab(), e.newTab(), e.newTab()
 	if status, _ := first.admit(first.token()); status != 200 {
@@ -180,10 +181,10 @@ func TestFastRetryWinsWhileBucketEmpty(t *testing.T) {
 	}
 }
 
-// TestRefusedAdmissionSpendsRate: a visitor the admission hook turns away
+// TestRefusedAdmissionSpendsNoRate: a visitor the admission hook turns away
 // (they already hold a seat session) re-sends an eligible token every 20 ms;
 // honest visitors are still admitted at the room's rate.
-func TestRefusedAdmissionSpendsRate(t *testing.T) {
+func TestRefusedAdmissionSpendsNoRate(t *testing.T) {
 	var refused string
 	hook := hookServer(t, func(r *http.Request) bool {
 		var pc admission.PassClaims
@@ -238,9 +239,9 @@ func TestRefusedAdmissionSpendsRate(t *testing.T) {
 	}
 }
 
-// TestFreeTokensSlowEveryone: taking tokens costs nothing, so it must not
+// TestFreeTokensMoveNoEstimate: taking tokens costs nothing, so it must not
 // move the population estimate or the clock.
-func TestFreeTokensSlowEveryone(t *testing.T) {
+func TestFreeTokensMoveNoEstimate(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "queue"}, nil)
 	room := e.gw.Room().Room
 	speed := room.View(e.clock.Now()).Cruise
@@ -264,9 +265,9 @@ func TestFreeTokensSlowEveryone(t *testing.T) {
 	}
 }
 
-// TestTabsAreExtraLotteryTickets: with identity configured, every token a
+// TestTabsShareOneDraw: with identity configured, every token a
 // subject takes in a room carries the same draw.
-func TestTabsAreExtraLotteryTickets(t *testing.T) {
+func TestTabsShareOneDraw(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
 	e := newEnv(t, Config{Room: "sale", State: "queue", Identity: &Identity{
 		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
@@ -288,9 +289,9 @@ func TestTabsAreExtraLotteryTickets(t *testing.T) {
 	}
 }
 
-// TestPausedRoomLosesPlaces: a page following every answer through an
+// TestPauseKeepsPlaces: a page following every answer through an
 // hour-long pause keeps its token, and its place, to the end.
-func TestPausedRoomLosesPlaces(t *testing.T) {
+func TestPauseKeepsPlaces(t *testing.T) {
 	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Minute), FixedSpeed: true}, nil)
 	tb := e.newTab()
 	tk := tb.token()

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeClock is the injected clock of the tests.
@@ -249,4 +248,11 @@ func (e *env) admitted(header ...string) admitResponse {
 	}
 	e.t.Fatal("never admitted")
 	return admitResponse{}
+}
+
+func (e *env) setState(state string) {
+	e.t.Helper()
+	if err := e.gw.Room().Apply(RoomChange{State: &state}, e.clock.Now()); err != nil {
+		e.t.Fatal(err)
+	}
 }

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"time"
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestMetricsRegistered(t *testing.T) {
@@ -145,5 +146,36 @@ func TestEveryAnswerCountedByReason(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(e.gw.metrics.admissions); n != 0 {
 		t.Errorf("admissions_total %v after the hook refused the only admission", n)
+	}
+}
+
+// TestHeldAndWaitMetrics: answers given instead of the site are counted by
+// kind, and admission records the time since entry.
+func TestHeldAndWaitMetrics(t *testing.T) {
+	e := newEnv(t, Config{Room: "sale", Tau: Duration(10 * time.Second), FixedSpeed: true}, nil)
+	e.do("GET", "/shop", "", "Accept", "text/html")
+	e.do("GET", "/shop", "", "Accept", "application/json")
+	e.do("GET", "/shop", "", "Accept", "application/json")
+	start := e.clock.Now()
+	e.admitted()
+	waited := e.clock.Now().Sub(start).Seconds()
+	if err := e.gw.Room().Room.SetState("closed", time.Time{}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.client.Jar = nil // a visitor without the pass
+	e.do("GET", "/shop", "", "Accept", "text/html")
+	held := e.gw.metrics.held
+	for answer, want := range map[string]float64{"waiting_page": 1, "waiting_json": 2, "closed": 1} {
+		if got := testutil.ToFloat64(held.WithLabelValues(answer)); got != want {
+			t.Errorf("held_requests_total{answer=%q} = %v, want %v", answer, got, want)
+		}
+	}
+	var m dto.Metric
+	if err := e.gw.metrics.waited.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	h := m.GetHistogram()
+	if h.GetSampleCount() != 1 || h.GetSampleSum() < waited-1 || h.GetSampleSum() > waited+1 {
+		t.Fatalf("wait_seconds: %d samples, sum %v; the visitor waited %v s", h.GetSampleCount(), h.GetSampleSum(), waited)
 	}
 }

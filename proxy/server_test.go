@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -143,7 +144,7 @@ func TestServerConfigErrors(t *testing.T) {
 	if _, err := NewServer(ServerConfig{Upstream: &url.URL{Path: "x"}, AdminToken: "t"}); err == nil {
 		t.Error("relative upstream accepted")
 	}
-	// Issue 14, finding 9: `proxy --upstream ftp://x` must not start.
+	// `proxy --upstream ftp://x` must not start.
 	if _, err := NewServer(ServerConfig{Upstream: &url.URL{Scheme: "ftp", Host: "x"}, AdminToken: "t"}); err == nil || !strings.Contains(err.Error(), "http:// or https://") {
 		t.Errorf("ftp upstream: %v", err)
 	}
@@ -211,5 +212,43 @@ func TestServerRefusesDeclaredOversizeBodies(t *testing.T) {
 			}
 			conn.Close()
 		}
+	}
+}
+
+// TestServerCutsOffSlowBodies, through `fairgate proxy`: a POST trickled
+// after its headers loses its connection at the read timeout, and the
+// origin's read of it ends too.
+func TestServerCutsOffSlowBodies(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	bodyDone := make(chan error, 1)
+	origin := startOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		bodyDone <- err
+	}))
+	u, _ := url.Parse(origin)
+	public, _, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", ReadTimeout: limit,
+		Gateway: Config{Room: "sale", State: "open", Keys: testKeys}})
+	defer stop()
+	conn, err := net.Dial("tcp", public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nthe first bytes")
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds the test; the server must hang up first
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("the proxy held the slow client's connection: %v", err)
+	}
+	if held := time.Since(start); held < limit/2 {
+		t.Fatalf("cut off after %v, long before the %v timeout", held, limit)
+	}
+	select {
+	case err := <-bodyDone:
+		if err == nil {
+			t.Fatal("the origin read a whole body that was never sent")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the origin is still reading the slow body")
 	}
 }

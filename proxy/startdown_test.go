@@ -179,10 +179,10 @@ func dynamoServerConfig(t *testing.T, endpoint, table string) ServerConfig {
 	}}
 }
 
-// `fairgate proxy` starts while DynamoDB does not answer (it used to exit:
-// here every connection to its endpoint is reset),
-// serves unjoined, and joins once DynamoDB answers, without a restart. A
-// config no store could take still fails the start.
+// `fairgate proxy` starts while DynamoDB does not answer (here every
+// connection to its endpoint is reset), serves unjoined, and joins once
+// DynamoDB answers, without a restart. A config no store could take still
+// fails the start.
 func TestServerStartsWithoutItsStore(t *testing.T) {
 	link := testhttp.NewLink(t)
 	table := fmt.Sprintf("cold_%d", rand.Int64())

@@ -68,8 +68,8 @@ func TestBestTogether(t *testing.T) {
 	}
 }
 
-// TestDecidedAfterDeadline is issue 12 finding 6: a write whose seats
-// lapsed because the session's deadline passed while it was decided is 410.
+// TestDecidedAfterDeadline: a write whose seats lapsed because the session's
+// deadline passed while it was decided is 410.
 func TestDecidedAfterDeadline(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := now

@@ -284,11 +284,9 @@ func TestSkipEarlyRepeats(t *testing.T) {
 }
 
 // TestLotteryRateHeld: in the lottery order (the default) with the adaptive
-// clock, the admission rate holds within 5% of the target in every
-// 10-second window while anyone is waiting, the pre-queue's start and the
-// queue's drain included (issue 9, item 5). Before the clock passed the
-// keys of the places it knows, the drain fell to 60% and the last windows
-// to a few percent.
+// clock, the admission rate holds within 5% of the target in every 10-second
+// window while anyone is waiting, the pre-queue's start and the queue's
+// drain included.
 func TestLotteryRateHeld(t *testing.T) {
 	// Arrivals (13/s) outpace admissions, then stop: the queue grows for
 	// 90 s and drains for about two minutes.

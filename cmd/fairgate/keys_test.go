@@ -11,9 +11,8 @@ import (
 	"github.com/fairgate/fairgate/admission"
 )
 
-// TestKeysAdd guards finding 6 of issue 14: `fairgate keys add` adds a key
-// to a ring and signs with it; what the old key signed still verifies and
-// the lottery key is untouched.
+// TestKeysAdd: `fairgate keys add` adds a key to a ring and signs with it;
+// what the old key signed still verifies and the lottery key is untouched.
 func TestKeysAdd(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "keys.json")
 	out, _, code := runCLI(t, "keygen", "--kid", "old")

@@ -66,7 +66,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		{[]string{"proxy", "init-tables", "-h"}, []string{"fairgate proxy init-tables", "-table", "-dynamodb-endpoint"}},
 		{[]string{"demo", "-h"}, []string{"fairgate demo", "-crowd"}},
 		{[]string{"version", "-h"}, []string{"fairgate version"}},
-		// issue 14, finding 9: `seats --help` names its subcommands.
+		// `seats --help` names its subcommands.
 		{[]string{"seats", "--help"}, []string{"fairgate seats [serve]", "fairgate seats layout", "fairgate seats init-tables", "-keys"}},
 		{[]string{"seats", "layout", "-h"}, []string{"fairgate seats layout", "-id"}},
 		{[]string{"seats", "init-tables", "-h"}, []string{"fairgate seats init-tables", "-table-prefix"}},
@@ -84,8 +84,8 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	}
 }
 
-// TestBadFlagPrintsItsErrorOnce guards issue 14, finding 9: the flag
-// package printed the error and the CLI printed it again.
+// TestBadFlagPrintsItsErrorOnce: a bad flag's error is printed once, by
+// the flag package, not again by the CLI.
 func TestBadFlagPrintsItsErrorOnce(t *testing.T) {
 	for _, args := range [][]string{
 		{"keygen", "--nope"},

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestProxyRefusesABadUpstream guards issue 14, finding 9: `proxy
-// --upstream ftp://x` started, and every admitted visitor got a 502.
+// TestProxyRefusesABadUpstream: `proxy --upstream ftp://x` does not start
+// (it would answer every admitted visitor with a 502).
 func TestProxyRefusesABadUpstream(t *testing.T) {
 	for _, upstream := range []string{"ftp://x", "127.0.0.1:8080", "http://", "://nope", "/just/a/path"} {
 		_, stderr, code := runCLI(t, "proxy", "--upstream", upstream)

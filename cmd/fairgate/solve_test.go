@@ -16,8 +16,8 @@ func TestSolve(t *testing.T) {
 		stderr    string
 	}{
 		{"plain challenge", []string{"Y2hhbGxlbmdl", "10"}, "Y2hhbGxlbmdl", 0, ""},
-		// issue 14, finding 9: a base64url challenge begins with '-' one
-		// time in 64, and was read as an unknown flag.
+		// A base64url challenge begins with '-' one time in 64: it is a
+		// challenge, not an unknown flag.
 		{"challenge beginning with a dash", []string{"-Y2hhbGxlbmdl", "10"}, "-Y2hhbGxlbmdl", 0, ""},
 		{"challenge that looks like a long flag", []string{"--Y2hhbGxl", "10"}, "--Y2hhbGxl", 0, ""},
 		{"after --", []string{"--", "-Y2hhbGxlbmdl", "10"}, "-Y2hhbGxlbmdl", 0, ""},

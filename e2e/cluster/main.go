@@ -1,5 +1,5 @@
 // Command cluster is the three-node end-to-end test of one waiting room
-// shared through DynamoDB (issue 11): DynamoDB Local with a data directory,
+// shared through DynamoDB: DynamoDB Local with a data directory,
 // `fairgate proxy init-tables`, a tiny origin, three `fairgate proxy`
 // processes with the same keys and room on state_store dynamodb, and a crowd
 // spread over them by weight (60/30/10 by default). It prints each check as
@@ -419,7 +419,7 @@ func (c *cluster) wired(ctx context.Context) bool {
 // formula at the node's own answer time: within 1 ms of clock time, and
 // every node on the same clock. A node may run a version behind for up to
 // a poll, and right after a DynamoDB outage for up to its next successful
-// one (CI once saw a node two versions behind 0.75 s after the store came
+// one (a node can be two versions behind shortly after the store comes
 // back), so the reading is taken again, for at most 10 s, until every node
 // runs the same version.
 func (c *cluster) clockCheck(ctx context.Context, when string) {
@@ -1182,11 +1182,11 @@ func (c *cluster) coldStart(ctx context.Context, shown ticket, pass string) *nod
 	return n
 }
 
-// admitOne takes a token at node n and follows its answers as a page
-// would, for 60 s at most, until it is admitted. The room is saturated (the
-// crowd is ten times the rate, every place eligible within seconds), so a
-// place the shared budget turns away competes again each window with the
-// crowd's; one CI run saw 29 such answers in 30 s.
+// admitOne takes a token at node n and follows its answers as a page would,
+// for 60 s at most, until it is admitted. The room is saturated (the crowd
+// is ten times the rate, every place eligible within seconds), so a place
+// the shared budget turns away competes again each window with the crowd's,
+// and can be turned away many times before it gets in.
 func (c *cluster) admitOne(ctx context.Context, n *node) {
 	const name = " joined: a visitor who takes a token there is admitted"
 	client := &http.Client{Timeout: 10 * time.Second}

@@ -23,8 +23,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestPurgeKeys is issue 12 finding 6: bbolt deletes idempotency records
-// older than seats.KeyTTL, as DynamoDB's TTL does.
+// TestPurgeKeys: bbolt deletes idempotency records older than seats.KeyTTL,
+// as DynamoDB's TTL does.
 func TestPurgeKeys(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "seats.db"))
 	if err != nil {

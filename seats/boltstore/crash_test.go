@@ -95,9 +95,9 @@ read:
 		}
 		claimed[id] = resv
 	}
-	// Issue 12 finding 1: for every confirm under way when the process
-	// died, the idempotency record exists exactly when the session was
-	// finalised, and it carries the reservation id.
+	// For every confirm under way when the process died, the idempotency
+	// record exists exactly when the session was finalised, and it carries
+	// the reservation id.
 	recorded := 0
 	for id, key := range confirming {
 		sess, err := store.Session(ctx, id)

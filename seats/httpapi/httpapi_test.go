@@ -169,10 +169,9 @@ func (s *slowStore) Confirm(ctx context.Context, session, reservation, paymentRe
 	return sess, err
 }
 
-// TestConfirmAfterClientTimeout is issue 12 finding 2: a client gives up
-// on a confirm; the write still completes (it does not inherit the
-// client's cancellation) and the retry with the key learns the
-// reservation id instead of a replayed 503.
+// TestConfirmAfterClientTimeout: a client gives up on a confirm; the write
+// still completes (it does not inherit the client's cancellation) and the
+// retry with the key learns the reservation id instead of a replayed 503.
 func TestConfirmAfterClientTimeout(t *testing.T) {
 	slow := &slowStore{entered: make(chan struct{}, 1), release: make(chan struct{}), done: make(chan error, 1)}
 	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
@@ -211,8 +210,8 @@ func TestConfirmAfterClientTimeout(t *testing.T) {
 	}
 }
 
-// TestFailureIsNotFinal is issue 12 finding 2: a 5xx is never kept as a
-// key's answer; the retry runs the write.
+// TestFailureIsNotFinal: a 5xx is never kept as a key's answer; the retry
+// runs the write.
 func TestFailureIsNotFinal(t *testing.T) {
 	slow := &slowStore{failures: 1}
 	e := newEnvWith(t, func(s seats.Store) seats.Store { slow.Store = s; return slow })
@@ -241,8 +240,8 @@ func TestRefusalIsReplayed(t *testing.T) {
 	}
 }
 
-// TestCheckoutKeepsTheLaterDeadline is issue 12 finding 5: checking out
-// early never shortens the hold (window 10 min, checkout 5 min).
+// TestCheckoutKeepsTheLaterDeadline: checking out early never shortens the
+// hold (window 10 min, checkout 5 min).
 func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
 	e := newEnv(t)
 	alice, s := e.visitor("alice")
@@ -270,8 +269,11 @@ func TestCheckoutKeepsTheLaterDeadline(t *testing.T) {
 	}
 }
 
-// TestSmallerFindings covers issue 12 findings 4 and 6 through HTTP.
-func TestSmallerFindings(t *testing.T) {
+// TestHoldBoundsAndExpiredSessions, through HTTP: a section named many
+// times in a hold is one section, a hold names at most so many sections,
+// an unknown seat is 404 unknown_seat, and an expired session lists no
+// seats.
+func TestHoldBoundsAndExpiredSessions(t *testing.T) {
 	e := newEnv(t)
 	alice, s := e.visitor("alice")
 	many := `{"best":{"count":1,"sections":["X"` + strings.Repeat(`,"X"`, 5000) + `]}}`
@@ -295,9 +297,9 @@ func TestSmallerFindings(t *testing.T) {
 	}
 }
 
-// TestPaymentConfirmation is issue 10 item 5: a visitor holding a pass
-// cannot confirm without the payment provider's signature over the session
-// and the payment reference.
+// TestPaymentConfirmation: a visitor holding a pass cannot confirm without
+// the payment provider's signature over the session and the payment
+// reference.
 func TestPaymentConfirmation(t *testing.T) {
 	e := newEnv(t)
 	alice, s := e.visitor("alice")

@@ -136,9 +136,9 @@ func testEvents(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	}
 }
 
-// testInterruptedImport is issue 12 finding 3: an import cut off at any
-// point is invisible until it completes; reposting the same layout
-// completes it; another layout under the same id is refused.
+// testInterruptedImport: an import cut off at any point is invisible until
+// it completes; reposting the same layout completes it; another layout under
+// the same id is refused.
 func testInterruptedImport(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	f := setup(t, newStore)
 	for i, cut := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
@@ -354,10 +354,9 @@ func idem(key string) *seats.Idempotency {
 	return &seats.Idempotency{Key: key, Fingerprint: "fp-" + key, Status: 200}
 }
 
-// testKeys (issue 12, findings 1 and 2): the idempotency record commits
-// with the write; a retry of a committed write changes nothing and finds
-// the original answer; a refused write leaves no record behind; only
-// refusals are recorded with PutKey.
+// testKeys: the idempotency record commits with the write; a retry of a
+// committed write changes nothing and finds the original answer; a refused
+// write leaves no record behind; only refusals are recorded with PutKey.
 func testKeys(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	f := setup(t, newStore)
 	k := func(name string) string { return name + "-" + f.event }
@@ -450,11 +449,10 @@ func testKeys(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	}
 }
 
-// testCancelledWrites (issue 12, findings 1 and 2): writes whose context
-// ends at every point of their flight, from before the call to after the
-// commit. Whatever the caller saw, the idempotency record exists exactly
-// when the change happened, and the retry with the same key completes the
-// write or finds the original answer.
+// testCancelledWrites: writes whose context ends at every point of their
+// flight, from before the call to after the commit. Whatever the caller saw,
+// the idempotency record exists exactly when the change happened, and the
+// retry with the same key completes the write or finds the original answer.
 func testCancelledWrites(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	f := setup(t, newStore)
 	list, err := f.store.SectionSeats(f.ctx, f.event, "AB")
