@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,5 +70,54 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if tk := e.ticket(); tk.Difficulty != 10 {
 		t.Fatalf("new tokens use difficulty %d", tk.Difficulty)
+	}
+}
+
+// TestPublicStatusAgreesWithAdmin: the public status shows the room's
+// figures as the admin API does, with priority lanes too (whose default
+// lane runs at a part of the room's rate), before and after a live change.
+func TestPublicStatusAgreesWithAdmin(t *testing.T) {
+	login := &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)}
+	for _, tt := range []struct {
+		name  string
+		lanes []Lane
+	}{
+		{"no lanes", nil},
+		{"a lane", []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+		{"two lanes", []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}, {Name: "presale", Share: 0.2, Claim: "roles=presale"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{Room: "sale", Rate: 0.5, Lanes: tt.lanes, Identity: login}, nil)
+			rooms := NewRooms()
+			rooms.Put(e.gw.Room())
+			admin := AdminAPI(rooms, e.clock.Now)
+			agree := func(when string, want float64) {
+				t.Helper()
+				rec := httptest.NewRecorder()
+				admin.ServeHTTP(rec, httptest.NewRequest("GET", "/rooms/sale", nil))
+				var a RoomStatus
+				if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
+					t.Fatal(err)
+				}
+				resp, body := e.do("GET", "/_fairgate/status", "")
+				var p statusJSON
+				if err := json.Unmarshal(body, &p); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("status: %d %s", resp.StatusCode, body)
+				}
+				if p.Rate != want || a.Rate != want || p.State != a.State || p.Waiting != math.Round(a.Waiting) ||
+					(p.EstimateSeconds == nil) != (a.EstimateSeconds == nil) ||
+					(p.EstimateSeconds != nil && *p.EstimateSeconds != *a.EstimateSeconds) {
+					t.Fatalf("%s: public %s, admin %s, want rate %v", when, body, rec.Body, want)
+				}
+			}
+			agree("as configured", 0.5)
+			req := httptest.NewRequest("POST", "/rooms/sale", strings.NewReader(`{"rate":4}`))
+			rec := httptest.NewRecorder()
+			admin.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				t.Fatalf("rate change: %d %s", rec.Code, rec.Body)
+			}
+			agree("after a live change", 4)
+		})
 	}
 }
