@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAdminAPI(t *testing.T) {
@@ -119,5 +120,90 @@ func TestPublicStatusAgreesWithAdmin(t *testing.T) {
 			}
 			agree("after a live change", 4)
 		})
+	}
+}
+
+// TestAdminSetsTau: tau changes live through the admin API as through a
+// reload: every lane's clock cruises at 1/tau from now, a bad tau changes
+// nothing, and a reload that leaves tau as it was keeps the live value.
+func TestAdminSetsTau(t *testing.T) {
+	login := &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)}
+	for _, tt := range []struct {
+		name  string
+		fixed bool
+		lanes []Lane
+	}{
+		{"fixed speed", true, nil},
+		{"controller", false, nil},
+		{"fixed speed, lanes", true, []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Room: "sale", Keys: testKeys, Tau: Duration(time.Minute), FixedSpeed: tt.fixed, Lanes: tt.lanes, Identity: login}
+			e := newEnv(t, cfg, nil)
+			sh := e.gw.Room()
+			rooms := NewRooms()
+			rooms.Put(sh)
+			admin := AdminAPI(rooms, e.clock.Now)
+			post := func(body string) (int, string) {
+				rec := httptest.NewRecorder()
+				admin.ServeHTTP(rec, httptest.NewRequest("POST", "/rooms/sale", strings.NewReader(body)))
+				return rec.Code, rec.Body.String()
+			}
+			speeds := func(want float64) {
+				t.Helper()
+				now := e.clock.Now()
+				if got := sh.Status(now).ClockSpeed; got != want {
+					t.Fatalf("clock speed %v, want %v", got, want)
+				}
+				for _, l := range sh.lanes() {
+					if got := l.room.View(now).Cruise; got != want {
+						t.Fatalf("lane %q cruises at %v, want %v", l.name, got, want)
+					}
+				}
+			}
+			for _, bad := range []string{`{"tau":"0s"}`, `{"tau":"-5s"}`, `{"tau":"soon"}`, `{"tau":"30s","rate":-1}`} {
+				if code, body := post(bad); code != 400 {
+					t.Errorf("%s: %d %s", bad, code, body)
+				}
+			}
+			speeds(1.0 / 60)
+			if code, body := post(`{"tau":"30s"}`); code != 200 || !strings.Contains(body, fmt.Sprintf(`"clock_speed":%v`, 1.0/30)) {
+				t.Fatalf("tau change: %d %s", code, body)
+			}
+			speeds(1.0 / 30)
+			gw2, err := New(cfg, sh, Options{Now: e.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gw2.Close()
+			if err := gw2.ApplyConfig(); err != nil {
+				t.Fatal(err)
+			}
+			speeds(1.0 / 30)
+		})
+	}
+}
+
+// TestClusterAdminTauReachesEveryNode: a tau set through one node's admin
+// API is every node's clock speed, in every lane, after their next poll.
+func TestClusterAdminTauReachesEveryNode(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{Room: "tau", State: "queue", Rate: 10, Tau: Duration(time.Minute), FixedSpeed: true,
+		Identity: &Identity{Cookie: "login", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
+		Lanes:    []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}}
+	nodes := newNodes(t, cfg, store, clock, 2)
+	tau := Duration(30 * time.Second)
+	if err := nodes[0].sh.Apply(RoomChange{Tau: &tau}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Second)
+	pollAll(t, nodes, clock.Now())
+	for i, n := range nodes {
+		for _, l := range n.sh.lanes() {
+			if got := l.room.View(clock.Now()).Cruise; got != 1.0/30 {
+				t.Fatalf("node %d lane %q cruises at %v, want 1/30", i, l.name, got)
+			}
+		}
 	}
 }
