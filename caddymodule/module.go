@@ -391,7 +391,7 @@ func setOutcome(r *http.Request, o proxy.Disposition) {
 //
 //	GET  /waiting_room/rooms          every room's live figures
 //	GET  /waiting_room/rooms/{room}   one room's
-//	POST /waiting_room/rooms/{room}   change state, reason, sale_start, rate, burst, difficulty
+//	POST /waiting_room/rooms/{room}   change state, reason, sale_start, rate, burst, difficulty, tau
 //
 // A change of state is emitted as the event `waiting_room_state_changed`
 // (room, from, to, reason, by), as is one a reloaded config makes; each

@@ -129,6 +129,10 @@ type RoomChange struct {
 	Rate       *float64 `json:"rate,omitempty"`
 	Burst      *float64 `json:"burst,omitempty"`
 	Difficulty *int     `json:"difficulty,omitempty"`
+	// Tau is the mean wait the clock cruises at from now (speed 1/tau), in
+	// every lane, as a reload that changes `tau` does; with the controller
+	// (no fixed_speed) it is where the controller starts from.
+	Tau *Duration `json:"tau,omitempty"`
 }
 
 // Apply makes a change live. It validates everything before changing
@@ -170,6 +174,9 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 			return err
 		}
 	}
+	if c.Tau != nil && *c.Tau <= 0 {
+		return errBadTau
+	}
 	if c.State != nil || c.SaleStart != nil {
 		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetState(state, saleStart, now) }); err != nil {
 			return err
@@ -185,6 +192,11 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 			return err
 		}
 	}
+	if c.Tau != nil {
+		if err := sh.setTau(time.Duration(*c.Tau), now); err != nil {
+			return err
+		}
+	}
 	if c.Reason != nil {
 		sh.setClosedReason(*c.Reason)
 	} else if c.State != nil && state != admission.StateClosed {
@@ -193,19 +205,30 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 	return nil
 }
 
+// setTau sets every lane's clock to cruise at 1/tau from now, keeping the
+// speed rule (fixed_speed or the controller) the config set: the admin
+// API does not change that rule, so the config's is the room's.
+func (sh *Shared) setTau(tau time.Duration, now time.Time) error {
+	sh.mu.Lock()
+	adaptive := sh.applied.adaptive
+	sh.mu.Unlock()
+	return sh.eachRoom(func(r *admission.Room) error { return r.SetTau(tau, adaptive, now) })
+}
+
 type adminError string
 
 func (e adminError) Error() string { return string(e) }
 
 const (
 	errBadReason adminError = `reason must be "sold_out" or empty`
+	errBadTau    adminError = `tau must be a positive duration, e.g. "30s"`
 )
 
 // AdminHandler serves the admin API under any prefix it is mounted at:
 //
 //	GET  /rooms          every room's live figures
 //	GET  /rooms/{room}   one room's
-//	POST /rooms/{room}   a RoomChange: state, reason, sale_start, rate, burst, difficulty
+//	POST /rooms/{room}   a RoomChange: state, reason, sale_start, rate, burst, difficulty, tau
 //
 // A non-empty token requires `Authorization: Bearer <token>`.
 func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {

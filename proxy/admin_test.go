@@ -1,11 +1,15 @@
 package proxy
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAdminAPI(t *testing.T) {
@@ -67,5 +71,139 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if tk := e.ticket(); tk.Difficulty != 10 {
 		t.Fatalf("new tokens use difficulty %d", tk.Difficulty)
+	}
+}
+
+// TestPublicStatusAgreesWithAdmin: the public status shows the room's
+// figures as the admin API does, with priority lanes too (whose default
+// lane runs at a part of the room's rate), before and after a live change.
+func TestPublicStatusAgreesWithAdmin(t *testing.T) {
+	login := &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)}
+	for _, tt := range []struct {
+		name  string
+		lanes []Lane
+	}{
+		{"no lanes", nil},
+		{"a lane", []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+		{"two lanes", []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}, {Name: "presale", Share: 0.2, Claim: "roles=presale"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{Room: "sale", Rate: 0.5, Lanes: tt.lanes, Identity: login}, nil)
+			rooms := NewRooms()
+			rooms.Put(e.gw.Room())
+			admin := AdminAPI(rooms, e.clock.Now)
+			agree := func(when string, want float64) {
+				t.Helper()
+				rec := httptest.NewRecorder()
+				admin.ServeHTTP(rec, httptest.NewRequest("GET", "/rooms/sale", nil))
+				var a RoomStatus
+				if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
+					t.Fatal(err)
+				}
+				resp, body := e.do("GET", "/_fairgate/status", "")
+				var p statusJSON
+				if err := json.Unmarshal(body, &p); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("status: %d %s", resp.StatusCode, body)
+				}
+				if p.Rate != want || a.Rate != want || p.State != a.State || p.Waiting != math.Round(a.Waiting) ||
+					(p.EstimateSeconds == nil) != (a.EstimateSeconds == nil) ||
+					(p.EstimateSeconds != nil && *p.EstimateSeconds != *a.EstimateSeconds) {
+					t.Fatalf("%s: public %s, admin %s, want rate %v", when, body, rec.Body, want)
+				}
+			}
+			agree("as configured", 0.5)
+			req := httptest.NewRequest("POST", "/rooms/sale", strings.NewReader(`{"rate":4}`))
+			rec := httptest.NewRecorder()
+			admin.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				t.Fatalf("rate change: %d %s", rec.Code, rec.Body)
+			}
+			agree("after a live change", 4)
+		})
+	}
+}
+
+// TestAdminSetsTau: tau changes live through the admin API as through a
+// reload: every lane's clock cruises at 1/tau from now, a bad tau changes
+// nothing, and a reload that leaves tau as it was keeps the live value.
+func TestAdminSetsTau(t *testing.T) {
+	login := &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)}
+	for _, tt := range []struct {
+		name  string
+		fixed bool
+		lanes []Lane
+	}{
+		{"fixed speed", true, nil},
+		{"controller", false, nil},
+		{"fixed speed, lanes", true, []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Room: "sale", Keys: testKeys, Tau: Duration(time.Minute), FixedSpeed: tt.fixed, Lanes: tt.lanes, Identity: login}
+			e := newEnv(t, cfg, nil)
+			sh := e.gw.Room()
+			rooms := NewRooms()
+			rooms.Put(sh)
+			admin := AdminAPI(rooms, e.clock.Now)
+			post := func(body string) (int, string) {
+				rec := httptest.NewRecorder()
+				admin.ServeHTTP(rec, httptest.NewRequest("POST", "/rooms/sale", strings.NewReader(body)))
+				return rec.Code, rec.Body.String()
+			}
+			speeds := func(want float64) {
+				t.Helper()
+				now := e.clock.Now()
+				if got := sh.Status(now).ClockSpeed; got != want {
+					t.Fatalf("clock speed %v, want %v", got, want)
+				}
+				for _, l := range sh.lanes() {
+					if got := l.room.View(now).Cruise; got != want {
+						t.Fatalf("lane %q cruises at %v, want %v", l.name, got, want)
+					}
+				}
+			}
+			for _, bad := range []string{`{"tau":"0s"}`, `{"tau":"-5s"}`, `{"tau":"soon"}`, `{"tau":"30s","rate":-1}`} {
+				if code, body := post(bad); code != 400 {
+					t.Errorf("%s: %d %s", bad, code, body)
+				}
+			}
+			speeds(1.0 / 60)
+			if code, body := post(`{"tau":"30s"}`); code != 200 || !strings.Contains(body, fmt.Sprintf(`"clock_speed":%v`, 1.0/30)) {
+				t.Fatalf("tau change: %d %s", code, body)
+			}
+			speeds(1.0 / 30)
+			gw2, err := New(cfg, sh, Options{Now: e.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gw2.Close()
+			if err := gw2.ApplyConfig(); err != nil {
+				t.Fatal(err)
+			}
+			speeds(1.0 / 30)
+		})
+	}
+}
+
+// TestClusterAdminTauReachesEveryNode: a tau set through one node's admin
+// API is every node's clock speed, in every lane, after their next poll.
+func TestClusterAdminTauReachesEveryNode(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{Room: "tau", State: "queue", Rate: 10, Tau: Duration(time.Minute), FixedSpeed: true,
+		Identity: &Identity{Cookie: "login", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
+		Lanes:    []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}}
+	nodes := newNodes(t, cfg, store, clock, 2)
+	tau := Duration(30 * time.Second)
+	if err := nodes[0].sh.Apply(RoomChange{Tau: &tau}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Second)
+	pollAll(t, nodes, clock.Now())
+	for i, n := range nodes {
+		for _, l := range n.sh.lanes() {
+			if got := l.room.View(clock.Now()).Cruise; got != 1.0/30 {
+				t.Fatalf("node %d lane %q cruises at %v, want 1/30", i, l.name, got)
+			}
+		}
 	}
 }

@@ -335,11 +335,13 @@ type statusJSON struct {
 }
 
 // serveStatus is the public room status, the same for everyone, cacheable
-// for a second.
+// for a second. Its figures are the admin API's (Shared.Status): the rate
+// is the whole room's, not its default lane's share of it.
 func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
 	view := g.shared.Room.View(now)
-	st := statusJSON{Room: view.Name, State: string(view.State), Rate: view.Rate, Waiting: math.Round(g.shared.Room.Population(now))}
+	rate, _ := g.shared.totalRate()
+	st := statusJSON{Room: view.Name, State: string(view.State), Rate: rate, Waiting: math.Round(g.shared.Room.Population(now))}
 	if view.State == admission.StateClosed {
 		st.Reason = g.shared.ClosedReason()
 	}

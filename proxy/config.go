@@ -200,7 +200,11 @@ type Lane struct {
 // Hook is called with the pass when a visitor is admitted. A 2xx answer
 // admits, and a `session` string in its JSON body goes into the pass as
 // `ses`; 409 or 429 keeps the visitor waiting without penalty; anything
-// else, or no answer within Timeout, follows OnFailure.
+// else, or no answer within Timeout, follows OnFailure. Each call carries
+// the pass id as its `Idempotency-Key`: the same pass delivered again (its
+// first answer was lost) calls the hook with the same key, and a hook that
+// replays its first answer for it (the seat service does) keeps one
+// session per pass.
 type Hook struct {
 	// URL receives a POST per admission: an absolute http or https URL.
 	// In Caddy it may hold request placeholders ({http.request.host}).

@@ -50,6 +50,11 @@ func (h *hookClient) call(ctx context.Context, url, room, pass string, claims *a
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(PassHeader, pass)
+	// One pass, one session: a repeat of an admission whose answer was
+	// lost carries the same pass id, and a hook that honours the key (the
+	// seat service does) answers it with the session it opened the first
+	// time instead of refusing a second one.
+	req.Header.Set("Idempotency-Key", claims.ID)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return hookResult{err: fmt.Errorf("admission hook: %w", err)}
