@@ -91,28 +91,3 @@ func TestFIFOAdmitsInArrivalOrder(t *testing.T) {
 		t.Errorf("8 visitors admitted within %v at 1/s", span)
 	}
 }
-
-// TestFIFOCrowdIsOnlyAdmittedOrToldToWait: eight visitors arriving 300 ms
-// apart in a fifo room at 1/s, each following its answers, are only ever
-// admitted or told to wait (step fails on any other answer); the log
-// traces each visitor's checkpoints.
-func TestFIFOCrowdIsOnlyAdmittedOrToldToWait(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Millisecond), Rate: 1, Burst: 1}, nil)
-	var vs []*waiter
-	start := e.clock.Now()
-	for step := range 400 {
-		now := start.Add(time.Duration(step) * 100 * time.Millisecond)
-		e.clock.Set(now)
-		e.gw.Room().Tick(now)
-		if step%3 == 0 && len(vs) < 8 {
-			vs = append(vs, e.arrive(now))
-		}
-		for i, v := range vs {
-			before := v.tk.NextAttempt
-			e.step(v, now)
-			if v.tk.NextAttempt != before || v.admitted.Equal(now) {
-				t.Logf("%v v%d %s next %v in %v", now.Sub(start), i, v.tk.Outcome, time.UnixMilli(v.tk.NextAttempt).Sub(start), !v.admitted.IsZero())
-			}
-		}
-	}
-}
