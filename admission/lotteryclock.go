@@ -47,7 +47,10 @@ const lotteryTick = time.Second
 // places ahead, the speed at which a place's mean wait passes if they
 // drain at the rate; zero when no key is known ahead.
 func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64) (speed, pace float64) {
-	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	// The last tick before a sale start sets the speed the clock runs at
+	// from the start, so the first places pass at the start, not a tick
+	// after it.
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	if !running {
 		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
 	}

@@ -314,7 +314,10 @@ func (r *Room) fifoLimit(v *View) float64 {
 // it passes rate keys a second where keys are expected (see passing). It
 // changes nothing. Callers hold r.mu.
 func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
-	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
+	// The last tick before a sale start sets the speed the clock runs at
+	// from the start, so the first places pass at the start, not a tick
+	// after it.
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	if !r.adaptive || !running || !v.RankSet {
 		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate)
 	}

@@ -2,7 +2,8 @@
 # End-to-end tests against real built binaries: Caddy built by xcaddy from
 # xcaddy.json, running Caddyfile.example, in front of the real seat service
 # and a shop origin, all on loopback; then the fault suite (faults.sh) and
-# the three-node cluster test on DynamoDB Local (cluster.sh). Prints each
+# the three-node cluster test on DynamoDB Local (cluster.sh), and the
+# black-box fairness probe at small scale (fairness.sh). Prints each
 # scenario's "N passed, N failed" and fails on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +48,7 @@ export SITE="http://127.0.0.1:$site" ADMIN="http://127.0.0.1:$admin" FAIRGATE="$
 export CADDY="$W/caddy" TARGETS="$W/targets" LOAD="$W/load"
 export RELOAD="$W/caddy reload --config Caddyfile.example --adapter caddyfile --address 127.0.0.1:$admin --force"
 status=0
-for scenario in e2e/waiting_room.sh e2e/routing.sh e2e/faults.sh e2e/cluster.sh; do
+for scenario in e2e/waiting_room.sh e2e/routing.sh e2e/faults.sh e2e/cluster.sh e2e/fairness.sh; do
   echo "== $scenario"
   bash "$scenario" || status=1
 done

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -385,8 +386,9 @@ func (res *results) judge() {
 	add("rate windows", bad == 0 && counted > 0, "%d of %d windows with %g following the page waiting below %.0f%% of %g", bad, counted, need, windowShare*100, need)
 }
 
-// print writes the tables and the targets, and returns how many failed.
-func (res *results) print(w io.Writer) int {
+// print writes the tables and the targets, and returns how many failed,
+// not counting the targets named in skip (reported, marked skipped).
+func (res *results) print(w io.Writer, skip []string) int {
 	c := res.Config
 	fmt.Fprintf(w, "fairness probe: order %s, scale %s, rate %g/s, %d visitors, %d places, wall %s\n",
 		c.Order, c.Scale, c.Rate, len(res.Visitors), res.Places, res.Wall)
@@ -431,7 +433,11 @@ func (res *results) print(w io.Writer) int {
 	fmt.Fprintf(w, "\ntargets:\n")
 	for _, t := range res.Targets {
 		verdict := "ok     "
-		if !t.OK {
+		switch {
+		case t.OK:
+		case slices.Contains(skip, t.Name):
+			verdict = "skipped"
+		default:
 			verdict = "FAILED "
 			failed++
 		}
