@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&o.repo, "repo", ".", "the repository (its proxy/assets holds the waiting page script)")
 	flag.StringVar(&o.jsonPath, "json", "", "write the raw results to this file")
 	flag.BoolVar(&o.check, "check", false, "exit non-zero when a target fails")
-	flag.StringVar(&o.skip, "skip", "", "targets, by name and comma-separated, reported but not enforced by -check")
+	flag.StringVar(&o.skip, "skip", "", "targets reported but not enforced by -check: comma-separated names or name prefixes (\"twin\" for every twin row)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the arrival schedule")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
