@@ -33,6 +33,10 @@ const (
 // importWorkers bounds the concurrent seat writes of one import.
 const importWorkers = 8
 
+// publishTimeout bounds the last write of an import, which no caller
+// cancels.
+const publishTimeout = 10 * time.Second
+
 // PutEvent implements seats.Store, all or nothing from a client's view:
 // the event item is claimed as importing (conditional, so a different
 // layout under the same id fails), the seats are written with batch
@@ -84,7 +88,12 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 	if err != nil {
 		return err
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// Once the seats are in, publishing runs to its end even if the caller
+	// gives up: cut off mid-call it could be applied yet answered as an
+	// error, leaving a visible event its client was told failed.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	_, err = s.db.UpdateItem(pctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.tables.Seats), Key: key(ev.ID + "#EVENT"),
 		UpdateExpression: publish.Update(), ConditionExpression: publish.Condition(),
 		ExpressionAttributeNames: publish.Names(), ExpressionAttributeValues: publish.Values(),
