@@ -163,6 +163,9 @@ func TestCost(t *testing.T) {
 	// 176 bytes a stadium seat. A hold's transaction: Local reports 6 for
 	// the session and 4 seats (docs/SCALING.md has DynamoDB's own rules).
 	const pageUnits, holdUnits = 11, 6
+	// The event item and its sections (about 400 bytes each, read
+	// consistently: a unit per 4 KB).
+	eventUnits := float64(1 + n/2000/10)
 	cases := []struct {
 		name string
 		op   func() error
@@ -182,6 +185,10 @@ func TestCost(t *testing.T) {
 			_, _, err := s.SeatPage(ctx, id, "S004", "", seats.SeatPageSize)
 			return err
 		}, map[string]use{"Query": {Calls: 1, Read: seats.SeatPageSize, Units: pageUnits}}},
+		{"event read (cached by seats.Service)", func() error {
+			_, err := s.Event(ctx, id)
+			return err
+		}, map[string]use{"Query": {Calls: 1, Read: 1 + n/2000, Units: eventUnits}}},
 		{"section map", func() error {
 			_, _, err := svc.SectionMap(ctx, id, "S005")
 			return err

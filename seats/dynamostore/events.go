@@ -42,14 +42,26 @@ const publishTimeout = 10 * time.Second
 // layout under the same id fails), the seats are written with batch
 // writes by a bounded group of workers that stops at the first
 // failure or when ctx ends, and the event becomes visible last. A repost
-// of the same layout resumes an interrupted import (putSeats).
+// of the same layout resumes an interrupted import (batchWrite). The
+// event's sections are items of their own beside the event item, so no
+// item grows with the venue.
 func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat) error {
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encoding event: %w", err)
 	}
 	digest := layoutDigest(raw, list)
-	it, err := marshal(eventItem{itemKey: itemKey{PK: ev.ID + "#EVENT", SK: meta}, Data: string(raw), State: eventImporting, Digest: digest})
+	bare := ev
+	bare.Sections = nil // in items of their own (sectionItem)
+	rawBare, err := json.Marshal(bare)
+	if err != nil {
+		return fmt.Errorf("encoding event: %w", err)
+	}
+	it, err := marshal(eventItem{itemKey: itemKey{PK: ev.ID + "#EVENT", SK: meta}, Data: string(rawBare), State: eventImporting, Digest: digest})
+	if err != nil {
+		return err
+	}
+	sections, err := sectionWrites(ev)
 	if err != nil {
 		return err
 	}
@@ -72,6 +84,9 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(importWorkers)
+	for batch := range slices.Chunk(sections, 25) {
+		g.Go(func() error { return s.batchWrite(gctx, batch) })
+	}
 	for batch := range slices.Chunk(list, 25) {
 		if gctx.Err() != nil {
 			break // a worker failed or the caller gave up: stop feeding
@@ -113,26 +128,49 @@ func layoutDigest(event []byte, list []seats.Seat) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// putSeats writes up to 25 seats in one BatchWriteItem (a unit a seat,
-// half a transaction's), unconditionally: no seat of an event still
-// importing can have changed (the event is invisible, so no session can
-// open on it), and the digest lets only this very layout resume, so a
-// resumed import rewrites items with what they hold. Items DynamoDB
-// leaves unprocessed (throttling) are sent again after a pause.
+// sectionWrites are the puts of an event's sections, one item each.
+func sectionWrites(ev seats.Event) ([]types.WriteRequest, error) {
+	out := make([]types.WriteRequest, len(ev.Sections))
+	for i, sec := range ev.Sections {
+		raw, err := json.Marshal(sec)
+		if err != nil {
+			return nil, fmt.Errorf("encoding section %s: %w", sec.ID, err)
+		}
+		it, err := marshal(sectionItem{itemKey: itemKey{PK: ev.ID + "#EVENT", SK: sectionSK(i)}, Data: string(raw)})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+	}
+	return out, nil
+}
+
+// putSeats writes up to 25 seats (batchWrite).
 func (s *Store) putSeats(ctx context.Context, event string, batch []seats.Seat) error {
 	reqs := make([]types.WriteRequest, len(batch))
-	for i, seat := range batch {
-		it, err := marshal(newSeatItem(event, seat))
+	for i, st := range batch {
+		it, err := marshal(newSeatItem(event, st))
 		if err != nil {
 			return err
 		}
 		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
 	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// batchWrite writes up to 25 items of an import (sections and seats) in
+// one BatchWriteItem (a unit an item, half a transaction's),
+// unconditionally: nothing of an event still importing can have changed
+// (the event is invisible, so no session can open on it), and the digest
+// lets only this very layout resume, so a resumed import rewrites items
+// with what they hold. Items DynamoDB leaves unprocessed (throttling) are
+// sent again after a pause.
+func (s *Store) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
 	pending := map[string][]types.WriteRequest{s.tables.Seats: reqs}
 	err := retry.Do(ctx, unprocessedRetry, isUnprocessed, func(int) error {
 		out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
 		if err != nil {
-			return s.wrap("writing seats", err)
+			return s.wrap("writing the import", err)
 		}
 		if len(out.UnprocessedItems) == 0 {
 			return nil
@@ -147,33 +185,64 @@ func (s *Store) putSeats(ctx context.Context, event string, batch []seats.Seat) 
 }
 
 // errUnprocessed is a batch write DynamoDB did not finish.
-var errUnprocessed = errors.New("seats left unprocessed")
+var errUnprocessed = errors.New("items of the import left unprocessed")
 
 func isUnprocessed(err error) bool { return errors.Is(err, errUnprocessed) }
 
-// unprocessedRetry bounds the resends of a batch's unprocessed seats:
+// unprocessedRetry bounds the resends of a batch's unprocessed items:
 // 8 tries, pausing about 50ms, 100ms, … up to 2s.
 var unprocessedRetry = retry.Policy{Tries: 8, Base: 50 * time.Millisecond, Max: 2 * time.Second}
 
-// Event implements seats.Store.
+// Event implements seats.Store: the event item and its sections' items,
+// one partition read with a consistent query (the SDK's paginator).
 func (s *Store) Event(ctx context.Context, id string) (seats.Event, error) {
 	var ev seats.Event
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.tables.Seats), Key: key(id + "#EVENT"), ConsistentRead: aws.Bool(true)})
+	q, err := build(expression.NewBuilder().WithKeyCondition(expression.Key("PK").Equal(expression.Value(id + "#EVENT"))))
 	if err != nil {
-		return ev, s.wrap("reading event", err)
+		return ev, err
 	}
-	var it eventItem
-	if out.Item == nil {
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: aws.String(s.tables.Seats), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: q.KeyCondition(), ExpressionAttributeNames: q.Names(), ExpressionAttributeValues: q.Values(),
+	})
+	var head *eventItem
+	var sections []seats.Section
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return ev, s.wrap("reading event", err)
+		}
+		for _, raw := range page.Items {
+			var k itemKey
+			if err := unmarshal(raw, &k); err != nil {
+				return ev, fmt.Errorf("event %s: %w", id, err)
+			}
+			if k.SK == meta {
+				head = new(eventItem)
+				if err := unmarshal(raw, head); err != nil {
+					return ev, fmt.Errorf("event %s: %w", id, err)
+				}
+				continue
+			}
+			var it sectionItem
+			var sec seats.Section
+			if err := unmarshal(raw, &it); err != nil {
+				return ev, fmt.Errorf("event %s %s: %w", id, k.SK, err)
+			}
+			if err := json.Unmarshal([]byte(it.Data), &sec); err != nil {
+				return ev, fmt.Errorf("event %s %s: %w", id, k.SK, err)
+			}
+			sections = append(sections, sec)
+		}
+	}
+	if head == nil || head.State == eventImporting {
 		return ev, fmt.Errorf("event %s: %w", id, seats.ErrNotFound)
 	}
-	if err := unmarshal(out.Item, &it); err != nil {
+	if err := json.Unmarshal([]byte(head.Data), &ev); err != nil {
 		return ev, fmt.Errorf("event %s: %w", id, err)
 	}
-	if it.State == eventImporting {
-		return ev, fmt.Errorf("event %s: %w", id, seats.ErrNotFound)
-	}
-	if err := json.Unmarshal([]byte(it.Data), &ev); err != nil {
-		return ev, fmt.Errorf("event %s: %w", id, err)
+	if len(sections) > 0 { // an event stored whole keeps its sections in its own item
+		ev.Sections = sections
 	}
 	return ev, nil
 }
