@@ -157,15 +157,24 @@ func (s *Store) Event(_ context.Context, id string) (seats.Event, error) {
 
 // SectionSeats implements seats.Store. Seat ids start with their section
 // and a '-' (section ids have none), so a section is one key range.
-func (s *Store) SectionSeats(ctx context.Context, event, section string) ([]seats.Seat, error) {
-	out, _, err := s.SeatPage(ctx, event, section, "", 0)
+func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.Seat, error) {
+	out, _, err := s.page(event, section, "", 0)
 	return out, err
 }
 
 // SeatPage implements seats.Store: the cursor is the last seat's key (a
 // row's seats share the key prefix section-block-row-, so a row is one
-// key range too). A limit of 0 or less reads to the section's end.
+// key range too).
 func (s *Store) SeatPage(_ context.Context, event, section, after string, limit int) ([]seats.Seat, string, error) {
+	if limit < 1 || limit > seats.SeatPageSize {
+		limit = seats.SeatPageSize
+	}
+	return s.page(event, section, after, limit)
+}
+
+// page reads limit seats of a section after the key after, or every seat
+// to the section's end if limit is 0.
+func (s *Store) page(event, section, after string, limit int) ([]seats.Seat, string, error) {
 	var (
 		out        []seats.Seat
 		last, next string
