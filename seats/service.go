@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -179,8 +180,8 @@ func (s *Service) HoldSeats(ctx context.Context, id, user string, seatIDs []stri
 	return s.decided(ctx, id)(s.store.Hold(ctx, Hold{Session: id, User: user, Seats: seatIDs, Now: now, Key: key}))
 }
 
-// MaxBestSections caps the sections one best-available request may name:
-// each costs a read of the section's seats.
+// MaxBestSections caps the sections one best-available request may name
+// (its reads are bounded by MaxBestScan whatever it names).
 const MaxBestSections = 32
 
 // dedupe drops repeated sections, keeping the first of each in order.
@@ -220,35 +221,94 @@ func (s *Service) HoldBest(ctx context.Context, id, user string, count int, sect
 		}
 	}
 	const maxTries = 8
-	tries := 0
+	tries, budget := 0, MaxBestScan
 	for _, section := range sections {
-		seats, err := s.store.SectionSeats(ctx, sess.EventID, section)
-		if err != nil {
-			return sess, err
-		}
-		if len(seats) == 0 {
-			return sess, fmt.Errorf("section %s: %w", section, ErrNotFound)
-		}
-		taken := map[string]bool{}
-		for {
-			cand := BestTogether(seats, count, now, taken)
-			if cand == nil {
-				break
-			}
-			out, err := s.store.Hold(ctx, Hold{Session: id, User: user, Seats: cand, Now: now, Key: attemptKey(key, tries)})
-			var te *TakenError
-			if !errors.As(err, &te) {
-				return out, err
-			}
-			for _, seat := range te.Seats {
-				taken[seat] = true
-			}
-			if tries++; tries >= maxTries {
+		found := false
+		for row, err := range s.rows(ctx, sess.EventID, section, &budget) {
+			switch {
+			case errors.Is(err, errScanned):
+				return sess, &TakenError{}
+			case err != nil:
 				return sess, err
 			}
+			found = true
+			taken := map[string]bool{}
+			for {
+				cand := BestTogether(row, count, now, taken)
+				if cand == nil {
+					break
+				}
+				out, err := s.store.Hold(ctx, Hold{Session: id, User: user, Seats: cand, Now: now, Key: attemptKey(key, tries)})
+				var te *TakenError
+				if !errors.As(err, &te) {
+					return out, err
+				}
+				for _, seat := range te.Seats {
+					taken[seat] = true
+				}
+				if tries++; tries >= maxTries {
+					return sess, err
+				}
+			}
+		}
+		if !found {
+			return sess, fmt.Errorf("section %s: %w", section, ErrNotFound)
 		}
 	}
 	return sess, &TakenError{}
+}
+
+// SeatPageSize is the most seats one read of a section takes (one
+// DynamoDB query of about 100 KB, well under its 1 MB page).
+const SeatPageSize = 500
+
+// MaxBestScan bounds the seats one best-available request reads, over all
+// its sections and tries: its cost stays bounded however large the event,
+// and a venue whose first MaxBestScan seats in the order asked have no
+// run that fits answers as taken (the buyer picks seats on the map, or
+// names other sections).
+const MaxBestScan = 20 * SeatPageSize
+
+// errScanned ends a best-available search that read MaxBestScan seats.
+var errScanned = errors.New("best available read its limit of seats")
+
+// rows yields a section's seats a row at a time, read in pages of
+// SeatPageSize while *budget lasts (each seat read costs one), then a
+// last partial row, if any, and errScanned. The stores give a row's seats
+// together (Store.SeatPage).
+func (s *Service) rows(ctx context.Context, event, section string, budget *int) iter.Seq2[[]Seat, error] {
+	return func(yield func([]Seat, error) bool) {
+		var row []Seat
+		for after := ""; ; {
+			if *budget <= 0 {
+				if len(row) == 0 || yield(row, nil) {
+					yield(nil, errScanned)
+				}
+				return
+			}
+			page, next, err := s.store.SeatPage(ctx, event, section, after, min(SeatPageSize, *budget))
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			*budget -= len(page)
+			for _, st := range page {
+				if len(row) > 0 && (row[0].Block != st.Block || row[0].Row != st.Row) {
+					if !yield(row, nil) {
+						return
+					}
+					row = nil
+				}
+				row = append(row, st)
+			}
+			if after = next; next == "" {
+				break
+			}
+		}
+		if len(row) > 0 {
+			yield(row, nil)
+		}
+	}
 }
 
 // attemptKey marks an idempotent write as one try of its request, so

@@ -70,3 +70,72 @@ func TestEventCache(t *testing.T) {
 		t.Fatalf("%d event reads after the import and five sessions with checkouts, want 3", got)
 	}
 }
+
+// seatReads counts a real store's seat reads, page by page.
+type seatReads struct {
+	seats.Store
+	pages, seats atomic.Int64
+}
+
+func (s *seatReads) SeatPage(ctx context.Context, event, section, after string, limit int) ([]seats.Seat, string, error) {
+	page, next, err := s.Store.SeatPage(ctx, event, section, after, limit)
+	s.pages.Add(1)
+	s.seats.Add(int64(len(page)))
+	return page, next, err
+}
+
+// TestBestReadsBounded: best available reads pages of SeatPageSize and at
+// most MaxBestScan seats, then answers taken, however many seats the event
+// has; a fit found early reads one page.
+func TestBestReadsBounded(t *testing.T) {
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "seats.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	store := &seatReads{Store: bolt}
+	now := storetest.T0
+	svc := seats.NewService(store, func() time.Time { return now })
+	ctx := context.Background()
+	// Rows of 21: no run of 20 fits without leaving a lone seat.
+	ev := seats.Event{ID: "big", Name: "big", MaxSeats: seats.MaxSeatsPerHold}
+	for s := range 4 {
+		blk := seats.Block{ID: "1"}
+		for r := range seats.MaxRowsPerSection {
+			row := seats.Row{ID: fmt.Sprint(r + 1)}
+			for n := 1; n <= 21; n++ {
+				row.Seats = append(row.Seats, seats.SeatSpec{Number: n})
+			}
+			blk.Rows = append(blk.Rows, row)
+		}
+		ev.Sections = append(ev.Sections, seats.Section{ID: fmt.Sprint("S", s), Name: "S", Price: 100, Blocks: []seats.Block{blk}})
+	}
+	if _, err := svc.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		count       int
+		taken       bool
+		pages, read int64
+	}{
+		// Sections of 4,200 seats: the first two end in a short page.
+		{count: 20, taken: true, pages: seats.MaxBestScan/seats.SeatPageSize + 2, read: seats.MaxBestScan},
+		{count: 19, pages: 1, read: seats.SeatPageSize},
+	} {
+		store.pages.Store(0)
+		store.seats.Store(0)
+		user := fmt.Sprint("u", c.count)
+		sess, err := svc.OpenSession(ctx, "big", user, "", now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.HoldBest(ctx, sess.ID, user, c.count, nil, now, nil)
+		var taken *seats.TakenError
+		if errors.As(err, &taken) != c.taken || (!c.taken && err != nil) {
+			t.Fatalf("best %d: %v, want taken %v", c.count, err, c.taken)
+		}
+		if p, n := store.pages.Load(), store.seats.Load(); p != c.pages || n != c.read {
+			t.Fatalf("best %d read %d seats in %d pages, want %d in %d", c.count, n, p, c.read, c.pages)
+		}
+	}
+}

@@ -19,6 +19,14 @@ type Store interface {
 	Event(ctx context.Context, id string) (Event, error)
 	// SectionSeats returns a section's seats as stored (apply StatusAt).
 	SectionSeats(ctx context.Context, event, section string) ([]Seat, error)
+	// SeatPage returns at most limit of a section's seats as stored (at
+	// most SeatPageSize; a limit under 1 means SeatPageSize), in the order
+	// of SectionSeats (a row's seats together), from just after the
+	// cursor after ("" for the first page), and the cursor of the next
+	// page ("" when there is none; a page may be short, or even empty,
+	// and still have one). A page is one bounded read however large the
+	// event.
+	SeatPage(ctx context.Context, event, section, after string, limit int) (page []Seat, next string, err error)
 
 	// CreateSession stores a new session: ErrSessionExists (with the live
 	// session's id in *SessionExistsError) if the user has a live session

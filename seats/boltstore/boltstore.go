@@ -158,7 +158,27 @@ func (s *Store) Event(_ context.Context, id string) (seats.Event, error) {
 // SectionSeats implements seats.Store. Seat ids start with their section
 // and a '-' (section ids have none), so a section is one key range.
 func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.Seat, error) {
-	var out []seats.Seat
+	out, _, err := s.page(event, section, "", 0)
+	return out, err
+}
+
+// SeatPage implements seats.Store: the cursor is the last seat's key (a
+// row's seats share the key prefix section-block-row-, so a row is one
+// key range too).
+func (s *Store) SeatPage(_ context.Context, event, section, after string, limit int) ([]seats.Seat, string, error) {
+	if limit < 1 || limit > seats.SeatPageSize {
+		limit = seats.SeatPageSize
+	}
+	return s.page(event, section, after, limit)
+}
+
+// page reads limit seats of a section after the key after, or every seat
+// to the section's end if limit is 0.
+func (s *Store) page(event, section, after string, limit int) ([]seats.Seat, string, error) {
+	var (
+		out        []seats.Seat
+		last, next string
+	)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(seatsBucket).Bucket([]byte(event))
 		if b == nil || tx.Bucket(eventsBucket).Get([]byte(event)) == nil { // none, or not imported yet
@@ -166,17 +186,27 @@ func (s *Store) SectionSeats(_ context.Context, event, section string) ([]seats.
 		}
 		prefix := []byte(section + "-")
 		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+		k, v := c.Seek(prefix)
+		if after != "" {
+			if k, v = c.Seek([]byte(after)); k != nil && string(k) == after {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+			if limit > 0 && len(out) == limit {
+				next = last
+				return nil
+			}
 			var seat seats.Seat
 			if err := decodeSeat(v, &seat); err != nil {
 				return fmt.Errorf("seat %s: %w", k, err)
 			}
 			seat.EventID = event
-			out = append(out, seat)
+			out, last = append(out, seat), string(k)
 		}
 		return nil
 	})
-	return out, err
+	return out, next, err
 }
 
 func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }

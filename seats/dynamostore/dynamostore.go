@@ -2,7 +2,9 @@
 // machine is not enough. Its data model (docs/DESIGN.md, "The store interface"):
 //
 //	Seats table         PK <event>#<seat>, SK META; GSI1 <event>#<section> /
-//	                    <block>#<row>#<number>; the event itself at <event>#EVENT.
+//	                    <block>#<row>#<number>; the event itself at <event>#EVENT,
+//	                    SK META, and each of its sections beside it, SK
+//	                    SECTION#<index>.
 //	Reservations table  SESSION#<id>, LIVE#<user>#<event> (one live session
 //	                    per user and event), TOKEN#<wid> (one session per
 //	                    waiting token), KEY#<idempotency key>; `ttl` collects

@@ -41,6 +41,17 @@ type eventItem struct {
 	Digest string `dynamodbav:"digest"`
 }
 
+// sectionItem is one of an event's sections (seats.Section as JSON,
+// without its rows), beside the event item: SK SECTION#<index>, so a
+// query of the event's partition returns the event item (META sorts
+// first) and its sections in order.
+type sectionItem struct {
+	itemKey
+	Data string `dynamodbav:"data"`
+}
+
+func sectionSK(i int) string { return fmt.Sprintf("SECTION#%03d", i) }
+
 // seatItem is a seat, indexed by section (GSI1) in row order.
 type seatItem struct {
 	itemKey

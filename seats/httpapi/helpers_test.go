@@ -45,26 +45,33 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // newEnvWith serves a store passed through wrap (if not nil).
 func newEnvWith(t testing.TB, wrap func(seats.Store) seats.Store) *env {
 	t.Helper()
-	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	clk := &clock{now: storetest.T0}
 	var served seats.Store = store
 	if wrap != nil {
 		served = wrap(store)
 	}
-	api := New(seats.NewService(served, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", AdminToken: "admin", PaymentKey: testPaymentKey})
+	return newEnvOn(t, served, storetest.Event("ev"))
+}
+
+// newEnvOn serves store, with ev imported through the API and the event
+// sessions open for.
+func newEnvOn(t testing.TB, store seats.Store, ev seats.Event) *env {
+	t.Helper()
+	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: storetest.T0}
+	api := New(seats.NewService(store, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: ev.ID, AdminToken: "admin", PaymentKey: testPaymentKey})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
-	e := &env{t: t, srv: srv, clk: clk, gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1000, clk.Now)), room: room, event: "ev"}
-	body, _ := json.Marshal(storetest.Event("ev"))
+	e := &env{t: t, srv: srv, clk: clk, gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1000, clk.Now)), room: room, event: ev.ID}
+	body, _ := json.Marshal(ev)
 	if code, b := e.do("POST", "/api/events", string(body), "", "Authorization", "Bearer admin"); code != 201 {
 		t.Fatalf("create event: %d %s", code, b)
 	}

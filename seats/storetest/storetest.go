@@ -105,6 +105,7 @@ func Run(t *testing.T, newStore func(t *testing.T) seats.Store) {
 	t.Run("GroupedWrites", func(t *testing.T) { testGroupedWrites(t, newStore) })
 	t.Run("Race", func(t *testing.T) { testRace(t, newStore) })
 	t.Run("Model", func(t *testing.T) { testModel(t, newStore) })
+	t.Run("Stadium", func(t *testing.T) { testStadium(t, newStore) })
 }
 
 func testEvents(t *testing.T, newStore func(t *testing.T) seats.Store) {
