@@ -327,9 +327,18 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	if local := float64(passed + len(ahead)); local > 0 && population > local {
 		scale = population / local
 	}
+	if len(ahead) == 0 {
+		if population > float64(passed) {
+			// The places still to pass wait at other nodes, where this
+			// node sees no key: pass keys where they are expected, at the
+			// rate (never past the last key handed out, Room.publish).
+			return v.passing(s-v.RankZero, v.Rate)
+		}
+		return 0
+	}
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
 	want := math.Round((lead - float64(passed)*scale) / scale)
-	if want < 1 || len(ahead) == 0 {
+	if want < 1 {
 		return 0
 	}
 	k := min(int(want), len(ahead))
