@@ -97,8 +97,11 @@ func settingsDiff(a, b []byte) string {
 	var ma, mb map[string]json.RawMessage
 	_ = json.Unmarshal(a, &ma)
 	_ = json.Unmarshal(b, &mb)
+	all := map[string]json.RawMessage{}
+	maps.Copy(all, ma)
+	maps.Copy(all, mb)
 	var diffs []string
-	for _, k := range slices.Sorted(maps.Keys(mergeKeys(ma, mb))) {
+	for _, k := range slices.Sorted(maps.Keys(all)) {
 		va, vb := ma[k], mb[k]
 		if bytes.Equal(va, vb) {
 			continue
@@ -110,17 +113,6 @@ func settingsDiff(a, b []byte) string {
 		diffs = append(diffs, fmt.Sprintf("%s %s and %s", k, orUnset(va), orUnset(vb)))
 	}
 	return strings.Join(diffs, "; ")
-}
-
-func mergeKeys(a, b map[string]json.RawMessage) map[string]bool {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	return keys
 }
 
 func orUnset(v json.RawMessage) string {

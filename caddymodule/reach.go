@@ -74,16 +74,14 @@ func configRoutes(ctx caddy.Context) (map[string]caddyhttp.RouteList, error) {
 	}
 	servers := map[string]caddyhttp.RouteList{}
 	for name, srv := range app.(*caddyhttp.App).Servers {
-		if servers[name], err = snapshot(ctx, srv.Routes); err != nil {
-			return nil, fmt.Errorf("server %s: %w", name, err)
-		}
+		servers[name] = snapshot(ctx, srv.Routes)
 	}
 	return servers, nil
 }
 
 // snapshot copies routes with their matchers and handlers decoded: the
 // provisioned ones as they are, the others from their JSON.
-func snapshot(ctx caddy.Context, routes caddyhttp.RouteList) (caddyhttp.RouteList, error) {
+func snapshot(ctx caddy.Context, routes caddyhttp.RouteList) caddyhttp.RouteList {
 	out := make(caddyhttp.RouteList, len(routes))
 	for i, rt := range routes {
 		out[i] = caddyhttp.Route{Group: rt.Group, Terminal: rt.Terminal, MatcherSets: rt.MatcherSets, Handlers: rt.Handlers}
@@ -91,22 +89,18 @@ func snapshot(ctx caddy.Context, routes caddyhttp.RouteList) (caddyhttp.RouteLis
 			out[i].MatcherSets = rawMatchers(ctx, rt.MatcherSetsRaw)
 		}
 		if rt.HandlersRaw != nil {
-			hs, err := rawHandlers(ctx, rt.HandlersRaw)
-			if err != nil {
-				return nil, fmt.Errorf("route %d: %w", i, err)
-			}
-			out[i].Handlers = hs
+			out[i].Handlers = rawHandlers(ctx, rt.HandlersRaw)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // decidedMatchers are the matchers the check evaluates.
 var decidedMatchers = []string{"path", "host", "method", "path_regexp"}
 
 // rawMatchers loads the matchers the check evaluates; any other stands as
-// undecided. One that fails to load is left to its own provisioning to
-// report.
+// undecided. What fails to load is left to its own provisioning to report,
+// as undecided meanwhile.
 func rawMatchers(ctx caddy.Context, raw caddyhttp.RawMatcherSets) caddyhttp.MatcherSets {
 	sets := make(caddyhttp.MatcherSets, 0, len(raw))
 	for _, modules := range raw {
@@ -138,23 +132,24 @@ func (passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	return next.ServeHTTP(w, r)
 }
 
-// rawHandlers decodes what the check needs of handlers not provisioned yet.
-func rawHandlers(ctx caddy.Context, raw []json.RawMessage) ([]caddyhttp.MiddlewareHandler, error) {
+// rawHandlers decodes what the check needs of handlers not provisioned
+// yet. One that does not decode stands as passThrough: its own
+// provisioning reports it.
+func rawHandlers(ctx caddy.Context, raw []json.RawMessage) []caddyhttp.MiddlewareHandler {
 	hs := make([]caddyhttp.MiddlewareHandler, 0, len(raw))
 	for _, js := range raw {
 		var kind struct {
 			Handler string `json:"handler"`
 		}
-		if err := json.Unmarshal(js, &kind); err != nil {
-			return nil, err
-		}
-		h, err := rawHandler(ctx, kind.Handler, js)
-		if err != nil {
-			return nil, fmt.Errorf("handler %s: %w", kind.Handler, err)
+		var h caddyhttp.MiddlewareHandler = passThrough{}
+		if err := json.Unmarshal(js, &kind); err == nil {
+			if known, err := rawHandler(ctx, kind.Handler, js); err == nil {
+				h = known
+			}
 		}
 		hs = append(hs, h)
 	}
-	return hs, nil
+	return hs
 }
 
 func rawHandler(ctx caddy.Context, kind string, js json.RawMessage) (caddyhttp.MiddlewareHandler, error) {
@@ -170,8 +165,7 @@ func rawHandler(ctx caddy.Context, kind string, js json.RawMessage) (caddyhttp.M
 		if err := json.Unmarshal(js, &sr); err != nil {
 			return nil, err
 		}
-		routes, err := snapshot(ctx, sr.Routes)
-		return &caddyhttp.Subroute{Routes: routes}, err
+		return &caddyhttp.Subroute{Routes: snapshot(ctx, sr.Routes)}, nil
 	case "rewrite":
 		var rw rewrite.Rewrite
 		err := json.Unmarshal(js, &rw)
