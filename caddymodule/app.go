@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 func init() {
@@ -23,7 +24,8 @@ const appID = "waiting_room"
 // App is the `waiting_room` app: one per config, loaded by the config's
 // first waiting_room handler; it needs no configuration of its own. It
 // knows the config's handlers, refuses a room configured twice with
-// different settings, and makes the handlers' settings live when Caddy
+// different settings, checks each room's place in the routes once (see
+// checkEndpointsRouted), and makes the handlers' settings live when Caddy
 // emits `started` — after every module of the config provisioned and every
 // app started, the first moment a config is certain to run. Until then a
 // reload leaves every room as it was.
@@ -67,23 +69,57 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return a.events.On("started", a)
 }
 
-// register adds a handler of this config. Two handlers of one room must
-// agree on every setting: they share one room, and which one's settings
-// applied would be an accident of order.
-func (a *App) register(h *Handler) error {
+// register adds a handler of this config and reports whether it is the
+// first of its room. Two handlers of one room must agree on every setting:
+// they share one room, and which one's settings applied would be an
+// accident of order.
+func (a *App) register(h *Handler) (bool, error) {
 	js, err := json.Marshal(h)
 	if err != nil {
-		return err
+		return false, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if first, ok := a.settings[h.room]; ok && !bytes.Equal(first, js) {
-		return fmt.Errorf("room %q is configured twice with different settings: give each waiting_room its own room name, or the same settings", h.room)
+	first, seen := a.settings[h.room]
+	if seen && !bytes.Equal(first, js) {
+		return false, fmt.Errorf("room %q is configured twice with different settings (%s): give each waiting_room its own room name, or the same settings",
+			h.room, settingsDiff(first, js))
 	}
 	a.settings[h.room] = js
 	a.handlers = append(a.handlers, h)
 	h.app = a
-	return nil
+	return !seen, nil
+}
+
+// settingsDiff names the options two handlers' JSON set differently, with
+// both values: `rate 5 and 20`. Secrets are named, not shown.
+func settingsDiff(a, b []byte) string {
+	var ma, mb map[string]json.RawMessage
+	_ = json.Unmarshal(a, &ma)
+	_ = json.Unmarshal(b, &mb)
+	all := map[string]json.RawMessage{}
+	maps.Copy(all, ma)
+	maps.Copy(all, mb)
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		va, vb := ma[k], mb[k]
+		if bytes.Equal(va, vb) {
+			continue
+		}
+		if k == "keys" || k == "keys_from" || k == "identity" {
+			diffs = append(diffs, k)
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s and %s", k, orUnset(va), orUnset(vb)))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func orUnset(v json.RawMessage) string {
+	if v == nil {
+		return "unset"
+	}
+	return string(v)
 }
 
 // Handle implements caddyevents.Handler: on `started`, this config runs.
@@ -98,23 +134,10 @@ func (a *App) Handle(context.Context, caddy.Event) error {
 	return nil
 }
 
-// Start implements caddy.App. Every app is provisioned by now, so the
-// config's routes are known: a room whose waiting page could not reach its
-// endpoints is refused here (see checkEndpointsRouted), which makes Caddy
-// reject the whole config. The rest waits for `started`.
-func (a *App) Start() error {
-	a.mu.Lock()
-	handlers := a.handlers
-	a.mu.Unlock()
-	httpApp, err := a.ctx.AppIfConfigured("http")
-	if errors.Is(err, caddy.ErrNotConfigured) {
-		return nil // handlers outside an http app: nothing routes to them
-	}
-	if err != nil {
-		return fmt.Errorf("waiting_room: %w", err)
-	}
-	return checkEndpointsRouted(httpApp.(*caddyhttp.App), handlers)
-}
+// Start implements caddy.App. Every check is done by now (at provision,
+// so `caddy validate` refuses what `caddy run` would); the rest waits for
+// `started`.
+func (a *App) Start() error { return nil }
 
 // Stop implements caddy.App; rooms outlive a config (see pooledRoom).
 func (a *App) Stop() error { return nil }

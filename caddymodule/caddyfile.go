@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/proxy"
 )
 
@@ -169,6 +170,7 @@ var optionOf = map[string]string{
 	"difficulty": "difficulty", "prefix": "prefix", "waiting_status": "waiting_status",
 	"trusted_proxies": "trusted_proxies", "admission_hook": "admission_hook", "on_failure": "admission_hook",
 	"backoff": "backoff", "ledger_size": "ledger_size", "lanes": "lane", "state_store": "state_store",
+	"bypass": "bypass", "cache": "cache",
 }
 
 // once refuses a sub-option given twice in one block.
@@ -192,7 +194,14 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "sale_start":
 		return oneString(d, &c.SaleStart)
 	case "rate":
-		return oneFloat(d, &c.Rate)
+		if err := oneFloat(d, &c.Rate); err != nil {
+			return err
+		}
+		// Checked here: in the JSON a rate of 0 reads as unset (the default).
+		if err := admission.CheckRate(c.Rate); err != nil {
+			return d.Errf("%v", err)
+		}
+		return nil
 	case "burst":
 		return oneFloat(d, &c.Burst)
 	case "sessions":

@@ -125,6 +125,9 @@ func TestCaddyfileMistakes(t *testing.T) {
 		{"state store type", "state_store redis", `state_store: type "redis": want memory, bolt or dynamodb`, "at Caddyfile:3"},
 		{"state store answer", "state_store dynamodb {\n on_unavailable maybe\n }", `on_unavailable "maybe"`, "at Caddyfile:"},
 		{"bolt with a table", "state_store bolt {\n table t\n }", "table, region and endpoint are for dynamodb", "at Caddyfile:"},
+		{"rate 0", "rate 0", "rate 0: must be a positive number of admissions per second", "at Caddyfile:3"},
+		{"bad user_agent regexp", "bypass {\n user_agent (\n }", "bypass: user_agents: ", "at Caddyfile:"},
+		{"cache path without slash", "cache static/*", `cache: path "static/*" must start with /`, "at Caddyfile:3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\t" + tc.block + "\n\t}\n}\n")

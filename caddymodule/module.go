@@ -160,19 +160,30 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	cfg, err := h.resolvedConfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("waiting room %s: %w", h.RoomName(), err)
 	}
 	h.room = cfg.RoomName()
 	appVal, err := ctx.App(appID)
 	if err != nil {
 		return err
 	}
-	if err := appVal.(*App).register(h); err != nil {
+	first, err := appVal.(*App).register(h)
+	if err != nil {
 		return err
+	}
+	if first {
+		if err := checkRoutes(ctx, h.room, cfg.EndpointPrefix()); err != nil {
+			return err
+		}
 	}
 	st, err := cfg.SettleStateStore(defaultStatePath())
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
+	}
+	if first {
+		if err := st.CheckPath(); err != nil {
+			return fmt.Errorf("waiting room %s: %w", h.room, err)
+		}
 	}
 	// The store opens on its first call, when the config runs and the
 	// room joins it (pooledRoom.activate): `caddy validate` and a config
@@ -214,6 +225,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		ReturnURI:     originalURI,
 		HookURL:       expandPlaceholders,
 		OnAdmit:       h.emitAdmitted,
+		OnGeneratedKeys: func() {
+			if first {
+				h.logger.Warn(proxy.NoKeysWarning, zap.String("room", h.room))
+			}
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
@@ -300,6 +316,19 @@ func (h *Handler) resolvedConfig() (proxy.Config, error) {
 		cfg.Keys.Signing = repl.ReplaceAll(cfg.Keys.Signing, "")
 	}
 	return cfg, nil
+}
+
+// UnmarshalJSON decodes the handler strictly, as Caddy decodes modules,
+// and refuses what the JSON cannot say apart from unset (`"rate": 0`).
+func (h *Handler) UnmarshalJSON(b []byte) error {
+	type plain Handler // without this method
+	if err := caddy.StrictUnmarshalJSON(b, (*plain)(h)); err != nil {
+		return err
+	}
+	if err := proxy.CheckExplicitZeros(b); err != nil {
+		return fmt.Errorf("waiting room %s: %w", h.RoomName(), err)
+	}
+	return nil
 }
 
 // Validate is done by Provision (the config is checked as it is settled);

@@ -86,7 +86,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 
 	changed := "state open\n rate 50\n burst 70\n difficulty 8\n tau 5s\n fixed_speed"
 	for _, bad := range []struct{ name, options, extra string }{
-		{"bad user_agent regexp", changed + "\n bypass {\n user_agent (\n }", ""},
+		{"missing waiting page", changed + "\n waiting_page /nonexistent/fairgate-page.html", ""},
 		{"bad module elsewhere", changed, "@bad path_regexp [\n\trespond @bad 404"},
 		{"app that cannot start", changed, "}\nhttp://127.0.0.1:" + strings.Split(taken.Addr().String(), ":")[1] + " {\n\tbind 127.0.0.1\n\trespond ok"},
 		{"same room, other settings", changed, "}\nhttp://localhost:9081 {\n\twaiting_room reload {\n\t\tstate paused\n\t}\n\trespond ok"},
@@ -158,7 +158,7 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 		{
 			name:    "inside handle",
 			body:    "handle /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}",
-			refused: "waiting room matched: its endpoints under prefix /_fairgate are not routed to it: the waiting page's POST /_fairgate/token would go elsewhere and strand every visitor; set the room's prefix to a path its route covers (e.g. `prefix /a/_fairgate`)",
+			refused: "waiting room matched: its endpoints under prefix /_fairgate are not routed to it: the waiting page's POST /_fairgate/token would go elsewhere and strand every visitor; set room matched's prefix to a path its route covers (e.g. `prefix /a/_fairgate`)",
 		},
 		{name: "inside handle, prefix under its path", body: "handle /a/* {\n" + room("", "/a/_fairgate") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}", token: "/a/_fairgate/token"},
 		{name: "inside handle, prefix routed to it", body: "handle /_fairgate/* {\n" + room("", "") + "\n}\nhandle /a/* {\n" + room("", "") + "\nreverse_proxy ORIGIN\n}\nhandle {\nreverse_proxy ORIGIN\n}", token: "/_fairgate/token"},

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -28,9 +29,10 @@ type Config struct {
 	State string `json:"state,omitempty"`
 	// SaleStart is when a `scheduled` room starts admitting, RFC 3339.
 	SaleStart string `json:"sale_start,omitempty"`
-	// Rate is the target number of admissions per second. Default:
-	// Sessions / SessionLength when Sessions is set (Little's law), else
-	// 10 (DefaultRate).
+	// Rate is the target number of admissions per second, positive.
+	// Default: Sessions / SessionLength when Sessions is set (Little's
+	// law), else 10 (DefaultRate). An explicit `"rate": 0` is refused by
+	// both front doors (CheckExplicitZeros): it would read as unset.
 	Rate float64 `json:"rate,omitempty"`
 	// Sessions is the target number of concurrent sessions on the site.
 	Sessions int `json:"sessions,omitempty"`
@@ -498,6 +500,14 @@ func (c Config) settle() (settings, error) {
 		}
 		s.trusted = append(s.trusted, p)
 	}
+	if err := checkBypass(s.Bypass); err != nil {
+		return s, &OptionError{Option: "bypass", Err: err}
+	}
+	if s.Cache != nil {
+		if _, err := newMatcher(s.Cache.Paths); err != nil {
+			return s, &OptionError{Option: "cache", Err: err}
+		}
+	}
 	if s.Hook != nil {
 		if err := checkHookURL(s.Hook.URL); err != nil {
 			return s, &OptionError{Option: "admission_hook", Err: err}
@@ -523,6 +533,40 @@ func (c Config) settle() (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkBypass compiles the bypass rules as the gateway will.
+func checkBypass(b Bypass) error {
+	if _, err := newMatcher(b.Paths); err != nil {
+		return fmt.Errorf("paths: %w", err)
+	}
+	for _, ua := range b.UserAgents {
+		if _, err := newRegexpMatcher(ua); err != nil {
+			return fmt.Errorf("user_agents: %w", err)
+		}
+	}
+	for _, c := range b.CIDRs {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return fmt.Errorf("cidrs: %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckExplicitZeros refuses `"rate": 0` in a config's JSON. Rate's zero
+// is its unset value (the default applies), so an explicit 0 would run the
+// room at the default rate without a word.
+func CheckExplicitZeros(raw []byte) error {
+	var set struct {
+		Rate *float64 `json:"rate"`
+	}
+	if err := json.Unmarshal(raw, &set); err != nil || set.Rate == nil {
+		return nil // a malformed config is the decoder's to report
+	}
+	if err := admission.CheckRate(*set.Rate); err != nil {
+		return &OptionError{Option: "rate", Err: fmt.Errorf("%w; leave rate out for the default", err)}
+	}
+	return nil
 }
 
 // placeholder is a Caddy placeholder such as {http.request.host}.

@@ -2,6 +2,11 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,5 +29,78 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`"soon"`), &d); err == nil {
 		t.Error("bad duration accepted")
+	}
+}
+
+// TestConfigOptionErrors: a value wrong on its own is an *OptionError
+// naming its option, so the Caddyfile points at the line that set it.
+func TestConfigOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    Config
+		option string
+		want   string
+	}{
+		{Config{Bypass: Bypass{UserAgents: []string{"("}}}, "bypass", "user_agents"},
+		{Config{Bypass: Bypass{CIDRs: []string{"10.0.0.0/99"}}}, "bypass", "cidrs"},
+		{Config{Cache: &Cache{Paths: []string{"static/*"}}}, "cache", "must start with /"},
+		{Config{Bypass: Bypass{Paths: []string{"/a/[*"}}}, "bypass", "paths"},
+		{Config{Rate: -1}, "rate", "rate -1"},
+	} {
+		_, err := tc.cfg.settle()
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != tc.option || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error of option %s", tc.cfg, err, tc.option)
+		}
+	}
+}
+
+func TestCheckExplicitZeros(t *testing.T) {
+	for _, tc := range []struct {
+		json, want string
+	}{
+		{`{"rate":0}`, "rate 0: must be a positive number of admissions per second; leave rate out for the default"},
+		{`{"rate":-2}`, "rate -2"},
+		{`{"rate":2}`, ""},
+		{`{"room":"x"}`, ""},
+	} {
+		err := CheckExplicitZeros([]byte(tc.json))
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.json, err, tc.want)
+		}
+	}
+}
+
+// TestBoltPathChecks: what keeps a bolt file from ever opening fails the
+// config, without opening the file; one file named two ways is one store.
+func TestBoltPathChecks(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(file, "rooms.db"), file + " is a file, where a directory must be"},
+		{filepath.Join(file, "a", "rooms.db"), file + " is a file, where a directory must be"},
+		{dir, dir + " is a directory"},
+		{filepath.Join(dir, "new", "rooms.db"), ""},
+		{file, ""},
+	} {
+		st, err := settleStore(&StateStore{Type: StoreBolt, Path: tc.path}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.CheckPath()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("checking made the directory: %v", err)
+	}
+	t.Chdir(dir)
+	rel, _ := settleStore(&StateStore{Type: StoreBolt, Path: "rooms.db"}, "")
+	abs, _ := settleStore(&StateStore{Type: StoreBolt, Path: filepath.Join(dir, "rooms.db")}, "")
+	if rel.StateStore.StoreKey() != abs.StateStore.StoreKey() {
+		t.Errorf("one file, two stores: %s and %s", rel.StateStore.StoreKey(), abs.StateStore.StoreKey())
 	}
 }

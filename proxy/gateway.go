@@ -53,6 +53,10 @@ type Options struct {
 	// OnAdmit, if set, learns of each admission and how long the visitor
 	// waited since entering (the waiting token's iat).
 	OnAdmit func(r *http.Request, waited time.Duration)
+	// OnGeneratedKeys, if set, is called instead of the NO KEYS CONFIGURED
+	// warning when the config has no keys (the Caddy module warns once per
+	// room and config load, not once per handler).
+	OnGeneratedKeys func()
 	// Random replaces crypto/rand for token ids, tickets and challenges.
 	// Only for simulations: predictable tickets are a broken queue.
 	Random io.Reader
@@ -99,6 +103,9 @@ const (
 	DispositionRefused  Disposition = "refused"  // an ambiguous path, answered 400
 )
 
+// NoKeysWarning is logged when a room signs with keys it generated.
+const NoKeysWarning = "NO KEYS CONFIGURED: generated keys for this process only; a restart will invalidate every waiting token and pass. Run `fairgate keygen` and configure keys."
+
 // New builds a gateway over shared state (see NewShared). It changes
 // nothing in the shared state: ApplyConfig does, once the caller knows the
 // gateway will serve.
@@ -128,9 +135,11 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading keys: %w", err)
 	}
-	if generated {
-		g.log.Warn("NO KEYS CONFIGURED: generated keys for this process only; a restart will invalidate every waiting token and pass. Run `fairgate keygen` and configure keys.",
-			zap.String("room", s.Room))
+	switch {
+	case generated && opts.OnGeneratedKeys != nil:
+		opts.OnGeneratedKeys()
+	case generated:
+		g.log.Warn(NoKeysWarning, zap.String("room", s.Room))
 	}
 	var gateOpts []admission.GateOption
 	if opts.Random != nil {

@@ -1,10 +1,14 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
 
 	"github.com/fairgate/fairgate/admission/roomstate"
@@ -110,6 +114,9 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 		if out.Path == "" {
 			return out, optionErr("state_store", "bolt needs a path")
 		}
+		if out.Path != validationStatePath {
+			out.Path = canonicalFile(out.Path)
+		}
 	case StoreDynamo:
 		if out.Table == "" {
 			out.Table = dynamostore.DefaultTable
@@ -149,6 +156,69 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 		out.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	return out, nil
+}
+
+// canonicalFile is path absolute, through any symbolic link to its
+// directory: two rooms naming one file differently (`rooms.db` and
+// `/srv/rooms.db`) share one opened store, rather than the second waiting
+// for ever on the lock the first holds.
+func canonicalFile(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
+}
+
+// CheckPath finds, without opening the file, what would keep a settled
+// bolt store from ever opening: a file where a directory must be, a
+// directory where the file must be, no permission to create or write it.
+// Waiting fixes none of these, so they fail the config. A lock another
+// process holds is not looked at: it may be released, and a running
+// process holding the file must not fail the validation of its next config.
+func (s StateStore) CheckPath() error {
+	if s.Type != StoreBolt {
+		return nil
+	}
+	fi, err := os.Stat(s.Path)
+	if err == nil {
+		if fi.IsDir() {
+			return optionErr("state_store", "path %s is a directory: name the bolt file, e.g. %s", s.Path, filepath.Join(s.Path, "rooms.db"))
+		}
+		f, err := os.OpenFile(s.Path, os.O_RDWR, 0)
+		if err != nil {
+			return optionErr("state_store", "path %s: %w", s.Path, err)
+		}
+		return f.Close()
+	}
+	// Missing: the nearest existing ancestor must be a directory the file's
+	// directories can be made in.
+	for dir := filepath.Dir(s.Path); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		switch {
+		case err == nil && !fi.IsDir():
+			return optionErr("state_store", "path %s: %s is a file, where a directory must be", s.Path, dir)
+		case err == nil:
+			return checkWritable(s.Path, dir)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return optionErr("state_store", "path %s: %w", s.Path, err)
+		case filepath.Dir(dir) == dir:
+			return nil
+		}
+	}
+}
+
+// checkWritable tries to create a file in dir.
+func checkWritable(path, dir string) error {
+	f, err := os.CreateTemp(dir, ".fairgate-check-*")
+	if err != nil {
+		return optionErr("state_store", "path %s: cannot create it in %s: %w", path, dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // DynamoDB's rules for a table name, and the shape of a region (a DNS

@@ -113,6 +113,9 @@ func readGatewayConfig(path string) (proxy.Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := proxy.CheckExplicitZeros(raw); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
 	return cfg, nil
 }
 

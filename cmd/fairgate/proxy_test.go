@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,6 +38,26 @@ func TestRequireLoopback(t *testing.T) {
 	} {
 		if err := requireLoopback(addr); (err == nil) != ok {
 			t.Errorf("requireLoopback(%q) = %v", addr, err)
+		}
+	}
+}
+
+// TestReadGatewayConfig: an explicit "rate": 0 is refused, naming the
+// option; left out, the default applies.
+func TestReadGatewayConfig(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"room":"r","rate":0}`, "rate 0: must be a positive number"},
+		{`{"room":"r","rate":3}`, ""},
+		{`{"room":"r"}`, ""},
+		{`{"room":"r","rates":3}`, `unknown field "rates"`},
+	} {
+		path := filepath.Join(t.TempDir(), "room.json")
+		if err := os.WriteFile(path, []byte(tc.json), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := readGatewayConfig(path)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.json, err, tc.want)
 		}
 	}
 }
