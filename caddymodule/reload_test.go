@@ -23,6 +23,9 @@ func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 	t.Helper()
 	req := testhttp.NewRequest(t, "POST", withPorts("http://localhost:ADMIN_PORT/load"), withPorts(caddyfile))
 	req.Header.Set("Content-Type", "text/caddyfile")
+	// A connection of its own, as `caddy reload` makes: a load may replace
+	// the admin server, closing the idle connections of the one before.
+	req.Close = true
 	resp, b := testhttp.Do(t, nil, req, header...)
 	return resp.StatusCode, string(b)
 }
@@ -358,6 +361,7 @@ func TestEndpointCheckJSON(t *testing.T) {
 	}{{"/_fairgate", true}, {"/a/_fairgate", false}} {
 		req, _ := http.NewRequest("POST", withPorts("http://localhost:ADMIN_PORT/load"), strings.NewReader(withPorts(config(tc.prefix))))
 		req.Header.Set("Content-Type", "application/json")
+		req.Close = true // a connection of its own, as in load
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
