@@ -14,6 +14,14 @@ import (
 // not admitted by then have a zero admitted time.
 func honestSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon time.Time) []fifoVisitor {
 	t.Helper()
+	return leavingSale(t, g, room, arrivals, horizon, func(int) bool { return false })
+}
+
+// leavingSale is honestSale where the visitors leave says so walk away
+// after their first judged attempt (the claim in fifo): they never ask
+// again, and count as never admitted.
+func leavingSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon time.Time, leaves func(i int) bool) []fifoVisitor {
+	t.Helper()
 	ctx := context.Background()
 	vs := make([]fifoVisitor, len(arrivals))
 	q := attemptQueue{}
@@ -49,6 +57,9 @@ func honestSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon
 			v.admitted = ev.at
 		case OutcomeWait, OutcomeBusy:
 			v.token = d.Next.Token
+			if leaves(ev.i) {
+				continue
+			}
 			heap.Push(&q, attemptAt{at: d.Next.Claims.NextAttempt(), i: ev.i})
 		default:
 			t.Fatalf("visitor %d at %v: %v (%v)", ev.i, ev.at, d.Outcome, d.Err)
@@ -137,5 +148,58 @@ func TestFIFOHonestPageAsksAtFewCheckpoints(t *testing.T) {
 	t.Logf("most attempts a second: %.2f (visitor %d: %d attempts over %v)", worst, at, vs[at].attempts, waitOf(vs[at], horizon))
 	if worst > 0.5 {
 		t.Errorf("an honest page made %.2f attempts a second over a wait of %v, want at most 0.5", worst, waitOf(vs[at], horizon))
+	}
+}
+
+// TestFIFOLeaversDoNotSlowTheRoom: a place passed longer ago than an
+// honest page takes to come does not count towards the counter's lead, so
+// places that claimed and walked away cannot hold the room back: the
+// visitors who stay are admitted at the rate. In a room admitting 10 a
+// second, 200 visitors who stay arrive over 10 s; in one run 200 more
+// arrive among them and leave after claiming.
+func TestFIFOLeaversDoNotSlowTheRoom(t *testing.T) {
+	const rate = 10
+	for _, tt := range []struct {
+		name   string
+		n      int
+		leaves func(int) bool
+	}{
+		{"nobody leaves", 200, func(int) bool { return false }},
+		{"as many leave after their claim", 400, func(i int) bool { return i%2 == 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := testGate(t, 20000)
+			room := fifoRoom(t, rate, 5*time.Second, StateQueue, time.Time{})
+			var arrivals []time.Time
+			step := 10 * time.Second / time.Duration(tt.n)
+			for i := range tt.n {
+				arrivals = append(arrivals, t0.Add(time.Duration(i)*step))
+			}
+			vs := leavingSale(t, g, room, arrivals, t0.Add(10*time.Minute), tt.leaves)
+			var stayed []time.Time
+			for i, v := range vs {
+				if tt.leaves(i) {
+					continue
+				}
+				if v.admitted.IsZero() {
+					t.Fatalf("visitor %d stayed and was never admitted", i)
+				}
+				stayed = append(stayed, v.admitted)
+			}
+			slices.SortFunc(stayed, time.Time.Compare)
+			// From 5 s to 15 s the stayers' queue is backed up (they
+			// arrive at twice the rate for 10 s).
+			in := 0
+			for _, at := range stayed {
+				if d := at.Sub(t0); d >= 5*time.Second && d < 15*time.Second {
+					in++
+				}
+			}
+			got := float64(in) / 10
+			t.Logf("%d stayed; admitted at %.2f a second from 5 s to 15 s, the last %v after the first arrival", len(stayed), got, stayed[len(stayed)-1].Sub(t0))
+			if got < 0.9*rate {
+				t.Errorf("the visitors who stayed were admitted at %.2f a second, want the rate, %d (-10%%)", got, rate)
+			}
+		})
 	}
 }
