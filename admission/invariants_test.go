@@ -3,6 +3,7 @@ package admission
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -201,5 +202,108 @@ func TestFIFOLeaversDoNotSlowTheRoom(t *testing.T) {
 				t.Errorf("the visitors who stayed were admitted at %.2f a second, want the rate, %d (-10%%)", got, rate)
 			}
 		})
+	}
+}
+
+// twinSale runs a fifo room admitting 1 a second with a crowd of 60
+// logins arriving in the first 0.6 s and one more login, twinName, that
+// takes its token at issue and presents it first at claim (and from then
+// on at each checkpoint it is told, as the crowd does). It returns when
+// the twin was admitted.
+func twinSale(t *testing.T, twinName string, issue, claim time.Time) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	g := testGate(t, 20000)
+	room := fifoRoom(t, 1, 5*time.Second, StateQueue, time.Time{})
+	type visitor struct {
+		who           Visitor
+		issue, next   time.Time
+		token, nonce  string
+		admitted      time.Time
+		started, done bool
+	}
+	vs := make([]*visitor, 0, 61)
+	for i := range 60 {
+		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		vs = append(vs, &visitor{who: Visitor{Subject: fmt.Sprint("fan", i)}, issue: at, next: at})
+	}
+	twin := &visitor{who: Visitor{Subject: twinName}, issue: issue, next: issue}
+	vs = append(vs, twin)
+	tick := t0
+	for now := t0; now.Before(t0.Add(30 * time.Minute)); now = now.Add(10 * time.Millisecond) {
+		for !tick.After(now) {
+			room.Tick(tick)
+			tick = tick.Add(time.Second)
+		}
+		for _, v := range vs {
+			if v.done || now.Before(v.next) {
+				continue
+			}
+			if !v.started {
+				tk, err := g.Issue(room, v.who, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v.started, v.token, v.nonce, v.next = true, tk.Token, solve(t, tk.Claims), tk.Claims.NextAttempt()
+				if v == twin && claim.After(v.next) {
+					v.next = claim
+				}
+				continue
+			}
+			d := g.Decide(ctx, room, Attempt{Token: v.token, Nonce: v.nonce, Visitor: v.who, Now: now})
+			switch d.Outcome {
+			case OutcomeAdmit:
+				v.done, v.admitted = true, now
+			case OutcomeWait, OutcomeBusy, OutcomeEarly:
+				v.token, v.next = d.Next.Token, d.Next.Claims.NextAttempt()
+			default:
+				t.Fatalf("%s at %v: %v (%v)", v.who.Subject, now, d.Outcome, d.Err)
+			}
+		}
+		if twin.done {
+			return twin.admitted
+		}
+	}
+	t.Fatal("the twin was never admitted")
+	return time.Time{}
+}
+
+// TestFIFOUnclaimedTokenAgeBuysNothing: the entry is the claim, so a token
+// taken long before its claim is worth no more than one taken just
+// before it. A login that took its token with the crowd and presents it
+// first later is admitted no earlier (beyond the network's second) than
+// its twin that took its token two seconds before the same claim.
+func TestFIFOUnclaimedTokenAgeBuysNothing(t *testing.T) {
+	for _, claimAfter := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 60 * time.Second, 90 * time.Second} {
+		t.Run(claimAfter.String(), func(t *testing.T) {
+			claim := t0.Add(claimAfter)
+			honest := twinSale(t, "twin", claim.Add(-2*time.Second), claim)
+			aged := twinSale(t, "twin", t0, claim)
+			t.Logf("claimed at %v: fresh token admitted at %v, aged token at %v", claimAfter, honest.Sub(t0), aged.Sub(t0))
+			if aged.Before(honest.Add(-time.Second)) {
+				t.Errorf("a token taken %v before its claim got in %v before its fresh twin", claimAfter, honest.Sub(aged))
+			}
+		})
+	}
+}
+
+// TestFIFOLateClaimGainsNothing: presenting late gains nothing. Logins
+// that arrive at 10 s, just after a crowd, and present their token first
+// 10 s after their first checkpoint (when nobody else has claimed for
+// 10 s) are admitted no earlier, on average over 20 logins, than their
+// twins that present at the checkpoint they were told.
+func TestFIFOLateClaimGainsNothing(t *testing.T) {
+	arrive := t0.Add(10 * time.Second)
+	var gain time.Duration
+	const n = 20
+	for i := range n {
+		name := fmt.Sprint("late", i)
+		honest := twinSale(t, name, arrive, arrive)
+		late := twinSale(t, name, arrive, arrive.Add(12*time.Second))
+		gain += honest.Sub(late)
+	}
+	t.Logf("presenting 10 s late gained %v on average", gain/n)
+	if gain/n > time.Second {
+		t.Errorf("logins presenting their claim 10 s late got in %v earlier than their honest twins on average, want no gain", gain/n)
 	}
 }
