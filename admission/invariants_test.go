@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -305,5 +306,57 @@ func TestFIFOLateClaimGainsNothing(t *testing.T) {
 	t.Logf("presenting 10 s late gained %v on average", gain/n)
 	if gain/n > time.Second {
 		t.Errorf("logins presenting their claim 10 s late got in %v earlier than their honest twins on average, want no gain", gain/n)
+	}
+}
+
+// TestRacingClaimsOfOnePlaceAreAnsweredAlike: every version of a token
+// from before its claim is answered with the rank and the checkpoint the
+// claim took, however many are presented at once: a client racing its
+// first version takes one rank and learns one checkpoint. 400 logins each
+// present their first version 16 times at once (their requests 20 ms
+// apart, as one client's race arrives).
+func TestRacingClaimsOfOnePlaceAreAnsweredAlike(t *testing.T) {
+	g := testGate(t, 1000)
+	room := fifoRoom(t, 1, time.Second, StateQueue, time.Time{})
+	for range 30 { // a queue ahead, so the places wait
+		claimedAt(t, g, room, t0)
+	}
+	const logins, n = 400, 16
+	split := 0
+	for l := range logins {
+		who := Visitor{Subject: fmt.Sprint("racer", l)}
+		tk, err := g.Issue(room, who, t0.Add(time.Duration(l)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonce := solve(t, tk.Claims)
+		answers := make([]Decision, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				at := tk.Claims.NextAttempt().Add(time.Duration(i) * 20 * time.Millisecond)
+				answers[i] = g.Decide(context.Background(), room, Attempt{Token: tk.Token, Nonce: nonce, Visitor: who, Now: at})
+			})
+		}
+		wg.Wait()
+		pos, next := map[int64]bool{}, map[int64]bool{}
+		for i, d := range answers {
+			if d.Next.Claims == nil {
+				t.Fatalf("login %d, attempt %d: %v (%v)", l, i, d.Outcome, d.Err)
+			}
+			pos[d.Next.Claims.Pos], next[d.Next.Claims.Nxt] = true, true
+		}
+		if len(pos) != 1 {
+			t.Fatalf("login %d: %d racing versions took %d ranks, want one", l, n, len(pos))
+		}
+		if len(next) != 1 {
+			split++
+		}
+	}
+	if split > 0 {
+		t.Errorf("%d of %d logins racing their first version were told two checkpoints, want one each", split, logins)
+	}
+	if got := room.View(t0.Add(500 * time.Second)).Ranked; got != 30+logins {
+		t.Errorf("ranks taken: %v, want %d", got, 30+logins)
 	}
 }
