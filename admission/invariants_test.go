@@ -24,6 +24,12 @@ func honestSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon
 // again, and count as never admitted.
 func leavingSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon time.Time, leaves func(i int) bool) []fifoVisitor {
 	t.Helper()
+	return tickedSale(t, g, room, arrivals, horizon, leaves, room.Tick)
+}
+
+// tickedSale is leavingSale with the room ticked by tick every second.
+func tickedSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon time.Time, leaves func(i int) bool, tick func(time.Time)) []fifoVisitor {
+	t.Helper()
 	ctx := context.Background()
 	vs := make([]fifoVisitor, len(arrivals))
 	q := attemptQueue{}
@@ -32,15 +38,15 @@ func leavingSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizo
 		q = append(q, attemptAt{at: at, i: i})
 	}
 	heap.Init(&q)
-	tick := arrivals[0].Truncate(time.Second)
+	next := arrivals[0].Truncate(time.Second)
 	for q.Len() > 0 {
 		ev := heap.Pop(&q).(attemptAt)
 		if ev.at.After(horizon) {
 			break
 		}
-		for !tick.After(ev.at) {
-			room.Tick(tick)
-			tick = tick.Add(time.Second)
+		for !next.After(ev.at) {
+			tick(next)
+			next = next.Add(time.Second)
 		}
 		v := &vs[ev.i]
 		if v.token == "" {
@@ -358,5 +364,44 @@ func TestRacingClaimsOfOnePlaceAreAnsweredAlike(t *testing.T) {
 	}
 	if got := room.View(t0.Add(500 * time.Second)).Ranked; got != 30+logins {
 		t.Errorf("ranks taken: %v, want %d", got, 30+logins)
+	}
+}
+
+// TestLotteryClusterClockPassesItsShare: in a room shared by several
+// nodes, the ticking node's keys stand for the room's population over
+// their number, and the clock passes them at the rate: the places of the
+// ticking node are found eligible at its share of the rate, whatever that
+// share (nodes behind an uneven balancer, a node that joined late). A
+// room admitting 1 a second whose ticking node holds 10 of the room's
+// waiting places (all of them, 10%, 1%) admits half of them well within
+// the time the room takes to admit its whole population twice over.
+func TestLotteryClusterClockPassesItsShare(t *testing.T) {
+	for _, population := range []float64{10, 100, 1000} {
+		t.Run(fmt.Sprint("population ", population), func(t *testing.T) {
+			g := testGate(t, 1000)
+			room := testRoom(t, func(c *RoomConfig) {
+				c.Rate, c.Burst, c.Adaptive, c.Tau = 1, 1, true, time.Second
+				c.Memory = 15 * time.Minute
+			})
+			var arrivals []time.Time
+			for i := range 10 {
+				arrivals = append(arrivals, t0.Add(time.Duration(i)*100*time.Millisecond))
+			}
+			horizon := t0.Add(time.Duration(2*population) * time.Second)
+			vs := tickedSale(t, g, room, arrivals, horizon, func(int) bool { return false }, func(now time.Time) {
+				// The other nodes' places drain as this node's do.
+				room.TickWith(now, population/10*room.Population(now), 0)
+			})
+			in := 0
+			for _, v := range vs {
+				if !v.admitted.IsZero() {
+					in++
+				}
+			}
+			t.Logf("population %v: %d of the ticking node's 10 places admitted in %v; the clock at %.4f", population, in, horizon.Sub(t0), room.View(horizon).Clock.At(horizon))
+			if in < 5 {
+				t.Errorf("population %v: %d of the ticking node's 10 places were admitted in %v at 1 a second, want at least 5", population, in, horizon.Sub(t0))
+			}
+		})
 	}
 }
