@@ -87,6 +87,8 @@ type Gate struct {
 	// lotteryGrid and fifoGrid are the checkpoint grids' shapes in each
 	// order, fixed by the policy.
 	lotteryGrid, fifoGrid gridShape
+	// noTabPasses: see WithoutTabPasses.
+	noTabPasses bool
 }
 
 // GateOption configures a Gate.
@@ -97,6 +99,15 @@ type GateOption func(*Gate)
 // tickets are a broken queue.
 func WithRandom(r io.Reader) GateOption {
 	return func(g *Gate) { g.random = r }
+}
+
+// WithoutTabPasses makes the gate give an admitted place's pass again only
+// to the token version that used it, not to the other tokens of its login:
+// for a gateway whose admission hook decides after the pass is made (a
+// refusal sends the place back to waiting, and another tab must not be
+// holding its pass meanwhile).
+func WithoutTabPasses() GateOption {
+	return func(g *Gate) { g.noTabPasses = true }
 }
 
 // NewGate returns a gate signing with keys and remembering used tokens in ledger.
@@ -438,18 +449,18 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
-		ranked, c, d, ok := g.claim(ctx, room, claims, now)
+		ranked, c, fresh, d, ok := g.claim(ctx, room, claims, now)
 		if !ok {
 			return d
 		}
 		view = &ranked
-		if c.Next.IsZero() {
-			claimed = true
-		} else {
-			// A version from before the claim, presented again: the
-			// claimed place, at the checkpoint its claim was told.
+		if !c.Next.IsZero() {
+			// The claim is not judged: it is answered with its first
+			// checkpoint, and so is every version from before it,
+			// presented again before that checkpoint.
 			claims.Nxt = c.Next.UnixMilli()
-			if now.Before(c.Next) {
+			claimed = fresh
+			if !fresh && now.Before(c.Next) {
 				return g.wait(view, claims, OutcomeWait, c.Next, now)
 			}
 		}
@@ -457,18 +468,8 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 	draw := g.codec.keys.Draw(claims.Lot)
 	from, threshold := g.threshold(view, claims, draw.Number)
 	room.ObservePresent(now, claims.Place(), from+threshold)
-	if claimed && (claims.Pos < 0 || view.State != StateOpen) {
-		// The claim is not judged: a pre-queue place's first checkpoint
-		// is spread over the first backoff after the start; any other
-		// place is told its first checkpoint as the counter stands, as
-		// every place is. Every version from before the claim is told
-		// the same (Room.rememberClaimNext).
-		next := g.fifoNext(view, claims, now)
-		if claims.Pos < 0 {
-			next = g.preQueueFirst(view, claims, now)
-		}
-		room.rememberClaimNext(claims.Place(), next)
-		return g.wait(view, claims, OutcomeWait, next, now)
+	if claimed {
+		return g.wait(view, claims, OutcomeWait, claims.NextAttempt(), now)
 	}
 	var at time.Time
 	var eligible bool
@@ -513,9 +514,10 @@ func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
 // valid, when the token presented is the version that used it (the answer
 // to that attempt was lost: the ledger write timed out after it landed, or
 // the node died before it answered) or any token of the same login (its
-// other tabs: one place, one pass); token_used otherwise.
+// other tabs: one place, one pass; not WithoutTabPasses); token_used
+// otherwise.
 func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims, now time.Time) Decision {
-	login := !strings.HasPrefix(claims.Subject, AnonymousPrefix)
+	login := !g.noTabPasses && !strings.HasPrefix(claims.Subject, AnonymousPrefix)
 	if place.Pass == "" || (place.By != TokenDigest(token) && !login) || !now.Before(place.At.Add(g.policy.PassTTL)) {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
@@ -528,18 +530,32 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // the first moment it has proved its work: then, and not when the token was
 // taken, is its arrival (docs/FAIRNESS.md, "Free tokens take no ranks").
 // Every version of the token from before the claim names the rank the
-// claim took, on this node: the gate remembers it (claimMemory) as long as
-// such a version can be valid, so presenting one again takes no second
-// rank. ok is false when no rank could be taken; d says why.
-func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (View, Claim, Decision, bool) {
-	c, err := room.claimRank(ctx, claims.Place(), now, func(view *View, pos int64, lk float64) float64 {
+// claim took, on this node, and the claim's first checkpoint (a pre-queue
+// place's first after the start; any other's as the counter stands; none
+// in an open room, where the claim is judged at once): the gate remembers
+// both (claimMemory) as long as such a version can be valid, so presenting
+// one again, or racing it, takes no second rank and learns nothing new.
+// fresh is true for the attempt that took the rank. ok is false when no
+// rank could be taken; d says why.
+func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (view View, c Claim, fresh bool, d Decision, ok bool) {
+	c, fresh, err := room.claimRank(ctx, claims.Place(), now, func(view *View, pos int64, lk float64) float64 {
 		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk}, g.codec.keys.Lottery(claims.Lot))
+	}, func(view *View, c Claim) time.Time {
+		ranked := *claims
+		ranked.Pos, ranked.Lk = c.Pos, c.Lk
+		switch {
+		case c.Pos < 0:
+			return g.preQueueFirst(view, &ranked, now)
+		case view.State != StateOpen:
+			return g.fifoNext(view, &ranked, now)
+		}
+		return time.Time{}
 	})
 	if err != nil {
-		return room.View(now), Claim{}, g.unavailable(err, claims), false
+		return room.View(now), Claim{}, false, g.unavailable(err, claims), false
 	}
 	claims.Pos, claims.Lk = c.Pos, c.Lk
-	return room.View(now), c, Decision{}, true
+	return room.View(now), c, fresh, Decision{}, true
 }
 
 // preQueueFirst is a pre-queue place's first checkpoint after the start:

@@ -154,28 +154,30 @@ func (m *claimMemory) lookup(id string) (Claim, bool) {
 // Room.Rank). The claim is the place's entry: a place claimed before the
 // sale start is in the pre-queue, one claimed after takes the next rank,
 // however long ago its token was taken, so an unclaimed token's age buys
-// nothing. next, for a claim made before, is the checkpoint its first
-// answer named (zero if none was), so that presenting a version from before
-// the claim again is answered as the first time. key is the place's key
-// for a new rank. Claims of one node are serialised, so concurrent
-// attempts of one place take one rank.
-func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64) (c Claim, err error) {
+// nothing. Its Next is the claim's first checkpoint (first, for a new
+// rank; zero where the claim is judged at once), so that presenting a
+// version from before the claim again is answered as the first time.
+// fresh is true when this call took the rank. key is the place's key for a
+// new rank. Claims of one node are
+// serialised, so concurrent attempts of one place take one rank and learn
+// one checkpoint.
+func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64, first func(v *View, c Claim) time.Time) (c Claim, fresh bool, err error) {
 	f := r.fifo
 	if f == nil {
-		return Claim{}, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
+		return Claim{}, false, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
 	}
 	m := &f.claims
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rotate(now, r.memory)
 	if c, ok := m.lookup(id); ok {
-		return c, nil
+		return c, false, nil
 	}
 	view := r.View(now)
 	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && now.Before(view.SaleStart)
 	rank, view, err := r.Rank(ctx, now, pre)
 	if err != nil {
-		return Claim{}, err
+		return Claim{}, false, err
 	}
 	c = Claim{Pos: rank + 1}
 	if pre {
@@ -184,20 +186,9 @@ func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func
 		c.Lk = r.LuckSpan(now)
 		r.noteKey(key(&view, c.Pos, c.Lk), c.Lk)
 	}
+	c.Next = first(&view, c)
 	m.cur[id] = c
-	return c, nil
-}
-
-// rememberClaimNext records the checkpoint the first answer to a place's
-// claim named, unless one is recorded.
-func (r *Room) rememberClaimNext(id string, next time.Time) {
-	m := &r.fifo.claims
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.cur[id]; ok && c.Next.IsZero() {
-		c.Next = next
-		m.cur[id] = c
-	}
+	return c, true, nil
 }
 
 // SetRanker makes the room take its arrival ranks from rk (a store's
@@ -324,7 +315,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	s := v.Clock.At(now)
 	passed, ahead := r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), s)
 	scale := 1.0
-	if local := float64(passed + len(ahead)); local > 0 && population > local {
+	if local := r.presence.Count(now); local > 0 && population > local {
 		scale = population / local
 	}
 	if len(ahead) == 0 {
@@ -343,9 +334,12 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	}
 	k := min(int(want), len(ahead))
 	// A key beyond the last rank handed out may lie behind the key of an
-	// arrival still to come (its rank, plus its luck): the counter waits
-	// for the arrivals below it, unless none came lately.
-	if r.fifo.issues.Rate(now) > 0 {
+	// arrival still to come (its rank, plus its luck): while arrivals come
+	// at least as fast as the rate, the counter waits for them. Slower,
+	// luck counted in ranks stands for more time than the luck window, and
+	// waiting for the ranks would hold a place back far longer than its
+	// luck.
+	if r.fifo.issues.Rate(now) >= v.Rate {
 		top := float64(max(r.fifo.top.Load(), r.fifo.shared.Load()) - v.RankBase)
 		for k > 0 && ahead[k-1] > v.RankZero+top {
 			k--
@@ -361,10 +355,11 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 }
 
 // fifoLateAfter is how long after the counter passed its key a place that
-// follows its answers has come: it comes a MinBackoff early at the latest
-// for the moment it was told, which may be a tick off, and the network
-// spreads its arrival by up to pacerSlack.
-func fifoLateAfter(p Policy) time.Duration { return lotteryTick + p.MinBackoff + pacerSlack }
+// follows its answers has come: it is told the moment the counter is
+// expected to pass it, which may be a tick off, and the network spreads
+// its arrival by up to pacerSlack. Later, it is asleep or gone, and holds
+// the room back no more (it is served from its moment when it comes).
+func fifoLateAfter(Policy) time.Duration { return lotteryTick + pacerSlack }
 
 // fifoPassBy is how far past the last key it means to pass the fifo
 // counter aims, in ranks.

@@ -145,6 +145,11 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if opts.Random != nil {
 		gateOpts = append(gateOpts, admission.WithRandom(opts.Random))
 	}
+	if s.Hook != nil {
+		// The hook may still turn the admission away after its pass is
+		// out: another tab must not hold that pass meanwhile.
+		gateOpts = append(gateOpts, admission.WithoutTabPasses())
+	}
 	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger, gateOpts...)
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
