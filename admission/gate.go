@@ -729,25 +729,34 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *Wait
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-		room.UnpaceSlot(now)
+		room.UnpaceSlot(claims.Place(), now)
 		return d // the place keeps its slot and asks again
 	}
 	used, err := g.usedBy(token, now)
 	if err != nil {
-		room.UnpaceSlot(now)
+		room.UnpaceSlot(claims.Place(), now)
 		refundQuota(room, now)
 		return g.unavailable(err, claims)
 	}
 	ok, err := g.ledger.Use(ctx, claims.Place(), used)
 	switch {
 	case err != nil:
-		room.UnpaceSlot(now)
+		room.UnpaceSlot(claims.Place(), now)
 		refundQuota(room, now)
 		return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 	case !ok:
-		room.UnpaceSlot(now)
+		// Another version of the place got there first: the login's
+		// other tab, or the answer to this one's lost attempt.
+		room.UnpaceSlot(claims.Place(), now)
 		refundQuota(room, now)
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+		held, err := g.ledger.Lookup(ctx, claims.Place())
+		if err != nil {
+			return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
+		}
+		if held.State != PlaceUsed {
+			return Decision{Outcome: OutcomeReused, Claims: claims}
+		}
+		return g.reused(room, held, token, claims, now)
 	}
 	return g.pass(room, claims, used, now)
 }

@@ -24,15 +24,20 @@ import (
 //
 // Every token taken is held by one thing at a time: a re-spaced slot still
 // to come (due), or the one attempt that passed, until its place is
-// admitted or the attempt gives it back (giveBack). The first version to
-// pass at a re-spaced slot takes the slot over; a version presented with
-// it at once takes a token of its own, so an attempt that loses the race
-// for the place gives back only what it took.
+// admitted or the attempt gives it back (giveBack). While an attempt for a
+// place holds a token, another version of the place (a tab of the same
+// login, presented at the same slot) takes none: it is told to come back a
+// moment later, when the first has either admitted the place (and it gets
+// the same pass) or given the token back (and it passes in its turn). A
+// place is one admission, so it is never re-spaced behind itself.
 type pacer struct {
 	mu     sync.Mutex
 	bucket *Bucket
 	due    map[string]time.Time // re-spaced slots still to come
-	purged time.Time
+	// inflight counts, per place, the attempts that passed and have
+	// neither admitted it nor given their token back.
+	inflight map[string]int
+	purged   time.Time
 	// rate and burst as last set (the bucket's burst is pacerBurst's).
 	rate, burst float64
 }
@@ -44,12 +49,17 @@ type pacer struct {
 // nothing there, and let a cut admit two more at the old spacing.
 const pacerSlack = 2 * time.Second
 
+// pacerRaceWait is how much later a version of a place is asked to come
+// back while another version's admission of the place is in flight: about
+// one ledger write.
+const pacerRaceWait = 100 * time.Millisecond
+
 // pacerForget is how long past its due a re-spaced slot is remembered for
 // a place that did not come back for it.
 const pacerForget = time.Hour
 
 func newPacer(rate, burst float64, now time.Time) *pacer {
-	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, rate: rate, burst: burst}
+	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]int{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
@@ -93,19 +103,22 @@ func (p *pacer) setRate(rate, burst float64, now time.Time) {
 func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.inflight[place] > 0 {
+		return now.Add(pacerRaceWait), false
+	}
 	if due, ok := p.due[place]; ok {
 		if now.Before(due) {
 			return due, false
 		}
 		delete(p.due, place) // this attempt holds the slot's token now
-		return now, true
+		return p.passed(place, now)
 	}
 	due := p.bucket.Reserve(now)
 	if !due.After(now) {
-		return now, true
+		return p.passed(place, now)
 	}
 	if now.Sub(slot) > pacerSlack && p.rate > 0 && due.Sub(now).Seconds() <= pacerBurst(p.rate, p.burst)/p.rate {
-		return now, true
+		return p.passed(place, now)
 	}
 	if now.Sub(p.purged) > pacerForget {
 		p.purged = now
@@ -119,12 +132,23 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	return due, false
 }
 
-// giveBack returns the token an attempt that passed holds: its admission
-// did not go through.
-func (p *pacer) giveBack(now time.Time) {
+// passed records an attempt for place that holds a token now.
+func (p *pacer) passed(place string, now time.Time) (time.Time, bool) {
+	p.inflight[place]++
+	return now, true
+}
+
+// giveBack returns the token an attempt for place that passed holds: its
+// admission did not go through.
+func (p *pacer) giveBack(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bucket.Refund(now)
+	if p.inflight[place] <= 1 {
+		delete(p.inflight, place)
+		return
+	}
+	p.inflight[place]--
 }
 
 // admitted forgets place's re-spaced slot, if a version of its token
@@ -133,6 +157,7 @@ func (p *pacer) giveBack(now time.Time) {
 func (p *pacer) admitted(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.inflight, place)
 	if _, ok := p.due[place]; ok {
 		delete(p.due, place)
 		p.bucket.Refund(now)

@@ -110,6 +110,107 @@ func (l *racingLedger) Use(ctx context.Context, id string, used Place) (bool, er
 	return l.MemoryLedger.Use(ctx, id, used)
 }
 
+// slotHolder is a room admitting 1 a second and a place in it holding a
+// slot: busy is the answer that gave it, first the place's first token.
+type slotHolder struct {
+	gate   *Gate
+	room   *Room
+	ledger *racingLedger
+	first  WaitToken
+	nonce  string
+	who    Visitor
+	busy   Decision
+	now    time.Time // the ledger's clock
+}
+
+// holdingASlot follows the checkpoints of who's place, the bucket drained
+// before each, until the place holds a slot.
+func holdingASlot(t *testing.T, who Visitor) *slotHolder {
+	t.Helper()
+	h := &slotHolder{now: t0, who: who}
+	h.ledger = &racingLedger{MemoryLedger: NewMemoryLedger(100, func() time.Time { return h.now })}
+	h.gate = NewGate(testRing(t, "k1", "k1"), Policy{}, h.ledger, WithRandom(newSeeded(7)))
+	h.room = testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+	tk, err := h.gate.Issue(h.room, who, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.first, h.nonce = tk, solve(t, tk.Claims)
+	token, at := tk.Token, tk.Claims.NextAttempt()
+	for range 1000 {
+		h.now = at
+		for h.room.BucketLevel(at) > -1 {
+			h.room.ReserveAdmission(at, at)
+		}
+		h.busy = h.gate.Decide(context.Background(), h.room, Attempt{Token: token, Nonce: h.nonce, Visitor: who, Now: at})
+		if h.busy.Outcome != OutcomeWait {
+			break
+		}
+		token, at = h.busy.Next.Token, h.busy.Next.Claims.NextAttempt()
+	}
+	if h.busy.Outcome != OutcomeBusy {
+		t.Fatalf("want a slot: %v (%v)", h.busy.Outcome, h.busy.Err)
+	}
+	return h
+}
+
+// TestVersionsOfOnePlaceAtItsSlotShareOneAdmission: two versions of a
+// place holding a slot (two tabs of one login) present together at the
+// slot. One is admitted; the other is not re-spaced behind its own place
+// (a place is one admission): it is told to come back a moment later, and
+// then gets the same pass.
+func TestVersionsOfOnePlaceAtItsSlotShareOneAdmission(t *testing.T) {
+	ctx := context.Background()
+	login := Visitor{Subject: "user-1"}
+	h := holdingASlot(t, login)
+	slot := h.busy.Next.Claims.NextAttempt()
+	h.now = slot
+	var second Decision
+	h.ledger.race = func() {
+		second = h.gate.Decide(ctx, h.room, Attempt{Token: h.first.Token, Nonce: h.nonce, Visitor: login, Now: slot})
+	}
+	first := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Visitor: login, Now: slot})
+	if first.Outcome != OutcomeAdmit {
+		t.Fatalf("the first version at its slot: %v (%v), want admitted", first.Outcome, first.Err)
+	}
+	if second.Outcome != OutcomeBusy || second.RetryAfter > pacerRaceWait {
+		t.Fatalf("the version racing it: %v, back in %v; want busy, back within %v", second.Outcome, second.RetryAfter, pacerRaceWait)
+	}
+	again := slot.Add(second.RetryAfter)
+	h.now = again
+	d := h.gate.Decide(ctx, h.room, Attempt{Token: second.Next.Token, Nonce: h.nonce, Visitor: login, Now: again})
+	if d.Outcome != OutcomeAdmit || d.PassClaims.ID != first.PassClaims.ID {
+		t.Fatalf("the racing version back: %v; want the first's pass", d.Outcome)
+	}
+}
+
+// TestPacerHoldsOneTokenPerPlace: while an attempt for a place holds a
+// pacer token, another for the same place takes none and is told to come
+// back within pacerRaceWait; once the first gives its token back, the
+// place passes again.
+func TestPacerHoldsOneTokenPerPlace(t *testing.T) {
+	p := newPacer(1, 1, t0)
+	if _, ok := p.pass("a", t0, t0); !ok {
+		t.Fatal("the first attempt did not pass")
+	}
+	level := p.bucket.Level(t0)
+	due, ok := p.pass("a", t0, t0)
+	if ok || due.Sub(t0) > pacerRaceWait {
+		t.Fatalf("a second attempt for the place in flight: passed %v, due in %v; want refused, due within %v", ok, due.Sub(t0), pacerRaceWait)
+	}
+	if got := p.bucket.Level(t0); got != level {
+		t.Fatalf("the racing attempt moved the pacer from %.3f to %.3f", level, got)
+	}
+	p.giveBack("a", t0)
+	if _, ok := p.pass("a", t0, t0); !ok {
+		t.Fatal("the place did not pass after its attempt gave the token back")
+	}
+	p.admitted("a", t0)
+	if n := len(p.inflight); n != 0 {
+		t.Fatalf("%d places still in flight after the admission", n)
+	}
+}
+
 // TestRacingVersionsAtARespacedSlotMintNoPacerToken: a re-spaced place
 // took its pacer token when it was re-spaced. Two versions of its token
 // presented together at its due: one is admitted, and the other, losing
@@ -119,36 +220,11 @@ func (l *racingLedger) Use(ctx context.Context, id string, used Place) (bool, er
 // holds slot holders back after a rate cut).
 func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
 	ctx := context.Background()
-	now := t0
-	ledger := &racingLedger{MemoryLedger: NewMemoryLedger(100, func() time.Time { return now })}
-	g := NewGate(testRing(t, "k1", "k1"), Policy{}, ledger, WithRandom(newSeeded(7)))
-	room := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
-	tk, err := g.Issue(room, Visitor{}, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nonce := solve(t, tk.Claims)
-	token, at := tk.Token, tk.Claims.NextAttempt()
-	// Follow the checkpoints, the bucket drained before each, until the
-	// place holds a slot.
-	var d Decision
-	for range 1000 {
-		now = at
-		for room.BucketLevel(at) > -1 {
-			room.ReserveAdmission(at, at)
-		}
-		d = g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: at})
-		if d.Outcome != OutcomeWait {
-			break
-		}
-		token, at = d.Next.Token, d.Next.Claims.NextAttempt()
-	}
-	if d.Outcome != OutcomeBusy {
-		t.Fatalf("want a slot: %v (%v)", d.Outcome, d.Err)
-	}
+	h := holdingASlot(t, Visitor{})
+	g, room, ledger, tk, nonce, d := h.gate, h.room, h.ledger, h.first, h.nonce, h.busy
 	// At its slot the pacer is spent (slot holders before it): re-spaced.
 	slot := d.Next.Claims.NextAttempt()
-	now = slot
+	h.now = slot
 	for i := 0; ; i++ {
 		if _, ok := room.PaceSlot(fmt.Sprint("other-", i), slot, slot); !ok {
 			break
@@ -159,7 +235,7 @@ func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
 		t.Fatalf("at its slot with the pacer spent: %v, want busy (re-spaced)", d.Outcome)
 	}
 	due := d.Next.Claims.NextAttempt()
-	now = due
+	h.now = due
 	before := room.pacer.bucket.Level(due)
 	// Two versions of the place at its re-spaced due, together.
 	var second Decision

@@ -634,7 +634,7 @@ func (r *Room) PaceSlot(place string, slot, now time.Time) (time.Time, bool) {
 
 // UnpaceSlot gives back what PaceSlot took for an attempt it passed whose
 // admission did not go through.
-func (r *Room) UnpaceSlot(now time.Time) { r.pacer.giveBack(now) }
+func (r *Room) UnpaceSlot(place string, now time.Time) { r.pacer.giveBack(place, now) }
 
 // RefundAdmission gives back an admission that did not go through.
 func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
