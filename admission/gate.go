@@ -467,7 +467,11 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 	}
 	draw := g.codec.keys.Draw(claims.Lot)
 	from, threshold := g.threshold(view, claims, draw.Number)
-	room.ObservePresent(now, claims.Place(), from+threshold)
+	if view.Order == OrderFIFO && claims.Pos < 0 {
+		room.ObservePreQueuePresent(now, claims.Place(), from, draw.Number)
+	} else {
+		room.ObservePresent(now, claims.Place(), from+threshold)
+	}
 	if claimed {
 		return g.wait(view, claims, OutcomeWait, claims.NextAttempt(), now)
 	}

@@ -313,7 +313,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate)
 	}
 	s := v.Clock.At(now)
-	passed, ahead := r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), s)
+	passed, ahead := r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), s, v.PreQueue)
 	scale := 1.0
 	if local := r.presence.Count(now); local > 0 && population > local {
 		scale = population / local

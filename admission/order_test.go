@@ -3,6 +3,7 @@ package admission
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -300,6 +301,40 @@ func TestFIFOEarlierArrivalGoesFirst(t *testing.T) {
 		}
 	}
 	checkRateHeld(t, vs, 40, 0.05)
+}
+
+// TestFIFOStartUsesTheRate: a scheduled fifo room's pre-queue, claimed
+// over the half minute before the start while it grew, is admitted at the
+// rate from the start: the counter reads a pre-queue place's key at the
+// pre-queue's size at the start, not at its size when the place was last
+// seen (read so, the first keys lie far below where they are, the counter
+// stops short of them, and the first seconds admit a fraction of the
+// rate).
+func TestFIFOStartUsesTheRate(t *testing.T) {
+	for _, rate := range []float64{3, 10} {
+		t.Run(fmt.Sprint(rate, "/s"), func(t *testing.T) {
+			start := t0.Add(time.Hour)
+			g := testGate(t, 10000)
+			room := fifoRoom(t, rate, 2*time.Second, StateScheduled, start)
+			rnd := rand.New(rand.NewPCG(3, 4))
+			var arrivals []time.Time
+			for range int(50 * rate) {
+				arrivals = append(arrivals, start.Add(-time.Duration(rnd.Float64()*float64(30*time.Second))))
+			}
+			vs := fifoSale(t, g, room, arrivals, start.Add(time.Hour))
+			for w := start; w.Before(start.Add(30 * time.Second)); w = w.Add(10 * time.Second) {
+				n := 0
+				for _, v := range vs {
+					if !v.admitted.Before(w) && v.admitted.Before(w.Add(10*time.Second)) {
+						n++
+					}
+				}
+				if share := float64(n) / (rate * 10); share < 0.95 {
+					t.Errorf("the window at %v after the start admitted %d, %.0f%% of the rate", w.Sub(start), n, 100*share)
+				}
+			}
+		})
+	}
 }
 
 // checkRateHeld checks admissions per 10-second window, over the windows

@@ -69,18 +69,36 @@ type Presence struct {
 	mu        sync.Mutex
 	span      time.Duration
 	start     time.Time
-	cur, prev map[string]float64
+	cur, prev map[string]presentKey
 }
+
+// presentKey is a place's key as base + share·P, P the fifo pre-queue's
+// size when the key is read: a pre-queue place's key (its draw times P)
+// moves as the pre-queue grows until the start, so it is kept as its share,
+// not as the key it had when last seen.
+type presentKey struct{ base, share float64 }
+
+func (k presentKey) at(preQueue float64) float64 { return k.base + k.share*preQueue }
 
 // NewPresence returns a counter over span (at least a second). Every waiting
 // visitor must present their place at least once a span for the count to
 // see them: the span should exceed the longest backoff.
 func NewPresence(span time.Duration) *Presence {
-	return &Presence{span: max(span, time.Second), cur: map[string]float64{}, prev: map[string]float64{}}
+	return &Presence{span: max(span, time.Second), cur: map[string]presentKey{}, prev: map[string]presentKey{}}
 }
 
 // See records place as present at now, with its key.
 func (p *Presence) See(now time.Time, place string, key float64) {
+	p.see(now, place, presentKey{base: key})
+}
+
+// SeePreQueue records a fifo pre-queue place as present at now, with its
+// draw: its key is from plus the draw times the pre-queue's size.
+func (p *Presence) SeePreQueue(now time.Time, place string, from, draw float64) {
+	p.see(now, place, presentKey{base: from, share: draw})
+}
+
+func (p *Presence) see(now time.Time, place string, key presentKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rotate(now)
@@ -91,17 +109,17 @@ func (p *Presence) See(now time.Time, place string, key float64) {
 // s: passed is how many have a key at or below s (eligible, not yet
 // admitted), ahead the keys above it, sorted.
 func (p *Presence) Keys(now time.Time, s float64) (passed int, ahead []float64) {
-	return p.KeysFrom(now, math.Inf(-1), s)
+	return p.KeysFrom(now, math.Inf(-1), s, 0)
 }
 
 // KeysFrom is Keys counting as passed only the keys above from: those the
-// clock passed since it read from.
-func (p *Presence) KeysFrom(now time.Time, from, s float64) (passed int, ahead []float64) {
+// clock passed since it read from. preQueue is the fifo pre-queue's size.
+func (p *Presence) KeysFrom(now time.Time, from, s, preQueue float64) (passed int, ahead []float64) {
 	p.mu.Lock()
 	p.rotate(now)
 	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
-	add := func(key float64) {
-		switch {
+	add := func(k presentKey) {
+		switch key := k.at(preQueue); {
 		case key > s:
 			ahead = append(ahead, key)
 		case key > from:
@@ -148,8 +166,8 @@ func (p *Presence) rotate(now time.Time) {
 	if now.Before(p.start.Add(2 * p.span)) {
 		p.prev = p.cur
 	} else {
-		p.prev = map[string]float64{}
+		p.prev = map[string]presentKey{}
 	}
-	p.cur = make(map[string]float64, len(p.prev))
+	p.cur = make(map[string]presentKey, len(p.prev))
 	p.start = now
 }

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -86,5 +88,26 @@ func TestPresence(t *testing.T) {
 	p.Forget("hammer")
 	if got := p.Count(t0.Add(5 * time.Second)); got != 2 {
 		t.Fatalf("Count after Forget = %v, want 2", got)
+	}
+}
+
+// TestPresencePreQueueKeyFollowsItsSize: a fifo pre-queue place's key is
+// its draw times the pre-queue's size when read, however small the
+// pre-queue was when the place was last seen.
+func TestPresencePreQueueKeyFollowsItsSize(t *testing.T) {
+	p := NewPresence(time.Minute)
+	p.SeePreQueue(t0, "early", 100, 0.5) // seen when the pre-queue held 10
+	p.See(t0, "later", 130)
+	for _, tt := range []struct {
+		preQueue float64
+		want     []float64
+	}{
+		{10, []float64{105, 130}},
+		{100, []float64{130, 150}},
+	} {
+		passed, ahead := p.KeysFrom(t0, math.Inf(-1), 100, tt.preQueue)
+		if passed != 0 || !slices.Equal(ahead, tt.want) {
+			t.Errorf("pre-queue of %v: passed %d, ahead %v; want 0 and %v", tt.preQueue, passed, ahead, tt.want)
+		}
 	}
 }

@@ -556,10 +556,13 @@ func (r *Room) openBucket(opens time.Time) {
 }
 
 // SetBucketRate sets this node's bucket alone: its share of a rate several
-// nodes divide. The room's rate, which the controller aims at, stays.
+// nodes divide. The room's rate, which the controller aims at, stays, and
+// so does the pacer's: a slot any node gave may be presented at this one
+// (a login's tabs, a balancer's choice), and re-spaced at this node's
+// share it would wait for the share of a node few visitors reach; the
+// room's shared budget caps the nodes together.
 func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
-	r.pacer.setRate(rate, burst, now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.
@@ -648,6 +651,14 @@ func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
 // taking a token costs nothing and proves nobody is waiting.
 func (r *Room) ObservePresent(now time.Time, place string, key float64) {
 	r.presence.See(now, place, key)
+}
+
+// ObservePreQueuePresent is ObservePresent for a place in a fifo room's
+// pre-queue, whose key is from plus its draw times the pre-queue's size:
+// the size grows until the start, so the draw is kept, not the key of the
+// moment.
+func (r *Room) ObservePreQueuePresent(now time.Time, place string, from, draw float64) {
+	r.presence.SeePreQueue(now, place, from, draw)
 }
 
 // ObserveAdmitted removes an admitted place from the population.

@@ -28,6 +28,9 @@ type Report struct {
 	// PreQueueFirst is the share of post-start arrivals admitted after the
 	// pre-queue's last admission.
 	PreQueueFirst float64
+	// PreQueueOvertake is the most by which a post-start arrival was
+	// admitted before the pre-queue's last place (zero if none was).
+	PreQueueOvertake time.Duration
 	// EarlierFirst is, for arrivals after the start about Delta apart, the
 	// share of pairs in which the earlier one was admitted first, and
 	// fifo's promise for it: 1 − ½·e^(−Δ/W).
@@ -319,7 +322,9 @@ func Analyse(runs []*Run) Report {
 	for _, v := range post {
 		if v.Admitted > lastPre {
 			after++
+			continue
 		}
+		r.PreQueueOvertake = max(r.PreQueueOvertake, lastPre-v.Admitted)
 	}
 	if len(post) > 0 {
 		r.PreQueueFirst = float64(after) / float64(len(post))
@@ -640,7 +645,11 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "  admission rate while the queue held 10 s of it, per 10 s, of the target: min %.1f%%, mean %.1f%%, max %.1f%%\n",
 		100*r.RateHeld.Min, 100*r.RateHeld.Mean, 100*r.RateHeld.Max)
 	fmt.Fprintf(&b, "  pre-queue: rho lottery number vs admission     %8.4f\n", r.PreQueueLotRho)
-	fmt.Fprintf(&b, "  arrivals after the start admitted after the whole pre-queue: %.2f%%\n", 100*r.PreQueueFirst)
+	fmt.Fprintf(&b, "  arrivals after the start admitted after the whole pre-queue: %.2f%%", 100*r.PreQueueFirst)
+	if r.PreQueueOvertake > 0 {
+		fmt.Fprintf(&b, " (the others at most %v before its last)", r.PreQueueOvertake.Round(time.Millisecond))
+	}
+	b.WriteString("\n")
 	for _, p := range r.EarlierFirst {
 		fmt.Fprintf(&b, "  after the start, earlier of two arrivals %v apart admitted first: %.4f of %d pairs (fifo's rule with W %v: %.4f)\n",
 			p.Delta, p.Share, p.Pairs, c.Luck(), p.Want)

@@ -107,6 +107,10 @@ func checkControls(t *testing.T, cfg Config, r Report) {
 // every later arrival, earlier arrivals go first by fifo's rule, waits by
 // arrival decile never fall while arrivals exceed the rate, and the rate
 // holds within 5% while the queue is not empty.
+// pacerSlack is admission's pacerSlack: attempts less than this after the
+// moment they were found eligible are served in the order they ask.
+const pacerSlack = 2 * time.Second
+
 func TestFairnessFIFO(t *testing.T) {
 	// Arrivals (10/s) outpace admissions.
 	cfg := testSale(t, 600, 1200, time.Minute, 2*time.Minute, 6.0)
@@ -120,8 +124,11 @@ func TestFairnessFIFO(t *testing.T) {
 	if math.Abs(r.PreQueueRho) > 0.2 || r.PreQueueLotRho < 0.99 {
 		t.Errorf("pre-queue: rho(arrival) %.4f, rho(draw) %.4f; want a lottery of the draw", r.PreQueueRho, r.PreQueueLotRho)
 	}
-	if r.PreQueueFirst < 0.999 {
-		t.Errorf("only %.2f%% of later arrivals admitted after the pre-queue", 100*r.PreQueueFirst)
+	// The boundary holds to within the pacer's slack (docs/FAIRNESS.md,
+	// "Known limits"): places found eligible moments apart are served in
+	// the order they ask within it.
+	if r.PreQueueOvertake > pacerSlack {
+		t.Errorf("a later arrival admitted %v before the pre-queue's last place (%.2f%% after it), want at most %v", r.PreQueueOvertake, 100*r.PreQueueFirst, pacerSlack)
 	}
 	// Few pairs at this scale: the domain test holds the rule to ±0.03.
 	for _, p := range r.EarlierFirst {
@@ -140,11 +147,9 @@ func TestFairnessFIFO(t *testing.T) {
 	// lattice, held to 5% in admission.TestFIFOEarlierArrivalGoesFirst.
 	// Under -race a window holds a third as many, and the noise is √3 larger.
 	// The first window after the start may fall short by a second of the
-	// rate more: the counter's catch-up reacts only once the pre-queue's
-	// first attempts, spread over min_backoff after the start, have come
-	// in, and the bucket makes up no more than its burst (measured: 97% of
-	// the rate at this scale, 85–90% at the -race scale, 99% at a tenth of
-	// full scale).
+	// rate more: the pre-queue's first attempts are spread over
+	// min_backoff after the start, and the bucket makes up no more than
+	// its burst.
 	tol := 0.07 * math.Sqrt(raceScale)
 	windows := rateWindows(r.Baseline, 1)
 	t.Logf("rate per 10 s while the queue was not empty, first window %.2f, all %+v", windows[0], r.RateNonEmpty)
