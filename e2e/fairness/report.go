@@ -33,6 +33,16 @@ type config struct {
 	Seed       uint64        `json:"seed"`
 	End        time.Time     `json:"end"`
 	Deadline   time.Time     `json:"deadline"`
+	Nodes      int           `json:"nodes"`
+	Weights    []float64     `json:"weights"` // each tab's chance of each node
+}
+
+// nodeRow is what one node served: the tabs sent to it, and the passes
+// it gave (a login's pass may come from a node its first tab never asked).
+type nodeRow struct {
+	Node   int `json:"node"` // from 0
+	Tabs   int `json:"tabs"`
+	Passes int `json:"passes"`
 }
 
 type twinRow struct {
@@ -92,6 +102,7 @@ type results struct {
 	PostBeforePre   int         `json:"post_start_before_last_pre_queue"`
 	PreQueueHonest  int         `json:"pre_queue_honest"`
 	Windows         []window    `json:"windows"`
+	ByNode          []nodeRow   `json:"by_node,omitempty"`
 	Targets         []target    `json:"targets"`
 	Notes           []string    `json:"notes,omitempty"`
 	Visitors        []*visitor  `json:"visitors"`
@@ -120,6 +131,9 @@ func analyse(vs []*visitor, c config) *results {
 		res.fifo(vs)
 	}
 	res.windows(vs)
+	if c.Nodes > 1 {
+		res.ByNode = byNode(vs, c.Nodes)
+	}
 	res.judge()
 	return res
 }
@@ -352,6 +366,25 @@ func tabPlaces(v *visitor) []place {
 	return out
 }
 
+// byNode counts each node's tabs and the passes it gave.
+func byNode(vs []*visitor, n int) []nodeRow {
+	rows := make([]nodeRow, n)
+	for i := range rows {
+		rows[i].Node = i
+	}
+	for _, v := range vs {
+		for _, node := range v.Nodes {
+			rows[node].Tabs++
+		}
+		for _, e := range v.Events {
+			if e.Pass != "" && e.Tab < len(v.Nodes) {
+				rows[v.Nodes[e.Tab]].Passes++
+			}
+		}
+	}
+	return rows
+}
+
 func (res *results) judge() {
 	add := func(name string, ok bool, format string, args ...any) {
 		res.Targets = append(res.Targets, target{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -393,6 +426,13 @@ func (res *results) print(w io.Writer, skip []string) int {
 	c := res.Config
 	fmt.Fprintf(w, "fairness probe: order %s, scale %s, rate %g/s, %d visitors, %d places, wall %s\n",
 		c.Order, c.Scale, c.Rate, len(res.Visitors), res.Places, res.Wall)
+	if c.Nodes > 1 {
+		fmt.Fprintf(w, "nodes: %d `fairgate proxy` on one DynamoDB Local store\n", c.Nodes)
+		fmt.Fprintf(w, "  %4s %6s %6s %6s\n", "node", "share", "tabs", "passes")
+		for _, r := range res.ByNode {
+			fmt.Fprintf(w, "  %4d %5.0f%% %6d %6d\n", r.Node+1, 100*c.Weights[r.Node], r.Tabs, r.Passes)
+		}
+	}
 	fmt.Fprintf(w, "page timing (from the script): one-way cap %s, rate-limit jitter %s, closed wait %s, trouble wait %s, network retry %s\n\n",
 		c.Timing.OneWayCap, c.Timing.RateLimitJitter, c.Timing.ClosedWait, c.Timing.TroubleWait, c.Timing.NetworkRetry)
 	fmt.Fprintf(w, "twins: strategy twin's admission minus its honest twin's\n")

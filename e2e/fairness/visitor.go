@@ -71,6 +71,7 @@ type visitor struct {
 	Took     time.Time `json:"took"`      // the first token's answer
 	PreQueue bool      `json:"pre_queue"` // arrived before the start (fifo: claimed before it)
 	Lottery  float64   `json:"lottery"`
+	Nodes    []int     `json:"nodes"`             // each tab's node, from 0
 	Admitted time.Time `json:"admitted,omitzero"` // the first pass
 	Passes   []string  `json:"passes"`            // distinct pass ids
 	Events   []event   `json:"events"`
@@ -126,16 +127,24 @@ func (v *visitor) admitted() bool {
 	return !v.Admitted.IsZero()
 }
 
+// tabCount is how many pages of the login v runs.
+func (v *visitor) tabCount() int {
+	if v.Strategy == tabs {
+		return tabCount
+	}
+	return 1
+}
+
 // followsPage says whether every tab of v does what the page does, so
 // an expired token or a lost slot is the room's doing.
 func (v *visitor) followsPage() bool {
 	return v.Strategy == honest || v.Strategy == tabs
 }
 
-// driver runs visitors against one room.
+// driver runs visitors against one room on one or more nodes.
 type driver struct {
 	client    *http.Client
-	site      string
+	sites     []string // each node's public address
 	room      *room
 	timing    pageTiming
 	saleStart time.Time
@@ -147,6 +156,7 @@ type tab struct {
 	d      *driver
 	v      *visitor
 	n      int
+	site   string // the node the tab asks, as a load balancer sent it
 	cookie string // the login
 	oneWay time.Duration
 	solved map[string][]byte // admit body by token
@@ -154,7 +164,7 @@ type tab struct {
 }
 
 func (d *driver) newTab(v *visitor, n int, cookie string) *tab {
-	return &tab{d: d, v: v, n: n, cookie: cookie, solved: map[string][]byte{}}
+	return &tab{d: d, v: v, n: n, site: d.sites[v.Nodes[n]], cookie: cookie, solved: map[string][]byte{}}
 }
 
 // post sends one request as the page does and records its answer.
@@ -164,7 +174,7 @@ func (t *tab) post(ctx context.Context, path string, body []byte, waitCookie str
 		cookie += "; fairgate_wait_" + roomName + "=" + waitCookie
 	}
 	sent := time.Now()
-	status, raw, h, err := drive.Do(ctx, t.d.client, http.MethodPost, t.d.site+"/_fairgate"+path, body, cookie)
+	status, raw, h, err := drive.Do(ctx, t.d.client, http.MethodPost, t.site+"/_fairgate"+path, body, cookie)
 	at := time.Now()
 	t.oneWay = min(at.Sub(sent)/2, t.d.timing.OneWayCap)
 	var a waiting.Answer
