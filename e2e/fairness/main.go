@@ -136,13 +136,19 @@ func run(ctx context.Context, o options) (*results, error) {
 	runCtx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	started := time.Now()
+	var clock clockLog
+	clockCtx, stopClock := context.WithCancel(runCtx)
+	clockDone := make(chan struct{})
+	go func() { defer close(clockDone); clock.run(clockCtx, r.admins[0]) }()
 	d.drive(runCtx, vs)
+	stopClock()
+	<-clockDone
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
 	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: setup.saleStart,
 		LuckWindow: proxy.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
-		Nodes: o.nodes, Weights: weights})
+		Nodes: o.nodes, Weights: weights}, clock.all())
 	res.Wall = time.Since(started).Round(time.Second).String()
 	if runCtx.Err() != nil && time.Now().After(end) {
 		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(setup.saleStart)))

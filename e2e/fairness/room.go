@@ -47,6 +47,7 @@ type roomSetup struct {
 // tiny origin, and the secrets the probe gave them.
 type room struct {
 	sites    []string // each node's public address, as a URL
+	admins   []string // each node's admin API, as a URL
 	keys     *admission.KeyRing
 	loginKey []byte
 	procs    []*nodes.Proc
@@ -180,7 +181,7 @@ func (r *room) startNode(ctx context.Context, bin, name, dir, cfgPath string) er
 		return err
 	}
 	r.procs, r.logPaths = append(r.procs, p), append(r.logPaths, logPath)
-	r.sites = append(r.sites, "http://"+pub)
+	r.sites, r.admins = append(r.sites, "http://"+pub), append(r.admins, "http://"+adm)
 	if err := waitJoined(ctx, p, "http://"+adm, 60*time.Second); err != nil {
 		return fmt.Errorf("%s: %w: %s", name, err, nodes.Tail(logPath, 8))
 	}

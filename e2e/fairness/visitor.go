@@ -71,6 +71,7 @@ type visitor struct {
 	Took     time.Time `json:"took"`      // the first token's answer
 	PreQueue bool      `json:"pre_queue"` // arrived before the start (fifo: claimed before it)
 	Lottery  float64   `json:"lottery"`
+	Entry    *float64  `json:"srv,omitempty"`     // the first token's srv: the serving clock at entry
 	Nodes    []int     `json:"nodes"`             // each tab's node, from 0
 	Admitted time.Time `json:"admitted,omitzero"` // the first pass
 	Passes   []string  `json:"passes"`            // distinct pass ids
@@ -113,11 +114,11 @@ func (v *visitor) claimed(pos int64) {
 	}
 }
 
-func (v *visitor) tookAt(t time.Time) {
+func (v *visitor) tookAt(t time.Time, srv float64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.Took.IsZero() {
-		v.Took = t
+		v.Took, v.Entry = t, &srv
 	}
 }
 
@@ -312,28 +313,33 @@ func (t *tab) last() string { return t.held }
 func (t *tab) record(e event, a waiting.Answer) {
 	if a.Token != "" {
 		t.held = a.Token
+		c := readClaims(a.Token)
 		if e.Path == "/token" {
-			t.v.tookAt(e.At)
+			t.v.tookAt(e.At, c.Srv)
 		}
-		if pos := claimedRank(a.Token); pos != 0 {
-			t.v.claimed(pos)
+		if c.Pos != 0 {
+			t.v.claimed(c.Pos)
 		}
 	}
 	t.v.record(e)
 }
 
-// claimedRank is a fifo token's pos (its rank plus one, negative in the
-// pre-queue), 0 before the claim, in a lottery room, or if the token does
-// not parse: read unverified, the probe only counts.
-func claimedRank(token string) int64 {
-	var c struct {
-		jwt.RegisteredClaims
-		Pos int64 `json:"pos"`
-	}
+// tokenClaims are what the probe reads of a token, unverified (it only
+// counts): a fifo token's pos (its rank plus one, negative in the
+// pre-queue; 0 before the claim or in a lottery room) and the entry srv.
+type tokenClaims struct {
+	jwt.RegisteredClaims
+	Pos int64   `json:"pos"`
+	Srv float64 `json:"srv"`
+}
+
+// readClaims reads a token's claims; zero if it does not parse.
+func readClaims(token string) tokenClaims {
+	var c tokenClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
-		return 0
+		return tokenClaims{}
 	}
-	return c.Pos
+	return c
 }
 
 // replayer is the replay strategy: every version of its token it ever
