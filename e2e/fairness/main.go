@@ -120,19 +120,24 @@ func run(ctx context.Context, o options) (*results, error) {
 			return nil, err
 		}
 	}
-	// The start is set from the moment the room answers: the lead is the
-	// visitors', not the build's.
+	// The start is set once the store answers: the lead is the visitors',
+	// not the build's or the JVM's.
 	setup := roomSetup{order: o.order, rate: sc.rate, difficulty: sc.difficulty, maxBackoff: sc.maxBackoff,
-		saleStart: time.Now().Add(sc.lead + 5*time.Second).Truncate(time.Second), nodes: o.nodes, dynamoJar: o.dynamoJar}
+		lead: sc.lead, nodes: o.nodes, dynamoJar: o.dynamoJar}
 	r, err := startRoom(ctx, bin, work, setup)
 	if err != nil {
 		return nil, err
 	}
 	defer r.stop()
-	vs := plan(r, sc, setup.saleStart, o.seed, weights)
-	d := &driver{sites: r.sites, room: r, timing: timing, saleStart: setup.saleStart,
+	saleStart := r.saleStart
+	vs := plan(r, sc, saleStart, o.seed, weights)
+	var notes []string
+	if late := time.Since(vs[0].Planned); late > 0 {
+		notes = append(notes, fmt.Sprintf("the nodes were ready %s after the first planned arrival: the early arrivals came late", late.Round(time.Millisecond)))
+	}
+	d := &driver{sites: r.sites, room: r, timing: timing, saleStart: saleStart,
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}}
-	end := setup.saleStart.Add(runLength(sc, len(vs)))
+	end := saleStart.Add(runLength(sc, len(vs)))
 	runCtx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	started := time.Now()
@@ -146,12 +151,13 @@ func run(ctx context.Context, o options) (*results, error) {
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
-	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: setup.saleStart,
+	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: saleStart,
 		LuckWindow: proxy.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
 		Nodes: o.nodes, Weights: weights}, clock.all())
 	res.Wall = time.Since(started).Round(time.Second).String()
+	res.Notes = append(res.Notes, notes...)
 	if runCtx.Err() != nil && time.Now().After(end) {
-		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(setup.saleStart)))
+		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(saleStart)))
 	}
 	return res, nil
 }

@@ -35,7 +35,9 @@ type roomSetup struct {
 	rate       float64
 	difficulty int
 	maxBackoff time.Duration
-	saleStart  time.Time
+	// lead is from when the room is about to start its nodes to the sale
+	// start, less their start allowance: the visitors' time before it.
+	lead time.Duration
 	// nodes is how many `fairgate proxy` processes serve the room: one on
 	// a bolt file, or several sharing DynamoDB Local started from
 	// dynamoJar (the directory holding DynamoDBLocal.jar).
@@ -43,17 +45,22 @@ type roomSetup struct {
 	dynamoJar string
 }
 
+// nodeStart is each node's allowance, from its start to joined on a
+// loaded machine: the sale start is this much per node past the lead.
+const nodeStart = 5 * time.Second
+
 // room is the running `fairgate proxy` nodes of one room in front of a
 // tiny origin, and the secrets the probe gave them.
 type room struct {
-	sites    []string // each node's public address, as a URL
-	admins   []string // each node's admin API, as a URL
-	keys     *admission.KeyRing
-	loginKey []byte
-	procs    []*nodes.Proc
-	logPaths []string
-	ddb      *nodes.Dynamo
-	origin   *http.Server
+	saleStart time.Time
+	sites     []string // each node's public address, as a URL
+	admins    []string // each node's admin API, as a URL
+	keys      *admission.KeyRing
+	loginKey  []byte
+	procs     []*nodes.Proc
+	logPaths  []string
+	ddb       *nodes.Dynamo
+	origin    *http.Server
 }
 
 // buildBinary builds `fairgate` from the repository into dir.
@@ -68,9 +75,9 @@ func buildBinary(ctx context.Context, repo, dir string) (string, error) {
 }
 
 // roomConfig is the room every node runs, without its state store.
-func roomConfig(s roomSetup, keysCfg admission.KeysConfig, loginKey []byte) map[string]any {
+func roomConfig(s roomSetup, saleStart time.Time, keysCfg admission.KeysConfig, loginKey []byte) map[string]any {
 	return map[string]any{
-		"room": roomName, "state": "scheduled", "sale_start": s.saleStart.UTC().Format(time.RFC3339Nano),
+		"room": roomName, "state": "scheduled", "sale_start": saleStart.UTC().Format(time.RFC3339Nano),
 		"rate": s.rate, "difficulty": s.difficulty, "max_backoff": s.maxBackoff.String(), "queue_order": s.order,
 		"keys": keysCfg,
 		"identity": map[string]any{"cookie": loginCookie, "algorithm": "HS256",
@@ -80,6 +87,8 @@ func roomConfig(s roomSetup, keysCfg admission.KeysConfig, loginKey []byte) map[
 
 // startRoom writes the room's config into dir and starts the origin, the
 // store (DynamoDB Local, for several nodes) and the nodes; stop ends them.
+// The sale start is set once the store answers (a JVM's start on a loaded
+// machine is no part of the visitors' lead).
 func startRoom(ctx context.Context, bin, dir string, s roomSetup) (*room, error) {
 	keysCfg, err := admission.GenerateKeys(kid)
 	if err != nil {
@@ -97,40 +106,49 @@ func startRoom(ctx context.Context, bin, dir string, s roomSetup) (*room, error)
 	if err := r.startOrigin(); err != nil {
 		return nil, err
 	}
-	cfg := roomConfig(s, keysCfg, loginKey)
-	if err := r.startNodes(ctx, bin, dir, s, cfg); err != nil {
+	if s.nodes > 1 {
+		if err := r.startStore(ctx, bin, dir, s.dynamoJar); err != nil {
+			r.stop()
+			return nil, err
+		}
+	}
+	r.saleStart = time.Now().Add(s.lead + time.Duration(s.nodes)*nodeStart).Truncate(time.Second)
+	cfg := roomConfig(s, r.saleStart, keysCfg, loginKey)
+	if err := r.startNodes(ctx, bin, dir, s.nodes, cfg); err != nil {
 		r.stop()
 		return nil, err
 	}
 	return r, nil
 }
 
-// startNodes starts s.nodes nodes of the room cfg: one on a bolt file in
-// dir, or several on a table of their own in DynamoDB Local.
-func (r *room) startNodes(ctx context.Context, bin, dir string, s roomSetup, cfg map[string]any) error {
-	var table string
-	if s.nodes > 1 {
-		port, err := nodes.FreePort()
-		if err != nil {
-			return err
-		}
-		r.ddb = &nodes.Dynamo{JarDir: s.dynamoJar, LogPath: filepath.Join(dir, "dynamodb.log"), Port: port}
-		if err := r.ddb.Start(ctx); err != nil {
-			return err
-		}
-		table = "fairgate-probe"
-		if err := nodes.InitTables(ctx, bin, r.ddb.Endpoint(), table); err != nil {
-			return err
-		}
+// storeTable is the nodes' table in DynamoDB Local (a fresh one each run).
+const storeTable = "fairgate-probe"
+
+// startStore starts DynamoDB Local from jarDir, in memory, with the
+// nodes' table.
+func (r *room) startStore(ctx context.Context, bin, dir, jarDir string) error {
+	port, err := nodes.FreePort()
+	if err != nil {
+		return err
 	}
-	for i := range s.nodes {
+	r.ddb = &nodes.Dynamo{JarDir: jarDir, LogPath: filepath.Join(dir, "dynamodb.log"), Port: port}
+	if err := r.ddb.Start(ctx); err != nil {
+		return err
+	}
+	return nodes.InitTables(ctx, bin, r.ddb.Endpoint(), storeTable)
+}
+
+// startNodes starts n nodes of the room cfg: one on a bolt file in dir, or
+// several on the table in DynamoDB Local.
+func (r *room) startNodes(ctx context.Context, bin, dir string, n int, cfg map[string]any) error {
+	for i := range n {
 		name := fmt.Sprintf("node%d", i+1)
 		nodeDir := filepath.Join(dir, name)
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return err
 		}
 		if r.ddb != nil {
-			cfg["state_store"] = nodes.StateStore(r.ddb.Endpoint(), table, name)
+			cfg["state_store"] = nodes.StateStore(r.ddb.Endpoint(), storeTable, name)
 		}
 		b, err := json.MarshalIndent(cfg, "", "  ")
 		if err != nil {
