@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/e2e/internal/drive"
+	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/waiting"
 )
@@ -100,16 +101,7 @@ func (c *crowd) run(ctx context.Context, visitors int) {
 	wg.Wait()
 }
 
-func (c *crowd) pick(rng *rand.Rand) int {
-	x := rng.Float64()
-	for i, w := range c.weights {
-		if x < w {
-			return i
-		}
-		x -= w
-	}
-	return len(c.weights) - 1
-}
+func (c *crowd) pick(rng *rand.Rand) int { return nodes.Pick(c.weights, rng.Float64()) }
 
 // other picks another node than at, if there is one.
 func (c *crowd) other(at int, rng *rand.Rand) int {

@@ -62,6 +62,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
 )
@@ -137,13 +138,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cluster: -fairgate is required")
 		os.Exit(2)
 	}
-	for _, w := range strings.Split(weights, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
-		if err != nil || v < 0 {
-			fmt.Fprintf(os.Stderr, "cluster: -weights %q: want three shares\n", weights)
-			os.Exit(2)
-		}
-		o.weights = append(o.weights, v)
+	var err error
+	if o.weights, err = nodes.ParseWeights(weights); err != nil {
+		fmt.Fprintf(os.Stderr, "cluster: -weights: %v\n", err)
+		os.Exit(2)
 	}
 	if len(o.weights) < 1 || len(o.weights) > 3 || o.store != "dynamodb" && o.store != "bolt" || o.store == "bolt" && len(o.weights) != 1 {
 		fmt.Fprintln(os.Stderr, "cluster: -weights needs one to three shares; -store is dynamodb, or bolt with one node")
@@ -164,7 +162,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	err := run(ctx, o)
+	err = run(ctx, o)
 	if err != nil {
 		fmt.Printf("not ok - the cluster e2e could not run: %v\n", err)
 		failed++
@@ -183,17 +181,17 @@ type cluster struct {
 	env    []string      // the nodes' environment (AWS settings)
 	extra  []*node       // nodes started beside the crowd's (the one started during the outage)
 	budget *budgetReader // nil without DynamoDB
-	ddb    *dynamo
+	ddb    *nodes.Dynamo
 	nodes  []*node
 	origin *http.Server
 }
 
 func (c *cluster) stopAll() {
 	for _, n := range append(c.nodes, c.extra...) {
-		_ = n.p.stop(syscall.SIGTERM, 5*time.Second)
+		_ = n.p.Stop(syscall.SIGTERM, 5*time.Second)
 	}
-	if c.ddb != nil && c.ddb.p != nil {
-		_ = c.ddb.stop()
+	if c.ddb.Running() {
+		_ = c.ddb.Stop()
 	}
 	if c.origin != nil {
 		_ = c.origin.Close()
@@ -218,7 +216,7 @@ func run(ctx context.Context, o options) error {
 			return
 		}
 		for _, n := range c.nodes {
-			fmt.Printf("--- %s log (last lines)\n%s\n", n.name, tail(n.logPath, 8))
+			fmt.Printf("--- %s log (last lines)\n%s\n", n.name, nodes.Tail(n.logPath, 8))
 		}
 	}()
 	if err := c.setup(ctx); err != nil {
@@ -283,36 +281,32 @@ func run(ctx context.Context, o options) error {
 
 func (c *cluster) setup(ctx context.Context) error {
 	o := c.o
-	env := []string{"AWS_ACCESS_KEY_ID=fairgate", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"}
+	env := nodes.AWSEnv
 	table := fmt.Sprintf("fairgate-e2e-%d", time.Now().UnixNano())
 	if o.store == "dynamodb" {
-		port, err := freePort()
+		port, err := nodes.FreePort()
 		if err != nil {
 			return err
 		}
-		c.ddb = &dynamo{jarDir: o.jarDir, dataDir: filepath.Join(o.work, "dynamodb"), logPath: filepath.Join(o.work, "dynamodb.log"), port: port}
-		if err := c.ddb.start(ctx); err != nil {
-			return fmt.Errorf("DynamoDB Local: %w", err)
+		c.ddb = &nodes.Dynamo{JarDir: o.jarDir, DataDir: filepath.Join(o.work, "dynamodb"), LogPath: filepath.Join(o.work, "dynamodb.log"), Port: port}
+		if err := c.ddb.Start(ctx); err != nil {
+			return err
 		}
-		initCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		c.budget = newBudgetReader(c.ddb.endpoint(), table)
-		cmd := exec.CommandContext(initCtx, o.fairgate, "proxy", "init-tables", "--table", table, "--dynamodb-endpoint", c.ddb.endpoint())
-		cmd.Env = append(os.Environ(), env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("fairgate proxy init-tables: %v: %s", err, out)
+		c.budget = newBudgetReader(c.ddb.Endpoint(), table)
+		if err := nodes.InitTables(ctx, o.fairgate, c.ddb.Endpoint(), table); err != nil {
+			return err
 		}
 	}
 
 	// The origin: every path answers 200.
-	originPort, err := freePort()
+	originPort, err := nodes.FreePort()
 	if err != nil {
 		return err
 	}
 	c.origin = &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", originPort), ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("shop\n")) })}
 	go func() { _ = c.origin.ListenAndServe() }()
-	if err := waitHTTP(ctx, "http://"+c.origin.Addr+"/", 10*time.Second); err != nil {
+	if err := nodes.WaitHTTP(ctx, "http://"+c.origin.Addr+"/", 10*time.Second); err != nil {
 		return err
 	}
 
@@ -359,16 +353,16 @@ func (c *cluster) makeNode(name string) (*node, error) {
 	// With bolt, no state_store: the default store, a file in the
 	// node's own directory (--state's default).
 	if c.ddb != nil {
-		cfg["state_store"] = map[string]any{
-			"type": "dynamodb", "table": table, "endpoint": c.ddb.endpoint(), "region": "us-east-1", "node": name,
-			"budget_block": o.block, "poll": "500ms", "call_timeout": o.callTimeout.String(), "on_unavailable": o.onUnavailable,
-		}
+		store := nodes.StateStore(c.ddb.Endpoint(), table, name)
+		store["budget_block"], store["poll"] = o.block, "500ms"
+		store["call_timeout"], store["on_unavailable"] = o.callTimeout.String(), o.onUnavailable
+		cfg["state_store"] = store
 	}
-	pub, err := freePort()
+	pub, err := nodes.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	adm, err := freePort()
+	adm, err := nodes.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -811,7 +805,7 @@ func (c *cluster) restart(ctx context.Context, cr *crowd, i int, sig syscall.Sig
 	before, _ := n.status(ctx, room)
 	down := time.Now()
 	figure("%s: stopping with %v", n.name, sig)
-	if err := n.p.stop(sig, 10*time.Second); err != nil {
+	if err := n.p.Stop(sig, 10*time.Second); err != nil {
 		check(n.name+" "+how, false, "%v", err)
 	}
 	if sig == syscall.SIGKILL && len(c.nodes) > 1 {
@@ -1045,7 +1039,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 		check("DynamoDB down: a token to show a node started during the outage", false, "%d %v", status, err)
 	}
 	down := time.Now()
-	if err := c.ddb.stop(); err != nil {
+	if err := c.ddb.Stop(); err != nil {
 		check("DynamoDB Local stops", false, "%v", err)
 	}
 	stopped := time.Now()
@@ -1102,7 +1096,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 
 	cold := c.coldStart(ctx, shown, pass)
 
-	if err := c.ddb.start(ctx); err != nil {
+	if err := c.ddb.Start(ctx); err != nil {
 		check("DynamoDB Local starts again on the same port", false, "%v", err)
 		return
 	}
@@ -1112,7 +1106,7 @@ func (c *cluster) outage(ctx context.Context, cr *crowd) {
 		check(cold.name+", started during the outage, joins the room once DynamoDB answers (no restart)", ok, "after %v", took)
 		c.clockCheckOn(ctx, append(append([]*node(nil), c.nodes...), cold), "with "+cold.name+" joined")
 		c.admitOne(ctx, cold)
-		if err := cold.p.stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		if err := cold.p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 			check(cold.name+" stops", false, "%v", err)
 		}
 	}

@@ -7,123 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/proxy"
 )
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitHTTP polls url until anything answers or the deadline passes.
-func waitHTTP(ctx context.Context, url string, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s never answered within %s: %w", url, within, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// proc is a child process with its log in a file.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startProc(name, dir, logPath string, env []string, bin string, args ...string) (*proc, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%s log: %w", name, err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Dir = dir
-	// Own process group, so a stop reaches Java's children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
-	return p, nil
-}
-
-// stop sends sig to the process group and waits for the exit, escalating to
-// SIGKILL after within.
-func (p *proc) stop(sig syscall.Signal, within time.Duration) error {
-	if p == nil {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(within):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("%s did not stop within %s on %v; killed", p.name, within, sig)
-	}
-}
-
-// dynamo is DynamoDB Local with a data directory, so a restart on the same
-// port finds the tables and items it had.
-type dynamo struct {
-	jarDir, dataDir, logPath string
-	port                     int
-	p                        *proc
-}
-
-func (d *dynamo) endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", d.port) }
-
-func (d *dynamo) start(ctx context.Context) error {
-	if err := os.MkdirAll(d.dataDir, 0o755); err != nil {
-		return err
-	}
-	p, err := startProc("dynamodb-local", d.dataDir, d.logPath, nil, "java",
-		"-Djava.library.path="+filepath.Join(d.jarDir, "DynamoDBLocal_lib"), "-jar", filepath.Join(d.jarDir, "DynamoDBLocal.jar"),
-		"-sharedDb", "-dbPath", d.dataDir, "-port", fmt.Sprint(d.port), "-disableTelemetry")
-	if err != nil {
-		return err
-	}
-	d.p = p
-	return waitHTTP(ctx, d.endpoint(), 60*time.Second)
-}
-
-func (d *dynamo) stop() error { return d.p.stop(syscall.SIGTERM, 10*time.Second) }
 
 // node is one `fairgate proxy` process, or one `caddy run` process with
 // the waiting_room handler (caddy set). Its ports stay the same across
@@ -137,7 +28,7 @@ type node struct {
 	pubPort, admPort int
 	adminToken       string
 	env              []string
-	p                *proc
+	p                *nodes.Proc
 	client           *http.Client
 }
 
@@ -162,14 +53,14 @@ func (n *node) start(ctx context.Context) error {
 	if n.caddy {
 		args = []string{"run", "--config", n.configPath}
 	}
-	p, err := startProc(n.name, n.dir, n.logPath, n.env, n.bin, args...)
+	p, err := nodes.Start(n.name, n.dir, n.logPath, n.env, n.bin, args...)
 	if err != nil {
 		return err
 	}
 	n.p = p
 	ready := make(chan error, 1)
 	go func() {
-		if err := waitHTTP(ctx, n.admin()+"/metrics", 30*time.Second); err != nil {
+		if err := nodes.WaitHTTP(ctx, n.admin()+"/metrics", 30*time.Second); err != nil {
 			ready <- err
 			return
 		}
@@ -180,11 +71,11 @@ func (n *node) start(ctx context.Context) error {
 	select {
 	case err := <-ready:
 		if err != nil {
-			return fmt.Errorf("%s: %w (log: %s)", n.name, err, tail(n.logPath, 5))
+			return fmt.Errorf("%s: %w (log: %s)", n.name, err, nodes.Tail(n.logPath, 5))
 		}
 		return nil
-	case <-p.done:
-		return fmt.Errorf("%s exited at start: %s", n.name, tail(n.logPath, 10))
+	case <-p.Done():
+		return fmt.Errorf("%s exited at start: %s", n.name, nodes.Tail(n.logPath, 10))
 	}
 }
 
@@ -314,18 +205,6 @@ func (n *node) metrics(ctx context.Context, prefix string) (map[string]float64, 
 		out[line[:i]] += v
 	}
 	return out, nil
-}
-
-func tail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 var errSkip = errors.New("skipped")

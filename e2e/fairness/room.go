@@ -5,25 +5,28 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/e2e/internal/nodes"
+	"github.com/fairgate/fairgate/proxy"
 )
 
 const (
 	roomName    = "probe"
 	loginCookie = "probe_login"
 	kid         = "probe"
+	adminToken  = "probe"
 )
 
 // roomSetup is what the probe configures the room with.
@@ -32,19 +35,32 @@ type roomSetup struct {
 	rate       float64
 	difficulty int
 	maxBackoff time.Duration
-	saleStart  time.Time
+	// lead is from when the room is about to start its nodes to the sale
+	// start, less their start allowance: the visitors' time before it.
+	lead time.Duration
+	// nodes is how many `fairgate proxy` processes serve the room: one on
+	// a bolt file, or several sharing DynamoDB Local started from
+	// dynamoJar (the directory holding DynamoDBLocal.jar).
+	nodes     int
+	dynamoJar string
 }
 
-// room is a running `fairgate proxy` in front of a tiny origin, and the
-// secrets the probe gave it.
+// nodeStart is each node's allowance, from its start to joined on a
+// loaded machine: the sale start is this much per node past the lead.
+const nodeStart = 5 * time.Second
+
+// room is the running `fairgate proxy` nodes of one room in front of a
+// tiny origin, and the secrets the probe gave them.
 type room struct {
-	site     string
-	keys     *admission.KeyRing
-	loginKey []byte
-	proc     *exec.Cmd
-	done     chan struct{}
-	origin   *http.Server
-	logPath  string
+	saleStart time.Time
+	sites     []string // each node's public address, as a URL
+	admins    []string // each node's admin API, as a URL
+	keys      *admission.KeyRing
+	loginKey  []byte
+	procs     []*nodes.Proc
+	logPaths  []string
+	ddb       *nodes.Dynamo
+	origin    *http.Server
 }
 
 // buildBinary builds `fairgate` from the repository into dir.
@@ -58,18 +74,21 @@ func buildBinary(ctx context.Context, repo, dir string) (string, error) {
 	return bin, nil
 }
 
-// freeAddr asks the kernel for a free loopback address.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+// roomConfig is the room every node runs, without its state store.
+func roomConfig(s roomSetup, saleStart time.Time, keysCfg admission.KeysConfig, loginKey []byte) map[string]any {
+	return map[string]any{
+		"room": roomName, "state": "scheduled", "sale_start": saleStart.UTC().Format(time.RFC3339Nano),
+		"rate": s.rate, "difficulty": s.difficulty, "max_backoff": s.maxBackoff.String(), "queue_order": s.order,
+		"keys": keysCfg,
+		"identity": map[string]any{"cookie": loginCookie, "algorithm": "HS256",
+			"key": base64.StdEncoding.EncodeToString(loginKey), "required": true},
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
-// startRoom writes the room's config into dir and starts the origin and
-// the proxy; stop ends both.
+// startRoom writes the room's config into dir and starts the origin, the
+// store (DynamoDB Local, for several nodes) and the nodes; stop ends them.
+// The sale start is set once the store answers (a JVM's start on a loaded
+// machine is no part of the visitors' lead).
 func startRoom(ctx context.Context, bin, dir string, s roomSetup) (*room, error) {
 	keysCfg, err := admission.GenerateKeys(kid)
 	if err != nil {
@@ -83,34 +102,71 @@ func startRoom(ctx context.Context, bin, dir string, s roomSetup) (*room, error)
 	if _, err := rand.Read(loginKey); err != nil {
 		return nil, fmt.Errorf("login key: %w", err)
 	}
-	cfg := map[string]any{
-		"room": roomName, "state": "scheduled", "sale_start": s.saleStart.UTC().Format(time.RFC3339Nano),
-		"rate": s.rate, "difficulty": s.difficulty, "max_backoff": s.maxBackoff.String(), "queue_order": s.order,
-		"keys": keysCfg,
-		"identity": map[string]any{"cookie": loginCookie, "algorithm": "HS256",
-			"key": base64.StdEncoding.EncodeToString(loginKey), "required": true},
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	cfgPath := filepath.Join(dir, "room.json")
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		return nil, fmt.Errorf("writing the room config: %w", err)
-	}
-	r := &room{keys: ring, loginKey: loginKey, logPath: filepath.Join(dir, "proxy.log"), done: make(chan struct{})}
+	r := &room{keys: ring, loginKey: loginKey}
 	if err := r.startOrigin(); err != nil {
 		return nil, err
 	}
-	if err := r.startProxy(ctx, bin, dir, cfgPath); err != nil {
+	if s.nodes > 1 {
+		if err := r.startStore(ctx, bin, dir, s.dynamoJar); err != nil {
+			r.stop()
+			return nil, err
+		}
+	}
+	r.saleStart = time.Now().Add(s.lead + time.Duration(s.nodes)*nodeStart).Truncate(time.Second)
+	cfg := roomConfig(s, r.saleStart, keysCfg, loginKey)
+	if err := r.startNodes(ctx, bin, dir, s.nodes, cfg); err != nil {
 		r.stop()
 		return nil, err
 	}
 	return r, nil
 }
 
+// storeTable is the nodes' table in DynamoDB Local (a fresh one each run).
+const storeTable = "fairgate-probe"
+
+// startStore starts DynamoDB Local from jarDir, in memory, with the
+// nodes' table.
+func (r *room) startStore(ctx context.Context, bin, dir, jarDir string) error {
+	port, err := nodes.FreePort()
+	if err != nil {
+		return err
+	}
+	r.ddb = &nodes.Dynamo{JarDir: jarDir, LogPath: filepath.Join(dir, "dynamodb.log"), Port: port}
+	if err := r.ddb.Start(ctx); err != nil {
+		return err
+	}
+	return nodes.InitTables(ctx, bin, r.ddb.Endpoint(), storeTable)
+}
+
+// startNodes starts n nodes of the room cfg: one on a bolt file in dir, or
+// several on the table in DynamoDB Local.
+func (r *room) startNodes(ctx context.Context, bin, dir string, n int, cfg map[string]any) error {
+	for i := range n {
+		name := fmt.Sprintf("node%d", i+1)
+		nodeDir := filepath.Join(dir, name)
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			return err
+		}
+		if r.ddb != nil {
+			cfg["state_store"] = nodes.StateStore(r.ddb.Endpoint(), storeTable, name)
+		}
+		b, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			return err
+		}
+		cfgPath := filepath.Join(nodeDir, "room.json")
+		if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+			return fmt.Errorf("writing the room config: %w", err)
+		}
+		if err := r.startNode(ctx, bin, name, nodeDir, cfgPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *room) startOrigin() error {
-	addr, err := freeAddr()
+	addr, err := nodes.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -124,67 +180,80 @@ func (r *room) startOrigin() error {
 	return nil
 }
 
-func (r *room) startProxy(ctx context.Context, bin, dir, cfgPath string) error {
-	pub, err := freeAddr()
+// startNode starts one `fairgate proxy` of the room in dir (its bolt
+// file, when it has no state_store, lands there) and waits until it
+// issues tokens.
+func (r *room) startNode(ctx context.Context, bin, name, dir, cfgPath string) error {
+	pub, err := nodes.FreeAddr()
 	if err != nil {
 		return err
 	}
-	adm, err := freeAddr()
+	adm, err := nodes.FreeAddr()
 	if err != nil {
 		return err
 	}
-	log, err := os.Create(r.logPath)
+	logPath := filepath.Join(dir, "proxy.log")
+	p, err := nodes.Start(name, dir, logPath, nodes.AWSEnv, bin, "proxy", "--listen", pub, "--admin", adm,
+		"--admin-token", adminToken, "--upstream", "http://"+r.origin.Addr, "--config", cfgPath, "--state", filepath.Join(dir, "rooms.db"))
 	if err != nil {
-		return fmt.Errorf("proxy log: %w", err)
+		return err
 	}
-	cmd := exec.Command(bin, "proxy", "--listen", pub, "--admin", adm, "--admin-token", "probe",
-		"--upstream", "http://"+r.origin.Addr, "--config", cfgPath, "--state", filepath.Join(dir, "rooms.db"))
-	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("starting fairgate proxy: %w", err)
+	r.procs, r.logPaths = append(r.procs, p), append(r.logPaths, logPath)
+	r.sites, r.admins = append(r.sites, "http://"+pub), append(r.admins, "http://"+adm)
+	if err := waitJoined(ctx, p, "http://"+adm, 60*time.Second); err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, nodes.Tail(logPath, 8))
 	}
-	r.proc = cmd
-	go func() { _ = cmd.Wait(); log.Close(); close(r.done) }()
-	r.site = "http://" + pub
-	return r.waitReady(ctx, 30*time.Second)
+	return nil
 }
 
-// waitReady polls the room's public status until it answers.
-func (r *room) waitReady(ctx context.Context, within time.Duration) error {
+// waitJoined polls a node's admin API until it lists the room, joined to
+// its stored state when it has a shared store (a node not yet joined
+// issues no tokens).
+func waitJoined(ctx context.Context, p *nodes.Proc, admin string, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.site+"/_fairgate/status", nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if joined(ctx, client, admin) {
+			return nil
 		}
 		select {
-		case <-r.done:
-			return fmt.Errorf("fairgate proxy exited at start: %s", tail(r.logPath))
+		case <-p.Done():
+			return errors.New("fairgate proxy exited at start")
 		case <-ctx.Done():
-			return fmt.Errorf("fairgate proxy never answered within %s: %s", within, tail(r.logPath))
+			return fmt.Errorf("the room was not ready within %s", within)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// stop ends the proxy (SIGTERM, then SIGKILL after 10 s) and the origin.
+// joined says whether the node's admin API shows the room ready: listed,
+// and joined if it names a cluster.
+func joined(ctx context.Context, client *http.Client, admin string) bool {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/rooms/"+roomName, nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Cluster *proxy.ClusterStatus `json:"cluster"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return false
+	}
+	return st.Cluster == nil || st.Cluster.Joined
+}
+
+// stop ends the nodes (SIGTERM, then SIGKILL after 10 s), the store and
+// the origin.
 func (r *room) stop() {
-	if r.proc != nil && r.proc.Process != nil {
-		_ = syscall.Kill(-r.proc.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-r.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-r.proc.Process.Pid, syscall.SIGKILL)
-			<-r.done
-		}
+	for _, p := range r.procs {
+		_ = p.Stop(syscall.SIGTERM, 10*time.Second)
+	}
+	if r.ddb.Running() {
+		_ = r.ddb.Stop()
 	}
 	if r.origin != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -208,17 +277,4 @@ func (r *room) login(subject string, until time.Time) (string, error) {
 // login carries the same draw.
 func (r *room) lottery(subject string) float64 {
 	return r.keys.Lottery(r.keys.IdentityLot(roomName, subject))
-}
-
-// tail is the end of a log, for an error message.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 8 {
-		lines = lines[len(lines)-8:]
-	}
-	return strings.Join(lines, "\n")
 }

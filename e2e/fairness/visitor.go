@@ -71,6 +71,8 @@ type visitor struct {
 	Took     time.Time `json:"took"`      // the first token's answer
 	PreQueue bool      `json:"pre_queue"` // arrived before the start (fifo: claimed before it)
 	Lottery  float64   `json:"lottery"`
+	Entry    *float64  `json:"srv,omitempty"`     // the first token's srv: the serving clock at entry
+	Nodes    []int     `json:"nodes"`             // each tab's node, from 0
 	Admitted time.Time `json:"admitted,omitzero"` // the first pass
 	Passes   []string  `json:"passes"`            // distinct pass ids
 	Events   []event   `json:"events"`
@@ -112,11 +114,11 @@ func (v *visitor) claimed(pos int64) {
 	}
 }
 
-func (v *visitor) tookAt(t time.Time) {
+func (v *visitor) tookAt(t time.Time, srv float64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.Took.IsZero() {
-		v.Took = t
+		v.Took, v.Entry = t, &srv
 	}
 }
 
@@ -126,16 +128,24 @@ func (v *visitor) admitted() bool {
 	return !v.Admitted.IsZero()
 }
 
+// tabCount is how many pages of the login v runs.
+func (v *visitor) tabCount() int {
+	if v.Strategy == tabs {
+		return tabCount
+	}
+	return 1
+}
+
 // followsPage says whether every tab of v does what the page does, so
 // an expired token or a lost slot is the room's doing.
 func (v *visitor) followsPage() bool {
 	return v.Strategy == honest || v.Strategy == tabs
 }
 
-// driver runs visitors against one room.
+// driver runs visitors against one room on one or more nodes.
 type driver struct {
 	client    *http.Client
-	site      string
+	sites     []string // each node's public address
 	room      *room
 	timing    pageTiming
 	saleStart time.Time
@@ -147,6 +157,7 @@ type tab struct {
 	d      *driver
 	v      *visitor
 	n      int
+	site   string // the node the tab asks, as a load balancer sent it
 	cookie string // the login
 	oneWay time.Duration
 	solved map[string][]byte // admit body by token
@@ -154,7 +165,7 @@ type tab struct {
 }
 
 func (d *driver) newTab(v *visitor, n int, cookie string) *tab {
-	return &tab{d: d, v: v, n: n, cookie: cookie, solved: map[string][]byte{}}
+	return &tab{d: d, v: v, n: n, site: d.sites[v.Nodes[n]], cookie: cookie, solved: map[string][]byte{}}
 }
 
 // post sends one request as the page does and records its answer.
@@ -164,7 +175,7 @@ func (t *tab) post(ctx context.Context, path string, body []byte, waitCookie str
 		cookie += "; fairgate_wait_" + roomName + "=" + waitCookie
 	}
 	sent := time.Now()
-	status, raw, h, err := drive.Do(ctx, t.d.client, http.MethodPost, t.d.site+"/_fairgate"+path, body, cookie)
+	status, raw, h, err := drive.Do(ctx, t.d.client, http.MethodPost, t.site+"/_fairgate"+path, body, cookie)
 	at := time.Now()
 	t.oneWay = min(at.Sub(sent)/2, t.d.timing.OneWayCap)
 	var a waiting.Answer
@@ -302,28 +313,33 @@ func (t *tab) last() string { return t.held }
 func (t *tab) record(e event, a waiting.Answer) {
 	if a.Token != "" {
 		t.held = a.Token
+		c := readClaims(a.Token)
 		if e.Path == "/token" {
-			t.v.tookAt(e.At)
+			t.v.tookAt(e.At, c.Srv)
 		}
-		if pos := claimedRank(a.Token); pos != 0 {
-			t.v.claimed(pos)
+		if c.Pos != 0 {
+			t.v.claimed(c.Pos)
 		}
 	}
 	t.v.record(e)
 }
 
-// claimedRank is a fifo token's pos (its rank plus one, negative in the
-// pre-queue), 0 before the claim, in a lottery room, or if the token does
-// not parse: read unverified, the probe only counts.
-func claimedRank(token string) int64 {
-	var c struct {
-		jwt.RegisteredClaims
-		Pos int64 `json:"pos"`
-	}
+// tokenClaims are what the probe reads of a token, unverified (it only
+// counts): a fifo token's pos (its rank plus one, negative in the
+// pre-queue; 0 before the claim or in a lottery room) and the entry srv.
+type tokenClaims struct {
+	jwt.RegisteredClaims
+	Pos int64   `json:"pos"`
+	Srv float64 `json:"srv"`
+}
+
+// readClaims reads a token's claims; zero if it does not parse.
+func readClaims(token string) tokenClaims {
+	var c tokenClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
-		return 0
+		return tokenClaims{}
 	}
-	return c.Pos
+	return c
 }
 
 // replayer is the replay strategy: every version of its token it ever

@@ -52,8 +52,8 @@ func TestPageFollowerCountsALostSlot(t *testing.T) {
 				_ = json.NewEncoder(w).Encode(ans)
 			}))
 			defer srv.Close()
-			d := &driver{client: srv.Client(), site: srv.URL, timing: pageTiming{OneWayCap: time.Millisecond}}
-			v := &visitor{Strategy: honest}
+			d := &driver{client: srv.Client(), sites: []string{srv.URL}, timing: pageTiming{OneWayCap: time.Millisecond}}
+			v := &visitor{Strategy: honest, Nodes: []int{0}}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			d.newTab(v, 0, "login=x").run(ctx)
