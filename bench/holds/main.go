@@ -141,7 +141,8 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 	defer store.Close()
 	svc := seats.NewService(store, time.Now)
 
-	// One section per client (a row of 20 each), plus one hot section of 200.
+	// A row of 20 per client, clientsPerSection rows a section, plus one
+	// hot section of 200.
 	ev := seats.Event{ID: "bench", Name: "bench", MaxSeats: 6, HoldWindow: seats.Duration(time.Hour)}
 	row := func(id string, n int) seats.Row {
 		r := seats.Row{ID: id}
@@ -151,7 +152,11 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 		return r
 	}
 	for c := range clients {
-		ev.Sections = append(ev.Sections, seats.Section{ID: fmt.Sprintf("C%d", c), Blocks: []seats.Block{{ID: "1", Rows: []seats.Row{row("1", 20)}}}})
+		if c%clientsPerSection == 0 {
+			ev.Sections = append(ev.Sections, seats.Section{ID: fmt.Sprintf("C%d", c/clientsPerSection), Blocks: []seats.Block{{ID: "1"}}})
+		}
+		b := &ev.Sections[len(ev.Sections)-1].Blocks[0]
+		b.Rows = append(b.Rows, row(fmt.Sprint(1+c%clientsPerSection), 20))
 	}
 	ev.Sections = append(ev.Sections, seats.Section{ID: "HOT", Blocks: []seats.Block{{ID: "1", Rows: []seats.Row{row("1", 100), row("2", 100)}}}})
 	if _, err := svc.CreateEvent(ctx, ev); err != nil {
@@ -287,8 +292,12 @@ func seatOf(c, i int) string {
 	if hotSeats {
 		return seats.SeatID("HOT", "1", fmt.Sprint(1+(c+i)%2), 1+(c*7+i*13)%100)
 	}
-	return seats.SeatID(fmt.Sprintf("C%d", c), "1", "1", 1+i%20)
+	return seats.SeatID(fmt.Sprintf("C%d", c/clientsPerSection), "1", fmt.Sprint(1+c%clientsPerSection), 1+i%20)
 }
+
+// clientsPerSection is how many clients' rows share a section (an event
+// has at most seats.MaxSections, a section seats.MaxRowsPerSection rows).
+const clientsPerSection = 100
 
 // cycle is one client's i-th hold and release; it returns how long the
 // hold took and whether it held the seat.
