@@ -28,6 +28,9 @@ type httpTarget struct {
 	room  *admission.Room
 	httpc *http.Client
 	runs  int
+	// passLen and sessionLen are a pass's and a session id's lengths,
+	// for the ceiling's stand-ins.
+	passLen, sessionLen int
 }
 
 func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
@@ -51,6 +54,10 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 		httpc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 10 * time.Second},
 	}
 	go func() { _ = t.srv.Serve(ln) }()
+	if _, err := t.client("probe", 0, false); err != nil {
+		t.close()
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -83,6 +90,7 @@ func (t *httpTarget) client(user string, c int, raw bool) (cycle, error) {
 	if err := json.Unmarshal(body, &sess); err != nil {
 		return nil, err
 	}
+	t.passLen, t.sessionLen = len(d.Pass), len(sess.Session)
 	do := t.do
 	if raw {
 		do = newRawConn(strings.TrimPrefix(t.base, "http://")).do
@@ -98,17 +106,22 @@ func (t *httpTarget) client(user string, c int, raw bool) (cycle, error) {
 		case status == http.StatusConflict && strings.Contains(string(body), "seat_taken"):
 			return took, false, &seats.TakenError{Seats: []string{seat}}
 		case status != http.StatusOK:
-			return took, false, fmt.Errorf("hold: %d %s", status, body)
+			return took, false, httpErr("hold", status, body, nil)
 		}
 		if status, body, err := do("DELETE", "/api/sessions/"+sess.Session+"/holds/"+seat, "", d.Pass); err != nil || status != http.StatusOK {
-			return took, true, fmt.Errorf("release: %d %s %v", status, body, err)
+			return took, true, httpErr("release", status, body, err)
 		}
 		return took, true, nil
 	}, nil
 }
 
 func (t *httpTarget) do(method, path, body, pass string) (int, []byte, error) {
-	req, err := http.NewRequest(method, t.base+path, strings.NewReader(body))
+	return t.doAt(t.base, method, path, body, pass)
+}
+
+// doAt sends a request with net/http's client to the server at base.
+func (t *httpTarget) doAt(base, method, path, body, pass string) (int, []byte, error) {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -121,4 +134,12 @@ func (t *httpTarget) do(method, path, body, pass string) (int, []byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
+}
+
+// httpErr is a failed request's error: err, or the unexpected answer.
+func httpErr(what string, status int, body []byte, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %d %s", what, status, body)
 }

@@ -16,10 +16,20 @@
 // waits for after a click (-timed cycle times both, as before). Uncontended, each client has a row of its own;
 // -hot puts every client on one 200-seat section, so holds race and lose.
 // -cpuprofile profiles the run; with -inprocess=false, the HTTP path alone.
+//
+// Beside each HTTP run, the same clients send the same requests (a hold
+// and its release, pass and key included) to the ceiling: a plain net/http
+// server on loopback answering 200 bytes of JSON. A line after the pair
+// gives the seat API's requests per second over the ceiling's, the share
+// of what HTTP allows here; -rounds N repeats the pair N times, the
+// ceiling first in even rounds, and ends with every round's ratio and
+// their median (-ceiling=false skips it).
+//
 // On bolt, a line under each row gives the group commits per second, their
-// mean size (writes per fsync) and how busy the one committing goroutine
+// mean size (writes per commit) and how busy the one committing goroutine
 // was (near 100%, the commits bound the run; a group under way when the
-// run starts counts whole, so it can read a little over 100%). "CPU per hold" is this process's CPU
+// run starts counts whole, so it can read a little over 100%), and how
+// much of that in bbolt's commit (writing pages, two fdatasyncs). "CPU per hold" is this process's CPU
 // time (service and load generator) per successful hold with its release:
 // on a machine shared with other work it says more than holds/s, which
 // wait for CPU the process does not get.
@@ -59,6 +69,8 @@ func main() {
 	timed := flag.String("timed", "hold", "what p50 and p99 time: hold, or cycle (the hold and its release, as this command timed before)")
 	overHTTP := flag.Bool("http", true, "run the same load over the HTTP API")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	withCeiling := flag.Bool("ceiling", true, "run the ceiling (a plain net/http server answering 200 bytes of JSON) with the same clients and load beside each HTTP run, and print the ratio")
+	rounds := flag.Int("rounds", 1, "HTTP runs of each client, alternated with the ceiling's (ceiling first in even rounds)")
 	client := flag.String("client", "raw", "the HTTP load's clients, one HTTP run each, comma-separated: raw (a minimal HTTP/1.1 client, one connection per client, as wrk) and net/http (Go's client, as this command used before)")
 	flag.Parse()
 	for _, c := range strings.Split(*client, ",") {
@@ -89,6 +101,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	ceilingRuns, httpRounds = *withCeiling, max(*rounds, 1)
 	if err := run(*kind, *endpoint, *clients, *hot, *inProc, *overHTTP, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "holds:", err)
 		pprof.StopCPUProfile()
@@ -128,7 +141,8 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 	defer store.Close()
 	svc := seats.NewService(store, time.Now)
 
-	// One section per client (a row of 20 each), plus one hot section of 200.
+	// A row of 20 per client, clientsPerSection rows a section, plus one
+	// hot section of 200.
 	ev := seats.Event{ID: "bench", Name: "bench", MaxSeats: 6, HoldWindow: seats.Duration(time.Hour)}
 	row := func(id string, n int) seats.Row {
 		r := seats.Row{ID: id}
@@ -138,7 +152,11 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 		return r
 	}
 	for c := range clients {
-		ev.Sections = append(ev.Sections, seats.Section{ID: fmt.Sprintf("C%d", c), Blocks: []seats.Block{{ID: "1", Rows: []seats.Row{row("1", 20)}}}})
+		if c%clientsPerSection == 0 {
+			ev.Sections = append(ev.Sections, seats.Section{ID: fmt.Sprintf("C%d", c/clientsPerSection), Blocks: []seats.Block{{ID: "1"}}})
+		}
+		b := &ev.Sections[len(ev.Sections)-1].Blocks[0]
+		b.Rows = append(b.Rows, row(fmt.Sprint(1+c%clientsPerSection), 20))
 	}
 	ev.Sections = append(ev.Sections, seats.Section{ID: "HOT", Blocks: []seats.Block{{ID: "1", Rows: []seats.Row{row("1", 100), row("2", 100)}}}})
 	if _, err := svc.CreateEvent(ctx, ev); err != nil {
@@ -195,11 +213,69 @@ func run(kind, endpoint string, clients int, hot, inProc, overHTTP bool, duratio
 		return err
 	}
 	defer api.close()
+	var ceil *ceiling
+	if ceilingRuns {
+		if ceil, err = newCeiling(); err != nil {
+			return err
+		}
+		defer ceil.close()
+	}
+	ratios := map[string][]float64{}
+	for r := range httpRounds {
+		for _, c := range httpClients {
+			raw := c == "raw"
+			seatAPI := func() float64 {
+				return report(kind, mode+", HTTP + Idempotency-Key, "+c+" client", clients, duration, drive(clients, duration, api.clients(raw)))
+			}
+			if ceil == nil {
+				seatAPI()
+				continue
+			}
+			plain := func() float64 {
+				return report("net/http", "ceiling: 200 B of JSON, "+c+" client", clients, duration, drive(clients, duration, ceil.clients(raw, api)))
+			}
+			var got, most float64
+			if r%2 == 0 {
+				got, most = seatAPI(), plain()
+			} else {
+				most, got = plain(), seatAPI()
+			}
+			if most > 0 {
+				ratios[c] = append(ratios[c], got/most)
+				fmt.Printf("|   | %s client, round %d: seat API %.0f req/s, ceiling %.0f req/s | | | | ratio %.2f | | | | | |\n", c, r+1, got, most, got/most)
+			}
+		}
+	}
 	for _, c := range httpClients {
-		report(kind, mode+", HTTP + Idempotency-Key, "+c+" client", clients, duration, drive(clients, duration, api.clients(c == "raw")))
+		if rs := ratios[c]; len(rs) > 0 {
+			fmt.Printf("ratio to the ceiling, %s client, %d clients: %s (median %.2f)\n", c, clients, percents(rs), median(rs))
+		}
 	}
 	return nil
 }
+
+// percents lists ratios as percentages, in run order.
+func percents(rs []float64) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprintf("%.0f%%", 100*r)
+	}
+	return strings.Join(s, " / ")
+}
+
+func median(rs []float64) float64 {
+	s := slices.Sorted(slices.Values(rs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ceilingRuns and httpRounds are -ceiling and -rounds.
+var (
+	ceilingRuns bool
+	httpRounds  int
+)
 
 // httpClients are the clients of the HTTP runs (-client).
 var httpClients []string
@@ -216,8 +292,12 @@ func seatOf(c, i int) string {
 	if hotSeats {
 		return seats.SeatID("HOT", "1", fmt.Sprint(1+(c+i)%2), 1+(c*7+i*13)%100)
 	}
-	return seats.SeatID(fmt.Sprintf("C%d", c), "1", "1", 1+i%20)
+	return seats.SeatID(fmt.Sprintf("C%d", c/clientsPerSection), "1", fmt.Sprint(1+c%clientsPerSection), 1+i%20)
 }
+
+// clientsPerSection is how many clients' rows share a section (an event
+// has at most seats.MaxSections, a section seats.MaxRowsPerSection rows).
+const clientsPerSection = 100
 
 // cycle is one client's i-th hold and release; it returns how long the
 // hold took and whether it held the seat.
@@ -315,7 +395,9 @@ func drive(clients int, duration time.Duration, setup func(c int) (cycle, error)
 // calls times DynamoDB's calls, on that store.
 var calls *callTimes
 
-func report(kind, mode string, clients int, duration time.Duration, r result) {
+// report prints a run's row and returns its requests per second (each
+// attempt, and each successful hold's release).
+func report(kind, mode string, clients int, duration time.Duration, r result) float64 {
 	if calls != nil {
 		defer calls.report(mode)
 	}
@@ -324,7 +406,7 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 	}
 	if len(r.lat) == 0 {
 		fmt.Printf("| %s | %s | %d | no holds completed | | | | | %d | | |\n", kind, mode, clients, r.failed)
-		return
+		return 0
 	}
 	slices.Sort(r.lat)
 	pct := func(p float64) time.Duration { return r.lat[int(p*float64(len(r.lat)-1))] }
@@ -336,8 +418,9 @@ func report(kind, mode string, clients int, duration time.Duration, r result) {
 		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed,
 		r.cpu.Seconds()/duration.Seconds(), perHold)
 	if n := r.groups.Commits - r.groups0.Commits; n > 0 {
-		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes each | committer busy %.0f%% | | | | |\n", mode,
+		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes each | committer busy %.0f%% (in bbolt's commit %.0f%%) | | | | |\n", mode,
 			float64(n)/r.elapsed.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n),
-			100*(r.groups.Busy-r.groups0.Busy).Seconds()/r.elapsed.Seconds())
+			100*(r.groups.Busy-r.groups0.Busy).Seconds()/r.elapsed.Seconds(), 100*(r.groups.Syncing-r.groups0.Syncing).Seconds()/r.elapsed.Seconds())
 	}
+	return float64(len(r.lat)+r.ok) / duration.Seconds()
 }

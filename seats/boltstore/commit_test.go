@@ -85,6 +85,9 @@ func TestGroupedWritesShareOneCommit(t *testing.T) {
 	if got.Busy <= before.Busy {
 		t.Fatalf("the committer's busy time did not grow: %v to %v", before.Busy, got.Busy)
 	}
+	if synced, busy := got.Syncing-before.Syncing, got.Busy-before.Busy; synced <= 0 || synced > busy {
+		t.Fatalf("%v of %v busy in bbolt's commit, want some and at most all", synced, busy)
+	}
 }
 
 // TestFailedMemberRollsBack: a member of a group that fails after writing

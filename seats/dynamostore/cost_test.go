@@ -162,7 +162,9 @@ func TestCost(t *testing.T) {
 	// items of GSI1 read eventually consistent: half a unit per 4 KB, about
 	// 176 bytes a stadium seat. A hold's transaction: Local reports 6 for
 	// the session and 4 seats (docs/SCALING.md has DynamoDB's own rules).
-	const pageUnits, holdUnits = 11, 6
+	// An Idempotency-Key adds its record (the session's JSON inside, under
+	// 1 KB) to the transaction: at most one unit more.
+	const pageUnits, holdUnits, keyedHoldUnits = 11, 6, 7
 	// The event item and its sections (about 400 bytes each, read
 	// consistently: a unit per 4 KB).
 	eventUnits := float64(1 + n/2000/10)
@@ -176,6 +178,12 @@ func TestCost(t *testing.T) {
 			_, err := svc.HoldSeats(ctx, sess.ID, "hold", []string{"S002-1-01-1", "S002-1-01-2", "S002-1-01-3", "S002-1-01-4"}, storetest.T0, nil)
 			return err
 		}, map[string]use{"GetItem": {Calls: 1, Read: 1, Units: 1}, "TransactWriteItems": {Calls: 1, Written: 5, Units: holdUnits}}},
+		{"hold of 4 seats with an Idempotency-Key", func() error {
+			sess := open("keyed")
+			key := &seats.Idempotency{Key: "cost-" + id, Fingerprint: "fp", Status: 200}
+			_, err := svc.HoldSeats(ctx, sess.ID, "keyed", []string{"S002-1-02-1", "S002-1-02-2", "S002-1-02-3", "S002-1-02-4"}, storetest.T0, key)
+			return err
+		}, map[string]use{"GetItem": {Calls: 1, Read: 1, Units: 1}, "TransactWriteItems": {Calls: 1, Written: 6, Units: keyedHoldUnits}}},
 		{"best available 4", func() error {
 			sess := open("best")
 			_, err := svc.HoldBest(ctx, sess.ID, "best", 4, []string{"S003"}, storetest.T0, nil)
