@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,7 +75,7 @@ const activeShards = 32
 // once. It keeps one entry per active pass: its memory follows the site's
 // capacity, not the crowd waiting.
 type ActiveSet struct {
-	window time.Duration
+	window atomic.Int64 // nanoseconds
 	seed   maphash.Seed
 	shards [activeShards]activeShard
 }
@@ -91,7 +92,8 @@ type activeShard struct {
 // NewActiveSet returns a set counting passes presented within window (at
 // least a second).
 func NewActiveSet(window time.Duration) *ActiveSet {
-	a := &ActiveSet{window: max(window, time.Second), seed: maphash.MakeSeed()}
+	a := &ActiveSet{seed: maphash.MakeSeed()}
+	a.SetWindow(window)
 	for i := range a.shards {
 		a.shards[i].seen = map[string]time.Time{}
 		a.shards[i].ended = map[string]time.Time{}
@@ -100,7 +102,12 @@ func NewActiveSet(window time.Duration) *ActiveSet {
 }
 
 // Window is how long a pass counts as active after it was presented.
-func (a *ActiveSet) Window() time.Duration { return a.window }
+func (a *ActiveSet) Window() time.Duration { return time.Duration(a.window.Load()) }
+
+// SetWindow changes the window (at least a second) from the next tally on.
+func (a *ActiveSet) SetWindow(window time.Duration) {
+	a.window.Store(int64(max(window, time.Second)))
+}
 
 func (a *ActiveSet) shard(id string) *activeShard {
 	return &a.shards[maphash.String(a.seed, id)%activeShards]
@@ -148,7 +155,8 @@ type Tally struct {
 // Tally sweeps the passes not presented within the window and counts the
 // rest, and those of them whose window ends within horizon.
 func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
-	cut, soon := now.Add(-a.window), now.Add(horizon-a.window)
+	window := a.Window()
+	cut, soon := now.Add(-window), now.Add(horizon-window)
 	var t Tally
 	for i := range a.shards {
 		s := &a.shards[i]
