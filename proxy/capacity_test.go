@@ -210,3 +210,50 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		}
 	}
 }
+
+// TestEndSessionHeader: however the origin answers, its end-session header
+// never reaches the visitor, the pass cookie is cleared and the pass stops
+// counting; an answer without it leaves the pass counted.
+func TestEndSessionHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		origin func(w http.ResponseWriter)
+		ends   bool
+	}{
+		{"with a body", func(w http.ResponseWriter) {
+			w.Header().Set(EndSessionHeader, "1")
+			_, _ = w.Write([]byte("bye"))
+		}, true},
+		{"no content", func(w http.ResponseWriter) {
+			w.Header().Set(EndSessionHeader, "1")
+			w.WriteHeader(http.StatusNoContent)
+		}, true},
+		{"nothing written", func(w http.ResponseWriter) { w.Header().Set(EndSessionHeader, "1") }, true},
+		{"underscore spelling", func(w http.ResponseWriter) {
+			w.Header()["Fairgate_End_Session"] = []string{"1"}
+			w.WriteHeader(http.StatusOK)
+		}, true},
+		{"an ordinary answer", func(w http.ResponseWriter) { _, _ = w.Write([]byte("ok")) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Config{Capacity: 10}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { tc.origin(w) }))
+			e.admitted()
+			resp, _ := e.do("GET", "/logout", "")
+			for name := range resp.Header {
+				if strings.HasPrefix(strings.ToLower(strings.ReplaceAll(name, "_", "-")), "fairgate-") {
+					t.Errorf("the visitor saw %s", name)
+				}
+			}
+			if got := clearsCookie(resp, e.gw.cookies.pass); got != tc.ends {
+				t.Errorf("pass cookie cleared: %v, want %v", got, tc.ends)
+			}
+			want := 1.0
+			if tc.ends {
+				want = 0
+			}
+			if got := e.gw.Room().active.Count(e.clock.Now()); got != want {
+				t.Errorf("active passes %v, want %v", got, want)
+			}
+		})
+	}
+}

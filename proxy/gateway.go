@@ -265,7 +265,9 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		g.notify(r, DispositionPassed)
 		g.shared.active.See(id, now)
 		r.Header.Set(PassHeader, pass)
-		g.forward(&endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}, r, next)
+		es := &endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}
+		g.forward(es, r, next)
+		es.check() // an answer with no body and no WriteHeader: its headers are not sent yet
 		return
 	}
 	switch g.shared.Room.View(now).State {
