@@ -358,6 +358,8 @@ type settings struct {
 	trusted    []netip.Prefix
 	language   int // index in pageLanguages, or -1 for Accept-Language
 	lanes      []laneRule
+	// activeWindow is ActiveWindow or its default, with or without capacity.
+	activeWindow time.Duration
 }
 
 // validationStatePath stands in for a front door's default bolt file when
@@ -572,7 +574,12 @@ func settleCapacity(s *settings) error {
 	if s.ActiveWindow > 0 && s.Capacity == 0 {
 		return optionErr("active_window", "only applies with capacity")
 	}
-	setDur(&s.ActiveWindow, DefaultActiveWindow)
+	// In the settings only: the window also counts a rate room's visitors
+	// (the admin API's figures), where the option itself is refused.
+	s.activeWindow = time.Duration(s.ActiveWindow)
+	if s.activeWindow == 0 {
+		s.activeWindow = DefaultActiveWindow
+	}
 	return nil
 }
 

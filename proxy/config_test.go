@@ -41,8 +41,19 @@ func TestCapacitySettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Rate != DefaultRate || time.Duration(s.ActiveWindow) != DefaultActiveWindow {
-		t.Errorf("rate %v, active_window %v; want %v and %v", s.Rate, time.Duration(s.ActiveWindow), float64(DefaultRate), DefaultActiveWindow)
+	if s.Rate != DefaultRate || s.activeWindow != DefaultActiveWindow {
+		t.Errorf("rate %v, active_window %v; want %v and %v", s.Rate, s.activeWindow, float64(DefaultRate), DefaultActiveWindow)
+	}
+	// A settled config settles again (a reload passes it on), with or
+	// without capacity.
+	plain, err := Config{}.settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{s.Config, plain.Config} {
+		if _, err := c.settle(); err != nil {
+			t.Errorf("settling a settled config (capacity %d): %v", c.Capacity, err)
+		}
 	}
 	_, err = Config{Capacity: 500, Sessions: 400}.settle()
 	if err == nil || !strings.Contains(err.Error(), "capacity and sessions both size the room") {

@@ -101,7 +101,7 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 		rate:     s.Rate,
 		burst:    s.Burst,
 		capacity: float64(s.Capacity),
-		active:   admission.NewActiveSet(time.Duration(s.ActiveWindow)),
+		active:   admission.NewActiveSet(s.activeWindow),
 	}
 	sh.lanesNow.Store(&lanes)
 	return sh, nil
@@ -161,7 +161,7 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 		sh.rate, sh.burst = want.rate, want.burst
 		sh.setCapacityLocked(want.capacity)
 	}
-	sh.active.SetWindow(time.Duration(s.ActiveWindow))
+	sh.active.SetWindow(s.activeWindow)
 	if err := sh.rebalance(now, changed); err != nil {
 		return fmt.Errorf("applying rate: %w", err)
 	}
