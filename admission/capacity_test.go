@@ -197,3 +197,36 @@ func TestCapacityHoldsTheSiteAtCapacity(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkActiveSetSee is the cost a protected request adds: one pass
+// presented again, among 100,000 active ones, from parallel requests.
+func BenchmarkActiveSetSee(b *testing.B) {
+	a := NewActiveSet(3 * time.Minute)
+	now := time.Unix(1_000_000, 0)
+	ids := make([]string, 100_000)
+	for i := range ids {
+		ids[i] = fmt.Sprint("pass-", i)
+		a.See(ids[i], now)
+	}
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			a.See(ids[i%len(ids)], now)
+			i += 7919
+		}
+	})
+}
+
+// BenchmarkActiveSetTally is the tick's sweep over 100,000 active passes.
+func BenchmarkActiveSetTally(b *testing.B) {
+	a := NewActiveSet(3 * time.Minute)
+	now := time.Unix(1_000_000, 0)
+	for i := range 100_000 {
+		a.See(fmt.Sprint("pass-", i), now)
+	}
+	b.ResetTimer()
+	for range b.N {
+		a.Tally(now, CapacityLookahead)
+	}
+}
