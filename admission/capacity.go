@@ -182,3 +182,17 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 
 // Count is the number of passes presented within the window at now.
 func (a *ActiveSet) Count(now time.Time) float64 { return a.Tally(now, 0).Active }
+
+// RenewPass is the pass a visitor still on the site carries on with in a
+// room sized by capacity: pc with its expiry moved to ttl from now, once
+// less than half of ttl is left (ok false before then, so a visitor's
+// requests re-sign it about once a half ttl). The id stays, so the visitor
+// counts once. A visitor who stops presenting it stops counting after the
+// active window, and the pass expires as before.
+func RenewPass(pc PassClaims, now time.Time, ttl time.Duration) (renewed PassClaims, ok bool) {
+	if ttl <= 0 || pc.Expiry().Sub(now) >= ttl/2 {
+		return pc, false
+	}
+	pc.ExpiresAt = now.Add(ttl).Unix()
+	return pc, true
+}

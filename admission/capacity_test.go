@@ -71,6 +71,38 @@ func TestActiveSetCountsDistinctPassesInTheWindow(t *testing.T) {
 	}
 }
 
+func TestRenewPass(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	pc := PassClaims{Registered: Registered{ID: "p", ExpiresAt: t0.Add(10 * time.Minute).Unix()}}
+	tests := []struct {
+		name string
+		at   time.Duration
+		ttl  time.Duration
+		ok   bool
+	}{
+		{"more than half left", 2 * time.Minute, 15 * time.Minute, false},
+		{"exactly half left", 10*time.Minute - 15*time.Minute/2, 15 * time.Minute, false},
+		{"less than half left", 3 * time.Minute, 15 * time.Minute, true},
+		{"no ttl", 9 * time.Minute, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0.Add(tt.at)
+			got, ok := RenewPass(pc, now, tt.ttl)
+			if ok != tt.ok {
+				t.Fatalf("renewed %v, want %v", ok, tt.ok)
+			}
+			want := pc.ExpiresAt
+			if ok {
+				want = now.Add(tt.ttl).Unix()
+			}
+			if got.ExpiresAt != want || got.ID != pc.ID {
+				t.Errorf("got exp %d id %q, want exp %d id %q", got.ExpiresAt, got.ID, want, pc.ID)
+			}
+		})
+	}
+}
+
 // visit is an admitted visitor's next presentation of their pass.
 type visit struct {
 	id   string

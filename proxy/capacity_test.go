@@ -257,3 +257,67 @@ func TestEndSessionHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestPassRenewedWhileActive: in a room sized by capacity a visitor's
+// request renews their pass once less than half of session_length is left,
+// with the same id (they count once); in a room sized by its rate the pass
+// keeps its expiry.
+func TestPassRenewedWhileActive(t *testing.T) {
+	const session = 10 * time.Minute
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		renew bool
+	}{
+		{"capacity", Config{Capacity: 10, SessionLength: Duration(session)}, true},
+		{"rate", Config{Rate: 10, SessionLength: Duration(session)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.cfg, nil)
+			e.admitted()
+			admitted := e.clock.Now()
+			passCookie := func(resp *http.Response) *http.Cookie {
+				for _, c := range resp.Cookies() {
+					if c.Name == e.gw.cookies.pass {
+						return c
+					}
+				}
+				return nil
+			}
+			e.clock.Set(admitted.Add(session / 4))
+			if resp, _ := e.do("GET", "/shop", ""); passCookie(resp) != nil {
+				t.Fatal("a pass with more than half its life left was renewed")
+			}
+			e.clock.Set(admitted.Add(session * 3 / 4))
+			resp, _ := e.do("GET", "/shop", "")
+			c := passCookie(resp)
+			if (c != nil) != tc.renew {
+				t.Fatalf("renewed %v, want %v", c != nil, tc.renew)
+			}
+			if !tc.renew {
+				return
+			}
+			claims, err := e.gw.gate.VerifyPass(e.gw.cfg.Room, c.Value, e.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := e.clock.Now().Add(session).Unix(); claims.ExpiresAt != want {
+				t.Errorf("renewed pass expires at %d, want %d", claims.ExpiresAt, want)
+			}
+			if got := e.origin.last().Header.Get(PassHeader); got != c.Value {
+				t.Error("the origin got the old pass, not the renewed one")
+			}
+			// Past the first pass's expiry the renewed one still passes.
+			e.clock.Set(admitted.Add(session + time.Minute))
+			if resp, body := e.do("GET", "/shop", ""); resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "origin:") {
+				t.Fatalf("after the first pass's expiry: %d %s", resp.StatusCode, body)
+			}
+			if got := e.gw.Room().active.Count(e.clock.Now()); got != 1 {
+				t.Errorf("active passes %v, want 1: the renewed pass is the same visitor", got)
+			}
+			if got := testutil.ToFloat64(e.gw.metrics.passesRenewed); got != 1 {
+				t.Errorf("passes_renewed_total = %v, want 1", got)
+			}
+		})
+	}
+}

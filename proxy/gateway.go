@@ -261,9 +261,11 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		g.forward(w, r, next)
 		return
 	}
-	if pass, id, ok := g.validPass(r, now); ok {
+	if pass, claims, ok := g.validPass(r, now); ok {
 		g.notify(r, DispositionPassed)
+		id := claims.ID
 		g.shared.active.See(id, now)
+		pass = g.renewPass(w, r, pass, claims, now)
 		r.Header.Set(PassHeader, pass)
 		es := &endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}
 		g.forward(es, r, next)
@@ -347,34 +349,58 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 // passes are cached, so a protected request costs a lookup rather than a
 // JWT parse; a forged one is refused by the key ring's HMAC check before
 // any decoding.
-func (g *Gateway) validPass(r *http.Request, now time.Time) (token, id string, ok bool) {
+func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claims *admission.PassClaims, ok bool) {
 	token, ok = cookieValue(r, g.cookies.pass)
 	if !ok || token == "" {
-		return "", "", false
+		return "", nil, false
 	}
 	if claims, ok := g.passes.Get(token); ok {
 		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) && g.addressMatches(r, claims.Bnd) {
 			g.metrics.passCached.Inc()
-			return token, claims.ID, true
+			return token, claims, true
 		}
-		return "", "", false
+		return "", nil, false
 	}
 	claims, err := g.gate.VerifyPass(g.cfg.Room, token, now)
 	if err != nil {
 		g.metrics.passChecks.WithLabelValues("invalid").Inc()
-		return "", "", false
+		return "", nil, false
 	}
 	if !g.identityMatches(r, claims.Subject) {
 		g.metrics.passChecks.WithLabelValues("other_visitor").Inc()
-		return "", "", false
+		return "", nil, false
 	}
 	if !g.addressMatches(r, claims.Bnd) {
 		g.metrics.passChecks.WithLabelValues("other_address").Inc()
-		return "", "", false
+		return "", nil, false
 	}
 	g.metrics.passChecks.WithLabelValues("verified").Inc()
 	g.passes.SetWithTTL(token, claims, 1, claims.Expiry().Sub(now))
-	return token, claims.ID, true
+	return token, claims, true
+}
+
+// renewPass gives a visitor on the site of a room sized by capacity a pass
+// that lasts session_length from now, once less than half of it is left
+// (admission.RenewPass): their visit lasts as long as they are active. It
+// returns the pass to forward: the renewed one, or token as it was (a
+// rate room's session_length is its sizing, and a pass that cannot be
+// signed now stays valid as it is).
+func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string, claims *admission.PassClaims, now time.Time) string {
+	if !g.shared.sizedByCapacity() {
+		return token
+	}
+	renewed, ok := admission.RenewPass(*claims, now, time.Duration(g.cfg.SessionLength))
+	if !ok {
+		return token
+	}
+	signed, err := g.gate.SignPass(&renewed)
+	if err != nil {
+		g.log.Warn("renewing a pass", zap.String("room", g.cfg.Room), zap.Error(err))
+		return token
+	}
+	g.metrics.passesRenewed.Inc()
+	setCookie(w, r, g.cookies.pass, signed, renewed.Expiry(), g.cfg.trusted)
+	return signed
 }
 
 // endSession acts on the origin's answer headers h to a request with pass

@@ -53,6 +53,8 @@ type metrics struct {
 	writtenBack *prometheus.CounterVec
 	// sessionsEnded counts the sessions the origin ended (EndSessionHeader).
 	sessionsEnded prometheus.Counter
+	// passesRenewed counts the passes a room sized by capacity renewed.
+	passesRenewed prometheus.Counter
 	room          *roomCollector
 }
 
@@ -96,6 +98,7 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		storeErrors:   vec("state_store_errors_total", "Failed state store calls by operation (timeouts and calls refused while the store is failing included).", "op"),
 		writtenBack:   vec("places_written_back_total", "Places admitted from memory while the state store failed (on_unavailable local), written back to it after, by result: written, or twice (admitted meanwhile by another node too).", "result"),
 		sessionsEnded: counter("sessions_ended_total", "Sessions the origin ended with the Fairgate-End-Session header: the pass stopped counting as active."),
+		passesRenewed: counter("passes_renewed_total", "Passes renewed for a visitor still on the site (rooms sized by capacity): session_length from the request, once less than half of it was left."),
 		room:          newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
@@ -194,7 +197,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 // collectors are the room's metrics.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.issued, m.attempts, m.admissions, m.laneAdmissions, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.writtenBack, m.sessionsEnded, m.room}
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.writtenBack, m.sessionsEnded, m.passesRenewed, m.room}
 }
 
 // Collector reports the metrics of every room in rs at scrape time, for a

@@ -47,6 +47,7 @@ type Shared struct {
 	// admit is the rate the capacity controller set, tally the room's last
 	// count (every node's, on a state store).
 	capacity float64
+	sized    atomic.Bool // capacity > 0, read without mu on every request
 	admit    float64
 	tally    admission.Tally
 	reason   string // why the room is closed: "sold_out" or ""
@@ -93,16 +94,16 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	}
 	memory := admission.NewMemoryLedger(s.LedgerSize, clock)
 	sh := &Shared{
-		Room:     lanes[0].room,
-		Ledger:   memory,
-		memory:   memory,
-		clock:    clock,
-		applied:  appliedOf(s),
-		rate:     s.Rate,
-		burst:    s.Burst,
-		capacity: float64(s.Capacity),
-		active:   admission.NewActiveSet(s.activeWindow),
+		Room:    lanes[0].room,
+		Ledger:  memory,
+		memory:  memory,
+		clock:   clock,
+		applied: appliedOf(s),
+		rate:    s.Rate,
+		burst:   s.Burst,
+		active:  admission.NewActiveSet(s.activeWindow),
 	}
+	sh.setCapacityLocked(float64(s.Capacity))
 	sh.lanesNow.Store(&lanes)
 	return sh, nil
 }
@@ -269,7 +270,11 @@ func (sh *Shared) setCapacityLocked(capacity float64) {
 		sh.admit = admission.MinCapacityRate
 	}
 	sh.capacity = capacity
+	sh.sized.Store(capacity > 0)
 }
+
+// sizedByCapacity reports whether the room admits by its capacity.
+func (sh *Shared) sizedByCapacity() bool { return sh.sized.Load() }
 
 // steerLocked lets the capacity controller set the room's rate from the
 // last tally, and reports whether it moved by more than minCruiseStep (the
