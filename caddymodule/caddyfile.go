@@ -57,6 +57,8 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    rate            <admissions per second>
 //	    sessions        <concurrent sessions> [<session length>]
 //	    session_length  <duration>
+//	    capacity        <active visitors>         # admit by what the site holds; rate is the ceiling
+//	    active_window   <duration>                # with capacity; default 3m
 //	    burst           <admissions>
 //	    tau             <duration>
 //	    fixed_speed
@@ -127,7 +129,12 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 // Each option may be given once. Durations are Caddy's (`1d` works). Values
 // wrong on their own (`state queu`, `difficulty 99`, a hook URL that is not
 // http or https, `backoff 30s 2s`) are refused with the file and line. The
-// client address is Caddy's (its `trusted_proxies` server option). With a
+// client address is Caddy's (its `trusted_proxies` server option).
+// `capacity` sizes the room by the visitors on the site (passes presented
+// within `active_window`) instead of a fixed rate: the room admits at the
+// rate that keeps them at the capacity, never above `rate`; it cannot go
+// with `sessions`. An origin answer with the header Fairgate-End-Session
+// ends the visitor's session (docs/OPERATIONS.md, "Sizing a room"). With a
 // matcher, the room's endpoints under `prefix` get a route of their own;
 // inside a `handle` or `route` block, `prefix` must be a path the block
 // covers, or the config is refused (the waiting page could not reach them).
@@ -170,7 +177,7 @@ var optionOf = map[string]string{
 	"difficulty": "difficulty", "prefix": "prefix", "waiting_status": "waiting_status",
 	"trusted_proxies": "trusted_proxies", "admission_hook": "admission_hook", "on_failure": "admission_hook",
 	"backoff": "backoff", "ledger_size": "ledger_size", "lanes": "lane", "state_store": "state_store",
-	"bypass": "bypass", "cache": "cache",
+	"bypass": "bypass", "cache": "cache", "capacity": "capacity",
 }
 
 // once refuses a sub-option given twice in one block.
@@ -220,6 +227,17 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return nil
 	case "session_length":
 		return oneDuration(d, &c.SessionLength)
+	case "capacity":
+		if err := oneInt(d, &c.Capacity); err != nil {
+			return err
+		}
+		// Checked here: in the JSON a capacity of 0 reads as unset.
+		if c.Capacity <= 0 {
+			return d.Errf("capacity %d: must be a positive number of active visitors", c.Capacity)
+		}
+		return nil
+	case "active_window":
+		return oneDuration(d, &c.ActiveWindow)
 	case "tau":
 		return oneDuration(d, &c.Tau)
 	case "fixed_speed":

@@ -128,6 +128,9 @@ func TestCaddyfileMistakes(t *testing.T) {
 		{"rate 0", "rate 0", "rate 0: must be a positive number of admissions per second", "at Caddyfile:3"},
 		{"bad user_agent regexp", "bypass {\n user_agent (\n }", "bypass: user_agents: ", "at Caddyfile:"},
 		{"cache path without slash", "cache static/*", `cache: path "static/*" must start with /`, "at Caddyfile:3"},
+		{"capacity 0", "capacity 0", "capacity 0: must be a positive number of active visitors", "at Caddyfile:3"},
+		{"capacity with sessions", "sessions 500\n capacity 400", "capacity and sessions both size the room", "at Caddyfile:"},
+		{"active_window alone", "active_window 5m", "active_window: only applies with capacity", "at Caddyfile:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\t" + tc.block + "\n\t}\n}\n")
@@ -136,8 +139,12 @@ func TestCaddyfileMistakes(t *testing.T) {
 			}
 		})
 	}
+	out, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\tactive_window 5m\n\t\tcapacity 400\n\t\trate 20\n\t}\n}\n")
+	if err != nil || !strings.Contains(string(out), `"capacity":400`) || !strings.Contains(string(out), `"active_window":"5m0s"`) {
+		t.Fatalf("capacity: %v %s", err, out)
+	}
 	// Caddy's durations: days work.
-	out, err := adaptText("http://localhost {\n\twaiting_room sale {\n\t\ttoken_ttl 1d\n\t}\n}\n")
+	out, err = adaptText("http://localhost {\n\twaiting_room sale {\n\t\ttoken_ttl 1d\n\t}\n}\n")
 	if err != nil || !strings.Contains(string(out), `"token_ttl":"24h0m0s"`) {
 		t.Fatalf("token_ttl 1d: %v %s", err, out)
 	}

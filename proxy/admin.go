@@ -85,6 +85,10 @@ type RoomStatus struct {
 	// the same on every node that runs the same version.
 	Now        string          `json:"now"`
 	ClockState admission.Clock `json:"clock_state"`
+	// Site is the visitors on the site and, in a room sized by capacity,
+	// the rate the capacity controller derived from them (Rate above is
+	// that rate too).
+	Site CapacityStatus `json:"site"`
 	// Cluster is the state store's view: absent with state_store memory.
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 	// Lanes are the figures of each lane, the default lane (named "")
@@ -103,6 +107,7 @@ func (sh *Shared) Status(now time.Time) RoomStatus {
 		Waiting: sh.Room.Population(now), Eligible: sh.Room.EligibleRate(now),
 		BucketLevel: sh.Room.BucketLevel(now), UsedTokens: sh.memory.Len(),
 		Now: now.UTC().Format(time.RFC3339Nano), ClockState: v.Clock, Cluster: sh.clusterStatus(),
+		Site: sh.capacityStatus(),
 	}
 	if v.State == admission.StateClosed {
 		st.Reason = sh.ClosedReason()
@@ -129,6 +134,9 @@ type RoomChange struct {
 	Rate       *float64 `json:"rate,omitempty"`
 	Burst      *float64 `json:"burst,omitempty"`
 	Difficulty *int     `json:"difficulty,omitempty"`
+	// Capacity sizes the room by the active visitors it admits up to (rate
+	// becomes its ceiling); 0 turns it off, and the room admits at rate.
+	Capacity *float64 `json:"capacity,omitempty"`
 	// Tau is the mean wait the clock cruises at from now (speed 1/tau), in
 	// every lane, as a reload that changes `tau` does; with the controller
 	// (no fixed_speed) it is where the controller starts from.
@@ -177,6 +185,9 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 	if c.Tau != nil && *c.Tau <= 0 {
 		return errBadTau
 	}
+	if c.Capacity != nil && !(*c.Capacity >= 0 && !math.IsInf(*c.Capacity, 0)) {
+		return errBadCapacity
+	}
 	if c.State != nil || c.SaleStart != nil {
 		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetState(state, saleStart, now) }); err != nil {
 			return err
@@ -184,6 +195,11 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 	}
 	if c.Rate != nil || c.Burst != nil {
 		if err := sh.setRate(c.Rate, c.Burst, now); err != nil {
+			return err
+		}
+	}
+	if c.Capacity != nil {
+		if err := sh.setCapacity(*c.Capacity, now); err != nil {
 			return err
 		}
 	}
@@ -220,15 +236,16 @@ type adminError string
 func (e adminError) Error() string { return string(e) }
 
 const (
-	errBadReason adminError = `reason must be "sold_out" or empty`
-	errBadTau    adminError = `tau must be a positive duration, e.g. "30s"`
+	errBadReason   adminError = `reason must be "sold_out" or empty`
+	errBadTau      adminError = `tau must be a positive duration, e.g. "30s"`
+	errBadCapacity adminError = `capacity must be a positive number of active visitors, or 0 to admit at rate`
 )
 
 // AdminHandler serves the admin API under any prefix it is mounted at:
 //
 //	GET  /rooms          every room's live figures
 //	GET  /rooms/{room}   one room's
-//	POST /rooms/{room}   a RoomChange: state, reason, sale_start, rate, burst, difficulty, tau
+//	POST /rooms/{room}   a RoomChange: state, reason, sale_start, rate, burst, difficulty, tau, capacity
 //
 // A non-empty token requires `Authorization: Bearer <token>`.
 func AdminHandler(rooms *Rooms, token string, now func() time.Time) http.Handler {

@@ -280,6 +280,9 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 		g.countAdmission(r, d, now)
 	}
 	expires := d.PassClaims.Expiry()
+	// An admission is the pass's first presentation: the visitor counts
+	// as on the site before their first request reaches it.
+	g.shared.active.See(d.PassClaims.ID, now)
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
 	writeJSON(w, http.StatusOK, admitResponse{Admitted: true, Redirect: safeReturn(ret), Pass: pass, Session: session, Expires: expires.Unix()})

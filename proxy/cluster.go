@@ -355,6 +355,7 @@ type appliedJSON struct {
 	Tau        time.Duration   `json:"tau"`
 	Adaptive   bool            `json:"adaptive"`
 	LedgerSize int             `json:"ledger_size"`
+	Capacity   float64         `json:"capacity,omitempty"`
 }
 
 type laneJSON struct {
@@ -366,7 +367,7 @@ type laneJSON struct {
 
 func (a applied) MarshalJSON() ([]byte, error) {
 	j := appliedJSON{State: a.state, SaleStart: a.saleStart, Rate: a.rate, Burst: a.burst, Difficulty: a.difficulty,
-		Tau: a.tau, Adaptive: a.adaptive, LedgerSize: a.ledgerSize}
+		Tau: a.tau, Adaptive: a.adaptive, LedgerSize: a.ledgerSize, Capacity: a.capacity}
 	for _, l := range a.lanes {
 		j.Lanes = append(j.Lanes, laneJSON{Name: l.name, Key: l.key, Value: l.value, Share: l.share})
 	}
@@ -379,7 +380,7 @@ func (a *applied) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*a = applied{state: j.State, saleStart: j.SaleStart, rate: j.Rate, burst: j.Burst, difficulty: j.Difficulty,
-		tau: j.Tau, adaptive: j.Adaptive, ledgerSize: j.LedgerSize}
+		tau: j.Tau, adaptive: j.Adaptive, ledgerSize: j.LedgerSize, capacity: j.Capacity}
 	for _, l := range j.Lanes {
 		a.lanes = append(a.lanes, laneRule{name: l.Name, key: l.Key, value: l.Value, share: l.Share})
 	}
@@ -403,6 +404,9 @@ func (sh *Shared) exportControl() roomstate.Control {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	c.Rate, c.Burst, c.Reason = sh.rate, sh.burst, sh.reason
+	if sh.capacity > 0 {
+		c.Capacity, c.Admit = sh.capacity, sh.admit
+	}
 	c.Ticked = sh.cluster.ticked
 	c.Applied, _ = json.Marshal(sh.applied)
 	return c
@@ -441,6 +445,10 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	}
 	if c.Rate > 0 {
 		sh.rate, sh.burst = c.Rate, math.Max(1, c.Burst)
+	}
+	sh.setCapacityLocked(c.Capacity)
+	if c.Admit > 0 {
+		sh.admit = c.Admit
 	}
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
@@ -522,6 +530,9 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		total[i].population, total[i].eligible = p, e
 		nodes = max(nodes, n)
 	}
+	if err := sh.publishActive(ctx, now, until); err != nil {
+		return err
+	}
 	demand := laneKey(cl.key, "", "demand")
 	if err := cl.store.PublishPopulation(ctx, demand, cl.set.Node, mine, until); err != nil {
 		return err
@@ -577,6 +588,12 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 				moved = moved || math.Abs(next-cur) > minCruiseStep*cur
 			}
 		}
+		sh.mu.Lock()
+		if sh.steerLocked() {
+			moved = true
+			_ = sh.rebalance(now, false)
+		}
+		sh.mu.Unlock()
 		if !moved {
 			if fifo && sh.originPending() {
 				return nil
@@ -593,6 +610,44 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		cl.ticked = now
 		return nil
 	})
+}
+
+// publishActive publishes this node's count of the visitors on the site
+// and of those leaving within the capacity controller's lookahead, and
+// takes the room's: the sums of every node's. A room sized by its rate
+// counts only its own, at no store cost.
+func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error {
+	cl := sh.cluster
+	mine := sh.active.Tally(now, admission.CapacityLookahead)
+	sh.mu.Lock()
+	sized := sh.capacity > 0
+	if !sized {
+		sh.tally = mine
+	}
+	sh.mu.Unlock()
+	if !sized {
+		return nil
+	}
+	var room admission.Tally
+	for _, item := range []struct {
+		what string
+		mine float64
+		sum  *float64
+	}{{"active", mine.Active, &room.Active}, {"leaving", mine.Leaving, &room.Leaving}} {
+		key := laneKey(cl.key, "", item.what)
+		if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, item.mine, until); err != nil {
+			return err
+		}
+		sum, _, err := cl.store.Population(ctx, key, now)
+		if err != nil {
+			return err
+		}
+		*item.sum = sum
+	}
+	sh.mu.Lock()
+	sh.tally = room
+	sh.mu.Unlock()
+	return nil
 }
 
 // minCruiseStep is the least relative change of a lane's clock speed the

@@ -29,13 +29,28 @@ type Config struct {
 	State string `json:"state,omitempty"`
 	// SaleStart is when a `scheduled` room starts admitting, RFC 3339.
 	SaleStart string `json:"sale_start,omitempty"`
-	// Rate is the target number of admissions per second, positive.
-	// Default: Sessions / SessionLength when Sessions is set (Little's
-	// law), else 10 (DefaultRate). An explicit `"rate": 0` is refused by
-	// both front doors (CheckExplicitZeros): it would read as unset.
+	// Rate is the target number of admissions per second, positive; with
+	// Capacity, the most admissions per second the capacity controller may
+	// ask for. Default: Sessions / SessionLength when Sessions is set
+	// (Little's law), else 10 (DefaultRate). An explicit `"rate": 0` is
+	// refused by both front doors (CheckExplicitZeros): it would read as
+	// unset.
 	Rate float64 `json:"rate,omitempty"`
 	// Sessions is the target number of concurrent sessions on the site.
+	// Not with Capacity, which sizes the room by the visitors measured on
+	// the site rather than by an assumed session length.
 	Sessions int `json:"sessions,omitempty"`
+	// Capacity sizes the room by what the site holds: the number of active
+	// visitors (passes presented within ActiveWindow, counted on every
+	// node through the state store). The room admits at the rate that keeps
+	// them at Capacity, never above Rate. Positive; an explicit
+	// `"capacity": 0` is refused (CheckExplicitZeros). Default: none (the
+	// room admits at Rate). docs/OPERATIONS.md, "Sizing a room".
+	Capacity int `json:"capacity,omitempty"`
+	// ActiveWindow is how long after a visitor last presented their pass
+	// they count as active (still on the site). Only with Capacity.
+	// Default: 3m (DefaultActiveWindow).
+	ActiveWindow Duration `json:"active_window,omitempty"`
 	// SessionLength is how long a pass lasts. Default: 15m
 	// (admission.DefaultPolicy).
 	SessionLength Duration `json:"session_length,omitempty"`
@@ -271,6 +286,10 @@ const (
 	// DefaultLuckWindow is the fifo luck window: ten times the spread of
 	// network delays (0-500 ms), so a faster connection buys little.
 	DefaultLuckWindow = 5 * time.Second
+	// DefaultActiveWindow is how long a visitor counts as on the site after
+	// their last request with a pass: longer than reading a page, short
+	// enough that a visitor who left frees their place within minutes.
+	DefaultActiveWindow = 3 * time.Minute
 )
 
 // DefaultPrefix is where the gateway's endpoints live unless Prefix says.
@@ -339,6 +358,8 @@ type settings struct {
 	trusted    []netip.Prefix
 	language   int // index in pageLanguages, or -1 for Accept-Language
 	lanes      []laneRule
+	// activeWindow is ActiveWindow or its default, with or without capacity.
+	activeWindow time.Duration
 }
 
 // validationStatePath stands in for a front door's default bolt file when
@@ -427,6 +448,9 @@ func (c Config) settle() (settings, error) {
 	}
 	if s.LedgerSize < 0 {
 		return s, optionErr("ledger_size", "%d: must be positive", s.LedgerSize)
+	}
+	if err := settleCapacity(&s); err != nil {
+		return s, err
 	}
 	if s.Rate == 0 && s.Sessions > 0 {
 		s.Rate = float64(s.Sessions) / time.Duration(s.SessionLength).Seconds()
@@ -535,6 +559,30 @@ func (c Config) settle() (settings, error) {
 	return s, nil
 }
 
+// settleCapacity checks capacity and active_window and applies the
+// window's default.
+func settleCapacity(s *settings) error {
+	if s.Capacity < 0 {
+		return optionErr("capacity", "capacity %d: must be a positive number of active visitors", s.Capacity)
+	}
+	if s.Capacity > 0 && s.Sessions > 0 {
+		return errors.New("capacity and sessions both size the room: capacity measures the visitors on the site, sessions assumes them from session_length; use one")
+	}
+	if s.ActiveWindow < 0 {
+		return optionErr("active_window", "%v: must not be negative", time.Duration(s.ActiveWindow))
+	}
+	if s.ActiveWindow > 0 && s.Capacity == 0 {
+		return optionErr("active_window", "only applies with capacity")
+	}
+	// In the settings only: the window also counts a rate room's visitors
+	// (the admin API's figures), where the option itself is refused.
+	s.activeWindow = time.Duration(s.ActiveWindow)
+	if s.activeWindow == 0 {
+		s.activeWindow = DefaultActiveWindow
+	}
+	return nil
+}
+
 // checkBypass compiles the bypass rules as the gateway will.
 func checkBypass(b Bypass) error {
 	if _, err := newMatcher(b.Paths); err != nil {
@@ -553,18 +601,24 @@ func checkBypass(b Bypass) error {
 	return nil
 }
 
-// CheckExplicitZeros refuses `"rate": 0` in a config's JSON. Rate's zero
-// is its unset value (the default applies), so an explicit 0 would run the
+// CheckExplicitZeros refuses `"rate": 0` and `"capacity": 0` in a config's
+// JSON. Their zero is their unset value, so an explicit 0 would run the
 // room at the default rate without a word.
 func CheckExplicitZeros(raw []byte) error {
 	var set struct {
-		Rate *float64 `json:"rate"`
+		Rate     *float64 `json:"rate"`
+		Capacity *float64 `json:"capacity"`
 	}
-	if err := json.Unmarshal(raw, &set); err != nil || set.Rate == nil {
+	if err := json.Unmarshal(raw, &set); err != nil {
 		return nil // a malformed config is the decoder's to report
 	}
-	if err := admission.CheckRate(*set.Rate); err != nil {
-		return &OptionError{Option: "rate", Err: fmt.Errorf("%w; leave rate out for the default", err)}
+	if set.Rate != nil {
+		if err := admission.CheckRate(*set.Rate); err != nil {
+			return &OptionError{Option: "rate", Err: fmt.Errorf("%w; leave rate out for the default", err)}
+		}
+	}
+	if set.Capacity != nil && *set.Capacity <= 0 {
+		return optionErr("capacity", "capacity %v: must be a positive number of active visitors; leave capacity out to admit at rate", *set.Capacity)
 	}
 	return nil
 }

@@ -32,6 +32,35 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestCapacitySettles: capacity sizes the room with rate as its ceiling
+// (the default rate when none is set) and a default active window;
+// sessions, the other way of sizing by what the site holds, is refused
+// beside it.
+func TestCapacitySettles(t *testing.T) {
+	s, err := Config{Capacity: 500}.settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Rate != DefaultRate || s.activeWindow != DefaultActiveWindow {
+		t.Errorf("rate %v, active_window %v; want %v and %v", s.Rate, s.activeWindow, float64(DefaultRate), DefaultActiveWindow)
+	}
+	// A settled config settles again (a reload passes it on), with or
+	// without capacity.
+	plain, err := Config{}.settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{s.Config, plain.Config} {
+		if _, err := c.settle(); err != nil {
+			t.Errorf("settling a settled config (capacity %d): %v", c.Capacity, err)
+		}
+	}
+	_, err = Config{Capacity: 500, Sessions: 400}.settle()
+	if err == nil || !strings.Contains(err.Error(), "capacity and sessions both size the room") {
+		t.Errorf("capacity with sessions: %v, want the conflict refused", err)
+	}
+}
+
 // TestConfigOptionErrors: a value wrong on its own is an *OptionError
 // naming its option, so the Caddyfile points at the line that set it.
 func TestConfigOptionErrors(t *testing.T) {
@@ -45,6 +74,9 @@ func TestConfigOptionErrors(t *testing.T) {
 		{Config{Cache: &Cache{Paths: []string{"static/*"}}}, "cache", "must start with /"},
 		{Config{Bypass: Bypass{Paths: []string{"/a/[*"}}}, "bypass", "paths"},
 		{Config{Rate: -1}, "rate", "rate -1"},
+		{Config{Capacity: -5}, "capacity", "must be a positive number"},
+		{Config{ActiveWindow: Duration(time.Minute)}, "active_window", "only applies with capacity"},
+		{Config{Capacity: 10, ActiveWindow: Duration(-time.Minute)}, "active_window", "must not be negative"},
 	} {
 		_, err := tc.cfg.settle()
 		var oe *OptionError
@@ -61,6 +93,9 @@ func TestCheckExplicitZeros(t *testing.T) {
 		{`{"rate":0}`, "rate 0: must be a positive number of admissions per second; leave rate out for the default"},
 		{`{"rate":-2}`, "rate -2"},
 		{`{"rate":2}`, ""},
+		{`{"capacity":0}`, "capacity 0: must be a positive number of active visitors"},
+		{`{"capacity":-1}`, "capacity -1"},
+		{`{"capacity":500,"rate":2}`, ""},
 		{`{"room":"x"}`, ""},
 	} {
 		err := CheckExplicitZeros([]byte(tc.json))

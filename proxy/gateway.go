@@ -27,6 +27,11 @@ const (
 	HeaderPrefix = "Fairgate-"
 )
 
+// EndSessionHeader on the origin's answer to a request with a pass ends
+// the visitor's session: the pass stops counting as active at once and its
+// cookie is cleared. The gateway removes it; the visitor never sees it.
+const EndSessionHeader = "Fairgate-End-Session"
+
 // Options are what a Gateway needs besides its Config.
 type Options struct {
 	// Logger; nil means no logs.
@@ -256,10 +261,15 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		g.forward(w, r, next)
 		return
 	}
-	if pass, ok := g.validPass(r, now); ok {
+	if pass, claims, ok := g.validPass(r, now); ok {
 		g.notify(r, DispositionPassed)
+		id := claims.ID
+		g.shared.active.See(id, now)
+		pass = g.renewPass(w, r, pass, claims, now)
 		r.Header.Set(PassHeader, pass)
-		g.forward(w, r, next)
+		es := &endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}
+		g.forward(es, r, next)
+		es.check() // an answer with no body and no WriteHeader: its headers are not sent yet
 		return
 	}
 	switch g.shared.Room.View(now).State {
@@ -335,38 +345,123 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 	return false
 }
 
-// validPass returns the visitor's pass if it verifies. Verified passes are
-// cached, so a protected request costs a lookup rather than a JWT parse; a
-// forged one is refused by the key ring's HMAC check before any decoding.
-func (g *Gateway) validPass(r *http.Request, now time.Time) (string, bool) {
-	token, ok := cookieValue(r, g.cookies.pass)
+// validPass returns the visitor's pass and its id if it verifies. Verified
+// passes are cached, so a protected request costs a lookup rather than a
+// JWT parse; a forged one is refused by the key ring's HMAC check before
+// any decoding.
+func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claims *admission.PassClaims, ok bool) {
+	token, ok = cookieValue(r, g.cookies.pass)
 	if !ok || token == "" {
-		return "", false
+		return "", nil, false
 	}
 	if claims, ok := g.passes.Get(token); ok {
 		if now.Before(claims.Expiry()) && g.identityMatches(r, claims.Subject) && g.addressMatches(r, claims.Bnd) {
 			g.metrics.passCached.Inc()
-			return token, true
+			return token, claims, true
 		}
-		return "", false
+		return "", nil, false
 	}
 	claims, err := g.gate.VerifyPass(g.cfg.Room, token, now)
 	if err != nil {
 		g.metrics.passChecks.WithLabelValues("invalid").Inc()
-		return "", false
+		return "", nil, false
 	}
 	if !g.identityMatches(r, claims.Subject) {
 		g.metrics.passChecks.WithLabelValues("other_visitor").Inc()
-		return "", false
+		return "", nil, false
 	}
 	if !g.addressMatches(r, claims.Bnd) {
 		g.metrics.passChecks.WithLabelValues("other_address").Inc()
-		return "", false
+		return "", nil, false
 	}
 	g.metrics.passChecks.WithLabelValues("verified").Inc()
 	g.passes.SetWithTTL(token, claims, 1, claims.Expiry().Sub(now))
-	return token, true
+	return token, claims, true
 }
+
+// renewPass gives a visitor on the site of a room sized by capacity a pass
+// that lasts session_length from now, once less than half of it is left
+// (admission.RenewPass): their visit lasts as long as they are active. It
+// returns the pass to forward: the renewed one, or token as it was (a
+// rate room's session_length is its sizing, and a pass that cannot be
+// signed now stays valid as it is).
+func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string, claims *admission.PassClaims, now time.Time) string {
+	if !g.shared.sizedByCapacity() {
+		return token
+	}
+	renewed, ok := admission.RenewPass(*claims, now, time.Duration(g.cfg.SessionLength))
+	if !ok {
+		return token
+	}
+	signed, err := g.gate.SignPass(&renewed)
+	if err != nil {
+		g.log.Warn("renewing a pass", zap.String("room", g.cfg.Room), zap.Error(err))
+		return token
+	}
+	g.metrics.passesRenewed.Inc()
+	setCookie(w, r, g.cookies.pass, signed, renewed.Expiry(), g.cfg.trusted)
+	return signed
+}
+
+// endSession acts on the origin's answer headers h to a request with pass
+// id: with EndSessionHeader the pass stops counting as active and its
+// cookie is cleared. The header never reaches the visitor.
+func (g *Gateway) endSession(h http.Header, r *http.Request, id string) {
+	if !hasOwnHeader(h, EndSessionHeader) {
+		return
+	}
+	stripOwnHeaders(h)
+	g.shared.active.End(id, g.now())
+	g.metrics.sessionsEnded.Inc()
+	clearCookie(h, r, g.cookies.pass, g.cfg.trusted)
+}
+
+// hasOwnHeader reports whether h has the named fairgate header in either
+// spelling (see stripOwnHeaders).
+func hasOwnHeader(h http.Header, name string) bool {
+	for k := range h {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// endSession is the visitor's ResponseWriter on a request with a pass: it
+// lets the gateway read the origin's answer headers before they are sent.
+type endSession struct {
+	http.ResponseWriter
+	end     func(http.Header)
+	checked bool
+}
+
+func (e *endSession) check() {
+	if !e.checked {
+		e.checked = true
+		e.end(e.ResponseWriter.Header())
+	}
+}
+
+func (e *endSession) WriteHeader(code int) {
+	if code >= 200 { // informational answers carry no session headers
+		e.check()
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *endSession) Write(b []byte) (int, error) {
+	e.check()
+	return e.ResponseWriter.Write(b)
+}
+
+// Flush keeps streaming answers streaming.
+func (e *endSession) Flush() {
+	e.check()
+	_ = http.NewResponseController(e.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the writer beneath.
+func (e *endSession) Unwrap() http.ResponseWriter { return e.ResponseWriter }
 
 // identityMatches checks a pass's subject against the logged-in visitor,
 // when identity is configured: a pass cannot be handed to another account.

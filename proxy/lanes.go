@@ -106,18 +106,19 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	for i, l := range lanes {
 		shares[i], active[i] = l.share, l.room.Active(now)
 	}
+	total, totalBurst := sh.rateInForce()
 	if sh.cluster != nil {
 		// The shared budget caps the room as a whole, every lane together.
-		if err := sh.cluster.quota.SetRate(sh.rate, sh.burst); err != nil {
+		if err := sh.cluster.quota.SetRate(total, totalBurst); err != nil {
 			return err
 		}
 	}
-	rates := admission.LaneRates(sh.rate, shares, active)
+	rates := admission.LaneRates(total, shares, active)
 	for i, l := range lanes {
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue
 		}
-		burst := math.Max(1, sh.burst*rates[i]/sh.rate)
+		burst := math.Max(1, totalBurst*rates[i]/total)
 		if err := l.room.SetRate(rates[i], burst, now); err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
 		}
@@ -130,11 +131,21 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	return nil
 }
 
-// totalRate is the room's rate and burst, all lanes together.
+// totalRate is the room's rate and burst in force, all lanes together
+// (with a capacity, the capacity controller's).
 func (sh *Shared) totalRate() (rate, burst float64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.rate, sh.burst
+	return sh.rateInForce()
+}
+
+// setCapacity sizes the room by capacity (0: by its rate).
+func (sh *Shared) setCapacity(capacity float64, now time.Time) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.setCapacityLocked(capacity)
+	sh.steerLocked()
+	return sh.rebalance(now, true)
 }
 
 // setRate changes the room's rate (its burst then defaults to one second's

@@ -51,7 +51,11 @@ type metrics struct {
 	// written, or twice (the store had the place used by another
 	// admission meanwhile).
 	writtenBack *prometheus.CounterVec
-	room        *roomCollector
+	// sessionsEnded counts the sessions the origin ended (EndSessionHeader).
+	sessionsEnded prometheus.Counter
+	// passesRenewed counts the passes a room sized by capacity renewed.
+	passesRenewed prometheus.Counter
+	room          *roomCollector
 }
 
 // observeStore records one state store call.
@@ -91,9 +95,11 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		storeCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "fairgate", Name: "state_store_call_seconds",
 			Help:    "State store calls by operation and how long they took.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, ConstLabels: room}, []string{"op"}),
-		storeErrors: vec("state_store_errors_total", "Failed state store calls by operation (timeouts and calls refused while the store is failing included).", "op"),
-		writtenBack: vec("places_written_back_total", "Places admitted from memory while the state store failed (on_unavailable local), written back to it after, by result: written, or twice (admitted meanwhile by another node too).", "result"),
-		room:        newRoomCollector(shared, now),
+		storeErrors:   vec("state_store_errors_total", "Failed state store calls by operation (timeouts and calls refused while the store is failing included).", "op"),
+		writtenBack:   vec("places_written_back_total", "Places admitted from memory while the state store failed (on_unavailable local), written back to it after, by result: written, or twice (admitted meanwhile by another node too).", "result"),
+		sessionsEnded: counter("sessions_ended_total", "Sessions the origin ended with the Fairgate-End-Session header: the pass stopped counting as active."),
+		passesRenewed: counter("passes_renewed_total", "Passes renewed for a visitor still on the site (rooms sized by capacity): session_length from the request, once less than half of it was left."),
+		room:          newRoomCollector(shared, now),
 	}
 	m.passCached = m.passChecks.WithLabelValues("cached")
 	m.answers = make(map[answerKey]prometheus.Counter, len(answerSeries))
@@ -191,7 +197,7 @@ func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time)
 // collectors are the room's metrics.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.issued, m.attempts, m.admissions, m.laneAdmissions, m.powFailures,
-		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.writtenBack, m.room}
+		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.writtenBack, m.sessionsEnded, m.passesRenewed, m.room}
 }
 
 // Collector reports the metrics of every room in rs at scrape time, for a
@@ -237,6 +243,7 @@ type roomCollector struct {
 	now                                  func() time.Time
 	speed, bucket, population, rate, st  *prometheus.Desc
 	laneRate, laneBucket, lanePopulation *prometheus.Desc
+	active, capacity, ceiling            *prometheus.Desc
 }
 
 // laneLabel is a lane's `lane` label value: its name, or `default`.
@@ -264,11 +271,14 @@ func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
 			"Admissions per second a lane gets now: its share, or more while other lanes are empty.", []string{"lane"}, room),
 		laneBucket:     prometheus.NewDesc("fairgate_lane_bucket_level", "Admissions available in a lane's bucket now.", []string{"lane"}, room),
 		lanePopulation: prometheus.NewDesc("fairgate_lane_waiting_estimate", "Estimated visitors waiting in a lane.", []string{"lane"}, room),
+		active:         prometheus.NewDesc("fairgate_active_visitors", "Visitors on the site at the last tick: passes presented within active_window (every node's with capacity on a state store, else this node's).", nil, room),
+		capacity:       prometheus.NewDesc("fairgate_capacity", "Active visitors the room admits up to; 0 when it admits at its rate.", nil, room),
+		ceiling:        prometheus.NewDesc("fairgate_rate_ceiling", "The configured rate: with capacity, the most the capacity controller may set fairgate_target_rate to.", nil, room),
 	}
 }
 
 func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st, c.laneRate, c.laneBucket, c.lanePopulation} {
+	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st, c.laneRate, c.laneBucket, c.lanePopulation, c.active, c.capacity, c.ceiling} {
 		ch <- d
 	}
 }
@@ -280,8 +290,11 @@ func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.speed, prometheus.GaugeValue, v.Clock.SpeedAt(now))
 	ch <- prometheus.MustNewConstMetric(c.bucket, prometheus.GaugeValue, room.BucketLevel(now))
 	ch <- prometheus.MustNewConstMetric(c.population, prometheus.GaugeValue, room.Population(now))
-	rate, _ := c.shared.totalRate()
-	ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, rate)
+	site := c.shared.capacityStatus()
+	ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, site.Rate)
+	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, site.Active)
+	ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, site.Capacity)
+	ch <- prometheus.MustNewConstMetric(c.ceiling, prometheus.GaugeValue, site.Ceiling)
 	for _, l := range c.shared.lanes() {
 		name := laneLabel(l.name)
 		ch <- prometheus.MustNewConstMetric(c.laneRate, prometheus.GaugeValue, l.room.View(now).Rate, name)

@@ -17,6 +17,12 @@ func setCookie(w http.ResponseWriter, r *http.Request, name, value string, expir
 	addCookie(&h, r, name, value, plainCookieText(value), expires, trusted)
 }
 
+// clearCookie adds to answer headers h the line that deletes cookie name.
+func clearCookie(h http.Header, r *http.Request, name string, trusted []netip.Prefix) {
+	rh := reply.NewHeaders(h, 1)
+	addCookie(&rh, r, name, "", plainCookieText(""), time.Unix(0, 0), trusted)
+}
+
 // addCookie is setCookie for an answer writing its headers through h, the
 // value's plainCookieText known.
 func addCookie(h *reply.Headers, r *http.Request, name, value string, valuePlain bool, expires time.Time, trusted []netip.Prefix) {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,12 +34,24 @@ type Shared struct {
 
 	lanesNow atomic.Pointer[[]*lane]
 
+	// active counts the passes presented at this node within the active
+	// window: the visitors on the site, in every sizing mode.
+	active *admission.ActiveSet
+
 	mu      sync.Mutex
 	applied applied
-	// rate and burst are the room's, split between its lanes.
+	// rate and burst are the room's, split between its lanes; with a
+	// capacity, the ceiling of the capacity controller's rate.
 	rate, burst float64
-	reason      string // why the room is closed: "sold_out" or ""
-	counts      *metrics
+	// capacity, when positive, sizes the room by the visitors on the site;
+	// admit is the rate the capacity controller set, tally the room's last
+	// count (every node's, on a state store).
+	capacity float64
+	sized    atomic.Bool // capacity > 0, read without mu on every request
+	admit    float64
+	tally    admission.Tally
+	reason   string // why the room is closed: "sold_out" or ""
+	counts   *metrics
 }
 
 // metrics returns the room's collectors, creating them once.
@@ -65,6 +78,7 @@ type applied struct {
 	ledgerSize int
 	order      admission.Order
 	luck       time.Duration
+	capacity   float64
 }
 
 // NewShared creates a room's shared state from its config; clock is the
@@ -87,7 +101,9 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 		applied: appliedOf(s),
 		rate:    s.Rate,
 		burst:   s.Burst,
+		active:  admission.NewActiveSet(s.activeWindow),
 	}
+	sh.setCapacityLocked(float64(s.Capacity))
 	sh.lanesNow.Store(&lanes)
 	return sh, nil
 }
@@ -95,7 +111,7 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 func appliedOf(s settings) applied {
 	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty,
 		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize, lanes: s.lanes,
-		order: s.order, luck: time.Duration(s.LuckWindow)}
+		order: s.order, luck: time.Duration(s.LuckWindow), capacity: float64(s.Capacity)}
 }
 
 // reconfigure applies what a new config changed. Every room setting a
@@ -141,10 +157,12 @@ func (sh *Shared) reconfigure(s settings, now time.Time) error {
 			return fmt.Errorf("applying state: %w", err)
 		}
 	}
-	changed := want.rate != sh.applied.rate || want.burst != sh.applied.burst
+	changed := want.rate != sh.applied.rate || want.burst != sh.applied.burst || want.capacity != sh.applied.capacity
 	if changed {
 		sh.rate, sh.burst = want.rate, want.burst
+		sh.setCapacityLocked(want.capacity)
 	}
+	sh.active.SetWindow(s.activeWindow)
 	if err := sh.rebalance(now, changed); err != nil {
 		return fmt.Errorf("applying rate: %w", err)
 	}
@@ -235,10 +253,78 @@ func (sh *Shared) Tick(now time.Time) {
 	for _, l := range sh.lanes() {
 		l.room.Tick(now)
 	}
+	tally := sh.active.Tally(now, admission.CapacityLookahead)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.tally = tally
+	sh.steerLocked()
 	// The rate was validated when set; rebalance cannot fail on it.
 	_ = sh.rebalance(now, false)
+}
+
+// setCapacityLocked sizes the room by capacity (0: by its rate). A room
+// that starts counting starts from the floor rate: the first tick sets the
+// rate from the count. Callers hold sh.mu.
+func (sh *Shared) setCapacityLocked(capacity float64) {
+	if capacity > 0 && sh.capacity <= 0 {
+		sh.admit = admission.MinCapacityRate
+	}
+	sh.capacity = capacity
+	sh.sized.Store(capacity > 0)
+}
+
+// sizedByCapacity reports whether the room admits by its capacity.
+func (sh *Shared) sizedByCapacity() bool { return sh.sized.Load() }
+
+// steerLocked lets the capacity controller set the room's rate from the
+// last tally, and reports whether it moved by more than minCruiseStep (the
+// cluster stores only such a change). Callers hold sh.mu.
+func (sh *Shared) steerLocked() bool {
+	if sh.capacity <= 0 {
+		return false
+	}
+	ctl := admission.CapacityController{Capacity: sh.capacity, Ceiling: sh.rate}
+	next := ctl.Rate(sh.tally.Active, sh.tally.Leaving)
+	moved := math.Abs(next-sh.admit) > minCruiseStep*sh.admit
+	sh.admit = next
+	return moved
+}
+
+// rateInForce is the rate and burst the lanes split: the capacity
+// controller's in a room sized by capacity (the burst no more than a
+// second of it), the room's rate otherwise. Callers hold sh.mu.
+func (sh *Shared) rateInForce() (rate, burst float64) {
+	if sh.capacity <= 0 {
+		return sh.rate, sh.burst
+	}
+	rate = math.Min(math.Max(sh.admit, admission.MinCapacityRate), sh.rate)
+	return rate, math.Max(1, math.Min(sh.burst, rate))
+}
+
+// CapacityStatus is a room's sizing by capacity in the admin API.
+type CapacityStatus struct {
+	// Capacity is the active visitors the room admits up to; 0 when the
+	// room admits at its rate.
+	Capacity float64 `json:"capacity"`
+	// Active is the visitors on the site at the last tick (passes
+	// presented within ActiveWindow, every node's), Leaving those whose
+	// window ends within the controller's lookahead.
+	Active  float64 `json:"active"`
+	Leaving float64 `json:"leaving"`
+	// Rate is the admissions per second in force; Ceiling the room's rate,
+	// which it never exceeds.
+	Rate    float64 `json:"rate"`
+	Ceiling float64 `json:"ceiling"`
+	// ActiveWindow is this node's active_window.
+	ActiveWindow Duration `json:"active_window"`
+}
+
+func (sh *Shared) capacityStatus() CapacityStatus {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	rate, _ := sh.rateInForce()
+	return CapacityStatus{Capacity: sh.capacity, Active: sh.tally.Active, Leaving: sh.tally.Leaving,
+		Rate: rate, Ceiling: sh.rate, ActiveWindow: Duration(sh.active.Window())}
 }
 
 // checkOrderKept refuses a reload that changes the queue order: the places

@@ -58,6 +58,8 @@
       $("f-rate").textContent = room.rate.toFixed(1) + " /s";
       $("f-speed").textContent = room.clock_speed ? room.clock_speed.toFixed(4) + " (τ ≈ " + Math.round(1 / room.clock_speed) + " s)" : "stopped";
       $("f-waiting").textContent = Math.round(room.waiting);
+      // Passes presented within the active window; "of" the capacity when the room is sized by it.
+      $("f-active").textContent = Math.round(room.site.active) + (room.site.capacity > 0 ? " of " + room.site.capacity + " (capacity)" : "");
       $("f-estimate").textContent = room.estimate_seconds != null ? Math.round(room.estimate_seconds) + " s" : "unknown";
       $("f-bucket").textContent = room.bucket_level.toFixed(1);
       $("f-used").textContent = room.used_tokens;
