@@ -43,6 +43,13 @@ func (d *Dynamo) args() []string {
 // Start runs DynamoDB Local and waits (up to a minute: a JVM on a loaded
 // machine) until it answers.
 func (d *Dynamo) Start(ctx context.Context) error {
+	// The JVM runs in another directory: a jar directory given relative
+	// to the caller's would not be found from there.
+	jar, err := filepath.Abs(d.JarDir)
+	if err != nil {
+		return fmt.Errorf("DynamoDB Local jar directory: %w", err)
+	}
+	d.JarDir = jar
 	dir := d.DataDir
 	if dir == "" {
 		dir = filepath.Dir(d.LogPath)
