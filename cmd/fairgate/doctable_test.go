@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -121,6 +122,25 @@ func TestSimTableBlock(t *testing.T) {
 			}
 			if !tc.wantErr && strings.Join(args, " ") != strings.Join(tc.args, " ") {
 				t.Errorf("args %q, want %q", args, tc.args)
+			}
+		})
+	}
+}
+
+func TestSimFormat(t *testing.T) {
+	for _, tc := range []struct {
+		format  string
+		wantErr bool
+	}{
+		{"text", false},
+		{"markdown", false},
+		{"html", true},
+		{"", true},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			write, err := reportWriter(tc.format)
+			if tc.wantErr != errors.Is(err, errUsage) || tc.wantErr == (write != nil) {
+				t.Fatalf("--format %q: writer %v, err %v; want a usage error: %v", tc.format, write != nil, err, tc.wantErr)
 			}
 		})
 	}
