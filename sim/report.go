@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -618,6 +619,51 @@ func distinct(runs []*Run) []*Run {
 	return out
 }
 
+// strategyColumns heads the strategy table's columns; the text table
+// leaves the verdict's unnamed.
+var strategyColumns = []string{"strategy", "n", "twin med", "median", "twin p90", "p90",
+	"max gain", "max loss", "requests", "hashes", "noise", "verdict"}
+
+// strategyRows is the strategy table's cells, as both renderings print
+// them: each strategy's row, and each run's control row after its last
+// strategy.
+func (r Report) strategyRows() [][]string {
+	var rows [][]string
+	row := func(name string, p Paired, verdict string) {
+		rows = append(rows, []string{name, strconv.Itoa(p.Visitors),
+			p.TwinMedian.Round(time.Second).String(), p.Median.Round(time.Second).String(),
+			p.TwinP90.Round(time.Second).String(), p.P90.Round(time.Second).String(),
+			p.MaxGain.Round(time.Millisecond).String(), p.MaxLoss.Round(time.Millisecond).String(),
+			strconv.FormatFloat(p.Requests, 'f', 1, 64), strconv.FormatFloat(p.Hashes, 'f', 0, 64),
+			p.Noise.Round(time.Millisecond).String(), verdict})
+	}
+	controls := r.Controls
+	for i, p := range r.Strategies {
+		row(p.Kind.String(), p, p.verdict())
+		if len(controls) > 0 && (i+1 == len(r.Strategies) || r.Runs[r.Strategies[i+1].Kind] != r.Runs[p.Kind]) {
+			row("honest, control", controls[0], controls[0].controlVerdict())
+			controls = controls[1:]
+		}
+	}
+	return rows
+}
+
+// WriteMarkdown writes the strategy table of WriteTable as a Markdown
+// table, the form the documents quote (docs/FAIRNESS.md, "A small run").
+func (r Report) WriteMarkdown(w io.Writer) error {
+	align := make([]string, len(strategyColumns))
+	for i := range align {
+		align[i] = "---:"
+	}
+	align[0], align[len(align)-1] = "---", "---"
+	var b strings.Builder
+	for _, cells := range append([][]string{strategyColumns, align}, r.strategyRows()...) {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // WriteTable writes the report as a text table a person can read.
 func (r Report) WriteTable(w io.Writer) error {
 	c := r.Baseline.Config
@@ -676,21 +722,14 @@ func (r Report) WriteTable(w io.Writer) error {
 		together = ", every strategy played in one run"
 	}
 	fmt.Fprintf(&b, "\n\nstrategies, each visitor paired with its honest twin (same visitor, same draw%s):\n", together)
-	fmt.Fprintf(&b, "  %-20s %5s %9s %9s %9s %9s %9s %9s %9s %10s %9s %s\n", "strategy", "n", "twin med", "median", "twin p90", "p90",
-		"max gain", "max loss", "requests", "hashes", "noise", "")
-	row := func(name string, p Paired, verdict string) {
-		fmt.Fprintf(&b, "  %-20s %5d %9v %9v %9v %9v %9v %9v %9.1f %10.0f %9v %s\n", name, p.Visitors,
-			p.TwinMedian.Round(time.Second), p.Median.Round(time.Second), p.TwinP90.Round(time.Second), p.P90.Round(time.Second),
-			p.MaxGain.Round(time.Millisecond), p.MaxLoss.Round(time.Millisecond), p.Requests, p.Hashes, p.Noise.Round(time.Millisecond), verdict)
-	}
-	controls := r.Controls
-	for i, p := range r.Strategies {
-		row(p.Kind.String(), p, p.verdict())
-		// A run's control row follows its last strategy row.
-		if len(controls) > 0 && (i+1 == len(r.Strategies) || r.Runs[r.Strategies[i+1].Kind] != r.Runs[p.Kind]) {
-			row("honest, control", controls[0], controls[0].controlVerdict())
-			controls = controls[1:]
+	head := slices.Clone(strategyColumns)
+	head[len(head)-1] = ""
+	for _, cells := range append([][]string{head}, r.strategyRows()...) {
+		args := make([]any, len(cells))
+		for i, c := range cells {
+			args[i] = c
 		}
+		fmt.Fprintf(&b, "  %-20s %5s %9s %9s %9s %9s %9s %9s %9s %10s %9s %s\n", args...)
 	}
 	for _, p := range r.Strategies {
 		if p.Kind == LatePresenter {

@@ -34,6 +34,7 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&cfg.Mixed, "mixed", cfg.Mixed, "play every strategy in one run next to the baseline (two runs instead of eight; the noise column is then all strategies' together)")
 	fs.BoolVar(&cfg.SkipEarlyRepeats, "skip-early-repeats", cfg.SkipEarlyRepeats, "answer a strategy's repeated early attempt (same token, before its nxt, last answered 429 early) from that answer instead of sending it; counted, not sent")
 	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "runs at once (each a CPU core and its own memory; 0 or 1: one at a time)")
+	format := fs.String("format", "text", "the report's form: text (every table) or markdown (the strategy table, as docs/FAIRNESS.md quotes it)")
 	plot := fs.String("plot", "fairgate-sim.svg", "where to write the SVG plot (empty: none)")
 	progress := fs.Bool("progress", false, "print each run's progress to stderr every 5 simulated minutes")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the simulation to this file")
@@ -46,6 +47,10 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if cfg.VIPLane < 0 || cfg.VIPLane >= 1 || cfg.VIPVisitors < 0 || cfg.VIPVisitors > 1 {
 		return usageErr("--vip-lane must be in [0, 1) and --vip-visitors in [0, 1]")
+	}
+	write, err := reportWriter(*format)
+	if err != nil {
+		return err
 	}
 	if *progress {
 		cfg.Progress = os.Stderr
@@ -64,7 +69,7 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteTable(stdout); err != nil {
+	if err := write(report, stdout); err != nil {
 		return err
 	}
 	if *plot == "" {
@@ -79,6 +84,17 @@ func simulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "\nplot written to %s\n", *plot)
 	return err
+}
+
+// reportWriter is the report's rendering named by --format.
+func reportWriter(format string) (func(sim.Report, io.Writer) error, error) {
+	switch format {
+	case "text":
+		return sim.Report.WriteTable, nil
+	case "markdown":
+		return sim.Report.WriteMarkdown, nil
+	}
+	return nil, usageErr("--format must be text or markdown, not %q", format)
 }
 
 // startProfiles starts a CPU profile to cpu (if set); the function it
