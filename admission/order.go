@@ -68,6 +68,9 @@ type fifoState struct {
 	claims claimMemory
 	luck   time.Duration
 	issues *Window // ranks handed out per second, for the luck span
+	// roomIssues is the ranks handed out per second by every node sharing
+	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
+	roomIssues atomic.Uint64
 	// preTop is one past the highest pre-queue rank; top one past the
 	// highest rank; maxKey the highest key of a post-start place (as
 	// math.Float64bits): the counter never runs past the last key.
@@ -216,12 +219,33 @@ func (r *Room) NoteRanked(next int64) {
 }
 
 // LuckSpan is the luck window in ranks for a place taken now: the window
-// times the rate ranks are being handed out at.
+// times the rate ranks are being handed out at in the room, over every
+// node sharing it (a node that sees a tenth of the arrivals would
+// otherwise give its places a tenth of the luck, and the rule would hold
+// at none of them).
 func (r *Room) LuckSpan(now time.Time) float64 {
 	if r.fifo == nil {
 		return 0
 	}
-	return r.fifo.luck.Seconds() * r.fifo.issues.Rate(now)
+	rate := math.Max(r.fifo.issues.Rate(now), math.Float64frombits(r.fifo.roomIssues.Load()))
+	return r.fifo.luck.Seconds() * rate
+}
+
+// IssueRate is the ranks this node handed out per second lately, for the
+// room's sum (NoteRoomIssueRate); 0 in a lottery room.
+func (r *Room) IssueRate(now time.Time) float64 {
+	if r.fifo == nil {
+		return 0
+	}
+	return r.fifo.issues.Rate(now)
+}
+
+// NoteRoomIssueRate tells the room the ranks every node sharing it handed
+// out per second lately, the sum of their IssueRate.
+func (r *Room) NoteRoomIssueRate(rate float64) {
+	if r.fifo != nil && rate >= 0 && !math.IsInf(rate, 0) {
+		r.fifo.roomIssues.Store(math.Float64bits(rate))
+	}
 }
 
 // noteKey records a post-start place's key and luck span, so the counter

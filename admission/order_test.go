@@ -443,3 +443,32 @@ func TestClaimReplayTakesOneRank(t *testing.T) {
 		t.Fatalf("ranks taken: %v, want 21", got)
 	}
 }
+
+// TestLuckSpanCountsEveryNodesArrivals: a fifo place's luck span is the
+// luck window times the rate arrivals are ranked at in the whole room:
+// on a node that sees a share of them, the room's sum once published,
+// never less than the node's own.
+func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
+	room := fifoRoom(t, 10, 2*time.Second, StateQueue, time.Time{})
+	for i := range 20 { // 2 a second here
+		if _, _, err := room.Rank(context.Background(), t0.Add(time.Duration(i)*500*time.Millisecond), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(10 * time.Second)
+	for _, tt := range []struct {
+		room float64 // the room's rate, as published
+		want float64
+	}{
+		{0, 4},   // nothing published yet: this node's own
+		{20, 40}, // ten times as many arrive at the room
+		{1, 4},   // a sum that lags this node's own count
+		{-1, 4},  // a nonsense sum is ignored (the last one stands)
+		{0.5, 4},
+	} {
+		room.NoteRoomIssueRate(tt.room)
+		if got := room.LuckSpan(now); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("room rate %v: luck span %v ranks, want %v", tt.room, got, tt.want)
+		}
+	}
+}

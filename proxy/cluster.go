@@ -499,6 +499,22 @@ func (sh *Shared) poll(ctx context.Context, now time.Time) error {
 	return sh.adoptLocked(c, v, now)
 }
 
+// shareIssueRate publishes the ranks this node hands out per second and
+// gives room the sum over every node: a fifo place's luck span is the
+// luck window times the room's rate of arrivals, not its node's.
+func (sh *Shared) shareIssueRate(ctx context.Context, room *admission.Room, key string, now, until time.Time) error {
+	cl := sh.cluster
+	if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, room.IssueRate(now), until); err != nil {
+		return err
+	}
+	sum, _, err := cl.store.Population(ctx, key, now)
+	if err != nil {
+		return err
+	}
+	room.NoteRoomIssueRate(sum)
+	return nil
+}
+
 // clusterTick publishes this node's observations, lets the controller run
 // for the cluster when no node did within the last tick, and sets this
 // node's share of the rate from every node's demand.
@@ -529,6 +545,11 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 		}
 		total[i].population, total[i].eligible = p, e
 		nodes = max(nodes, n)
+		if fifo {
+			if err := sh.shareIssueRate(ctx, l.room, laneKey(cl.key, l.name, "issues"), now, until); err != nil {
+				return err
+			}
+		}
 	}
 	if err := sh.publishActive(ctx, now, until); err != nil {
 		return err
