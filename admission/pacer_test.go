@@ -304,3 +304,30 @@ func TestASlotOutlivesAnAttemptThatDiedInFlight(t *testing.T) {
 		t.Fatalf("%v after the attempt died: %v, back in %v (%v); want admitted", at.Sub(slot), d.Outcome, d.RetryAfter, d.Err)
 	}
 }
+
+// TestAVersionRacingARequeueKeepsItsPlace: a version at its slot passes
+// the pacer, and before its ledger write lands the place's admission,
+// made by another version and turned away by the admission hook, is being
+// requeued (Gate.Requeue: released, then held as a slot at its next
+// checkpoint; two steps). The version's Use finds the place released: it
+// is not told its token is used (the page's end), since the place is kept.
+func TestAVersionRacingARequeueKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	login := Visitor{Subject: "user-1"}
+	h := holdingASlot(t, login)
+	slot := h.busy.Next.Claims.NextAttempt()
+	h.now = slot
+	place := h.busy.Next.Claims.Place()
+	h.ledger.race = func() {
+		if err := h.ledger.Release(ctx, place); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Visitor: login, Now: slot})
+	if d.Outcome == OutcomeReused || d.Outcome == OutcomeAdmit {
+		t.Fatalf("the version racing the requeue: %v; want an answer that keeps the place", d.Outcome)
+	}
+	if lvl := h.room.pacer.inflight; len(lvl) != 0 {
+		t.Fatalf("%d places still in flight", len(lvl))
+	}
+}
