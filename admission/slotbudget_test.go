@@ -77,3 +77,44 @@ func TestASlotRefusedByTheBudgetKeepsItsSlot(t *testing.T) {
 		})
 	}
 }
+
+// TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin: two versions of
+// a place holding a slot present at it on two nodes (each its own pacer)
+// and both pass; the one losing the ledger's Use is given the winner's
+// pass only when both are a login's (its other tab): another anonymous
+// version, whose token is not the one admitted, is told its token is used.
+func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		who  Visitor
+		want Outcome
+	}{
+		{"anonymous", Visitor{}, OutcomeReused},
+		{"login", Visitor{Subject: "user-1"}, OutcomeAdmit},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := holdingASlot(t, tt.who)
+			other := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+			slot := h.busy.Next.Claims.NextAttempt()
+			h.now = slot
+			var winner Decision
+			h.ledger.race = func() {
+				winner = h.gate.Decide(ctx, other, Attempt{Token: h.first.Token, Nonce: h.nonce, Visitor: tt.who, Now: slot})
+			}
+			loser := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Visitor: tt.who, Now: slot})
+			if winner.Outcome != OutcomeAdmit {
+				t.Fatalf("the version on the other node: %v (%v), want admitted", winner.Outcome, winner.Err)
+			}
+			if loser.Outcome != tt.want {
+				t.Fatalf("the version losing the Use: %v, want %v", loser.Outcome, tt.want)
+			}
+			if loser.Outcome == OutcomeAdmit && loser.PassClaims.ID != winner.PassClaims.ID {
+				t.Fatalf("the login's other version got pass %s, want the winner's %s", loser.PassClaims.ID, winner.PassClaims.ID)
+			}
+			if n := len(h.room.pacer.inflight); n != 0 {
+				t.Fatalf("%d places in flight on the losing node", n)
+			}
+		})
+	}
+}
