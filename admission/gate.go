@@ -757,13 +757,22 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *Wait
 		if err != nil {
 			return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
 		}
-		if held.State != PlaceUsed {
-			return Decision{Outcome: OutcomeReused, Claims: claims}
+		switch held.State {
+		case PlaceUsed:
+			return g.reused(room, held, token, claims, now)
+		case PlaceReserved:
+			return g.wait(view, claims, OutcomeBusy, ceilMilli(later(held.Slot, now)), now)
 		}
-		return g.reused(room, held, token, claims, now)
+		// Released since its look-up: a requeue under way (Gate.Requeue
+		// holds it again at once). The place is kept; it asks again.
+		return g.unavailable(errPlaceReleased, claims)
 	}
 	return g.pass(room, claims, used, now)
 }
+
+// errPlaceReleased is why a version whose place was released while it used
+// it is asked to come back: its place is kept.
+var errPlaceReleased = errors.New("place released while it was being used")
 
 // takeQuota takes the admission from the room's shared budget, if it has
 // one. Without budget the answer is busy until the budget's next window;

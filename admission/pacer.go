@@ -28,15 +28,16 @@ import (
 // place holds a token, another version of the place (a tab of the same
 // login, presented at the same slot) takes none: it is told to come back a
 // moment later, when the first has either admitted the place (and it gets
-// the same pass) or given the token back (and it passes in its turn). A
-// place is one admission, so it is never re-spaced behind itself.
+// the same pass) or given the token back (and it passes in its turn), or
+// could no longer be in flight (pacerInFlight). A place is one admission,
+// so it is never re-spaced behind itself.
 type pacer struct {
 	mu     sync.Mutex
 	bucket *Bucket
 	due    map[string]time.Time // re-spaced slots still to come
-	// inflight counts, per place, the attempts that passed and have
-	// neither admitted it nor given their token back.
-	inflight map[string]int
+	// inflight holds, per place, when the attempt that passed and has
+	// neither admitted it nor given its token back passed.
+	inflight map[string]time.Time
 	purged   time.Time
 	// rate and burst as last set (the bucket's burst is pacerBurst's).
 	rate, burst float64
@@ -54,12 +55,19 @@ const pacerSlack = 2 * time.Second
 // one ledger write.
 const pacerRaceWait = 100 * time.Millisecond
 
+// pacerInFlight is how long an attempt that passed holds off its place's
+// other versions: far longer than its ledger writes take, so that one that
+// never settled (a panic in a store call) does not hold the place forever.
+// Past it, another version takes a token of its own, and the one of the two
+// that loses the ledger's Use gives it back.
+const pacerInFlight = 10 * time.Second
+
 // pacerForget is how long past its due a re-spaced slot is remembered for
 // a place that did not come back for it.
 const pacerForget = time.Hour
 
 func newPacer(rate, burst float64, now time.Time) *pacer {
-	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]int{}, rate: rate, burst: burst}
+	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]time.Time{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
@@ -103,7 +111,7 @@ func (p *pacer) setRate(rate, burst float64, now time.Time) {
 func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.inflight[place] > 0 {
+	if since, ok := p.inflight[place]; ok && now.Sub(since) < pacerInFlight {
 		return now.Add(pacerRaceWait), false
 	}
 	if due, ok := p.due[place]; ok {
@@ -127,6 +135,11 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 				delete(p.due, id)
 			}
 		}
+		for id, since := range p.inflight {
+			if now.Sub(since) > pacerForget {
+				delete(p.inflight, id)
+			}
+		}
 	}
 	p.due[place] = due
 	return due, false
@@ -134,7 +147,7 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 
 // passed records an attempt for place that holds a token now.
 func (p *pacer) passed(place string, now time.Time) (time.Time, bool) {
-	p.inflight[place]++
+	p.inflight[place] = now
 	return now, true
 }
 
@@ -144,11 +157,7 @@ func (p *pacer) giveBack(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bucket.Refund(now)
-	if p.inflight[place] <= 1 {
-		delete(p.inflight, place)
-		return
-	}
-	p.inflight[place]--
+	delete(p.inflight, place)
 }
 
 // admitted forgets place's re-spaced slot, if a version of its token

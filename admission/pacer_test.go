@@ -248,3 +248,86 @@ func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
 		t.Errorf("the pacer held %.3f tokens before the pair and %.3f after: one admitted place gave it %.3f", before, after, after-before)
 	}
 }
+
+// TestPacerForgetsAnAttemptThatNeverSettled: an attempt that passed holds
+// off its place's other versions while its admission is in flight, not
+// forever: one that never settled (it panicked in a store call, so it
+// neither admitted the place nor gave its token back) leaves the place
+// free to pass once an admission could no longer be in flight.
+func TestPacerForgetsAnAttemptThatNeverSettled(t *testing.T) {
+	tests := []struct {
+		name  string
+		after time.Duration
+		pass  bool
+	}{
+		{"while it may be in flight", pacerRaceWait, false},
+		{"long after", time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPacer(1, 1, t0)
+			if _, ok := p.pass("a", t0, t0); !ok {
+				t.Fatal("the first attempt did not pass")
+			}
+			at := t0.Add(tt.after)
+			due, ok := p.pass("a", t0, at)
+			if ok != tt.pass {
+				t.Fatalf("%v later: passed %v (due in %v), want %v", tt.after, ok, due.Sub(at), tt.pass)
+			}
+		})
+	}
+}
+
+// TestASlotOutlivesAnAttemptThatDiedInFlight: an attempt at a place's slot
+// passes the pacer and dies in the ledger's Use (a panic the server
+// recovers): the place still holds its slot, and a version of its token
+// presented a minute later is admitted, not told to come back in a moment
+// (over and over, until its token runs out).
+func TestASlotOutlivesAnAttemptThatDiedInFlight(t *testing.T) {
+	ctx := context.Background()
+	h := holdingASlot(t, Visitor{})
+	slot := h.busy.Next.Claims.NextAttempt()
+	h.now = slot
+	h.ledger.race = func() { panic("store driver") }
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the ledger's Use did not panic")
+			}
+		}()
+		h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Now: slot})
+	}()
+	at := slot.Add(time.Minute)
+	h.now = at
+	d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Now: at})
+	if d.Outcome != OutcomeAdmit {
+		t.Fatalf("%v after the attempt died: %v, back in %v (%v); want admitted", at.Sub(slot), d.Outcome, d.RetryAfter, d.Err)
+	}
+}
+
+// TestAVersionRacingARequeueKeepsItsPlace: a version at its slot passes
+// the pacer, and before its ledger write lands the place's admission,
+// made by another version and turned away by the admission hook, is being
+// requeued (Gate.Requeue: released, then held as a slot at its next
+// checkpoint; two steps). The version's Use finds the place released: it
+// is not told its token is used (the page's end), since the place is kept.
+func TestAVersionRacingARequeueKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	login := Visitor{Subject: "user-1"}
+	h := holdingASlot(t, login)
+	slot := h.busy.Next.Claims.NextAttempt()
+	h.now = slot
+	place := h.busy.Next.Claims.Place()
+	h.ledger.race = func() {
+		if err := h.ledger.Release(ctx, place); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Visitor: login, Now: slot})
+	if d.Outcome == OutcomeReused || d.Outcome == OutcomeAdmit {
+		t.Fatalf("the version racing the requeue: %v; want an answer that keeps the place", d.Outcome)
+	}
+	if lvl := h.room.pacer.inflight; len(lvl) != 0 {
+		t.Fatalf("%d places still in flight", len(lvl))
+	}
+}

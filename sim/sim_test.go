@@ -102,15 +102,15 @@ func checkControls(t *testing.T, cfg Config, r Report) {
 	}
 }
 
+// pacerSlack is admission's pacerSlack: attempts less than this after the
+// moment they were found eligible are served in the order they ask.
+const pacerSlack = 2 * time.Second
+
 // TestFairnessFIFO is TestFairness in a fifo room: no strategy gains, no
 // honest token expires, the pre-queue is a lottery of the draw served before
 // every later arrival, earlier arrivals go first by fifo's rule, waits by
 // arrival decile never fall while arrivals exceed the rate, and the rate
 // holds within 5% while the queue is not empty.
-// pacerSlack is admission's pacerSlack: attempts less than this after the
-// moment they were found eligible are served in the order they ask.
-const pacerSlack = 2 * time.Second
-
 func TestFairnessFIFO(t *testing.T) {
 	// Arrivals (10/s) outpace admissions.
 	cfg := testSale(t, 600, 1200, time.Minute, 2*time.Minute, 6.0)

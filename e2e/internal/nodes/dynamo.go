@@ -43,13 +43,9 @@ func (d *Dynamo) args() []string {
 // Start runs DynamoDB Local and waits (up to a minute: a JVM on a loaded
 // machine) until it answers.
 func (d *Dynamo) Start(ctx context.Context) error {
-	// The JVM runs in another directory: a jar directory given relative
-	// to the caller's would not be found from there.
-	jar, err := filepath.Abs(d.JarDir)
-	if err != nil {
-		return fmt.Errorf("DynamoDB Local jar directory: %w", err)
+	if err := d.resolve(); err != nil {
+		return err
 	}
-	d.JarDir = jar
 	dir := d.DataDir
 	if dir == "" {
 		dir = filepath.Dir(d.LogPath)
@@ -63,6 +59,24 @@ func (d *Dynamo) Start(ctx context.Context) error {
 	d.p = p
 	if err := WaitHTTP(ctx, d.Endpoint(), 60*time.Second); err != nil {
 		return fmt.Errorf("DynamoDB Local: %w (log: %s)", err, Tail(d.LogPath, 5))
+	}
+	return nil
+}
+
+// resolve makes the jar and data directories absolute: the JVM runs in
+// another directory (the data directory, or the log's), where a path given
+// relative to the caller's would not be found (-dbPath a/b, run in a/b,
+// names a/b/a/b).
+func (d *Dynamo) resolve() error {
+	for _, p := range []*string{&d.JarDir, &d.DataDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("DynamoDB Local directory: %w", err)
+		}
+		*p = abs
 	}
 	return nil
 }

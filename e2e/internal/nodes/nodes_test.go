@@ -1,6 +1,8 @@
 package nodes
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +59,29 @@ func TestDynamoArgs(t *testing.T) {
 		if !strings.Contains(got, tc.has) || strings.Contains(got, tc.lack) ||
 			!strings.Contains(got, "-jar /jar/DynamoDBLocal.jar") || !strings.Contains(got, "-port 8000") {
 			t.Errorf("%s: args %q, want %q and not %q", tc.name, got, tc.has, tc.lack)
+		}
+	}
+}
+
+// TestDynamoResolvesRelativeDirs: DynamoDB Local runs in its data
+// directory, so the jar and data directories it is given are absolute,
+// whatever the caller gave.
+func TestDynamoResolvesRelativeDirs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dynamo{JarDir: ".ci/dynamodb", DataDir: "run/dynamodb", Port: 8000}
+	if err := d.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(d.args(), " ")
+	for _, want := range []string{
+		"-jar " + filepath.Join(wd, ".ci/dynamodb", "DynamoDBLocal.jar"),
+		"-dbPath " + filepath.Join(wd, "run/dynamodb"),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args %q, want %q", got, want)
 		}
 	}
 }
