@@ -60,3 +60,29 @@ func TestANodeAloneHoldsSlotsToItsShareAfterACut(t *testing.T) {
 		t.Errorf("the node admitted %d slot holders in the 10 s after the cut, want at most %d (its share of %v/s)", admitted, most, rate)
 	}
 }
+
+// TestPacerRunsAtTheRoomRateWhileABudgetBinds: a node's pacer re-spaces
+// slot holders at the room's rate while a shared budget caps every node
+// (a slot may be presented at any node), and at the node's share when
+// nothing but its own bucket caps it: alone, or with a budget that admits
+// when its store fails.
+func TestPacerRunsAtTheRoomRateWhileABudgetBinds(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		budget Quota
+		want   float64
+	}{
+		{"a binding budget", &budgetUntil{}, 20},
+		{"a budget that admits on failure", &budgetUntil{local: true}, 5},
+		{"no budget", nil, 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			room := testRoom(t, func(c *RoomConfig) { c.Rate = 20; c.Burst = 20 })
+			room.SetQuota(tt.budget)
+			room.SetBucketRate(5, 5, t0)
+			if got := room.pacer.rate; got != tt.want {
+				t.Errorf("pacer at %v/s, want %v/s", got, tt.want)
+			}
+		})
+	}
+}

@@ -8,10 +8,11 @@ import (
 )
 
 // budgetUntil is a shared budget spent until open; err, when set, is what
-// it answers instead.
+// it answers instead. local marks one that admits when its store fails.
 type budgetUntil struct {
 	open          time.Time
 	err           error
+	local         bool
 	took, refunds int
 }
 
@@ -27,6 +28,8 @@ func (b *budgetUntil) Take(_ context.Context, now time.Time) (bool, time.Time, e
 }
 
 func (b *budgetUntil) Refund(time.Time) { b.refunds++ }
+
+func (b *budgetUntil) Binding() bool { return !b.local }
 
 // TestASlotRefusedByTheBudgetKeepsItsSlot: the pacer runs at the room's
 // whole rate on every node, and the shared budget caps the nodes together.

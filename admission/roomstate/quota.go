@@ -79,6 +79,10 @@ func (q *Quota) current() (*Budget, float64) {
 }
 
 // Take implements admission.Quota.
+// Binding implements admission.Quota: false with on_unavailable local,
+// where a store failure admits.
+func (q *Quota) Binding() bool { return !q.local }
+
 func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error) {
 	b, rate := q.current()
 	ok, err := b.Take(ctx, now, rate)
