@@ -78,11 +78,11 @@ func (q *Quota) current() (*Budget, float64) {
 	return q.budget, q.rate
 }
 
-// Take implements admission.Quota.
 // Binding implements admission.Quota: false with on_unavailable local,
 // where a store failure admits.
 func (q *Quota) Binding() bool { return !q.local }
 
+// Take implements admission.Quota.
 func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error) {
 	b, rate := q.current()
 	ok, err := b.Take(ctx, now, rate)
