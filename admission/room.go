@@ -248,10 +248,6 @@ type Quota interface {
 	// Refund gives back an admission taken at the given time that did not
 	// go through.
 	Refund(at time.Time)
-	// Binding reports whether the budget caps every admission, the store
-	// failing included (false when a failure admits: the node's own
-	// bucket is then the only cap).
-	Binding() bool
 }
 
 type quotaBox struct{ q Quota }
@@ -560,17 +556,14 @@ func (r *Room) openBucket(opens time.Time) {
 }
 
 // SetBucketRate sets this node's bucket alone: its share of a rate several
-// nodes divide. The room's rate, which the controller aims at, stays. So
-// does the pacer's while a binding shared budget caps the nodes together:
-// a slot any node gave may be presented at this one (a login's tabs, a
-// balancer's choice), and re-spaced at this node's share it would wait for
-// the share of a node few visitors reach. Without one, the node's share
-// is its only cap, and its slot holders are paced at it.
+// nodes divide. The room's rate, which the controller aims at, stays, and
+// so does the pacer's: a slot any node gave may be presented at this one
+// (a login's tabs, a balancer's choice), and re-spaced at this node's
+// share it would wait for the share of a node few visitors reach; the
+// room's shared budget caps the nodes together (with on_unavailable local,
+// not during an outage: docs/FAIRNESS.md, "Known limits").
 func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
-	if q := r.sharedQuota(); q == nil || !q.Binding() {
-		r.pacer.setRate(rate, burst, now)
-	}
 }
 
 // publish rebuilds the clock for the stored state and makes v current.

@@ -8,11 +8,10 @@ import (
 )
 
 // budgetUntil is a shared budget spent until open; err, when set, is what
-// it answers instead. local marks one that admits when its store fails.
+// it answers instead.
 type budgetUntil struct {
 	open          time.Time
 	err           error
-	local         bool
 	took, refunds int
 }
 
@@ -28,8 +27,6 @@ func (b *budgetUntil) Take(_ context.Context, now time.Time) (bool, time.Time, e
 }
 
 func (b *budgetUntil) Refund(time.Time) { b.refunds++ }
-
-func (b *budgetUntil) Binding() bool { return !b.local }
 
 // TestASlotRefusedByTheBudgetKeepsItsSlot: the pacer runs at the room's
 // whole rate on every node, and the shared budget caps the nodes together.

@@ -78,10 +78,6 @@ func (q *Quota) current() (*Budget, float64) {
 	return q.budget, q.rate
 }
 
-// Binding implements admission.Quota: false with on_unavailable local,
-// where a store failure admits.
-func (q *Quota) Binding() bool { return !q.local }
-
 // Take implements admission.Quota.
 func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error) {
 	b, rate := q.current()
