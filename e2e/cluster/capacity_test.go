@@ -87,25 +87,29 @@ func TestActiveCountsPresentedAndNotEnded(t *testing.T) {
 
 func TestJudgeCapacityWindow(t *testing.T) {
 	c := &cluster{o: options{window: 10 * time.Second, tolerance: 0.10}, nodes: []*node{{name: "node1"}, {name: "node2"}}}
-	window := func(a, b float64, waiting int64) []siteSample {
+	window := func(a, b float64, waiting int64, refused int) []siteSample {
 		out := make([]siteSample, 10)
 		for i := range out {
-			out[i] = siteSample{at: t0.Add(time.Duration(i) * time.Second), active: []float64{a, b}, waiting: waiting}
+			out[i] = siteSample{at: t0.Add(time.Duration(i) * time.Second), active: []float64{a, b}, waiting: waiting, refused: refused}
 		}
 		return out
 	}
-	spike := window(60, 60, 5)
+	spike := window(60, 60, 5, 0)
 	spike[3].active[1] = 67 // one second above +10 %: the mean is fine, the cap is not
+	spikeRefused := window(60, 60, 5, 3)
+	spikeRefused[3].active[1] = 67
 	tests := []struct {
 		name                 string
 		smps                 []siteSample
 		pass, fail, skipping int
 	}{
-		{"at capacity", window(60, 61, 5), 1, 0, 0},
-		{"one node's mean low", window(60, 53, 5), 0, 1, 0},
+		{"at capacity", window(60, 61, 5, 0), 1, 0, 0},
+		{"one node's mean low", window(60, 53, 5, 0), 0, 1, 0},
+		{"low while the store refused admissions", window(60, 53, 5, 2), 0, 0, 1},
 		{"a second above the cap", spike, 0, 1, 0},
-		{"nobody waiting", window(40, 40, 0), 0, 0, 1},
-		{"too few samples", window(60, 60, 5)[:5], 0, 1, 0},
+		{"above, the store refusing or not", spikeRefused, 0, 1, 0},
+		{"nobody waiting", window(40, 40, 0, 0), 0, 0, 1},
+		{"too few samples", window(60, 60, 5, 0)[:5], 0, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
