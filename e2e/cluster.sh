@@ -8,7 +8,11 @@
 # proxy` node on its default store (a bolt file) through a restart and a
 # SIGKILL under load; then three `caddy run` processes (the Caddy module)
 # on one room through DynamoDB Local, shorter: race, clock, pause, one
-# 10 s window at ±10 %. Run by e2e/run.sh (which sets FAIRGATE and CADDY);
+# 10 s window at ±10 %; then the capacity run: three `fairgate proxy` nodes
+# on a room sized by `capacity` (120, rate 20 its ceiling, active_window 5s),
+# visitors who stay and present their pass to their own node every second,
+# three 10 s windows at ±10 % after the site fills (about 70 s;
+# CLUSTER_CAPACITY=0 skips it). Run by e2e/run.sh (which sets FAIRGATE and CADDY);
 # alone it builds what it needs. The CI scale is small (2 windows of 20 s at
 # 20 admissions/s, 1,000 races); bench/cluster.sh is the full one.
 set -euo pipefail
@@ -40,4 +44,10 @@ echo "-- three Caddy processes (the waiting_room module), one room, state_store 
 "$W/cluster" -caddy "$CADDY" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
   -rate "${CLUSTER_RATE:-20}" -window 10s -windows 1 -warmup 10s -tolerance 0.10 \
   -races "${CADDY_RACES:-200}" -block "${CLUSTER_BLOCK:-1}" || status=1
+if [ "${CLUSTER_CAPACITY:-120}" != 0 ]; then
+  echo "-- three fairgate proxy nodes, a room sized by capacity, visitors who stay (DynamoDB Local)"
+  "$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+    -capacity "${CLUSTER_CAPACITY:-120}" -rate 20 -active-window 5s -window 10s -windows "${CLUSTER_CAPACITY_WINDOWS:-3}" \
+    -tolerance 0.10 || status=1
+fi
 exit "$status"

@@ -8,6 +8,22 @@
 //
 //	cluster -fairgate BIN -dynamodb-jar DIR [-rate 20] [-window 30s] [-windows 2] [-races 1000] [-block 1]
 //	cluster -caddy CADDY -fairgate BIN -dynamodb-jar DIR …  # three `caddy run` processes instead
+//	cluster -fairgate BIN -dynamodb-jar DIR -capacity 120 -rate 20 -window 10s -windows 3 -tolerance 0.10  # the capacity run only
+//
+// With -capacity the room is sized by that capacity (-rate its ceiling,
+// -active-window its active_window) and the run is the capacity run alone
+// (capacity.go): visitors each sticking to one node wait, are admitted,
+// present their pass there about once a second for a stay drawn from short
+// and long stays (seeded, -seed), then stop; a share of them (-end-share)
+// end their session at the origin's /logout, which answers with
+// Fairgate-End-Session. From the second the site first holds 95 % of the
+// capacity, every node's site.active (admin API) must stay within
+// ±tolerance of the capacity on average in each -window, never above
+// +tolerance in any second, while visitors wait (below it is skipped, as
+// for the rate, when admissions were answered 503 within the controller's
+// settle time: the store did not keep up; -strict fails it); the header
+// must never reach a visitor, and an ended session's pass cookie must be
+// cleared.
 //
 // With -caddy the nodes are Caddy processes of the binary e2e/build makes,
 // each with its own admin endpoint (the room's admin API under
@@ -65,6 +81,7 @@ import (
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
+	"github.com/fairgate/fairgate/proxy"
 )
 
 type options struct {
@@ -76,6 +93,11 @@ type options struct {
 	visitors, difficulty   int
 	block                  int
 	tolerance              float64
+	capacity               int
+	activeWindow           time.Duration
+	fillWithin             time.Duration
+	seed                   uint64
+	endShare               float64
 	weights                []float64
 	onUnavailable, store   string
 	callTimeout            time.Duration
@@ -125,6 +147,11 @@ func main() {
 	flag.IntVar(&o.difficulty, "difficulty", 4, "proof-of-work difficulty")
 	flag.IntVar(&o.block, "block", 1, "budget_block: admissions reserved per store write")
 	flag.Float64Var(&o.tolerance, "tolerance", 0.05, "allowed relative error of admissions per window")
+	flag.IntVar(&o.capacity, "capacity", 0, "run the capacity run only: the room sized by this capacity, -rate its ceiling, -windows windows of -window after the site fills, judged at ±-tolerance (0: the rate run)")
+	flag.DurationVar(&o.activeWindow, "active-window", 5*time.Second, "active_window of the capacity run")
+	flag.DurationVar(&o.fillWithin, "fill-within", 45*time.Second, "how soon the capacity run's site must fill")
+	flag.Float64Var(&o.endShare, "end-share", 0.05, "the capacity run's share of visitors who end their session at the origin (Fairgate-End-Session) when they leave")
+	flag.Uint64Var(&o.seed, "seed", 1, "the capacity run's visitors' seed (their nodes and stays)")
 	flag.StringVar(&weights, "weights", "0.6,0.3,0.1", "the crowd's share of each node: as many nodes as shares (1 to 3)")
 	flag.StringVar(&o.store, "store", "dynamodb", "state_store type: dynamodb (the cluster) or bolt (one node, its own file)")
 	flag.StringVar(&o.onUnavailable, "on-unavailable", "refuse", "state_store on_unavailable: refuse or local")
@@ -154,6 +181,14 @@ func main() {
 	if o.store == "dynamodb" && o.jarDir == "" {
 		fmt.Fprintln(os.Stderr, "cluster: -dynamodb-jar is required with -store dynamodb")
 		os.Exit(2)
+	}
+	if o.capacity < 0 || o.capacity > 0 && (o.store != "dynamodb" || o.caddy != "") {
+		fmt.Fprintln(os.Stderr, "cluster: -capacity runs `fairgate proxy` nodes on -store dynamodb")
+		os.Exit(2)
+	}
+	if o.visitors == 0 && o.capacity > 0 {
+		// As many waiting as on the site: the queue never empties.
+		o.visitors = 2 * o.capacity
 	}
 	if o.visitors == 0 {
 		o.visitors = int(math.Max(30, 10*o.rate))
@@ -242,6 +277,10 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	c.clockCheck(ctx, "at start")
+	if o.capacity > 0 {
+		c.capacityRun(ctx)
+		return nil
+	}
 	if len(c.nodes) > 1 {
 		c.race(ctx)
 	}
@@ -298,13 +337,18 @@ func (c *cluster) setup(ctx context.Context) error {
 		}
 	}
 
-	// The origin: every path answers 200.
+	// The origin: every path answers 200; endPath ends the session.
 	originPort, err := nodes.FreePort()
 	if err != nil {
 		return err
 	}
 	c.origin = &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", originPort), ReadHeaderTimeout: 5 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("shop\n")) })}
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == endPath {
+				w.Header().Set(proxy.EndSessionHeader, "1")
+			}
+			_, _ = w.Write([]byte("shop\n"))
+		})}
 	go func() { _ = c.origin.ListenAndServe() }()
 	if err := nodes.WaitHTTP(ctx, "http://"+c.origin.Addr+"/", 10*time.Second); err != nil {
 		return err
@@ -349,6 +393,9 @@ func (c *cluster) makeNode(name string) (*node, error) {
 	cfg := map[string]any{
 		"room": room, "state": "queue", "rate": o.rate, "burst": o.rate, "tau": "1s", "fixed_speed": true,
 		"difficulty": o.difficulty, "keys": json.RawMessage(keys), "min_backoff": "1s", "max_backoff": "2s",
+	}
+	if o.capacity > 0 {
+		cfg["capacity"], cfg["active_window"] = o.capacity, o.activeWindow.String()
 	}
 	// With bolt, no state_store: the default store, a file in the
 	// node's own directory (--state's default).

@@ -106,6 +106,7 @@ type status struct {
 	ClockState  admission.Clock      `json:"clock_state"`
 	BucketLevel float64              `json:"bucket_level"`
 	Cluster     *proxy.ClusterStatus `json:"cluster"`
+	Site        proxy.CapacityStatus `json:"site"`
 }
 
 func (n *node) status(ctx context.Context, room string) (status, error) {
