@@ -59,12 +59,19 @@ func tickedSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon
 			continue
 		}
 		v.attempts++
+		if v.attempts > 500 {
+			t.Fatalf("visitor %d (pre-queue %v) not admitted after %d attempts, at %v", ev.i, v.pre, v.attempts, ev.at)
+		}
 		d := g.Decide(ctx, room, Attempt{Token: v.token, Nonce: v.nonce, Now: ev.at})
 		switch d.Outcome {
 		case OutcomeAdmit:
 			v.admitted = ev.at
 		case OutcomeWait, OutcomeBusy:
 			v.token = d.Next.Token
+			if v.attempts == 1 {
+				// The first judged attempt claims the place's rank.
+				v.pre = d.Next.Claims.Pos < 0
+			}
 			if leaves(ev.i) {
 				continue
 			}

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -55,58 +54,14 @@ func (q *attemptQueue) Pop() any {
 	return x
 }
 
-// fifoSale runs honest visitors arriving at the given times through Decide,
-// ticking the room every second, until all are admitted or the horizon.
+// fifoSale is honestSale where every visitor must be admitted by the
+// horizon.
 func fifoSale(t *testing.T, g *Gate, room *Room, arrivals []time.Time, horizon time.Time) []fifoVisitor {
 	t.Helper()
-	ctx := context.Background()
-	vs := make([]fifoVisitor, len(arrivals))
-	q := attemptQueue{}
-	for i, at := range arrivals {
-		vs[i].arrive = at
-		q = append(q, attemptAt{at: at, i: i})
-	}
-	heap.Init(&q)
-	tick := arrivals[0].Truncate(time.Second)
-	for q.Len() > 0 {
-		ev := heap.Pop(&q).(attemptAt)
-		if ev.at.After(horizon) {
-			t.Fatalf("sale not over by %v: %d left", horizon, q.Len()+1)
-		}
-		for !tick.After(ev.at) {
-			room.Tick(tick)
-			tick = tick.Add(time.Second)
-		}
-		v := &vs[ev.i]
-		if v.token == "" {
-			tk, err := g.Issue(room, Visitor{}, ev.at)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v.token, v.claims, v.nonce = tk.Token, tk.Claims, solve(t, tk.Claims)
-			heap.Push(&q, attemptAt{at: tk.Claims.NextAttempt(), i: ev.i})
-			continue
-		}
-		v.attempts++
-		if v.attempts == 1 {
-			// The first judged attempt claims the place's rank.
-			v.pre = false
-		}
-		if v.attempts > 500 {
-			t.Fatalf("visitor %d (pre-queue %v) not admitted after %d attempts, at %v", ev.i, v.pre, v.attempts, ev.at)
-		}
-		d := g.Decide(ctx, room, Attempt{Token: v.token, Nonce: v.nonce, Now: ev.at})
-		switch d.Outcome {
-		case OutcomeAdmit:
-			v.admitted = ev.at
-		case OutcomeWait, OutcomeBusy:
-			v.token = d.Next.Token
-			if v.attempts == 1 {
-				v.pre = d.Next.Claims.Pos < 0
-			}
-			heap.Push(&q, attemptAt{at: d.Next.Claims.NextAttempt(), i: ev.i})
-		default:
-			t.Fatalf("visitor %d at %v: %v (%v)", ev.i, ev.at, d.Outcome, d.Err)
+	vs := honestSale(t, g, room, arrivals, horizon)
+	for i, v := range vs {
+		if v.admitted.IsZero() {
+			t.Fatalf("sale not over by %v: visitor %d (pre-queue %v) not admitted", horizon, i, v.pre)
 		}
 	}
 	return vs

@@ -331,3 +331,27 @@ func TestAVersionRacingARequeueKeepsItsPlace(t *testing.T) {
 		t.Fatalf("%d places still in flight", len(lvl))
 	}
 }
+
+// TestANodesShareLeavesThePacerAtTheRoomRate: a cluster node's bucket
+// runs at its share of the rate, its pacer at the room's: a slot any node
+// gave may be presented at this one, and re-spaced at a small node's share
+// it would wait seconds for its turn (the shared budget caps the nodes
+// together).
+func TestANodesShareLeavesThePacerAtTheRoomRate(t *testing.T) {
+	room := testRoom(t, func(c *RoomConfig) { c.Rate = 20; c.Burst = 20 })
+	room.SetBucketRate(2, 2, t0) // a node that sees a tenth of the visitors
+	if got := room.pacer.rate; got != 20 {
+		t.Fatalf("pacer at %v/s, want the room's 20/s", got)
+	}
+	// Holders of slots given elsewhere, presenting here together at their
+	// slots, pass at the room's rate: a burst of two seconds of it.
+	passed := 0
+	for i := range 40 {
+		if _, ok := room.PaceSlot(fmt.Sprint("place-", i), t0, t0); ok {
+			passed++
+		}
+	}
+	if passed != 40 {
+		t.Fatalf("%d of 40 slot holders passed at once, want 40 (two seconds of 20/s)", passed)
+	}
+}
