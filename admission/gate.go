@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/google/uuid"
 )
 
@@ -80,7 +81,7 @@ func (p Policy) withDefaults() Policy {
 // per-visitor state: everything about a waiting place is in its token, except
 // the ledger of places admitted or holding an admission slot.
 type Gate struct {
-	codec  *Codec
+	codec  *tokens.Codec
 	policy Policy
 	ledger Ledger
 	random io.Reader
@@ -111,10 +112,10 @@ func WithoutTabPasses() GateOption {
 }
 
 // NewGate returns a gate signing with keys and remembering used tokens in ledger.
-func NewGate(keys *KeyRing, policy Policy, ledger Ledger, opts ...GateOption) *Gate {
+func NewGate(keys *tokens.KeyRing, policy Policy, ledger Ledger, opts ...GateOption) *Gate {
 	policy = policy.withDefaults()
 	g := &Gate{
-		codec:  NewCodec(keys, policy.Leeway),
+		codec:  tokens.NewCodec(keys, policy.Leeway),
 		policy: policy,
 		ledger: ledger,
 		random: rand.Reader,
@@ -130,7 +131,7 @@ func NewGate(keys *KeyRing, policy Policy, ledger Ledger, opts ...GateOption) *G
 }
 
 // Codec is the gate's token codec.
-func (g *Gate) Codec() *Codec { return g.codec }
+func (g *Gate) Codec() *tokens.Codec { return g.codec }
 
 // Policy is the gate's policy with defaults filled in.
 func (g *Gate) Policy() Policy { return g.policy }
@@ -141,7 +142,7 @@ type WaitToken struct {
 	// signed: base64url parts joined by dots, so only letters, digits and
 	// -_. (FuzzParseWait holds every token ParseWait accepts to that).
 	Token  string
-	Claims *WaitClaims
+	Claims *tokens.WaitClaims
 	// Estimate is the public wait estimate; EstimateKnown is false while the
 	// room is paused or closed.
 	Estimate      time.Duration
@@ -168,7 +169,7 @@ type Visitor struct {
 // matches reports whether the token belongs to this visitor. A token
 // issued to a login needs that login: with identity optional, a request
 // without one must not carry a logged-in visitor's place off in their name.
-func (v Visitor) matches(c *WaitClaims) bool {
+func (v Visitor) matches(c *tokens.WaitClaims) bool {
 	subject := c.Subject == v.Subject || (v.Subject == "" && strings.HasPrefix(c.Subject, AnonymousPrefix))
 	return subject && (c.Bnd == "" || c.Bnd == v.Binding)
 }
@@ -199,16 +200,16 @@ func (g *Gate) IssueContext(ctx context.Context, room *Room, who Visitor, now ti
 	// an anonymous visitor draws at random.
 	var lot string
 	if who.Subject != "" {
-		lot = g.codec.keys.IdentityLot(view.Name, who.Subject)
+		lot = g.codec.Keys().IdentityLot(view.Name, who.Subject)
 	} else if lot, err = g.randomText(base64.StdEncoding, 16); err != nil {
 		return WaitToken{}, err
 	}
-	ch, err := g.randomText(base64.RawURLEncoding, challengeBytes)
+	ch, err := g.randomText(base64.RawURLEncoding, tokens.ChallengeBytes)
 	if err != nil {
 		return WaitToken{}, err
 	}
-	claims := &WaitClaims{
-		Registered: Registered{
+	claims := &tokens.WaitClaims{
+		Registered: tokens.Registered{
 			ID:       id.String(),
 			Subject:  subject,
 			Audience: view.Name,
@@ -259,7 +260,7 @@ func (g *Gate) Resume(room *Room, token string, who Visitor, now time.Time) (Wai
 }
 
 // wake is WaitToken.Wake.
-func (g *Gate) wake(view *View, claims *WaitClaims, now time.Time) time.Time {
+func (g *Gate) wake(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
 	next := claims.NextAttempt()
 	if view.State == StateScheduled && next.Sub(now) > g.policy.MaxBackoff {
 		return now.Add(g.policy.MaxBackoff)
@@ -319,12 +320,12 @@ type Decision struct {
 	Err error
 	// Claims are the verified claims of the token attempted, nil if it
 	// did not verify.
-	Claims *WaitClaims
+	Claims *tokens.WaitClaims
 	// Next is the waiting token to hold next, for wait, busy and early.
 	Next WaitToken
 	// Pass and PassClaims are set for OutcomeAdmit.
 	Pass       string
-	PassClaims *PassClaims
+	PassClaims *tokens.PassClaims
 	// Again is set when the admission was made by an earlier attempt with
 	// the same token whose answer was lost: Pass is the pass it was given.
 	Again bool
@@ -359,7 +360,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		return Decision{Outcome: OutcomeInvalid, Err: ErrLane, Claims: claims}
 	}
 	// One hash: cheaper than the signature check before it.
-	if err := VerifyWork(claims.Ch, claims.Dif, a.Nonce); err != nil {
+	if err := tokens.VerifyWork(claims.Ch, claims.Dif, a.Nonce); err != nil {
 		return Decision{Outcome: OutcomeInvalid, Err: err, Claims: claims}
 	}
 	view := room.View(now)
@@ -391,7 +392,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 // sooner and gains nothing by it. If that checkpoint has passed, the
 // attempt is judged from it at once. moved is false when nothing moved
 // (the early answer stands).
-func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) (Decision, bool) {
+func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, now time.Time) (Decision, bool) {
 	if view.Moved.IsZero() || !time.Unix(claims.IssuedAt, 0).Before(view.Moved) {
 		return Decision{}, false // minted on the current grid
 	}
@@ -426,7 +427,7 @@ func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *WaitC
 
 // judge decides an attempt at or after its checkpoint; token is the
 // version presented (a used place's record names the one admitted).
-func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, now time.Time) Decision {
+func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, now time.Time) Decision {
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
 	place, err := g.ledger.Lookup(ctx, claims.Place())
@@ -465,7 +466,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *WaitCl
 			}
 		}
 	}
-	draw := g.codec.keys.Draw(claims.Lot)
+	draw := g.codec.Keys().Draw(claims.Lot)
 	from, threshold := g.threshold(view, claims, draw.Number)
 	if view.Order == OrderFIFO && claims.Pos < 0 {
 		room.ObservePreQueuePresent(now, claims.Place(), from, draw.Number)
@@ -520,7 +521,7 @@ func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
 // the node died before it answered) or any token of the same login (its
 // other tabs: one place, one pass; not WithoutTabPasses); token_used
 // otherwise.
-func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims, now time.Time) Decision {
+func (g *Gate) reused(room *Room, place Place, token string, claims *tokens.WaitClaims, now time.Time) Decision {
 	login := !g.noTabPasses && !strings.HasPrefix(claims.Subject, AnonymousPrefix)
 	if place.Pass == "" || (place.By != TokenDigest(token) && !login) || !now.Before(place.At.Add(g.policy.PassTTL)) {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
@@ -541,9 +542,9 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *WaitClaims,
 // one again, or racing it, takes no second rank and learns nothing new.
 // fresh is true for the attempt that took the rank. ok is false when no
 // rank could be taken; d says why.
-func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) (view View, c Claim, fresh bool, d Decision, ok bool) {
+func (g *Gate) claim(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) (view View, c Claim, fresh bool, d Decision, ok bool) {
 	c, fresh, err := room.claimRank(ctx, claims.Place(), now, func(view *View, pos int64, lk float64) float64 {
-		return g.fifoKey(view, &WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk}, g.codec.keys.Lottery(claims.Lot))
+		return g.fifoKey(view, &tokens.WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk}, g.codec.Keys().Lottery(claims.Lot))
 	}, func(view *View, c Claim) time.Time {
 		ranked := *claims
 		ranked.Pos, ranked.Lk = c.Pos, c.Lk
@@ -564,8 +565,8 @@ func (g *Gate) claim(ctx context.Context, room *Room, claims *WaitClaims, now ti
 
 // preQueueFirst is a pre-queue place's first checkpoint after the start:
 // spread over the first backoff by its draw.
-func (g *Gate) preQueueFirst(view *View, claims *WaitClaims, now time.Time) time.Time {
-	start := view.SaleStart.Add(durationOf(g.codec.keys.Draw(claims.Lot).Phase * g.policy.MinBackoff.Seconds()))
+func (g *Gate) preQueueFirst(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
+	start := view.SaleStart.Add(durationOf(g.codec.Keys().Draw(claims.Lot).Phase * g.policy.MinBackoff.Seconds()))
 	return g.pointFrom(view, claims, start, now.Add(g.policy.MinBackoff))
 }
 
@@ -574,7 +575,7 @@ func (g *Gate) preQueueFirst(view *View, claims *WaitClaims, now time.Time) time
 // checkpoint after now if there was none. Eligibility only grows with time
 // (the clock never runs backwards), so the checkpoints between are
 // searched, not walked one by one.
-func (g *Gate) walk(view *View, claims *WaitClaims, phase, from, threshold float64, now time.Time) (time.Time, bool) {
+func (g *Gate) walk(view *View, claims *tokens.WaitClaims, phase, from, threshold float64, now time.Time) (time.Time, bool) {
 	first := claims.NextAttempt()
 	if view.State == StateOpen {
 		return first, true
@@ -619,7 +620,7 @@ func (g *Gate) walk(view *View, claims *WaitClaims, phase, from, threshold float
 // presented nor on when: asking often, late or with an old version finds
 // the same moment, and the place takes the slot it would have had then
 // (Gate.reserve). ok is false while the counter has not reached the key.
-func fifoFound(view *View, claims *WaitClaims, key float64, now time.Time) (time.Time, bool) {
+func fifoFound(view *View, claims *tokens.WaitClaims, key float64, now time.Time) (time.Time, bool) {
 	if view.ClockAt(now) < key {
 		return time.Time{}, false
 	}
@@ -648,7 +649,7 @@ func fifoFound(view *View, claims *WaitClaims, key float64, now time.Time) (time
 
 // threshold is where the place's distance on the serving clock counts from,
 // and the distance: it is eligible once S − from ≥ threshold.
-func (g *Gate) threshold(view *View, claims *WaitClaims, v float64) (from, threshold float64) {
+func (g *Gate) threshold(view *View, claims *tokens.WaitClaims, v float64) (from, threshold float64) {
 	if view.Order == OrderFIFO {
 		return view.RankZero, g.fifoKey(view, claims, v)
 	}
@@ -663,7 +664,7 @@ func (g *Gate) threshold(view *View, claims *WaitClaims, v float64) (from, thres
 // slot comes before the bucket's own next one, so when it is due the place
 // passes the pacer like every slot holder: a crowd presenting late at once
 // is spaced at the rate, not admitted beside the bucket.
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, found, now time.Time) Decision {
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, found, now time.Time) Decision {
 	want, err := g.usedBy(token, now)
 	if err != nil {
 		return g.unavailable(err, claims)
@@ -728,7 +729,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 // had, missed, may take its turn on credit) and within the room's shared
 // budget. The ledger holds the place reserved at slot until its pass is
 // recorded.
-func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, missed, now time.Time) Decision {
+func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, now time.Time) Decision {
 	if due, ok := room.PaceSlot(claims.Place(), missed, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
@@ -777,7 +778,7 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // takeQuota takes the admission from the room's shared budget, if it has
 // one. Without budget the answer is busy until the budget's next window;
 // when the budget cannot be reached, unavailable.
-func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
+func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, now time.Time) (Decision, bool) {
 	retry, ok, err := g.quota(ctx, room, now)
 	switch {
 	case err != nil:
@@ -817,10 +818,10 @@ func refundQuota(room *Room, at time.Time) {
 
 // pass signs the pass of the place's admission as the ledger recorded it
 // (used.Pass, used.At): the same claims, so the same pass, every time.
-func (g *Gate) pass(room *Room, claims *WaitClaims, used Place, now time.Time) Decision {
+func (g *Gate) pass(room *Room, claims *tokens.WaitClaims, used Place, now time.Time) Decision {
 	room.ObserveAdmitted(claims.Place(), now)
-	pc := &PassClaims{
-		Registered: Registered{
+	pc := &tokens.PassClaims{
+		Registered: tokens.Registered{
 			ID:        used.Pass,
 			Subject:   claims.Subject,
 			Audience:  claims.Audience,
@@ -837,7 +838,7 @@ func (g *Gate) pass(room *Room, claims *WaitClaims, used Place, now time.Time) D
 	return Decision{Outcome: OutcomeAdmit, Pass: pass, PassClaims: pc, Claims: claims}
 }
 
-func (g *Gate) unavailable(err error, claims *WaitClaims) Decision {
+func (g *Gate) unavailable(err error, claims *tokens.WaitClaims) Decision {
 	return Decision{Outcome: OutcomeUnavailable, Err: err, RetryAfter: unavailableRetry, Claims: claims}
 }
 
@@ -850,7 +851,7 @@ func (g *Gate) unavailable(err error, claims *WaitClaims) Decision {
 // from the bucket. A place refused over and over so holds one admission,
 // not one per attempt; the room's shared budget gets its admission back
 // (the slot takes it again when used).
-func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) Decision {
+func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) Decision {
 	view := room.View(now)
 	next := g.recheck(&view, claims, now)
 	// Used becomes reserved: two steps, as the ledger has no swap. Between
@@ -880,7 +881,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 // SignPass signs a pass, giving it a fresh id unless it has one. The
 // gateway calls it again to add the session id the admission hook
 // returned (the id stays).
-func (g *Gate) SignPass(pc *PassClaims) (string, error) {
+func (g *Gate) SignPass(pc *tokens.PassClaims) (string, error) {
 	if pc.ID == "" {
 		id, err := uuid.NewV7FromReader(g.random)
 		if err != nil {
@@ -892,11 +893,11 @@ func (g *Gate) SignPass(pc *PassClaims) (string, error) {
 }
 
 // VerifyPass verifies a pass for room at now.
-func (g *Gate) VerifyPass(room, token string, now time.Time) (*PassClaims, error) {
+func (g *Gate) VerifyPass(room, token string, now time.Time) (*tokens.PassClaims, error) {
 	return g.codec.ParsePass(token, room, now)
 }
 
-func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now time.Time) Decision {
+func (g *Gate) wait(view *View, claims *tokens.WaitClaims, outcome Outcome, next, now time.Time) Decision {
 	g.schedule(claims, next)
 	t, err := g.ticket(view, claims, now)
 	if err != nil {
@@ -911,7 +912,7 @@ func (g *Gate) wait(view *View, claims *WaitClaims, outcome Outcome, next, now t
 // no version may outlive that, so the new version expires by then even if
 // its slot lies beyond (a cut that re-spaces a slot by more than TokenTTL
 // loses the place rather than let it pass twice).
-func (g *Gate) respaced(view *View, claims *WaitClaims, slot, next, now time.Time) Decision {
+func (g *Gate) respaced(view *View, claims *tokens.WaitClaims, slot, next, now time.Time) Decision {
 	g.schedule(claims, next)
 	limit := slot.Add(g.policy.MinBackoff + g.policy.MaxBackoff + g.policy.TokenTTL)
 	claims.ExpiresAt = min(claims.ExpiresAt, limit.Unix())
@@ -959,7 +960,7 @@ func (s gridShape) geometric(x float64) float64 {
 }
 
 func (g *Gate) grid(view *View, lot string) checkpoints {
-	return g.gridOf(view, g.codec.keys.Draw(lot).Phase)
+	return g.gridOf(view, g.codec.Keys().Draw(lot).Phase)
 }
 
 // gridOf is the grid of a draw whose phase is known.
@@ -1028,7 +1029,7 @@ func ceilMilli(t time.Time) time.Time {
 // room is paused, or the hook refused it) asks again: its next checkpoint;
 // in a fifo room, whose grid is fine, the first point a backoff ahead (the
 // longest while paused).
-func (g *Gate) recheck(view *View, claims *WaitClaims, now time.Time) time.Time {
+func (g *Gate) recheck(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
 	if view.Order != OrderFIFO {
 		return g.nextCheckpoint(view, claims, now)
 	}
@@ -1040,13 +1041,13 @@ func (g *Gate) recheck(view *View, claims *WaitClaims, now time.Time) time.Time 
 }
 
 // nextCheckpoint is the first checkpoint after at on the draw's grid.
-func (g *Gate) nextCheckpoint(view *View, claims *WaitClaims, at time.Time) time.Time {
+func (g *Gate) nextCheckpoint(view *View, claims *tokens.WaitClaims, at time.Time) time.Time {
 	grid := g.grid(view, claims.Lot)
 	return grid.at(grid.after(at))
 }
 
 // schedule sets nxt and extends exp past it, never beyond the place's life.
-func (g *Gate) schedule(claims *WaitClaims, next time.Time) {
+func (g *Gate) schedule(claims *tokens.WaitClaims, next time.Time) {
 	claims.Nxt = next.UnixMilli()
 	exp := next.Add(g.policy.TokenTTL)
 	if end := time.Unix(claims.IssuedAt, 0).Add(g.policy.PlaceTTL); exp.After(end) {
@@ -1062,7 +1063,7 @@ func (g *Gate) schedule(claims *WaitClaims, next time.Time) {
 // most one backoff after its minting (or just after a sale start, or the
 // slot due), and expires TokenTTL after it. So the ledger keeps a place
 // minutes, not the place's whole life; never beyond that life either.
-func (g *Gate) lastValid(view *View, claims *WaitClaims, due time.Time) time.Time {
+func (g *Gate) lastValid(view *View, claims *tokens.WaitClaims, due time.Time) time.Time {
 	last := due.Add(g.policy.MinBackoff + g.policy.MaxBackoff)
 	if start := view.LatestStart.Add(g.policy.MinBackoff); start.After(last) {
 		last = start
@@ -1074,7 +1075,7 @@ func (g *Gate) lastValid(view *View, claims *WaitClaims, due time.Time) time.Tim
 	return last
 }
 
-func (g *Gate) ticket(view *View, claims *WaitClaims, now time.Time) (WaitToken, error) {
+func (g *Gate) ticket(view *View, claims *tokens.WaitClaims, now time.Time) (WaitToken, error) {
 	token, err := g.codec.Sign(claims)
 	if err != nil {
 		return WaitToken{}, err

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // solve returns a solution for the ticket's challenge.
-func solve(t testing.TB, c *WaitClaims) string {
+func solve(t testing.TB, c *tokens.WaitClaims) string {
 	t.Helper()
-	n, err := Solve(context.Background(), c.Ch, c.Dif)
+	n, err := tokens.Solve(context.Background(), c.Ch, c.Dif)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +23,7 @@ func solve(t testing.TB, c *WaitClaims) string {
 
 // eligibleAt is when the ticket's visitor becomes eligible under the room's
 // current clock: the test may know v, the gate's answers may not reveal it.
-func eligibleAt(t testing.TB, g *Gate, room *Room, c *WaitClaims, now time.Time) time.Time {
+func eligibleAt(t testing.TB, g *Gate, room *Room, c *tokens.WaitClaims, now time.Time) time.Time {
 	t.Helper()
 	v := g.Codec().Keys().Lottery(c.Lot)
 	when, ok := room.View(now).Clock.When(now, c.Srv+Threshold(v))
@@ -102,12 +104,12 @@ func TestDecideRejections(t *testing.T) {
 		want    Outcome
 		err     error
 	}{
-		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, ErrMalformed},
-		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, ErrExpired},
+		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, tokens.ErrMalformed},
+		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, tokens.ErrExpired},
 		{"wrong visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-2"}, Now: at}, OutcomeInvalid, ErrIdentity},
 		{"anonymous presenter", Attempt{Token: tk.Token, Nonce: nonce, Now: at}, OutcomeInvalid, ErrIdentity},
-		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, ErrNonceMalformed},
-		{"no nonce", Attempt{Token: tk.Token, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, ErrNonceMalformed},
+		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, tokens.ErrNonceMalformed},
+		{"no nonce", Attempt{Token: tk.Token, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, tokens.ErrNonceMalformed},
 		{"right visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeWait, nil},
 	}
 	for _, tt := range tests {
@@ -120,10 +122,10 @@ func TestDecideRejections(t *testing.T) {
 	}
 	// A nonce for the 8-bit challenge that fails a harder one.
 	wrong := "0"
-	for i := 0; VerifyWork(tk.Claims.Ch, 8, wrong) == nil; i++ {
+	for i := 0; tokens.VerifyWork(tk.Claims.Ch, 8, wrong) == nil; i++ {
 		wrong = strconv.Itoa(i + 1)
 	}
-	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Visitor: Visitor{Subject: "user-1"}, Now: at}); !errors.Is(d.Err, ErrWorkInsufficient) {
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Visitor: Visitor{Subject: "user-1"}, Now: at}); !errors.Is(d.Err, tokens.ErrWorkInsufficient) {
 		t.Fatalf("wrong proof of work: %v (%v)", d.Outcome, d.Err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Order is the rule a room's queue follows (docs/FAIRNESS.md, "Queue
@@ -497,7 +499,7 @@ func keyDensity(c, pre, top, first, last float64) float64 {
 // is the luck span the token was issued with. A token without a rank (from
 // before the room ranked arrivals) is at the origin. v is the place's
 // lottery number.
-func (g *Gate) fifoKey(view *View, claims *WaitClaims, v float64) float64 {
+func (g *Gate) fifoKey(view *View, claims *tokens.WaitClaims, v float64) float64 {
 	switch {
 	case claims.Pos < 0:
 		return v * view.PreQueue
@@ -514,10 +516,10 @@ func (g *Gate) fifoKey(view *View, claims *WaitClaims, v float64) float64 {
 // eligible, at a few requests' cost. It is a point of the draw's fine grid.
 // Which version is presented, and how often, changes nothing: an attempt
 // is judged at the moment the counter reached the key (fifoFound).
-func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time {
+func (g *Gate) fifoNext(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
 	target := now.Add(g.policy.MaxBackoff)
 	if view.State != StatePaused {
-		key := g.fifoKey(view, claims, g.codec.keys.Lottery(claims.Lot))
+		key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
 		when, ok := view.fifoWhen(now, key)
 		if ok {
 			switch d := when.Sub(now); {
@@ -555,7 +557,7 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 }
 
 // pointFrom is the first checkpoint at or after target and after now.
-func (g *Gate) pointFrom(view *View, claims *WaitClaims, target, now time.Time) time.Time {
+func (g *Gate) pointFrom(view *View, claims *tokens.WaitClaims, target, now time.Time) time.Time {
 	grid := g.grid(view, claims.Lot)
 	n := max(grid.index(target), grid.after(now))
 	return grid.at(n)

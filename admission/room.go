@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // State is a room's operating state.
@@ -283,7 +285,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	if cfg.Tau <= 0 {
 		return nil, fmt.Errorf("room %s: tau must be positive", cfg.Name)
 	}
-	if err := CheckDifficulty(cfg.Difficulty); err != nil {
+	if err := tokens.CheckDifficulty(cfg.Difficulty); err != nil {
 		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
 	}
 	if cfg.State == StateScheduled && cfg.SaleStart.IsZero() {
@@ -430,7 +432,7 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 
 // SetDifficulty changes the proof-of-work difficulty of new tokens.
 func (r *Room) SetDifficulty(bits int) error {
-	if err := CheckDifficulty(bits); err != nil {
+	if err := tokens.CheckDifficulty(bits); err != nil {
 		return err
 	}
 	r.mu.Lock()

@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"context"
@@ -25,8 +25,8 @@ func CheckDifficulty(bits int) error {
 	return nil
 }
 
-// challengeBytes is the size of a challenge before base64url encoding.
-const challengeBytes = 16
+// ChallengeBytes is the size of a challenge before base64url encoding.
+const ChallengeBytes = 16
 
 // maxNonceDigits is the longest decimal uint64.
 const maxNonceDigits = 20
@@ -40,7 +40,7 @@ var (
 
 // NewChallenge returns 16 random bytes as unpadded base64url text.
 func NewChallenge() (string, error) {
-	var b [challengeBytes]byte
+	var b [ChallengeBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("reading random bytes: %w", err)
 	}
