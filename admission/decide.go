@@ -213,7 +213,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 	draw := g.codec.Keys().Draw(claims.Lot)
 	from, threshold := g.threshold(view, claims, draw.Number)
 	if view.Order == OrderFIFO && claims.Pos < 0 {
-		room.ObservePreQueuePresent(now, claims.Place(), from, draw.Number)
+		room.observePreQueuePresent(now, claims.Place(), from, draw.Number)
 	} else {
 		room.ObservePresent(now, claims.Place(), from+threshold)
 	}
@@ -241,10 +241,10 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 	return g.reserve(ctx, room, view, claims, token, at, now)
 }
 
-// TokenDigest identifies one version of a waiting token in the ledger's
+// tokenDigest identifies one version of a waiting token in the ledger's
 // record of the place it used (Place.By): a truncated SHA-256 of the
 // token as presented.
-func TokenDigest(token string) string {
+func tokenDigest(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
@@ -256,7 +256,7 @@ func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
 	if err != nil {
 		return Place{}, fmt.Errorf("making pass id: %w", err)
 	}
-	return Place{State: PlaceUsed, By: TokenDigest(token), Pass: id.String(), At: now}, nil
+	return Place{State: PlaceUsed, By: tokenDigest(token), Pass: id.String(), At: now}, nil
 }
 
 // reused answers a place found used: the same pass again while it is
@@ -267,7 +267,7 @@ func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
 // otherwise.
 func (g *Gate) reused(room *Room, place Place, token string, claims *tokens.WaitClaims, now time.Time) Decision {
 	login := !g.noTabPasses && !strings.HasPrefix(claims.Subject, AnonymousPrefix)
-	if place.Pass == "" || (place.By != TokenDigest(token) && !login) || !now.Before(place.At.Add(g.policy.PassTTL)) {
+	if place.Pass == "" || (place.By != tokenDigest(token) && !login) || !now.Before(place.At.Add(g.policy.PassTTL)) {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	}
 	d := g.pass(room, claims, place, now)
@@ -286,10 +286,10 @@ func (g *Gate) reused(room *Room, place Place, token string, claims *tokens.Wait
 // one again, or racing it, takes no second rank and learns nothing new.
 // fresh is true for the attempt that took the rank. ok is false when no
 // rank could be taken; d says why.
-func (g *Gate) claim(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) (view View, c Claim, fresh bool, d Decision, ok bool) {
+func (g *Gate) claim(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) (view View, c claim, fresh bool, d Decision, ok bool) {
 	c, fresh, err := room.claimRank(ctx, claims.Place(), now, func(view *View, pos int64, lk float64) float64 {
 		return g.fifoKey(view, &tokens.WaitClaims{Lot: claims.Lot, Pos: pos, Lk: lk}, g.codec.Keys().Lottery(claims.Lot))
-	}, func(view *View, c Claim) time.Time {
+	}, func(view *View, c claim) time.Time {
 		ranked := *claims
 		ranked.Pos, ranked.Lk = c.Pos, c.Lk
 		switch {
@@ -301,7 +301,7 @@ func (g *Gate) claim(ctx context.Context, room *Room, claims *tokens.WaitClaims,
 		return time.Time{}
 	})
 	if err != nil {
-		return room.View(now), Claim{}, false, g.unavailable(err, claims), false
+		return room.View(now), claim{}, false, g.unavailable(err, claims), false
 	}
 	claims.Pos, claims.Lk = c.Pos, c.Lk
 	return room.View(now), c, fresh, Decision{}, true
@@ -310,7 +310,7 @@ func (g *Gate) claim(ctx context.Context, room *Room, claims *tokens.WaitClaims,
 // pass signs the pass of the place's admission as the ledger recorded it
 // (used.Pass, used.At): the same claims, so the same pass, every time.
 func (g *Gate) pass(room *Room, claims *tokens.WaitClaims, used Place, now time.Time) Decision {
-	room.ObserveAdmitted(claims.Place(), now)
+	room.observeAdmitted(claims.Place(), now)
 	pc := &tokens.PassClaims{
 		Registered: tokens.Registered{
 			ID:        used.Pass,

@@ -408,7 +408,7 @@ func TestClaimReplayTakesOneRank(t *testing.T) {
 func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
 	room := fifoRoom(t, 10, 2*time.Second, StateQueue, time.Time{})
 	for i := range 20 { // 2 a second here
-		if _, _, err := room.Rank(context.Background(), t0.Add(time.Duration(i)*500*time.Millisecond), false); err != nil {
+		if _, _, err := room.rank(context.Background(), t0.Add(time.Duration(i)*500*time.Millisecond), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -424,7 +424,7 @@ func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
 		{0.5, 4},
 	} {
 		room.NoteRoomIssueRate(tt.room)
-		if got := room.LuckSpan(now); math.Abs(got-tt.want) > 1e-9 {
+		if got := room.luckSpan(now); math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("room rate %v: luck span %v ranks, want %v", tt.room, got, tt.want)
 		}
 	}

@@ -32,13 +32,13 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaim
 	case err != nil:
 		// Released, not held: the bucket gets the admission back, and the
 		// place is judged again at its next attempt.
-		room.RefundAdmission(now)
+		room.refundAdmission(now)
 		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
 	case !fresh && held.State == PlaceUsed:
-		room.RefundAdmission(now) // a concurrent attempt took the place in
+		room.refundAdmission(now) // a concurrent attempt took the place in
 		return Decision{Outcome: OutcomeReused, Claims: claims}
 	case !fresh:
-		room.RefundAdmission(now)
+		room.refundAdmission(now)
 		next = ceilMilli(held.Slot)
 	}
 	return g.wait(&view, claims, OutcomeWait, next, now)

@@ -13,7 +13,7 @@ import (
 // it in the ledger: admitted now, or holding the slot the bucket gave. found
 // is the checkpoint at which the place was found eligible: a place that
 // presented late for it takes the slot it would have had then (it loses its
-// lateness, not the slots given meanwhile; Room.ReserveAdmission). Such a
+// lateness, not the slots given meanwhile; Room.reserveAdmission). Such a
 // slot comes before the bucket's own next one, so when it is due the place
 // passes the pacer like every slot holder: a crowd presenting late at once
 // is spaced at the rate, not admitted beside the bucket.
@@ -22,7 +22,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	missed, backdated := room.ReserveAdmission(found, now)
+	missed, backdated := room.reserveAdmission(found, now)
 	slot := later(missed, now)
 	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
@@ -33,7 +33,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	} else if !backdated {
 		retry, ok, err := g.quota(ctx, room, now)
 		if err != nil {
-			room.RefundAdmission(now)
+			room.refundAdmission(now)
 			return g.unavailable(err, claims)
 		}
 		if !ok {
@@ -49,7 +49,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	// records it.
 	admitting := want.State == PlaceUsed
 	undo := func() {
-		room.RefundAdmission(now)
+		room.refundAdmission(now)
 		if admitting {
 			refundQuota(room, now)
 		}
@@ -66,7 +66,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		}
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
-	room.ObserveEligible(now)
+	room.observeEligible(now)
 	switch {
 	case want.State == PlaceUsed:
 		return g.pass(room, claims, want, now)
@@ -83,29 +83,29 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 // budget. The ledger holds the place reserved at slot until its pass is
 // recorded.
 func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, now time.Time) Decision {
-	if due, ok := room.PaceSlot(claims.Place(), missed, now); !ok {
+	if due, ok := room.paceSlot(claims.Place(), missed, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-		room.UnpaceSlot(claims.Place(), now)
+		room.unpaceSlot(claims.Place(), now)
 		return d // the place keeps its slot and asks again
 	}
 	used, err := g.usedBy(token, now)
 	if err != nil {
-		room.UnpaceSlot(claims.Place(), now)
+		room.unpaceSlot(claims.Place(), now)
 		refundQuota(room, now)
 		return g.unavailable(err, claims)
 	}
 	ok, err := g.ledger.Use(ctx, claims.Place(), used)
 	switch {
 	case err != nil:
-		room.UnpaceSlot(claims.Place(), now)
+		room.unpaceSlot(claims.Place(), now)
 		refundQuota(room, now)
 		return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 	case !ok:
 		// Another version of the place got there first: the login's
 		// other tab, or the answer to this one's lost attempt.
-		room.UnpaceSlot(claims.Place(), now)
+		room.unpaceSlot(claims.Place(), now)
 		refundQuota(room, now)
 		held, err := g.ledger.Lookup(ctx, claims.Place())
 		if err != nil {
@@ -154,7 +154,7 @@ func (g *Gate) quota(ctx context.Context, room *Room, now time.Time) (retry time
 	case err != nil:
 		return time.Time{}, false, fmt.Errorf("taking admission budget: %w", err)
 	case !ok:
-		room.ObserveBudgetRefused(now)
+		room.observeBudgetRefused(now)
 		if !retry.After(now) {
 			retry = now.Add(unavailableRetry)
 		}
