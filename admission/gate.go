@@ -669,36 +669,18 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 		return g.unavailable(err, claims)
 	}
 	missed, backdated := room.ReserveAdmission(found, now)
-	slot := later(missed, now)
+	slot, err := g.charge(ctx, room, later(missed, now), now)
+	if err != nil {
+		room.RefundAdmission(now)
+		return g.unavailable(err, claims)
+	}
 	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
-	due := now
-	if slot.After(now) {
-		due = slot
-	} else if !backdated {
-		retry, ok, err := g.quota(ctx, room, now)
-		if err != nil {
-			room.RefundAdmission(now)
-			return g.unavailable(err, claims)
-		}
-		if !ok {
-			// Admitted now by this node's bucket, but the room's shared
-			// budget is spent: the place holds its admission as a slot at
-			// the budget's next window, like a bucket slot, so it is
-			// answered from its slot and never judged again.
-			slot = ceilMilli(retry)
-			due, want = slot, Place{State: PlaceReserved, Slot: slot}
-		}
-	}
-	// An admission now holds a unit of the shared budget until the ledger
-	// records it.
-	admitting := want.State == PlaceUsed
+	due := later(slot, now)
 	undo := func() {
 		room.RefundAdmission(now)
-		if admitting {
-			refundQuota(room, now)
-		}
+		refundQuota(room, slot)
 	}
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
@@ -725,34 +707,28 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *Wait
 // useSlot admits a place whose slot is due: at the rate the room has now
 // (the pacer; the slot was given at the rate of its moment, and may now
 // lie further ahead; a place presenting late for the slot it would have
-// had, missed, may take its turn on credit) and within the room's shared
-// budget. The ledger holds the place reserved at slot until its pass is
-// recorded.
+// had, missed, may take its turn on credit). The slot took its admission
+// of the room's shared budget when it was given (Gate.charge). The ledger
+// holds the place reserved at slot until its pass is recorded.
 func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *WaitClaims, token string, slot, missed, now time.Time) Decision {
 	if due, ok := room.PaceSlot(claims.Place(), missed, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
-	if d, ok := g.takeQuota(ctx, room, view, claims, now); !ok {
-		room.UnpaceSlot(claims.Place(), now)
-		return d // the place keeps its slot and asks again
-	}
 	used, err := g.usedBy(token, now)
 	if err != nil {
 		room.UnpaceSlot(claims.Place(), now)
-		refundQuota(room, now)
 		return g.unavailable(err, claims)
 	}
 	ok, err := g.ledger.Use(ctx, claims.Place(), used)
 	switch {
 	case err != nil:
 		room.UnpaceSlot(claims.Place(), now)
-		refundQuota(room, now)
 		return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 	case !ok:
 		// Another version of the place got there first: the login's
-		// other tab, or the answer to this one's lost attempt.
+		// other tab, or the answer to this one's lost attempt. The
+		// place's one admission of the shared budget went with it.
 		room.UnpaceSlot(claims.Place(), now)
-		refundQuota(room, now)
 		held, err := g.ledger.Lookup(ctx, claims.Place())
 		if err != nil {
 			return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
@@ -774,44 +750,24 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *Wait
 // it is asked to come back: its place is kept.
 var errPlaceReleased = errors.New("place released while it was being used")
 
-// takeQuota takes the admission from the room's shared budget, if it has
-// one. Without budget the answer is busy until the budget's next window;
-// when the budget cannot be reached, unavailable.
-func (g *Gate) takeQuota(ctx context.Context, room *Room, view *View, claims *WaitClaims, now time.Time) (Decision, bool) {
-	retry, ok, err := g.quota(ctx, room, now)
-	switch {
-	case err != nil:
-		return g.unavailable(err, claims), false
-	case !ok:
-		return g.wait(view, claims, OutcomeBusy, ceilMilli(retry), now), false
-	}
-	return Decision{}, true
-}
-
-// quota takes one admission from the room's shared budget, if it has one;
-// refused, retry is when the budget has some again.
-func (g *Gate) quota(ctx context.Context, room *Room, now time.Time) (retry time.Time, ok bool, err error) {
+// charge takes the admission of a slot at or after at from the room's
+// shared budget, if it has one: the slot it returns is at, or the start of
+// the first later budget window with an admission left.
+func (g *Gate) charge(ctx context.Context, room *Room, at, now time.Time) (time.Time, error) {
 	q := room.sharedQuota()
 	if q == nil {
-		return time.Time{}, true, nil
+		return at, nil
 	}
-	ok, retry, err = q.Take(ctx, now)
-	switch {
-	case err != nil:
-		return time.Time{}, false, fmt.Errorf("taking admission budget: %w", err)
-	case !ok:
-		room.ObserveBudgetRefused(now)
-		if !retry.After(now) {
-			retry = now.Add(unavailableRetry)
-		}
-		return retry, false, nil
+	slot, err := q.Reserve(ctx, at, now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("taking admission budget: %w", err)
 	}
-	return time.Time{}, true, nil
+	return slot, nil
 }
 
-func refundQuota(room *Room, at time.Time) {
+func refundQuota(room *Room, slot time.Time) {
 	if q := room.sharedQuota(); q != nil {
-		q.Refund(at)
+		q.Refund(slot)
 	}
 }
 
@@ -849,7 +805,7 @@ func (g *Gate) unavailable(err error, claims *WaitClaims) Decision {
 // it the place is admitted from its slot without taking another admission
 // from the bucket. A place refused over and over so holds one admission,
 // not one per attempt; the room's shared budget gets its admission back
-// (the slot takes it again when used).
+// and the slot takes one of its own window.
 func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now time.Time) Decision {
 	view := room.View(now)
 	next := g.recheck(&view, claims, now)
@@ -860,18 +816,24 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *WaitClaims, now 
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
 	refundQuota(room, now)
-	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
-	switch {
-	case err != nil:
+	next, err := g.charge(ctx, room, next, now)
+	if err != nil {
 		// Released, not held: the bucket gets the admission back, and the
 		// place is judged again at its next attempt.
 		room.RefundAdmission(now)
+		return g.unavailable(err, claims)
+	}
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	if err != nil || !fresh {
+		room.RefundAdmission(now)
+		refundQuota(room, next)
+	}
+	switch {
+	case err != nil:
 		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
 	case !fresh && held.State == PlaceUsed:
-		room.RefundAdmission(now) // a concurrent attempt took the place in
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+		return Decision{Outcome: OutcomeReused, Claims: claims} // a concurrent attempt took the place in
 	case !fresh:
-		room.RefundAdmission(now)
 		next = ceilMilli(held.Slot)
 	}
 	return g.wait(&view, claims, OutcomeWait, next, now)
