@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/bearer"
 )
 
@@ -173,7 +175,7 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 		return errBadReason
 	}
 	if c.Difficulty != nil {
-		if err := admission.CheckDifficulty(*c.Difficulty); err != nil {
+		if err := tokens.CheckDifficulty(*c.Difficulty); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // BenchmarkPassedRequest is the gateway's own cost on the admitted path: a
@@ -82,7 +84,7 @@ func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 			break
 		}
 	}
-	nonce, err := admission.Solve(context.Background(), tk.Claims.Ch, tk.Claims.Dif)
+	nonce, err := tokens.Solve(context.Background(), tk.Claims.Ch, tk.Claims.Dif)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/duration"
 )
 
@@ -84,7 +86,7 @@ type Config struct {
 	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
 	// and warns: a restart then invalidates every token.
-	Keys admission.KeysConfig `json:"keys,omitzero"`
+	Keys tokens.KeysConfig `json:"keys,omitzero"`
 	// Prefix is where the gateway's own endpoints live: a path of segments
 	// made of letters, digits and -._~ . Default: `/_fairgate`
 	// (DefaultPrefix).
@@ -483,7 +485,7 @@ func (c Config) settle() (settings, error) {
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
-	if err := admission.CheckDifficulty(s.difficulty); err != nil {
+	if err := tokens.CheckDifficulty(s.difficulty); err != nil {
 		return s, &OptionError{Option: "difficulty", Err: err}
 	}
 	s.Prefix = c.EndpointPrefix()

@@ -2,12 +2,11 @@ package proxy_test
 
 import (
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/proxy"
 	"net/http"
 	"net/http/httptest"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/proxy"
 )
 
 // A waiting room in front of a site, as plain net/http: while the room
@@ -15,7 +14,7 @@ import (
 // endpoints hand out waiting tokens; once the room is opened (here as the
 // admin API would), requests reach the site.
 func Example() {
-	keys, err := admission.GenerateKeys("k1")
+	keys, err := tokens.GenerateKeys("k1")
 	if err != nil {
 		panic(err)
 	}

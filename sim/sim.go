@@ -23,6 +23,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
 )
 
@@ -625,7 +627,7 @@ func (s *sale) noteClaim(v *Visitor, st *state, token string) {
 	if st.claimed || s.cfg.QueueOrder != string(admission.OrderFIFO) {
 		return
 	}
-	var c admission.WaitClaims
+	var c tokens.WaitClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil || c.Pos == 0 {
 		return
 	}
@@ -635,7 +637,7 @@ func (s *sale) noteClaim(v *Visitor, st *state, token string) {
 // lotteryNumber is the lottery number of a token's draw, read with the
 // simulation's own lottery key; 0 if the token does not decode.
 func (s *sale) lotteryNumber(token string) float64 {
-	var c admission.WaitClaims
+	var c tokens.WaitClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
 		return 0
 	}
@@ -643,7 +645,7 @@ func (s *sale) lotteryNumber(token string) float64 {
 	if err != nil {
 		return 0
 	}
-	return admission.LotteryNumber(key, c.Lot)
+	return tokens.LotteryNumber(key, c.Lot)
 }
 
 func (s *sale) admit(i int, h held) (answer, int, error) {
@@ -672,7 +674,7 @@ type challenge struct {
 func (a answer) answerChallenge() challenge { return challenge{a.Challenge, a.Difficulty} }
 
 func (s *sale) solve(v *Visitor, c challenge) (string, error) {
-	nonce, err := admission.Solve(context.Background(), c.ch, c.dif)
+	nonce, err := tokens.Solve(context.Background(), c.ch, c.dif)
 	if err != nil {
 		return "", err
 	}
@@ -709,10 +711,10 @@ func (s *streams) Read(p []byte) (int, error) {
 	return s.cur.Read(p)
 }
 
-func simKeys(seed uint64) admission.KeysConfig {
+func simKeys(seed uint64) tokens.KeysConfig {
 	secret := func(label string) string {
 		s := sha256.Sum256([]byte(label + strconv.FormatUint(seed, 10)))
 		return base64.StdEncoding.EncodeToString(s[:])
 	}
-	return admission.KeysConfig{Signing: "sim", Keys: map[string]string{"sim": secret("sign")}, Lottery: secret("lottery")}
+	return tokens.KeysConfig{Signing: "sim", Keys: map[string]string{"sim": secret("sign")}, Lottery: secret("lottery")}
 }

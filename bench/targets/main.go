@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
 )
 
@@ -90,7 +92,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return tokens(n)
+		return issueTokens(n)
 	}
 	return fmt.Errorf("unknown target %q", args[0])
 }
@@ -130,7 +132,7 @@ func printPass(keysFile, room string) error {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return err
 	}
-	ring, err := cfg.Keys.Load(admission.Environment{})
+	ring, err := cfg.Keys.Load(tokens.Environment{})
 	if err != nil {
 		return err
 	}
@@ -287,9 +289,9 @@ func lookupMap(m map[string]any, path ...string) (map[string]any, bool) {
 	return m, true
 }
 
-// tokens issues n waiting tokens through the gateway's token endpoint and
+// issueTokens issues n waiting tokens through the gateway's token endpoint and
 // reports the resident set size before and after: nothing is kept per visitor.
-func tokens(n int) error {
+func issueTokens(n int) error {
 	cfg := proxy.Config{Room: "mem"}
 	shared, err := proxy.NewShared(cfg, time.Now)
 	if err != nil {
