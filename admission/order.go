@@ -394,6 +394,9 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 		return 0
 	}
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
+	if r.fifo.roomPassed.Load() != 0 {
+		lead += v.Rate * lotteryTick.Seconds()
+	}
 	want := math.Round((lead - roomPassed) / scale)
 	if want < 1 {
 		return 0
