@@ -38,6 +38,13 @@ const CapacityLookahead = 2 * time.Second
 // by 1/Settle of it a second, and it admits for a departure only once it is
 // due, so a cohort admitted together and leaving together is replaced as it
 // leaves, not ahead of it. It is pure: every input is an argument.
+//
+// A session the origin ended is a departure due at once. The controller
+// treats it as a natural one seen on its last tick before leaving: among
+// those leaving, and still on the site, for CapacityLookahead after it
+// ended. Its place is refilled at the departures' pace, and the gap term
+// does not refill it a second time while the count the controller sees
+// (up to CapacityLookahead late) has neither it nor its replacement.
 type CapacityController struct {
 	// Capacity is the number of visitors the site holds at once.
 	Capacity float64
@@ -48,14 +55,16 @@ type CapacityController struct {
 }
 
 // Rate is the admissions per second that keep the active visitors at the
-// capacity, given how many of them leave within CapacityLookahead: between
+// capacity, given the room's tally over CapacityLookahead: between
 // MinCapacityRate and Ceiling.
-func (c CapacityController) Rate(active, leaving float64) float64 {
+func (c CapacityController) Rate(t Tally) float64 {
 	settle := c.Settle
 	if settle <= 0 {
 		settle = DefaultCapacitySettle
 	}
-	want := math.Max(0, leaving)/CapacityLookahead.Seconds() + (c.Capacity-active)/settle.Seconds()
+	ended := math.Max(0, t.Ended)
+	leaving := math.Max(0, t.Leaving) + ended
+	want := leaving/CapacityLookahead.Seconds() + (c.Capacity-t.Active-ended)/settle.Seconds()
 	ceiling := c.Ceiling
 	if ceiling < MinCapacityRate || math.IsNaN(ceiling) {
 		ceiling = MinCapacityRate
@@ -138,7 +147,9 @@ func (a *ActiveSet) End(id string, now time.Time) bool {
 	s.mu.Lock()
 	_, ok := s.seen[id]
 	delete(s.seen, id)
-	s.ended[id] = now
+	if _, again := s.ended[id]; !again {
+		s.ended[id] = now // a second end is the same departure
+	}
 	s.mu.Unlock()
 	return ok
 }
@@ -150,13 +161,17 @@ type Tally struct {
 	// Leaving is how many of them leave it within the horizon asked for,
 	// unless presented again.
 	Leaving float64
+	// Ended is how many passes the origin ended within the horizon before
+	// now (not among Active).
+	Ended float64
 }
 
 // Tally sweeps the passes not presented within the window and counts the
-// rest, and those of them whose window ends within horizon.
+// rest, those of them whose window ends within horizon, and the passes
+// ended within horizon before now.
 func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 	window := a.Window()
-	cut, soon := now.Add(-window), now.Add(horizon-window)
+	cut, soon, recent := now.Add(-window), now.Add(horizon-window), now.Add(-horizon)
 	var t Tally
 	for i := range a.shards {
 		s := &a.shards[i]
@@ -170,14 +185,52 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 			}
 		}
 		for id, at := range s.ended {
-			if !at.After(cut) {
+			switch {
+			case !at.After(cut):
 				delete(s.ended, id)
+			case at.After(recent) && !at.After(now):
+				t.Ended++
 			}
 		}
 		t.Active += float64(len(s.seen))
 		s.mu.Unlock()
 	}
 	return t
+}
+
+// Sketch is the sketch of the passes presented within the window at now
+// (those ended not among them), for merging with other nodes' sketches.
+func (a *ActiveSet) Sketch(now time.Time) *Sketch {
+	cut := now.Add(-a.Window())
+	var sk Sketch
+	for i := range a.shards {
+		s := &a.shards[i]
+		s.mu.Lock()
+		for id, last := range s.seen {
+			if last.After(cut) {
+				sk.Add(id)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return &sk
+}
+
+// RoomTally is a room's tally from its nodes': sum is their tallies
+// summed, distinct the count of their sketches merged, nodes how many
+// sketches were merged. A pass presented to k nodes within the window is
+// in k nodes' counts but once in the room: Active is the distinct count
+// (never above the sum, which counts every pass at least once), and
+// Leaving the summed departures scaled by the same share, since a pass
+// leaves each node it reached and only the last of those departures is
+// the room's. A session is ended on the one node that answered: Ended is
+// the sum. With one node the sum is exact and is the tally.
+func RoomTally(sum Tally, distinct float64, nodes int) Tally {
+	if nodes <= 1 || sum.Active <= 0 || math.IsNaN(distinct) {
+		return sum
+	}
+	active := clamp(distinct, 0, sum.Active)
+	return Tally{Active: active, Leaving: sum.Leaving * active / sum.Active, Ended: sum.Ended}
 }
 
 // Count is the number of passes presented within the window at now.

@@ -284,7 +284,7 @@ func (sh *Shared) steerLocked() bool {
 		return false
 	}
 	ctl := admission.CapacityController{Capacity: sh.capacity, Ceiling: sh.rate}
-	next := ctl.Rate(sh.tally.Active, sh.tally.Leaving)
+	next := ctl.Rate(sh.tally)
 	moved := math.Abs(next-sh.admit) > minCruiseStep*sh.admit
 	sh.admit = next
 	return moved
