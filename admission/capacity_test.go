@@ -298,3 +298,17 @@ func BenchmarkActiveSetTally(b *testing.B) {
 		a.Tally(now, CapacityLookahead)
 	}
 }
+
+// BenchmarkActiveSetSketch is the tick's sketch of 100,000 active passes
+// in a room sized by capacity on a state store.
+func BenchmarkActiveSetSketch(b *testing.B) {
+	a := NewActiveSet(3 * time.Minute)
+	now := time.Unix(1_000_000, 0)
+	for i := range 100_000 {
+		a.See(fmt.Sprint("pass-", i), now)
+	}
+	b.ResetTimer()
+	for range b.N {
+		a.Sketch(now)
+	}
+}

@@ -3,7 +3,6 @@ package admission
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/bits"
 )
@@ -51,9 +50,12 @@ func (s *Sketch) Add(id string) {
 // sketchHash is a 64-bit hash of id that is the same on every node:
 // FNV-1a, whose low-entropy high bits a finaliser (splitmix64's) spreads.
 func sketchHash(id string) uint64 {
-	f := fnv.New64a()
-	_, _ = f.Write([]byte(id)) // a hash.Hash never fails
-	h := f.Sum64()
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= prime
+	}
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27
