@@ -164,6 +164,10 @@ type Tally struct {
 	// Ended is how many passes the origin ended within the horizon before
 	// now (not among Active).
 	Ended float64
+	// EndedInWindow is how many it ended within the window: they are in
+	// the set's Sketch, so that a pass ended here is not counted for the
+	// room by a node it reached before (RoomTally).
+	EndedInWindow float64
 }
 
 // Tally sweeps the passes not presented within the window and counts the
@@ -188,9 +192,11 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 			switch {
 			case !at.After(cut):
 				delete(s.ended, id)
+				continue
 			case at.After(recent) && !at.After(now):
 				t.Ended++
 			}
+			t.EndedInWindow++
 		}
 		t.Active += float64(len(s.seen))
 		s.mu.Unlock()
@@ -198,8 +204,10 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 	return t
 }
 
-// Sketch is the sketch of the passes presented within the window at now
-// (those ended not among them), for merging with other nodes' sketches.
+// Sketch is the sketch of the passes presented within the window at now,
+// those ended within it included, for merging with other nodes' sketches:
+// a pass ended here may still be among another node's active passes, and
+// the room's count takes the ended ones out of the union (RoomTally).
 func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 	cut := now.Add(-a.Window())
 	var sk Sketch
@@ -208,6 +216,11 @@ func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 		s.mu.Lock()
 		for id, last := range s.seen {
 			if last.After(cut) {
+				sk.Add(id)
+			}
+		}
+		for id, at := range s.ended {
+			if at.After(cut) {
 				sk.Add(id)
 			}
 		}
@@ -220,17 +233,19 @@ func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 // summed, distinct the count of their sketches merged, nodes how many
 // sketches were merged. A pass presented to k nodes within the window is
 // in k nodes' counts but once in the room: Active is the distinct count
-// (never above the sum, which counts every pass at least once), and
-// Leaving the summed departures scaled by the same share, since a pass
-// leaves each node it reached and only the last of those departures is
-// the room's. A session is ended on the one node that answered: Ended is
-// the sum. With one node the sum is exact and is the tally.
+// less the passes ended within the window (each is in the union, ended
+// on one node, perhaps still active on another), never above the sum,
+// which counts every pass at least once. Leaving is the summed departures
+// scaled by the same share, since a pass leaves each node it reached and
+// only the last of those departures is the room's. A session is ended on
+// the one node that answered: Ended is the sum. With one node the sum is
+// exact and is the tally.
 func RoomTally(sum Tally, distinct float64, nodes int) Tally {
 	if nodes <= 1 || sum.Active <= 0 || math.IsNaN(distinct) {
 		return sum
 	}
-	active := clamp(distinct, 0, sum.Active)
-	return Tally{Active: active, Leaving: sum.Leaving * active / sum.Active, Ended: sum.Ended}
+	active := clamp(distinct-sum.EndedInWindow, 0, sum.Active)
+	return Tally{Active: active, Leaving: sum.Leaving * active / sum.Active, Ended: sum.Ended, EndedInWindow: sum.EndedInWindow}
 }
 
 // Count is the number of passes presented within the window at now.

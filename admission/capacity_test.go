@@ -65,11 +65,11 @@ func TestActiveSetCountsDistinctPassesInTheWindow(t *testing.T) {
 	}
 	a.See("a", t0.Add(68*time.Second)) // a request under way when it ended
 	a.End("a", t0.Add(68*time.Second)) // the same departure
-	if got := a.Tally(t0.Add(68*time.Second), 2*time.Second); got != (Tally{Ended: 1}) {
+	if got := a.Tally(t0.Add(68*time.Second), 2*time.Second); got != (Tally{Ended: 1, EndedInWindow: 1}) {
 		t.Fatalf("Tally after End = %+v, want a ended, not active", got)
 	}
-	if got := a.Tally(t0.Add(69*time.Second+time.Millisecond), 2*time.Second); got != (Tally{}) {
-		t.Fatalf("Tally after the horizon = %+v, want a no longer among the ended", got)
+	if got := a.Tally(t0.Add(69*time.Second+time.Millisecond), 2*time.Second); got != (Tally{EndedInWindow: 1}) {
+		t.Fatalf("Tally after the horizon = %+v, want a ended within the window only", got)
 	}
 	a.See("late", t0.Add(80*time.Second))
 	a.See("late", t0.Add(79*time.Second)) // an older request finishing late
@@ -153,20 +153,44 @@ func bimodalStay(short, long time.Duration, pShort float64) stayDist {
 // next second, the controller sees the tally lag seconds late (the
 // cluster's publication and poll), and each admitted visitor presents
 // their pass every 1 to 20 s until their stay ends; a share of them
-// (ended) then has the origin end their session.
+// (ended) then has the origin end their session. With nodes above one,
+// each request reaches one of them at random (no affinity) and the
+// controller sees the room's tally as a cluster derives it: the nodes'
+// counts summed and their sketches merged (RoomTally).
 type capacitySim struct {
 	capacity, ceiling float64
 	lag               int
 	stay              stayDist
 	ended             float64
+	nodes             int
 }
 
-// run simulates length from seed and returns the active count after each
-// tick, and how many sessions were ended.
+// tally is the room's tally over the nodes' active sets at now.
+func (c capacitySim) tally(sets []*ActiveSet, now time.Time) Tally {
+	if len(sets) == 1 {
+		return sets[0].Tally(now, CapacityLookahead)
+	}
+	var sum Tally
+	var union Sketch
+	for _, a := range sets {
+		t := a.Tally(now, CapacityLookahead)
+		sum.Active, sum.Leaving = sum.Active+t.Active, sum.Leaving+t.Leaving
+		sum.Ended, sum.EndedInWindow = sum.Ended+t.Ended, sum.EndedInWindow+t.EndedInWindow
+		union.Merge(a.Sketch(now))
+	}
+	return RoomTally(sum, union.Estimate(), len(sets))
+}
+
+// run simulates length from seed and returns the true active count after
+// each tick (each pass once, ended ones not), and how many sessions were
+// ended.
 func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, ended int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	t0 := time.Unix(1_000_000, 0)
-	active := NewActiveSet(3 * time.Minute)
+	sets := make([]*ActiveSet, max(1, c.nodes))
+	for i := range sets {
+		sets[i] = NewActiveSet(3 * time.Minute)
+	}
 	ctl := CapacityController{Capacity: c.capacity, Ceiling: c.ceiling}
 	var pending visits
 	var tallies []Tally
@@ -184,9 +208,10 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 		}
 		for pending.Len() > 0 && pending[0].at.Before(end) {
 			v := heap.Pop(&pending).(visit)
-			active.See(v.id, v.at)
+			node := sets[rng.IntN(len(sets))]
+			node.See(v.id, v.at)
 			if v.last {
-				active.End(v.id, v.at)
+				node.End(v.id, v.at)
 				ended++
 				continue
 			}
@@ -199,18 +224,48 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 				heap.Push(&pending, v)
 			}
 		}
-		tally := active.Tally(end, CapacityLookahead)
-		counts, tallies = append(counts, tally.Active), append(tallies, tally)
+		tally := c.tally(sets, end)
+		counts, tallies = append(counts, trueActive(sets, end)), append(tallies, tally)
 		rate = ctl.Rate(tallies[max(0, len(tallies)-1-c.lag)])
 	}
 	return counts, ended
 }
 
+// trueActive is the number of distinct passes presented within the window
+// at any node and ended at none: the visitors on the site.
+func trueActive(sets []*ActiveSet, now time.Time) float64 {
+	on, ended := map[string]bool{}, map[string]bool{}
+	for _, a := range sets {
+		cut := now.Add(-a.Window())
+		for i := range a.shards {
+			s := &a.shards[i]
+			s.mu.Lock()
+			for id, last := range s.seen {
+				if last.After(cut) {
+					on[id] = true
+				}
+			}
+			for id := range s.ended {
+				ended[id] = true
+			}
+			s.mu.Unlock()
+		}
+	}
+	n := 0
+	for id := range on {
+		if !ended[id] {
+			n++
+		}
+	}
+	return float64(n)
+}
+
 // TestCapacityHoldsTheSiteAtCapacity runs the controller on stays drawn
 // from short, long and bimodal distributions, with no session ended and
-// with 40% of them ended by the origin: once the site has filled, the
-// active count stays within ±5% of the capacity, and no 10 s window's mean
-// rises above +5% (nor any single second's count).
+// with 40% of them ended by the origin, on one node and on three that each
+// request reaches at random: once the site has filled, the visitors on it
+// stay within ±5% of the capacity, and no 10 s window's mean rises above
+// +5% (nor any single second's count).
 func TestCapacityHoldsTheSiteAtCapacity(t *testing.T) {
 	const capacity, ceiling = 1000.0, 50.0
 	stays := []struct {
@@ -231,6 +286,12 @@ func TestCapacityHoldsTheSiteAtCapacity(t *testing.T) {
 				t.Run(name, func(t *testing.T) { checkHoldsCapacity(t, sim, seed) })
 			}
 		}
+		for _, ended := range []float64{0, 0.4} {
+			seed++
+			name := fmt.Sprintf("%s, %.0f%% ended, three nodes without affinity, counts 2 s late", st.name, 100*ended)
+			sim := capacitySim{capacity: capacity, ceiling: ceiling, lag: 2, stay: st.stay, ended: ended, nodes: 3}
+			t.Run(name, func(t *testing.T) { checkHoldsCapacity(t, sim, seed) })
+		}
 	}
 }
 
@@ -249,18 +310,19 @@ func checkHoldsCapacity(t *testing.T, sim capacitySim, seed uint64) {
 	if full < 0 || full > int(2*sim.capacity/sim.ceiling) {
 		t.Fatalf("the site filled at second %d, want within %v s (capacity over the ceiling, twice)", full, 2*sim.capacity/sim.ceiling)
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	lo, hi, top := math.Inf(1), math.Inf(-1), 0.0
 	for s := full; s+10 <= len(counts); s++ {
 		mean := 0.0
 		for _, c := range counts[s : s+10] {
 			mean += c / 10
+			top = math.Max(top, c)
 			if c > 1.05*sim.capacity {
 				t.Fatalf("second %d: %v active, above capacity +5%%", s, c)
 			}
 		}
 		lo, hi = math.Min(lo, mean), math.Max(hi, mean)
 	}
-	t.Logf("filled at %d s; 10 s means from %.0f to %.0f (capacity %.0f); %d sessions ended", full, lo, hi, sim.capacity, ended)
+	t.Logf("filled at %d s; 10 s means from %.0f to %.0f, highest second %.0f (capacity %.0f); %d sessions ended", full, lo, hi, top, sim.capacity, ended)
 	if lo < 0.95*sim.capacity || hi > 1.05*sim.capacity {
 		t.Errorf("10 s means from %.0f to %.0f, want within ±5%% of %.0f", lo, hi, sim.capacity)
 	}

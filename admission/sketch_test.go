@@ -95,8 +95,8 @@ func TestActiveSetSketch(t *testing.T) {
 	}
 	a.See("late", t0.Add(50*time.Second))
 	a.End("pass-0", t0.Add(time.Second))
-	if got := a.Sketch(t0.Add(30 * time.Second)).Estimate(); math.Abs(got-1_000) > 3*SketchError*1_000 {
-		t.Errorf("sketch of 1,000 active passes (one ended, one more) estimates %.0f", got)
+	if got := a.Sketch(t0.Add(30 * time.Second)).Estimate(); math.Abs(got-1_001) > 3*SketchError*1_001 {
+		t.Errorf("sketch of 1,001 passes in the window (one of them ended) estimates %.0f", got)
 	}
 	if got := a.Sketch(t0.Add(61 * time.Second)).Estimate(); got < 0.5 || got > 1.5 {
 		t.Errorf("sketch after the window estimates %.1f, want the one pass still in it", got)
@@ -111,8 +111,9 @@ func TestRoomTally(t *testing.T) {
 		nodes    int
 		want     Tally
 	}{
-		{"one node keeps its exact count", Tally{Active: 100, Leaving: 4, Ended: 1}, 103, 1, Tally{Active: 100, Leaving: 4, Ended: 1}},
+		{"one node keeps its exact count", Tally{Active: 100, Leaving: 4, Ended: 1, EndedInWindow: 3}, 103, 1, Tally{Active: 100, Leaving: 4, Ended: 1, EndedInWindow: 3}},
 		{"passes on two nodes each count once", Tally{Active: 200, Leaving: 8, Ended: 2}, 100, 2, Tally{Active: 100, Leaving: 4, Ended: 2}},
+		{"passes ended on one node are out on all", Tally{Active: 210, Leaving: 8, Ended: 2, EndedInWindow: 5}, 105, 2, Tally{Active: 100, Leaving: 8 * 100.0 / 210, Ended: 2, EndedInWindow: 5}},
 		{"never above the sum", Tally{Active: 100, Leaving: 4}, 103, 3, Tally{Active: 100, Leaving: 4}},
 		{"an empty room", Tally{Ended: 1}, 0.4, 3, Tally{Ended: 1}},
 		{"NaN keeps the sum", Tally{Active: 10}, math.NaN(), 2, Tally{Active: 10}},

@@ -634,11 +634,12 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 }
 
 // publishActive publishes this node's count of the visitors on the site,
-// of those leaving within the capacity controller's lookahead and of the
-// sessions ended within it, and its sketch of the passes; it takes the
-// room's: the sums of every node's counts, the active passes counted once
-// however many nodes saw them (admission.RoomTally). A room sized by its
-// rate counts only its own, at no store cost.
+// of those leaving within the capacity controller's lookahead, of the
+// sessions ended within it and within the window, and its sketch of the
+// passes; it takes the room's: the sums of every node's counts, the
+// active passes counted once however many nodes saw them
+// (admission.RoomTally). A room sized by its rate counts only its own, at
+// no store cost.
 func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error {
 	cl := sh.cluster
 	mine := sh.active.Tally(now, admission.CapacityLookahead)
@@ -657,7 +658,12 @@ func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error
 		what string
 		mine float64
 		sum  *float64
-	}{{"active", mine.Active, &sum.Active}, {"leaving", mine.Leaving, &sum.Leaving}, {"ended", mine.Ended, &sum.Ended}} {
+	}{
+		{"active", mine.Active, &sum.Active},
+		{"leaving", mine.Leaving, &sum.Leaving},
+		{"ended", mine.Ended, &sum.Ended},
+		{"ended_window", mine.EndedInWindow, &sum.EndedInWindow},
+	} {
 		key := laneKey(cl.key, "", item.what)
 		if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, item.mine, until); err != nil {
 			return err

@@ -519,7 +519,7 @@ func testSketches(t *testing.T, s roomstate.Store, room string) {
 	if got, err := s.Sketches(c, room, T0); err != nil || len(got) != 0 {
 		t.Fatalf("Sketches of a new room = %q, %v", got, err)
 	}
-	big := bytes.Repeat([]byte{0, 1, 2, 3}, 1100) // an admission.Sketch is about 4 KB
+	big := bytes.Repeat([]byte{0, 1, 2, 3}, 2100) // an admission.Sketch is about 8 KB
 	for node, sk := range map[string][]byte{"a": []byte("a1"), "b": big, "c": []byte("c1")} {
 		u := until
 		if node == "c" {
