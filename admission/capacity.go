@@ -94,8 +94,16 @@ type activeShard struct {
 	// seen is each pass's last presentation; ended the passes the origin
 	// ended, until they would have expired, so a request already under
 	// way does not bring one back.
-	seen  map[string]time.Time
-	ended map[string]time.Time
+	seen  map[string]passEntry
+	ended map[string]passEntry
+}
+
+// passEntry is a pass's last presentation (or its end) and its sketch
+// hash, taken once when the pass is first seen: the tick's sketch then
+// reads no pass id.
+type passEntry struct {
+	at   time.Time
+	hash uint64
 }
 
 // NewActiveSet returns a set counting passes presented within window (at
@@ -104,8 +112,8 @@ func NewActiveSet(window time.Duration) *ActiveSet {
 	a := &ActiveSet{seed: maphash.MakeSeed()}
 	a.SetWindow(window)
 	for i := range a.shards {
-		a.shards[i].seen = map[string]time.Time{}
-		a.shards[i].ended = map[string]time.Time{}
+		a.shards[i].seen = map[string]passEntry{}
+		a.shards[i].ended = map[string]passEntry{}
 	}
 	return a
 }
@@ -134,10 +142,15 @@ func (a *ActiveSet) See(id string, now time.Time) {
 	if _, ok := s.ended[id]; ok {
 		return
 	}
-	if last, ok := s.seen[id]; ok && last.After(now) {
+	e, ok := s.seen[id]
+	switch {
+	case !ok:
+		e.hash = sketchHash(id)
+	case e.at.After(now):
 		return // an older request finishing late
 	}
-	s.seen[id] = now
+	e.at = now
+	s.seen[id] = e
 }
 
 // End stops counting pass id at once: its visitor left (the origin ended
@@ -145,10 +158,13 @@ func (a *ActiveSet) See(id string, now time.Time) {
 func (a *ActiveSet) End(id string, now time.Time) bool {
 	s := a.shard(id)
 	s.mu.Lock()
-	_, ok := s.seen[id]
+	e, ok := s.seen[id]
 	delete(s.seen, id)
-	if _, again := s.ended[id]; !again {
-		s.ended[id] = now // a second end is the same departure
+	if _, again := s.ended[id]; !again { // a second end is the same departure
+		if !ok {
+			e.hash = sketchHash(id)
+		}
+		s.ended[id] = passEntry{at: now, hash: e.hash}
 	}
 	s.mu.Unlock()
 	return ok
@@ -180,20 +196,20 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 	for i := range a.shards {
 		s := &a.shards[i]
 		s.mu.Lock()
-		for id, last := range s.seen {
+		for id, e := range s.seen {
 			switch {
-			case !last.After(cut):
+			case !e.at.After(cut):
 				delete(s.seen, id)
-			case !last.After(soon):
+			case !e.at.After(soon):
 				t.Leaving++
 			}
 		}
-		for id, at := range s.ended {
+		for id, e := range s.ended {
 			switch {
-			case !at.After(cut):
+			case !e.at.After(cut):
 				delete(s.ended, id)
 				continue
-			case at.After(recent) && !at.After(now):
+			case e.at.After(recent) && !e.at.After(now):
 				t.Ended++
 			}
 			t.EndedInWindow++
@@ -214,14 +230,14 @@ func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 	for i := range a.shards {
 		s := &a.shards[i]
 		s.mu.Lock()
-		for id, last := range s.seen {
-			if last.After(cut) {
-				sk.Add(id)
+		for _, e := range s.seen {
+			if e.at.After(cut) {
+				sk.addHash(e.hash)
 			}
 		}
-		for id, at := range s.ended {
-			if at.After(cut) {
-				sk.Add(id)
+		for _, e := range s.ended {
+			if e.at.After(cut) {
+				sk.addHash(e.hash)
 			}
 		}
 		s.mu.Unlock()

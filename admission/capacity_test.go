@@ -191,6 +191,10 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 	for i := range sets {
 		sets[i] = NewActiveSet(3 * time.Minute)
 	}
+	truth := sets[0] // every presentation and end: the true count
+	if len(sets) > 1 {
+		truth = NewActiveSet(3 * time.Minute)
+	}
 	ctl := CapacityController{Capacity: c.capacity, Ceiling: c.ceiling}
 	var pending visits
 	var tallies []Tally
@@ -210,8 +214,10 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 			v := heap.Pop(&pending).(visit)
 			node := sets[rng.IntN(len(sets))]
 			node.See(v.id, v.at)
+			truth.See(v.id, v.at)
 			if v.last {
 				node.End(v.id, v.at)
+				truth.End(v.id, v.at)
 				ended++
 				continue
 			}
@@ -225,39 +231,10 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 			}
 		}
 		tally := c.tally(sets, end)
-		counts, tallies = append(counts, trueActive(sets, end)), append(tallies, tally)
+		counts, tallies = append(counts, truth.Count(end)), append(tallies, tally)
 		rate = ctl.Rate(tallies[max(0, len(tallies)-1-c.lag)])
 	}
 	return counts, ended
-}
-
-// trueActive is the number of distinct passes presented within the window
-// at any node and ended at none: the visitors on the site.
-func trueActive(sets []*ActiveSet, now time.Time) float64 {
-	on, ended := map[string]bool{}, map[string]bool{}
-	for _, a := range sets {
-		cut := now.Add(-a.Window())
-		for i := range a.shards {
-			s := &a.shards[i]
-			s.mu.Lock()
-			for id, last := range s.seen {
-				if last.After(cut) {
-					on[id] = true
-				}
-			}
-			for id := range s.ended {
-				ended[id] = true
-			}
-			s.mu.Unlock()
-		}
-	}
-	n := 0
-	for id := range on {
-		if !ended[id] {
-			n++
-		}
-	}
-	return float64(n)
 }
 
 // TestCapacityHoldsTheSiteAtCapacity runs the controller on stays drawn

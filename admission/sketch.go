@@ -41,8 +41,10 @@ type Sketch struct {
 }
 
 // Add adds pass id.
-func (s *Sketch) Add(id string) {
-	h := sketchHash(id)
+func (s *Sketch) Add(id string) { s.addHash(sketchHash(id)) }
+
+// addHash adds the id whose sketchHash is h.
+func (s *Sketch) addHash(h uint64) {
 	i := h >> (64 - SketchPrecision)
 	rank := uint8(min(bits.LeadingZeros64(h<<SketchPrecision), 64-SketchPrecision) + 1)
 	s.reg[i] = max(s.reg[i], rank)
