@@ -236,17 +236,20 @@ type Room struct {
 	lastTick   time.Time // the lottery clock's last tick
 }
 
-// Quota caps admissions across every node that shares a room (see
-// roomstate.Budget): the room's bucket orders this node's eligible places,
-// the quota bounds what all nodes admit together. A slot takes its
-// admission from the quota when it is given, so a slot once given is kept:
-// no later slot, at any node, can take its admission.
+// Quota is a room's admissions across every node that shares it (see
+// roomstate.Budget): when the room has one, it gives every slot, in the
+// order places are found eligible at any node, at the room's rate; a
+// node's bucket gives slots only while the quota cannot (a store outage
+// under on_unavailable local). A slot takes its admission from the quota
+// when it is given, so a slot once given is kept: no later slot, at any
+// node, can take its admission.
 type Quota interface {
 	// Reserve takes one admission for a slot at or after at (never before
 	// now): the slot is at, or the start of the first later budget window
-	// with an admission left. An error means the budget could not be
-	// reached: nothing was taken.
-	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, err error)
+	// with an admission left. shared is false, with nothing taken, when
+	// the room is to use its own bucket instead. An error means the
+	// budget could not be reached: nothing was taken.
+	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, shared bool, err error)
 	// Refund gives back the admission of a slot that will not be used.
 	Refund(slot time.Time)
 }

@@ -15,12 +15,12 @@ type budgetUntil struct {
 	took, refunds int
 }
 
-func (b *budgetUntil) Reserve(_ context.Context, at, now time.Time) (time.Time, error) {
+func (b *budgetUntil) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
 	if b.err != nil {
-		return time.Time{}, b.err
+		return time.Time{}, false, b.err
 	}
 	b.took++
-	return later(later(at, now), b.open), nil
+	return later(later(at, now), b.open), true, nil
 }
 
 func (b *budgetUntil) Refund(time.Time) { b.refunds++ }

@@ -9,12 +9,8 @@ import (
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
-// reserve takes the eligible place's admission from the bucket and records
-// it in the ledger: admitted now, or holding the slot the bucket gave. found
-// is the checkpoint at which the place was found eligible: a place that
-// presented late for it takes the slot it would have had then (it loses its
-// lateness, not the slots given meanwhile; Room.reserveAdmission). Such a
-// slot comes before the bucket's own next one, so when it is due the place
+// reserve gives the eligible place its slot (Gate.slot) and records it in
+// the ledger: admitted now, or holding the slot. When it is due the place
 // passes the pacer like every slot holder: a crowd presenting late at once
 // is spaced at the rate, not admitted beside the bucket.
 func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, found, now time.Time) Decision {
@@ -22,20 +18,14 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	missed, backdated := room.reserveAdmission(found, now)
-	slot, err := g.charge(ctx, room, later(missed, now), now)
+	slot, missed, backdated, undo, err := g.slot(ctx, room, found, now)
 	if err != nil {
-		room.refundAdmission(now)
 		return g.unavailable(err, claims)
 	}
 	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
 	due := later(slot, now)
-	undo := func() {
-		room.refundAdmission(now)
-		refundQuota(room, slot)
-	}
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
 		undo()
@@ -104,23 +94,47 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 // it is asked to come back: its place is kept.
 var errPlaceReleased = errors.New("place released while it was being used")
 
-// charge takes the admission of a slot at or after at from the room's
-// shared budget, if it has one: the slot it returns is at, or the start of
-// the first later budget window with an admission left.
-func (g *Gate) charge(ctx context.Context, room *Room, at, now time.Time) (time.Time, error) {
-	q := room.sharedQuota()
-	if q == nil {
-		return at, nil
+// slot gives a place found eligible at found its admission's slot, and
+// how to give it back. With a shared quota (every room on a state store)
+// the slot is the quota's: its first budget window with an admission left
+// from now, so slots go in the order places are found eligible at every
+// node, at the room's rate. Without one, or while it cannot be reached
+// under on_unavailable local, the slot is this node's bucket's: a place
+// that presented late for found takes the slot it would have had then (it
+// loses its lateness, not the slots given meanwhile; Room.reserveAdmission),
+// missed, which comes before the bucket's own next one.
+func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
+	if q := room.sharedQuota(); q != nil {
+		slot, shared, err := q.Reserve(ctx, now, now)
+		if err != nil {
+			return time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
+		}
+		if shared {
+			return slot, slot, false, func() { q.Refund(slot) }, nil
+		}
 	}
-	slot, err := q.Reserve(ctx, at, now)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("taking admission budget: %w", err)
-	}
-	return slot, nil
+	missed, backdated = room.reserveAdmission(found, now)
+	return later(missed, now), missed, backdated, func() { room.refundAdmission(now) }, nil
 }
 
-func refundQuota(room *Room, slot time.Time) {
+// holdAgain moves the admission of a place the hook refused to a slot at
+// or after next. With a shared quota the admission used now goes back and
+// the slot takes one of its own window; with the node's bucket the place
+// keeps the admission it has. undo gives the slot's admission back when
+// the place is not held there after all.
+func (g *Gate) holdAgain(ctx context.Context, room *Room, next, now time.Time) (slot time.Time, undo func(), err error) {
+	giveBack := func() { room.refundAdmission(now) }
 	if q := room.sharedQuota(); q != nil {
-		q.Refund(slot)
+		giveBack = func() { q.Refund(now) }
+		slot, shared, err := q.Reserve(ctx, next, now)
+		switch {
+		case err != nil:
+			giveBack()
+			return time.Time{}, nil, fmt.Errorf("taking admission budget: %w", err)
+		case shared:
+			giveBack()
+			return slot, func() { q.Refund(slot) }, nil
+		}
 	}
+	return next, giveBack, nil
 }

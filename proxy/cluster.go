@@ -166,9 +166,6 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 	})
 	cl.store.SetCallTimeout(time.Duration(set.CallTimeout))
 	cl.sweeper, _ = store.(sweeper)
-	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
-		return nil, err
-	}
 	shared := roomstate.NewLedger(cl.store, s.Room, clock)
 	sh.Ledger = shared
 	if set.OnUnavailable == OnUnavailableLocal {
@@ -199,7 +196,20 @@ const (
 // fifo room the shared rank counter.
 func (sh *Shared) attachLane(l *lane) error {
 	cl := sh.cluster
-	l.room.SetQuota(cl.quota)
+	if l.quota == nil {
+		// The default lane's budget is the room's own key.
+		key := cl.key
+		if l.name != "" {
+			key = laneKey(cl.key, l.name, "budget")
+		}
+		v := l.room.View(sh.now())
+		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, v.Rate, l.room.Burst(), cl.set.OnUnavailable == OnUnavailableLocal)
+		if err != nil {
+			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+		l.quota = q
+	}
+	l.room.SetQuota(l.quota)
 	if sh.Room.View(sh.now()).Order != admission.OrderFIFO {
 		return nil
 	}
@@ -850,7 +860,9 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 		select {
 		case <-ctx.Done():
 			ret, cancel := context.WithTimeout(context.Background(), time.Duration(cl.set.CallTimeout))
-			_ = cl.quota.Return(ret)
+			for _, l := range sh.lanes() {
+				_ = l.quota.Return(ret)
+			}
 			cancel()
 			return
 		case <-poll.C:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
 // lane is one lane of a room: the default lane (name "") or a priority
@@ -15,9 +16,12 @@ import (
 // population, so the protocol runs unchanged and fairly inside each lane;
 // only the rate is split (docs/FAIRNESS.md, "Lanes").
 type lane struct {
-	name     string
-	share    float64
-	room     *admission.Room
+	name  string
+	share float64
+	room  *admission.Room
+	// quota is the lane's shared budget on a state store: it gives the
+	// lane's slots at every node (nil without a store).
+	quota    *roomstate.Quota
 	admitted atomic.Int64
 }
 
@@ -42,7 +46,7 @@ func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
 	out := make([]*lane, len(names))
 	for i, name := range names {
 		if j := slices.IndexFunc(prev, func(l *lane) bool { return l.name == name }); j >= 0 {
-			out[i] = &lane{name: name, share: shares[i], room: prev[j].room}
+			out[i] = &lane{name: name, share: shares[i], room: prev[j].room, quota: prev[j].quota}
 			out[i].admitted.Store(prev[j].admitted.Load())
 			continue
 		}
@@ -107,18 +111,19 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 		shares[i], active[i] = l.share, l.room.Active(now)
 	}
 	total, totalBurst := sh.rateInForce()
-	if sh.cluster != nil {
-		// The shared budget caps the room as a whole, every lane together.
-		if err := sh.cluster.quota.SetRate(total, totalBurst); err != nil {
-			return err
-		}
-	}
 	rates := admission.LaneRates(total, shares, active)
 	for i, l := range lanes {
+		burst := math.Max(1, totalBurst*rates[i]/total)
+		if l.quota != nil {
+			// Each lane's shared budget gives its slots at the lane's
+			// rate across every node.
+			if err := l.quota.SetRate(rates[i], burst); err != nil {
+				return fmt.Errorf("lane %q: %w", l.name, err)
+			}
+		}
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue
 		}
-		burst := math.Max(1, totalBurst*rates[i]/total)
 		if err := l.room.SetRate(rates[i], burst, now); err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
 		}
