@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/fairgate/fairgate/room"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -18,7 +19,7 @@ import (
 // The lane's rules (shares, names, claims) are checked with the rest of the
 // config when it is provisioned.
 func unmarshalLane(d *caddyfile.Dispenser, c *proxy.Config) error {
-	var l proxy.Lane
+	var l room.Lane
 	if !d.Args(&l.Name) {
 		return d.ArgErr()
 	}

@@ -3,19 +3,18 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
-
-	"github.com/fairgate/fairgate/proxy"
 )
 
 // storeStatus is what these tests read of a room's admin API figures.
 type storeStatus struct {
-	State      string               `json:"state"`
-	ClockState json.RawMessage      `json:"clock_state"`
-	Cluster    *proxy.ClusterStatus `json:"cluster"`
+	State      string              `json:"state"`
+	ClockState json.RawMessage     `json:"clock_state"`
+	Cluster    *room.ClusterStatus `json:"cluster"`
 }
 
 // readStoreStatus reads a room's figures (at its admin API url) when

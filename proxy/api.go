@@ -282,7 +282,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 	expires := d.PassClaims.Expiry()
 	// An admission is the pass's first presentation: the visitor counts
 	// as on the site before their first request reaches it.
-	g.shared.active.See(d.PassClaims.ID, now)
+	g.shared.See(d.PassClaims.ID, now)
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
 	writeJSON(w, http.StatusOK, admitResponse{Admitted: true, Redirect: safeReturn(ret), Pass: pass, Session: session, Expires: expires.Unix()})
@@ -293,7 +293,7 @@ func (g *Gateway) countAdmission(r *http.Request, d admission.Decision, now time
 	g.metrics.answered(endpointAdmit, "admit", "admitted")
 	g.metrics.admissions.Inc()
 	g.metrics.laneAdmissions.WithLabelValues(laneLabel(d.Claims.Lane)).Inc()
-	g.shared.countAdmitted(d.Claims.Lane)
+	g.shared.CountAdmitted(d.Claims.Lane)
 	if d.Claims != nil {
 		waited := max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)))
 		g.metrics.waited.Observe(waited.Seconds())
@@ -338,12 +338,12 @@ type statusJSON struct {
 }
 
 // serveStatus is the public room status, the same for everyone, cacheable
-// for a second. Its figures are the admin API's (Shared.Status): the rate
+// for a second. Its figures are the admin API's (room.Shared.Status): the rate
 // is the whole room's, not its default lane's share of it.
 func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
 	view := g.shared.Room.View(now)
-	rate, _ := g.shared.totalRate()
+	rate, _ := g.shared.TotalRate()
 	st := statusJSON{Room: view.Name, State: string(view.State), Rate: rate, Waiting: math.Round(g.shared.Room.Population(now))}
 	if view.State == admission.StateClosed {
 		st.Reason = g.shared.ClosedReason()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +17,11 @@ import (
 // BenchmarkPassedRequest is the gateway's own cost on the admitted path: a
 // request with a valid (cached) pass, forwarded to a handler that does nothing.
 func BenchmarkPassedRequest(b *testing.B) {
-	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
-		Cache: &Cache{Paths: []string{"/api/sections/*"}}})
+	gw, clock := benchGateway(b, Config{
+		Config: room.Config{Room: "sale", Keys: testKeys},
+		Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
+		Cache:  &Cache{Paths: []string{"/api/sections/*"}},
+	})
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clock.Now())
 	tk, _ := gw.gate.Issue(room, admission.Visitor{}, clock.Now())
 	d := gw.gate.Decide(context.Background(), room, admission.Attempt{Token: tk.Token, Nonce: "0", Now: clock.Now()})
@@ -69,7 +73,7 @@ func benchGateway(b *testing.B, cfg Config) (*Gateway, *fakeClock) {
 // its solved challenge.
 func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 	b.Helper()
-	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true})
+	gw, clock := benchGateway(b, Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}})
 	var (
 		tk  admission.WaitToken
 		err error
@@ -174,7 +178,7 @@ func BenchmarkTokenRefresh(b *testing.B) {
 // BenchmarkWaitingPage is a visitor without a pass getting the waiting
 // page, as it is sent plain and gzipped (the return path spliced in).
 func BenchmarkWaitingPage(b *testing.B) {
-	gw, _ := benchGateway(b, Config{Room: "sale", State: "queue", Keys: testKeys})
+	gw, _ := benchGateway(b, Config{Config: room.Config{Room: "sale", State: "queue", Keys: testKeys}})
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.Fatal("the origin was reached") })
 	for _, ae := range []string{"", "gzip, deflate, br, zstd"} {
 		name := "plain"

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,15 +28,15 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 		}
 		o.ServeHTTP(w, r)
 	})
-	e := newEnv(t, Config{Capacity: capacity, Rate: ceiling, ActiveWindow: Duration(window)}, site)
+	e := newEnv(t, Config{Config: room.Config{Capacity: capacity, Rate: ceiling, ActiveWindow: Duration(window)}}, site)
 	sh := e.gw.Room()
 	settle := admission.DefaultCapacitySettle.Seconds()
-	tick := func() CapacityStatus {
+	tick := func() room.CapacityStatus {
 		t.Helper()
 		sh.Tick(e.clock.Now())
 		return sh.Status(e.clock.Now()).Site
 	}
-	wantRate := func(st CapacityStatus, active, rate float64) {
+	wantRate := func(st room.CapacityStatus, active, rate float64) {
 		t.Helper()
 		if st.Active != active || !near(st.Rate, rate) {
 			t.Fatalf("active %v at rate %v, want %v at %v (%+v)", st.Active, st.Rate, active, rate, st)
@@ -116,7 +117,7 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 // the rate then the ceiling or the room's rate again; a negative one is
 // refused and changes nothing.
 func TestCapacityChangeThroughTheAdminAPI(t *testing.T) {
-	e := newEnv(t, Config{Rate: 4}, nil)
+	e := newEnv(t, Config{Config: room.Config{Rate: 4}}, nil)
 	sh := e.gw.Room()
 	now := e.clock.Now()
 	for _, tc := range []struct {
@@ -128,7 +129,7 @@ func TestCapacityChangeThroughTheAdminAPI(t *testing.T) {
 		{capacity: -1, wantErr: true, rate: 2},
 		{capacity: 0, rate: 4},
 	} {
-		err := sh.Apply(RoomChange{Capacity: &tc.capacity}, now)
+		err := sh.Apply(room.RoomChange{Capacity: &tc.capacity}, now)
 		if (err != nil) != tc.wantErr {
 			t.Fatalf("capacity %v: %v, want error %v", tc.capacity, err, tc.wantErr)
 		}
@@ -174,7 +175,7 @@ func gather(t *testing.T, e *env) map[string]float64 {
 func TestClusterCapacityCountsEveryNode(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	nodes := newNodes(t, Config{Room: "cap", Capacity: 10, Rate: 5}, store, clock, 2)
+	nodes := newNodes(t, Config{Config: room.Config{Room: "cap", Capacity: 10, Rate: 5}}, store, clock, 2)
 	settle := admission.DefaultCapacitySettle.Seconds()
 	seen := []int{4, 3}
 	tickAll := func() {
@@ -183,9 +184,9 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		now := clock.Now()
 		for i, n := range nodes {
 			for p := range seen[i] {
-				n.sh.active.See(fmt.Sprintf("node%d-pass%d", i, p), now)
+				n.sh.See(fmt.Sprintf("node%d-pass%d", i, p), now)
 			}
-			if err := n.sh.clusterTick(t.Context(), now); err != nil {
+			if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -200,7 +201,7 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		}
 	}
 	capacity := 27.0
-	if err := nodes[1].sh.Apply(RoomChange{Capacity: &capacity}, clock.Now()); err != nil {
+	if err := nodes[1].sh.Apply(room.RoomChange{Capacity: &capacity}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tickAll()
@@ -236,7 +237,7 @@ func TestEndSessionHeader(t *testing.T) {
 		{"an ordinary answer", func(w http.ResponseWriter) { _, _ = w.Write([]byte("ok")) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, Config{Capacity: 10}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { tc.origin(w) }))
+			e := newEnv(t, Config{Config: room.Config{Capacity: 10}}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { tc.origin(w) }))
 			e.admitted()
 			resp, _ := e.do("GET", "/logout", "")
 			for name := range resp.Header {
@@ -251,7 +252,7 @@ func TestEndSessionHeader(t *testing.T) {
 			if tc.ends {
 				want = 0
 			}
-			if got := e.gw.Room().active.Count(e.clock.Now()); got != want {
+			if got := e.gw.Room().OnSite(e.clock.Now()); got != want {
 				t.Errorf("active passes %v, want %v", got, want)
 			}
 		})
@@ -269,8 +270,8 @@ func TestPassRenewedWhileActive(t *testing.T) {
 		cfg   Config
 		renew bool
 	}{
-		{"capacity", Config{Capacity: 10, SessionLength: Duration(session)}, true},
-		{"rate", Config{Rate: 10, SessionLength: Duration(session)}, false},
+		{"capacity", Config{Config: room.Config{Capacity: 10, SessionLength: Duration(session)}}, true},
+		{"rate", Config{Config: room.Config{Rate: 10, SessionLength: Duration(session)}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.cfg, nil)
@@ -312,7 +313,7 @@ func TestPassRenewedWhileActive(t *testing.T) {
 			if resp, body := e.do("GET", "/shop", ""); resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "origin:") {
 				t.Fatalf("after the first pass's expiry: %d %s", resp.StatusCode, body)
 			}
-			if got := e.gw.Room().active.Count(e.clock.Now()); got != 1 {
+			if got := e.gw.Room().OnSite(e.clock.Now()); got != 1 {
 				t.Errorf("active passes %v, want 1: the renewed pass is the same visitor", got)
 			}
 			if got := testutil.ToFloat64(e.gw.metrics.passesRenewed); got != 1 {

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -19,7 +20,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	cfg := proxy.Config{Room: "sale", Keys: keys}
+	cfg := proxy.Config{Config: room.Config{Room: "sale", Keys: keys}}
 	shared, err := proxy.NewShared(cfg, time.Now) // the room's state, kept across config reloads
 	if err != nil {
 		panic(err)
@@ -45,7 +46,7 @@ func Example() {
 	serve("GET", "/tickets")
 	serve("POST", "/_fairgate/token")
 	open := "open"
-	if err := shared.Apply(proxy.RoomChange{State: &open}, time.Now()); err != nil {
+	if err := shared.Apply(room.RoomChange{State: &open}, time.Now()); err != nil {
 		panic(err)
 	}
 	serve("GET", "/tickets")

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,7 +14,7 @@ import (
 // or a 500.
 func FuzzAdmitBody(f *testing.F) {
 	clock := newFakeClock()
-	cfg := Config{Room: "sale", Keys: testKeys, Difficulty: intp(0)}
+	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Difficulty: intp(0)}}
 	shared, err := NewShared(cfg, clock.Now)
 	if err != nil {
 		f.Fatal(err)

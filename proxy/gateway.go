@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // PassHeader carries the verified pass to the upstream. Client-sent
@@ -70,7 +71,7 @@ type Options struct {
 // Gateway is one waiting room in front of one site.
 type Gateway struct {
 	cfg      settings
-	shared   *Shared
+	shared   *room.Shared
 	gate     *admission.Gate
 	log      *zap.Logger
 	now      func() time.Time
@@ -114,17 +115,14 @@ const NoKeysWarning = "NO KEYS CONFIGURED: generated keys for this process only;
 // New builds a gateway over shared state (see NewShared). It changes
 // nothing in the shared state: ApplyConfig does, once the caller knows the
 // gateway will serve.
-func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
+func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	s, err := cfg.settle()
 	if err != nil {
 		return nil, err
 	}
-	if shared.Room.Name() != s.Room {
-		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
-	}
-	if had := shared.Room.View(time.Time{}).Order; had != s.order {
+	if err := shared.Fits(s.room); err != nil {
 		// Refused before anything runs: Caddy rejects the reload.
-		return nil, checkOrderKept(appliedOf(s), applied{order: had})
+		return nil, err
 	}
 	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnDisposition, opts: opts}
 	if g.notify == nil {
@@ -136,7 +134,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	ring, generated, err := shared.keys(s.Keys)
+	ring, generated, err := shared.Keys(s.Keys)
 	if err != nil {
 		return nil, fmt.Errorf("loading keys: %w", err)
 	}
@@ -155,7 +153,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		// out: another tab must not hold that pass meanwhile.
 		gateOpts = append(gateOpts, admission.WithoutTabPasses())
 	}
-	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger, gateOpts...)
+	g.gate = admission.NewGate(ring, s.room.Policy(), shared.Ledger, gateOpts...)
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
 	}
@@ -174,7 +172,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		g.cidrs = append(g.cidrs, p)
 	}
 	if s.Identity != nil {
-		if g.identity, err = newIdentityVerifier(*s.Identity, s.lanes); err != nil {
+		if g.identity, err = newIdentityVerifier(*s.Identity, s.room.LaneOf); err != nil {
 			return nil, fmt.Errorf("identity: %w", err)
 		}
 	}
@@ -215,7 +213,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 // must leave the room as it was.
 // On a state store that cannot take the change now, the error is an
 // *UnavailableError and the room's loop applies the config once it can.
-func (g *Gateway) ApplyConfig() error { return g.shared.applyConfig(g.cfg, g.now()) }
+func (g *Gateway) ApplyConfig() error { return g.shared.ApplyConfig(g.cfg.room, g.now()) }
 
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {
@@ -230,7 +228,7 @@ func (g *Gateway) Close() {
 }
 
 // Room is the room's shared state.
-func (g *Gateway) Room() *Shared { return g.shared }
+func (g *Gateway) Room() *room.Shared { return g.shared }
 
 // Handle serves r: the gateway's own endpoints, or the protected site
 // through next when the visitor may pass (Options.OnDisposition learns
@@ -264,7 +262,7 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 	if pass, claims, ok := g.validPass(r, now); ok {
 		g.notify(r, DispositionPassed)
 		id := claims.ID
-		g.shared.active.See(id, now)
+		g.shared.See(id, now)
 		pass = g.renewPass(w, r, pass, claims, now)
 		r.Header.Set(PassHeader, pass)
 		es := &endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}
@@ -386,7 +384,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claim
 // rate room's session_length is its sizing, and a pass that cannot be
 // signed now stays valid as it is).
 func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string, claims *admission.PassClaims, now time.Time) string {
-	if !g.shared.sizedByCapacity() {
+	if !g.shared.SizedByCapacity() {
 		return token
 	}
 	renewed, ok := admission.RenewPass(*claims, now, time.Duration(g.cfg.SessionLength))
@@ -411,7 +409,7 @@ func (g *Gateway) endSession(h http.Header, r *http.Request, id string) {
 		return
 	}
 	stripOwnHeaders(h)
-	g.shared.active.End(id, g.now())
+	g.shared.End(id, g.now())
 	g.metrics.sessionsEnded.Inc()
 	clearCookie(h, r, g.cookies.pass, g.cfg.trusted)
 }
@@ -510,7 +508,7 @@ func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, *a
 		switch {
 		case err == nil:
 			v.Subject = login.subject
-			room = g.shared.laneRoom(login.lane)
+			room = g.shared.LaneRoom(login.lane)
 		case errors.Is(err, errNoIdentity) && !g.cfg.Identity.Required:
 		default:
 			return v, room, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -252,7 +253,7 @@ func (e *env) admitted(header ...string) admitResponse {
 
 func (e *env) setState(state string) {
 	e.t.Helper()
-	if err := e.gw.Room().Apply(RoomChange{State: &state}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &state}, e.clock.Now()); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -29,8 +30,8 @@ func TestOneLoginHoldsOnePlace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A slow room: each tab's own place would wait for a slot of its own.
-			e := newEnv(t, Config{Room: "sale", State: "queue", QueueOrder: tt.order, Rate: 1, Burst: 1,
-				Lanes: []Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}},
+			e := newEnv(t, Config{
+				Config: room.Config{Room: "sale", State: "queue", QueueOrder: tt.order, Rate: 1, Burst: 1, Lanes: []room.Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}}},
 				Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
 					Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
 			}, nil)
@@ -110,8 +111,9 @@ func TestOneLoginHoldsOnePassWhileTheHookDecides(t *testing.T) {
 		fmt.Fprint(w, `{"session":"s"}`)
 	}))
 	t.Cleanup(hook.Close)
-	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 5, Burst: 5,
-		Hook: &Hook{URL: hook.URL, Timeout: Duration(10 * time.Second)},
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "open", Rate: 5, Burst: 5},
+		Hook:   &Hook{URL: hook.URL, Timeout: Duration(10 * time.Second)},
 		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
 	}, nil)

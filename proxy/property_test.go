@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -193,10 +194,11 @@ type clockReading struct {
 // propertyStart after the clock's start, admitting propertyRate a second
 // with a burst of one, logins required.
 func propertyRoom(t *testing.T, order string) *env {
-	cfg := Config{Room: "sale", State: "scheduled", QueueOrder: order, Rate: propertyRate, Burst: 1,
-		SaleStart: newFakeClock().Now().Add(propertyStart).Format(time.RFC3339),
+	cfg := Config{
+		Config: room.Config{Room: "sale", State: "scheduled", QueueOrder: order, Rate: propertyRate, Burst: 1, SaleStart: newFakeClock().Now().Add(propertyStart).Format(time.RFC3339)},
 		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
-			Key: base64.StdEncoding.EncodeToString(laneLoginSecret), Required: true}}
+			Key: base64.StdEncoding.EncodeToString(laneLoginSecret), Required: true},
+	}
 	switch order {
 	case "lottery":
 		// A clock independent of who presents: a place's eligibility is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
@@ -64,7 +65,7 @@ func TestLostAnswerWithSeatServiceHook(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			var e *env // the seat service runs on the gateway's clock
 			hook, store := seatService(t, "sale", func() time.Time { return e.clock.Now() })
-			e = newEnv(t, Config{Room: "sale", State: "open", Hook: &Hook{URL: hook, OnFailure: policy}}, nil)
+			e = newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}, Hook: &Hook{URL: hook, OnFailure: policy}}, nil)
 			tb := e.newTab()
 			tk := tb.token()
 			body := fmt.Sprintf(`{"nonce":%q,"token":%q}`, solveFor(t, tk), tk.Token)

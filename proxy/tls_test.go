@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/fairgate/fairgate/room"
 	"math/big"
 	"net"
 	"net/http"
@@ -61,7 +62,7 @@ func TestServerTLS(t *testing.T) {
 	defer origin.Close()
 	certFile, keyFile, pool := selfSigned(t)
 	u, _ := url.Parse(origin.URL)
-	pub, _, stop := serveConfig(t, ServerConfig{Upstream: u, Gateway: Config{Room: "sale", Keys: testKeys}, AdminToken: "tok", TLSCert: certFile, TLSKey: keyFile})
+	pub, _, stop := serveConfig(t, ServerConfig{Upstream: u, Gateway: Config{Config: room.Config{Room: "sale", Keys: testKeys}}, AdminToken: "tok", TLSCert: certFile, TLSKey: keyFile})
 	defer stop()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	resp, err := client.Post("https://"+pub+"/_fairgate/token", "application/json", nil)

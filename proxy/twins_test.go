@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"testing"
 	"time"
@@ -69,9 +70,11 @@ func TestNoStrategyBeatsItsTwin(t *testing.T) {
 func twinWorld(t *testing.T, order string, strategy twinStrategy) time.Duration {
 	t.Helper()
 	secret := []byte("site-login-secret-0123456789abcdef")
-	cfg := Config{Room: "sale", State: "queue", QueueOrder: order,
-		Rate: 2, Burst: 1, Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
-			Key: base64.StdEncoding.EncodeToString(secret), Required: true}}
+	cfg := Config{
+		Config: room.Config{Room: "sale", State: "queue", QueueOrder: order, Rate: 2, Burst: 1},
+		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
+			Key: base64.StdEncoding.EncodeToString(secret), Required: true},
+	}
 	if order == "fifo" {
 		cfg.LuckWindow = Duration(time.Second)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"io"
 	"math"
 	"slices"
@@ -13,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/fairgate/fairgate/proxy"
 )
 
 // Report is what a simulation shows, from a baseline run (everyone honest)
@@ -673,7 +672,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	if c.FixedTau > 0 {
 		clock = fmt.Sprintf("fixed tau %v", c.FixedTau)
 	}
-	order := cmp.Or(c.QueueOrder, string(proxy.DefaultQueueOrder))
+	order := cmp.Or(c.QueueOrder, string(room.DefaultQueueOrder))
 	if order == "fifo" {
 		order += fmt.Sprintf(" (luck window %v)", c.Luck())
 	}

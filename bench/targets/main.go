@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -290,7 +291,7 @@ func lookupMap(m map[string]any, path ...string) (map[string]any, bool) {
 // tokens issues n waiting tokens through the gateway's token endpoint and
 // reports the resident set size before and after: nothing is kept per visitor.
 func tokens(n int) error {
-	cfg := proxy.Config{Room: "mem"}
+	cfg := proxy.Config{Config: room.Config{Room: "mem"}}
 	shared, err := proxy.NewShared(cfg, time.Now)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	waitroom "github.com/fairgate/fairgate/room"
 	"net"
 	"net/http"
 	"os"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
-	"github.com/fairgate/fairgate/proxy"
 )
 
 const (
@@ -238,7 +238,7 @@ func joined(ctx context.Context, client *http.Client, admin string) bool {
 	}
 	defer resp.Body.Close()
 	var st struct {
-		Cluster *proxy.ClusterStatus `json:"cluster"`
+		Cluster *waitroom.ClusterStatus `json:"cluster"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return false
