@@ -98,17 +98,17 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		g.writeClosedJSON(w, r)
 		return
 	}
-	who, room, err := g.visitor(r, now)
+	who, lane, err := g.visitor(r, now)
 	if err != nil {
 		g.metrics.answered(endpointToken, "invalid", "login")
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	view = room.View(now)
+	view = g.door.View(lane, now)
 	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
 		// A valid token is returned unchanged, joined or not: it was
 		// placed on the room's clock by a node that had joined.
-		tk, err := g.gate.Resume(room, v, who, now)
+		tk, err := g.door.Resume(lane, v, who, now)
 		if err == nil {
 			g.metrics.answered(endpointToken, "issued", "kept")
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
@@ -121,7 +121,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		g.metrics.answered(endpointToken, "unavailable", "starting")
 		return
 	}
-	tk, err := g.gate.IssueContext(r.Context(), room, who, now)
+	tk, err := g.door.Issue(r.Context(), lane, who, now)
 	if err != nil {
 		g.metrics.answered(endpointToken, "error", "internal")
 		g.log.Error("issuing token", zap.Error(err))
@@ -171,17 +171,17 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every decision, the busy one included, is the gate's: the gateway only
 	// carries it to HTTP.
-	who, room, err := g.visitor(r, now)
+	who, lane, err := g.visitor(r, now)
 	if err != nil {
 		g.metrics.answered(endpointAdmit, "invalid", "login")
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	view := room.View(now)
-	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
+	view := g.door.View(lane, now)
+	d := g.door.Decide(r.Context(), lane, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
 	switch d.Outcome {
 	case admission.OutcomeAdmit: // counted by admit: the hook may still refuse
-		g.admit(w, r, room, d, req.Return, now)
+		g.admit(w, r, lane, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
 		g.metrics.answered(endpointAdmit, d.Outcome.String(), d.Outcome.String())
 		g.writeWaitToken(w, r, http.StatusTooManyRequests, d.Next, view, now, d.Outcome.String())
@@ -227,7 +227,7 @@ func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitReques
 }
 
 // admit completes an admission: the hook, then the pass cookie.
-func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.Room, d admission.Decision, ret string, now time.Time) {
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, lane string, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
 	if g.hook != nil {
 		res := g.hook.call(r.Context(), g.hookURL(r), g.cfg.Room, d.Pass, d.PassClaims)
@@ -249,7 +249,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 				g.refuseAgain(w, res.err)
 				return
 			}
-			back := g.gate.Requeue(r.Context(), room, d.Claims, now)
+			back := g.door.Requeue(r.Context(), lane, d.Claims, now)
 			if back.Outcome != admission.OutcomeWait {
 				g.metrics.answered(endpointAdmit, "unavailable", "requeue")
 				w.Header().Set("Retry-After", "2")
@@ -257,7 +257,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 				return
 			}
 			g.metrics.answered(endpointAdmit, "deferred", hookReason(res.err))
-			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, room.View(now), now, "deferred")
+			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, g.door.View(lane, now), now, "deferred")
 			return
 		default:
 			g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
@@ -266,7 +266,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 	}
 	if session != "" {
 		d.PassClaims.Ses = session
-		signed, err := g.gate.SignPass(d.PassClaims)
+		signed, err := g.door.SignPass(d.PassClaims)
 		if err != nil {
 			g.metrics.answered(endpointAdmit, "error", "internal")
 			writeError(w, http.StatusInternalServerError, "internal", "could not sign the pass")

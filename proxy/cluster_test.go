@@ -134,12 +134,12 @@ func newNodes(t *testing.T, cfg Config, store roomstate.Store, clock *fakeClock,
 
 func (n node) decide(t *testing.T, token string, now time.Time) admission.Decision {
 	t.Helper()
-	return n.gw.gate.Decide(t.Context(), n.sh.Room, admission.Attempt{Token: token, Nonce: "0", Now: now})
+	return n.gw.door.Decide(t.Context(), "", admission.Attempt{Token: token, Nonce: "0", Now: now})
 }
 
 func (n node) issue(t *testing.T, now time.Time) admission.WaitToken {
 	t.Helper()
-	tk, err := n.gw.gate.Issue(n.sh.Room, admission.Visitor{}, now)
+	tk, err := n.gw.door.Issue(t.Context(), "", admission.Visitor{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestClusterRateCap(t *testing.T) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							decisions[j] = nodes[w.node].gw.gate.Decide(t.Context(), nodes[w.node].sh.Room, admission.Attempt{Token: w.token, Nonce: "0", Now: now})
+							decisions[j] = nodes[w.node].gw.door.Decide(t.Context(), "", admission.Attempt{Token: w.token, Nonce: "0", Now: now})
 						}()
 					}
 					wg.Wait()
@@ -1054,11 +1054,11 @@ func TestClusterLostAnswerRetryGetsTheSamePass(t *testing.T) {
 			if passes[0] != passes[1] {
 				t.Fatal("two retries of the same token got two passes")
 			}
-			pc, err := n.gw.gate.VerifyPass("lost", passes[0], clock.Now())
+			pc, err := n.gw.door.VerifyPass(passes[0], clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			wc, err := n.gw.gate.Codec().ParseWait(v1.Token, "lost", clock.Now())
+			wc, err := n.gw.door.Codec().ParseWait(v1.Token, "lost", clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1263,7 +1263,7 @@ func (sc crowdScenario) run(t *testing.T) []int {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				decisions[j] = n.gw.gate.Decide(t.Context(), n.sh.Room, admission.Attempt{Token: v.token, Nonce: "0", Now: now})
+				decisions[j] = n.gw.door.Decide(t.Context(), "", admission.Attempt{Token: v.token, Nonce: "0", Now: now})
 			}()
 		}
 		wg.Wait()

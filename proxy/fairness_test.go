@@ -79,7 +79,7 @@ func (tb *tab) admit(tk ticketJSON) (int, ticketJSON) {
 
 func (e *env) claims(token string) *admission.WaitClaims {
 	e.t.Helper()
-	c, err := e.gw.gate.Codec().ParseWait(token, e.gw.cfg.Room, e.clock.Now())
+	c, err := e.gw.door.Codec().ParseWait(token, e.gw.cfg.Room, e.clock.Now())
 	if err != nil {
 		e.t.Fatalf("parsing a token the gateway gave: %v", err)
 	}

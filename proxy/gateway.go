@@ -72,7 +72,7 @@ type Options struct {
 type Gateway struct {
 	cfg      settings
 	shared   *room.Shared
-	gate     *admission.Gate
+	door     *room.Door
 	log      *zap.Logger
 	now      func() time.Time
 	metrics  *metrics
@@ -134,16 +134,6 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	ring, generated, err := shared.Keys(s.Keys)
-	if err != nil {
-		return nil, fmt.Errorf("loading keys: %w", err)
-	}
-	switch {
-	case generated && opts.OnGeneratedKeys != nil:
-		opts.OnGeneratedKeys()
-	case generated:
-		g.log.Warn(NoKeysWarning, zap.String("room", s.Room))
-	}
 	var gateOpts []admission.GateOption
 	if opts.Random != nil {
 		gateOpts = append(gateOpts, admission.WithRandom(opts.Random))
@@ -153,7 +143,17 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 		// out: another tab must not hold that pass meanwhile.
 		gateOpts = append(gateOpts, admission.WithoutTabPasses())
 	}
-	g.gate = admission.NewGate(ring, s.room.Policy(), shared.Ledger, gateOpts...)
+	door, generated, err := shared.Door(s.room, gateOpts...)
+	if err != nil {
+		return nil, err
+	}
+	g.door = door
+	switch {
+	case generated && opts.OnGeneratedKeys != nil:
+		opts.OnGeneratedKeys()
+	case generated:
+		g.log.Warn(NoKeysWarning, zap.String("room", s.Room))
+	}
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
 	}
@@ -359,7 +359,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claim
 		}
 		return "", nil, false
 	}
-	claims, err := g.gate.VerifyPass(g.cfg.Room, token, now)
+	claims, err := g.door.VerifyPass(token, now)
 	if err != nil {
 		g.metrics.passChecks.WithLabelValues("invalid").Inc()
 		return "", nil, false
@@ -391,7 +391,7 @@ func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string
 	if !ok {
 		return token
 	}
-	signed, err := g.gate.SignPass(&renewed)
+	signed, err := g.door.SignPass(&renewed)
 	if err != nil {
 		g.log.Warn("renewing a pass", zap.String("room", g.cfg.Room), zap.Error(err))
 		return token
@@ -486,7 +486,7 @@ func (g *Gateway) addressMatches(r *http.Request, bnd string) bool {
 		return true
 	}
 	ip, ok := clientIP(r, g.cfg.trusted)
-	return ok && bnd != "" && bnd == g.gate.Codec().Keys().Bind(ip.String())
+	return ok && bnd != "" && bnd == g.door.Bind(ip.String())
 }
 
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -498,30 +498,28 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Hand
 }
 
 // visitor establishes who is asking: their login subject (if identity is
-// configured) and network binding (if bind_ip is set), and the room of the
-// lane their login grants: the default lane's without a login.
-func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, *admission.Room, error) {
-	var v admission.Visitor
-	room := g.shared.Room
+// configured) and network binding (if bind_ip is set), and the lane their
+// login grants: the default lane ("") without a login.
+func (g *Gateway) visitor(r *http.Request, now time.Time) (v admission.Visitor, lane string, err error) {
 	if g.identity != nil {
 		login, err := g.identity.login(r, now)
 		switch {
 		case err == nil:
 			v.Subject = login.subject
-			room = g.shared.LaneRoom(login.lane)
+			lane = login.lane
 		case errors.Is(err, errNoIdentity) && !g.cfg.Identity.Required:
 		default:
-			return v, room, err
+			return v, lane, err
 		}
 	}
 	if g.cfg.BindIP {
 		ip, ok := g.clientIP(r)
 		if !ok {
-			return v, room, errors.New("client address unknown")
+			return v, lane, errors.New("client address unknown")
 		}
-		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
+		v.Binding = g.door.Bind(ip.String())
 	}
-	return v, room, nil
+	return v, lane, nil
 }
 
 // clientIP is the visitor's address (see Options.ClientIP).

@@ -69,7 +69,7 @@ func TestAdmissionHook(t *testing.T) {
 			}
 			var a admitResponse
 			_ = json.Unmarshal(body, &a)
-			claims, err := e.gw.gate.VerifyPass("sale", a.Pass, e.clock.Now())
+			claims, err := e.gw.door.VerifyPass(a.Pass, e.clock.Now())
 			if err != nil || claims.Ses != tt.session {
 				t.Fatalf("pass %+v %v, want session %q", claims, err, tt.session)
 			}

@@ -53,7 +53,7 @@ func TestOneLoginHoldsOnePlace(t *testing.T) {
 						if err := json.Unmarshal(body, &a); err != nil {
 							t.Fatal(err)
 						}
-						pc, err := e.gw.gate.VerifyPass("sale", a.Pass, e.clock.Now())
+						pc, err := e.gw.door.VerifyPass(a.Pass, e.clock.Now())
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -126,7 +126,7 @@ func TestOneLoginHoldsOnePassWhileTheHookDecides(t *testing.T) {
 		if err := json.Unmarshal(body, &a); err != nil {
 			t.Fatal(err)
 		}
-		pc, err := e.gw.gate.VerifyPass("sale", a.Pass, e.clock.Now())
+		pc, err := e.gw.door.VerifyPass(a.Pass, e.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func TestLostAnswerWithSeatServiceHook(t *testing.T) {
 				if err := json.Unmarshal(raw, &a); err != nil || status != 200 {
 					return status, a, nil
 				}
-				pc, err := e.gw.gate.Codec().ParsePass(a.Pass, "sale", e.clock.Now())
+				pc, err := e.gw.door.Codec().ParsePass(a.Pass, "sale", e.clock.Now())
 				if err != nil {
 					t.Fatalf("the pass given does not verify: %v", err)
 				}

@@ -16,18 +16,6 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
-// SettleStateStore returns the config's state store with its defaults
-// applied; defaultPath is the front door's bolt file (Caddy's data
-// directory, `fairgate proxy --state`), empty for none.
-func (c Config) SettleStateStore(defaultPath string) (StateStore, error) {
-	s, err := settleStore(c.StateStore, defaultPath)
-	return s.StateStore, err
-}
-
-// StoreKey is what rooms of one process pointing at the same store share
-// an opened store under (Caddy's usage pool key).
-func (s StateStore) StoreKey() string { return storeSettings{s}.identity() }
-
 // tickEvery is the controller's period, for the whole cluster.
 const tickEvery = time.Second
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/internal/duration"
 )
 
 // Config is the room's part of a waiting room's config: how it queues and
@@ -125,10 +124,6 @@ type Lane struct {
 	Claim string `json:"claim"`
 }
 
-// Duration is a time.Duration that reads from JSON as a string such as
-// "1m30s" or a number of nanoseconds, as Caddy's durations do.
-type Duration = duration.Duration
-
 // DefaultRoom is the room of a config that names none.
 const DefaultRoom = "main"
 
@@ -166,26 +161,6 @@ const (
 // namePattern is the rule for room and lane names.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// OptionError is a config value that is wrong on its own, named by its
-// option, so the Caddyfile adapter can point at the line that set it.
-type OptionError struct {
-	Option string
-	Err    error
-}
-
-func (e *OptionError) Error() string {
-	if msg := e.Err.Error(); strings.HasPrefix(msg, e.Option+" ") {
-		return msg
-	}
-	return e.Option + ": " + e.Err.Error()
-}
-func (e *OptionError) Unwrap() error { return e.Err }
-
-// OptionErr is an *OptionError of option with a formatted message.
-func OptionErr(option string, format string, args ...any) error {
-	return &OptionError{Option: option, Err: fmt.Errorf(format, args...)}
-}
-
 // Settings is a room Config with defaults applied and values parsed.
 type Settings struct {
 	Config
@@ -197,10 +172,6 @@ type Settings struct {
 	// activeWindow is ActiveWindow or its default, with or without capacity.
 	activeWindow time.Duration
 }
-
-// validationStatePath stands in for a front door's default bolt file when
-// a config is only checked.
-const validationStatePath = "(the front door's default)"
 
 // laneRule is a validated Lane.
 type laneRule struct {
@@ -354,6 +325,14 @@ func (c Config) Settle() (Settings, error) {
 	return s, nil
 }
 
+// SettleStateStore returns the config's state store with its defaults
+// applied; defaultPath is the front door's bolt file (Caddy's data
+// directory, `fairgate proxy --state`), empty for none.
+func (c Config) SettleStateStore(defaultPath string) (StateStore, error) {
+	s, err := settleStore(c.StateStore, defaultPath)
+	return s.StateStore, err
+}
+
 // settleCapacity checks capacity and active_window and applies the
 // window's default.
 func settleCapacity(s *Settings) error {
@@ -398,13 +377,6 @@ func CheckExplicitZeros(raw []byte) error {
 		return OptionErr("capacity", "capacity %v: must be a positive number of active visitors; leave capacity out to admit at rate", *set.Capacity)
 	}
 	return nil
-}
-
-// SetDuration sets *d to def when it is unset (zero or negative).
-func SetDuration(d *Duration, def time.Duration) {
-	if *d <= 0 {
-		*d = Duration(def)
-	}
 }
 
 func (s Settings) roomConfig() admission.RoomConfig {

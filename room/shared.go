@@ -228,9 +228,9 @@ func (sh *Shared) setClosedReason(r string) {
 	sh.mu.Unlock()
 }
 
-// Keys returns the configured key ring, or generated keys kept for the
+// keys returns the configured key ring, or generated keys kept for the
 // room's lifetime. generated reports the latter.
-func (sh *Shared) Keys(cfg admission.KeysConfig) (ring *admission.KeyRing, generated bool, err error) {
+func (sh *Shared) keys(cfg admission.KeysConfig) (ring *admission.KeyRing, generated bool, err error) {
 	if len(cfg.Keys) > 0 {
 		ring, err = cfg.Load(admission.Environment{})
 		return ring, false, err

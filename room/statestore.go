@@ -86,6 +86,10 @@ const (
 	OnUnavailableLocal  = "local"
 )
 
+// validationStatePath stands in for a front door's default bolt file when
+// a config is only checked.
+const validationStatePath = "(the front door's default)"
+
 // storeSettings is a StateStore with defaults applied.
 type storeSettings struct {
 	StateStore
@@ -272,3 +276,7 @@ func (s storeSettings) identity() string {
 	}
 	return StoreMemory
 }
+
+// StoreKey is what rooms of one process pointing at the same store share
+// an opened store under (Caddy's usage pool key).
+func (s StateStore) StoreKey() string { return storeSettings{s}.identity() }
