@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkDecide(b *testing.B) {
 	tk, _ := g.Issue(room, Visitor{}, t0)
 	at := tk.Claims.NextAttempt()
 	ctx := context.Background()
-	nonce, err := Solve(ctx, tk.Claims.Ch, tk.Claims.Dif)
+	nonce, err := tokens.Solve(ctx, tk.Claims.Ch, tk.Claims.Dif)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,15 +96,15 @@ func BenchmarkRejectForged(b *testing.B) {
 }
 
 func BenchmarkVerifyWork(b *testing.B) {
-	ch, _ := NewChallenge()
-	nonce, err := Solve(context.Background(), ch, benchDifficulty)
+	ch, _ := tokens.NewChallenge()
+	nonce, err := tokens.Solve(context.Background(), ch, benchDifficulty)
 	if err != nil {
 		b.Fatal(err)
 	}
 	solution := strconv.FormatUint(nonce, 10)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := VerifyWork(ch, benchDifficulty, solution); err != nil {
+		if err := tokens.VerifyWork(ch, benchDifficulty, solution); err != nil {
 			b.Fatal(err)
 		}
 	}

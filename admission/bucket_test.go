@@ -6,28 +6,28 @@ import (
 )
 
 func TestBucket(t *testing.T) {
-	b := NewBucket(2, 3, t0)
+	b := newBucket(2, 3, t0)
 	for i := range 3 {
-		if got := b.Reserve(t0); !got.Equal(t0) {
+		if got := b.reserve(t0); !got.Equal(t0) {
 			t.Fatalf("reservation %d of a full bucket of 3 due at %v", i, got)
 		}
 	}
 	// Empty: reservations queue up in the order made, 1/rate apart.
-	if got := b.Reserve(t0); got != t0.Add(500*time.Millisecond) {
+	if got := b.reserve(t0); got != t0.Add(500*time.Millisecond) {
 		t.Fatalf("first reservation past the burst due at %v", got.Sub(t0))
 	}
-	if got := b.Reserve(t0.Add(100 * time.Millisecond)); got != t0.Add(time.Second) {
+	if got := b.reserve(t0.Add(100 * time.Millisecond)); got != t0.Add(time.Second) {
 		t.Fatalf("second due at %v", got.Sub(t0))
 	}
 	b.Refund(t0.Add(time.Second))
-	if got := b.Level(t0.Add(time.Second)); got != 1 {
+	if got := b.level(t0.Add(time.Second)); got != 1 {
 		t.Fatalf("level after the debt and a refund: %v", got)
 	}
-	if got := b.Level(t0.Add(time.Hour)); got != 3 {
+	if got := b.level(t0.Add(time.Hour)); got != 3 {
 		t.Fatalf("level capped at burst: %v", got)
 	}
 	b.SetRate(1, 1, t0.Add(time.Hour))
-	if got := b.Level(t0.Add(time.Hour)); got != 1 {
+	if got := b.level(t0.Add(time.Hour)); got != 1 {
 		t.Fatalf("level after shrinking burst: %v", got)
 	}
 }
@@ -57,13 +57,13 @@ func TestBucketOpenAt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := rememberingBucket(2, 3, t0)
 			for range tt.before {
-				b.Reserve(t0)
+				b.reserve(t0)
 			}
 			if tt.raced {
-				b.Reserve(opens.Add(tt.at))
+				b.reserve(opens.Add(tt.at))
 			}
-			b.OpenAt(opens)
-			if got := b.Reserve(opens.Add(tt.at)).Sub(opens); got != tt.wantDue {
+			b.openAt(opens)
+			if got := b.reserve(opens.Add(tt.at)).Sub(opens); got != tt.wantDue {
 				t.Fatalf("due %v after the opening, want %v", got, tt.wantDue)
 			}
 		})
@@ -77,14 +77,14 @@ func TestBucketOpenAt(t *testing.T) {
 func TestBucketLevelChangesNothing(t *testing.T) {
 	opens := t0.Add(time.Hour)
 	read := opens.Add(time.Second)
-	b := NewBucket(2, 5, t0)
-	b.OpenAt(opens)
-	if got := b.Level(read); got != 3 {
+	b := newBucket(2, 5, t0)
+	b.openAt(opens)
+	if got := b.level(read); got != 3 {
 		t.Fatalf("level a second into the queue: %v, want 3 (one carried, two refilled)", got)
 	}
-	b.OpenAt(time.Time{}) // the room opens: no queue
+	b.openAt(time.Time{}) // the room opens: no queue
 	for i := range 5 {
-		if due := b.Reserve(read); due.After(read) {
+		if due := b.reserve(read); due.After(read) {
 			t.Fatalf("reservation %d of the burst of 5 due %v later", i+1, due.Sub(read))
 		}
 	}
@@ -133,10 +133,10 @@ func TestBucketReserveFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := NewBucket(1, 1, t0)
+			b := newBucket(1, 1, t0)
 			b.memory = tt.remember
 			for i, s := range tt.steps {
-				got, backdated := b.ReserveFor(ms(s.found), ms(s.now))
+				got, backdated := b.reserveFor(ms(s.found), ms(s.now))
 				if !got.Equal(ms(s.want)) || backdated != s.backdated {
 					t.Fatalf("step %d (due %dms, asked %dms): slot at %v (backdated %v), want %dms (%v)", i, s.found, s.now, got.Sub(t0), backdated, s.want, s.backdated)
 				}

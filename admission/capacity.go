@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // A room sized by capacity admits by what the site holds instead of at a
@@ -189,7 +191,7 @@ func (a *ActiveSet) Count(now time.Time) float64 { return a.Tally(now, 0).Active
 // requests re-sign it about once a half ttl). The id stays, so the visitor
 // counts once. A visitor who stops presenting it stops counting after the
 // active window, and the pass expires as before.
-func RenewPass(pc PassClaims, now time.Time, ttl time.Duration) (renewed PassClaims, ok bool) {
+func RenewPass(pc tokens.PassClaims, now time.Time, ttl time.Duration) (renewed tokens.PassClaims, ok bool) {
 	if ttl <= 0 || pc.Expiry().Sub(now) >= ttl/2 {
 		return pc, false
 	}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 func TestCapacityControllerRate(t *testing.T) {
@@ -73,7 +75,7 @@ func TestActiveSetCountsDistinctPassesInTheWindow(t *testing.T) {
 
 func TestRenewPass(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	pc := PassClaims{Registered: Registered{ID: "p", ExpiresAt: t0.Add(10 * time.Minute).Unix()}}
+	pc := tokens.PassClaims{Registered: tokens.Registered{ID: "p", ExpiresAt: t0.Add(10 * time.Minute).Unix()}}
 	tests := []struct {
 		name string
 		at   time.Duration

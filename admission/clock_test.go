@@ -59,7 +59,7 @@ func TestClockFromNeverReorders(t *testing.T) {
 
 // TestCompactPastKeepsOriginsExact: readings added one a second at a
 // speed that changes every time, compacted as publish does after each;
-// the past never holds more than MaxPast readings, reads exactly what the
+// the past never holds more than maxPast readings, reads exactly what the
 // full record read at every origin it keeps, never runs backwards, and
 // the readings not merged yet read exactly as before everywhere.
 func TestCompactPastKeepsOriginsExact(t *testing.T) {
@@ -69,10 +69,10 @@ func TestCompactPastKeepsOriginsExact(t *testing.T) {
 	for i := 1; i <= 700; i++ {
 		now := t0.Add(time.Duration(i) * time.Second)
 		full = append(full, c)
-		past = compactPast(append(past, c), MaxPast)
+		past = compactPast(append(past, c), maxPast)
 		c = c.From(now, 0.01+0.02*rng.Float64())
-		if len(past) > MaxPast {
-			t.Fatalf("after %d readings the past keeps %d, more than %d", i, len(past), MaxPast)
+		if len(past) > maxPast {
+			t.Fatalf("after %d readings the past keeps %d, more than %d", i, len(past), maxPast)
 		}
 	}
 	exact, merged := View{Clock: c, Past: full}, View{Clock: c, Past: past}

@@ -11,7 +11,7 @@ import (
 // 1 clock unit (memorylessness), so at speed s a population of N visitors
 // produces about N*s eligible visitors per second: the speed that meets a
 // target rate R is R/N. N is the number of distinct places presented over
-// the window (see Presence and Room.ObservePresent). The observed eligible rate then
+// the window (see presence and Room.ObservePresent). The observed eligible rate then
 // corrects for what the estimate misses, and slew limits keep any change from
 // releasing a flood.
 type Controller struct {

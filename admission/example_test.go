@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // A gate in front of one room: a visitor takes a waiting token, solves its
@@ -14,11 +16,11 @@ import (
 // The room is open here, so the first attempt is admitted and the token's
 // place is used: presenting it again is refused.
 func Example() {
-	keys, err := admission.GenerateKeys("k1")
+	keys, err := tokens.GenerateKeys("k1")
 	if err != nil {
 		panic(err)
 	}
-	ring, err := keys.Load(admission.Environment{})
+	ring, err := keys.Load(tokens.Environment{})
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +37,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	nonce, err := admission.Solve(context.Background(), ticket.Claims.Ch, ticket.Claims.Dif)
+	nonce, err := tokens.Solve(context.Background(), ticket.Claims.Ch, ticket.Claims.Dif)
 	if err != nil {
 		panic(err)
 	}

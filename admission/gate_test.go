@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // solve returns a solution for the ticket's challenge.
-func solve(t testing.TB, c *WaitClaims) string {
+func solve(t testing.TB, c *tokens.WaitClaims) string {
 	t.Helper()
-	n, err := Solve(context.Background(), c.Ch, c.Dif)
+	n, err := tokens.Solve(context.Background(), c.Ch, c.Dif)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +23,7 @@ func solve(t testing.TB, c *WaitClaims) string {
 
 // eligibleAt is when the ticket's visitor becomes eligible under the room's
 // current clock: the test may know v, the gate's answers may not reveal it.
-func eligibleAt(t testing.TB, g *Gate, room *Room, c *WaitClaims, now time.Time) time.Time {
+func eligibleAt(t testing.TB, g *Gate, room *Room, c *tokens.WaitClaims, now time.Time) time.Time {
 	t.Helper()
 	v := g.Codec().Keys().Lottery(c.Lot)
 	when, ok := room.View(now).Clock.When(now, c.Srv+Threshold(v))
@@ -102,12 +104,12 @@ func TestDecideRejections(t *testing.T) {
 		want    Outcome
 		err     error
 	}{
-		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, ErrMalformed},
-		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, ErrExpired},
+		{"malformed token", Attempt{Token: "x.y", Nonce: nonce, Now: at}, OutcomeInvalid, tokens.ErrMalformed},
+		{"expired", Attempt{Token: tk.Token, Nonce: nonce, Now: at.Add(time.Hour)}, OutcomeInvalid, tokens.ErrExpired},
 		{"wrong visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-2"}, Now: at}, OutcomeInvalid, ErrIdentity},
 		{"anonymous presenter", Attempt{Token: tk.Token, Nonce: nonce, Now: at}, OutcomeInvalid, ErrIdentity},
-		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, ErrNonceMalformed},
-		{"no nonce", Attempt{Token: tk.Token, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, ErrNonceMalformed},
+		{"malformed nonce", Attempt{Token: tk.Token, Nonce: "01", Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, tokens.ErrNonceMalformed},
+		{"no nonce", Attempt{Token: tk.Token, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeInvalid, tokens.ErrNonceMalformed},
 		{"right visitor", Attempt{Token: tk.Token, Nonce: nonce, Visitor: Visitor{Subject: "user-1"}, Now: at}, OutcomeWait, nil},
 	}
 	for _, tt := range tests {
@@ -120,10 +122,10 @@ func TestDecideRejections(t *testing.T) {
 	}
 	// A nonce for the 8-bit challenge that fails a harder one.
 	wrong := "0"
-	for i := 0; VerifyWork(tk.Claims.Ch, 8, wrong) == nil; i++ {
+	for i := 0; tokens.VerifyWork(tk.Claims.Ch, 8, wrong) == nil; i++ {
 		wrong = strconv.Itoa(i + 1)
 	}
-	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Visitor: Visitor{Subject: "user-1"}, Now: at}); !errors.Is(d.Err, ErrWorkInsufficient) {
+	if d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: wrong, Visitor: Visitor{Subject: "user-1"}, Now: at}); !errors.Is(d.Err, tokens.ErrWorkInsufficient) {
 		t.Fatalf("wrong proof of work: %v (%v)", d.Outcome, d.Err)
 	}
 }
@@ -209,15 +211,15 @@ func TestDecideRoomStates(t *testing.T) {
 	late := resume.Add(when.Sub(t0) + time.Minute)
 	// Empty the bucket of 1 at the resume, before the place's checkpoint,
 	// for a second past late: a place presenting late takes the slot it
-	// would have had at its checkpoint (Room.ReserveAdmission), so slots
+	// would have had at its checkpoint (Room.reserveAdmission), so slots
 	// given after its checkpoint would not make it wait.
 	// The queue opened anew at the resume, so its bucket starts with one
-	// admission there (Bucket.OpenAt): n reservations take the slots 0 s
+	// admission there (bucket.openAt): n reservations take the slots 0 s
 	// to n−1 s after it, and the place the next.
 	debt := late.Sub(resume)
 	n := int(debt/time.Second) + 2
 	for range n {
-		room.ReserveAdmission(resume, resume)
+		room.reserveAdmission(resume, resume)
 	}
 	slot := resume.Add(time.Duration(n) * time.Second)
 	d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: late})
@@ -326,7 +328,7 @@ func TestBindingAndRequeue(t *testing.T) {
 	if back.Outcome != OutcomeWait || back.Next.Claims.ID != tk.Claims.ID || !back.Next.Claims.NextAttempt().After(at) {
 		t.Fatalf("requeue: %v %+v", back.Outcome, back.Next.Claims)
 	}
-	if level := room.bucket.Level(at); level != 99 {
+	if level := room.bucket.level(at); level != 99 {
 		t.Fatalf("requeue: bucket at %v of 100, want the place's admission kept (99)", level)
 	}
 	// The refused version again, at once: not judged again before the checkpoint.
@@ -337,7 +339,7 @@ func TestBindingAndRequeue(t *testing.T) {
 	if again.Outcome != OutcomeAdmit {
 		t.Fatalf("after requeue: %v (%v)", again.Outcome, again.Err)
 	}
-	if level := room.bucket.Level(at); level != 99 {
+	if level := room.bucket.level(at); level != 99 {
 		t.Fatalf("admitted from its slot: bucket at %v, want 99 (one admission for the place)", level)
 	}
 }
@@ -395,13 +397,13 @@ func TestLateRespacedPlaceOutlivesItsDue(t *testing.T) {
 		token, claims = d.Next.Token, d.Next.Claims
 	}
 	found := claims.NextAttempt()       // eligible at this checkpoint
-	room.ReserveAdmission(found, found) // another place, on time there
+	room.reserveAdmission(found, found) // another place, on time there
 	late := found.Add(4*time.Minute + 30*time.Second)
 	for room.BucketLevel(late) > -1 { // the bucket binds when it presents
-		room.ReserveAdmission(late, late)
+		room.reserveAdmission(late, late)
 	}
 	for i := range 500 { // a cut's re-spaced holders: the pacer owes 500 s
-		room.PaceSlot(fmt.Sprint("other-", i), late, late)
+		room.paceSlot(fmt.Sprint("other-", i), late, late)
 	}
 	d := g.Decide(ctx, room, Attempt{Token: token, Nonce: nonce, Now: late})
 	if d.Outcome != OutcomeBusy {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -14,13 +16,13 @@ func secretOf(label string) []byte {
 	return s[:]
 }
 
-func testRing(t testing.TB, signing string, ids ...string) *KeyRing {
+func testRing(t testing.TB, signing string, ids ...string) *tokens.KeyRing {
 	t.Helper()
 	secrets := map[string][]byte{}
 	for _, id := range ids {
 		secrets[id] = secretOf("key " + id)
 	}
-	ring, err := NewKeyRing(signing, secrets, secretOf("lottery"))
+	ring, err := tokens.NewKeyRing(signing, secrets, secretOf("lottery"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type Place struct {
 	State PlaceState
 	Slot  time.Time // for PlaceReserved
 	// For PlaceUsed: which version of the token used the place (a digest
-	// of it, TokenDigest), the id of the pass it was given and when, so a
+	// of it, tokenDigest), the id of the pass it was given and when, so a
 	// retry of that same token (its answer was lost: a write that timed
 	// out but landed, a node that died before it answered) gets the same
 	// pass, while any other version still finds the place used. Empty in

@@ -14,7 +14,7 @@ const lotteryTick = time.Second
 //
 // The room knows the key of every place presented to it over the last
 // window: the clock reading at which it becomes eligible (entry srv plus
-// its threshold, Presence.Keys). The clock is set to pass the keys of the
+// its threshold, presence.Keys). The clock is set to pass the keys of the
 // places waiting at the rate, the way fifo's counter passes ranks, instead
 // of at a speed guessed from a population count: that guess counts the
 // places already eligible but not yet judged as if they were still ahead

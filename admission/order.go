@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Order is the rule a room's queue follows (docs/FAIRNESS.md, "Queue
@@ -39,16 +41,16 @@ func ParseOrder(s string) (Order, error) {
 
 // Ranker hands out a room's arrival ranks: unique, and increasing in the
 // order it is asked. roomstate.Ranks shares one across nodes, allocating in
-// blocks; MemoryRanker is one process's.
+// blocks; memoryRanker is one process's.
 type Ranker interface {
 	Next(ctx context.Context) (int64, error)
 }
 
-// MemoryRanker is an in-process Ranker counting from 0.
-type MemoryRanker struct{ n atomic.Int64 }
+// memoryRanker is an in-process Ranker counting from 0.
+type memoryRanker struct{ n atomic.Int64 }
 
 // Next returns the next rank.
-func (m *MemoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) - 1, nil }
+func (m *memoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) - 1, nil }
 
 // fifoIssueWindow is how far back the rate of ranks handed out is measured
 // for the luck span.
@@ -67,7 +69,7 @@ type fifoState struct {
 	ranker atomic.Pointer[rankerBox]
 	claims claimMemory
 	luck   time.Duration
-	issues *Window // ranks handed out per second, for the luck span
+	issues *rateWindow // ranks handed out per second, for the luck span
 	// roomIssues is the ranks handed out per second by every node sharing
 	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
 	roomIssues atomic.Uint64
@@ -87,10 +89,10 @@ type fifoState struct {
 	firstLuck, lastLuck atomic.Uint64
 }
 
-// Rank gives a new place in a fifo room its arrival rank. pre marks a place
+// rank gives a new place in a fifo room its arrival rank. pre marks a place
 // taken in the pre-queue. It returns the view the rank was taken under: the
 // first rank since the room began to queue fixes the view's rank origin.
-func (r *Room) Rank(ctx context.Context, now time.Time, pre bool) (int64, View, error) {
+func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, error) {
 	f := r.fifo
 	if f == nil {
 		return 0, r.View(now), fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
@@ -123,13 +125,13 @@ type rankerBox struct{ r Ranker }
 // the claims of two memories: a room memory of arrivals, at most twice.
 type claimMemory struct {
 	mu       sync.Mutex
-	cur, old map[string]Claim
+	cur, old map[string]claim
 	rotated  time.Time
 }
 
-// Claim is a fifo place's entry: its rank as the token's pos, its luck
+// claim is a fifo place's entry: its rank as the token's pos, its luck
 // span as lk, and the checkpoint the claim's first answer named.
-type Claim struct {
+type claim struct {
 	Pos  int64
 	Lk   float64
 	Next time.Time
@@ -137,11 +139,11 @@ type Claim struct {
 
 func (m *claimMemory) rotate(now time.Time, memory time.Duration) {
 	if now.Sub(m.rotated) > max(memory, time.Minute) || m.cur == nil {
-		m.old, m.cur, m.rotated = m.cur, make(map[string]Claim), now
+		m.old, m.cur, m.rotated = m.cur, make(map[string]claim), now
 	}
 }
 
-func (m *claimMemory) lookup(id string) (Claim, bool) {
+func (m *claimMemory) lookup(id string) (claim, bool) {
 	if c, ok := m.cur[id]; ok {
 		return c, true
 	}
@@ -154,7 +156,7 @@ func (m *claimMemory) lookup(id string) (Claim, bool) {
 
 // claimRank is the rank a fifo place claims at its first judged attempt,
 // as the token's pos and lk: the one it claimed before, or a new one (see
-// Room.Rank). The claim is the place's entry: a place claimed before the
+// Room.rank). The claim is the place's entry: a place claimed before the
 // sale start is in the pre-queue, one claimed after takes the next rank,
 // however long ago its token was taken, so an unclaimed token's age buys
 // nothing. Its Next is the claim's first checkpoint (first, for a new
@@ -164,10 +166,10 @@ func (m *claimMemory) lookup(id string) (Claim, bool) {
 // new rank. Claims of one node are
 // serialised, so concurrent attempts of one place take one rank and learn
 // one checkpoint.
-func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64, first func(v *View, c Claim) time.Time) (c Claim, fresh bool, err error) {
+func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func(v *View, pos int64, lk float64) float64, first func(v *View, c claim) time.Time) (c claim, fresh bool, err error) {
 	f := r.fifo
 	if f == nil {
-		return Claim{}, false, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
+		return claim{}, false, fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
 	}
 	m := &f.claims
 	m.mu.Lock()
@@ -178,15 +180,15 @@ func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func
 	}
 	view := r.View(now)
 	pre := !view.SaleStart.IsZero() && view.Opens.Equal(view.SaleStart) && now.Before(view.SaleStart)
-	rank, view, err := r.Rank(ctx, now, pre)
+	rank, view, err := r.rank(ctx, now, pre)
 	if err != nil {
-		return Claim{}, false, err
+		return claim{}, false, err
 	}
-	c = Claim{Pos: rank + 1}
+	c = claim{Pos: rank + 1}
 	if pre {
 		c.Pos = -c.Pos
 	} else {
-		c.Lk = r.LuckSpan(now)
+		c.Lk = r.luckSpan(now)
 		r.noteKey(key(&view, c.Pos, c.Lk), c.Lk)
 	}
 	c.Next = first(&view, c)
@@ -196,13 +198,13 @@ func (r *Room) claimRank(ctx context.Context, id string, now time.Time, key func
 
 // SetRanker makes the room take its arrival ranks from rk (a store's
 // shared counter, see roomstate.Ranks) from now on; nil means a
-// MemoryRanker. A node sets it before it serves the room.
+// memoryRanker. A node sets it before it serves the room.
 func (r *Room) SetRanker(rk Ranker) {
 	if r.fifo == nil {
 		return
 	}
 	if rk == nil {
-		rk = new(MemoryRanker)
+		rk = new(memoryRanker)
 	}
 	r.fifo.ranker.Store(&rankerBox{rk})
 }
@@ -218,12 +220,12 @@ func (r *Room) NoteRanked(next int64) {
 	}
 }
 
-// LuckSpan is the luck window in ranks for a place taken now: the window
+// luckSpan is the luck window in ranks for a place taken now: the window
 // times the rate ranks are being handed out at in the room, over every
 // node sharing it (a node that sees a tenth of the arrivals would
 // otherwise give its places a tenth of the luck, and the rule would hold
 // at none of them).
-func (r *Room) LuckSpan(now time.Time) float64 {
+func (r *Room) luckSpan(now time.Time) float64 {
 	if r.fifo == nil {
 		return 0
 	}
@@ -315,7 +317,7 @@ func (r *Room) fifoLimit(v *View) float64 {
 }
 
 // fifoSpeed is the speed the fifo counter is to run at from now. With the
-// adaptive default it passes the keys of the places presented (Presence:
+// adaptive default it passes the keys of the places presented (presence:
 // a place counts once it claimed with its work solved, so free tokens and
 // abandoned places count nothing once their presence lapses) so that
 // about a checkpoint spacing's worth of admissions is passed and not yet
@@ -497,7 +499,7 @@ func keyDensity(c, pre, top, first, last float64) float64 {
 // is the luck span the token was issued with. A token without a rank (from
 // before the room ranked arrivals) is at the origin. v is the place's
 // lottery number.
-func (g *Gate) fifoKey(view *View, claims *WaitClaims, v float64) float64 {
+func (g *Gate) fifoKey(view *View, claims *tokens.WaitClaims, v float64) float64 {
 	switch {
 	case claims.Pos < 0:
 		return v * view.PreQueue
@@ -514,10 +516,10 @@ func (g *Gate) fifoKey(view *View, claims *WaitClaims, v float64) float64 {
 // eligible, at a few requests' cost. It is a point of the draw's fine grid.
 // Which version is presented, and how often, changes nothing: an attempt
 // is judged at the moment the counter reached the key (fifoFound).
-func (g *Gate) fifoNext(view *View, claims *WaitClaims, now time.Time) time.Time {
+func (g *Gate) fifoNext(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
 	target := now.Add(g.policy.MaxBackoff)
 	if view.State != StatePaused {
-		key := g.fifoKey(view, claims, g.codec.keys.Lottery(claims.Lot))
+		key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
 		when, ok := view.fifoWhen(now, key)
 		if ok {
 			switch d := when.Sub(now); {
@@ -555,7 +557,7 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 }
 
 // pointFrom is the first checkpoint at or after target and after now.
-func (g *Gate) pointFrom(view *View, claims *WaitClaims, target, now time.Time) time.Time {
+func (g *Gate) pointFrom(view *View, claims *tokens.WaitClaims, target, now time.Time) time.Time {
 	grid := g.grid(view, claims.Lot)
 	n := max(grid.index(target), grid.after(now))
 	return grid.at(n)

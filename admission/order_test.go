@@ -9,6 +9,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 func TestParseOrder(t *testing.T) {
@@ -31,7 +33,7 @@ type fifoVisitor struct {
 	pre      bool
 	token    string
 	nonce    string
-	claims   *WaitClaims
+	claims   *tokens.WaitClaims
 	admitted time.Time
 	attempts int
 }
@@ -108,7 +110,7 @@ func TestFIFOPreQueueIsALottery(t *testing.T) {
 		g := testGate(t, 10)
 		room := fifoRoom(t, 100, 2*time.Second, StateScheduled, start)
 		const n = 20000
-		var claims []*WaitClaims
+		var claims []*tokens.WaitClaims
 		for i := range n {
 			claims = append(claims, claimedAt(t, g, room, t0.Add(time.Duration(i)*100*time.Millisecond)))
 		}
@@ -174,7 +176,7 @@ func TestFIFOPreQueueIsALottery(t *testing.T) {
 
 // claimedAt is a place taken at the given time and claimed at its first
 // checkpoint: its claims with its rank.
-func claimedAt(t testing.TB, g *Gate, room *Room, at time.Time) *WaitClaims {
+func claimedAt(t testing.TB, g *Gate, room *Room, at time.Time) *tokens.WaitClaims {
 	t.Helper()
 	tk, err := g.Issue(room, Visitor{}, at)
 	if err != nil {
@@ -406,7 +408,7 @@ func TestClaimReplayTakesOneRank(t *testing.T) {
 func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
 	room := fifoRoom(t, 10, 2*time.Second, StateQueue, time.Time{})
 	for i := range 20 { // 2 a second here
-		if _, _, err := room.Rank(context.Background(), t0.Add(time.Duration(i)*500*time.Millisecond), false); err != nil {
+		if _, _, err := room.rank(context.Background(), t0.Add(time.Duration(i)*500*time.Millisecond), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -422,7 +424,7 @@ func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
 		{0.5, 4},
 	} {
 		room.NoteRoomIssueRate(tt.room)
-		if got := room.LuckSpan(now); math.Abs(got-tt.want) > 1e-9 {
+		if got := room.luckSpan(now); math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("room rate %v: luck span %v ranks, want %v", tt.room, got, tt.want)
 		}
 	}

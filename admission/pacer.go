@@ -33,7 +33,7 @@ import (
 // so it is never re-spaced behind itself.
 type pacer struct {
 	mu     sync.Mutex
-	bucket *Bucket
+	bucket *bucket
 	due    map[string]time.Time // re-spaced slots still to come
 	// inflight holds, per place, when the attempt that passed and has
 	// neither admitted it nor given its token back passed.
@@ -67,7 +67,7 @@ const pacerInFlight = 10 * time.Second
 const pacerForget = time.Hour
 
 func newPacer(rate, burst float64, now time.Time) *pacer {
-	return &pacer{bucket: NewBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]time.Time{}, rate: rate, burst: burst}
+	return &pacer{bucket: newBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]time.Time{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
@@ -94,7 +94,7 @@ func (p *pacer) setRate(rate, burst float64, now time.Time) {
 	p.bucket.SetRate(rate, pacerBurst(rate, burst), now)
 	slices.SortFunc(ahead, func(a, b string) int { return p.due[a].Compare(p.due[b]) })
 	for _, place := range ahead {
-		p.due[place] = p.bucket.Reserve(now)
+		p.due[place] = p.bucket.reserve(now)
 	}
 }
 
@@ -121,7 +121,7 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 		delete(p.due, place) // this attempt holds the slot's token now
 		return p.passed(place, now)
 	}
-	due := p.bucket.Reserve(now)
+	due := p.bucket.reserve(now)
 	if !due.After(now) {
 		return p.passed(place, now)
 	}

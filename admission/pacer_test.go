@@ -140,7 +140,7 @@ func holdingASlot(t *testing.T, who Visitor) *slotHolder {
 	for range 1000 {
 		h.now = at
 		for h.room.BucketLevel(at) > -1 {
-			h.room.ReserveAdmission(at, at)
+			h.room.reserveAdmission(at, at)
 		}
 		h.busy = h.gate.Decide(context.Background(), h.room, Attempt{Token: token, Nonce: h.nonce, Visitor: who, Now: at})
 		if h.busy.Outcome != OutcomeWait {
@@ -193,12 +193,12 @@ func TestPacerHoldsOneTokenPerPlace(t *testing.T) {
 	if _, ok := p.pass("a", t0, t0); !ok {
 		t.Fatal("the first attempt did not pass")
 	}
-	level := p.bucket.Level(t0)
+	level := p.bucket.level(t0)
 	due, ok := p.pass("a", t0, t0)
 	if ok || due.Sub(t0) > pacerRaceWait {
 		t.Fatalf("a second attempt for the place in flight: passed %v, due in %v; want refused, due within %v", ok, due.Sub(t0), pacerRaceWait)
 	}
-	if got := p.bucket.Level(t0); got != level {
+	if got := p.bucket.level(t0); got != level {
 		t.Fatalf("the racing attempt moved the pacer from %.3f to %.3f", level, got)
 	}
 	p.giveBack("a", t0)
@@ -226,7 +226,7 @@ func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
 	slot := d.Next.Claims.NextAttempt()
 	h.now = slot
 	for i := 0; ; i++ {
-		if _, ok := room.PaceSlot(fmt.Sprint("other-", i), slot, slot); !ok {
+		if _, ok := room.paceSlot(fmt.Sprint("other-", i), slot, slot); !ok {
 			break
 		}
 	}
@@ -236,7 +236,7 @@ func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
 	}
 	due := d.Next.Claims.NextAttempt()
 	h.now = due
-	before := room.pacer.bucket.Level(due)
+	before := room.pacer.bucket.level(due)
 	// Two versions of the place at its re-spaced due, together.
 	var second Decision
 	ledger.race = func() { second = g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: nonce, Now: due}) }
@@ -244,7 +244,7 @@ func TestRacingVersionsAtARespacedSlotMintNoPacerToken(t *testing.T) {
 	if (first.Outcome == OutcomeAdmit) == (second.Outcome == OutcomeAdmit) {
 		t.Fatalf("outcomes %v and %v: want one admission", first.Outcome, second.Outcome)
 	}
-	if after := room.pacer.bucket.Level(due); after > before+1e-9 {
+	if after := room.pacer.bucket.level(due); after > before+1e-9 {
 		t.Errorf("the pacer held %.3f tokens before the pair and %.3f after: one admitted place gave it %.3f", before, after, after-before)
 	}
 }
@@ -347,7 +347,7 @@ func TestANodesShareLeavesThePacerAtTheRoomRate(t *testing.T) {
 	// slots, pass at the room's rate: a burst of two seconds of it.
 	passed := 0
 	for i := range 40 {
-		if _, ok := room.PaceSlot(fmt.Sprint("place-", i), t0, t0); ok {
+		if _, ok := room.paceSlot(fmt.Sprint("place-", i), t0, t0); ok {
 			passed++
 		}
 	}

@@ -7,25 +7,25 @@ import (
 	"time"
 )
 
-// Window accumulates a quantity per second over a sliding window, to turn
+// rateWindow accumulates a quantity per second over a sliding window, to turn
 // events into rates without remembering who caused them.
-type Window struct {
+type rateWindow struct {
 	mu      sync.Mutex
 	seconds []float64
 	epochs  []int64
 }
 
-// NewWindow returns a window of the given length in whole seconds (at least 1).
-func NewWindow(length time.Duration) *Window {
+// newRateWindow returns a window of the given length in whole seconds (at least 1).
+func newRateWindow(length time.Duration) *rateWindow {
 	n := int(length / time.Second)
 	if n < 1 {
 		n = 1
 	}
-	return &Window{seconds: make([]float64, n), epochs: make([]int64, n)}
+	return &rateWindow{seconds: make([]float64, n), epochs: make([]int64, n)}
 }
 
 // Add adds x to the second containing now.
-func (w *Window) Add(now time.Time, x float64) {
+func (w *rateWindow) Add(now time.Time, x float64) {
 	sec := now.Unix()
 	i := int(sec % int64(len(w.seconds)))
 	w.mu.Lock()
@@ -37,15 +37,15 @@ func (w *Window) Add(now time.Time, x float64) {
 }
 
 // Rate is the sum over the complete seconds of the window ending before now,
-// divided by the window's length: RecentRate over the whole window.
-func (w *Window) Rate(now time.Time) float64 {
-	return w.RecentRate(now, time.Duration(len(w.seconds))*time.Second)
+// divided by the window's length: recentRate over the whole window.
+func (w *rateWindow) Rate(now time.Time) float64 {
+	return w.recentRate(now, time.Duration(len(w.seconds))*time.Second)
 }
 
-// RecentRate is the sum over the last complete seconds of the window
+// recentRate is the sum over the last complete seconds of the window
 // ending before now, up to span (at least a second, at most the window),
 // divided by those seconds: the same count as Rate, over a shorter span.
-func (w *Window) RecentRate(now time.Time, span time.Duration) float64 {
+func (w *rateWindow) recentRate(now time.Time, span time.Duration) float64 {
 	cur := now.Unix()
 	n := min(max(int64(span/time.Second), 1), int64(len(w.seconds)))
 	w.mu.Lock()
@@ -59,13 +59,13 @@ func (w *Window) RecentRate(now time.Time, span time.Duration) float64 {
 	return sum / float64(n)
 }
 
-// Presence counts the distinct places seen over a sliding span, in two
+// presence counts the distinct places seen over a sliding span, in two
 // generations: a place presented over and over counts once, so hammering
 // cannot inflate the population and slow the clock for everyone. With each
 // place it keeps the reading of the serving clock at which the place becomes
 // eligible (its key), so the lottery clock can pass the keys of the places
 // waiting at the rate (Room.Tick).
-type Presence struct {
+type presence struct {
 	mu        sync.Mutex
 	span      time.Duration
 	start     time.Time
@@ -80,25 +80,25 @@ type presentKey struct{ base, share float64 }
 
 func (k presentKey) at(preQueue float64) float64 { return k.base + k.share*preQueue }
 
-// NewPresence returns a counter over span (at least a second). Every waiting
+// newPresence returns a counter over span (at least a second). Every waiting
 // visitor must present their place at least once a span for the count to
 // see them: the span should exceed the longest backoff.
-func NewPresence(span time.Duration) *Presence {
-	return &Presence{span: max(span, time.Second), cur: map[string]presentKey{}, prev: map[string]presentKey{}}
+func newPresence(span time.Duration) *presence {
+	return &presence{span: max(span, time.Second), cur: map[string]presentKey{}, prev: map[string]presentKey{}}
 }
 
 // See records place as present at now, with its key.
-func (p *Presence) See(now time.Time, place string, key float64) {
+func (p *presence) See(now time.Time, place string, key float64) {
 	p.see(now, place, presentKey{base: key})
 }
 
-// SeePreQueue records a fifo pre-queue place as present at now, with its
+// seePreQueue records a fifo pre-queue place as present at now, with its
 // draw: its key is from plus the draw times the pre-queue's size.
-func (p *Presence) SeePreQueue(now time.Time, place string, from, draw float64) {
+func (p *presence) seePreQueue(now time.Time, place string, from, draw float64) {
 	p.see(now, place, presentKey{base: from, share: draw})
 }
 
-func (p *Presence) see(now time.Time, place string, key presentKey) {
+func (p *presence) see(now time.Time, place string, key presentKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rotate(now)
@@ -108,13 +108,13 @@ func (p *Presence) see(now time.Time, place string, key presentKey) {
 // Keys splits the places seen over the last two spans at the clock reading
 // s: passed is how many have a key at or below s (eligible, not yet
 // admitted), ahead the keys above it, sorted.
-func (p *Presence) Keys(now time.Time, s float64) (passed int, ahead []float64) {
+func (p *presence) Keys(now time.Time, s float64) (passed int, ahead []float64) {
 	return p.KeysFrom(now, math.Inf(-1), s, 0)
 }
 
 // KeysFrom is Keys counting as passed only the keys above from: those the
 // clock passed since it read from. preQueue is the fifo pre-queue's size.
-func (p *Presence) KeysFrom(now time.Time, from, s, preQueue float64) (passed int, ahead []float64) {
+func (p *presence) KeysFrom(now time.Time, from, s, preQueue float64) (passed int, ahead []float64) {
 	p.mu.Lock()
 	p.rotate(now)
 	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
@@ -139,8 +139,8 @@ func (p *Presence) KeysFrom(now time.Time, from, s, preQueue float64) (passed in
 	return passed, ahead
 }
 
-// Forget removes place from the count: it was admitted and waits no more.
-func (p *Presence) Forget(place string) {
+// forget removes place from the count: it was admitted and waits no more.
+func (p *presence) forget(place string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.cur, place)
@@ -149,14 +149,14 @@ func (p *Presence) Forget(place string) {
 
 // Count is the number of distinct places seen in the last complete span, or
 // in the current one if it already saw more.
-func (p *Presence) Count(now time.Time) float64 {
+func (p *presence) Count(now time.Time) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rotate(now)
 	return float64(max(len(p.cur), len(p.prev)))
 }
 
-func (p *Presence) rotate(now time.Time) {
+func (p *presence) rotate(now time.Time) {
 	if p.start.IsZero() {
 		p.start = now
 	}

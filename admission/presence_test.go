@@ -8,7 +8,7 @@ import (
 )
 
 func TestWindowRate(t *testing.T) {
-	w := NewWindow(10 * time.Second)
+	w := newRateWindow(10 * time.Second)
 	for i := range 10 {
 		w.Add(t0.Add(time.Duration(i)*time.Second), 5)
 	}
@@ -25,7 +25,7 @@ func TestWindowRate(t *testing.T) {
 }
 
 func TestWindowRecentRate(t *testing.T) {
-	w := NewWindow(10 * time.Second)
+	w := newRateWindow(10 * time.Second)
 	// 1 a second for 7 s, then 10 a second for 3 s.
 	for i := range 10 {
 		x := 1.0
@@ -45,12 +45,12 @@ func TestWindowRecentRate(t *testing.T) {
 		{time.Minute, (7 + 30) / 10.0}, // at most the window: Rate
 		{1500 * time.Millisecond, 10},
 	} {
-		if got := w.RecentRate(now, c.span); got != c.want {
-			t.Errorf("RecentRate(%v) = %v, want %v", c.span, got, c.want)
+		if got := w.recentRate(now, c.span); got != c.want {
+			t.Errorf("recentRate(%v) = %v, want %v", c.span, got, c.want)
 		}
 	}
-	if got, want := w.RecentRate(now, time.Minute), w.Rate(now); got != want {
-		t.Errorf("RecentRate over the window %v, Rate %v", got, want)
+	if got, want := w.recentRate(now, time.Minute), w.Rate(now); got != want {
+		t.Errorf("recentRate over the window %v, Rate %v", got, want)
 	}
 }
 
@@ -59,8 +59,8 @@ func TestWindowRecentRate(t *testing.T) {
 // with nobody forgets everyone; Keys splits the places at a clock reading;
 // an admitted place is forgotten at once.
 func TestPresence(t *testing.T) {
-	seen := func() *Presence { // a place hammering every 50 ms, and two quiet ones
-		p := NewPresence(10 * time.Second)
+	seen := func() *presence { // a place hammering every 50 ms, and two quiet ones
+		p := newPresence(10 * time.Second)
 		for i := range 100 {
 			p.See(t0.Add(time.Duration(i)*50*time.Millisecond), "hammer", 5)
 		}
@@ -85,7 +85,7 @@ func TestPresence(t *testing.T) {
 	if passed != 2 || len(ahead) != 1 || ahead[0] != 9 {
 		t.Fatalf("Keys at 5 = %d passed, ahead %v; want 2 passed (a, hammer), ahead [9]", passed, ahead)
 	}
-	p.Forget("hammer")
+	p.forget("hammer")
 	if got := p.Count(t0.Add(5 * time.Second)); got != 2 {
 		t.Fatalf("Count after Forget = %v, want 2", got)
 	}
@@ -95,8 +95,8 @@ func TestPresence(t *testing.T) {
 // its draw times the pre-queue's size when read, however small the
 // pre-queue was when the place was last seen.
 func TestPresencePreQueueKeyFollowsItsSize(t *testing.T) {
-	p := NewPresence(time.Minute)
-	p.SeePreQueue(t0, "early", 100, 0.5) // seen when the pre-queue held 10
+	p := newPresence(time.Minute)
+	p.seePreQueue(t0, "early", 100, 0.5) // seen when the pre-queue held 10
 	p.See(t0, "later", 130)
 	for _, tt := range []struct {
 		preQueue float64

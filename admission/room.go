@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // State is a room's operating state.
@@ -78,7 +80,7 @@ type RoomConfig struct {
 	// Luck is the fifo luck window W: a place's key is its arrival rank
 	// plus an exponential draw of mean W's worth of arrivals.
 	Luck time.Duration
-	// Ranker hands out fifo arrival ranks; nil means a MemoryRanker.
+	// Ranker hands out fifo arrival ranks; nil means a memoryRanker.
 	Ranker Ranker
 	// Policy is the gate's policy, zero fields DefaultPolicy's: its
 	// checkpoint spacing sets how far ahead of the admissions the adaptive
@@ -151,11 +153,11 @@ type View struct {
 	KeyTop float64
 }
 
-// MaxPast is the most readings View.Past keeps: a room whose speed
+// maxPast is the most readings View.Past keeps: a room whose speed
 // changes more often keeps its oldest readings merged (compactPast), so
 // its stored control state stays bounded (about 150 bytes of JSON a
 // reading: under 10 KB a lane) however long its memory.
-const MaxPast = 64
+const maxPast = 64
 
 // compactPast merges readings of past, oldest first, until at most max
 // are left: each merge replaces two consecutive readings by one running
@@ -223,13 +225,13 @@ type Room struct {
 	controller Controller
 	memory     time.Duration
 	queueing   time.Time // when the room last began to queue
-	bucket     *Bucket
+	bucket     *bucket
 	pacer      *pacer
-	presence   *Presence
-	eligible   *Window
+	presence   *presence
+	eligible   *rateWindow
 	// refused counts the attempts this node's bucket took while the shared
 	// budget was spent (see BudgetBacklog).
-	refused  *Window
+	refused  *rateWindow
 	started  time.Time  // when this node's room began to observe
 	fifo     *fifoState // nil unless the order is fifo
 	quota    atomic.Pointer[quotaBox]
@@ -283,7 +285,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	if cfg.Tau <= 0 {
 		return nil, fmt.Errorf("room %s: tau must be positive", cfg.Name)
 	}
-	if err := CheckDifficulty(cfg.Difficulty); err != nil {
+	if err := tokens.CheckDifficulty(cfg.Difficulty); err != nil {
 		return nil, fmt.Errorf("room %s: %w", cfg.Name, err)
 	}
 	if cfg.State == StateScheduled && cfg.SaleStart.IsZero() {
@@ -312,9 +314,9 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		queueing:   now,
 		bucket:     rememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
-		presence:   NewPresence(cfg.Window),
-		eligible:   NewWindow(cfg.Window),
-		refused:    NewWindow(budgetBacklogSpan),
+		presence:   newPresence(cfg.Window),
+		eligible:   newRateWindow(cfg.Window),
+		refused:    newRateWindow(budgetBacklogSpan),
 		started:    now,
 		policy:     cfg.Policy.withDefaults(),
 	}
@@ -330,7 +332,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{luck: cfg.Luck, issues: NewWindow(fifoIssueWindow)}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: newRateWindow(fifoIssueWindow)}
 		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
@@ -430,7 +432,7 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 
 // SetDifficulty changes the proof-of-work difficulty of new tokens.
 func (r *Room) SetDifficulty(bits int) error {
-	if err := CheckDifficulty(bits); err != nil {
+	if err := tokens.CheckDifficulty(bits); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -549,10 +551,10 @@ func (r *Room) openBucket(opens time.Time) {
 	if r.stored == StateOpen || r.stored == StateClosed {
 		// No queue: an open room is served from the bucket's burst, even
 		// moments after a queue it left (its opening dropped the burst).
-		r.bucket.OpenAt(time.Time{})
+		r.bucket.openAt(time.Time{})
 		return
 	}
-	r.bucket.OpenAt(opens)
+	r.bucket.openAt(opens)
 }
 
 // SetBucketRate sets this node's bucket alone: its share of a rate several
@@ -577,7 +579,7 @@ func (r *Room) publish(v *View, now time.Time) {
 		for len(past) > 1 && !past[1].Origin.After(cut) {
 			past = past[1:]
 		}
-		v.Past = compactPast(past, MaxPast)
+		v.Past = compactPast(past, maxPast)
 	}
 	v.State = r.stored
 	opens := v.Opens
@@ -609,42 +611,42 @@ func (r *Room) publish(v *View, now time.Time) {
 	r.view.Store(v)
 }
 
-// ReserveAdmission takes one admission from the bucket for a place found
+// reserveAdmission takes one admission from the bucket for a place found
 // eligible at found (now, or a checkpoint it presented late for) and
 // returns when it is due: now, or later while the bucket binds, in the
 // order asked; a place that presented more than pacerSlack late takes the
 // slot it would have had at found, up to lateMemory late
-// (Bucket.ReserveFor), which may have passed (due before now). Lateness within pacerSlack is the network's spread,
+// (bucket.reserveFor), which may have passed (due before now). Lateness within pacerSlack is the network's spread,
 // which every attempt has: taken as asked now, it keeps the bucket's own
 // spacing (backdated, such attempts moved admissions ahead of the bucket
 // by up to its backlog, and 10-second windows of a run at 100/s rose to
 // 111% of the rate). backdated: due, or now if later, is before the
 // bucket's own next slot,
-// so the place must pass the pacer when it is due (PaceSlot).
-func (r *Room) ReserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
+// so the place must pass the pacer when it is due (paceSlot).
+func (r *Room) reserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
 	if now.Sub(found) <= pacerSlack {
 		found = now
 	}
-	return r.bucket.ReserveFor(found, now)
+	return r.bucket.reserveFor(found, now)
 }
 
-// PaceSlot reports whether place, whose admission slot came at slot, may
+// paceSlot reports whether place, whose admission slot came at slot, may
 // be admitted now at the room's current rate; if not, when its slot is now
 // (see pacer: slots given before a rate cut are re-spaced at the new rate;
 // a holder presenting late is not re-spaced by less than the pacer's burst).
-func (r *Room) PaceSlot(place string, slot, now time.Time) (time.Time, bool) {
+func (r *Room) paceSlot(place string, slot, now time.Time) (time.Time, bool) {
 	return r.pacer.pass(place, slot, now)
 }
 
-// UnpaceSlot gives back what PaceSlot took for an attempt it passed whose
+// unpaceSlot gives back what paceSlot took for an attempt it passed whose
 // admission did not go through.
-func (r *Room) UnpaceSlot(place string, now time.Time) { r.pacer.giveBack(place, now) }
+func (r *Room) unpaceSlot(place string, now time.Time) { r.pacer.giveBack(place, now) }
 
-// RefundAdmission gives back an admission that did not go through.
-func (r *Room) RefundAdmission(now time.Time) { r.bucket.Refund(now) }
+// refundAdmission gives back an admission that did not go through.
+func (r *Room) refundAdmission(now time.Time) { r.bucket.Refund(now) }
 
 // BucketLevel is the number of admissions available right now.
-func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
+func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.level(now) }
 
 // ObservePresent records that a place was presented with a valid, solved
 // attempt at or after its checkpoint, with its key: the serving clock's
@@ -654,23 +656,23 @@ func (r *Room) ObservePresent(now time.Time, place string, key float64) {
 	r.presence.See(now, place, key)
 }
 
-// ObservePreQueuePresent is ObservePresent for a place in a fifo room's
+// observePreQueuePresent is ObservePresent for a place in a fifo room's
 // pre-queue, whose key is from plus its draw times the pre-queue's size:
 // the size grows until the start, so the draw is kept, not the key of the
 // moment.
-func (r *Room) ObservePreQueuePresent(now time.Time, place string, from, draw float64) {
-	r.presence.SeePreQueue(now, place, from, draw)
+func (r *Room) observePreQueuePresent(now time.Time, place string, from, draw float64) {
+	r.presence.seePreQueue(now, place, from, draw)
 }
 
-// ObserveAdmitted removes an admitted place from the population.
-func (r *Room) ObserveAdmitted(place string, now time.Time) {
-	r.presence.Forget(place)
+// observeAdmitted removes an admitted place from the population.
+func (r *Room) observeAdmitted(place string, now time.Time) {
+	r.presence.forget(place)
 	r.pacer.admitted(place, now)
 }
 
-// ObserveBudgetRefused records an eligible attempt that this node's bucket
+// observeBudgetRefused records an eligible attempt that this node's bucket
 // took and the room's shared budget refused.
-func (r *Room) ObserveBudgetRefused(now time.Time) { r.refused.Add(now, 1) }
+func (r *Room) observeBudgetRefused(now time.Time) { r.refused.Add(now, 1) }
 
 // BudgetBacklog is about how many eligible places wait at this node for
 // the room's shared budget: a place the budget refuses holds a slot at the
@@ -680,15 +682,15 @@ func (r *Room) ObserveBudgetRefused(now time.Time) { r.refused.Add(now, 1) }
 // first holds it, so without this a node where the budget turns many away
 // would look idle.
 func (r *Room) BudgetBacklog(now time.Time) float64 {
-	return r.refused.RecentRate(now, budgetBacklogSpan)
+	return r.refused.recentRate(now, budgetBacklogSpan)
 }
 
 // budgetBacklogSpan is how far back BudgetBacklog looks.
 const budgetBacklogSpan = 2 * time.Second
 
-// ObserveEligible records one place found eligible (once per place: the
+// observeEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).
-func (r *Room) ObserveEligible(now time.Time) {
+func (r *Room) observeEligible(now time.Time) {
 	r.eligible.Add(now, 1)
 }
 
@@ -705,7 +707,7 @@ func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now)
 // seconds since it started, not over the window, which would read a
 // fraction of its rate until the window had passed.
 func (r *Room) ObservedEligibleRate(now time.Time) float64 {
-	return r.eligible.RecentRate(now, now.Sub(r.started))
+	return r.eligible.recentRate(now, now.Sub(r.started))
 }
 
 // EstimateWait is the expected remaining wait of a visitor who is not yet

@@ -6,18 +6,18 @@ import (
 )
 
 // TestRoomPastBounded: a room whose controller moves the speed at every
-// tick for twice its memory keeps at most MaxPast readings.
+// tick for twice its memory keeps at most maxPast readings.
 func TestRoomPastBounded(t *testing.T) {
 	r := testRoom(t, func(c *RoomConfig) { c.Memory = 5 * time.Minute; c.Adaptive = true })
 	for i := 1; i <= 600; i++ {
 		now := t0.Add(time.Duration(i) * time.Second)
 		r.TickWith(now, float64(1000+500*(i%2)), float64(50+40*(i%3)))
-		if n := len(r.View(now).Past); n > MaxPast {
-			t.Fatalf("tick %d: %d readings kept, more than %d", i, n, MaxPast)
+		if n := len(r.View(now).Past); n > maxPast {
+			t.Fatalf("tick %d: %d readings kept, more than %d", i, n, maxPast)
 		}
 	}
 	now := t0.Add(600 * time.Second)
-	if n := len(r.View(now).Past); n < MaxPast/2 {
+	if n := len(r.View(now).Past); n < maxPast/2 {
 		t.Fatalf("only %d readings: the speed did not move enough for the test to mean anything", n)
 	}
 }
@@ -45,7 +45,7 @@ func TestNewRoomValidates(t *testing.T) {
 func reserveDues(r *Room, n int, now time.Time) int {
 	atOnce := 0
 	for range n {
-		if due, _ := r.ReserveAdmission(now, now); !due.After(now) {
+		if due, _ := r.reserveAdmission(now, now); !due.After(now) {
 			atOnce++
 		}
 	}
@@ -55,7 +55,7 @@ func reserveDues(r *Room, n int, now time.Time) int {
 // TestAdoptOpensTheBucketAsSetStateDoes: a node that adopts a stored
 // control state (another node's admin change, a restore after a failed
 // save) treats its bucket as the node that set the state does
-// (Bucket.OpenAt): a queue opening carries one admission, an open room
+// (bucket.openAt): a queue opening carries one admission, an open room
 // drops nothing (the adopting node had 5 of 5 due at a queue's opening,
 // and 3 of 5 at once in an open room).
 func TestAdoptOpensTheBucketAsSetStateDoes(t *testing.T) {

@@ -49,12 +49,12 @@ func TestASlotRefusedByTheBudgetKeepsItsSlot(t *testing.T) {
 			budget := &budgetUntil{open: slot.Add(time.Second), err: tt.err}
 			h.room.SetQuota(budget)
 			h.now = slot
-			level := h.room.pacer.bucket.Level(slot)
+			level := h.room.pacer.bucket.level(slot)
 			d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Now: slot})
 			if d.Outcome != tt.want {
 				t.Fatalf("refused by the budget: %v (%v), want %v", d.Outcome, d.Err, tt.want)
 			}
-			if got := h.room.pacer.bucket.Level(slot); got != level || len(h.room.pacer.inflight) != 0 {
+			if got := h.room.pacer.bucket.level(slot); got != level || len(h.room.pacer.inflight) != 0 {
 				t.Fatalf("the pacer went from %.3f to %.3f, %d places in flight; want its token back", level, got, len(h.room.pacer.inflight))
 			}
 			held, err := h.ledger.Lookup(ctx, h.busy.Next.Claims.Place())

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"errors"
-	"github.com/fairgate/fairgate/room"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 func init() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/internal/testhttp"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,9 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/internal/testhttp"
 )
 
 // noSkip turns caddytest's silent skip (when Caddy cannot start) into a
@@ -98,7 +97,7 @@ func TestCaddyIntegration(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tk); err != nil || code != 200 {
 		t.Fatalf("token: %d %s", code, body)
 	}
-	n, _ := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+	n, _ := tokens.Solve(context.Background(), tk.Challenge, tk.Difficulty)
 	nonce := strconv.FormatUint(n, 10)
 	code, _, body = c.do("POST", site+"/_fairgate/admit", `{"nonce":"`+nonce+`","token":"`+tk.Token+`"}`)
 	if code != 200 || !strings.Contains(body, `"admitted":true`) {
@@ -181,7 +180,7 @@ func token(t *testing.T, c call, site string) tokenAnswer {
 // solve finds the token's proof of work.
 func solve(t *testing.T, tk tokenAnswer) string {
 	t.Helper()
-	n, err := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+	n, err := tokens.Solve(context.Background(), tk.Challenge, tk.Difficulty)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,12 @@
 package caddymodule
 
 import (
-	"github.com/fairgate/fairgate/room"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 // unmarshalLane reads one priority lane:

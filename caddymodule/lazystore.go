@@ -3,8 +3,6 @@ package caddymodule
 import (
 	"context"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
-	roomstores "github.com/fairgate/fairgate/room/stores"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/room"
+	roomstores "github.com/fairgate/fairgate/room/stores"
 )
 
 // lazyStore is a state store opened on its first call, not when a config

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/netip"
 	"os"
@@ -20,12 +19,12 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/fairgate/fairgate/admission/roomstate"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/proxy"
 )
 
 func init() {
@@ -301,7 +300,7 @@ func (h *Handler) resolvedConfig() (proxy.Config, error) {
 			}
 			text = string(b)
 		}
-		var keys admission.KeysConfig
+		var keys tokens.KeysConfig
 		if err := json.Unmarshal([]byte(text), &keys); err != nil {
 			return cfg, fmt.Errorf("keys_from: not the JSON of `fairgate keygen`: %w", err)
 		}

@@ -3,11 +3,12 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // storeStatus is what these tests read of a room's admin API figures.

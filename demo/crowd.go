@@ -11,9 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/tokens"
 	"go.uber.org/zap"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // runCrowd keeps n simulated visitors in the queue: 80% honest (they wait
@@ -105,7 +104,7 @@ func (v *visitor) run(ctx context.Context) error {
 	for attempt := 0; attempt < 2000 && ctx.Err() == nil; attempt++ {
 		key := tk.Challenge + "/" + strconv.Itoa(tk.Difficulty)
 		if _, ok := solved[key]; !ok {
-			n, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+			n, err := tokens.Solve(ctx, tk.Challenge, tk.Difficulty)
 			if err != nil {
 				return err
 			}

@@ -31,6 +31,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	_ "github.com/fairgate/fairgate/caddymodule" // waiting_room
 	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
@@ -92,15 +94,15 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		opts.OperatorToken = hex.EncodeToString(b)
 	}
-	keys, err := admission.GenerateKeys("demo")
+	keys, err := tokens.GenerateKeys("demo")
 	if err != nil {
 		return err
 	}
-	ring, err := keys.Load(admission.Environment{})
+	ring, err := keys.Load(tokens.Environment{})
 	if err != nil {
 		return err
 	}
-	codec := admission.NewCodec(ring, admission.DefaultPolicy.Leeway)
+	codec := tokens.NewCodec(ring, admission.DefaultPolicy.Leeway)
 
 	dbPath := opts.DB
 	if dbPath == "" {

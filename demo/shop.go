@@ -3,6 +3,8 @@ package demo
 import (
 	"bytes"
 	"embed"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/internal/bearer"
 	"html/template"
 	"io"
 	"io/fs"
@@ -12,9 +14,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/internal/bearer"
 )
 
 //go:embed static
@@ -27,7 +26,7 @@ var shopPage = template.Must(template.ParseFS(staticFS, "static/shop.html"))
 // (verified again here), and proxies the operator page's calls to Caddy's
 // admin API, which listens on loopback only.
 type shop struct {
-	codec *admission.Codec
+	codec *tokens.Codec
 	room  string
 	event string
 	admin *url.URL
@@ -36,7 +35,7 @@ type shop struct {
 	mux           *http.ServeMux
 }
 
-func newShop(codec *admission.Codec, room, event string, admin *url.URL, operatorToken string, payments *demoPaymentProvider) *shop {
+func newShop(codec *tokens.Codec, room, event string, admin *url.URL, operatorToken string, payments *demoPaymentProvider) *shop {
 	s := &shop{codec: codec, room: room, event: event, admin: admin, operatorToken: operatorToken, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /shop/pay/{session}", payments.pay)
 	static, _ := fs.Sub(staticFS, "static")

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/reply"
 )
 
@@ -420,9 +422,9 @@ func (g *Gateway) writeClosedJSON(w http.ResponseWriter, r *http.Request) {
 // invalidStatus maps a rejection to the statuses of docs/DESIGN.md, "The gateway".
 func invalidStatus(err error) (int, string) {
 	switch {
-	case errors.Is(err, admission.ErrMalformed), errors.Is(err, admission.ErrNonceMalformed):
+	case errors.Is(err, tokens.ErrMalformed), errors.Is(err, tokens.ErrNonceMalformed):
 		return http.StatusBadRequest, "malformed"
-	case errors.Is(err, admission.ErrWorkInsufficient):
+	case errors.Is(err, tokens.ErrWorkInsufficient):
 		return http.StatusForbidden, "pow"
 	case errors.Is(err, admission.ErrIdentity):
 		return http.StatusForbidden, "identity"

@@ -1,12 +1,13 @@
 package proxy
 
 import (
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestSafeReturn(t *testing.T) {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,9 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/room"
 )
 
 // BenchmarkPassedRequest is the gateway's own cost on the admitted path: a
@@ -23,7 +25,7 @@ func BenchmarkPassedRequest(b *testing.B) {
 		Cache:  &Cache{Paths: []string{"/api/sections/*"}},
 	})
 	// A pass from an open room of its own, signed with the gateway's keys.
-	ring, err := testKeys.Load(admission.Environment{})
+	ring, err := testKeys.Load(tokens.Environment{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 			break
 		}
 	}
-	nonce, err := admission.Solve(context.Background(), tk.Claims.Ch, tk.Claims.Dif)
+	nonce, err := tokens.Solve(context.Background(), tk.Claims.Ch, tk.Claims.Dif)
 	if err != nil {
 		b.Fatal(err)
 	}

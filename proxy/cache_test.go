@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"maps"
 	"net/http"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestCache: one upstream read per key per TTL however many ask, stale

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestCapacityRateFollowsTheVisitorsOnTheSite admits visitors into a room

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+	"github.com/fairgate/fairgate/room"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestAcceptWeights(t *testing.T) {

@@ -3,10 +3,11 @@ package proxy
 import (
 	"encoding/json"
 	"errors"
-	"github.com/fairgate/fairgate/room"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestConfigErrors(t *testing.T) {

@@ -2,13 +2,12 @@ package proxy_test
 
 import (
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/proxy"
 	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/proxy"
 )
 
 // A waiting room in front of a site, as plain net/http: while the room
@@ -16,7 +15,7 @@ import (
 // endpoints hand out waiting tokens; once the room is opened (here as the
 // admin API would), requests reach the site.
 func Example() {
-	keys, err := admission.GenerateKeys("k1")
+	keys, err := tokens.GenerateKeys("k1")
 	if err != nil {
 		panic(err)
 	}

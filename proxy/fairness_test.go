@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +13,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/room"
 )
 
 // Fairness invariants of the checkpoint protocol, each named after what
@@ -77,7 +79,7 @@ func (tb *tab) admit(tk ticketJSON) (int, ticketJSON) {
 	return tb.post("/_fairgate/admit", fmt.Sprintf(`{"nonce":%q,"token":%q}`, solveFor(tb.e.t, tk), tk.Token))
 }
 
-func (e *env) claims(token string) *admission.WaitClaims {
+func (e *env) claims(token string) *tokens.WaitClaims {
 	e.t.Helper()
 	c, err := e.gw.door.Codec().ParseWait(token, e.gw.cfg.Room, e.clock.Now())
 	if err != nil {
@@ -188,7 +190,7 @@ func TestFastRetryGainsNothingWhileBucketEmpty(t *testing.T) {
 func TestRefusedAdmissionSpendsNoRate(t *testing.T) {
 	var refused string
 	hook := hookServer(t, func(r *http.Request) bool {
-		var pc admission.PassClaims
+		var pc tokens.PassClaims
 		_, _, err := jwt.NewParser().ParseUnverified(r.Header.Get(PassHeader), &pc)
 		if err != nil {
 			t.Errorf("hook got no pass: %v", err)

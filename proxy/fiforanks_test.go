@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"math"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+	"github.com/fairgate/fairgate/room"
 )
 
 // fifoCrowdVisitor is one visitor of a fifo room spread over several nodes.

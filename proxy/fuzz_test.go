@@ -1,12 +1,13 @@
 package proxy
 
 import (
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // FuzzAdmitBody: whatever a client posts to the admission endpoint, the

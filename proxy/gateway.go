@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -82,7 +83,7 @@ type Gateway struct {
 	identity *identityVerifier
 	hook     *hookClient
 	cache    *responseCache
-	passes   *ristretto.Cache[string, *admission.PassClaims]
+	passes   *ristretto.Cache[string, *tokens.PassClaims]
 	pages    *pages
 	api      *http.ServeMux
 	// admitPath is the admit poll's path, the route Handle dispatches
@@ -190,7 +191,7 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	// Each pass costs 1 (IgnoreInternalCost, as the login cache), so the
 	// cache holds MaxCost passes rather than the few thousand ristretto's
 	// own per-item bookkeeping would leave room for.
-	g.passes, err = ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{
+	g.passes, err = ristretto.NewCache(&ristretto.Config[string, *tokens.PassClaims]{
 		NumCounters: 1 << 20, MaxCost: 1 << 17, BufferItems: 64, IgnoreInternalCost: true,
 	})
 	if err != nil {
@@ -347,7 +348,7 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 // passes are cached, so a protected request costs a lookup rather than a
 // JWT parse; a forged one is refused by the key ring's HMAC check before
 // any decoding.
-func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claims *admission.PassClaims, ok bool) {
+func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claims *tokens.PassClaims, ok bool) {
 	token, ok = cookieValue(r, g.cookies.pass)
 	if !ok || token == "" {
 		return "", nil, false
@@ -383,7 +384,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claim
 // returns the pass to forward: the renewed one, or token as it was (a
 // rate room's session_length is its sizing, and a pass that cannot be
 // signed now stays valid as it is).
-func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string, claims *admission.PassClaims, now time.Time) string {
+func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string, claims *tokens.PassClaims, now time.Time) string {
 	if !g.shared.SizedByCapacity() {
 		return token
 	}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/internal/testhttp"
 	"github.com/fairgate/fairgate/room"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,11 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/internal/testhttp"
-	"github.com/golang-jwt/jwt/v5"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeClock is the injected clock of the tests.
@@ -47,7 +46,7 @@ func (c *fakeClock) Set(t time.Time) {
 
 func (c *fakeClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 
-var testKeys = admission.KeysConfig{
+var testKeys = tokens.KeysConfig{
 	Signing: "k1",
 	Keys:    map[string]string{"k1": "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
 	Lottery: "bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ==",
@@ -146,7 +145,7 @@ func (e *env) ticket(header ...string) ticketJSON {
 
 func solveFor(t *testing.T, tk ticketJSON) string {
 	t.Helper()
-	n, err := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+	n, err := tokens.Solve(context.Background(), tk.Challenge, tk.Difficulty)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"io"
 	"net/http"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // hookClient calls the admission hook.
@@ -40,7 +39,7 @@ type hookRequest struct {
 	Wid     string `json:"wid"`
 }
 
-func (h *hookClient) call(ctx context.Context, url, room, pass string, claims *admission.PassClaims) hookResult {
+func (h *hookClient) call(ctx context.Context, url, room, pass string, claims *tokens.PassClaims) hookResult {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	body, _ := json.Marshal(hookRequest{Room: room, Subject: claims.Subject, Wid: claims.Wid})

@@ -3,12 +3,13 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestAdmissionHook(t *testing.T) {

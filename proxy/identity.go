@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 var errNoIdentity = errors.New("no login token")
@@ -43,7 +42,7 @@ func newIdentityVerifier(cfg Identity, laneOf func(claims map[string]any) string
 	if jwt.GetSigningMethod(cfg.Algorithm) == nil || cfg.Algorithm == "none" {
 		return nil, fmt.Errorf("unknown algorithm %q", cfg.Algorithm)
 	}
-	raw, err := admission.ResolveText(cfg.Key, admission.Environment{})
+	raw, err := tokens.ResolveText(cfg.Key, tokens.Environment{})
 	if err != nil {
 		return nil, fmt.Errorf("key: %w", err)
 	}

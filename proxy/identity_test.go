@@ -3,13 +3,14 @@ package proxy
 import (
 	"encoding/base64"
 	"encoding/json"
-	"github.com/fairgate/fairgate/room"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestIdentity(t *testing.T) {

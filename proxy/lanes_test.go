@@ -3,7 +3,6 @@ package proxy
 import (
 	"encoding/base64"
 	"encoding/json"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"math"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 var laneLoginSecret = []byte("site-login-secret-0123456789abcdef")

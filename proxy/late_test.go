@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // presenter is one visitor of playLate: its tab, the token it holds, when it

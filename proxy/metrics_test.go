@@ -2,7 +2,11 @@ package proxy
 
 import (
 	"encoding/base64"
+	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/internal/testhttp"
 	"github.com/fairgate/fairgate/room"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"maps"
 	"net/http"
 	"strconv"
@@ -10,11 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/internal/testhttp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 )
 
 func TestMetricsRegistered(t *testing.T) {
@@ -80,7 +79,7 @@ func TestEveryAnswerCountedByReason(t *testing.T) {
 	}
 	tk := e.ticket()
 	wrong := 0
-	for admission.VerifyWork(tk.Challenge, tk.Difficulty, strconv.Itoa(wrong)) == nil {
+	for tokens.VerifyWork(tk.Challenge, tk.Difficulty, strconv.Itoa(wrong)) == nil {
 		wrong++
 	}
 	forged := tk.Token[:len(tk.Token)-2] + "AA"

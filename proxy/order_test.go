@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"errors"
-	"github.com/fairgate/fairgate/room"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestQueueOrderConfig(t *testing.T) {

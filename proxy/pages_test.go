@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/fairgate/fairgate/room"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func writeTemplate(t *testing.T, body string) string {

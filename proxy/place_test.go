@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestOneLoginHoldsOnePlace: every token one login takes in a room is one

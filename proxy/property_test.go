@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // The property test of the published invariants (docs/FAIRNESS.md, "The

@@ -2,11 +2,11 @@ package proxy
 
 import (
 	"errors"
-	"github.com/fairgate/fairgate/room"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestReloadAppliesEveryRoomOption: each room setting a reload changes takes

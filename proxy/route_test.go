@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/fairgate/fairgate/room"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestAPIRoutes: each endpoint answers its methods, every other method a

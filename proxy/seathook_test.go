@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/room"
+	"github.com/fairgate/fairgate/seats"
+	"github.com/fairgate/fairgate/seats/boltstore"
+	"github.com/fairgate/fairgate/seats/httpapi"
+	"github.com/fairgate/fairgate/seats/storetest"
 	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/seats"
-	"github.com/fairgate/fairgate/seats/boltstore"
-	"github.com/fairgate/fairgate/seats/httpapi"
-	"github.com/fairgate/fairgate/seats/storetest"
 )
 
 // countingStore is a seat store that counts the sessions it created.
@@ -47,11 +46,11 @@ func seatService(t *testing.T, room string, now func() time.Time) (string, *coun
 	if _, err := svc.CreateEvent(context.Background(), storetest.Event("ev")); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := testKeys.Load(admission.Environment{})
+	ring, err := testKeys.Load(tokens.Environment{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(svc, httpapi.Config{Codec: admission.NewCodec(ring, time.Second), Room: room, DefaultEvent: "ev"}))
+	srv := httptest.NewServer(httpapi.New(svc, httpapi.Config{Codec: tokens.NewCodec(ring, time.Second), Room: room, DefaultEvent: "ev"}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/api/sessions", store
 }
@@ -69,7 +68,7 @@ func TestLostAnswerWithSeatServiceHook(t *testing.T) {
 			tb := e.newTab()
 			tk := tb.token()
 			body := fmt.Sprintf(`{"nonce":%q,"token":%q}`, solveFor(t, tk), tk.Token)
-			admit := func() (int, admitResponse, *admission.PassClaims) {
+			admit := func() (int, admitResponse, *tokens.PassClaims) {
 				t.Helper()
 				status, raw := tb.postRaw("/_fairgate/admit", body)
 				var a admitResponse

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/base64"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"html"
 	"html/template"
 	"io"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/fairgate/fairgate/internal/pathtest"
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/fairgate/fairgate/room"
 )
 
 // exampleBypass are the bypass rules of Caddyfile.example.

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"github.com/fairgate/fairgate/room/stores"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,6 +17,7 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/room"
+	"github.com/fairgate/fairgate/room/stores"
 )
 
 // Server is `fairgate proxy`: the gateway in front of a reverse proxy to

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/fairgate/fairgate/room"
 )
 
 func startServer(t *testing.T, upstream string, cfg Config) (public, admin string, stop func()) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fairgate/fairgate/internal/testhttp"
-	"github.com/fairgate/fairgate/room"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+	"github.com/fairgate/fairgate/room"
 )
 
 // A node that starts while its store does not answer serves unjoined and

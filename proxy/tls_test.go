@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/fairgate/fairgate/room"
 	"math/big"
 	"net"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns

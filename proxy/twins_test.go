@@ -3,10 +3,11 @@ package proxy
 import (
 	"encoding/base64"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // twinStrategy is how a visitor presents its tokens: given the time and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Config is the room's part of a waiting room's config: how it queues and
@@ -81,7 +82,7 @@ type Config struct {
 	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
 	// and warns: a restart then invalidates every token.
-	Keys admission.KeysConfig `json:"keys,omitzero"`
+	Keys tokens.KeysConfig `json:"keys,omitzero"`
 	// Lanes are priority lanes, each with its own share of Rate, for the
 	// visitors whose verified login carries the lane's claim (the first
 	// lane that matches; everyone else waits in the default lane, which gets
@@ -310,7 +311,7 @@ func (c Config) Settle() (Settings, error) {
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
-	if err := admission.CheckDifficulty(s.difficulty); err != nil {
+	if err := tokens.CheckDifficulty(s.difficulty); err != nil {
 		return s, &OptionError{Option: "difficulty", Err: err}
 	}
 	if s.lanes, err = settleLanes(s.Lanes); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Rooms is the set of live rooms the admin API manages, by name.
@@ -169,7 +170,7 @@ func (sh *Shared) apply(c RoomChange, now time.Time) error {
 		return errBadReason
 	}
 	if c.Difficulty != nil {
-		if err := admission.CheckDifficulty(*c.Difficulty); err != nil {
+		if err := tokens.CheckDifficulty(*c.Difficulty); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Door is how a front door reaches the room's decisions: the gate that
@@ -51,15 +52,15 @@ func (d *Door) Decide(ctx context.Context, lane string, a admission.Attempt) adm
 
 // Requeue sends an admission the hook turned away back to waiting in the
 // named lane.
-func (d *Door) Requeue(ctx context.Context, lane string, claims *admission.WaitClaims, now time.Time) admission.Decision {
+func (d *Door) Requeue(ctx context.Context, lane string, claims *tokens.WaitClaims, now time.Time) admission.Decision {
 	return d.gate.Requeue(ctx, d.shared.LaneRoom(lane), claims, now)
 }
 
 // SignPass signs a pass's claims.
-func (d *Door) SignPass(pc *admission.PassClaims) (string, error) { return d.gate.SignPass(pc) }
+func (d *Door) SignPass(pc *tokens.PassClaims) (string, error) { return d.gate.SignPass(pc) }
 
 // VerifyPass checks a pass of this room.
-func (d *Door) VerifyPass(token string, now time.Time) (*admission.PassClaims, error) {
+func (d *Door) VerifyPass(token string, now time.Time) (*tokens.PassClaims, error) {
 	return d.gate.VerifyPass(d.shared.Room.Name(), token, now)
 }
 
@@ -67,4 +68,4 @@ func (d *Door) VerifyPass(token string, now time.Time) (*admission.PassClaims, e
 func (d *Door) Bind(addr string) string { return d.gate.Codec().Keys().Bind(addr) }
 
 // Codec signs and parses the room's tokens.
-func (d *Door) Codec() *admission.Codec { return d.gate.Codec() }
+func (d *Door) Codec() *tokens.Codec { return d.gate.Codec() }

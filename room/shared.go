@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Shared is the part of a room that must outlive any one Gateway: the
@@ -30,7 +32,7 @@ type Shared struct {
 	clock   func() time.Time
 	// generated keys, when the config had none: kept so a reload does not
 	// invalidate every token.
-	generated *admission.KeyRing
+	generated *tokens.KeyRing
 
 	lanesNow atomic.Pointer[[]*lane]
 
@@ -230,19 +232,19 @@ func (sh *Shared) setClosedReason(r string) {
 
 // keys returns the configured key ring, or generated keys kept for the
 // room's lifetime. generated reports the latter.
-func (sh *Shared) keys(cfg admission.KeysConfig) (ring *admission.KeyRing, generated bool, err error) {
+func (sh *Shared) keys(cfg tokens.KeysConfig) (ring *tokens.KeyRing, generated bool, err error) {
 	if len(cfg.Keys) > 0 {
-		ring, err = cfg.Load(admission.Environment{})
+		ring, err = cfg.Load(tokens.Environment{})
 		return ring, false, err
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.generated == nil {
-		gen, err := admission.GenerateKeys("generated")
+		gen, err := tokens.GenerateKeys("generated")
 		if err != nil {
 			return nil, false, err
 		}
-		if sh.generated, err = gen.Load(admission.Environment{}); err != nil {
+		if sh.generated, err = gen.Load(tokens.Environment{}); err != nil {
 			return nil, false, err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"math"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // Report is what a simulation shows, from a baseline run (everyone honest)

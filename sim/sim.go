@@ -13,7 +13,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -24,7 +23,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 // Config describes one simulated sale.
@@ -622,7 +624,7 @@ func (s *sale) noteClaim(v *Visitor, st *state, token string) {
 	if st.claimed || s.cfg.QueueOrder != string(admission.OrderFIFO) {
 		return
 	}
-	var c admission.WaitClaims
+	var c tokens.WaitClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil || c.Pos == 0 {
 		return
 	}
@@ -632,7 +634,7 @@ func (s *sale) noteClaim(v *Visitor, st *state, token string) {
 // lotteryNumber is the lottery number of a token's draw, read with the
 // simulation's own lottery key; 0 if the token does not decode.
 func (s *sale) lotteryNumber(token string) float64 {
-	var c admission.WaitClaims
+	var c tokens.WaitClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
 		return 0
 	}
@@ -640,7 +642,7 @@ func (s *sale) lotteryNumber(token string) float64 {
 	if err != nil {
 		return 0
 	}
-	return admission.LotteryNumber(key, c.Lot)
+	return tokens.LotteryNumber(key, c.Lot)
 }
 
 func (s *sale) admit(i int, h held) (answer, int, error) {
@@ -669,7 +671,7 @@ type challenge struct {
 func (a answer) answerChallenge() challenge { return challenge{a.Challenge, a.Difficulty} }
 
 func (s *sale) solve(v *Visitor, c challenge) (string, error) {
-	nonce, err := admission.Solve(context.Background(), c.ch, c.dif)
+	nonce, err := tokens.Solve(context.Background(), c.ch, c.dif)
 	if err != nil {
 		return "", err
 	}
@@ -706,10 +708,10 @@ func (s *streams) Read(p []byte) (int, error) {
 	return s.cur.Read(p)
 }
 
-func simKeys(seed uint64) admission.KeysConfig {
+func simKeys(seed uint64) tokens.KeysConfig {
 	secret := func(label string) string {
 		s := sha256.Sum256([]byte(label + strconv.FormatUint(seed, 10)))
 		return base64.StdEncoding.EncodeToString(s[:])
 	}
-	return admission.KeysConfig{Signing: "sim", Keys: map[string]string{"sim": secret("sign")}, Lottery: secret("lottery")}
+	return tokens.KeysConfig{Signing: "sim", Keys: map[string]string{"sim": secret("sign")}, Lottery: secret("lottery")}
 }

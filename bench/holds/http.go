@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/httpapi"
@@ -35,7 +37,7 @@ type httpTarget struct {
 
 func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 	secret := []byte(rand.Text() + rand.Text())
-	ring, err := admission.NewKeyRing("bench", map[string][]byte{"bench": secret}, []byte(rand.Text()+rand.Text()))
+	ring, err := tokens.NewKeyRing("bench", map[string][]byte{"bench": secret}, []byte(rand.Text()+rand.Text()))
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +45,7 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := httpapi.New(svc, httpapi.Config{Codec: admission.NewCodec(ring, time.Second), Room: "bench", DefaultEvent: "bench", PaymentKey: secret})
+	api := httpapi.New(svc, httpapi.Config{Codec: tokens.NewCodec(ring, time.Second), Room: "bench", DefaultEvent: "bench", PaymentKey: secret})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -23,7 +23,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +37,10 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 func main() {
@@ -91,7 +93,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return tokens(n)
+		return issueTokens(n)
 	}
 	return fmt.Errorf("unknown target %q", args[0])
 }
@@ -131,7 +133,7 @@ func printPass(keysFile, room string) error {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return err
 	}
-	ring, err := cfg.Keys.Load(admission.Environment{})
+	ring, err := cfg.Keys.Load(tokens.Environment{})
 	if err != nil {
 		return err
 	}
@@ -288,9 +290,9 @@ func lookupMap(m map[string]any, path ...string) (map[string]any, bool) {
 	return m, true
 }
 
-// tokens issues n waiting tokens through the gateway's token endpoint and
+// issueTokens issues n waiting tokens through the gateway's token endpoint and
 // reports the resident set size before and after: nothing is kept per visitor.
-func tokens(n int) error {
+func issueTokens(n int) error {
 	cfg := proxy.Config{Config: room.Config{Room: "mem"}}
 	shared, err := proxy.NewShared(cfg, time.Now)
 	if err != nil {

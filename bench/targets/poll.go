@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // pollRequest is `targets poll SITE ROOM`: a waiting token from SITE's
@@ -41,7 +40,7 @@ func pollRequest(site, room string) error {
 		if err != nil || tk.Token == "" {
 			return fmt.Errorf("token endpoint: %d, %v", resp.StatusCode, err)
 		}
-		nonce, err := admission.Solve(context.Background(), tk.Challenge, tk.Difficulty)
+		nonce, err := tokens.Solve(context.Background(), tk.Challenge, tk.Difficulty)
 		if err != nil {
 			return err
 		}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"io"
 	"os"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // keygen is `fairgate keygen`: a new key file, the JSON that every front
@@ -22,7 +21,7 @@ func keygen(_ context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := admission.GenerateKeys(*kid)
+	cfg, err := tokens.GenerateKeys(*kid)
 	if err != nil {
 		return err
 	}
@@ -30,16 +29,16 @@ func keygen(_ context.Context, args []string, stdout io.Writer) error {
 }
 
 // loadKeys reads a key file as keygen writes it.
-func loadKeys(path string) (*admission.KeyRing, error) {
+func loadKeys(path string) (*tokens.KeyRing, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading keys: %w", err)
 	}
-	var cfg admission.KeysConfig
+	var cfg tokens.KeysConfig
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("parsing keys %s: %w", path, err)
 	}
-	ring, err := cfg.Load(admission.Environment{})
+	ring, err := cfg.Load(tokens.Environment{})
 	if err != nil {
 		return nil, fmt.Errorf("loading keys: %w", err)
 	}

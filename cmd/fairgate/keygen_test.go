@@ -2,15 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // writeKeys runs keygen and saves its output as a key file.
-func writeKeys(t *testing.T, kid string) (path string, ring *admission.KeyRing) {
+func writeKeys(t *testing.T, kid string) (path string, ring *tokens.KeyRing) {
 	t.Helper()
 	keys, stderr, code := runCLI(t, "keygen", "--kid", kid)
 	if code != 0 {
@@ -36,7 +35,7 @@ func TestKeygen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg admission.KeysConfig
+	var cfg tokens.KeysConfig
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}

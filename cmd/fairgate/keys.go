@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // keysCommand is `fairgate keys add`: key rotation on a key file that Caddy
@@ -38,23 +37,23 @@ func addKey(file, kid string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ring admission.KeysConfig
+	var ring tokens.KeysConfig
 	if err := json.Unmarshal(raw, &ring); err != nil {
 		return fmt.Errorf("%s is not the JSON of `fairgate keygen`: %w", file, err)
 	}
-	if _, err := ring.Load(admission.Environment{}); err != nil {
+	if _, err := ring.Load(tokens.Environment{}); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if _, taken := ring.Keys[kid]; taken {
 		return fmt.Errorf("%s already has a key %q: choose another --kid", file, kid)
 	}
-	fresh, err := admission.GenerateKeys(kid)
+	fresh, err := tokens.GenerateKeys(kid)
 	if err != nil {
 		return err
 	}
 	ring.Keys[kid] = fresh.Keys[kid]
 	ring.Signing = kid
-	if _, err := ring.Load(admission.Environment{}); err != nil {
+	if _, err := ring.Load(tokens.Environment{}); err != nil {
 		return err
 	}
 	out, err := json.MarshalIndent(ring, "", "  ")

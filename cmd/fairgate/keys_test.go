@@ -2,13 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // TestKeysAdd: `fairgate keys add` adds a key to a ring and signs with it;
@@ -23,13 +22,13 @@ func TestKeysAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := readRing(t, file)
-	oldRing, err := before.Load(admission.Environment{})
+	oldRing, err := before.Load(tokens.Environment{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	pass := admission.PassClaims{Registered: admission.Registered{ID: "p1", Audience: "sale", Subject: "anon:x", IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}, Wid: "w1"}
-	signed, err := admission.NewCodec(oldRing, time.Second).Sign(&pass)
+	pass := tokens.PassClaims{Registered: tokens.Registered{ID: "p1", Audience: "sale", Subject: "anon:x", IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}, Wid: "w1"}
+	signed, err := tokens.NewCodec(oldRing, time.Second).Sign(&pass)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +45,11 @@ func TestKeysAdd(t *testing.T) {
 	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("mode after keys add: %v %v", info.Mode(), err)
 	}
-	newRing, err := after.Load(admission.Environment{})
+	newRing, err := after.Load(tokens.Environment{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admission.NewCodec(newRing, time.Second).ParsePass(signed, "sale", now); err != nil {
+	if _, err := tokens.NewCodec(newRing, time.Second).ParsePass(signed, "sale", now); err != nil {
 		t.Fatalf("a pass signed by the old key after rotation: %v", err)
 	}
 
@@ -62,13 +61,13 @@ func TestKeysAdd(t *testing.T) {
 	}
 }
 
-func readRing(t *testing.T, file string) admission.KeysConfig {
+func readRing(t *testing.T, file string) tokens.KeysConfig {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var k admission.KeysConfig
+	var k tokens.KeysConfig
 	if err := json.Unmarshal(raw, &k); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net"
 	"net/netip"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 func runProxy(ctx context.Context, args []string, stdout io.Writer) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fairgate/fairgate/room"
 	"io"
 	"net"
 	"os"
@@ -16,7 +15,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/httpserver"
+	"github.com/fairgate/fairgate/room"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/dynamostore"
@@ -105,7 +107,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	api := httpapi.New(seats.NewService(store, time.Now), httpapi.Config{
-		Codec: admission.NewCodec(ring, admission.DefaultPolicy.Leeway), Room: *room,
+		Codec: tokens.NewCodec(ring, admission.DefaultPolicy.Leeway), Room: *room,
 		DefaultEvent: events[0], Events: events, PaymentKey: paymentKey, AdminToken: *adminToken, Logger: log,
 	})
 	ln, err := net.Listen("tcp", *listen)

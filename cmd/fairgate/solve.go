@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"io"
 	"strconv"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // solve is `fairgate solve CHALLENGE DIFFICULTY`. It has no flags, so every
@@ -27,7 +26,7 @@ func solve(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErr("difficulty %q is not a number", args[1])
 	}
-	nonce, err := admission.Solve(ctx, args[0], dif)
+	nonce, err := tokens.Solve(ctx, args[0], dif)
 	if err != nil {
 		return err
 	}

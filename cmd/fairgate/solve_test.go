@@ -1,10 +1,9 @@
 package main
 
 import (
+	"github.com/fairgate/fairgate/admission/tokens"
 	"strings"
 	"testing"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 func TestSolve(t *testing.T) {
@@ -36,7 +35,7 @@ func TestSolve(t *testing.T) {
 			if tt.challenge == "" {
 				return
 			}
-			if err := admission.VerifyWork(tt.challenge, 10, strings.TrimSpace(out)); err != nil {
+			if err := tokens.VerifyWork(tt.challenge, 10, strings.TrimSpace(out)); err != nil {
 				t.Fatalf("nonce %q for %q: %v", out, tt.challenge, err)
 			}
 		})

@@ -15,6 +15,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // inspection is what `token inspect` prints, as JSON.
@@ -68,7 +70,7 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 	if *room == "" {
 		*room, _ = out.Claims["aud"].(string)
 	}
-	codec := admission.NewCodec(ring, admission.DefaultPolicy.Leeway)
+	codec := tokens.NewCodec(ring, admission.DefaultPolicy.Leeway)
 	valid := false
 	out.Valid = &valid
 	if out.Kind == "pass" {
@@ -82,11 +84,11 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 	claims, err := codec.ParseWait(tok, *room, now)
 	if err != nil {
 		out.Reason = err.Error()
-		if !errors.Is(err, admission.ErrExpired) {
+		if !errors.Is(err, tokens.ErrExpired) {
 			return writeJSON(stdout, out)
 		}
 		// An expired token still tells why its visitor waited.
-		claims = new(admission.WaitClaims)
+		claims = new(tokens.WaitClaims)
 		if _, _, err := jwt.NewParser().ParseUnverified(tok, claims); err != nil {
 			return writeJSON(stdout, out)
 		}
@@ -106,7 +108,7 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 
 // explain fills in the lottery number v of a waiting token's ticket and
 // the serving-clock reading at which its visitor becomes eligible.
-func explain(out *inspection, v float64, claims *admission.WaitClaims, tau time.Duration) {
+func explain(out *inspection, v float64, claims *tokens.WaitClaims, tau time.Duration) {
 	vs := strconv.FormatFloat(v, 'g', 17, 64)
 	thr := admission.Threshold(v)
 	at := claims.Srv + thr

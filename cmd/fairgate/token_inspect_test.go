@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // issueToken issues a waiting token for room "sale" signed with ring, and
 // returns it with its lottery ticket and issue time.
-func issueToken(t *testing.T, ring *admission.KeyRing, now time.Time) (token, lot string, iat int64) {
+func issueToken(t *testing.T, ring *tokens.KeyRing, now time.Time) (token, lot string, iat int64) {
 	t.Helper()
 	room, err := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateQueue, Rate: 1, Tau: time.Minute}, now)
 	if err != nil {

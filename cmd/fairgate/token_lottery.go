@@ -3,10 +3,9 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"io"
 	"strconv"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // lottery is `fairgate token lottery --key KEY LOT`: a ticket's lottery
@@ -24,6 +23,6 @@ func lottery(args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErr("key is not base64: %v", err)
 	}
-	_, err = fmt.Fprintln(stdout, strconv.FormatFloat(admission.LotteryNumber(secret, fs.Arg(0)), 'g', 17, 64))
+	_, err = fmt.Fprintln(stdout, strconv.FormatFloat(tokens.LotteryNumber(secret, fs.Arg(0)), 'g', 17, 64))
 	return err
 }

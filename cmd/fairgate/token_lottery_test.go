@@ -13,7 +13,7 @@ func TestLottery(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		// The first vector of admission/testdata/lottery_vectors.json.
+		// The first vector of admission/tokens/testdata/lottery_vectors.json.
 		{[]string{"--key", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "AAAAAAAAAAAAAAAAAAAAAA=="}, 0, "0.008536238395564097", ""},
 		{[]string{"LOT"}, 2, "", "--key"},
 		{[]string{"--key", "not base64!", "LOT"}, 2, "", "not base64"},

@@ -78,6 +78,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
@@ -1211,7 +1213,7 @@ func (c *cluster) coldStart(ctx context.Context, shown ticket, pass string) *nod
 	check(n.name+" unjoined: a new token gets 503 with Retry-After (no place on a clock of its own)",
 		status == http.StatusServiceUnavailable && h.Get("Retry-After") != "", "%d Retry-After %q %v", status, h.Get("Retry-After"), err)
 	// Solved, so that only the join can refuse it.
-	nonce, err := admission.Solve(ctx, shown.Challenge, shown.Difficulty)
+	nonce, err := tokens.Solve(ctx, shown.Challenge, shown.Difficulty)
 	if err != nil {
 		check(n.name+" unjoined: an admission", false, "solving: %v", err)
 		return n
@@ -1241,7 +1243,7 @@ func (c *cluster) admitOne(ctx context.Context, n *node) {
 	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		sleep(ctx, time.Duration(tk.RetryAfter*float64(time.Second)))
-		nonce, err := admission.Solve(ctx, tk.Challenge, tk.Difficulty)
+		nonce, err := tokens.Solve(ctx, tk.Challenge, tk.Difficulty)
 		if err != nil {
 			break
 		}

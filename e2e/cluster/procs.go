@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	waitroom "github.com/fairgate/fairgate/room"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
+	waitroom "github.com/fairgate/fairgate/room"
 )
 
 // node is one `fairgate proxy` process, or one `caddy run` process with

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	waitroom "github.com/fairgate/fairgate/room"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
+	waitroom "github.com/fairgate/fairgate/room"
 )
 
 // scale is one size of run.

@@ -1,11 +1,10 @@
 package main
 
 import (
+	"github.com/fairgate/fairgate/admission/tokens"
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 func TestNodeWeights(t *testing.T) {
@@ -47,11 +46,11 @@ func TestNodeWeights(t *testing.T) {
 
 func testRoom(t *testing.T) *room {
 	t.Helper()
-	cfg, err := admission.GenerateKeys(kid)
+	cfg, err := tokens.GenerateKeys(kid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring, err := cfg.Load(admission.Environment{})
+	ring, err := cfg.Load(tokens.Environment{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	waitroom "github.com/fairgate/fairgate/room"
 	"net"
 	"net/http"
 	"os"
@@ -16,10 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
+	waitroom "github.com/fairgate/fairgate/room"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 const (
@@ -55,7 +54,7 @@ type room struct {
 	saleStart time.Time
 	sites     []string // each node's public address, as a URL
 	admins    []string // each node's admin API, as a URL
-	keys      *admission.KeyRing
+	keys      *tokens.KeyRing
 	loginKey  []byte
 	procs     []*nodes.Proc
 	logPaths  []string
@@ -75,7 +74,7 @@ func buildBinary(ctx context.Context, repo, dir string) (string, error) {
 }
 
 // roomConfig is the room every node runs, without its state store.
-func roomConfig(s roomSetup, saleStart time.Time, keysCfg admission.KeysConfig, loginKey []byte) map[string]any {
+func roomConfig(s roomSetup, saleStart time.Time, keysCfg tokens.KeysConfig, loginKey []byte) map[string]any {
 	return map[string]any{
 		"room": roomName, "state": "scheduled", "sale_start": saleStart.UTC().Format(time.RFC3339Nano),
 		"rate": s.rate, "difficulty": s.difficulty, "max_backoff": s.maxBackoff.String(), "queue_order": s.order,
@@ -90,11 +89,11 @@ func roomConfig(s roomSetup, saleStart time.Time, keysCfg admission.KeysConfig, 
 // The sale start is set once the store answers (a JVM's start on a loaded
 // machine is no part of the visitors' lead).
 func startRoom(ctx context.Context, bin, dir string, s roomSetup) (*room, error) {
-	keysCfg, err := admission.GenerateKeys(kid)
+	keysCfg, err := tokens.GenerateKeys(kid)
 	if err != nil {
 		return nil, fmt.Errorf("generating keys: %w", err)
 	}
-	ring, err := keysCfg.Load(admission.Environment{})
+	ring, err := keysCfg.Load(tokens.Environment{})
 	if err != nil {
 		return nil, fmt.Errorf("loading generated keys: %w", err)
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
@@ -42,7 +44,7 @@ func BenchmarkHoldHTTP(b *testing.B) {
 
 func benchmarkHoldHTTP(b *testing.B, withKey bool) {
 	clk := &clock{now: storetest.T0}
-	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
+	ring, err := tokens.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func benchmarkHoldHTTP(b *testing.B, withKey bool) {
 	if _, err := svc.CreateEvent(context.Background(), ev); err != nil {
 		b.Fatal(err)
 	}
-	api := New(svc, Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", PaymentKey: testPaymentKey})
+	api := New(svc, Config{Codec: tokens.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: "ev", PaymentKey: testPaymentKey})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

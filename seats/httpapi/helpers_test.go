@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/testhttp"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
@@ -61,12 +63,12 @@ func newEnvWith(t testing.TB, wrap func(seats.Store) seats.Store) *env {
 // sessions open for.
 func newEnvOn(t testing.TB, store seats.Store, ev seats.Event) *env {
 	t.Helper()
-	ring, err := admission.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
+	ring, err := tokens.NewKeyRing("k", map[string][]byte{"k": []byte("0123456789abcdef0123456789abcdef")}, []byte("lottery-key-0123456789abcdef0123"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := &clock{now: storetest.T0}
-	api := New(seats.NewService(store, clk.Now), Config{Codec: admission.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: ev.ID, AdminToken: "admin", PaymentKey: testPaymentKey})
+	api := New(seats.NewService(store, clk.Now), Config{Codec: tokens.NewCodec(ring, time.Second), Room: "sale", DefaultEvent: ev.ID, AdminToken: "admin", PaymentKey: testPaymentKey})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())

@@ -19,13 +19,12 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
-	"go.uber.org/zap"
-
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/bearer"
 	"github.com/fairgate/fairgate/internal/etag"
 	"github.com/fairgate/fairgate/internal/reply"
 	"github.com/fairgate/fairgate/seats"
+	"go.uber.org/zap"
 )
 
 // PassHeader carries the gateway's pass, as the gateway forwards it.
@@ -48,7 +47,7 @@ func SignPayment(key []byte, session, paymentRef string) string {
 // Config configures the API.
 type Config struct {
 	// Codec verifies passes with the gateway's keys; Room is their audience.
-	Codec *admission.Codec
+	Codec *tokens.Codec
 	Room  string
 	// DefaultEvent is the event of a session opened without naming one
 	// (the admission hook does not).
@@ -81,7 +80,7 @@ type API struct {
 	// write checks one, and a signature check costs more than the hold. A
 	// pass signed by a key since removed stays good until its exp, as at
 	// the gateway's own cache.
-	passes *ristretto.Cache[string, *admission.PassClaims]
+	passes *ristretto.Cache[string, *tokens.PassClaims]
 }
 
 // New returns the API over a service.
@@ -98,7 +97,7 @@ func New(svc *seats.Service, cfg Config) *API {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
-	passes, err := ristretto.NewCache(&ristretto.Config[string, *admission.PassClaims]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64, IgnoreInternalCost: true})
+	passes, err := ristretto.NewCache(&ristretto.Config[string, *tokens.PassClaims]{NumCounters: 1 << 18, MaxCost: 1 << 15, BufferItems: 64, IgnoreInternalCost: true})
 	if err != nil {
 		panic(fmt.Sprintf("pass cache: %v", err)) // constant, valid configuration
 	}
@@ -259,7 +258,7 @@ func cacheable(w http.ResponseWriter, r *http.Request, v any, sMaxAge int) {
 }
 
 // pass verifies the request's pass, answering 401 itself.
-func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admission.PassClaims, bool) {
+func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*tokens.PassClaims, bool) {
 	text := r.Header.Get(PassHeader)
 	if text == "" {
 		writeError(w, http.StatusUnauthorized, "no_pass", "this needs a pass from the waiting room", nil)
@@ -285,7 +284,7 @@ func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*admi
 // clock and, with an Idempotency-Key, the key the store commits with the
 // write.
 type request struct {
-	pass *admission.PassClaims
+	pass *tokens.PassClaims
 	now  time.Time
 	key  *seats.Idempotency
 	body []byte

@@ -6,10 +6,9 @@ package waiting
 import (
 	"context"
 	"encoding/json"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"strconv"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 // Answer is a waiting answer (POST /_fairgate/token, or a 429 from
@@ -36,7 +35,7 @@ func (a Answer) Wait() time.Duration {
 // Solve solves the token's challenge and returns the nonce and the admit
 // request's body.
 func (a Answer) Solve(ctx context.Context) (nonce string, body []byte, err error) {
-	n, err := admission.Solve(ctx, a.Challenge, a.Difficulty)
+	n, err := tokens.Solve(ctx, a.Challenge, a.Difficulty)
 	if err != nil {
 		return "", nil, err
 	}

@@ -3,10 +3,9 @@ package waiting
 import (
 	"context"
 	"encoding/json"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"testing"
 	"time"
-
-	"github.com/fairgate/fairgate/admission"
 )
 
 func TestFollow(t *testing.T) {
@@ -42,7 +41,7 @@ func TestSolve(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil || got["token"] != "tok" || got["nonce"] != nonce {
 		t.Fatalf("admit body %s (%v), nonce %s", body, err, nonce)
 	}
-	if err := admission.VerifyWork(tk.Challenge, tk.Difficulty, nonce); err != nil {
+	if err := tokens.VerifyWork(tk.Challenge, tk.Difficulty, nonce); err != nil {
 		t.Errorf("nonce %s: %v", nonce, err)
 	}
 }

@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"crypto/hmac"
@@ -61,24 +61,24 @@ func TestParseWaitRejections(t *testing.T) {
 		{"good", good, t0, nil},
 		{"good within leeway after expiry", good, t0.Add(10*time.Minute + 4*time.Second), nil},
 		{"expired", good, t0.Add(10*time.Minute + 6*time.Second), ErrExpired},
-		{"alg none", noneToken, t0, ErrAlgorithm},
-		{"alg none with a signature", noneToken + parts[2], t0, ErrAlgorithm},
-		{"HS512 with the right secret", signWith(t, jwt.SigningMethodHS512, "k1", secretOf("key k1"), validWait(t0)), t0, ErrAlgorithm},
-		{"RS256 header on an HMAC signature", rsHeader + "." + parts[1] + "." + parts[2], t0, ErrAlgorithm},
-		{"unknown alg", base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"XX1","kid":"k1"}`)) + "." + parts[1] + "." + parts[2], t0, ErrAlgorithm},
-		{"unknown kid", signWith(t, jwt.SigningMethodHS256, "k9", secretOf("key k9"), validWait(t0)), t0, ErrUnknownKey},
-		{"no kid", signWith(t, jwt.SigningMethodHS256, "", secretOf("key k1"), validWait(t0)), t0, ErrUnknownKey},
-		{"wrong secret", signWith(t, jwt.SigningMethodHS256, "k1", secretOf("guess"), validWait(t0)), t0, ErrSignature},
-		{"other room", mustSign(t, codec, otherRoom), t0, ErrAudience},
-		{"issued in the future", mustSign(t, codec, future), t0, ErrNotYetValid},
-		{"no expiry", mustSign(t, codec, noExp), t0, ErrClaims},
-		{"missing lottery", mustSign(t, codec, missing), t0, ErrClaims},
+		{"alg none", noneToken, t0, errAlgorithm},
+		{"alg none with a signature", noneToken + parts[2], t0, errAlgorithm},
+		{"HS512 with the right secret", signWith(t, jwt.SigningMethodHS512, "k1", secretOf("key k1"), validWait(t0)), t0, errAlgorithm},
+		{"RS256 header on an HMAC signature", rsHeader + "." + parts[1] + "." + parts[2], t0, errAlgorithm},
+		{"unknown alg", base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"XX1","kid":"k1"}`)) + "." + parts[1] + "." + parts[2], t0, errAlgorithm},
+		{"unknown kid", signWith(t, jwt.SigningMethodHS256, "k9", secretOf("key k9"), validWait(t0)), t0, errUnknownKey},
+		{"no kid", signWith(t, jwt.SigningMethodHS256, "", secretOf("key k1"), validWait(t0)), t0, errUnknownKey},
+		{"wrong secret", signWith(t, jwt.SigningMethodHS256, "k1", secretOf("guess"), validWait(t0)), t0, errSignature},
+		{"other room", mustSign(t, codec, otherRoom), t0, errAudience},
+		{"issued in the future", mustSign(t, codec, future), t0, errNotYetValid},
+		{"no expiry", mustSign(t, codec, noExp), t0, errClaims},
+		{"missing lottery", mustSign(t, codec, missing), t0, errClaims},
 		{"garbage", "not a token", t0, ErrMalformed},
 		{"empty", "", t0, ErrMalformed},
 		{"two parts", parts[0] + "." + parts[1], t0, ErrMalformed},
 		{"payload not json, signed", signRaw(parts[0]+".bm90IGpzb24", secretOf("key k1")), t0, ErrMalformed},
-		{"payload changed", parts[0] + ".bm90IGpzb24." + parts[2], t0, ErrSignature},
-		{"oversized", strings.Repeat("a", MaxTokenBytes+1), t0, ErrMalformed},
+		{"payload changed", parts[0] + ".bm90IGpzb24." + parts[2], t0, errSignature},
+		{"oversized", strings.Repeat("a", maxTokenBytes+1), t0, ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,8 +140,8 @@ func TestKeyRotation(t *testing.T) {
 	if !strings.Contains(string(mustDecodeHeader(t, newTok)), `"kid":"k2"`) {
 		t.Fatalf("rotated ring did not sign with k2: %s", mustDecodeHeader(t, newTok))
 	}
-	if _, err := retired.ParseWait(tok, "sale", t0); !errors.Is(err, ErrUnknownKey) {
-		t.Fatalf("token of a retired key: %v, want ErrUnknownKey", err)
+	if _, err := retired.ParseWait(tok, "sale", t0); !errors.Is(err, errUnknownKey) {
+		t.Fatalf("token of a retired key: %v, want errUnknownKey", err)
 	}
 }
 
@@ -164,7 +164,7 @@ func TestParsePass(t *testing.T) {
 		t.Fatalf("ParsePass = %+v, %v", got, err)
 	}
 	// A waiting token is not a pass: it has no wid.
-	if _, err := codec.ParsePass(mustSign(t, codec, validWait(t0)), "sale", t0); !errors.Is(err, ErrClaims) {
+	if _, err := codec.ParsePass(mustSign(t, codec, validWait(t0)), "sale", t0); !errors.Is(err, errClaims) {
 		t.Fatalf("waiting token accepted as a pass: %v", err)
 	}
 }
@@ -176,7 +176,7 @@ func TestParseMatchesGolangJWT(t *testing.T) {
 	const leeway = 5 * time.Second
 	codec := NewCodec(testRing(t, "k1", "k0", "k1"), leeway)
 	old := NewCodec(testRing(t, "k0", "k0", "k1"), leeway) // a token of the rotated-out key
-	reasons := []error{ErrMalformed, ErrAlgorithm, ErrUnknownKey, ErrSignature, ErrAudience, ErrExpired, ErrNotYetValid, ErrClaims}
+	reasons := []error{ErrMalformed, errAlgorithm, errUnknownKey, errSignature, errAudience, ErrExpired, errNotYetValid, errClaims}
 	reasonOf := func(err error) error {
 		for _, r := range reasons {
 			if errors.Is(err, r) {

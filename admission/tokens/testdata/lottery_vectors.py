@@ -5,7 +5,7 @@ Seed 002's formula, written with Python's hmac module:
     v = int.from_bytes(HMAC-SHA256(key, lot)[:8], "big") / 2**64
 with lot the base64 text exactly as it appears in the token.
 
-Regenerate with:  python3 admission/testdata/lottery_vectors.py > admission/testdata/lottery_vectors.json
+Regenerate with:  python3 admission/tokens/testdata/lottery_vectors.py > admission/tokens/testdata/lottery_vectors.json
 """
 import base64
 import hashlib

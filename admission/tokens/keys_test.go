@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"encoding/base64"
@@ -69,7 +69,7 @@ func TestGenerateKeysLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("generated keys do not load: %v", err)
 	}
-	if got := ring.IDs(); len(got) != 1 || got[0] != "2026-11" {
+	if got := ring.ids(); len(got) != 1 || got[0] != "2026-11" {
 		t.Fatalf("ids %v", got)
 	}
 }

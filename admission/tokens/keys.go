@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"crypto/hmac"
@@ -16,9 +16,9 @@ import (
 	"sync"
 )
 
-// MinKeyBytes is the shortest secret accepted for signing or for the lottery.
+// minKeyBytes is the shortest secret accepted for signing or for the lottery.
 // HMAC-SHA256 gains nothing from more than 64 bytes and loses strength below 32.
-const MinKeyBytes = 32
+const minKeyBytes = 32
 
 // KeysConfig is the operator-facing description of a key ring. Each secret is
 // written as one of:
@@ -104,15 +104,15 @@ func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*K
 		return nil, fmt.Errorf("signing key %q is not among the configured keys", signingID)
 	}
 	for id, s := range secrets {
-		if len(s) < MinKeyBytes {
-			return nil, fmt.Errorf("key %q: %d bytes, need at least %d", id, len(s), MinKeyBytes)
+		if len(s) < minKeyBytes {
+			return nil, fmt.Errorf("key %q: %d bytes, need at least %d", id, len(s), minKeyBytes)
 		}
 		if string(s) == string(lottery) {
 			return nil, fmt.Errorf("key %q: the lottery key must not also be a signing key", id)
 		}
 	}
-	if len(lottery) < MinKeyBytes {
-		return nil, fmt.Errorf("lottery key: %d bytes, need at least %d", len(lottery), MinKeyBytes)
+	if len(lottery) < minKeyBytes {
+		return nil, fmt.Errorf("lottery key: %d bytes, need at least %d", len(lottery), minKeyBytes)
 	}
 	copied := make(map[string][]byte, len(secrets))
 	for id, s := range secrets {
@@ -122,7 +122,7 @@ func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*K
 		signingMACs: make(map[string]*macPool, len(copied))}
 	k.lotteryMACs = newMACPool(k.lottery)
 	k.order = append(k.order, signingID)
-	for _, id := range k.IDs() {
+	for _, id := range k.ids() {
 		secret := copied[id]
 		k.signingMACs[id] = newMACPool(secret)
 		if id != signingID {
@@ -135,8 +135,8 @@ func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*K
 // SigningID is the id of the key that signs new tokens.
 func (k *KeyRing) SigningID() string { return k.signingID }
 
-// IDs lists every verifying key id, sorted.
-func (k *KeyRing) IDs() []string {
+// ids lists every verifying key id, sorted.
+func (k *KeyRing) ids() []string {
 	ids := make([]string, 0, len(k.secrets))
 	for id := range k.secrets {
 		ids = append(ids, id)
@@ -226,7 +226,7 @@ type macState struct {
 }
 
 // maxPooledMACInput keeps a rare long input (an address given to Bind)
-// from pinning its buffer in the pool; tokens are below MaxTokenBytes.
+// from pinning its buffer in the pool; tokens are below maxTokenBytes.
 const maxPooledMACInput = 4 << 10
 
 // macPool pools the macStates of one key.
@@ -283,7 +283,7 @@ func GenerateKeys(kid string) (KeysConfig, error) {
 }
 
 func randomSecret() (string, error) {
-	b := make([]byte, MinKeyBytes)
+	b := make([]byte, minKeyBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("reading random bytes: %w", err)
 	}

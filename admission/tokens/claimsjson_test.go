@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"encoding/base64"
@@ -15,18 +15,18 @@ import (
 // with the right status and operators can tell attacks from clock skew.
 var (
 	ErrMalformed   = errors.New("token malformed")
-	ErrAlgorithm   = errors.New("token algorithm not allowed")
-	ErrUnknownKey  = errors.New("token signed with an unknown key")
-	ErrSignature   = errors.New("token signature invalid")
-	ErrAudience    = errors.New("token is for another room")
+	errAlgorithm   = errors.New("token algorithm not allowed")
+	errUnknownKey  = errors.New("token signed with an unknown key")
+	errSignature   = errors.New("token signature invalid")
+	errAudience    = errors.New("token is for another room")
 	ErrExpired     = errors.New("token expired")
-	ErrNotYetValid = errors.New("token not valid yet")
-	ErrClaims      = errors.New("token claims invalid")
+	errNotYetValid = errors.New("token not valid yet")
+	errClaims      = errors.New("token claims invalid")
 )
 
-// MaxTokenBytes bounds the tokens the codec will look at. Real tokens are
+// maxTokenBytes bounds the tokens the codec will look at. Real tokens are
 // under 600 bytes; refusing larger ones before decoding keeps forged input cheap.
-const MaxTokenBytes = 2048
+const maxTokenBytes = 2048
 
 // Registered holds the registered JWT claims fairgate uses, as plain numbers
 // and strings: decoding them costs a fraction of jwt.RegisteredClaims, and
@@ -182,8 +182,8 @@ func (c *Codec) ParseWait(token, room string, now time.Time) (*WaitClaims, error
 		return nil, err
 	}
 	if claims.ID == "" || claims.Lot == "" || claims.Ch == "" || claims.IssuedAt == 0 ||
-		claims.Dif < 0 || claims.Dif > MaxDifficulty {
-		return nil, fmt.Errorf("%w: waiting token is missing fields", ErrClaims)
+		claims.Dif < 0 || claims.Dif > maxDifficulty {
+		return nil, fmt.Errorf("%w: waiting token is missing fields", errClaims)
 	}
 	return claims, nil
 }
@@ -195,7 +195,7 @@ func (c *Codec) ParsePass(token, room string, now time.Time) (*PassClaims, error
 		return nil, err
 	}
 	if claims.ID == "" || claims.Wid == "" {
-		return nil, fmt.Errorf("%w: pass is missing fields", ErrClaims)
+		return nil, fmt.Errorf("%w: pass is missing fields", errClaims)
 	}
 	return claims, nil
 }
@@ -211,8 +211,8 @@ var strictBase64 = base64.RawURLEncoding.Strict()
 // TestParseMatchesGolangJWT holds it to), at a fraction of golang-jwt's cost.
 // Any other header goes through golang-jwt in full (parseJWT).
 func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) error {
-	if len(token) > MaxTokenBytes {
-		return fmt.Errorf("%w: longer than %d bytes", ErrMalformed, MaxTokenBytes)
+	if len(token) > maxTokenBytes {
+		return fmt.Errorf("%w: longer than %d bytes", ErrMalformed, maxTokenBytes)
 	}
 	kid := c.keys.signer(token)
 	if kid == "" {
@@ -225,7 +225,7 @@ func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) erro
 	payload, _, _ := strings.Cut(rest, ".")
 	// The claims are decoded on the stack and made a string once: every
 	// string claim is a substring of it, not an allocation of its own.
-	var buf [MaxTokenBytes * 3 / 4]byte
+	var buf [maxTokenBytes * 3 / 4]byte
 	n, err := strictBase64.Decode(buf[:], []byte(payload))
 	if err != nil {
 		return fmt.Errorf("%w: claims are not base64url", ErrMalformed)
@@ -252,15 +252,15 @@ func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) erro
 func (c *Codec) validate(r *Registered, room string, now time.Time) error {
 	switch {
 	case r.Audience != "" && r.Audience != room:
-		return ErrAudience
+		return errAudience
 	case r.ExpiresAt != 0 && !now.Before(time.Unix(r.ExpiresAt, 0).Add(c.leeway)):
 		return ErrExpired
 	case r.IssuedAt != 0 && now.Before(time.Unix(r.IssuedAt, 0).Add(-c.leeway)):
-		return ErrNotYetValid
+		return errNotYetValid
 	case r.ExpiresAt == 0:
-		return fmt.Errorf("%w: exp claim is required", ErrClaims)
+		return fmt.Errorf("%w: exp claim is required", errClaims)
 	case r.Audience == "":
-		return fmt.Errorf("%w: aud claim is required", ErrClaims)
+		return fmt.Errorf("%w: aud claim is required", errClaims)
 	}
 	return nil
 }
@@ -282,7 +282,7 @@ func (c *Codec) parseJWT(token, room string, now time.Time, claims jwt.Claims) e
 		kid, _ := t.Header["kid"].(string)
 		secret, ok := c.keys.secret(kid)
 		if !ok {
-			keyErr = ErrUnknownKey
+			keyErr = errUnknownKey
 			return nil, keyErr
 		}
 		return secret, nil
@@ -314,12 +314,12 @@ func (c *Codec) classifyUnsigned(token string) error {
 		return fmt.Errorf("%w: header is not JSON", ErrMalformed)
 	}
 	if h.Alg != jwt.SigningMethodHS256.Alg() {
-		return fmt.Errorf("%w: %q", ErrAlgorithm, h.Alg)
+		return fmt.Errorf("%w: %q", errAlgorithm, h.Alg)
 	}
 	if _, ok := c.keys.secret(h.Kid); !ok {
-		return ErrUnknownKey
+		return errUnknownKey
 	}
-	return ErrSignature
+	return errSignature
 }
 
 // classify maps golang-jwt's errors to fairgate's reasons. The order matters:
@@ -332,20 +332,20 @@ func classify(err, keyErr error) error {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	case errors.Is(err, jwt.ErrTokenUnverifiable):
 		// Raised for an algorithm golang-jwt does not know.
-		return fmt.Errorf("%w: %v", ErrAlgorithm, err)
+		return fmt.Errorf("%w: %v", errAlgorithm, err)
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid) && errors.Is(err, jwt.ErrSignatureInvalid):
-		return ErrSignature
+		return errSignature
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		// WithValidMethods rejects `none` and every other algorithm this way,
 		// before any key is looked at.
-		return fmt.Errorf("%w: %v", ErrAlgorithm, err)
+		return fmt.Errorf("%w: %v", errAlgorithm, err)
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return ErrAudience
+		return errAudience
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return ErrExpired
 	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
-		return ErrNotYetValid
+		return errNotYetValid
 	default:
-		return fmt.Errorf("%w: %v", ErrClaims, err)
+		return fmt.Errorf("%w: %v", errClaims, err)
 	}
 }

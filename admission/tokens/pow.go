@@ -1,4 +1,4 @@
-package admission
+package tokens
 
 import (
 	"context"
@@ -11,22 +11,22 @@ import (
 	"strconv"
 )
 
-// MaxDifficulty bounds proof-of-work difficulty in leading zero bits. 32 bits
+// maxDifficulty bounds proof-of-work difficulty in leading zero bits. 32 bits
 // is about four billion hashes, minutes in a browser: anything above is a
 // configuration mistake, not a defence.
-const MaxDifficulty = 32
+const maxDifficulty = 32
 
 // CheckDifficulty is the one rule for a configured difficulty: 0 to
-// MaxDifficulty bits. The room, the config and the admin API all apply it.
+// maxDifficulty bits. The room, the config and the admin API all apply it.
 func CheckDifficulty(bits int) error {
-	if bits < 0 || bits > MaxDifficulty {
-		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, MaxDifficulty)
+	if bits < 0 || bits > maxDifficulty {
+		return fmt.Errorf("difficulty %d: must be 0 to %d bits", bits, maxDifficulty)
 	}
 	return nil
 }
 
-// challengeBytes is the size of a challenge before base64url encoding.
-const challengeBytes = 16
+// ChallengeBytes is the size of a challenge before base64url encoding.
+const ChallengeBytes = 16
 
 // maxNonceDigits is the longest decimal uint64.
 const maxNonceDigits = 20
@@ -40,7 +40,7 @@ var (
 
 // NewChallenge returns 16 random bytes as unpadded base64url text.
 func NewChallenge() (string, error) {
-	var b [challengeBytes]byte
+	var b [ChallengeBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("reading random bytes: %w", err)
 	}
@@ -67,8 +67,8 @@ func VerifyWork(challenge string, difficulty int, nonce string) error {
 // Solve searches nonces from 0 upwards until one meets the difficulty. It
 // checks ctx every 4096 hashes.
 func Solve(ctx context.Context, challenge string, difficulty int) (uint64, error) {
-	if difficulty < 0 || difficulty > MaxDifficulty {
-		return 0, fmt.Errorf("difficulty %d out of range 0..%d", difficulty, MaxDifficulty)
+	if difficulty < 0 || difficulty > maxDifficulty {
+		return 0, fmt.Errorf("difficulty %d out of range 0..%d", difficulty, maxDifficulty)
 	}
 	prefix := append([]byte(challenge), ':')
 	buf := make([]byte, 0, len(prefix)+maxNonceDigits)

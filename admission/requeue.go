@@ -1,0 +1,45 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fairgate/fairgate/admission/tokens"
+)
+
+// Requeue sends an admitted visitor back to waiting when the admission could
+// not complete (the admission hook said the seat service is full, or is
+// down). The place keeps its admission, as a slot at its next checkpoint:
+// the ledger holds it reserved until then, so no version of its token is
+// judged again (nor the hook called again) before that checkpoint, and at
+// it the place is admitted from its slot without taking another admission
+// from the bucket. A place refused over and over so holds one admission,
+// not one per attempt; the room's shared budget gets its admission back
+// (the slot takes it again when used).
+func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) Decision {
+	view := room.View(now)
+	next := g.recheck(&view, claims, now)
+	// Used becomes reserved: two steps, as the ledger has no swap. Between
+	// them a concurrent attempt of the place may be judged afresh; the
+	// ledger's Hold still lets only one of them through.
+	if err := g.ledger.Release(ctx, claims.Place()); err != nil {
+		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
+	}
+	refundQuota(room, now)
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	switch {
+	case err != nil:
+		// Released, not held: the bucket gets the admission back, and the
+		// place is judged again at its next attempt.
+		room.refundAdmission(now)
+		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
+	case !fresh && held.State == PlaceUsed:
+		room.refundAdmission(now) // a concurrent attempt took the place in
+		return Decision{Outcome: OutcomeReused, Claims: claims}
+	case !fresh:
+		room.refundAdmission(now)
+		next = ceilMilli(held.Slot)
+	}
+	return g.wait(&view, claims, OutcomeWait, next, now)
+}
