@@ -73,6 +73,10 @@ type fifoState struct {
 	// roomIssues is the ranks handed out per second by every node sharing
 	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
 	roomIssues atomic.Uint64
+	// roomPassed is the places the counter passed and not yet admitted at
+	// every node sharing the room, as last published (NoteRoomPassed), as
+	// math.Float64bits plus one: zero until a sum was noted.
+	roomPassed atomic.Uint64
 	// preTop is one past the highest pre-queue rank; top one past the
 	// highest rank; maxKey the highest key of a post-start place (as
 	// math.Float64bits): the counter never runs past the last key.
@@ -250,6 +254,36 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 	}
 }
 
+// Passed is how many places presented at this node the fifo counter has
+// passed that were not admitted (and are not late), for the room's sum
+// (NoteRoomPassed); 0 in a lottery room.
+func (r *Room) Passed(now time.Time) float64 {
+	if r.fifo == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	passed, _ := r.fifoKeys(&v, now)
+	return float64(passed)
+}
+
+// NoteRoomPassed tells the room the sum of every node's Passed: the fifo
+// counter then keeps its lead over the room's admissions, not over its
+// node's scaled up.
+func (r *Room) NoteRoomPassed(n float64) {
+	if r.fifo != nil && n >= 0 && !math.IsInf(n, 0) {
+		r.fifo.roomPassed.Store(math.Float64bits(n) + 1)
+	}
+}
+
+// fifoKeys is how many places presented here the counter passed and not
+// admitted, passed longer ago than a late place takes to come excepted, and
+// the keys of those it has still to pass, in order. Callers hold r.mu.
+func (r *Room) fifoKeys(v *View, now time.Time) (passed int, ahead []float64) {
+	return r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), v.PreQueue)
+}
+
 // noteKey records a post-start place's key and luck span, so the counter
 // runs as far as the key, and knows how thin keys are at the ends.
 func (r *Room) noteKey(key, luck float64) {
@@ -339,13 +373,19 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate)
 	}
 	s := v.Clock.At(now)
-	passed, ahead := r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), s, v.PreQueue)
+	passed, ahead := r.fifoKeys(v, now)
 	scale := 1.0
 	if local := r.presence.Count(now); local > 0 && population > local {
 		scale = population / local
 	}
+	// The room's passed places: every node's sum when nodes publish it,
+	// else this node's, standing for population over its own count.
+	roomPassed := float64(passed) * scale
+	if bits := r.fifo.roomPassed.Load(); bits != 0 {
+		roomPassed = math.Float64frombits(bits - 1)
+	}
 	if len(ahead) == 0 {
-		if population > float64(passed) {
+		if population > roomPassed {
 			// The places still to pass wait at other nodes, where this
 			// node sees no key: pass keys where they are expected, at the
 			// rate (never past the last key handed out, Room.publish).
@@ -354,7 +394,10 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 		return 0
 	}
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
-	want := math.Round((lead - float64(passed)*scale) / scale)
+	if r.fifo.roomPassed.Load() != 0 {
+		lead += v.Rate * lotteryTick.Seconds()
+	}
+	want := math.Round((lead - roomPassed) / scale)
 	if want < 1 {
 		return 0
 	}

@@ -429,3 +429,40 @@ func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOCounterLeadsTheRoomsPassedPlaces: on several nodes the fifo
+// counter keeps its lead over the places every node passed and has not
+// admitted (their published sum), not over this node's scaled by its
+// share: with the room's lead met elsewhere it waits, with none passed it
+// passes this node's keys, and a node that publishes leads by a tick more
+// than one alone, whose own view of the counter is never stale.
+func TestFIFOCounterLeadsTheRoomsPassedPlaces(t *testing.T) {
+	const rate = 3.0
+	speed := func(publish bool, roomPassed float64) float64 {
+		room := fifoRoom(t, rate, 2*time.Second, StateQueue, time.Time{})
+		now := t0
+		for i := range 20 {
+			if _, _, err := room.rank(context.Background(), now.Add(time.Duration(i)*100*time.Millisecond), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now = now.Add(3 * time.Second)
+		v := room.View(now)
+		for i := range 20 {
+			room.ObservePresent(now, fmt.Sprint("place-", i), v.Clock.At(now)+float64(i)+0.5)
+		}
+		if publish {
+			room.NoteRoomPassed(roomPassed)
+		}
+		room.mu.Lock()
+		defer room.mu.Unlock()
+		return room.fifoSpeed(&v, now, 20)
+	}
+	alone, passedNone, passedLead := speed(false, 0), speed(true, 0), speed(true, 100)
+	if passedLead != 0 {
+		t.Errorf("the room's passed places are past its lead: speed %v, want 0", passedLead)
+	}
+	if alone <= 0 || passedNone <= alone {
+		t.Errorf("speed alone %v, on several nodes with none passed %v: want both moving, the second faster", alone, passedNone)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // it the place is admitted from its slot without taking another admission
 // from the bucket. A place refused over and over so holds one admission,
 // not one per attempt; the room's shared budget gets its admission back
-// (the slot takes it again when used).
+// and the slot takes one of its own window.
 func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) Decision {
 	view := room.View(now)
 	next := g.recheck(&view, claims, now)
@@ -27,18 +27,24 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaim
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
 	refundQuota(room, now)
-	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
-	switch {
-	case err != nil:
+	next, err := g.charge(ctx, room, next, now)
+	if err != nil {
 		// Released, not held: the bucket gets the admission back, and the
 		// place is judged again at its next attempt.
 		room.refundAdmission(now)
+		return g.unavailable(err, claims)
+	}
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	if err != nil || !fresh {
+		room.refundAdmission(now)
+		refundQuota(room, next)
+	}
+	switch {
+	case err != nil:
 		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
 	case !fresh && held.State == PlaceUsed:
-		room.refundAdmission(now) // a concurrent attempt took the place in
-		return Decision{Outcome: OutcomeReused, Claims: claims}
+		return Decision{Outcome: OutcomeReused, Claims: claims} // a concurrent attempt took the place in
 	case !fresh:
-		room.refundAdmission(now)
 		next = ceilMilli(held.Slot)
 	}
 	return g.wait(&view, claims, OutcomeWait, next, now)

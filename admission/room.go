@@ -229,27 +229,26 @@ type Room struct {
 	pacer      *pacer
 	presence   *presence
 	eligible   *rateWindow
-	// refused counts the attempts this node's bucket took while the shared
-	// budget was spent (see BudgetBacklog).
-	refused  *rateWindow
-	started  time.Time  // when this node's room began to observe
-	fifo     *fifoState // nil unless the order is fifo
-	quota    atomic.Pointer[quotaBox]
-	policy   Policy
-	lastTick time.Time // the lottery clock's last tick
+	started    time.Time  // when this node's room began to observe
+	fifo       *fifoState // nil unless the order is fifo
+	quota      atomic.Pointer[quotaBox]
+	policy     Policy
+	lastTick   time.Time // the lottery clock's last tick
 }
 
 // Quota caps admissions across every node that shares a room (see
 // roomstate.Budget): the room's bucket orders this node's eligible places,
-// the quota bounds what all nodes admit together.
+// the quota bounds what all nodes admit together. A slot takes its
+// admission from the quota when it is given, so a slot once given is kept:
+// no later slot, at any node, can take its admission.
 type Quota interface {
-	// Take takes one admission at now. ok is false while the shared
-	// budget is spent; retry is when it may have some again. An error
-	// means the budget could not be reached: nothing was taken.
-	Take(ctx context.Context, now time.Time) (ok bool, retry time.Time, err error)
-	// Refund gives back an admission taken at the given time that did not
-	// go through.
-	Refund(at time.Time)
+	// Reserve takes one admission for a slot at or after at (never before
+	// now): the slot is at, or the start of the first later budget window
+	// with an admission left. An error means the budget could not be
+	// reached: nothing was taken.
+	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, err error)
+	// Refund gives back the admission of a slot that will not be used.
+	Refund(slot time.Time)
 }
 
 type quotaBox struct{ q Quota }
@@ -316,7 +315,6 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
 		presence:   newPresence(cfg.Window),
 		eligible:   newRateWindow(cfg.Window),
-		refused:    newRateWindow(budgetBacklogSpan),
 		started:    now,
 		policy:     cfg.Policy.withDefaults(),
 	}
@@ -669,24 +667,6 @@ func (r *Room) observeAdmitted(place string, now time.Time) {
 	r.presence.forget(place)
 	r.pacer.admitted(place, now)
 }
-
-// observeBudgetRefused records an eligible attempt that this node's bucket
-// took and the room's shared budget refused.
-func (r *Room) observeBudgetRefused(now time.Time) { r.refused.Add(now, 1) }
-
-// BudgetBacklog is about how many eligible places wait at this node for
-// the room's shared budget: a place the budget refuses holds a slot at the
-// budget's next window (a second or so) and is refused again there until
-// the budget has some, so the refusals per second over the last few count
-// each such place about once. Each is found eligible once, when the ledger
-// first holds it, so without this a node where the budget turns many away
-// would look idle.
-func (r *Room) BudgetBacklog(now time.Time) float64 {
-	return r.refused.recentRate(now, budgetBacklogSpan)
-}
-
-// budgetBacklogSpan is how far back BudgetBacklog looks.
-const budgetBacklogSpan = 2 * time.Second
 
 // observeEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).

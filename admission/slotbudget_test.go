@@ -15,61 +15,76 @@ type budgetUntil struct {
 	took, refunds int
 }
 
-func (b *budgetUntil) Take(_ context.Context, now time.Time) (bool, time.Time, error) {
+func (b *budgetUntil) Reserve(_ context.Context, at, now time.Time) (time.Time, error) {
 	if b.err != nil {
-		return false, time.Time{}, b.err
-	}
-	if now.Before(b.open) {
-		return false, b.open, nil
+		return time.Time{}, b.err
 	}
 	b.took++
-	return true, time.Time{}, nil
+	return later(later(at, now), b.open), nil
 }
 
 func (b *budgetUntil) Refund(time.Time) { b.refunds++ }
 
-// TestASlotRefusedByTheBudgetKeepsItsSlot: the pacer runs at the room's
-// whole rate on every node, and the shared budget caps the nodes together.
-// A slot holder that passes the pacer and is refused by the budget (spent,
-// or out of reach) gives its pacer token back, holds its slot in the
-// ledger, and is admitted once the budget has some again, taking one.
-func TestASlotRefusedByTheBudgetKeepsItsSlot(t *testing.T) {
+// TestASlotTakesItsBudgetWhenGiven: a place found eligible takes its
+// admission from the room's shared budget at once, in the first window
+// with one left, and holds its slot there; at the slot it is admitted
+// without asking the budget again, whatever the budget says then. A budget
+// out of reach when the slot would be given gives none: the place is
+// asked to come back, holds nothing, and the bucket has its token back.
+func TestASlotTakesItsBudgetWhenGiven(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		err  error
 		want Outcome
 	}{
-		{"spent", nil, OutcomeBusy},
+		{"spent until later", nil, OutcomeBusy},
 		{"out of reach", errors.New("store down"), OutcomeUnavailable},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			h := holdingASlot(t, Visitor{})
-			slot := h.busy.Next.Claims.NextAttempt()
-			budget := &budgetUntil{open: slot.Add(time.Second), err: tt.err}
+			h := &slotHolder{now: t0}
+			h.ledger = &racingLedger{MemoryLedger: NewMemoryLedger(100, func() time.Time { return h.now })}
+			h.gate = NewGate(testRing(t, "k1", "k1"), Policy{}, h.ledger, WithRandom(newSeeded(7)))
+			h.room = testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+			tk, err := h.gate.Issue(h.room, Visitor{}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nonce := solve(t, tk.Claims)
+			budget := &budgetUntil{err: tt.err}
 			h.room.SetQuota(budget)
-			h.now = slot
-			level := h.room.pacer.bucket.level(slot)
-			d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Now: slot})
+			token, at := tk.Token, tk.Claims.NextAttempt()
+			var d Decision
+			for range 1000 {
+				budget.open = at.Add(3 * time.Second)
+				level := h.room.BucketLevel(at)
+				d = h.gate.Decide(ctx, h.room, Attempt{Token: token, Nonce: nonce, Now: at})
+				if d.Outcome != OutcomeWait {
+					if d.Outcome == OutcomeUnavailable && h.room.BucketLevel(at) != level {
+						t.Fatalf("unavailable, and the bucket went from %.3f to %.3f", level, h.room.BucketLevel(at))
+					}
+					break
+				}
+				token, at = d.Next.Token, d.Next.Claims.NextAttempt()
+			}
 			if d.Outcome != tt.want {
-				t.Fatalf("refused by the budget: %v (%v), want %v", d.Outcome, d.Err, tt.want)
+				t.Fatalf("found eligible: %v (%v), want %v", d.Outcome, d.Err, tt.want)
 			}
-			if got := h.room.pacer.bucket.level(slot); got != level || len(h.room.pacer.inflight) != 0 {
-				t.Fatalf("the pacer went from %.3f to %.3f, %d places in flight; want its token back", level, got, len(h.room.pacer.inflight))
+			held, err := h.ledger.Lookup(ctx, tk.Claims.Place())
+			if tt.err != nil {
+				if err != nil || held.State != PlaceWaiting || budget.took != 0 {
+					t.Fatalf("budget out of reach: the ledger holds %+v (%v), %d taken; want nothing", held, err, budget.took)
+				}
+				return
 			}
-			held, err := h.ledger.Lookup(ctx, h.busy.Next.Claims.Place())
-			if err != nil || held.State != PlaceReserved || !held.Slot.Equal(slot) {
-				t.Fatalf("the ledger holds %+v (%v), want the place reserved at its slot", held, err)
+			slot := d.Next.Claims.NextAttempt()
+			if err != nil || held.State != PlaceReserved || !held.Slot.Equal(budget.open) || slot.Before(budget.open) {
+				t.Fatalf("the ledger holds %+v (%v), answered %v; want the place reserved at the budget's %v", held, err, slot, budget.open)
 			}
-			budget.err = nil
-			at := budget.open
-			h.now = at
-			token := h.busy.Next.Token
-			if d.Outcome == OutcomeBusy {
-				token = d.Next.Token
-			}
-			if d := h.gate.Decide(ctx, h.room, Attempt{Token: token, Nonce: h.nonce, Now: at}); d.Outcome != OutcomeAdmit {
-				t.Fatalf("with budget again: %v (%v), want admitted", d.Outcome, d.Err)
+			budget.err = errors.New("spent or down: not asked again")
+			h.now = slot
+			if d := h.gate.Decide(ctx, h.room, Attempt{Token: d.Next.Token, Nonce: nonce, Now: slot}); d.Outcome != OutcomeAdmit {
+				t.Fatalf("at its slot: %v (%v), want admitted", d.Outcome, d.Err)
 			}
 			if budget.took != 1 || budget.refunds != 0 {
 				t.Fatalf("the budget gave %d and got %d back, want 1 and 0", budget.took, budget.refunds)

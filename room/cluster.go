@@ -475,20 +475,35 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 	return sh.adoptLocked(c, v, now)
 }
 
-// shareIssueRate publishes the ranks this node hands out per second and
-// gives room the sum over every node: a fifo place's luck span is the
-// luck window times the room's rate of arrivals, not its node's.
-func (sh *Shared) shareIssueRate(ctx context.Context, room *admission.Room, key string, now, until time.Time) error {
-	cl := sh.cluster
-	if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, room.IssueRate(now), until); err != nil {
-		return err
-	}
-	sum, _, err := cl.store.Population(ctx, key, now)
+// shareFIFO publishes what a fifo lane's counter needs of every node and
+// gives the lane's room the sums: the ranks this node hands out per second
+// (a place's luck span is the luck window times the room's rate of
+// arrivals, not its node's), and the places the counter passed here that
+// were not admitted (the counter keeps its lead over the room's
+// admissions, not over one node's scaled up).
+func (sh *Shared) shareFIFO(ctx context.Context, l *lane, now, until time.Time) error {
+	issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
 	if err != nil {
 		return err
 	}
-	room.NoteRoomIssueRate(sum)
+	l.room.NoteRoomIssueRate(issues)
+	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), l.room.Passed(now), now, until)
+	if err != nil {
+		return err
+	}
+	l.room.NoteRoomPassed(passed)
 	return nil
+}
+
+// publishSum publishes this node's value under key and reads the sum over
+// every node.
+func (sh *Shared) publishSum(ctx context.Context, key string, v float64, now, until time.Time) (float64, error) {
+	cl := sh.cluster
+	if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, v, until); err != nil {
+		return 0, err
+	}
+	sum, _, err := cl.store.Population(ctx, key, now)
+	return sum, err
 }
 
 // ClusterTick publishes this node's observations, lets the controller run
@@ -527,7 +542,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		total[i].population, total[i].eligible = p, e
 		nodes = max(nodes, n)
 		if fifo {
-			if err := sh.shareIssueRate(ctx, l.room, laneKey(cl.key, l.name, "issues"), now, until); err != nil {
+			if err := sh.shareFIFO(ctx, l, now, until); err != nil {
 				return err
 			}
 		}
@@ -722,15 +737,14 @@ func shareOf(mine, all float64, nodes int, headroom float64) float64 {
 // node that rejoins shows its demand within seconds instead of growing
 // into it over the window (a minute by default) while its visitors wait;
 // plus its backlog spread over backlogDrain: the slots its bucket gave
-// that are not due yet, and the places the shared budget turned away (they
-// hold no slot and come back each budget window). A slot is a promise: a
-// node whose share is too small for the visitors it has (a killed node's
-// went to it, a restarted node's came back) holds them in its slots while
-// the others may run out of eligible visitors; the backlog moves the share
-// to where they wait within a tick, where their rate over a window would
-// take seconds to show it.
+// that are not due yet. A slot is a promise: a node whose share is too
+// small for the visitors it has (a killed node's went to it, a restarted
+// node's came back) holds them in its slots while the others may run out
+// of eligible visitors; the backlog moves the share to where they wait
+// within a tick, where their rate over a window would take seconds to
+// show it.
 func demandOf(r *admission.Room, now time.Time) float64 {
-	backlog := math.Max(0, -r.BucketLevel(now)) + r.BudgetBacklog(now)
+	backlog := math.Max(0, -r.BucketLevel(now))
 	return r.ObservedEligibleRate(now) + backlog/backlogDrain.Seconds()
 }
 

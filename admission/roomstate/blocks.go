@@ -2,6 +2,7 @@ package roomstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -17,16 +18,23 @@ import (
 // not spend before its window ended is lost to that window, so a window
 // admits between Limit - nodes*(block-1) and Limit; Return gives a
 // remainder back early (on shutdown, or when a node stops admitting).
+//
+// Admissions may be reserved for a later window (Reserve): a slot given
+// for a moment ahead holds its window's admission from the moment it is
+// given, so no later slot, at any node, can take it.
 type Budget struct {
 	store  Store
 	room   string
 	block  int64
 	length time.Duration
 
-	mu    sync.Mutex
-	cur   Window
-	left  int64
-	spent bool // the store granted less than a block: the window is used up
+	mu   sync.Mutex
+	held map[int64]int64 // reserved from the store, not handed out, by window
+	// spent marks windows the store granted less than a block: used up.
+	// Refusals there cost no request (budget another node returns later
+	// is not seen).
+	spent map[int64]bool
+	cur   int64 // the window of the latest moment seen: earlier ones are over
 }
 
 // NewBudget returns a node's budget for room, reserving block admissions at
@@ -39,7 +47,8 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 	if length < time.Millisecond {
 		return nil, fmt.Errorf("budget window must be at least 1ms, not %v", length)
 	}
-	return &Budget{store: store, room: room, block: block, length: length}, nil
+	return &Budget{store: store, room: room, block: block, length: length,
+		held: map[int64]int64{}, spent: map[int64]bool{}}, nil
 }
 
 // WindowAt is the budget window containing now for the given target rate
@@ -48,64 +57,133 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 // granted to its start, whole admissions: a fractional rate alternates
 // limits (2.5/s: 2, 3, 2, 3) so consecutive windows add up to the rate.
 func (b *Budget) WindowAt(now time.Time, rate float64) Window {
-	idx := now.UnixNano() / int64(b.length)
-	end := time.Unix(0, (idx+1)*int64(b.length))
+	return b.window(b.index(now), rate)
+}
+
+func (b *Budget) index(t time.Time) int64 { return t.UnixNano() / int64(b.length) }
+
+func (b *Budget) start(idx int64) time.Time { return time.Unix(0, idx*int64(b.length)) }
+
+func (b *Budget) window(idx int64, rate float64) Window {
 	per := rate * b.length.Seconds()
 	limit := int64(math.Floor(float64(idx+1)*per) - math.Floor(float64(idx)*per))
-	return Window{Index: idx, Limit: max(limit, 0), Expires: end.Add(b.length)}
+	return Window{Index: idx, Limit: max(limit, 0), Expires: b.start(idx + 2)}
 }
 
 // Take takes one admission at now, reserving a new block from the store
 // when the local one is spent. It reports false when the window's budget is
 // spent across the cluster. On an error nothing was taken.
 func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, error) {
-	w := b.WindowAt(now, rate)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if w.Index != b.cur.Index {
-		// The old window is over: what is left of it can admit nobody.
-		b.cur, b.left, b.spent = w, 0, false
+	b.forget(b.index(now))
+	return b.takeLocked(ctx, b.index(now), rate)
+}
+
+// budgetLookahead is how many windows past its moment Reserve looks for
+// one with budget left.
+const budgetLookahead = 4096
+
+// ErrBudgetSpent is Reserve's answer when no window within its look-ahead
+// has budget left.
+var ErrBudgetSpent = errors.New("admission budget spent as far ahead as it is reserved")
+
+// Reserve takes one admission for a slot at or after at (never before now):
+// from the window holding it, or the first later one with budget left.
+// The slot is at, or that window's start when later. On an error nothing
+// was taken.
+func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate float64) (time.Time, error) {
+	at = later(at, now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forget(b.index(now))
+	from := b.index(at)
+	for idx := from; idx < from+budgetLookahead; idx++ {
+		ok, err := b.takeLocked(ctx, idx, rate)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if ok {
+			return later(at, b.start(idx)), nil
+		}
 	}
-	if b.left == 0 && !b.spent {
-		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
+	return time.Time{}, ErrBudgetSpent
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// takeLocked takes one admission of window idx.
+func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
+	if b.held[idx] == 0 {
+		if b.spent[idx] {
+			return false, nil
+		}
+		got, err := b.store.ReserveBudget(ctx, b.room, b.window(idx, rate), b.block)
 		if err != nil {
 			return false, fmt.Errorf("reserving admission budget: %w", err)
 		}
-		// A short grant means the window is used up: refusals until it ends
-		// cost no request (budget another node returns later is not seen).
-		b.left, b.spent = got, got < b.block
+		b.held[idx] += got
+		if got < b.block {
+			b.spent[idx] = true
+		}
 	}
-	if b.left == 0 {
+	if b.held[idx] == 0 {
 		return false, nil
 	}
-	b.left--
+	b.held[idx]--
 	return true, nil
 }
 
-// Refund puts back one admission taken at the given time, when the
-// admission was refused after the decision. An admission of a window that
-// has ended is gone: nobody can spend it any more.
-func (b *Budget) Refund(at time.Time) {
-	idx := at.UnixNano() / int64(b.length)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if idx == b.cur.Index {
-		b.left++
+// forget drops what is held of windows before cur: nobody can spend it any
+// more.
+func (b *Budget) forget(cur int64) {
+	if cur <= b.cur {
+		return
+	}
+	b.cur = cur
+	for idx := range b.held {
+		if idx < cur {
+			delete(b.held, idx)
+		}
+	}
+	for idx := range b.spent {
+		if idx < cur {
+			delete(b.spent, idx)
+		}
 	}
 }
 
-// Return gives the unspent rest of the current block back to the store,
-// so other nodes can spend it in this window.
-func (b *Budget) Return(ctx context.Context) error {
+// Refund puts back one admission taken for the given time, when the
+// admission was refused after the decision. An admission of a window that
+// has ended is gone: nobody can spend it any more.
+func (b *Budget) Refund(at time.Time) {
+	idx := b.index(at)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.left == 0 {
-		return nil
+	if idx >= b.cur {
+		b.held[idx]++
 	}
-	if err := b.store.ReturnBudget(ctx, b.room, b.cur, b.left); err != nil {
-		return fmt.Errorf("returning admission budget: %w", err)
+}
+
+// Return gives the unspent rest of the blocks this node holds back to the
+// store, so other nodes can spend it.
+func (b *Budget) Return(ctx context.Context, rate float64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for idx, n := range b.held {
+		if n == 0 {
+			continue
+		}
+		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate), n); err != nil {
+			return fmt.Errorf("returning admission budget: %w", err)
+		}
+		delete(b.held, idx)
 	}
-	b.left = 0
 	return nil
 }
 

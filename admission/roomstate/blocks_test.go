@@ -81,3 +81,55 @@ func TestRanksAge(t *testing.T) {
 		t.Errorf("dropped %d ranks, more than a block", d)
 	}
 }
+
+// Nodes reserving slots ahead of now share each window's limit: together
+// they never hold more than a window grants, every slot lies in the window
+// that granted it (its start, or the moment asked), and a refunded slot's
+// admission is taken by the next node's reservation there.
+func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
+	st := openBolt(t)
+	const rate, nodes = 3.0, 3
+	now := time.Unix(1_700_000_000, 200_000_000)
+	var budgets []*roomstate.Budget
+	for range nodes {
+		b, err := roomstate.NewBudget(st, "room", 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		budgets = append(budgets, b)
+	}
+	ctx := t.Context()
+	perWindow := map[int64]int{}
+	var last time.Time
+	for i := range 30 {
+		slot, err := budgets[i%nodes].Reserve(ctx, now, now, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slot.Before(last) || slot.Before(now) {
+			t.Fatalf("slot %d at %v, after %v (asked at %v)", i, slot, last, now)
+		}
+		if w := slot.Truncate(time.Second); !slot.Equal(now) && !slot.Equal(w) {
+			t.Fatalf("slot %d at %v: neither the moment asked nor a window's start", i, slot)
+		}
+		last = slot
+		perWindow[slot.Unix()]++
+	}
+	if len(perWindow) != 10 {
+		t.Fatalf("30 slots at 3/s over %d windows, want 10: %v", len(perWindow), perWindow)
+	}
+	for w, n := range perWindow {
+		if n != int(rate) {
+			t.Fatalf("window %d holds %d slots, want %v", w, n, rate)
+		}
+	}
+	budgets[0].Refund(last)
+	slot, err := budgets[1].Reserve(ctx, now, now, rate)
+	if err != nil || !slot.After(last) {
+		t.Fatalf("after a refund at another node: %v, %v; want a later window (the refund stays with its node)", slot, err)
+	}
+	slot, err = budgets[0].Reserve(ctx, last, now, rate)
+	if err != nil || !slot.Equal(last) {
+		t.Fatalf("the refunding node reserving at the refunded slot: %v, %v; want %v", slot, err, last)
+	}
+}

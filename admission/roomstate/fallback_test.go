@@ -89,14 +89,14 @@ func TestLocalQuotaRefundOfUngrantedAdmissionAddsNoBudget(t *testing.T) {
 	ctx := context.Background()
 	taken := 0
 	for range 10 {
-		if ok, _, err := q.Take(ctx, now); err == nil && ok {
+		if slot, err := q.Reserve(ctx, now, now); err == nil && slot.Equal(now) {
 			taken++
 		}
 	}
 	f.down = true
 	n := 0
 	for range 20 {
-		if ok, _, _ := q.Take(ctx, now); ok {
+		if slot, err := q.Reserve(ctx, now, now); err == nil && slot.Equal(now) {
 			n++
 		}
 	}
@@ -109,8 +109,9 @@ func TestLocalQuotaRefundOfUngrantedAdmissionAddsNoBudget(t *testing.T) {
 	f.down = false
 	extra := 0
 	for range 100 {
-		ok, _, err := q.Take(ctx, now.Add(time.Second))
-		if err != nil || !ok {
+		at := now.Add(time.Second)
+		slot, err := q.Reserve(ctx, at, at)
+		if err != nil || !slot.Equal(at) {
 			break
 		}
 		extra++

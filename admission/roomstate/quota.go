@@ -2,6 +2,7 @@ package roomstate
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -78,24 +79,29 @@ func (q *Quota) current() (*Budget, float64) {
 	return q.budget, q.rate
 }
 
-// Take implements admission.Quota.
-func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error) {
+// Reserve implements admission.Quota. With on_unavailable local, a store
+// that cannot be reached grants the slot asked for: the node's own bucket,
+// which gave it, is then the only cap.
+func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, error) {
 	b, rate := q.current()
-	ok, err := b.Take(ctx, now, rate)
-	if err != nil {
-		if q.local {
-			q.mu.Lock()
-			if idx := now.UnixNano() / int64(b.length); idx != q.ungrantedIdx {
-				q.ungrantedIdx, q.ungranted = idx, 0
-			}
-			q.ungranted++
-			q.mu.Unlock()
-			return true, time.Time{}, nil
-		}
-		return false, time.Time{}, err
+	slot, err := b.Reserve(ctx, at, now, rate)
+	if err != nil && q.local && !errors.Is(err, ErrBudgetSpent) {
+		slot = later(at, now)
+		q.letThrough(b, slot)
+		return slot, nil
 	}
-	w := b.WindowAt(now, rate)
-	return ok, time.Unix(0, (w.Index+1)*int64(b.length)), nil
+	return slot, err
+}
+
+// letThrough counts an admission for the window holding at that the store
+// never granted.
+func (q *Quota) letThrough(b *Budget, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if idx := b.index(at); idx != q.ungrantedIdx {
+		q.ungrantedIdx, q.ungranted = idx, 0
+	}
+	q.ungranted++
 }
 
 // Refund implements admission.Quota.
@@ -105,7 +111,7 @@ func (q *Quota) Take(ctx context.Context, now time.Time) (bool, time.Time, error
 func (q *Quota) Refund(at time.Time) {
 	q.mu.Lock()
 	b := q.budget
-	if at.UnixNano()/int64(b.length) == q.ungrantedIdx && q.ungranted > 0 {
+	if b.index(at) == q.ungrantedIdx && q.ungranted > 0 {
 		q.ungranted--
 		q.mu.Unlock()
 		return
@@ -114,10 +120,10 @@ func (q *Quota) Refund(at time.Time) {
 	b.Refund(at)
 }
 
-// Return gives the unspent rest of this node's block back to the store.
+// Return gives the unspent rest of this node's blocks back to the store.
 func (q *Quota) Return(ctx context.Context) error {
-	b, _ := q.current()
-	return b.Return(ctx)
+	b, rate := q.current()
+	return b.Return(ctx, rate)
 }
 
 var _ admission.Quota = (*Quota)(nil)

@@ -48,7 +48,9 @@ type committer struct {
 	// busy is the time spent running and committing groups, in ns, and
 	// syncing the part of it spent in bbolt's Commit (writing the dirty
 	// pages and the meta page, each followed by an fdatasync).
-	commits, writes, busy, syncing atomic.Int64
+	// pages counts the pages the commits wrote (bbolt's TxStats.Write:
+	// the meta page and every dirty page, an overflow run counted once).
+	commits, writes, busy, syncing, pages atomic.Int64
 	// waiting counts writes blocked on queue and taken the writes taken
 	// from it (tests wait for a full group).
 	waiting, taken atomic.Int64
@@ -191,6 +193,10 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 	start := time.Now()
 	err = tx.Commit()
 	c.syncing.Add(int64(time.Since(start)))
+	if err == nil {
+		stats := tx.Stats()
+		c.pages.Add(stats.GetWrite())
+	}
 	return err
 }
 
@@ -219,9 +225,12 @@ type Stats struct {
 	// rest is the members' functions (reads, rules, encoding, puts) and
 	// beginning the transaction.
 	Syncing time.Duration
+	// Pages is how many pages the commits wrote, each meta page included:
+	// a commit's fdatasync takes longer the more pages it flushes.
+	Pages int64
 }
 
 // Stats returns the store's group-commit counts.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commit.commits.Load(), Writes: s.commit.writes.Load(), Busy: time.Duration(s.commit.busy.Load()), Syncing: time.Duration(s.commit.syncing.Load())}
+	return Stats{Commits: s.commit.commits.Load(), Writes: s.commit.writes.Load(), Busy: time.Duration(s.commit.busy.Load()), Syncing: time.Duration(s.commit.syncing.Load()), Pages: s.commit.pages.Load()}
 }

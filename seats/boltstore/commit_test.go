@@ -88,6 +88,10 @@ func TestGroupedWritesShareOneCommit(t *testing.T) {
 	if synced, busy := got.Syncing-before.Syncing, got.Busy-before.Busy; synced <= 0 || synced > busy {
 		t.Fatalf("%v of %v busy in bbolt's commit, want some and at most all", synced, busy)
 	}
+	// Each commit writes at least one dirty page and its meta page.
+	if pages := got.Pages - before.Pages; pages < 4 {
+		t.Fatalf("2 commits wrote %d pages, want at least 4", pages)
+	}
 }
 
 // TestFailedMemberRollsBack: a member of a group that fails after writing
