@@ -40,6 +40,13 @@ const CapacityLookahead = 2 * time.Second
 // by 1/Settle of it a second, and it admits for a departure only once it is
 // due, so a cohort admitted together and leaving together is replaced as it
 // leaves, not ahead of it. It is pure: every input is an argument.
+//
+// A session the origin ended is a departure due at once. The controller
+// treats it as a natural one seen on its last tick before leaving: among
+// those leaving, and still on the site, for CapacityLookahead after it
+// ended. Its place is refilled at the departures' pace, and the gap term
+// does not refill it a second time while the count the controller sees
+// (up to CapacityLookahead late) has neither it nor its replacement.
 type CapacityController struct {
 	// Capacity is the number of visitors the site holds at once.
 	Capacity float64
@@ -50,14 +57,16 @@ type CapacityController struct {
 }
 
 // Rate is the admissions per second that keep the active visitors at the
-// capacity, given how many of them leave within CapacityLookahead: between
+// capacity, given the room's tally over CapacityLookahead: between
 // MinCapacityRate and Ceiling.
-func (c CapacityController) Rate(active, leaving float64) float64 {
+func (c CapacityController) Rate(t Tally) float64 {
 	settle := c.Settle
 	if settle <= 0 {
 		settle = DefaultCapacitySettle
 	}
-	want := math.Max(0, leaving)/CapacityLookahead.Seconds() + (c.Capacity-active)/settle.Seconds()
+	ended := math.Max(0, t.Ended)
+	leaving := math.Max(0, t.Leaving) + ended
+	want := leaving/CapacityLookahead.Seconds() + (c.Capacity-t.Active-ended)/settle.Seconds()
 	ceiling := c.Ceiling
 	if ceiling < MinCapacityRate || math.IsNaN(ceiling) {
 		ceiling = MinCapacityRate
@@ -87,8 +96,16 @@ type activeShard struct {
 	// seen is each pass's last presentation; ended the passes the origin
 	// ended, until they would have expired, so a request already under
 	// way does not bring one back.
-	seen  map[string]time.Time
-	ended map[string]time.Time
+	seen  map[string]passEntry
+	ended map[string]passEntry
+}
+
+// passEntry is a pass's last presentation (or its end) and its sketch
+// hash, taken once when the pass is first seen: the tick's sketch then
+// reads no pass id.
+type passEntry struct {
+	at   time.Time
+	hash uint64
 }
 
 // NewActiveSet returns a set counting passes presented within window (at
@@ -97,8 +114,8 @@ func NewActiveSet(window time.Duration) *ActiveSet {
 	a := &ActiveSet{seed: maphash.MakeSeed()}
 	a.SetWindow(window)
 	for i := range a.shards {
-		a.shards[i].seen = map[string]time.Time{}
-		a.shards[i].ended = map[string]time.Time{}
+		a.shards[i].seen = map[string]passEntry{}
+		a.shards[i].ended = map[string]passEntry{}
 	}
 	return a
 }
@@ -127,10 +144,15 @@ func (a *ActiveSet) See(id string, now time.Time) {
 	if _, ok := s.ended[id]; ok {
 		return
 	}
-	if last, ok := s.seen[id]; ok && last.After(now) {
+	e, ok := s.seen[id]
+	switch {
+	case !ok:
+		e.hash = sketchHash(id)
+	case e.at.After(now):
 		return // an older request finishing late
 	}
-	s.seen[id] = now
+	e.at = now
+	s.seen[id] = e
 }
 
 // End stops counting pass id at once: its visitor left (the origin ended
@@ -138,9 +160,14 @@ func (a *ActiveSet) See(id string, now time.Time) {
 func (a *ActiveSet) End(id string, now time.Time) bool {
 	s := a.shard(id)
 	s.mu.Lock()
-	_, ok := s.seen[id]
+	e, ok := s.seen[id]
 	delete(s.seen, id)
-	s.ended[id] = now
+	if _, again := s.ended[id]; !again { // a second end is the same departure
+		if !ok {
+			e.hash = sketchHash(id)
+		}
+		s.ended[id] = passEntry{at: now, hash: e.hash}
+	}
 	s.mu.Unlock()
 	return ok
 }
@@ -152,34 +179,91 @@ type Tally struct {
 	// Leaving is how many of them leave it within the horizon asked for,
 	// unless presented again.
 	Leaving float64
+	// Ended is how many passes the origin ended within the horizon before
+	// now (not among Active).
+	Ended float64
+	// EndedInWindow is how many it ended within the window: they are in
+	// the set's Sketch, so that a pass ended here is not counted for the
+	// room by a node it reached before (RoomTally).
+	EndedInWindow float64
 }
 
 // Tally sweeps the passes not presented within the window and counts the
-// rest, and those of them whose window ends within horizon.
+// rest, those of them whose window ends within horizon, and the passes
+// ended within horizon before now.
 func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 	window := a.Window()
-	cut, soon := now.Add(-window), now.Add(horizon-window)
+	cut, soon, recent := now.Add(-window), now.Add(horizon-window), now.Add(-horizon)
 	var t Tally
 	for i := range a.shards {
 		s := &a.shards[i]
 		s.mu.Lock()
-		for id, last := range s.seen {
+		for id, e := range s.seen {
 			switch {
-			case !last.After(cut):
+			case !e.at.After(cut):
 				delete(s.seen, id)
-			case !last.After(soon):
+			case !e.at.After(soon):
 				t.Leaving++
 			}
 		}
-		for id, at := range s.ended {
-			if !at.After(cut) {
+		for id, e := range s.ended {
+			switch {
+			case !e.at.After(cut):
 				delete(s.ended, id)
+				continue
+			case e.at.After(recent) && !e.at.After(now):
+				t.Ended++
 			}
+			t.EndedInWindow++
 		}
 		t.Active += float64(len(s.seen))
 		s.mu.Unlock()
 	}
 	return t
+}
+
+// Sketch is the sketch of the passes presented within the window at now,
+// those ended within it included, for merging with other nodes' sketches:
+// a pass ended here may still be among another node's active passes, and
+// the room's count takes the ended ones out of the union (RoomTally).
+func (a *ActiveSet) Sketch(now time.Time) *Sketch {
+	cut := now.Add(-a.Window())
+	var sk Sketch
+	for i := range a.shards {
+		s := &a.shards[i]
+		s.mu.Lock()
+		for _, e := range s.seen {
+			if e.at.After(cut) {
+				sk.addHash(e.hash)
+			}
+		}
+		for _, e := range s.ended {
+			if e.at.After(cut) {
+				sk.addHash(e.hash)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return &sk
+}
+
+// RoomTally is a room's tally from its nodes': sum is their tallies
+// summed, distinct the count of their sketches merged, nodes how many
+// sketches were merged. A pass presented to k nodes within the window is
+// in k nodes' counts but once in the room: Active is the distinct count
+// less the passes ended within the window (each is in the union, ended
+// on one node, perhaps still active on another), never above the sum,
+// which counts every pass at least once. Leaving is the summed departures
+// scaled by the same share, since a pass leaves each node it reached and
+// only the last of those departures is the room's. A session is ended on
+// the one node that answered: Ended is the sum. With one node the sum is
+// exact and is the tally.
+func RoomTally(sum Tally, distinct float64, nodes int) Tally {
+	if nodes <= 1 || sum.Active <= 0 || math.IsNaN(distinct) {
+		return sum
+	}
+	active := clamp(distinct-sum.EndedInWindow, 0, sum.Active)
+	return Tally{Active: active, Leaving: sum.Leaving * active / sum.Active, Ended: sum.Ended, EndedInWindow: sum.EndedInWindow}
 }
 
 // Count is the number of passes presented within the window at now.

@@ -14,27 +14,30 @@ import (
 func TestCapacityControllerRate(t *testing.T) {
 	c := CapacityController{Capacity: 1000, Ceiling: 50, Settle: 10 * time.Second}
 	tests := []struct {
-		name            string
-		active, leaving float64
-		want            float64
+		name  string
+		tally Tally
+		want  float64
 	}{
-		{"at capacity admits those leaving", 1000, 6, 3},
-		{"a gap is closed over settle", 900, 6, 13},
-		{"a big gap stops at the ceiling", 0, 6, 50},
-		{"over capacity admits less than leave", 1020, 6, 1},
-		{"far over capacity admits almost nothing", 2000, 6, MinCapacityRate},
-		{"full with nobody leaving", 1000, 0, MinCapacityRate},
-		{"a negative count leaving counts as none", 990, -5, 1},
-		{"NaN is the floor", math.NaN(), 3, MinCapacityRate},
+		{"at capacity admits those leaving", Tally{Active: 1000, Leaving: 6}, 3},
+		{"a gap is closed over settle", Tally{Active: 900, Leaving: 6}, 13},
+		{"a big gap stops at the ceiling", Tally{Leaving: 6}, 50},
+		{"over capacity admits less than leave", Tally{Active: 1020, Leaving: 6}, 1},
+		{"far over capacity admits almost nothing", Tally{Active: 2000, Leaving: 6}, MinCapacityRate},
+		{"full with nobody leaving", Tally{Active: 1000}, MinCapacityRate},
+		{"a negative count leaving counts as none", Tally{Active: 990, Leaving: -5}, 1},
+		{"ended sessions are departures, not a gap", Tally{Active: 996, Leaving: 6, Ended: 4}, 5},
+		{"ended sessions below capacity close the rest of the gap", Tally{Active: 890, Leaving: 6, Ended: 10}, 13 + 5},
+		{"a negative count ended counts as none", Tally{Active: 1000, Leaving: 6, Ended: -4}, 3},
+		{"NaN is the floor", Tally{Active: math.NaN(), Leaving: 3}, MinCapacityRate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := c.Rate(tt.active, tt.leaving); math.Abs(got-tt.want) > 1e-9 {
-				t.Errorf("Rate(%v, %v) = %v, want %v", tt.active, tt.leaving, got, tt.want)
+			if got := c.Rate(tt.tally); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("Rate(%+v) = %v, want %v", tt.tally, got, tt.want)
 			}
 		})
 	}
-	if got := (CapacityController{Capacity: 10}).Rate(0, 0); got != MinCapacityRate {
+	if got := (CapacityController{Capacity: 10}).Rate(Tally{}); got != MinCapacityRate {
 		t.Errorf("no ceiling: Rate = %v, want the floor %v", got, MinCapacityRate)
 	}
 }
@@ -63,8 +66,12 @@ func TestActiveSetCountsDistinctPassesInTheWindow(t *testing.T) {
 		t.Fatal("End(a) reported a as not counted")
 	}
 	a.See("a", t0.Add(68*time.Second)) // a request under way when it ended
-	if got := a.Count(t0.Add(69 * time.Second)); got != 0 {
-		t.Fatalf("Count after End = %v, want 0", got)
+	a.End("a", t0.Add(68*time.Second)) // the same departure
+	if got := a.Tally(t0.Add(68*time.Second), 2*time.Second); got != (Tally{Ended: 1, EndedInWindow: 1}) {
+		t.Fatalf("Tally after End = %+v, want a ended, not active", got)
+	}
+	if got := a.Tally(t0.Add(69*time.Second+time.Millisecond), 2*time.Second); got != (Tally{EndedInWindow: 1}) {
+		t.Fatalf("Tally after the horizon = %+v, want a ended within the window only", got)
 	}
 	a.See("late", t0.Add(80*time.Second))
 	a.See("late", t0.Add(79*time.Second)) // an older request finishing late
@@ -110,6 +117,8 @@ type visit struct {
 	id   string
 	at   time.Time
 	left time.Time // when the visitor stops presenting
+	ends bool      // whether their last request ends the session
+	last bool      // whether this is that request
 }
 
 type visits []visit
@@ -141,19 +150,56 @@ func bimodalStay(short, long time.Duration, pShort float64) stayDist {
 	}
 }
 
-// simulateCapacity runs a room with an endless queue under the capacity
-// controller for the given time, one tick a second: the rate set at a tick
-// admits over the next second, the controller sees the count lag seconds
-// late (the cluster's publication and poll), and each admitted visitor
-// presents their pass every 1 to 20 s until their stay ends. It returns
-// the active count after each tick.
-func simulateCapacity(seed uint64, capacity, ceiling float64, lag int, stay stayDist, length time.Duration) []float64 {
+// capacitySim is a room with an endless queue under the capacity
+// controller, one tick a second: the rate set at a tick admits over the
+// next second, the controller sees the tally lag seconds late (the
+// cluster's publication and poll), and each admitted visitor presents
+// their pass every 1 to 20 s until their stay ends; a share of them
+// (ended) then has the origin end their session. With nodes above one,
+// each request reaches one of them at random (no affinity) and the
+// controller sees the room's tally as a cluster derives it: the nodes'
+// counts summed and their sketches merged (RoomTally).
+type capacitySim struct {
+	capacity, ceiling float64
+	lag               int
+	stay              stayDist
+	ended             float64
+	nodes             int
+}
+
+// tally is the room's tally over the nodes' active sets at now.
+func (c capacitySim) tally(sets []*ActiveSet, now time.Time) Tally {
+	if len(sets) == 1 {
+		return sets[0].Tally(now, CapacityLookahead)
+	}
+	var sum Tally
+	var union Sketch
+	for _, a := range sets {
+		t := a.Tally(now, CapacityLookahead)
+		sum.Active, sum.Leaving = sum.Active+t.Active, sum.Leaving+t.Leaving
+		sum.Ended, sum.EndedInWindow = sum.Ended+t.Ended, sum.EndedInWindow+t.EndedInWindow
+		union.Merge(a.Sketch(now))
+	}
+	return RoomTally(sum, union.Estimate(), len(sets))
+}
+
+// run simulates length from seed and returns the true active count after
+// each tick (each pass once, ended ones not), and how many sessions were
+// ended.
+func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, ended int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	t0 := time.Unix(1_000_000, 0)
-	active := NewActiveSet(3 * time.Minute)
-	ctl := CapacityController{Capacity: capacity, Ceiling: ceiling}
+	sets := make([]*ActiveSet, max(1, c.nodes))
+	for i := range sets {
+		sets[i] = NewActiveSet(3 * time.Minute)
+	}
+	truth := sets[0] // every presentation and end: the true count
+	if len(sets) > 1 {
+		truth = NewActiveSet(3 * time.Minute)
+	}
+	ctl := CapacityController{Capacity: c.capacity, Ceiling: c.ceiling}
 	var pending visits
-	var counts, leaving []float64
+	var tallies []Tally
 	rate, owed, next := 0.0, 0.0, 0
 	for sec := range int(length / time.Second) {
 		start := t0.Add(time.Duration(sec) * time.Second)
@@ -163,72 +209,101 @@ func simulateCapacity(seed uint64, capacity, ceiling float64, lag int, stay stay
 		owed -= float64(n)
 		for i := range n {
 			at := start.Add(time.Duration(i) * time.Second / time.Duration(n))
-			heap.Push(&pending, visit{id: fmt.Sprint(next), at: at, left: at.Add(stay(rng))})
+			heap.Push(&pending, visit{id: fmt.Sprint(next), at: at, left: at.Add(c.stay(rng)), ends: rng.Float64() < c.ended})
 			next++
 		}
 		for pending.Len() > 0 && pending[0].at.Before(end) {
 			v := heap.Pop(&pending).(visit)
-			active.See(v.id, v.at)
+			node := sets[rng.IntN(len(sets))]
+			node.See(v.id, v.at)
+			truth.See(v.id, v.at)
+			if v.last {
+				node.End(v.id, v.at)
+				truth.End(v.id, v.at)
+				ended++
+				continue
+			}
 			v.at = v.at.Add(time.Second + time.Duration(rng.Float64()*float64(19*time.Second)))
-			if v.at.Before(v.left) {
+			switch {
+			case v.at.Before(v.left):
+				heap.Push(&pending, v)
+			case v.ends:
+				v.at, v.last = v.left, true
 				heap.Push(&pending, v)
 			}
 		}
-		tally := active.Tally(end, CapacityLookahead)
-		counts, leaving = append(counts, tally.Active), append(leaving, tally.Leaving)
-		seen := max(0, len(counts)-1-lag)
-		rate = ctl.Rate(counts[seen], leaving[seen])
+		tally := c.tally(sets, end)
+		counts, tallies = append(counts, truth.Count(end)), append(tallies, tally)
+		rate = ctl.Rate(tallies[max(0, len(tallies)-1-c.lag)])
 	}
-	return counts
+	return counts, ended
 }
 
 // TestCapacityHoldsTheSiteAtCapacity runs the controller on stays drawn
-// from short, long and bimodal distributions: once the site has filled, the
-// active count stays within ±5% of the capacity, and no 10 s window's mean
-// rises above +5% (nor any single second's count).
+// from short, long and bimodal distributions, with no session ended and
+// with 40% of them ended by the origin, on one node and on three that each
+// request reaches at random: once the site has filled, the visitors on it
+// stay within ±5% of the capacity, and no 10 s window's mean rises above
+// +5% (nor any single second's count).
 func TestCapacityHoldsTheSiteAtCapacity(t *testing.T) {
 	const capacity, ceiling = 1000.0, 50.0
-	tests := []struct {
+	stays := []struct {
 		name string
 		stay stayDist
-		lag  int
 	}{
-		{"short stays", expStay(30 * time.Second), 0},
-		{"short stays, counts 2 s late", expStay(30 * time.Second), 2},
-		{"long stays", expStay(20 * time.Minute), 0},
-		{"long stays, counts 2 s late", expStay(20 * time.Minute), 2},
-		{"bimodal stays", bimodalStay(20*time.Second, 15*time.Minute, 0.7), 0},
-		{"bimodal stays, counts 2 s late", bimodalStay(20*time.Second, 15*time.Minute, 0.7), 2},
+		{"short stays", expStay(30 * time.Second)},
+		{"long stays", expStay(20 * time.Minute)},
+		{"bimodal stays", bimodalStay(20*time.Second, 15*time.Minute, 0.7)},
 	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			counts := simulateCapacity(uint64(i+1), capacity, ceiling, tt.lag, tt.stay, 40*time.Minute)
-			full := -1
-			for s, c := range counts {
-				if c >= 0.95*capacity {
-					full = s
-					break
-				}
+	seed := uint64(0)
+	for _, st := range stays {
+		for _, ended := range []float64{0, 0.4} {
+			for _, lag := range []int{0, 2} {
+				seed++
+				name := fmt.Sprintf("%s, %.0f%% ended, counts %d s late", st.name, 100*ended, lag)
+				sim := capacitySim{capacity: capacity, ceiling: ceiling, lag: lag, stay: st.stay, ended: ended}
+				t.Run(name, func(t *testing.T) { checkHoldsCapacity(t, sim, seed) })
 			}
-			if full < 0 || full > int(2*capacity/ceiling) {
-				t.Fatalf("the site filled at second %d, want within %v s (capacity over the ceiling, twice)", full, 2*capacity/ceiling)
+		}
+		for _, ended := range []float64{0, 0.4} {
+			seed++
+			name := fmt.Sprintf("%s, %.0f%% ended, three nodes without affinity, counts 2 s late", st.name, 100*ended)
+			sim := capacitySim{capacity: capacity, ceiling: ceiling, lag: 2, stay: st.stay, ended: ended, nodes: 3}
+			t.Run(name, func(t *testing.T) { checkHoldsCapacity(t, sim, seed) })
+		}
+	}
+}
+
+func checkHoldsCapacity(t *testing.T, sim capacitySim, seed uint64) {
+	counts, ended := sim.run(seed, 40*time.Minute)
+	if sim.ended > 0 && ended == 0 {
+		t.Fatal("no session was ended")
+	}
+	full := -1
+	for s, c := range counts {
+		if c >= 0.95*sim.capacity {
+			full = s
+			break
+		}
+	}
+	if full < 0 || full > int(2*sim.capacity/sim.ceiling) {
+		t.Fatalf("the site filled at second %d, want within %v s (capacity over the ceiling, twice)", full, 2*sim.capacity/sim.ceiling)
+	}
+	lo, hi, top := math.Inf(1), math.Inf(-1), 0.0
+	for s := full; s+10 <= len(counts); s++ {
+		mean := 0.0
+		for _, c := range counts[s : s+10] {
+			mean += c / 10
+			top = math.Max(top, c)
+			if c > 1.05*sim.capacity {
+				t.Fatalf("second %d: %v active, above capacity +5%%", s, c)
 			}
-			lo, hi := math.Inf(1), math.Inf(-1)
-			for s := full; s+10 <= len(counts); s++ {
-				mean := 0.0
-				for _, c := range counts[s : s+10] {
-					mean += c / 10
-					if c > 1.05*capacity {
-						t.Fatalf("second %d: %v active, above capacity +5%%", s, c)
-					}
-				}
-				lo, hi = math.Min(lo, mean), math.Max(hi, mean)
-			}
-			t.Logf("filled at %d s; 10 s means from %.0f to %.0f (capacity %.0f)", full, lo, hi, capacity)
-			if lo < 0.95*capacity || hi > 1.05*capacity {
-				t.Errorf("10 s means from %.0f to %.0f, want within ±5%% of %.0f", lo, hi, capacity)
-			}
-		})
+		}
+		lo, hi = math.Min(lo, mean), math.Max(hi, mean)
+	}
+	t.Logf("filled at %d s; 10 s means from %.0f to %.0f, highest second %.0f (capacity %.0f); %d sessions ended", full, lo, hi, top, sim.capacity, ended)
+	if lo < 0.95*sim.capacity || hi > 1.05*sim.capacity {
+		t.Errorf("10 s means from %.0f to %.0f, want within ±5%% of %.0f", lo, hi, sim.capacity)
 	}
 }
 
@@ -262,5 +337,19 @@ func BenchmarkActiveSetTally(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		a.Tally(now, CapacityLookahead)
+	}
+}
+
+// BenchmarkActiveSetSketch is the tick's sketch of 100,000 active passes
+// in a room sized by capacity on a state store.
+func BenchmarkActiveSetSketch(b *testing.B) {
+	a := NewActiveSet(3 * time.Minute)
+	now := time.Unix(1_000_000, 0)
+	for i := range 100_000 {
+		a.See(fmt.Sprint("pass-", i), now)
+	}
+	b.ResetTimer()
+	for range b.N {
+		a.Sketch(now)
 	}
 }

@@ -174,6 +174,22 @@ func (l *lazyStore) Population(ctx context.Context, room string, now time.Time) 
 	return st.Population(ctx, room, now)
 }
 
+func (l *lazyStore) PublishSketch(ctx context.Context, room, node string, sketch []byte, until time.Time) error {
+	st, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return st.PublishSketch(ctx, room, node, sketch, until)
+}
+
+func (l *lazyStore) Sketches(ctx context.Context, room string, now time.Time) ([][]byte, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Sketches(ctx, room, now)
+}
+
 func (l *lazyStore) ReserveRanks(ctx context.Context, room string, n int64) (int64, error) {
 	st, err := l.get(ctx)
 	if err != nil {

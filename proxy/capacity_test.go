@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // checks the rate the room admits at after each tick: the gap to the
 // capacity spread over the controller's settle time while there is room,
 // the floor while the site is full, the departures as they come due, and a
-// session the origin ends freeing its place at once.
+// session the origin ends refilled as a departure due at once.
 func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 	const capacity, ceiling, window = 3, 5.0, 30 * time.Second
 	o := &origin{}
@@ -95,6 +96,14 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 	if got := o.last().Header.Get(PassHeader); got == "" {
 		t.Error("the origin's request to end the session carried no pass")
 	}
+	// The ended session is a departure due now: the room admits for it
+	// over the lookahead, and counts its place as taken meanwhile.
+	lookahead := admission.CapacityLookahead.Seconds()
+	wantRate(tick(), capacity-2, 1/lookahead+1/settle)
+	if st := sh.Status(e.clock.Now()).Site; st.Ended != 1 {
+		t.Errorf("site.ended = %v, want 1", st.Ended)
+	}
+	e.clock.Add(admission.CapacityLookahead)
 	wantRate(tick(), capacity-2, 2/settle)
 
 	if got := testutil.ToFloat64(e.gw.metrics.sessionsEnded); got != 1 {
@@ -318,6 +327,67 @@ func TestPassRenewedWhileActive(t *testing.T) {
 			}
 			if got := testutil.ToFloat64(e.gw.metrics.passesRenewed); got != 1 {
 				t.Errorf("passes_renewed_total = %v, want 1", got)
+			}
+		})
+	}
+}
+
+// TestClusterCapacityCountsEachPassOnce: with balancing that is not
+// sticky a visitor's pass reaches several nodes; each node counts it, but
+// the room's count (the nodes' sketches merged) counts it once, within
+// three standard errors of the sketch (3 × admission.SketchError) of the
+// true number of distinct passes, where the sum of the nodes' counts would
+// be up to nodes times it. A session ended at one node stops counting for
+// the room although the other nodes that saw its pass still hold it.
+func TestClusterCapacityCountsEachPassOnce(t *testing.T) {
+	tests := []struct {
+		name                 string
+		nodes, passes, ended int
+		seenBy               func(pass, node int) bool
+	}{
+		{"one node", 1, 500, 0, func(int, int) bool { return true }},
+		{"every pass on both of two nodes", 2, 1_500, 0, func(int, int) bool { return true }},
+		{"every pass on all of five nodes", 5, 3_000, 0, func(int, int) bool { return true }},
+		{"each pass on two of four nodes", 4, 2_000, 0, func(p, n int) bool { return n == p%4 || n == (p+1)%4 }},
+		{"sticky: each pass on one of three nodes", 3, 900, 0, func(p, n int) bool { return n == p%3 }},
+		{"all of three nodes, a third of the sessions ended at one", 3, 1_500, 500, func(int, int) bool { return true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := storeKinds(t)["bolt"](t)
+			clock := newFakeClock()
+			nodes := newNodes(t, Config{Config: room.Config{Room: "cap", Capacity: 10_000, Rate: 50}}, store, clock, tt.nodes)
+			sum := 0
+			for p := range tt.passes {
+				for i, n := range nodes {
+					if tt.seenBy(p, i) {
+						n.sh.See(fmt.Sprintf("pass-%d", p), clock.Now())
+						sum++
+					}
+				}
+			}
+			for p := range tt.ended {
+				nodes[p%tt.nodes].sh.End(fmt.Sprintf("pass-%d", p), clock.Now())
+				sum--
+			}
+			for range 2 { // the first node ticks before the others published
+				clock.Add(time.Second)
+				for _, n := range nodes {
+					if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := float64(tt.passes - tt.ended)
+			tol := 3 * admission.SketchError * want
+			for i, n := range nodes {
+				got := n.sh.Status(clock.Now()).Site.Active
+				if math.Abs(got-want) > tol {
+					t.Errorf("node %d counts %.0f active, want %v within %.0f (the nodes' sum is %d)", i, got, want, tol, sum)
+				}
+				if i == 0 {
+					t.Logf("%d distinct passes, %d ended, %d in the nodes' sum: the room counts %.0f (%+.2f%%)", tt.passes, tt.ended, sum, got, 100*(got-want)/want)
+				}
 			}
 		})
 	}

@@ -629,10 +629,13 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	})
 }
 
-// publishActive publishes this node's count of the visitors on the site
-// and of those leaving within the capacity controller's lookahead, and
-// takes the room's: the sums of every node's. A room sized by its rate
-// counts only its own, at no store cost.
+// publishActive publishes this node's count of the visitors on the site,
+// of those leaving within the capacity controller's lookahead, of the
+// sessions ended within it and within the window, and its sketch of the
+// passes; it takes the room's: the sums of every node's counts, the
+// active passes counted once however many nodes saw them
+// (admission.RoomTally). A room sized by its rate counts only its own, at
+// no store cost.
 func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error {
 	cl := sh.cluster
 	mine := sh.active.Tally(now, admission.CapacityLookahead)
@@ -645,26 +648,74 @@ func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error
 	if !sized {
 		return nil
 	}
-	var room admission.Tally
-	for _, item := range []struct {
+	var sum admission.Tally
+	counted := 0 // the nodes whose active passes are in sum.Active
+	for i, item := range []struct {
 		what string
 		mine float64
 		sum  *float64
-	}{{"active", mine.Active, &room.Active}, {"leaving", mine.Leaving, &room.Leaving}} {
+	}{
+		{"active", mine.Active, &sum.Active},
+		{"leaving", mine.Leaving, &sum.Leaving},
+		{"ended", mine.Ended, &sum.Ended},
+		{"ended_window", mine.EndedInWindow, &sum.EndedInWindow},
+	} {
 		key := laneKey(cl.key, "", item.what)
 		if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, item.mine, until); err != nil {
 			return err
 		}
-		sum, _, err := cl.store.Population(ctx, key, now)
+		s, n, err := cl.store.Population(ctx, key, now)
 		if err != nil {
 			return err
 		}
-		*item.sum = sum
+		*item.sum = s
+		if i == 0 {
+			counted = n
+		}
 	}
+	distinct, sketched, err := sh.shareSketch(ctx, now, until)
+	if err != nil {
+		return err
+	}
+	if sketched < counted {
+		// A node whose sketch is missing or unreadable (another
+		// version): the sum, an upper bound, holds the site below its
+		// capacity rather than above it.
+		sketched = 0
+	}
+	room := admission.RoomTally(sum, distinct, sketched)
 	sh.mu.Lock()
 	sh.tally = room
 	sh.mu.Unlock()
 	return nil
+}
+
+// shareSketch publishes this node's sketch of its active passes and
+// returns the count of every node's merged, and how many it merged (a
+// sketch this build cannot read is not).
+func (sh *Shared) shareSketch(ctx context.Context, now, until time.Time) (distinct float64, nodes int, err error) {
+	cl := sh.cluster
+	key := laneKey(cl.key, "", "sketch")
+	mine, err := sh.active.Sketch(now).MarshalBinary()
+	if err != nil {
+		return 0, 0, fmt.Errorf("active passes' sketch: %w", err)
+	}
+	if err := cl.store.PublishSketch(ctx, key, cl.set.Node, mine, until); err != nil {
+		return 0, 0, err
+	}
+	all, err := cl.store.Sketches(ctx, key, now)
+	if err != nil {
+		return 0, 0, err
+	}
+	var union, one admission.Sketch
+	for _, data := range all {
+		if one.UnmarshalBinary(data) != nil {
+			continue
+		}
+		union.Merge(&one)
+		nodes++
+	}
+	return union.Estimate(), nodes, nil
 }
 
 // minCruiseStep is the least relative change of a lane's clock speed the

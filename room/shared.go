@@ -313,7 +313,7 @@ func (sh *Shared) steerLocked() bool {
 		return false
 	}
 	ctl := admission.CapacityController{Capacity: sh.capacity, Ceiling: sh.rate}
-	next := ctl.Rate(sh.tally.Active, sh.tally.Leaving)
+	next := ctl.Rate(sh.tally)
 	moved := math.Abs(next-sh.admit) > minCruiseStep*sh.admit
 	sh.admit = next
 	return moved
@@ -335,11 +335,13 @@ type CapacityStatus struct {
 	// Capacity is the active visitors the room admits up to; 0 when the
 	// room admits at its rate.
 	Capacity float64 `json:"capacity"`
-	// Active is the visitors on the site at the last tick (passes
-	// presented within ActiveWindow, every node's), Leaving those whose
-	// window ends within the controller's lookahead.
+	// Active is the visitors on the site at the last tick (distinct passes
+	// presented within ActiveWindow, at any node), Leaving those whose
+	// window ends within the controller's lookahead, Ended the sessions
+	// the origin ended within it (not among Active).
 	Active  float64 `json:"active"`
 	Leaving float64 `json:"leaving"`
+	Ended   float64 `json:"ended"`
 	// Rate is the admissions per second in force; Ceiling the room's rate,
 	// which it never exceeds.
 	Rate    float64 `json:"rate"`
@@ -354,7 +356,7 @@ func (sh *Shared) SiteStatus() CapacityStatus {
 	defer sh.mu.Unlock()
 	rate, _ := sh.rateInForce()
 	return CapacityStatus{Capacity: sh.capacity, Active: sh.tally.Active, Leaving: sh.tally.Leaving,
-		Rate: rate, Ceiling: sh.rate, ActiveWindow: Duration(sh.active.Window())}
+		Ended: sh.tally.Ended, Rate: rate, Ceiling: sh.rate, ActiveWindow: Duration(sh.active.Window())}
 }
 
 // checkOrderKept refuses a reload that changes the queue order: the places

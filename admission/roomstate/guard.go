@@ -195,6 +195,22 @@ func (g *Guard) Population(ctx context.Context, room string, now time.Time) (sum
 	return sum, nodes, err
 }
 
+// PublishSketch implements Store.
+func (g *Guard) PublishSketch(ctx context.Context, room, node string, sketch []byte, until time.Time) error {
+	return g.call(ctx, "publish_sketch", func(ctx context.Context) error {
+		return g.Store.PublishSketch(ctx, room, node, sketch, until)
+	})
+}
+
+// Sketches implements Store.
+func (g *Guard) Sketches(ctx context.Context, room string, now time.Time) (sketches [][]byte, err error) {
+	err = g.call(ctx, "sketches", func(ctx context.Context) error {
+		sketches, err = g.Store.Sketches(ctx, room, now)
+		return err
+	})
+	return sketches, err
+}
+
 // ReserveRanks implements Store.
 func (g *Guard) ReserveRanks(ctx context.Context, room string, n int64) (first int64, err error) {
 	err = g.call(ctx, "reserve_ranks", func(ctx context.Context) error {

@@ -8,7 +8,8 @@
 // The admission path costs no store round trip per decision except the
 // ledger's conditional put: budget and ranks are reserved in blocks (Budget,
 // Ranks), the control state is polled, and each node publishes its
-// population observations in its own item.
+// population observations and its sketch of the active passes in its own
+// items.
 package roomstate
 
 import (
@@ -149,6 +150,14 @@ type Store interface {
 	// Population sums the observations of every node still valid at now and
 	// says how many nodes contributed.
 	Population(ctx context.Context, room string, now time.Time) (sum float64, nodes int, err error)
+
+	// PublishSketch stores node's own sketch (opaque bytes, at most a few
+	// kilobytes: admission.Sketch), valid until the given time. Each node
+	// writes only its own item.
+	PublishSketch(ctx context.Context, room, node string, sketch []byte, until time.Time) error
+	// Sketches returns the sketches of every node still valid at now, in
+	// no particular order, for the caller to merge.
+	Sketches(ctx context.Context, room string, now time.Time) ([][]byte, error)
 
 	// ReserveRanks allocates n consecutive arrival ranks and returns the
 	// first: the block is [first, first+n). Blocks never overlap and each

@@ -29,6 +29,7 @@ var (
 	ledgerBucket     = []byte("ledger")     // room \x00 place id → until, state, slot
 	populationBucket = []byte("population") // room \x00 node → value, until
 	ranksBucket      = []byte("ranks")      // room → next rank
+	sketchBucket     = []byte("sketch")     // room \x00 node → until, sketch
 )
 
 // Store is a roomstate.Store on a bbolt file.
@@ -53,7 +54,7 @@ func Open(path string, callTimeout time.Duration) (*Store, error) {
 	db.MaxBatchSize = 256
 	places := newPlaceIndex()
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{controlBucket, budgetBucket, ledgerBucket, populationBucket, ranksBucket} {
+		for _, b := range [][]byte{controlBucket, budgetBucket, ledgerBucket, populationBucket, ranksBucket, sketchBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -303,6 +304,35 @@ func (s *Store) Population(ctx context.Context, room string, now time.Time) (flo
 	return sum, nodes, nil
 }
 
+// PublishSketch implements roomstate.Store.
+func (s *Store) PublishSketch(ctx context.Context, room, node string, sketch []byte, until time.Time) error {
+	v := append(binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano())), sketch...)
+	return s.batch(ctx, "publishing sketch", func(tx *bolt.Tx) (error, error) {
+		return nil, tx.Bucket(sketchBucket).Put(subKey(room, node), v)
+	})
+}
+
+// Sketches implements roomstate.Store.
+func (s *Store) Sketches(ctx context.Context, room string, now time.Time) ([][]byte, error) {
+	var sketches [][]byte
+	err := s.view(ctx, "reading sketches", func(tx *bolt.Tx) error {
+		sketches = sketches[:0]
+		prefix := subKey(room, "")
+		c := tx.Bucket(sketchBucket).Cursor()
+		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) < 8 || now.UnixNano() >= int64(binary.BigEndian.Uint64(v)) {
+				continue
+			}
+			sketches = append(sketches, append([]byte(nil), v[8:]...)) // v lives only in tx
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err // op may still run past its deadline: read none of its results
+	}
+	return sketches, nil
+}
+
 // ReserveRanks implements roomstate.Store.
 func (s *Store) ReserveRanks(ctx context.Context, room string, n int64) (int64, error) {
 	var first int64
@@ -339,6 +369,9 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 			},
 			string(populationBucket): func(v []byte) bool {
 				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))
+			},
+			string(sketchBucket): func(v []byte) bool {
+				return len(v) < 8 || now.UnixNano() >= int64(binary.BigEndian.Uint64(v))
 			},
 		}
 		for name, expired := range expiredAt {

@@ -5,6 +5,7 @@
 //	BUDGET#<room>#<window>      W         used, ttl
 //	USED#<room>#<place id>      U         until (epoch ms), state, slot (ns), ttl
 //	POP#<room>                  <node>    value, until (epoch ms), ttl
+//	SKETCH#<room>               <node>    sketch (bytes), until (epoch ms), ttl
 //	RANK#<room>                 R         next
 //
 // Every change is one conditional write, so the rules hold whatever the
@@ -17,8 +18,8 @@
 // Items are mapped with the SDK's attributevalue (items.go) and every
 // condition, update and key condition is built with its expression
 // package. One file per concern: control.go (the compare-and-set),
-// budget.go, places.go (the ledger), population.go, ranks.go; this file
-// opens the store and creates the table.
+// budget.go, places.go (the ledger), population.go (and the sketches),
+// ranks.go; this file opens the store and creates the table.
 package dynamostore
 
 import (

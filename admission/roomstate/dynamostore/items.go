@@ -62,6 +62,14 @@ type populationItem struct {
 	TTL   int64   `dynamodbav:"ttl"`
 }
 
+// sketchItem is one node's published sketch, until Until.
+type sketchItem struct {
+	itemKey
+	Sketch []byte `dynamodbav:"sketch"`
+	Until  int64  `dynamodbav:"until"`
+	TTL    int64  `dynamodbav:"ttl"`
+}
+
 // rankItem is a room's arrival-rank counter: the next rank to give.
 type rankItem struct {
 	itemKey
@@ -75,6 +83,8 @@ func budgetKey(room string, idx int64) itemKey {
 func usedKey(room, id string) itemKey         { return itemKey{PK: "USED#" + room + "#" + id, SK: "U"} }
 func populationPK(room string) string         { return "POP#" + room }
 func populationKey(room, node string) itemKey { return itemKey{PK: populationPK(room), SK: node} }
+func sketchPK(room string) string             { return "SKETCH#" + room }
+func sketchKey(room, node string) itemKey     { return itemKey{PK: sketchPK(room), SK: node} }
 func rankKey(room string) itemKey             { return itemKey{PK: "RANK#" + room, SK: "R"} }
 
 // item is the key as a request's Key.

@@ -6,6 +6,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"BudgetReturn", testBudgetReturn},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
 		{"PopulationSum", testPopulation},
+		{"SketchPerNode", testSketches},
 		{"RankBlocks", testRanks},
 		{"CancelledContext", testCancelled},
 	}
@@ -509,6 +511,54 @@ func testPopulation(t *testing.T, s roomstate.Store, room string) {
 	if sum, _, err := s.Population(c, room+"-other", T0); err != nil || sum != 0 {
 		t.Fatalf("another room sees this room's population: %v, %v", sum, err)
 	}
+}
+
+func testSketches(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(10 * time.Second)
+	if got, err := s.Sketches(c, room, T0); err != nil || len(got) != 0 {
+		t.Fatalf("Sketches of a new room = %q, %v", got, err)
+	}
+	big := bytes.Repeat([]byte{0, 1, 2, 3}, 2100) // an admission.Sketch is about 8 KB
+	for node, sk := range map[string][]byte{"a": []byte("a1"), "b": big, "c": []byte("c1")} {
+		u := until
+		if node == "c" {
+			u = T0.Add(time.Second)
+		}
+		if err := s.PublishSketch(c, room, node, sk, u); err != nil {
+			t.Fatalf("PublishSketch(%s): %v", node, err)
+		}
+	}
+	want := func(at time.Time, sketches ...[]byte) {
+		t.Helper()
+		got, err := s.Sketches(c, room, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, bytes.Compare)
+		slices.SortFunc(sketches, bytes.Compare)
+		if !slices.EqualFunc(got, sketches, bytes.Equal) {
+			t.Fatalf("Sketches at %v = %d sketches %q..., want %d", at.Sub(T0), len(got), firstBytes(got), len(sketches))
+		}
+	}
+	want(T0, []byte("a1"), big, []byte("c1"))
+	if err := s.PublishSketch(c, room, "a", []byte("a2"), until); err != nil {
+		t.Fatal(err)
+	}
+	want(T0, []byte("a2"), big, []byte("c1"))
+	want(T0.Add(2*time.Second), []byte("a2"), big)
+	if got, err := s.Sketches(c, room+"-other", T0); err != nil || len(got) != 0 {
+		t.Fatalf("another room sees this room's sketches: %d, %v", len(got), err)
+	}
+}
+
+// firstBytes is each sketch's first bytes, for a failure's message.
+func firstBytes(sketches [][]byte) []string {
+	var out []string
+	for _, sk := range sketches {
+		out = append(out, string(sk[:min(len(sk), 4)]))
+	}
+	return out
 }
 
 func testRanks(t *testing.T, s roomstate.Store, room string) {
