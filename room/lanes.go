@@ -1,4 +1,4 @@
-package proxy
+package room
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func laneShares(rules []laneRule) []float64 {
 
 // newLanes builds the lanes of s, reusing the rooms of prev whose lane
 // still exists so a reload keeps every waiting place in a kept lane.
-func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
+func newLanes(s Settings, prev []*lane, now time.Time) ([]*lane, error) {
 	shares := laneShares(s.lanes)
 	names := []string{""}
 	for _, r := range s.lanes {
@@ -65,10 +65,10 @@ func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
 // lanes are the room's lanes, the default one first.
 func (sh *Shared) lanes() []*lane { return *sh.lanesNow.Load() }
 
-// laneRoom is the room judging the named lane; an unknown lane (removed by
+// LaneRoom is the room judging the named lane; an unknown lane (removed by
 // a reload) falls back to the default one, whose room refuses the lane's
 // tokens.
-func (sh *Shared) laneRoom(name string) *admission.Room {
+func (sh *Shared) LaneRoom(name string) *admission.Room {
 	for _, l := range sh.lanes() {
 		if l.name == name {
 			return l.room
@@ -77,8 +77,8 @@ func (sh *Shared) laneRoom(name string) *admission.Room {
 	return sh.Room
 }
 
-// countAdmitted counts one admission in the named lane.
-func (sh *Shared) countAdmitted(name string) {
+// CountAdmitted counts one admission in the named lane.
+func (sh *Shared) CountAdmitted(name string) {
 	for _, l := range sh.lanes() {
 		if l.name == name {
 			l.admitted.Add(1)
@@ -136,9 +136,9 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	return nil
 }
 
-// totalRate is the room's rate and burst in force, all lanes together
+// TotalRate is the room's rate and burst in force, all lanes together
 // (with a capacity, the capacity controller's).
-func (sh *Shared) totalRate() (rate, burst float64) {
+func (sh *Shared) TotalRate() (rate, burst float64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.rateInForce()
@@ -193,4 +193,12 @@ func (sh *Shared) laneStatus(now time.Time) []LaneStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// EachLane calls f with each lane's name ("" for the default lane) and
+// room, the default lane first.
+func (sh *Shared) EachLane(f func(name string, r *admission.Room)) {
+	for _, l := range sh.lanes() {
+		f(l.name, l.room)
+	}
 }
