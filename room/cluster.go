@@ -25,11 +25,11 @@ const tickEvery = time.Second
 const StoreCool = time.Second
 
 // cluster is a room's link to its state store: the control state it
-// shares, the budget and the ledger. Nil in a Shared on memory.
+// shares and the ledger (each lane holds its budget). Nil in a Shared on
+// memory.
 type cluster struct {
 	store   *roomstate.Guard
 	set     storeSettings
-	quota   *roomstate.Quota
 	key     string
 	mu      sync.Mutex // serialises commits and adoptions
 	version uint64
