@@ -227,13 +227,16 @@ type Room struct {
 	queueing   time.Time // when the room last began to queue
 	bucket     *bucket
 	pacer      *pacer
-	presence   *presence
-	eligible   *rateWindow
-	started    time.Time  // when this node's room began to observe
-	fifo       *fifoState // nil unless the order is fifo
-	quota      atomic.Pointer[quotaBox]
-	policy     Policy
-	lastTick   time.Time // the lottery clock's last tick
+	// shared keeps the slots this node's places took from the shared
+	// quota, for lateMemory (sharedSlot).
+	shared   sharedGrants
+	presence *presence
+	eligible *rateWindow
+	started  time.Time  // when this node's room began to observe
+	fifo     *fifoState // nil unless the order is fifo
+	quota    atomic.Pointer[quotaBox]
+	policy   Policy
+	lastTick time.Time // the lottery clock's last tick
 }
 
 // Quota is a room's admissions across every node that shares it (see
@@ -316,6 +319,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		queueing:   now,
 		bucket:     rememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
+		shared:     sharedGrants{grants: grants{memory: lateMemory}},
 		presence:   newPresence(cfg.Window),
 		eligible:   newRateWindow(cfg.Window),
 		started:    now,
@@ -629,6 +633,33 @@ func (r *Room) reserveAdmission(found, now time.Time) (due time.Time, backdated 
 		found = now
 	}
 	return r.bucket.reserveFor(found, now)
+}
+
+// sharedGrants are the slots a node's places took from the shared quota.
+type sharedGrants struct {
+	mu sync.Mutex
+	grants
+}
+
+// sharedSlot is reserveAdmission for a slot the shared quota gave at now: a
+// place found eligible at found, presented more than pacerSlack late for
+// it, takes the slot of the first one this node's places took since, when
+// that is earlier (it may have passed: due at once, through the pacer).
+// The admission it took is still the quota's next, so every later slot
+// moves back one, as it would have had it been asked in time. Asking late
+// never gains: the slot is the one asked at found would have had, or later.
+func (r *Room) sharedSlot(found, slot, now time.Time) (due time.Time, backdated bool) {
+	r.shared.mu.Lock()
+	defer r.shared.mu.Unlock()
+	r.shared.forget(now)
+	due = slot
+	if now.Sub(found) > pacerSlack {
+		if s, ok := r.shared.since(found, slot); ok {
+			due = s
+		}
+	}
+	r.shared.add(now, slot)
+	return due, later(due, now).Before(slot)
 }
 
 // paceSlot reports whether place, whose admission slot came at slot, may

@@ -133,3 +133,36 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 		})
 	}
 }
+
+// TestALatePresenterTakesTheSharedSlotItWouldHaveHad: on a shared quota a
+// place presenting more than the pacer's slack late for the moment it was
+// found eligible takes the slot of the first place this node gave one to
+// since (it may have passed: due at once, through the pacer), never a
+// later one than asking now gives; within the slack it is served as asked.
+func TestALatePresenterTakesTheSharedSlotItWouldHaveHad(t *testing.T) {
+	s := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	for _, tt := range []struct {
+		name          string
+		found, now    float64
+		slot          float64 // the quota's slot asked now
+		want          float64
+		wantBackdated bool
+	}{
+		{"on time", 30, 30, 40, 40, false},
+		{"within the slack", 28.5, 30, 40, 40, false},
+		{"late: the slot given since, passed", 0.5, 30, 40, 10, true},
+		{"late: the slot given since, still ahead", 2.5, 30, 40, 31, true},
+		{"late, nothing given since", 25, 30, 40, 40, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			room := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+			for _, g := range [][2]float64{{1, 10}, {2, 11}, {3, 31}} { // given at, slot
+				room.sharedSlot(s(g[0]), s(g[1]), s(g[0]))
+			}
+			due, backdated := room.sharedSlot(s(tt.found), s(tt.slot), s(tt.now))
+			if !due.Equal(s(tt.want)) || backdated != tt.wantBackdated {
+				t.Fatalf("slot %v (backdated %v), want %vs (%v)", due.Sub(t0), backdated, tt.want, tt.wantBackdated)
+			}
+		})
+	}
+}

@@ -99,10 +99,11 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // the slot is the quota's: its first budget window with an admission left
 // from now, so slots go in the order places are found eligible at every
 // node, at the room's rate. Without one, or while it cannot be reached
-// under on_unavailable local, the slot is this node's bucket's: a place
-// that presented late for found takes the slot it would have had then (it
-// loses its lateness, not the slots given meanwhile; Room.reserveAdmission),
-// missed, which comes before the bucket's own next one.
+// under on_unavailable local, the slot is this node's bucket's. Either
+// way a place that presented late for found takes the slot it would have
+// had then, missed (it loses its lateness, not the slots given meanwhile;
+// Room.sharedSlot, Room.reserveAdmission), which may come before the
+// quota's or the bucket's own next one.
 func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
 	if q := room.sharedQuota(); q != nil {
 		slot, shared, err := q.Reserve(ctx, now, now)
@@ -110,7 +111,8 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot
 			return time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {
-			return slot, slot, false, func() { q.Refund(slot) }, nil
+			missed, backdated := room.sharedSlot(found, slot, now)
+			return later(missed, now), missed, backdated, func() { q.Refund(slot) }, nil
 		}
 	}
 	missed, backdated = room.reserveAdmission(found, now)
