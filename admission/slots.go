@@ -18,7 +18,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot, missed, backdated, undo, err := g.slot(ctx, room, found, now)
+	slot, missed, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
@@ -100,18 +100,23 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // from now, so slots go in the order places are found eligible at every
 // node, at the room's rate. Without one, or while it cannot be reached
 // under on_unavailable local, the slot is this node's bucket's. Either
-// way a place that presented late for found takes the slot it would have
+// way a place that presented late for found (on a shared quota: for found,
+// or the moment it was told, told, if later) takes the slot it would have
 // had then, missed (it loses its lateness, not the slots given meanwhile;
 // Room.sharedSlot, Room.reserveAdmission), which may come before the
 // quota's or the bucket's own next one.
-func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
+func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
 	if q := room.sharedQuota(); q != nil {
 		slot, shared, err := q.Reserve(ctx, now, now)
 		if err != nil {
 			return time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {
-			missed, backdated := room.sharedSlot(found, slot, now)
+			// Late is late for the moment it was told: a node tells a
+			// moment from its view of the clock, which lags the clock
+			// by up to a poll, so a place found eligible before it was
+			// told to come is on time at that moment.
+			missed, backdated := room.sharedSlot(later(found, told), slot, now)
 			return later(missed, now), missed, backdated, func() { q.Refund(slot) }, nil
 		}
 	}
