@@ -133,3 +133,55 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 		})
 	}
 }
+
+// refundLog is a shared budget that always has an admission at the moment
+// asked and records the slots it gives and gets back.
+type refundLog struct{ given, refunded []time.Time }
+
+func (b *refundLog) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
+	slot := later(at, now)
+	b.given = append(b.given, slot)
+	return slot, true, nil
+}
+
+func (b *refundLog) Refund(slot time.Time) { b.refunded = append(b.refunded, slot) }
+
+// TestARequeueGivesBackItsSlotsAdmission: a place admitted from a slot
+// that the hook turns away gives back the admission of its slot's budget
+// window, not one of the window it was admitted in: a place that
+// presented late would otherwise give back an admission nobody took
+// there, and the node would admit one more than that window's limit.
+func TestARequeueGivesBackItsSlotsAdmission(t *testing.T) {
+	for _, late := range []time.Duration{0, 30 * time.Second} {
+		t.Run(late.String(), func(t *testing.T) {
+			ctx := context.Background()
+			h := holdingASlot(t, Visitor{})
+			budget := &refundLog{}
+			h.room.SetQuota(budget)
+			held, err := h.ledger.Lookup(ctx, h.first.Claims.Place())
+			if err != nil || held.State != PlaceReserved {
+				t.Fatalf("the ledger holds %+v (%v), want a slot", held, err)
+			}
+			// The slot came from the bucket before the quota was set: the
+			// test's budget counts it as its own.
+			slot := held.Slot
+			budget.given = append(budget.given, slot)
+			at := h.busy.Next.Claims.NextAttempt().Add(late)
+			h.now = at
+			d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Now: at})
+			if d.Outcome != OutcomeAdmit {
+				t.Fatalf("at its slot, %v late: %v (%v), want admitted", late, d.Outcome, d.Err)
+			}
+			back := h.gate.Requeue(ctx, h.room, d, at)
+			if back.Outcome != OutcomeWait {
+				t.Fatalf("requeue: %v (%v), want wait", back.Outcome, back.Err)
+			}
+			if len(budget.refunded) != 1 || !budget.refunded[0].Equal(slot) {
+				t.Fatalf("requeued %v after its slot %v: refunded %v, want the slot's admission", late, slot, budget.refunded)
+			}
+			if len(budget.given) != 2 || budget.given[1].Before(at) {
+				t.Fatalf("requeued: slots given %v, want a second one from %v", budget.given, at)
+			}
+		})
+	}
+}

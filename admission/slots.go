@@ -41,7 +41,9 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	room.observeEligible(now)
 	switch {
 	case want.State == PlaceUsed:
-		return g.pass(room, claims, want, now)
+		d := g.pass(room, claims, want, now)
+		d.Slot = slot
+		return d
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
@@ -87,7 +89,9 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		// holds it again at once). The place is kept; it asks again.
 		return g.unavailable(errPlaceReleased, claims)
 	}
-	return g.pass(room, claims, used, now)
+	d := g.pass(room, claims, used, now)
+	d.Slot = slot
+	return d
 }
 
 // errPlaceReleased is why a version whose place was released while it used
@@ -117,15 +121,20 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot
 	return later(missed, now), missed, backdated, func() { room.refundAdmission(now) }, nil
 }
 
-// holdAgain moves the admission of a place the hook refused to a slot at
-// or after next. With a shared quota the admission used now goes back and
-// the slot takes one of its own window; with the node's bucket the place
-// keeps the admission it has. undo gives the slot's admission back when
-// the place is not held there after all.
-func (g *Gate) holdAgain(ctx context.Context, room *Room, next, now time.Time) (slot time.Time, undo func(), err error) {
+// holdAgain moves the admission of a place the hook refused, taken for
+// its slot used, to a slot at or after next. With a shared quota the
+// admission of used's window goes back and the slot takes one of its own
+// window; with the node's bucket the place keeps the admission it has.
+// undo gives the slot's admission back when the place is not held there
+// after all.
+func (g *Gate) holdAgain(ctx context.Context, room *Room, used, next, now time.Time) (slot time.Time, undo func(), err error) {
 	giveBack := func() { room.refundAdmission(now) }
 	if q := room.sharedQuota(); q != nil {
-		giveBack = func() { q.Refund(now) }
+		giveBack = func() {
+			if !used.IsZero() {
+				q.Refund(used)
+			}
+		}
 		slot, shared, err := q.Reserve(ctx, next, now)
 		switch {
 		case err != nil:
