@@ -34,6 +34,9 @@ type Budget struct {
 	// Refusals there cost no request (budget another node returns later
 	// is not seen).
 	spent map[int64]bool
+	// given counts the admissions handed out, less those refunded, by
+	// window: a refund gives back only what was handed out there.
+	given map[int64]int64
 	cur   int64 // the window of the latest moment seen: earlier ones are over
 }
 
@@ -48,7 +51,7 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 		return nil, fmt.Errorf("budget window must be at least 1ms, not %v", length)
 	}
 	return &Budget{store: store, room: room, block: block, length: length,
-		held: map[int64]int64{}, spent: map[int64]bool{}}, nil
+		held: map[int64]int64{}, spent: map[int64]bool{}, given: map[int64]int64{}}, nil
 }
 
 // WindowAt is the budget window containing now for the given target rate
@@ -136,6 +139,7 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool,
 		return false, nil
 	}
 	b.held[idx]--
+	b.given[idx]++
 	return true, nil
 }
 
@@ -156,16 +160,24 @@ func (b *Budget) forget(cur int64) {
 			delete(b.spent, idx)
 		}
 	}
+	for idx := range b.given {
+		if idx < cur {
+			delete(b.given, idx)
+		}
+	}
 }
 
 // Refund puts back one admission taken for the given time, when the
 // admission was refused after the decision. An admission of a window that
-// has ended is gone: nobody can spend it any more.
+// has ended is gone: nobody can spend it any more. Nor is one this budget
+// did not hand out in that window added (one taken from another budget
+// before a window length change): the store never granted it here.
 func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if idx >= b.cur {
+	if idx >= b.cur && b.given[idx] > 0 {
+		b.given[idx]--
 		b.held[idx]++
 	}
 }

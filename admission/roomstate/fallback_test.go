@@ -175,3 +175,36 @@ func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
 		}
 	}
 }
+
+// A slot's admission given back after its quota's window length changed
+// (a rate change: a new budget) is not added to the new budget, which
+// never granted it: a window of the new length still grants its limit
+// and no more.
+func TestQuotaRefundAfterWindowChangeAddsNothing(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 5, 5, false) // 1 s windows of 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	slot, shared, err := q.Reserve(ctx, now, now)
+	if err != nil || !shared {
+		t.Fatalf("reserve: shared %v, %v", shared, err)
+	}
+	if err := q.SetRate(5, 50); err != nil { // 10 s windows of 50
+		t.Fatal(err)
+	}
+	q.Refund(slot)
+	granted := 0
+	for range 100 {
+		s, shared, err := q.Reserve(ctx, now, now)
+		if err != nil || !shared || !s.Equal(now) {
+			break
+		}
+		granted++
+	}
+	if granted != 50 {
+		t.Fatalf("the new window granted %d, want its limit of 50", granted)
+	}
+}
