@@ -208,3 +208,28 @@ func TestQuotaRefundAfterWindowChangeAddsNothing(t *testing.T) {
 		t.Fatalf("the new window granted %d, want its limit of 50", granted)
 	}
 }
+
+// A rate raised at the same window length grants its new admissions in
+// windows a node had found spent at the old rate: the next slot is in the
+// current window, not after every window booked before the raise.
+func TestQuotaRateRaiseReopensSpentWindows(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 1, 1, false) // 1 s windows of 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		slot, _, err := q.Reserve(ctx, now, now)
+		if want := now.Add(time.Duration(i) * time.Second); err != nil || !slot.Equal(want) {
+			t.Fatalf("slot %d at %v (%v), want %v", i, slot, err, want)
+		}
+	}
+	if err := q.SetRate(3, 3); err != nil { // still 1 s windows, of 3
+		t.Fatal(err)
+	}
+	if slot, _, err := q.Reserve(ctx, now, now); err != nil || !slot.Equal(now) {
+		t.Fatalf("after the raise: slot at %v (%v), want %v, the current window's", slot, err, now)
+	}
+}
