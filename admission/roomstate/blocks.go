@@ -125,7 +125,7 @@ func later(a, b time.Time) time.Time {
 func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
 	if b.held[idx] == 0 {
 		w := b.window(idx, rate)
-		if limit, ok := b.spent[idx]; ok && w.Limit <= limit {
+		if limit, ok := b.spent[idx]; ok && w.Limit <= limit || w.Limit == 0 {
 			return false, nil
 		}
 		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
