@@ -32,7 +32,9 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now t
 		return g.unavailable(err, claims)
 	}
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
-	if err != nil || !fresh {
+	if err == nil && !fresh {
+		// On an error whether the place holds the slot is unknown: its
+		// admission stays taken.
 		undo()
 	}
 	switch {

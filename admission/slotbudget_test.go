@@ -185,3 +185,41 @@ func TestARequeueGivesBackItsSlotsAdmission(t *testing.T) {
 		})
 	}
 }
+
+// landedLedger is a ledger whose Hold writes and then answers an error,
+// as a store write that timed out after it landed.
+type landedLedger struct{ *MemoryLedger }
+
+var errLanded = errors.New("timed out (the write landed)")
+
+func (l landedLedger) Hold(ctx context.Context, id string, p Place, until time.Time) (Place, bool, error) {
+	l.MemoryLedger.Hold(ctx, id, p, until)
+	return Place{}, false, errLanded
+}
+
+// TestALedgerErrorKeepsTheSlotsAdmission: a ledger error leaves unknown
+// whether the place now holds its slot (or is used), so the admission the
+// slot took stays taken: given back, another place would take it, and the
+// place, admitted from its record, would be one more than the window
+// grants.
+func TestALedgerErrorKeepsTheSlotsAdmission(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	ledger := landedLedger{NewMemoryLedger(100, func() time.Time { return now })}
+	g := NewGate(testRing(t, "k1", "k1"), Policy{}, ledger, WithRandom(newSeeded(7)))
+	room := testRoom(t, func(c *RoomConfig) { c.State = StateOpen })
+	budget := &refundLog{}
+	room.SetQuota(budget)
+	tk, err := g.Issue(room, Visitor{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = tk.Claims.NextAttempt()
+	d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: solve(t, tk.Claims), Now: now})
+	if d.Outcome != OutcomeUnavailable || !errors.Is(d.Err, errLanded) {
+		t.Fatalf("the hold failed: %v (%v), want unavailable", d.Outcome, d.Err)
+	}
+	if len(budget.given) != 1 || len(budget.refunded) != 0 {
+		t.Fatalf("slots given %v, given back %v; want one given and kept", budget.given, budget.refunded)
+	}
+}

@@ -28,7 +28,8 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	due := later(slot, now)
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
-		undo()
+		// Whether the place now holds the slot is unknown: its admission
+		// stays taken, as given back another place could take it too.
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
 	if !fresh { // a concurrent attempt for the place got there first
