@@ -28,7 +28,8 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	due := later(slot, now)
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
-		undo()
+		// Whether the place now holds the slot is unknown: its admission
+		// stays taken, as given back another place could take it too.
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
 	if !fresh { // a concurrent attempt for the place got there first
@@ -41,7 +42,9 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	room.observeEligible(now)
 	switch {
 	case want.State == PlaceUsed:
-		return g.pass(room, claims, want, now)
+		d := g.pass(room, claims, want, now)
+		d.Slot = slot
+		return d
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
@@ -87,7 +90,9 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		// holds it again at once). The place is kept; it asks again.
 		return g.unavailable(errPlaceReleased, claims)
 	}
-	return g.pass(room, claims, used, now)
+	d := g.pass(room, claims, used, now)
+	d.Slot = slot
+	return d
 }
 
 // errPlaceReleased is why a version whose place was released while it used
@@ -124,15 +129,20 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time)
 	return later(missed, now), missed, backdated, func() { room.refundAdmission(now) }, nil
 }
 
-// holdAgain moves the admission of a place the hook refused to a slot at
-// or after next. With a shared quota the admission used now goes back and
-// the slot takes one of its own window; with the node's bucket the place
-// keeps the admission it has. undo gives the slot's admission back when
-// the place is not held there after all.
-func (g *Gate) holdAgain(ctx context.Context, room *Room, next, now time.Time) (slot time.Time, undo func(), err error) {
+// holdAgain moves the admission of a place the hook refused, taken for
+// its slot used, to a slot at or after next. With a shared quota the
+// admission of used's window goes back and the slot takes one of its own
+// window; with the node's bucket the place keeps the admission it has.
+// undo gives the slot's admission back when the place is not held there
+// after all.
+func (g *Gate) holdAgain(ctx context.Context, room *Room, used, next, now time.Time) (slot time.Time, undo func(), err error) {
 	giveBack := func() { room.refundAdmission(now) }
 	if q := room.sharedQuota(); q != nil {
-		giveBack = func() { q.Refund(now) }
+		giveBack = func() {
+			if !used.IsZero() {
+				q.Refund(used)
+			}
+		}
 		slot, shared, err := q.Reserve(ctx, next, now)
 		switch {
 		case err != nil:

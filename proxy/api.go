@@ -251,7 +251,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, lane string, d a
 				g.refuseAgain(w, res.err)
 				return
 			}
-			back := g.door.Requeue(r.Context(), lane, d.Claims, now)
+			back := g.door.Requeue(r.Context(), lane, d, now)
 			if back.Outcome != admission.OutcomeWait {
 				g.metrics.answered(endpointAdmit, "unavailable", "requeue")
 				w.Header().Set("Retry-After", "2")

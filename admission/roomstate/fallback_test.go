@@ -175,3 +175,61 @@ func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
 		}
 	}
 }
+
+// A slot's admission given back after its quota's window length changed
+// (a rate change: a new budget) is not added to the new budget, which
+// never granted it: a window of the new length still grants its limit
+// and no more.
+func TestQuotaRefundAfterWindowChangeAddsNothing(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 5, 5, false) // 1 s windows of 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	slot, shared, err := q.Reserve(ctx, now, now)
+	if err != nil || !shared {
+		t.Fatalf("reserve: shared %v, %v", shared, err)
+	}
+	if err := q.SetRate(5, 50); err != nil { // 10 s windows of 50
+		t.Fatal(err)
+	}
+	q.Refund(slot)
+	granted := 0
+	for range 100 {
+		s, shared, err := q.Reserve(ctx, now, now)
+		if err != nil || !shared || !s.Equal(now) {
+			break
+		}
+		granted++
+	}
+	if granted != 50 {
+		t.Fatalf("the new window granted %d, want its limit of 50", granted)
+	}
+}
+
+// A rate raised at the same window length grants its new admissions in
+// windows a node had found spent at the old rate: the next slot is in the
+// current window, not after every window booked before the raise.
+func TestQuotaRateRaiseReopensSpentWindows(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 1, 1, false) // 1 s windows of 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		slot, _, err := q.Reserve(ctx, now, now)
+		if want := now.Add(time.Duration(i) * time.Second); err != nil || !slot.Equal(want) {
+			t.Fatalf("slot %d at %v (%v), want %v", i, slot, err, want)
+		}
+	}
+	if err := q.SetRate(3, 3); err != nil { // still 1 s windows, of 3
+		t.Fatal(err)
+	}
+	if slot, _, err := q.Reserve(ctx, now, now); err != nil || !slot.Equal(now) {
+		t.Fatalf("after the raise: slot at %v (%v), want %v, the current window's", slot, err, now)
+	}
+}
