@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fairgate/fairgate/internal/etag"
+	"github.com/fairgate/fairgate/proxy/compress"
 )
 
 // responseCache serves configured read paths from memory (ristretto). An
@@ -43,7 +44,7 @@ type entry struct {
 	status int
 	header http.Header
 	body   []byte
-	enc    encodedBody // body compressed, when stored and worth it
+	enc    compress.Body // body compressed, when stored and worth it
 	etag   string
 	fresh  time.Time // fresh until
 	stale  time.Time // may be served stale until
@@ -176,11 +177,11 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 			e.stale = e.fresh.Add(c.swr)
 		}
 		e.stored = true
-		e.enc = encodedBody{raw: e.body}
-		if compressible(e.status, e.header) {
-			e.enc = precompress(e.body, false)
+		e.enc = compress.Plain(e.body)
+		if compress.Compressible(e.status, e.header) {
+			e.enc = compress.Precompress(e.body, false)
 		}
-		cost := len(e.body) + len(e.enc.gzip) + len(e.enc.zstd) + 512
+		cost := e.enc.Size() + 512 // the body is in e.enc as it is
 		c.store.SetWithTTL(key, e, int64(cost), e.stale.Sub(now))
 		c.store.Wait()
 	}
@@ -253,10 +254,10 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 	for k, v := range e.header {
 		h[k] = slices.Clone(v) // the entry's are shared; Vary may grow
 	}
-	body, enc := e.body, identity
-	if e.enc.compressed() {
-		body, enc = e.enc.pick(r)
-		addVary(h, "Accept-Encoding")
+	body, enc := e.body, compress.Identity
+	if e.enc.Compressed() {
+		body, enc = e.enc.Pick(r)
+		compress.AddVary(h, "Accept-Encoding")
 	}
 	etag := encodedETag(e.etag, enc)
 	if etag != "" {
@@ -276,7 +277,7 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if enc != identity {
+	if enc != compress.Identity {
 		h.Set("Content-Encoding", enc.String())
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -288,8 +289,8 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 
 // encodedETag is the ETag of a body in encoding enc: the identity's with
 // the coding's name appended inside the quotes.
-func encodedETag(etag string, enc encoding) string {
-	if etag == "" || enc == identity || !strings.HasSuffix(etag, `"`) {
+func encodedETag(etag string, enc compress.Encoding) string {
+	if etag == "" || enc == compress.Identity || !strings.HasSuffix(etag, `"`) {
 		return etag
 	}
 	return strings.TrimSuffix(etag, `"`) + "-" + enc.String() + `"`

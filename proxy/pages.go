@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/proxy/compress"
 )
 
 //go:embed assets/waiting.js assets/worker.js assets/pow.js assets/waiting.css assets/waiting.html assets/closed.html
@@ -88,7 +89,7 @@ type PageData struct {
 }
 
 type pages struct {
-	closed, soldOut *encodedBody // custom pages, if configured
+	closed, soldOut *compress.Body // custom pages, if configured
 	assets          string
 	prefix          string
 	room            string
@@ -100,7 +101,7 @@ type pages struct {
 	// rendered holds each language's last rendered waiting page.
 	rendered []atomic.Pointer[renderedPage]
 	// closedPages are the built-in closed pages, per language, closed then sold out.
-	closedPages [][2]*encodedBody
+	closedPages [][2]*compress.Body
 }
 
 func newPages(s settings, log *zap.Logger) (*pages, error) {
@@ -133,13 +134,13 @@ func newPages(s settings, log *zap.Logger) (*pages, error) {
 		return nil, err
 	}
 	for _, l := range pageLanguages.all {
-		var both [2]*encodedBody
+		var both [2]*compress.Body
 		for i, soldOut := range []bool{false, true} {
 			var buf bytes.Buffer
 			if err := closedTemplate.Execute(&buf, closedData{Lang: l.name, Dir: l.dir, T: l.text, Stylesheet: p.assets + "/waiting.css", SoldOut: soldOut}); err != nil {
 				return nil, fmt.Errorf("closed page (%s): %w", l.name, err)
 			}
-			eb := precompress(buf.Bytes(), true)
+			eb := compress.Precompress(buf.Bytes(), true)
 			both[i] = &eb
 		}
 		p.closedPages = append(p.closedPages, both)
@@ -148,12 +149,12 @@ func newPages(s settings, log *zap.Logger) (*pages, error) {
 }
 
 // readPage reads a page file, compressed once.
-func readPage(file string) (*encodedBody, error) {
+func readPage(file string) (*compress.Body, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	eb := precompress(b, true)
+	eb := compress.Precompress(b, true)
 	return &eb, nil
 }
 
@@ -314,12 +315,12 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	// operator's template may put it in a link.
 	ret := template.HTMLEscapeString(safeReturn(g.returnURI(r)))
 	if page.gz != nil {
-		addVary(h, "Accept-Encoding")
-		if gz, _ := acceptWeights(r); gz > 0 {
+		compress.AddVary(h, "Accept-Encoding")
+		if gz, _ := compress.AcceptWeights(r); gz > 0 {
 			h.Set("Content-Encoding", "gzip")
-			h.Set("Content-Length", strconv.Itoa(page.gz.compressedLen(ret)))
+			h.Set("Content-Length", strconv.Itoa(page.gz.Len(ret)))
 			w.WriteHeader(g.pages.status)
-			page.gz.write(w, ret)
+			page.gz.Write(w, ret)
 			return
 		}
 	}
@@ -344,7 +345,7 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 type renderedPage struct {
 	key   pageKey
 	parts [][]byte
-	gz    *splicedGzip
+	gz    *compress.SplicedGzip
 }
 
 type pageKey struct {
@@ -381,8 +382,8 @@ func (p *pages) waiting(lang int, state string, estSecs float64, known bool, sal
 		return nil, err
 	}
 	page := &renderedPage{key: key, parts: bytes.Split(buf.Bytes(), []byte(returnMark))}
-	if buf.Len() >= minCompressBytes {
-		page.gz = newSplicedGzip(page.parts)
+	if buf.Len() >= compress.MinBytes {
+		page.gz = compress.NewSplicedGzip(page.parts)
 	}
 	p.rendered[lang].Store(page)
 	return page, nil
@@ -412,8 +413,8 @@ func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Retry-After", "60")
-	b, enc := body.pick(r)
-	setEncoding(h, enc, body.compressed(), len(b))
+	b, enc := body.Pick(r)
+	compress.SetEncoding(h, enc, body.Compressed(), len(b))
 	w.WriteHeader(http.StatusServiceUnavailable)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(b)
@@ -442,8 +443,8 @@ func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
 	} else {
 		h.Set("Cache-Control", "public, max-age=60")
 	}
-	b, enc := eb.pick(r)
-	setEncoding(h, enc, eb.compressed(), len(b))
+	b, enc := eb.Pick(r)
+	compress.SetEncoding(h, enc, eb.Compressed(), len(b))
 	if r.Method == http.MethodHead {
 		return
 	}
@@ -451,15 +452,15 @@ func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
 }
 
 // assetBodies are the embedded assets, each compressed once.
-var assetBodies = sync.OnceValue(func() map[string]*encodedBody {
-	bodies := map[string]*encodedBody{}
+var assetBodies = sync.OnceValue(func() map[string]*compress.Body {
+	bodies := map[string]*compress.Body{}
 	entries, _ := assetFS.ReadDir("assets") // embedded: cannot fail
 	for _, e := range entries {
 		if e.IsDir() || strings.HasSuffix(e.Name(), ".html") {
 			continue
 		}
 		b, _ := assetFS.ReadFile("assets/" + e.Name())
-		eb := precompress(b, true)
+		eb := compress.Precompress(b, true)
 		bodies[e.Name()] = &eb
 	}
 	return bodies
