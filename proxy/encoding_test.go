@@ -14,6 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -77,9 +78,9 @@ func TestWaitingPageCompressed(t *testing.T) {
 	}
 
 	// Assets: zstd preferred, gzip, or plain.
-	_, js := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "", "Accept-Encoding", "identity")
+	_, js := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "", "Accept-Encoding", "identity")
 	for _, tc := range []struct{ ae, want string }{{"gzip, zstd", "zstd"}, {"gzip", "gzip"}, {"br", ""}} {
-		resp, b := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "", "Accept-Encoding", tc.ae)
+		resp, b := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "", "Accept-Encoding", tc.ae)
 		if resp.Header.Get("Content-Encoding") != tc.want {
 			t.Fatalf("asset with %q: Content-Encoding %q", tc.ae, resp.Header.Get("Content-Encoding"))
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy/cache"
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -85,7 +86,7 @@ type Gateway struct {
 	hook     *hookClient
 	cache    *cache.Cache
 	passes   *ristretto.Cache[string, *tokens.PassClaims]
-	pages    *pages
+	pages    *pages.Pages
 	api      *http.ServeMux
 	// admitPath is the admit poll's path, the route Handle dispatches
 	// without api's pattern matching.
@@ -198,7 +199,10 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pass cache: %w", err)
 	}
-	if g.pages, err = newPages(s, g.log); err != nil {
+	if g.pages, err = pages.New(pages.Config{
+		Prefix: s.Prefix, Room: s.Room, WaitingStatus: s.WaitingStatus, Language: s.language,
+		ClosedPage: s.ClosedPage, SoldOutPage: s.SoldOutPage, WaitingPage: s.WaitingPage,
+	}, g.log); err != nil {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
