@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/fairgate/fairgate/proxy/pages"
 )
 
 func TestTicketJSONMatchesEncodingJSON(t *testing.T) {
@@ -30,10 +32,10 @@ func TestTicketJSONMatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("%q is plain cookie text", plain.Token)
 	}
 	cases["plain token written as it is"] = plain
-	for _, l := range pageLanguages.all {
+	for _, l := range pages.Locales() {
 		tk := full
-		tk.Lang, tk.Message, tk.Estimate = l.name, l.stateMessage("queue", "wait", ""), l.waitText(secs, true)
-		cases["language "+l.name] = tk
+		tk.Lang, tk.Message, tk.Estimate = l.Name(), l.StateMessage("queue", "wait", ""), l.WaitText(secs, true)
+		cases["language "+l.Name()] = tk
 	}
 	for name, tk := range cases {
 		t.Run(name, func(t *testing.T) {
