@@ -125,9 +125,7 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 		if l.quota != nil {
 			// Each lane's shared budget gives its slots at the lane's
 			// rate across every node.
-			if err := l.quota.SetRate(rates[i], burst); err != nil {
-				return fmt.Errorf("lane %q: %w", l.name, err)
-			}
+			l.quota.SetRate(rates[i])
 		}
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue
