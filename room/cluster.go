@@ -501,7 +501,7 @@ func (sh *Shared) shareFIFO(ctx context.Context, l *lane, now, until time.Time) 
 	if err != nil {
 		return err
 	}
-	l.room.NoteRoomPassed(passed)
+	l.room.NoteRoomPassed(passed, now)
 	return nil
 }
 
