@@ -1,9 +1,7 @@
 package admission
 
 import (
-	"cmp"
 	"math"
-	"slices"
 	"sync"
 	"time"
 )
@@ -25,17 +23,10 @@ type bucket struct {
 	// opens is when the queue the bucket serves opened (openAt): the
 	// bucket holds nothing it refilled before then.
 	opens time.Time
-	// memory is how long given keeps the slots handed out (lateMemory in
-	// a room's bucket, none in newBucket's); given[head:] holds them in
-	// the order given, oldest first.
-	memory time.Duration
-	given  []grant
-	head   int
+	// granted keeps the slots handed out (for lateMemory in a room's
+	// bucket, none in newBucket's).
+	granted grants
 }
-
-// grant is one reservation: when it was made and the slot it got, in
-// Unix nanoseconds.
-type grant struct{ at, slot int64 }
 
 // newBucket returns a full bucket.
 func newBucket(rate, burst float64, now time.Time) *bucket {
@@ -74,20 +65,17 @@ func (b *bucket) reserveFor(found, now time.Time) (due time.Time, backdated bool
 	if b.tokens < 0 {
 		slot = now.Add(durationOf(-b.tokens / b.rate))
 	}
-	if b.memory <= 0 {
+	if b.granted.memory <= 0 {
 		return slot, false
 	}
-	b.forget(now)
+	b.granted.forget(now)
 	due = slot
 	if found.Before(now) {
-		f := found.UnixNano()
-		kept := b.given[b.head:]
-		i, _ := slices.BinarySearchFunc(kept, f, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
-		if i < len(kept) && kept[i].slot < slot.UnixNano() {
-			due = time.Unix(0, kept[i].slot)
+		if s, ok := b.granted.since(found, slot); ok {
+			due = s
 		}
 	}
-	b.given = append(b.given, grant{at: now.UnixNano(), slot: slot.UnixNano()})
+	b.granted.add(now, slot)
 	return due, later(due, now).Before(slot)
 }
 
@@ -97,18 +85,6 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// forget drops the slots given longer than memory ago.
-func (b *bucket) forget(now time.Time) {
-	cut := now.Add(-b.memory).UnixNano()
-	for b.head < len(b.given) && b.given[b.head].at < cut {
-		b.head++
-	}
-	if b.head > len(b.given)/2 { // compacted when half is dropped: amortised O(1)
-		b.given = append(b.given[:0], b.given[b.head:]...)
-		b.head = 0
-	}
 }
 
 // Refund gives back a token a reservation took and did not use.
@@ -154,9 +130,7 @@ func (b *bucket) openAt(t time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !t.IsZero() && !t.Equal(b.opens) && !b.last.Before(t) {
-		kept := b.given[b.head:]
-		i, _ := slices.BinarySearchFunc(kept, t.UnixNano(), func(g grant, at int64) int { return cmp.Compare(g.at, at) })
-		since := float64(len(kept) - i)
+		since := float64(b.granted.countSince(t))
 		b.tokens = math.Min(b.tokens, 1+b.last.Sub(t).Seconds()*b.rate-since)
 	}
 	b.opens = t
@@ -203,6 +177,6 @@ const lateMemory = 5 * time.Minute
 // for lateMemory.
 func rememberingBucket(rate, burst float64, now time.Time) *bucket {
 	b := newBucket(rate, burst, now)
-	b.memory = lateMemory
+	b.granted.memory = lateMemory
 	return b
 }

@@ -134,7 +134,7 @@ func TestBucketReserveFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newBucket(1, 1, t0)
-			b.memory = tt.remember
+			b.granted.memory = tt.remember
 			for i, s := range tt.steps {
 				got, backdated := b.reserveFor(ms(s.found), ms(s.now))
 				if !got.Equal(ms(s.want)) || backdated != s.backdated {

@@ -395,6 +395,9 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	}
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
 	if r.fifo.roomPassed.Load() != 0 {
+		// On several nodes a node's view of the counter lags the ticking
+		// node's by up to a poll, and the passed places are summed once a
+		// tick: a tick more of lead covers that.
 		lead += v.Rate * lotteryTick.Seconds()
 	}
 	want := math.Round((lead - roomPassed) / scale)

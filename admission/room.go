@@ -227,26 +227,32 @@ type Room struct {
 	queueing   time.Time // when the room last began to queue
 	bucket     *bucket
 	pacer      *pacer
-	presence   *presence
-	eligible   *rateWindow
-	started    time.Time  // when this node's room began to observe
-	fifo       *fifoState // nil unless the order is fifo
-	quota      atomic.Pointer[quotaBox]
-	policy     Policy
-	lastTick   time.Time // the lottery clock's last tick
+	// shared keeps the slots this node's places took from the shared
+	// quota, for lateMemory (sharedSlot).
+	shared   sharedGrants
+	presence *presence
+	eligible *rateWindow
+	started  time.Time  // when this node's room began to observe
+	fifo     *fifoState // nil unless the order is fifo
+	quota    atomic.Pointer[quotaBox]
+	policy   Policy
+	lastTick time.Time // the lottery clock's last tick
 }
 
-// Quota caps admissions across every node that shares a room (see
-// roomstate.Budget): the room's bucket orders this node's eligible places,
-// the quota bounds what all nodes admit together. A slot takes its
-// admission from the quota when it is given, so a slot once given is kept:
-// no later slot, at any node, can take its admission.
+// Quota is a room's admissions across every node that shares it (see
+// roomstate.Budget): when the room has one, it gives every slot, in the
+// order places are found eligible at any node, at the room's rate; a
+// node's bucket gives slots only while the quota cannot (a store outage
+// under on_unavailable local). A slot takes its admission from the quota
+// when it is given, so a slot once given is kept: no later slot, at any
+// node, can take its admission.
 type Quota interface {
 	// Reserve takes one admission for a slot at or after at (never before
 	// now): the slot is at, or the start of the first later budget window
-	// with an admission left. An error means the budget could not be
-	// reached: nothing was taken.
-	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, err error)
+	// with an admission left. shared is false, with nothing taken, when
+	// the room is to use its own bucket instead. An error means the
+	// budget could not be reached: nothing was taken.
+	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, shared bool, err error)
 	// Refund gives back the admission of a slot that will not be used.
 	Refund(slot time.Time)
 }
@@ -313,6 +319,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		queueing:   now,
 		bucket:     rememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
 		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
+		shared:     sharedGrants{grants: grants{memory: lateMemory}},
 		presence:   newPresence(cfg.Window),
 		eligible:   newRateWindow(cfg.Window),
 		started:    now,
@@ -626,6 +633,33 @@ func (r *Room) reserveAdmission(found, now time.Time) (due time.Time, backdated 
 		found = now
 	}
 	return r.bucket.reserveFor(found, now)
+}
+
+// sharedGrants are the slots a node's places took from the shared quota.
+type sharedGrants struct {
+	mu sync.Mutex
+	grants
+}
+
+// sharedSlot is reserveAdmission for a slot the shared quota gave at now: a
+// place found eligible at found, presented more than pacerSlack late for
+// it, takes the slot of the first one this node's places took since, when
+// that is earlier (it may have passed: due at once, through the pacer).
+// The admission it took is still the quota's next, so every later slot
+// moves back one, as it would have had it been asked in time. Asking late
+// never gains: the slot is the one asked at found would have had, or later.
+func (r *Room) sharedSlot(found, slot, now time.Time) (due time.Time, backdated bool) {
+	r.shared.mu.Lock()
+	defer r.shared.mu.Unlock()
+	r.shared.forget(now)
+	due = slot
+	if now.Sub(found) > pacerSlack {
+		if s, ok := r.shared.since(found, slot); ok {
+			due = s
+		}
+	}
+	r.shared.add(now, slot)
+	return due, later(due, now).Before(slot)
 }
 
 // paceSlot reports whether place, whose admission slot came at slot, may

@@ -9,12 +9,8 @@ import (
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
-// reserve takes the eligible place's admission from the bucket and records
-// it in the ledger: admitted now, or holding the slot the bucket gave. found
-// is the checkpoint at which the place was found eligible: a place that
-// presented late for it takes the slot it would have had then (it loses its
-// lateness, not the slots given meanwhile; Room.reserveAdmission). Such a
-// slot comes before the bucket's own next one, so when it is due the place
+// reserve gives the eligible place its slot (Gate.slot) and records it in
+// the ledger: admitted now, or holding the slot. When it is due the place
 // passes the pacer like every slot holder: a crowd presenting late at once
 // is spaced at the rate, not admitted beside the bucket.
 func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, found, now time.Time) Decision {
@@ -22,23 +18,18 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	missed, backdated := room.reserveAdmission(found, now)
-	slot, err := g.charge(ctx, room, later(missed, now), now)
+	slot, missed, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
 	if err != nil {
-		room.refundAdmission(now)
 		return g.unavailable(err, claims)
 	}
 	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
 	}
 	due := later(slot, now)
-	undo := func() {
-		room.refundAdmission(now)
-		refundQuota(room, slot)
-	}
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
-		undo()
+		// Whether the place now holds the slot is unknown: its admission
+		// stays taken, as given back another place could take it too.
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
 	if !fresh { // a concurrent attempt for the place got there first
@@ -51,7 +42,9 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	room.observeEligible(now)
 	switch {
 	case want.State == PlaceUsed:
-		return g.pass(room, claims, want, now)
+		d := g.pass(room, claims, want, now)
+		d.Slot = slot
+		return d
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
@@ -97,30 +90,68 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		// holds it again at once). The place is kept; it asks again.
 		return g.unavailable(errPlaceReleased, claims)
 	}
-	return g.pass(room, claims, used, now)
+	d := g.pass(room, claims, used, now)
+	d.Slot = slot
+	return d
 }
 
 // errPlaceReleased is why a version whose place was released while it used
 // it is asked to come back: its place is kept.
 var errPlaceReleased = errors.New("place released while it was being used")
 
-// charge takes the admission of a slot at or after at from the room's
-// shared budget, if it has one: the slot it returns is at, or the start of
-// the first later budget window with an admission left.
-func (g *Gate) charge(ctx context.Context, room *Room, at, now time.Time) (time.Time, error) {
-	q := room.sharedQuota()
-	if q == nil {
-		return at, nil
+// slot gives a place found eligible at found its admission's slot, and
+// how to give it back. With a shared quota (every room on a state store)
+// the slot is the quota's: its first budget window with an admission left
+// from now, so slots go in the order places are found eligible at every
+// node, at the room's rate. Without one, or while it cannot be reached
+// under on_unavailable local, the slot is this node's bucket's. Either
+// way a place that presented late for found (on a shared quota: for found,
+// or the moment it was told, told, if later) takes the slot it would have
+// had then, missed (it loses its lateness, not the slots given meanwhile;
+// Room.sharedSlot, Room.reserveAdmission), which may come before the
+// quota's or the bucket's own next one.
+func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
+	if q := room.sharedQuota(); q != nil {
+		slot, shared, err := q.Reserve(ctx, now, now)
+		if err != nil {
+			return time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
+		}
+		if shared {
+			// Late is late for the moment it was told: a node tells a
+			// moment from its view of the clock, which lags the clock
+			// by up to a poll, so a place found eligible before it was
+			// told to come is on time at that moment.
+			missed, backdated := room.sharedSlot(later(found, told), slot, now)
+			return later(missed, now), missed, backdated, func() { q.Refund(slot) }, nil
+		}
 	}
-	slot, err := q.Reserve(ctx, at, now)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("taking admission budget: %w", err)
-	}
-	return slot, nil
+	missed, backdated = room.reserveAdmission(found, now)
+	return later(missed, now), missed, backdated, func() { room.refundAdmission(now) }, nil
 }
 
-func refundQuota(room *Room, slot time.Time) {
+// holdAgain moves the admission of a place the hook refused, taken for
+// its slot used, to a slot at or after next. With a shared quota the
+// admission of used's window goes back and the slot takes one of its own
+// window; with the node's bucket the place keeps the admission it has.
+// undo gives the slot's admission back when the place is not held there
+// after all.
+func (g *Gate) holdAgain(ctx context.Context, room *Room, used, next, now time.Time) (slot time.Time, undo func(), err error) {
+	giveBack := func() { room.refundAdmission(now) }
 	if q := room.sharedQuota(); q != nil {
-		q.Refund(slot)
+		giveBack = func() {
+			if !used.IsZero() {
+				q.Refund(used)
+			}
+		}
+		slot, shared, err := q.Reserve(ctx, next, now)
+		switch {
+		case err != nil:
+			giveBack()
+			return time.Time{}, nil, fmt.Errorf("taking admission budget: %w", err)
+		case shared:
+			giveBack()
+			return slot, func() { q.Refund(slot) }, nil
+		}
 	}
+	return next, giveBack, nil
 }

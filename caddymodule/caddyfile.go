@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 func init() {
@@ -159,7 +160,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return err
 		}
 		// A value wrong on its own is reported at its line.
-		var bad *proxy.OptionError
+		var bad *room.OptionError
 		if err := h.Config.Validate(); errors.As(err, &bad) && optionOf[bad.Option] == opt {
 			return d.Errf("%v", err)
 		}
@@ -170,7 +171,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// optionOf maps the options named by proxy.OptionError to the Caddyfile
+// optionOf maps the options named by room.OptionError to the Caddyfile
 // options that set them.
 var optionOf = map[string]string{
 	"room": "room", "state": "state", "sale_start": "sale_start", "rate": "rate", "burst": "burst",
@@ -312,7 +313,7 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		c.MaxBodyBytes = int64(n)
 		return nil
 	case "state_store":
-		c.StateStore = &proxy.StateStore{}
+		c.StateStore = &room.StateStore{}
 		return unmarshalStateStore(d, c.StateStore)
 	default:
 		return d.Errf("unrecognized waiting_room option %q", opt)
@@ -467,7 +468,7 @@ func options(d *caddyfile.Dispenser, block string, option func(name string) erro
 	return nil
 }
 
-func unmarshalStateStore(d *caddyfile.Dispenser, st *proxy.StateStore) error {
+func unmarshalStateStore(d *caddyfile.Dispenser, st *room.StateStore) error {
 	if err := oneString(d, &st.Type); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 // unmarshalLane reads one priority lane:
@@ -18,7 +19,7 @@ import (
 // The lane's rules (shares, names, claims) are checked with the rest of the
 // config when it is provisioned.
 func unmarshalLane(d *caddyfile.Dispenser, c *proxy.Config) error {
-	var l proxy.Lane
+	var l room.Lane
 	if !d.Args(&l.Name) {
 		return d.ArgErr()
 	}

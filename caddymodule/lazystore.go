@@ -10,7 +10,8 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
+	roomstores "github.com/fairgate/fairgate/room/stores"
 )
 
 // lazyStore is a state store opened on its first call, not when a config
@@ -18,7 +19,7 @@ import (
 // not take (or wait call_timeout for) the bolt file a running Caddy holds.
 // The first call comes when the config runs (the room joins its store).
 type lazyStore struct {
-	settings proxy.StateStore
+	settings room.StateStore
 
 	mu     sync.Mutex
 	store  roomstate.Store
@@ -51,12 +52,12 @@ func (l *lazyStore) get(ctx context.Context) (roomstate.Store, error) {
 }
 
 func (l *lazyStore) open(ctx context.Context) (roomstate.Store, error) {
-	if l.settings.Type == proxy.StoreBolt {
+	if l.settings.Type == room.StoreBolt {
 		if err := os.MkdirAll(filepath.Dir(l.settings.Path), 0o700); err != nil {
 			return nil, fmt.Errorf("state_store: %w", err)
 		}
 	}
-	return proxy.OpenStateStore(ctx, l.settings)
+	return roomstores.Open(ctx, l.settings)
 }
 
 // Close closes the store if it was opened; later calls fail.

@@ -22,6 +22,7 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -37,8 +38,8 @@ func init() {
 // to the next. rooms is what the admin API sees.
 var (
 	pool   = caddy.NewUsagePool()
-	stores = caddy.NewUsagePool() // opened state stores, by proxy.StateStore.StoreKey
-	rooms  = proxy.NewRooms()
+	stores = caddy.NewUsagePool() // opened state stores, by room.StateStore.StoreKey
+	rooms  = room.NewRooms()
 )
 
 // pooledStore is an opened state store shared by the rooms of this process
@@ -102,7 +103,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // controller loop that goes with it. A room a config creates stays out of
 // sight (no controller, not in the admin API) until that config runs.
 type pooledRoom struct {
-	shared *proxy.Shared
+	shared *room.Shared
 	mu     sync.Mutex
 	live   bool
 	stop   context.CancelFunc
@@ -188,7 +189,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	// room joins it (pooledRoom.activate): `caddy validate` and a config
 	// Caddy rejects leave the store alone.
 	sv, _, err := stores.LoadOrNew(st.StoreKey(), func() (caddy.Destructor, error) {
-		if st.Type == proxy.StoreMemory {
+		if st.Type == room.StoreMemory {
 			return &pooledStore{}, nil
 		}
 		return &pooledStore{store: &lazyStore{settings: st}}, nil
@@ -268,7 +269,7 @@ func (h *Handler) activate() {
 
 // emitStateChange emits `waiting_room_state_changed` when a room's state
 // or closed reason changed; by is `config` or `admin_api`.
-func emitStateChange(app *App, before, after proxy.RoomStatus, by string) {
+func emitStateChange(app *App, before, after room.RoomStatus, by string) {
 	if before.State == after.State && before.Reason == after.Reason {
 		return
 	}
@@ -324,7 +325,7 @@ func (h *Handler) UnmarshalJSON(b []byte) error {
 	if err := caddy.StrictUnmarshalJSON(b, (*plain)(h)); err != nil {
 		return err
 	}
-	if err := proxy.CheckExplicitZeros(b); err != nil {
+	if err := room.CheckExplicitZeros(b); err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.RoomName(), err)
 	}
 	return nil
@@ -448,7 +449,7 @@ func (AdminAPI) Provision(ctx caddy.Context) error {
 	if reg == nil {
 		return nil
 	}
-	if err := reg.Register(rooms.Collector(time.Now)); err != nil {
+	if err := reg.Register(proxy.RoomsCollector(rooms, time.Now)); err != nil {
 		return fmt.Errorf("waiting room metrics: %w", err)
 	}
 	adminRegistry.Store(reg)

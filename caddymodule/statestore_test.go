@@ -8,14 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 // storeStatus is what these tests read of a room's admin API figures.
 type storeStatus struct {
-	State      string               `json:"state"`
-	ClockState json.RawMessage      `json:"clock_state"`
-	Cluster    *proxy.ClusterStatus `json:"cluster"`
+	State      string              `json:"state"`
+	ClockState json.RawMessage     `json:"clock_state"`
+	Cluster    *room.ClusterStatus `json:"cluster"`
 }
 
 // readStoreStatus reads a room's figures (at its admin API url) when

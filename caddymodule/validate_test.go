@@ -28,8 +28,8 @@ func validateConfig(t *testing.T, config string, caddyfile bool) error {
 	return caddy.Validate(&cfg)
 }
 
-// room is a waiting_room directive with keys and the given options.
-func room(args, options string) string {
+// waitingRoom is a waiting_room directive with keys and the given options.
+func waitingRoom(args, options string) string {
 	return "\twaiting_room " + args + " {\n\t\tkeys_from {env.FAIRGATE_IT_KEYS}\n\t\t" + options + "\n\t}\n"
 }
 
@@ -54,41 +54,41 @@ func TestValidateAgreesWithRun(t *testing.T) {
 	}{
 		{
 			name:    "room inside handle, prefix outside it",
-			config:  site("\thandle /a/* {\n" + room("inside", "") + "\t}\n"),
+			config:  site("\thandle /a/* {\n" + waitingRoom("inside", "") + "\t}\n"),
 			refused: []string{"waiting room inside: its endpoints under prefix /_fairgate are not routed to it"},
 		},
 		{
 			name:    "two rooms, one prefix",
-			config:  site(room("/a/* one", "") + room("/b/* two", "")),
+			config:  site(waitingRoom("/a/* one", "") + waitingRoom("/b/* two", "")),
 			refused: []string{"waiting rooms one and two both serve their endpoints under prefix /_fairgate", "give one of them its own prefix: set room two's prefix to a path its route covers (e.g. `prefix /b/_fairgate`)"},
 		},
 		{
 			name:   "two rooms, own prefixes",
-			config: site(room("/a/* one", "prefix /a/_fairgate") + room("/b/* two", "prefix /b/_fairgate")),
+			config: site(waitingRoom("/a/* one", "prefix /a/_fairgate") + waitingRoom("/b/* two", "prefix /b/_fairgate")),
 		},
 		{
 			name: "two rooms on two sites of one server",
-			config: testCaddyfile("", room("one", "")+"\trespond ok\n") +
-				"http://127.0.0.1:HTTP_PORT {\n" + room("two", "") + "\trespond ok\n}\n",
+			config: testCaddyfile("", waitingRoom("one", "")+"\trespond ok\n") +
+				"http://127.0.0.1:HTTP_PORT {\n" + waitingRoom("two", "") + "\trespond ok\n}\n",
 		},
 		{
 			name:    "one room, two settings",
-			config:  site(room("/a/* same", "rate 5") + room("/b/* same", "rate 20")),
+			config:  site(waitingRoom("/a/* same", "rate 5") + waitingRoom("/b/* same", "rate 20")),
 			refused: []string{`room "same" is configured twice with different settings (rate 5 and 20)`},
 		},
 		{
 			name:    "bolt file under a file",
-			config:  site(room("bolt", "state_store bolt {\n\t\t\tpath "+file+"/rooms.db\n\t\t}")),
+			config:  site(waitingRoom("bolt", "state_store bolt {\n\t\t\tpath "+file+"/rooms.db\n\t\t}")),
 			refused: []string{"waiting room bolt: state_store: path " + file + "/rooms.db: " + file + " is a file, where a directory must be"},
 		},
 		{
 			name:    "bolt file is a directory",
-			config:  site(room("bolt", "state_store bolt {\n\t\t\tpath "+dir+"\n\t\t}")),
+			config:  site(waitingRoom("bolt", "state_store bolt {\n\t\t\tpath "+dir+"\n\t\t}")),
 			refused: []string{"waiting room bolt: state_store: path " + dir + " is a directory"},
 		},
 		{
 			name:   "bolt file in directories still to make",
-			config: site(room("bolt", "state_store bolt {\n\t\t\tpath "+dir+"/x/y/rooms.db\n\t\t}")),
+			config: site(waitingRoom("bolt", "state_store bolt {\n\t\t\tpath "+dir+"/x/y/rooms.db\n\t\t}")),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +15,8 @@ import (
 )
 
 func TestAdminAPI(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
-	rooms := NewRooms()
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
+	rooms := room.NewRooms()
 	rooms.Put(e.gw.Room())
 	admin := httptest.NewServer(AdminHandler(rooms, "s3cret", e.clock.Now))
 	defer admin.Close()
@@ -81,22 +83,22 @@ func TestPublicStatusAgreesWithAdmin(t *testing.T) {
 	login := &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)}
 	for _, tt := range []struct {
 		name  string
-		lanes []Lane
+		lanes []room.Lane
 	}{
 		{"no lanes", nil},
-		{"a lane", []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
-		{"two lanes", []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}, {Name: "presale", Share: 0.2, Claim: "roles=presale"}}},
+		{"a lane", []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+		{"two lanes", []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}, {Name: "presale", Share: 0.2, Claim: "roles=presale"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, Config{Room: "sale", Rate: 0.5, Lanes: tt.lanes, Identity: login}, nil)
-			rooms := NewRooms()
+			e := newEnv(t, Config{Config: room.Config{Room: "sale", Rate: 0.5, Lanes: tt.lanes}, Identity: login}, nil)
+			rooms := room.NewRooms()
 			rooms.Put(e.gw.Room())
 			admin := AdminAPI(rooms, e.clock.Now)
 			agree := func(when string, want float64) {
 				t.Helper()
 				rec := httptest.NewRecorder()
 				admin.ServeHTTP(rec, httptest.NewRequest("GET", "/rooms/sale", nil))
-				var a RoomStatus
+				var a room.RoomStatus
 				if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
 					t.Fatal(err)
 				}
@@ -131,17 +133,17 @@ func TestAdminSetsTau(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		fixed bool
-		lanes []Lane
+		lanes []room.Lane
 	}{
 		{"fixed speed", true, nil},
 		{"controller", false, nil},
-		{"fixed speed, lanes", true, []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+		{"fixed speed, lanes", true, []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{Room: "sale", Keys: testKeys, Tau: Duration(time.Minute), FixedSpeed: tt.fixed, Lanes: tt.lanes, Identity: login}
+			cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(time.Minute), FixedSpeed: tt.fixed, Lanes: tt.lanes}, Identity: login}
 			e := newEnv(t, cfg, nil)
 			sh := e.gw.Room()
-			rooms := NewRooms()
+			rooms := room.NewRooms()
 			rooms.Put(sh)
 			admin := AdminAPI(rooms, e.clock.Now)
 			post := func(body string) (int, string) {
@@ -155,11 +157,11 @@ func TestAdminSetsTau(t *testing.T) {
 				if got := sh.Status(now).ClockSpeed; got != want {
 					t.Fatalf("clock speed %v, want %v", got, want)
 				}
-				for _, l := range sh.lanes() {
-					if got := l.room.View(now).Cruise; got != want {
-						t.Fatalf("lane %q cruises at %v, want %v", l.name, got, want)
+				sh.EachLane(func(name string, r *admission.Room) {
+					if got := r.View(now).Cruise; got != want {
+						t.Fatalf("lane %q cruises at %v, want %v", name, got, want)
 					}
-				}
+				})
 			}
 			for _, bad := range []string{`{"tau":"0s"}`, `{"tau":"-5s"}`, `{"tau":"soon"}`, `{"tau":"30s","rate":-1}`} {
 				if code, body := post(bad); code != 400 {
@@ -189,21 +191,22 @@ func TestAdminSetsTau(t *testing.T) {
 func TestClusterAdminTauReachesEveryNode(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	cfg := Config{Room: "tau", State: "queue", Rate: 10, Tau: Duration(time.Minute), FixedSpeed: true,
+	cfg := Config{
+		Config:   room.Config{Room: "tau", State: "queue", Rate: 10, Tau: Duration(time.Minute), FixedSpeed: true, Lanes: []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
 		Identity: &Identity{Cookie: "login", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
-		Lanes:    []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}}
+	}
 	nodes := newNodes(t, cfg, store, clock, 2)
 	tau := Duration(30 * time.Second)
-	if err := nodes[0].sh.Apply(RoomChange{Tau: &tau}, clock.Now()); err != nil {
+	if err := nodes[0].sh.Apply(room.RoomChange{Tau: &tau}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	clock.Add(time.Second)
 	pollAll(t, nodes, clock.Now())
 	for i, n := range nodes {
-		for _, l := range n.sh.lanes() {
-			if got := l.room.View(clock.Now()).Cruise; got != 1.0/30 {
-				t.Fatalf("node %d lane %q cruises at %v, want 1/30", i, l.name, got)
+		n.sh.EachLane(func(name string, r *admission.Room) {
+			if got := r.View(clock.Now()).Cruise; got != 1.0/30 {
+				t.Fatalf("node %d lane %q cruises at %v, want 1/30", i, name, got)
 			}
-		}
+		})
 	}
 }

@@ -100,17 +100,17 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		g.writeClosedJSON(w, r)
 		return
 	}
-	who, room, err := g.visitor(r, now)
+	who, lane, err := g.visitor(r, now)
 	if err != nil {
 		g.metrics.answered(endpointToken, "invalid", "login")
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	view = room.View(now)
+	view = g.door.View(lane, now)
 	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
 		// A valid token is returned unchanged, joined or not: it was
 		// placed on the room's clock by a node that had joined.
-		tk, err := g.gate.Resume(room, v, who, now)
+		tk, err := g.door.Resume(lane, v, who, now)
 		if err == nil {
 			g.metrics.answered(endpointToken, "issued", "kept")
 			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
@@ -123,7 +123,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		g.metrics.answered(endpointToken, "unavailable", "starting")
 		return
 	}
-	tk, err := g.gate.IssueContext(r.Context(), room, who, now)
+	tk, err := g.door.Issue(r.Context(), lane, who, now)
 	if err != nil {
 		g.metrics.answered(endpointToken, "error", "internal")
 		g.log.Error("issuing token", zap.Error(err))
@@ -173,17 +173,17 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every decision, the busy one included, is the gate's: the gateway only
 	// carries it to HTTP.
-	who, room, err := g.visitor(r, now)
+	who, lane, err := g.visitor(r, now)
 	if err != nil {
 		g.metrics.answered(endpointAdmit, "invalid", "login")
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	view := room.View(now)
-	d := g.gate.Decide(r.Context(), room, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
+	view := g.door.View(lane, now)
+	d := g.door.Decide(r.Context(), lane, admission.Attempt{Token: token, Nonce: req.Nonce, Visitor: who, Now: now})
 	switch d.Outcome {
 	case admission.OutcomeAdmit: // counted by admit: the hook may still refuse
-		g.admit(w, r, room, d, req.Return, now)
+		g.admit(w, r, lane, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
 		g.metrics.answered(endpointAdmit, d.Outcome.String(), d.Outcome.String())
 		g.writeWaitToken(w, r, http.StatusTooManyRequests, d.Next, view, now, d.Outcome.String())
@@ -229,7 +229,7 @@ func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitReques
 }
 
 // admit completes an admission: the hook, then the pass cookie.
-func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.Room, d admission.Decision, ret string, now time.Time) {
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, lane string, d admission.Decision, ret string, now time.Time) {
 	pass, session := d.Pass, ""
 	if g.hook != nil {
 		res := g.hook.call(r.Context(), g.hookURL(r), g.cfg.Room, d.Pass, d.PassClaims)
@@ -251,7 +251,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 				g.refuseAgain(w, res.err)
 				return
 			}
-			back := g.gate.Requeue(r.Context(), room, d.Claims, now)
+			back := g.door.Requeue(r.Context(), lane, d, now)
 			if back.Outcome != admission.OutcomeWait {
 				g.metrics.answered(endpointAdmit, "unavailable", "requeue")
 				w.Header().Set("Retry-After", "2")
@@ -259,7 +259,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 				return
 			}
 			g.metrics.answered(endpointAdmit, "deferred", hookReason(res.err))
-			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, room.View(now), now, "deferred")
+			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, g.door.View(lane, now), now, "deferred")
 			return
 		default:
 			g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
@@ -268,7 +268,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 	}
 	if session != "" {
 		d.PassClaims.Ses = session
-		signed, err := g.gate.SignPass(d.PassClaims)
+		signed, err := g.door.SignPass(d.PassClaims)
 		if err != nil {
 			g.metrics.answered(endpointAdmit, "error", "internal")
 			writeError(w, http.StatusInternalServerError, "internal", "could not sign the pass")
@@ -284,7 +284,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, room *admission.
 	expires := d.PassClaims.Expiry()
 	// An admission is the pass's first presentation: the visitor counts
 	// as on the site before their first request reaches it.
-	g.shared.active.See(d.PassClaims.ID, now)
+	g.shared.See(d.PassClaims.ID, now)
 	setCookie(w, r, g.cookies.pass, pass, expires, g.cfg.trusted)
 	setCookie(w, r, g.cookies.wait, "", time.Unix(0, 0), g.cfg.trusted)
 	writeJSON(w, http.StatusOK, admitResponse{Admitted: true, Redirect: safeReturn(ret), Pass: pass, Session: session, Expires: expires.Unix()})
@@ -295,7 +295,7 @@ func (g *Gateway) countAdmission(r *http.Request, d admission.Decision, now time
 	g.metrics.answered(endpointAdmit, "admit", "admitted")
 	g.metrics.admissions.Inc()
 	g.metrics.laneAdmissions.WithLabelValues(laneLabel(d.Claims.Lane)).Inc()
-	g.shared.countAdmitted(d.Claims.Lane)
+	g.shared.CountAdmitted(d.Claims.Lane)
 	if d.Claims != nil {
 		waited := max(0, now.Sub(time.Unix(d.Claims.IssuedAt, 0)))
 		g.metrics.waited.Observe(waited.Seconds())
@@ -340,12 +340,12 @@ type statusJSON struct {
 }
 
 // serveStatus is the public room status, the same for everyone, cacheable
-// for a second. Its figures are the admin API's (Shared.Status): the rate
+// for a second. Its figures are the admin API's (room.Shared.Status): the rate
 // is the whole room's, not its default lane's share of it.
 func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	now := g.now()
 	view := g.shared.Room.View(now)
-	rate, _ := g.shared.totalRate()
+	rate, _ := g.shared.TotalRate()
 	st := statusJSON{Room: view.Name, State: string(view.State), Rate: rate, Waiting: math.Round(g.shared.Room.Population(now))}
 	if view.State == admission.StateClosed {
 		st.Reason = g.shared.ClosedReason()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestSafeReturn(t *testing.T) {
@@ -23,7 +25,7 @@ func TestSafeReturn(t *testing.T) {
 // the canonical form Header.Get looks for; a key spelled otherwise would
 // be a second, invisible header.
 func TestWaitingAnswerHeadersAreCanonical(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(30 * time.Minute), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(30 * time.Minute), FixedSpeed: true}}, nil)
 	tk := e.ticket()
 	for _, c := range []struct{ path, body string }{
 		{"/_fairgate/token", ""},

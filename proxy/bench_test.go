@@ -13,16 +13,26 @@ import (
 	"github.com/fairgate/fairgate/admission"
 
 	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/room"
 )
 
 // BenchmarkPassedRequest is the gateway's own cost on the admitted path: a
 // request with a valid (cached) pass, forwarded to a handler that does nothing.
 func BenchmarkPassedRequest(b *testing.B) {
-	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
-		Cache: &Cache{Paths: []string{"/api/sections/*"}}})
-	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clock.Now())
-	tk, _ := gw.gate.Issue(room, admission.Visitor{}, clock.Now())
-	d := gw.gate.Decide(context.Background(), room, admission.Attempt{Token: tk.Token, Nonce: "0", Now: clock.Now()})
+	gw, clock := benchGateway(b, Config{
+		Config: room.Config{Room: "sale", Keys: testKeys},
+		Bypass: Bypass{Paths: []string{"/static/", "/api/events/*/sections/*"}},
+		Cache:  &Cache{Paths: []string{"/api/sections/*"}},
+	})
+	// A pass from an open room of its own, signed with the gateway's keys.
+	ring, err := testKeys.Load(tokens.Environment{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gate := admission.NewGate(ring, admission.DefaultPolicy, admission.NewMemoryLedger(16, clock.Now))
+	open, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clock.Now())
+	tk, _ := gate.Issue(open, admission.Visitor{}, clock.Now())
+	d := gate.Decide(context.Background(), open, admission.Attempt{Token: tk.Token, Nonce: "0", Now: clock.Now()})
 	if d.Outcome != admission.OutcomeAdmit {
 		b.Fatal(d.Outcome)
 	}
@@ -71,16 +81,16 @@ func benchGateway(b *testing.B, cfg Config) (*Gateway, *fakeClock) {
 // its solved challenge.
 func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 	b.Helper()
-	gw, clock := benchGateway(b, Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true})
+	gw, clock := benchGateway(b, Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}})
 	var (
 		tk  admission.WaitToken
 		err error
 	)
 	for range 100 {
-		if tk, err = gw.gate.Issue(gw.shared.Room, admission.Visitor{}, clock.Now()); err != nil {
+		if tk, err = gw.door.Issue(context.Background(), "", admission.Visitor{}, clock.Now()); err != nil {
 			b.Fatal(err)
 		}
-		if admission.Threshold(gw.gate.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
+		if admission.Threshold(gw.door.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
 			break
 		}
 	}
@@ -142,7 +152,7 @@ func BenchmarkPollWait(b *testing.B) {
 	gw, clock, token, nonce := pollEnv(b)
 	cookie := "fairgate_wait_sale=" + token
 	body := `{"nonce":"` + nonce + `"}`
-	claims, err := gw.gate.Codec().ParseWait(token, "sale", clock.Now())
+	claims, err := gw.door.Codec().ParseWait(token, "sale", clock.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,7 +186,7 @@ func BenchmarkTokenRefresh(b *testing.B) {
 // BenchmarkWaitingPage is a visitor without a pass getting the waiting
 // page, as it is sent plain and gzipped (the return path spliced in).
 func BenchmarkWaitingPage(b *testing.B) {
-	gw, _ := benchGateway(b, Config{Room: "sale", State: "queue", Keys: testKeys})
+	gw, _ := benchGateway(b, Config{Config: room.Config{Room: "sale", State: "queue", Keys: testKeys}})
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.Fatal("the origin was reached") })
 	for _, ae := range []string{"", "gzip, deflate, br, zstd"} {
 		name := "plain"

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestCache: one upstream read per key per TTL however many ask, stale
@@ -30,8 +32,11 @@ func TestCache(t *testing.T) {
 		w.Header().Set("Cache-Control", "public, s-maxage=3")
 		fmt.Fprintf(w, "map of %s #%d", r.URL.Path, reads.Load())
 	})
-	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/api/"}},
-		Cache: &Cache{Paths: []string{"/api/sections/*"}, StaleWhileRevalidate: Duration(10 * time.Second)}}, up)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale"},
+		Bypass: Bypass{Paths: []string{"/api/"}},
+		Cache:  &Cache{Paths: []string{"/api/sections/*"}, StaleWhileRevalidate: Duration(10 * time.Second)},
+	}, up)
 
 	var wg sync.WaitGroup
 	for range 50 {
@@ -104,7 +109,7 @@ func TestCacheKeepsOneEncoding(t *testing.T) {
 		w.Header().Set("Cache-Control", "public, s-maxage=5")
 		fmt.Fprint(w, "map")
 	})
-	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
 	for range 3 {
 		e.do("GET", "/api/sections/A", "", "Accept-Encoding", "gzip")
 		e.do("GET", "/api/sections/lang", "")
@@ -136,7 +141,7 @@ func TestCacheStoresOnlySharedAnswers(t *testing.T) {
 		w.Header().Set("Cache-Control", cc)
 		fmt.Fprint(w, "map")
 	})
-	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
 	for range 3 {
 		for _, p := range []string{"/api/sections/public", "/api/sections/private", "/api/sections/nostore", "/api/sections/cookie"} {
 			e.do("GET", p, "")
@@ -175,7 +180,7 @@ func TestCacheKeepsOnlySharedUpstream429s(t *testing.T) {
 			fmt.Fprint(w, "ok")
 		}
 	})
-	e := newEnv(t, Config{Room: "sale", State: "open", Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
 	if resp, _ := e.do("GET", "/feed", "", "Cookie", "user=mallory"); resp.StatusCode != 429 {
 		t.Fatalf("the limited visitor: %d", resp.StatusCode)
 	}
@@ -235,7 +240,7 @@ func TestCacheFillCarriesNoCredentials(t *testing.T) {
 		}
 		fmt.Fprintf(w, "hello %s", user)
 	})
-	e := newEnv(t, Config{Room: "sale", State: "open", Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}, Cache: &Cache{Paths: []string{"/api/sections/*"}}}, up)
 	for _, who := range []string{"alice", "bob"} {
 		_, body := e.do("GET", "/api/sections/A", "", "Cookie", "user="+who, "Fairgate_Pass", "x", "Proxy-Authorization", "Basic eA==")
 		if string(body) != "hello anonymous" {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestCapacityRateFollowsTheVisitorsOnTheSite admits visitors into a room
@@ -28,15 +29,15 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 		}
 		o.ServeHTTP(w, r)
 	})
-	e := newEnv(t, Config{Capacity: capacity, Rate: ceiling, ActiveWindow: Duration(window)}, site)
+	e := newEnv(t, Config{Config: room.Config{Capacity: capacity, Rate: ceiling, ActiveWindow: Duration(window)}}, site)
 	sh := e.gw.Room()
 	settle := admission.DefaultCapacitySettle.Seconds()
-	tick := func() CapacityStatus {
+	tick := func() room.CapacityStatus {
 		t.Helper()
 		sh.Tick(e.clock.Now())
 		return sh.Status(e.clock.Now()).Site
 	}
-	wantRate := func(st CapacityStatus, active, rate float64) {
+	wantRate := func(st room.CapacityStatus, active, rate float64) {
 		t.Helper()
 		if st.Active != active || !near(st.Rate, rate) {
 			t.Fatalf("active %v at rate %v, want %v at %v (%+v)", st.Active, st.Rate, active, rate, st)
@@ -125,7 +126,7 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 // the rate then the ceiling or the room's rate again; a negative one is
 // refused and changes nothing.
 func TestCapacityChangeThroughTheAdminAPI(t *testing.T) {
-	e := newEnv(t, Config{Rate: 4}, nil)
+	e := newEnv(t, Config{Config: room.Config{Rate: 4}}, nil)
 	sh := e.gw.Room()
 	now := e.clock.Now()
 	for _, tc := range []struct {
@@ -137,7 +138,7 @@ func TestCapacityChangeThroughTheAdminAPI(t *testing.T) {
 		{capacity: -1, wantErr: true, rate: 2},
 		{capacity: 0, rate: 4},
 	} {
-		err := sh.Apply(RoomChange{Capacity: &tc.capacity}, now)
+		err := sh.Apply(room.RoomChange{Capacity: &tc.capacity}, now)
 		if (err != nil) != tc.wantErr {
 			t.Fatalf("capacity %v: %v, want error %v", tc.capacity, err, tc.wantErr)
 		}
@@ -183,7 +184,7 @@ func gather(t *testing.T, e *env) map[string]float64 {
 func TestClusterCapacityCountsEveryNode(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	nodes := newNodes(t, Config{Room: "cap", Capacity: 10, Rate: 5}, store, clock, 2)
+	nodes := newNodes(t, Config{Config: room.Config{Room: "cap", Capacity: 10, Rate: 5}}, store, clock, 2)
 	settle := admission.DefaultCapacitySettle.Seconds()
 	seen := []int{4, 3}
 	tickAll := func() {
@@ -192,9 +193,9 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		now := clock.Now()
 		for i, n := range nodes {
 			for p := range seen[i] {
-				n.sh.active.See(fmt.Sprintf("node%d-pass%d", i, p), now)
+				n.sh.See(fmt.Sprintf("node%d-pass%d", i, p), now)
 			}
-			if err := n.sh.clusterTick(t.Context(), now); err != nil {
+			if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -209,7 +210,7 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		}
 	}
 	capacity := 27.0
-	if err := nodes[1].sh.Apply(RoomChange{Capacity: &capacity}, clock.Now()); err != nil {
+	if err := nodes[1].sh.Apply(room.RoomChange{Capacity: &capacity}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tickAll()
@@ -245,7 +246,7 @@ func TestEndSessionHeader(t *testing.T) {
 		{"an ordinary answer", func(w http.ResponseWriter) { _, _ = w.Write([]byte("ok")) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, Config{Capacity: 10}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { tc.origin(w) }))
+			e := newEnv(t, Config{Config: room.Config{Capacity: 10}}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { tc.origin(w) }))
 			e.admitted()
 			resp, _ := e.do("GET", "/logout", "")
 			for name := range resp.Header {
@@ -260,7 +261,7 @@ func TestEndSessionHeader(t *testing.T) {
 			if tc.ends {
 				want = 0
 			}
-			if got := e.gw.Room().active.Count(e.clock.Now()); got != want {
+			if got := e.gw.Room().OnSite(e.clock.Now()); got != want {
 				t.Errorf("active passes %v, want %v", got, want)
 			}
 		})
@@ -278,8 +279,8 @@ func TestPassRenewedWhileActive(t *testing.T) {
 		cfg   Config
 		renew bool
 	}{
-		{"capacity", Config{Capacity: 10, SessionLength: Duration(session)}, true},
-		{"rate", Config{Rate: 10, SessionLength: Duration(session)}, false},
+		{"capacity", Config{Config: room.Config{Capacity: 10, SessionLength: Duration(session)}}, true},
+		{"rate", Config{Config: room.Config{Rate: 10, SessionLength: Duration(session)}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.cfg, nil)
@@ -306,7 +307,7 @@ func TestPassRenewedWhileActive(t *testing.T) {
 			if !tc.renew {
 				return
 			}
-			claims, err := e.gw.gate.VerifyPass(e.gw.cfg.Room, c.Value, e.clock.Now())
+			claims, err := e.gw.door.VerifyPass(c.Value, e.clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,7 +322,7 @@ func TestPassRenewedWhileActive(t *testing.T) {
 			if resp, body := e.do("GET", "/shop", ""); resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "origin:") {
 				t.Fatalf("after the first pass's expiry: %d %s", resp.StatusCode, body)
 			}
-			if got := e.gw.Room().active.Count(e.clock.Now()); got != 1 {
+			if got := e.gw.Room().OnSite(e.clock.Now()); got != 1 {
 				t.Errorf("active passes %v, want 1: the renewed pass is the same visitor", got)
 			}
 			if got := testutil.ToFloat64(e.gw.metrics.passesRenewed); got != 1 {
@@ -355,24 +356,24 @@ func TestClusterCapacityCountsEachPassOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := storeKinds(t)["bolt"](t)
 			clock := newFakeClock()
-			nodes := newNodes(t, Config{Room: "cap", Capacity: 10_000, Rate: 50}, store, clock, tt.nodes)
+			nodes := newNodes(t, Config{Config: room.Config{Room: "cap", Capacity: 10_000, Rate: 50}}, store, clock, tt.nodes)
 			sum := 0
 			for p := range tt.passes {
 				for i, n := range nodes {
 					if tt.seenBy(p, i) {
-						n.sh.active.See(fmt.Sprintf("pass-%d", p), clock.Now())
+						n.sh.See(fmt.Sprintf("pass-%d", p), clock.Now())
 						sum++
 					}
 				}
 			}
 			for p := range tt.ended {
-				nodes[p%tt.nodes].sh.active.End(fmt.Sprintf("pass-%d", p), clock.Now())
+				nodes[p%tt.nodes].sh.End(fmt.Sprintf("pass-%d", p), clock.Now())
 				sum--
 			}
 			for range 2 { // the first node ticks before the others published
 				clock.Add(time.Second)
 				for _, n := range nodes {
-					if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+					if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -24,6 +24,7 @@ import (
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+	"github.com/fairgate/fairgate/room"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -61,7 +62,7 @@ func storeKinds(t *testing.T) map[string]func(t *testing.T) roomstate.Store {
 
 // node is one gateway of a cluster on a shared store.
 type node struct {
-	sh  *Shared
+	sh  *room.Shared
 	gw  *Gateway
 	reg *prometheus.Registry
 }
@@ -81,7 +82,7 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 		cfg.Difficulty = intp(0)
 	}
 	if cfg.StateStore == nil {
-		cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout}
+		cfg.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout}
 	}
 	sh := sharedOn(t, cfg, store, clock)
 	if err := sh.Join(t.Context()); err != nil {
@@ -101,7 +102,7 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 
 // sharedOn is cfg's room state on store, settled as a node does it and
 // not joined yet.
-func sharedOn(t *testing.T, cfg Config, store roomstate.Store, clock *fakeClock) *Shared {
+func sharedOn(t *testing.T, cfg Config, store roomstate.Store, clock *fakeClock) *room.Shared {
 	t.Helper()
 	st, err := cfg.SettleStateStore("")
 	if err != nil {
@@ -133,12 +134,12 @@ func newNodes(t *testing.T, cfg Config, store roomstate.Store, clock *fakeClock,
 
 func (n node) decide(t *testing.T, token string, now time.Time) admission.Decision {
 	t.Helper()
-	return n.gw.gate.Decide(t.Context(), n.sh.Room, admission.Attempt{Token: token, Nonce: "0", Now: now})
+	return n.gw.door.Decide(t.Context(), "", admission.Attempt{Token: token, Nonce: "0", Now: now})
 }
 
 func (n node) issue(t *testing.T, now time.Time) admission.WaitToken {
 	t.Helper()
-	tk, err := n.gw.gate.Issue(n.sh.Room, admission.Visitor{}, now)
+	tk, err := n.gw.door.Issue(t.Context(), "", admission.Visitor{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func (n node) issue(t *testing.T, now time.Time) admission.WaitToken {
 func pollAll(t *testing.T, nodes []node, now time.Time) {
 	t.Helper()
 	for _, n := range nodes {
-		if err := n.sh.poll(t.Context(), now); err != nil {
+		if err := n.sh.Poll(t.Context(), now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +160,7 @@ func TestClusterOneClock(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			store := open(t)
 			clock := newFakeClock()
-			cfg := Config{Room: "sale", Rate: 5, Tau: Duration(time.Minute)}
+			cfg := Config{Config: room.Config{Room: "sale", Rate: 5, Tau: Duration(time.Minute)}}
 			nodes := newNodes(t, cfg, store, clock, 3)
 			// Nodes started a moment apart join the first one's clock.
 			clock.Add(10 * time.Second)
@@ -197,14 +198,14 @@ func TestClusterOneClock(t *testing.T) {
 			for range 30 {
 				clock.Add(time.Second)
 				pollAll(t, nodes, clock.Now())
-				before := nodes[0].sh.clusterStatus().Version
+				before := nodes[0].sh.ClusterStatus().Version
 				for _, n := range nodes {
-					if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+					if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
 						t.Fatal(err)
 					}
 				}
 				pollAll(t, nodes, clock.Now())
-				if after := nodes[0].sh.clusterStatus().Version; after > before+1 {
+				if after := nodes[0].sh.ClusterStatus().Version; after > before+1 {
 					t.Fatalf("%d control versions in one second: more than one node ticked", after-before)
 				}
 				sameClock("after a tick")
@@ -214,7 +215,7 @@ func TestClusterOneClock(t *testing.T) {
 			}
 
 			// A pause through one node reaches the others at their next poll.
-			if err := nodes[2].sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+			if err := nodes[2].sh.Apply(room.RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if st := nodes[0].sh.Room.View(clock.Now()).State; st != admission.StateQueue {
@@ -227,14 +228,14 @@ func TestClusterOneClock(t *testing.T) {
 				t.Fatalf("node 0 is %s after polling", st)
 			}
 			// A rate change too.
-			if err := nodes[1].sh.Apply(RoomChange{State: ptr("queue"), Rate: ptrf(7)}, clock.Now()); err != nil {
+			if err := nodes[1].sh.Apply(room.RoomChange{State: ptr("queue"), Rate: ptrf(7)}, clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			clock.Add(500 * time.Millisecond)
 			pollAll(t, nodes, clock.Now())
 			sameClock("after the rate change")
 			for i, n := range nodes {
-				if rate, _ := n.sh.totalRate(); rate != 7 {
+				if rate, _ := n.sh.TotalRate(); rate != 7 {
 					t.Fatalf("node %d runs at rate %v", i, rate)
 				}
 			}
@@ -249,7 +250,7 @@ func TestClusterTokenAdmittedOnce(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			store := open(t)
 			clock := newFakeClock()
-			nodes := newNodes(t, Config{Room: "race", State: "open", Rate: 1e6}, store, clock, 3)
+			nodes := newNodes(t, Config{Config: room.Config{Room: "race", State: "open", Rate: 1e6}}, store, clock, 3)
 			const races = 300
 			for i := range races {
 				tk := nodes[i%3].issue(t, clock.Now())
@@ -295,11 +296,11 @@ func TestClusterRateCap(t *testing.T) {
 				store := open(t)
 				clock := newFakeClock()
 				const rate = 20.0
-				cfg := Config{Room: "cap", State: "open", Rate: rate, StateStore: &StateStore{BudgetBlock: block}}
+				cfg := Config{Config: room.Config{Room: "cap", State: "open", Rate: rate, StateStore: &room.StateStore{BudgetBlock: block}}}
 				nodes := make([]node, 3)
 				for i := range nodes {
 					c := cfg
-					c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, BudgetBlock: block, Node: fmt.Sprint("node", i)}
+					c.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, BudgetBlock: block, Node: fmt.Sprint("node", i)}
 					nodes[i] = newNode(t, c, store, fmt.Sprint("node", i), clock)
 				}
 				weights := []int{6, 3, 1} // arrivals per node per step: 40/s against 20/s
@@ -320,7 +321,7 @@ func TestClusterRateCap(t *testing.T) {
 					clock.Set(now)
 					if now.Sub(start)%time.Second == 0 {
 						for _, n := range nodes {
-							if err := n.sh.clusterTick(t.Context(), now); err != nil {
+							if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 								t.Fatal(err)
 							}
 						}
@@ -348,7 +349,7 @@ func TestClusterRateCap(t *testing.T) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							decisions[j] = nodes[w.node].gw.gate.Decide(t.Context(), nodes[w.node].sh.Room, admission.Attempt{Token: w.token, Nonce: "0", Now: now})
+							decisions[j] = nodes[w.node].gw.door.Decide(t.Context(), "", admission.Attempt{Token: w.token, Nonce: "0", Now: now})
 						}()
 					}
 					wg.Wait()
@@ -405,14 +406,14 @@ func TestClusterRateCap(t *testing.T) {
 func TestClusterRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rooms.db")
 	clock := newFakeClock()
-	cfg := Config{Room: "restart", Rate: 5, Tau: Duration(time.Minute), FixedSpeed: true}
+	cfg := Config{Config: room.Config{Room: "restart", Rate: 5, Tau: Duration(time.Minute), FixedSpeed: true}}
 	store, err := boltstore.Open(path, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := newNode(t, cfg, store, "a", clock)
 	clock.Add(90 * time.Second)
-	if err := n.sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); err != nil {
+	if err := n.sh.Apply(room.RoomChange{State: ptr("open")}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tk := n.issue(t, clock.Now())
@@ -420,7 +421,7 @@ func TestClusterRestart(t *testing.T) {
 	if first.Outcome != admission.OutcomeAdmit {
 		t.Fatalf("first admission: %v %v", first.Outcome, first.Err)
 	}
-	if err := n.sh.Apply(RoomChange{State: ptr("queue")}, clock.Now()); err != nil {
+	if err := n.sh.Apply(room.RoomChange{State: ptr("queue")}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	before := n.sh.Room.View(clock.Now()).Clock.At(clock.Now())
@@ -439,7 +440,7 @@ func TestClusterRestart(t *testing.T) {
 	if want := before + 30.0/60; after < want-1e-9 || after > want+1e-9 {
 		t.Fatalf("after the restart S=%v, want %v (S before %v + 30 s at 1/60)", after, want, before)
 	}
-	if err := again.sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); err != nil {
+	if err := again.sh.Apply(room.RoomChange{State: ptr("open")}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Its own admission answered again, not a new one: the same pass.
@@ -499,8 +500,9 @@ func TestClusterStoreDown(t *testing.T) {
 	bolt := storeKinds(t)["bolt"](t)
 	store := &flakyStore{Store: bolt}
 	clock := newFakeClock()
-	cfg := Config{Room: "down", State: "open", Rate: 100, Keys: testKeys, Difficulty: intp(0),
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
+	cfg := Config{
+		Config: room.Config{Room: "down", State: "open", Rate: 100, Keys: testKeys, Difficulty: intp(0), StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}},
+	}
 	n := newNode(t, cfg, store, "a", clock)
 	e := newEnvOn(t, n, clock)
 
@@ -519,13 +521,13 @@ func TestClusterStoreDown(t *testing.T) {
 		t.Fatalf("admission while the store is down: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	// The admin API refuses a change it cannot store, and changes nothing.
-	if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); !errors.As(err, new(*UnavailableError)) {
+	if err := n.sh.Apply(room.RoomChange{State: ptr("paused")}, clock.Now()); !errors.As(err, new(*room.UnavailableError)) {
 		t.Fatalf("admin change while the store is down: %v", err)
 	}
 	if st := n.sh.Room.View(clock.Now()).State; st != admission.StateOpen {
 		t.Fatalf("the refused change left the room %s", st)
 	}
-	if !n.sh.clusterStatus().Failing {
+	if !n.sh.ClusterStatus().Failing {
 		t.Fatal("status does not say the store is failing")
 	}
 
@@ -534,7 +536,7 @@ func TestClusterStoreDown(t *testing.T) {
 	if resp, _ := fresh.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("within the cool-down: %d", resp.StatusCode)
 	}
-	clock.Add(storeCool)
+	clock.Add(room.StoreCool)
 	if resp, body := fresh.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the store returned: %d %s", resp.StatusCode, body)
 	}
@@ -559,13 +561,15 @@ func TestClusterStoreDown(t *testing.T) {
 func TestClusterStoreDownLocal(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	cfg := Config{Room: "local", State: "open", Rate: 100,
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a", OnUnavailable: OnUnavailableLocal}}
+	cfg := Config{
+		Config: room.Config{Room: "local", State: "open", Rate: 100, StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a", OnUnavailable: room.OnUnavailableLocal}},
+	}
 	n := newNode(t, cfg, store, "a", clock)
 	// b is another node on the same store, which the outage does not cut
 	// off: it learns of a place used at a from the store only.
-	b := newNode(t, Config{Room: "local", State: "open", Rate: 100,
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}}, store.Store, "b", clock)
+	b := newNode(t, Config{
+		Config: room.Config{Room: "local", State: "open", Rate: 100, StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}},
+	}, store.Store, "b", clock)
 	store.down.Store(true)
 	tk := n.issue(t, clock.Now())
 	first := n.decide(t, tk.Token, clock.Now())
@@ -581,13 +585,13 @@ func TestClusterStoreDownLocal(t *testing.T) {
 		t.Fatalf("during the outage the store has the place as %+v, %v", p, err)
 	}
 	store.down.Store(false)
-	clock.Add(storeCool)
+	clock.Add(room.StoreCool)
 	if d := n.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
 		t.Fatalf("the token admitted from memory, once the store is back: %v %v", d.Outcome, d.Err)
 	}
 	// The room's loop writes the place back: node b finds it used, by
 	// that token, with that pass.
-	n.sh.writeBack(t.Context(), clock.Now())
+	n.sh.WriteBack(t.Context(), clock.Now())
 	p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now())
 	if err != nil || p.State != admission.PlaceUsed || p.Pass != first.PassClaims.ID {
 		t.Fatalf("after the write-back the store has the place as %+v, %v; want used with pass %s", p, err, first.PassClaims.ID)
@@ -631,85 +635,24 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) fl
 func TestClusterLanes(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	cfg := Config{Room: "lanes", Rate: 10, Tau: Duration(time.Minute),
+	cfg := Config{
+		Config:   room.Config{Room: "lanes", Rate: 10, Tau: Duration(time.Minute), Lanes: []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
 		Identity: &Identity{Cookie: "login", Algorithm: "HS256", Key: "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
-		Lanes:    []Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}}
+	}
 	nodes := newNodes(t, cfg, store, clock, 2)
 	clock.Add(5 * time.Second)
-	if err := nodes[0].sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+	if err := nodes[0].sh.Apply(room.RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	clock.Add(time.Second)
 	pollAll(t, nodes, clock.Now())
 	now := clock.Now()
 	for _, name := range []string{"", "vip"} {
-		a, b := nodes[0].sh.laneRoom(name).View(now), nodes[1].sh.laneRoom(name).View(now)
+		a, b := nodes[0].sh.LaneRoom(name).View(now), nodes[1].sh.LaneRoom(name).View(now)
 		if a.Lane != name || a.State != admission.StatePaused || b.State != admission.StatePaused ||
 			a.Clock.At(now) != b.Clock.At(now) || !a.Clock.Origin.Equal(b.Clock.Origin) {
 			t.Fatalf("lane %q: node 0 %s S=%v, node 1 %s S=%v", name, a.State, a.Clock.At(now), b.State, b.Clock.At(now))
 		}
-	}
-}
-
-// TestBoltStoreHeldByAnother: a bolt file is one process's; another open
-// gives up after call_timeout with an error naming the file.
-func TestBoltStoreHeldByAnother(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rooms.db")
-	st, err := Config{StateStore: &StateStore{Path: path, CallTimeout: Duration(100 * time.Millisecond)}}.SettleStateStore("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := OpenStateStore(t.Context(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	second, err := OpenStateStore(t.Context(), st)
-	if err == nil {
-		second.Close()
-		t.Fatal("opened a bolt file another holder has open")
-	}
-	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another process") {
-		t.Fatalf("unclear error: %v", err)
-	}
-}
-
-func TestSettleStateStore(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		in       *StateStore
-		def      string
-		wantType string
-		wantErr  string
-	}{
-		{"library default is memory", nil, "", StoreMemory, ""},
-		{"front door default is bolt there", nil, "/data/rooms.db", StoreBolt, ""},
-		{"bolt without any path", &StateStore{Type: "bolt"}, "", "", "bolt needs a path"},
-		{"unknown type", &StateStore{Type: "redis"}, "x", "", `type "redis"`},
-		{"dynamodb path", &StateStore{Type: "dynamodb", Path: "x"}, "", "", "path is for bolt"},
-		{"bad answer", &StateStore{Type: "memory", OnUnavailable: "maybe"}, "", "", "on_unavailable"},
-		{"negative block", &StateStore{Type: "memory", BudgetBlock: -1}, "", "", "budget_block"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st, err := Config{StateStore: tc.in}.SettleStateStore(tc.def)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("got %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || st.Type != tc.wantType {
-				t.Fatalf("got %+v %v, want type %s", st, err, tc.wantType)
-			}
-			if st.Type == StoreBolt && st.Path != tc.def {
-				t.Fatalf("path %q, want %q", st.Path, tc.def)
-			}
-		})
-	}
-	st, _ := Config{StateStore: &StateStore{Type: "dynamodb"}}.SettleStateStore("")
-	if st.Table != dynamostore.DefaultTable || st.BudgetBlock != DefaultBudgetBlock || time.Duration(st.Poll) != DefaultPoll ||
-		st.OnUnavailable != OnUnavailableRefuse || st.Node == "" || time.Duration(st.CallTimeout) != roomstate.DefaultCallTimeout {
-		t.Fatalf("defaults: %+v", st)
 	}
 }
 
@@ -718,7 +661,7 @@ func TestSettleStateStore(t *testing.T) {
 func TestClusterConfigWaitsForTheStore(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	cfg := Config{Room: "pending", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
+	cfg := Config{Config: room.Config{Room: "pending", Rate: 5, StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}}
 	n := newNode(t, cfg, store, "a", clock)
 	store.down.Store(true)
 	cfg.Rate = 9
@@ -728,18 +671,18 @@ func TestClusterConfigWaitsForTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gw.Close()
-	if err := gw.ApplyConfig(); !errors.As(err, new(*UnavailableError)) {
+	if err := gw.ApplyConfig(); !errors.As(err, new(*room.UnavailableError)) {
 		t.Fatalf("applying a config while the store is down: %v", err)
 	}
-	if rate, _ := n.sh.totalRate(); rate != 5 {
+	if rate, _ := n.sh.TotalRate(); rate != 5 {
 		t.Fatalf("rate %v before the store took the config", rate)
 	}
 	store.down.Store(false)
-	clock.Add(storeCool)
-	if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+	clock.Add(room.StoreCool)
+	if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if rate, _ := n.sh.totalRate(); rate != 9 {
+	if rate, _ := n.sh.TotalRate(); rate != 9 {
 		t.Fatalf("rate %v after the store came back, want the pending config's 9", rate)
 	}
 }
@@ -749,7 +692,7 @@ func TestClusterConfigWaitsForTheStore(t *testing.T) {
 func TestClusterBurst(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	n := newNode(t, Config{Room: "burst", State: "open", Rate: 10, Burst: 50}, store, "a", clock)
+	n := newNode(t, Config{Config: room.Config{Room: "burst", State: "open", Rate: 10, Burst: 50}}, store, "a", clock)
 	admitted := 0
 	for range 60 {
 		tk := n.issue(t, clock.Now())
@@ -793,8 +736,9 @@ func storeCalls(t *testing.T, n node) map[string]uint64 {
 func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 	store := &flakyStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	cfg := Config{Room: "jump", State: "queue", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute),
-		StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
+	cfg := Config{
+		Config: room.Config{Room: "jump", State: "queue", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute), StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}},
+	}
 	a := newNode(t, cfg, store, "a", clock)
 	clock.Add(5 * time.Minute)
 	old := a.issue(t, clock.Now())
@@ -802,7 +746,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 
 	store.down.Store(true)
 	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
-	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}
+	cfg.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "b"}
 	sh := sharedOn(t, cfg, store, clock)
 	if err := sh.Join(t.Context()); err == nil {
 		t.Fatal("join succeeded while the store is down")
@@ -820,7 +764,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 		}
 	}
 	store.down.Store(false)
-	clock.Add(storeCool)
+	clock.Add(room.StoreCool)
 	if err := sh.Join(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -855,17 +799,17 @@ func (h *pollHookStore) LoadControl(ctx context.Context, room string) (roomstate
 func TestClusterPollIgnoresReadOlderThanOwnCommit(t *testing.T) {
 	hs := &pollHookStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	n := newNode(t, Config{Room: "stale", State: "queue", Rate: 10}, hs, "a", clock)
+	n := newNode(t, Config{Config: room.Config{Room: "stale", State: "queue", Rate: 10}}, hs, "a", clock)
 	hs.after = func() { // the admin API pauses the room while poll's read is in flight
-		if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+		if err := n.sh.Apply(room.RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
 			t.Error(err)
 		}
 	}
-	if err := n.sh.poll(t.Context(), clock.Now()); err != nil {
+	if err := n.sh.Poll(t.Context(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if st := n.sh.Room.View(clock.Now()).State; st != admission.StatePaused {
-		t.Fatalf("the room was paused through this node and is %s again (version %d)", st, n.sh.cluster.version)
+		t.Fatalf("the room was paused through this node and is %s again (version %d)", st, n.sh.ClusterStatus().Version)
 	}
 }
 
@@ -875,7 +819,7 @@ func TestClusterPollIgnoresReadOlderThanOwnCommit(t *testing.T) {
 func TestClusterFixedSpeedFromOneNodeHoldsOnAll(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	cfg := Config{Room: "tau", State: "queue", Rate: 10}
+	cfg := Config{Config: room.Config{Room: "tau", State: "queue", Rate: 10}}
 	nodes := newNodes(t, cfg, store, clock, 2)
 	cfg.FixedSpeed = true
 	cfg.Keys, cfg.Difficulty = testKeys, intp(0)
@@ -905,7 +849,7 @@ func TestClusterRoomSweepsExpiredBoltItems(t *testing.T) {
 	}
 	defer st.Close()
 	clock := newFakeClock()
-	n := newNode(t, Config{Room: "sweep", State: "queue", Rate: 10}, st, "a", clock)
+	n := newNode(t, Config{Config: room.Config{Room: "sweep", State: "queue", Rate: 10}}, st, "a", clock)
 	ctx := t.Context()
 	hold := func(id string) {
 		t.Helper()
@@ -915,12 +859,12 @@ func TestClusterRoomSweepsExpiredBoltItems(t *testing.T) {
 	}
 	hold("first")
 	clock.Add(2 * time.Second)
-	n.sh.maybeSweep(ctx, clock.Now()) // the loop's first sweep
+	n.sh.Sweep(ctx, clock.Now()) // the loop's first sweep
 	hold("second")
 	clock.Add(2 * time.Second)
-	n.sh.maybeSweep(ctx, clock.Now()) // within the minute: no sweep
-	clock.Add(sweepEvery)
-	n.sh.maybeSweep(ctx, clock.Now())
+	n.sh.Sweep(ctx, clock.Now()) // within the minute: no sweep
+	clock.Add(room.SweepEvery)
+	n.sh.Sweep(ctx, clock.Now())
 	if left, err := st.Sweep(ctx, clock.Now()); err != nil || left != 0 {
 		t.Fatalf("after the room's sweeps %d expired items were still in the file (%v)", left, err)
 	}
@@ -946,17 +890,17 @@ func (s *lostAnswerStore) SaveControl(ctx context.Context, room string, c roomst
 func TestClusterSaveWithLostAnswerIsReadBack(t *testing.T) {
 	st := &lostAnswerStore{Store: storeKinds(t)["bolt"](t)}
 	clock := newFakeClock()
-	n := newNode(t, Config{Room: "lost", State: "queue", Rate: 10}, st, "a", clock)
+	n := newNode(t, Config{Config: room.Config{Room: "lost", State: "queue", Rate: 10}}, st, "a", clock)
 	st.lose.Store(true)
-	if err := n.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+	if err := n.sh.Apply(room.RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
 		t.Fatalf("a change the store took was answered %v", err)
 	}
 	if s := n.sh.Room.View(clock.Now()).State; s != admission.StatePaused {
 		t.Fatalf("the room is %s, the store has it paused", s)
 	}
 	_, v, err := st.LoadControl(t.Context(), "lost")
-	if err != nil || v != n.sh.cluster.version {
-		t.Fatalf("stored version %d (%v), the node runs %d", v, err, n.sh.cluster.version)
+	if err != nil || v != n.sh.ClusterStatus().Version {
+		t.Fatalf("stored version %d (%v), the node runs %d", v, err, n.sh.ClusterStatus().Version)
 	}
 }
 
@@ -968,10 +912,10 @@ func TestClusterSaveWithLostAnswerIsReadBack(t *testing.T) {
 func TestFollowerBucketOpensWithTheQueue(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()
-	nodes := newNodes(t, Config{Room: "sale", State: "open", Rate: 10, Burst: 10}, store, clock, 2)
+	nodes := newNodes(t, Config{Config: room.Config{Room: "sale", State: "open", Rate: 10, Burst: 10}}, store, clock, 2)
 	admins := make([]*httptest.Server, len(nodes))
 	for i, n := range nodes {
-		rooms := NewRooms()
+		rooms := room.NewRooms()
 		rooms.Put(n.sh)
 		admins[i] = httptest.NewServer(AdminAPI(rooms, clock.Now))
 		t.Cleanup(admins[i].Close)
@@ -993,7 +937,7 @@ func TestFollowerBucketOpensWithTheQueue(t *testing.T) {
 	}
 	clock.Set(clock.Now().Add(time.Hour)) // both buckets full
 	for _, n := range nodes {
-		if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+		if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1003,7 +947,7 @@ func TestFollowerBucketOpensWithTheQueue(t *testing.T) {
 		t.Fatalf("POST state queue: %v %v", res, err)
 	}
 	res.Body.Close()
-	if err := nodes[1].sh.poll(t.Context(), clock.Now()); err != nil {
+	if err := nodes[1].sh.Poll(t.Context(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := nodes[1].sh.Room.View(clock.Now()).State; got != admission.StateQueue {
@@ -1048,8 +992,9 @@ func TestClusterLostAnswerRetryGetsTheSamePass(t *testing.T) {
 		t.Run(way, func(t *testing.T) {
 			store := &landsThenTimesOut{Store: storeKinds(t)["bolt"](t)}
 			clock := newFakeClock()
-			cfg := Config{Room: "lost", State: "paused", Rate: 1, Keys: testKeys, Difficulty: intp(0),
-				StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}}
+			cfg := Config{
+				Config: room.Config{Room: "lost", State: "paused", Rate: 1, Keys: testKeys, Difficulty: intp(0), StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: "a"}},
+			}
 			n := newNode(t, cfg, store, "a", clock)
 			e := newEnvOn(t, n, clock)
 			attempt := func(tk ticketJSON) (int, []byte) {
@@ -1072,7 +1017,7 @@ func TestClusterLostAnswerRetryGetsTheSamePass(t *testing.T) {
 				t.Fatalf("attempt while paused: %d %s", status, body)
 			}
 			v1 := next(body)
-			if err := n.sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); err != nil {
+			if err := n.sh.Apply(room.RoomChange{State: ptr("open")}, clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if way == "use" {
@@ -1096,7 +1041,7 @@ func TestClusterLostAnswerRetryGetsTheSamePass(t *testing.T) {
 				t.Fatalf("a write that landed and timed out: %d %s, want 503", status, body)
 			}
 			store.lose.Store(false)
-			clock.Add(storeCool) // the node asks the store again
+			clock.Add(room.StoreCool) // the node asks the store again
 			var passes []string
 			for range 2 {
 				status, body := e.post("/_fairgate/admit", `{"token":"`+v1.Token+`","nonce":"`+solveFor(t, v1)+`"}`, "")
@@ -1109,11 +1054,11 @@ func TestClusterLostAnswerRetryGetsTheSamePass(t *testing.T) {
 			if passes[0] != passes[1] {
 				t.Fatal("two retries of the same token got two passes")
 			}
-			pc, err := n.gw.gate.VerifyPass("lost", passes[0], clock.Now())
+			pc, err := n.gw.door.VerifyPass(passes[0], clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			wc, err := n.gw.gate.Codec().ParseWait(v1.Token, "lost", clock.Now())
+			wc, err := n.gw.door.Codec().ParseWait(v1.Token, "lost", clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1159,17 +1104,18 @@ func TestClusterHoldsTheRateThroughNodeChanges(t *testing.T) {
 		cfg.State, cfg.Tau = "queue", Duration(5*time.Second)
 		return cfg
 	}
-	e2eRoom := Config{Room: "killed", State: "queue", Rate: 20, Burst: 20, Tau: Duration(time.Second), FixedSpeed: true,
-		MinBackoff: Duration(time.Second), MaxBackoff: Duration(2 * time.Second)}
+	e2eRoom := Config{
+		Config: room.Config{Room: "killed", State: "queue", Rate: 20, Burst: 20, Tau: Duration(time.Second), FixedSpeed: true, MinBackoff: Duration(time.Second), MaxBackoff: Duration(2 * time.Second)},
+	}
 	cases := []struct {
 		name string
 		sc   crowdScenario
 		from int // the first second judged
 	}{
-		{"rejoin/open", crowdScenario{cfg: Config{Room: "rejoin", State: "open", Rate: 40}, visitors: 400, killAt: 20, backAt: 30, seconds: 50}, 8},
-		{"rejoin/queue", crowdScenario{cfg: queue(Config{Room: "rejoin", Rate: 40}), visitors: 400, killAt: 20, backAt: 30, seconds: 50}, 8},
+		{"rejoin/open", crowdScenario{cfg: Config{Config: room.Config{Room: "rejoin", State: "open", Rate: 40}}, visitors: 400, killAt: 20, backAt: 30, seconds: 50}, 8},
+		{"rejoin/queue", crowdScenario{cfg: queue(Config{Config: room.Config{Room: "rejoin", Rate: 40}}), visitors: 400, killAt: 20, backAt: 30, seconds: 50}, 8},
 		{"killed with a deep backlog", crowdScenario{cfg: e2eRoom, visitors: 200, killAt: 60, restartAt: 48, seconds: 80,
-			spread: true, phased: true, changes: map[int]RoomChange{
+			spread: true, phased: true, changes: map[int]room.RoomChange{
 				4 * 40:   {State: ptr("paused")},
 				4*40 + 2: {State: ptr("queue"), Rate: ptr(40.0)},
 				4*40 + 4: {Rate: ptr(20.0), Burst: ptr(20.0)},
@@ -1220,7 +1166,7 @@ type crowdScenario struct {
 	// all at the whole second.
 	phased bool
 	// changes are room changes made through node 0, by step (250 ms).
-	changes map[int]RoomChange
+	changes map[int]room.RoomChange
 }
 
 // run returns the admissions in each second of the run.
@@ -1288,10 +1234,10 @@ func (sc crowdScenario) run(t *testing.T) []int {
 			if n == nil || (sc.phased && s%steps != i%steps) || (!sc.phased && s%steps != 0) {
 				continue
 			}
-			if err := n.sh.poll(t.Context(), now); err != nil {
+			if err := n.sh.Poll(t.Context(), now); err != nil {
 				t.Fatal(err)
 			}
-			if err := n.sh.clusterTick(t.Context(), now); err != nil {
+			if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -1317,7 +1263,7 @@ func (sc crowdScenario) run(t *testing.T) []int {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				decisions[j] = n.gw.gate.Decide(t.Context(), n.sh.Room, admission.Attempt{Token: v.token, Nonce: "0", Now: now})
+				decisions[j] = n.gw.door.Decide(t.Context(), "", admission.Attempt{Token: v.token, Nonce: "0", Now: now})
 			}()
 		}
 		wg.Wait()
@@ -1336,4 +1282,37 @@ func (sc crowdScenario) run(t *testing.T) []int {
 		}
 	}
 	return perSecond
+}
+
+// TestClusterLanesSplitTheRateAlikeOnEveryNode: each lane's shared budget
+// caps it at the rate the asking node gives the lane, so every node must
+// split the room's rate alike. A lane whose visitors reach only one node
+// is active on all: otherwise the node without them gives the other lanes
+// the whole rate, and the room admits more than its rate.
+func TestClusterLanesSplitTheRateAlikeOnEveryNode(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{
+		Config:   room.Config{Room: "lanes", Rate: 10, Tau: Duration(time.Minute), Lanes: []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+		Identity: &Identity{Cookie: "login", Algorithm: "HS256", Key: "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
+	}
+	nodes := newNodes(t, cfg, store, clock, 2)
+	for range 2 { // the first node ticks before the other published
+		clock.Add(time.Second)
+		now := clock.Now()
+		nodes[0].sh.LaneRoom("").ObservePresent(now, "regular", 0)
+		nodes[1].sh.LaneRoom("vip").ObservePresent(now, "vip", 0)
+		for _, n := range nodes {
+			if err := n.sh.ClusterTick(t.Context(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now := clock.Now()
+	for _, name := range []string{"", "vip"} {
+		a, b := nodes[0].sh.LaneRoom(name).View(now).Rate, nodes[1].sh.LaneRoom(name).View(now).Rate
+		if a != b {
+			t.Errorf("lane %q: rate %v on node 0, %v on node 1; want one split", name, a, b)
+		}
+	}
 }

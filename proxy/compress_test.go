@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestAcceptWeights(t *testing.T) {
@@ -120,7 +122,7 @@ func TestWaitingPageCompressed(t *testing.T) {
 	if err := os.WriteFile(closedPage, []byte("<!doctype html><title>Closed</title>"+strings.Repeat("<p>The sale has closed.</p>", 40)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, Config{Room: "sale", State: "queue", ClosedPage: closedPage}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue"}, ClosedPage: closedPage}, nil)
 	// (Go's client asks for gzip and decodes it unless told otherwise.)
 	plain, body := e.do("GET", "/shop/seats?a=1&b=<2>", "", "Accept", "text/html", "Accept-Encoding", "identity")
 	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || !varies(plain) {
@@ -160,7 +162,7 @@ func TestWaitingPageCompressed(t *testing.T) {
 
 	// The closed page (the built-in one is under 512 bytes: sent as it is).
 	closed := "closed"
-	_ = e.gw.Room().Apply(RoomChange{State: &closed}, e.clock.Now())
+	_ = e.gw.Room().Apply(room.RoomChange{State: &closed}, e.clock.Now())
 	_, page := e.do("GET", "/shop", "", "Accept", "text/html", "Accept-Encoding", "identity")
 	resp, z := e.do("GET", "/shop", "", "Accept", "text/html", "Accept-Encoding", "zstd")
 	if resp.StatusCode != 503 || resp.Header.Get("Content-Encoding") != "zstd" || !bytes.Equal(unzstd(t, z), page) {
@@ -196,7 +198,7 @@ func TestCacheCompressed(t *testing.T) {
 			fmt.Fprint(w, `{"seats":[]}`)
 		}
 	})
-	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/*"}}}, up)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/*"}}}, up)
 	plain, body := e.do("GET", "/api/map", "", "Accept-Encoding", "identity")
 	if !bytes.Equal(body, seatMap) || plain.Header.Get("Content-Encoding") != "" || !varies(plain) {
 		t.Fatalf("plain: %q, Vary %q", plain.Header.Get("Content-Encoding"), plain.Header.Values("Vary"))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -18,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	cfg := proxy.Config{Room: "sale", Keys: keys}
+	cfg := proxy.Config{Config: room.Config{Room: "sale", Keys: keys}}
 	shared, err := proxy.NewShared(cfg, time.Now) // the room's state, kept across config reloads
 	if err != nil {
 		panic(err)
@@ -44,7 +45,7 @@ func Example() {
 	serve("GET", "/tickets")
 	serve("POST", "/_fairgate/token")
 	open := "open"
-	if err := shared.Apply(proxy.RoomChange{State: &open}, time.Now()); err != nil {
+	if err := shared.Apply(room.RoomChange{State: &open}, time.Now()); err != nil {
 		panic(err)
 	}
 	serve("GET", "/tickets")

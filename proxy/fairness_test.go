@@ -15,6 +15,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 
 	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/room"
 )
 
 // Fairness invariants of the checkpoint protocol, each named after what
@@ -80,7 +81,7 @@ func (tb *tab) admit(tk ticketJSON) (int, ticketJSON) {
 
 func (e *env) claims(token string) *tokens.WaitClaims {
 	e.t.Helper()
-	c, err := e.gw.gate.Codec().ParseWait(token, e.gw.cfg.Room, e.clock.Now())
+	c, err := e.gw.door.Codec().ParseWait(token, e.gw.cfg.Room, e.clock.Now())
 	if err != nil {
 		e.t.Fatalf("parsing a token the gateway gave: %v", err)
 	}
@@ -91,7 +92,7 @@ func (e *env) claims(token string) *tokens.WaitClaims {
 // gate re-signs, get T0 admitted; after T0's expiry and the leeway a later
 // version of the same place must not be admitted again.
 func TestOnePlaceGivesOnePass(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(24 * time.Hour), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(24 * time.Hour), FixedSpeed: true}}, nil)
 	tb := e.newTab()
 	t0 := tb.token()
 	// Early attempts: the same token back, nothing re-signed.
@@ -117,7 +118,7 @@ func TestOnePlaceGivesOnePass(t *testing.T) {
 		t.Fatal("a re-signed version names another place")
 	}
 	open := "open"
-	if err := e.gw.Room().Apply(RoomChange{State: &open}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &open}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if status, _ := tb.admit(t0); status != 200 {
@@ -150,7 +151,7 @@ func TestOnePlaceGivesOnePass(t *testing.T) {
 // places are served in the order they became eligible; retrying every
 // 100 ms gets nobody in before their slot.
 func TestFastRetryGainsNothingWhileBucketEmpty(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 1, Burst: 1}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open", Rate: 1, Burst: 1}}, nil)
 	first, honest, fast := e.newTab(), e.newTab(), e.newTab()
 	if status, _ := first.admit(first.token()); status != 200 {
 		t.Fatalf("first visitor: %d", status)
@@ -196,7 +197,7 @@ func TestRefusedAdmissionSpendsNoRate(t *testing.T) {
 		}
 		return pc.Wid == refused
 	})
-	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 5, Burst: 1, Hook: &Hook{URL: hook}}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open", Rate: 5, Burst: 1}, Hook: &Hook{URL: hook}}, nil)
 	attacker := e.newTab()
 	at := attacker.token()
 	refused = e.claims(at.Token).ID
@@ -244,7 +245,7 @@ func TestRefusedAdmissionSpendsNoRate(t *testing.T) {
 // TestFreeTokensMoveNoEstimate: taking tokens costs nothing, so it must not
 // move the population estimate or the clock.
 func TestFreeTokensMoveNoEstimate(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue"}}, nil)
 	room := e.gw.Room().Room
 	speed := room.View(e.clock.Now()).Cruise
 	anon := &http.Client{} // no cookies: every request a new token
@@ -271,9 +272,12 @@ func TestFreeTokensMoveNoEstimate(t *testing.T) {
 // subject takes in a room carries the same draw.
 func TestTabsShareOneDraw(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
-	e := newEnv(t, Config{Room: "sale", State: "queue", Identity: &Identity{
-		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
-	}}, nil)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "queue"},
+		Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+		},
+	}, nil)
 	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(time.Hour)) }
 	alice := login("alice")
 	lots := map[string]bool{}
@@ -294,12 +298,12 @@ func TestTabsShareOneDraw(t *testing.T) {
 // TestPauseKeepsPlaces: a page following every answer through an
 // hour-long pause keeps its token, and its place, to the end.
 func TestPauseKeepsPlaces(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Minute), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Minute), FixedSpeed: true}}, nil)
 	tb := e.newTab()
 	tk := tb.token()
 	place := e.claims(tk.Token).ID
 	paused := "paused"
-	if err := e.gw.Room().Apply(RoomChange{State: &paused}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &paused}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	end := e.clock.Now().Add(time.Hour)
@@ -312,7 +316,7 @@ func TestPauseKeepsPlaces(t *testing.T) {
 		tk = back
 	}
 	queue := "queue"
-	if err := e.gw.Room().Apply(RoomChange{State: &queue}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &queue}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for range 1000 {

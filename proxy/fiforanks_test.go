@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+	"github.com/fairgate/fairgate/room"
 )
 
 // fifoCrowdVisitor is one visitor of a fifo room spread over several nodes.
@@ -41,8 +42,9 @@ func TestClusterFIFO(t *testing.T) {
 			const rate = 20.0
 			nodes := make([]node, 3)
 			for i := range nodes {
-				cfg := Config{Room: "fifo", Rate: rate, QueueOrder: "fifo", LuckWindow: Duration(100 * time.Millisecond),
-					StateStore: &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: fmt.Sprint("node", i)}}
+				cfg := Config{
+					Config: room.Config{Room: "fifo", Rate: rate, QueueOrder: "fifo", LuckWindow: Duration(100 * time.Millisecond), StateStore: &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: fmt.Sprint("node", i)}},
+				}
 				nodes[i] = newNode(t, cfg, store, fmt.Sprint("node", i), clock)
 			}
 			weights := []int{6, 3, 1} // arrivals per node per 250ms step: 40/s against 20/s
@@ -59,7 +61,7 @@ func TestClusterFIFO(t *testing.T) {
 				}
 				if now.Sub(start)%time.Second == 0 {
 					for _, n := range nodes {
-						if err := n.sh.clusterTick(t.Context(), now); err != nil {
+						if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -177,7 +179,7 @@ func TestClusterFIFO(t *testing.T) {
 func TestFIFORanksSurviveRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rooms.db")
 	clock := newFakeClock()
-	cfg := Config{Room: "restart", Rate: 1, QueueOrder: "fifo"}
+	cfg := Config{Config: room.Config{Room: "restart", Rate: 1, QueueOrder: "fifo"}}
 	store, err := boltstore.Open(path, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +195,7 @@ func TestFIFORanksSurviveRestart(t *testing.T) {
 		}
 		before = append(before, d.Claims.Pos)
 	}
-	if err := n.sh.clusterTick(t.Context(), clock.Now()); err != nil {
+	if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	origin := n.sh.Room.View(clock.Now())
@@ -226,7 +228,7 @@ func TestFIFORanksSurviveRestart(t *testing.T) {
 // without them.
 func TestFreeTokensLeaveFIFOWaitsUnchanged(t *testing.T) {
 	median := func(free int) time.Duration {
-		e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Second), Rate: 5, Burst: 5}, nil)
+		e := newEnv(t, Config{Config: room.Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Second), Rate: 5, Burst: 5}}, nil)
 		for range free {
 			e.client.Jar = newClockJar(e.clock.Now)
 			e.ticket()

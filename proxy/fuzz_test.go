@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // FuzzAdmitBody: whatever a client posts to the admission endpoint, the
@@ -13,7 +15,7 @@ import (
 // or a 500.
 func FuzzAdmitBody(f *testing.F) {
 	clock := newFakeClock()
-	cfg := Config{Room: "sale", Keys: testKeys, Difficulty: intp(0)}
+	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Difficulty: intp(0)}}
 	shared, err := NewShared(cfg, clock.Now)
 	if err != nil {
 		f.Fatal(err)

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/admission"
-
 	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/room"
 )
 
 // PassHeader carries the verified pass to the upstream. Client-sent
@@ -72,8 +72,8 @@ type Options struct {
 // Gateway is one waiting room in front of one site.
 type Gateway struct {
 	cfg      settings
-	shared   *Shared
-	gate     *admission.Gate
+	shared   *room.Shared
+	door     *room.Door
 	log      *zap.Logger
 	now      func() time.Time
 	metrics  *metrics
@@ -116,17 +116,14 @@ const NoKeysWarning = "NO KEYS CONFIGURED: generated keys for this process only;
 // New builds a gateway over shared state (see NewShared). It changes
 // nothing in the shared state: ApplyConfig does, once the caller knows the
 // gateway will serve.
-func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
+func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	s, err := cfg.settle()
 	if err != nil {
 		return nil, err
 	}
-	if shared.Room.Name() != s.Room {
-		return nil, fmt.Errorf("shared state is for room %q, config for %q", shared.Room.Name(), s.Room)
-	}
-	if had := shared.Room.View(time.Time{}).Order; had != s.order {
+	if err := shared.Fits(s.room); err != nil {
 		// Refused before anything runs: Caddy rejects the reload.
-		return nil, checkOrderKept(appliedOf(s), applied{order: had})
+		return nil, err
 	}
 	g := &Gateway{cfg: s, shared: shared, log: opts.Logger, now: opts.Now, notify: opts.OnDisposition, opts: opts}
 	if g.notify == nil {
@@ -138,16 +135,6 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	ring, generated, err := shared.keys(s.Keys)
-	if err != nil {
-		return nil, fmt.Errorf("loading keys: %w", err)
-	}
-	switch {
-	case generated && opts.OnGeneratedKeys != nil:
-		opts.OnGeneratedKeys()
-	case generated:
-		g.log.Warn(NoKeysWarning, zap.String("room", s.Room))
-	}
 	var gateOpts []admission.GateOption
 	if opts.Random != nil {
 		gateOpts = append(gateOpts, admission.WithRandom(opts.Random))
@@ -157,7 +144,17 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		// out: another tab must not hold that pass meanwhile.
 		gateOpts = append(gateOpts, admission.WithoutTabPasses())
 	}
-	g.gate = admission.NewGate(ring, s.policy(), shared.Ledger, gateOpts...)
+	door, generated, err := shared.Door(s.room, gateOpts...)
+	if err != nil {
+		return nil, err
+	}
+	g.door = door
+	switch {
+	case generated && opts.OnGeneratedKeys != nil:
+		opts.OnGeneratedKeys()
+	case generated:
+		g.log.Warn(NoKeysWarning, zap.String("room", s.Room))
+	}
 	if g.bypass, err = newMatcher(s.Bypass.Paths); err != nil {
 		return nil, fmt.Errorf("bypass paths: %w", err)
 	}
@@ -176,7 +173,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 		g.cidrs = append(g.cidrs, p)
 	}
 	if s.Identity != nil {
-		if g.identity, err = newIdentityVerifier(*s.Identity, s.lanes); err != nil {
+		if g.identity, err = newIdentityVerifier(*s.Identity, s.room.LaneOf); err != nil {
 			return nil, fmt.Errorf("identity: %w", err)
 		}
 	}
@@ -217,7 +214,7 @@ func New(cfg Config, shared *Shared, opts Options) (*Gateway, error) {
 // must leave the room as it was.
 // On a state store that cannot take the change now, the error is an
 // *UnavailableError and the room's loop applies the config once it can.
-func (g *Gateway) ApplyConfig() error { return g.shared.applyConfig(g.cfg, g.now()) }
+func (g *Gateway) ApplyConfig() error { return g.shared.ApplyConfig(g.cfg.room, g.now()) }
 
 // Close releases the gateway's caches and metrics. The shared state stays.
 func (g *Gateway) Close() {
@@ -232,7 +229,7 @@ func (g *Gateway) Close() {
 }
 
 // Room is the room's shared state.
-func (g *Gateway) Room() *Shared { return g.shared }
+func (g *Gateway) Room() *room.Shared { return g.shared }
 
 // Handle serves r: the gateway's own endpoints, or the protected site
 // through next when the visitor may pass (Options.OnDisposition learns
@@ -266,7 +263,7 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 	if pass, claims, ok := g.validPass(r, now); ok {
 		g.notify(r, DispositionPassed)
 		id := claims.ID
-		g.shared.active.See(id, now)
+		g.shared.See(id, now)
 		pass = g.renewPass(w, r, pass, claims, now)
 		r.Header.Set(PassHeader, pass)
 		es := &endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}
@@ -363,7 +360,7 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claim
 		}
 		return "", nil, false
 	}
-	claims, err := g.gate.VerifyPass(g.cfg.Room, token, now)
+	claims, err := g.door.VerifyPass(token, now)
 	if err != nil {
 		g.metrics.passChecks.WithLabelValues("invalid").Inc()
 		return "", nil, false
@@ -388,14 +385,14 @@ func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claim
 // rate room's session_length is its sizing, and a pass that cannot be
 // signed now stays valid as it is).
 func (g *Gateway) renewPass(w http.ResponseWriter, r *http.Request, token string, claims *tokens.PassClaims, now time.Time) string {
-	if !g.shared.sizedByCapacity() {
+	if !g.shared.SizedByCapacity() {
 		return token
 	}
 	renewed, ok := admission.RenewPass(*claims, now, time.Duration(g.cfg.SessionLength))
 	if !ok {
 		return token
 	}
-	signed, err := g.gate.SignPass(&renewed)
+	signed, err := g.door.SignPass(&renewed)
 	if err != nil {
 		g.log.Warn("renewing a pass", zap.String("room", g.cfg.Room), zap.Error(err))
 		return token
@@ -413,7 +410,7 @@ func (g *Gateway) endSession(h http.Header, r *http.Request, id string) {
 		return
 	}
 	stripOwnHeaders(h)
-	g.shared.active.End(id, g.now())
+	g.shared.End(id, g.now())
 	g.metrics.sessionsEnded.Inc()
 	clearCookie(h, r, g.cookies.pass, g.cfg.trusted)
 }
@@ -490,7 +487,7 @@ func (g *Gateway) addressMatches(r *http.Request, bnd string) bool {
 		return true
 	}
 	ip, ok := clientIP(r, g.cfg.trusted)
-	return ok && bnd != "" && bnd == g.gate.Codec().Keys().Bind(ip.String())
+	return ok && bnd != "" && bnd == g.door.Bind(ip.String())
 }
 
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -502,30 +499,28 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Hand
 }
 
 // visitor establishes who is asking: their login subject (if identity is
-// configured) and network binding (if bind_ip is set), and the room of the
-// lane their login grants: the default lane's without a login.
-func (g *Gateway) visitor(r *http.Request, now time.Time) (admission.Visitor, *admission.Room, error) {
-	var v admission.Visitor
-	room := g.shared.Room
+// configured) and network binding (if bind_ip is set), and the lane their
+// login grants: the default lane ("") without a login.
+func (g *Gateway) visitor(r *http.Request, now time.Time) (v admission.Visitor, lane string, err error) {
 	if g.identity != nil {
 		login, err := g.identity.login(r, now)
 		switch {
 		case err == nil:
 			v.Subject = login.subject
-			room = g.shared.laneRoom(login.lane)
+			lane = login.lane
 		case errors.Is(err, errNoIdentity) && !g.cfg.Identity.Required:
 		default:
-			return v, room, err
+			return v, lane, err
 		}
 	}
 	if g.cfg.BindIP {
 		ip, ok := g.clientIP(r)
 		if !ok {
-			return v, room, errors.New("client address unknown")
+			return v, lane, errors.New("client address unknown")
 		}
-		v.Binding = g.gate.Codec().Keys().Bind(ip.String())
+		v.Binding = g.door.Bind(ip.String())
 	}
-	return v, room, nil
+	return v, lane, nil
 }
 
 // clientIP is the visitor's address (see Options.ClientIP).

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestWaitingPageAndJSON(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
 	resp, body := e.do("GET", "/tickets", "", "Accept", "text/html")
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `id="fairgate"`) || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("waiting page: %d %q %s", resp.StatusCode, resp.Header.Get("Cache-Control"), body)
@@ -35,7 +36,7 @@ func TestWaitingPageAndJSON(t *testing.T) {
 }
 
 func TestTokenCookieAndRefresh(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
 	resp, body := e.do("POST", "/_fairgate/token", "")
 	if resp.StatusCode != 200 {
 		t.Fatalf("token: %d %s", resp.StatusCode, body)
@@ -63,7 +64,7 @@ func TestTokenCookieAndRefresh(t *testing.T) {
 }
 
 func TestFullFlow(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Tau: Duration(10 * time.Second), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", Tau: Duration(10 * time.Second), FixedSpeed: true}}, nil)
 	a := e.admitted()
 	if a.Redirect != "/shop?x=1" || a.Pass == "" {
 		t.Fatalf("admit: %+v", a)
@@ -102,7 +103,7 @@ func TestFullFlow(t *testing.T) {
 }
 
 func TestAdmitStatuses(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Tau: Duration(time.Hour), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", Tau: Duration(time.Hour), FixedSpeed: true}}, nil)
 	tk := e.ticket()
 	nonce := solveFor(t, tk)
 	tests := []struct {
@@ -152,7 +153,7 @@ func TestAdmitStatuses(t *testing.T) {
 }
 
 func TestReusedToken(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "open"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}}, nil)
 	tk := e.ticket()
 	nonce := solveFor(t, tk)
 	e.clock.Set(time.UnixMilli(tk.NextAttempt))
@@ -169,12 +170,12 @@ func TestReusedToken(t *testing.T) {
 }
 
 func TestRoomStates(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "open"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}}, nil)
 	if resp, body := e.do("GET", "/shop", ""); resp.StatusCode != 200 || string(body) != "origin:/shop" {
 		t.Fatalf("open room: %d %s", resp.StatusCode, body)
 	}
 	closed, soldOut := "closed", "sold_out"
-	if err := e.gw.Room().Apply(RoomChange{State: &closed, Reason: &soldOut}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &closed, Reason: &soldOut}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := e.do("GET", "/shop", "", "Accept", "text/html")
@@ -193,10 +194,10 @@ func TestRoomStates(t *testing.T) {
 // TestPausedAdmitsNobody: pause stops admissions; resume lets the same
 // tokens in, none lost.
 func TestPausedAdmitsNobody(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Tau: Duration(time.Second), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", Tau: Duration(time.Second), FixedSpeed: true}}, nil)
 	tk := e.ticket()
 	paused, queue := "paused", "queue"
-	if err := e.gw.Room().Apply(RoomChange{State: &paused}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &paused}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	nonce := solveFor(t, tk)
@@ -208,7 +209,7 @@ func TestPausedAdmitsNobody(t *testing.T) {
 		}
 		_ = json.Unmarshal(body, &tk)
 	}
-	if err := e.gw.Room().Apply(RoomChange{State: &queue}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &queue}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if a := e.admitted(); !a.Admitted {
@@ -217,10 +218,13 @@ func TestPausedAdmitsNobody(t *testing.T) {
 }
 
 func TestBypass(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{
-		Paths: []string{"/static/", "/api/events/*/sections/*", "/health"}, Methods: []string{"OPTIONS"},
-		UserAgents: []string{"^kube-probe/"}, CIDRs: []string{"10.0.0.0/8"},
-	}}, nil)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale"},
+		Bypass: Bypass{
+			Paths: []string{"/static/", "/api/events/*/sections/*", "/health"}, Methods: []string{"OPTIONS"},
+			UserAgents: []string{"^kube-probe/"}, CIDRs: []string{"10.0.0.0/8"},
+		},
+	}, nil)
 	for _, tt := range []struct {
 		method, path, ua string
 		through          bool
@@ -242,7 +246,7 @@ func TestBypass(t *testing.T) {
 }
 
 func TestBindIP(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "open", BindIP: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}, BindIP: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
 	resp, body := e.do("POST", "/_fairgate/token", "", "X-Forwarded-For", "203.0.113.7")
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
@@ -263,7 +267,7 @@ func TestBindIP(t *testing.T) {
 // 1/s (burst 1): the new rate binds at once (at most 7 admitted in the
 // next 5 s), and the slot holders go in the order of their slots.
 func TestSlotsFollowARateCut(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 10}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 10}}, nil)
 	const n = 130
 	tabs, tks := make([]*tab, n), make([]ticketJSON, n)
 	for i := range tabs {
@@ -298,7 +302,7 @@ func TestSlotsFollowARateCut(t *testing.T) {
 	}
 	cut := e.clock.Now()
 	rate, burst := 1.0, 1.0
-	if err := e.gw.Room().Apply(RoomChange{Rate: &rate, Burst: &burst}, cut); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{Rate: &rate, Burst: &burst}, cut); err != nil {
 		t.Fatal(err)
 	}
 	// Every holder presents at its nxt, the earliest first.
@@ -346,10 +350,12 @@ func TestSlotsFollowARateCut(t *testing.T) {
 func TestEarlySaleStartAdmitsThePreQueue(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
 	world := func() *env {
-		return newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true,
-			Rate: 100, Burst: 100, Identity: &Identity{
+		return newEnv(t, Config{
+			Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 100, Burst: 100},
+			Identity: &Identity{
 				Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
-			}}, nil)
+			},
+		}, nil)
 	}
 	e, h := world(), world() // the page's room, the hammerer's
 	login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(24*time.Hour)) }
@@ -358,7 +364,7 @@ func TestEarlySaleStartAdmitsThePreQueue(t *testing.T) {
 		h.clock.Set(start)
 		scheduled, saleStart := "scheduled", start.Add(time.Hour).UTC().Format(time.RFC3339)
 		for _, w := range []*env{e, h} {
-			if err := w.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &saleStart}, start); err != nil {
+			if err := w.gw.Room().Apply(room.RoomChange{State: &scheduled, SaleStart: &saleStart}, start); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -432,7 +438,7 @@ func TestEarlySaleStartAdmitsThePreQueue(t *testing.T) {
 // TestRacedReplaysAdmitOnce: every version of one place, presented at
 // once from many goroutines, admits exactly once.
 func TestRacedReplaysAdmitOnce(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(24 * time.Hour), FixedSpeed: true, Rate: 1000, Burst: 1000}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(24 * time.Hour), FixedSpeed: true, Rate: 1000, Burst: 1000}}, nil)
 	tb := e.newTab()
 	versions := []ticketJSON{tb.token()}
 	for range 5 {
@@ -493,7 +499,7 @@ func TestRacedReplaysAdmitOnce(t *testing.T) {
 // TestForgedCheckpointRefused: moving nxt (or lot, or srv) in a token without its
 // key is refused, so nobody picks their own checkpoint or draw.
 func TestForgedCheckpointRefused(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Second), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Second), FixedSpeed: true}}, nil)
 	tb := e.newTab()
 	tk := tb.token()
 	parts := strings.Split(tk.Token, ".")
@@ -524,8 +530,8 @@ func TestForgedCheckpointRefused(t *testing.T) {
 // TestTokenFromAnotherRoomRefused: a place in room A is no place in room B, even
 // when both rooms sign with the same keys.
 func TestTokenFromAnotherRoomRefused(t *testing.T) {
-	a := newEnv(t, Config{Room: "a", State: "queue"}, nil)
-	b := newEnv(t, Config{Room: "b", State: "open"}, nil)
+	a := newEnv(t, Config{Config: room.Config{Room: "a", State: "queue"}}, nil)
+	b := newEnv(t, Config{Config: room.Config{Room: "b", State: "open"}}, nil)
 	tk := a.newTab().token()
 	tb := b.newTab()
 	if status, _ := tb.admit(tk); status != http.StatusUnauthorized {
@@ -538,9 +544,12 @@ func TestTokenFromAnotherRoomRefused(t *testing.T) {
 // come away with a pass in their name.
 func TestAnonymousPresenterCannotTakeALoggedInPlace(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
-	e := newEnv(t, Config{Room: "sale", State: "open", Identity: &Identity{
-		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
-	}}, nil)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "open"},
+		Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
+		},
+	}, nil)
 	login, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: "alice", ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -566,7 +575,7 @@ func TestAnonymousPresenterCannotTakeALoggedInPlace(t *testing.T) {
 // before a pause, whose pages follow every answer through a long pause,
 // keep their tokens and are admitted after it.
 func TestEligibleBeforePauseKeepsPlace(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Second), FixedSpeed: true, Rate: 1000, Burst: 1000}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Second), FixedSpeed: true, Rate: 1000, Burst: 1000}}, nil)
 	type page struct {
 		tab  *tab
 		tk   ticketJSON
@@ -631,7 +640,7 @@ func TestEligibleBeforePauseKeepsPlace(t *testing.T) {
 // due during a pause is not admitted while the room is paused, keeps its
 // token through the pause, and is admitted after it.
 func TestSlotHeldThroughPause(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 1, Burst: 1}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 1, Burst: 1}}, nil)
 	first, second := e.newTab(), e.newTab()
 	t1, t2 := first.token(), second.token()
 	if t2.NextAttempt < t1.NextAttempt {
@@ -676,12 +685,12 @@ func TestSlotHeldThroughPause(t *testing.T) {
 // checkpoint grid can count (time.Duration reaches 292 years) is refused
 // by the admin API instead of hanging every token request.
 func TestSaleStartBeyondTheGridRefused(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue"}}, nil)
 	scheduled, start := "scheduled", "1700-01-01T00:00:00Z"
-	if err := e.gw.Room().Apply(RoomChange{State: &scheduled, SaleStart: &start}, e.clock.Now()); err == nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &scheduled, SaleStart: &start}, e.clock.Now()); err == nil {
 		t.Fatal("a sale start in 1700 accepted")
 	}
-	if _, err := NewShared(Config{Room: "x", State: "scheduled", SaleStart: "1700-01-01T00:00:00Z", Keys: testKeys}, e.clock.Now); err == nil {
+	if _, err := NewShared(Config{Config: room.Config{Room: "x", State: "scheduled", SaleStart: "1700-01-01T00:00:00Z", Keys: testKeys}}, e.clock.Now); err == nil {
 		t.Fatal("a configured sale start in 1700 accepted")
 	}
 	e.newTab().token()
@@ -695,9 +704,12 @@ func TestSaleStartBeyondTheGridRefused(t *testing.T) {
 // only ever gets the pass it was given.
 func TestSleepingTabGainsNothing(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
-	e := newEnv(t, Config{Room: "sale", State: "queue", Rate: 0.001, Burst: 100, Identity: &Identity{
-		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
-	}}, nil)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "queue", Rate: 0.001, Burst: 100},
+		Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+		},
+	}, nil)
 	room := e.gw.Room().Room
 	for trial := range 6 {
 		login, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: fmt.Sprint("user-", trial), ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(24 * time.Hour))}).SignedString(secret)

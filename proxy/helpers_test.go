@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/fairgate/fairgate/room"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
@@ -251,7 +252,7 @@ func (e *env) admitted(header ...string) admitResponse {
 
 func (e *env) setState(state string) {
 	e.t.Helper()
-	if err := e.gw.Room().Apply(RoomChange{State: &state}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &state}, e.clock.Now()); err != nil {
 		e.t.Fatal(err)
 	}
 }

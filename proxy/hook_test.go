@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestAdmissionHook(t *testing.T) {
@@ -45,7 +47,7 @@ func TestAdmissionHook(t *testing.T) {
 	} {
 		t.Run(tt.mode+"/"+tt.policy, func(t *testing.T) {
 			mode.Store(tt.mode)
-			e := newEnv(t, Config{Room: "sale", State: "open", Hook: &Hook{URL: hook.URL, OnFailure: tt.policy, Timeout: Duration(100 * time.Millisecond)}}, nil)
+			e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}, Hook: &Hook{URL: hook.URL, OnFailure: tt.policy, Timeout: Duration(100 * time.Millisecond)}}, nil)
 			tk := e.ticket()
 			resp, body := e.do("POST", "/_fairgate/admit", `{"nonce":"`+solveFor(t, tk)+`"}`)
 			if tt.admitted != (resp.StatusCode == 200) {
@@ -68,7 +70,7 @@ func TestAdmissionHook(t *testing.T) {
 			}
 			var a admitResponse
 			_ = json.Unmarshal(body, &a)
-			claims, err := e.gw.gate.VerifyPass("sale", a.Pass, e.clock.Now())
+			claims, err := e.gw.door.VerifyPass(a.Pass, e.clock.Now())
 			if err != nil || claims.Ses != tt.session {
 				t.Fatalf("pass %+v %v, want session %q", claims, err, tt.session)
 			}
@@ -84,7 +86,7 @@ func TestAdmissionHook(t *testing.T) {
 func TestRefusedPlaceWaitsForItsCheckpoint(t *testing.T) {
 	var calls atomic.Int32
 	hook := hookServer(t, func(*http.Request) bool { return calls.Add(1) == 1 }) // full, this once
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook}}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5}, Hook: &Hook{URL: hook}}, nil)
 	tb := e.newTab()
 	first := tb.token()
 	e.clock.Set(time.UnixMilli(first.NextAttempt))
@@ -122,7 +124,7 @@ func TestRefusedPlaceWaitsForItsCheckpoint(t *testing.T) {
 func TestRefusedRepeatKeepsThePlaceUsed(t *testing.T) {
 	var calls atomic.Int32
 	hook := hookServer(t, func(*http.Request) bool { return calls.Add(1) == 2 }) // the repeat, this once
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5, Hook: &Hook{URL: hook}}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 5, Burst: 5}, Hook: &Hook{URL: hook}}, nil)
 	tb := e.newTab()
 	tk := tb.token()
 	e.clock.Set(time.UnixMilli(tk.NextAttempt))

@@ -21,8 +21,9 @@ var errNoIdentity = errors.New("no login token")
 // every protected request asks, and an RS256 verification costs tens of
 // microseconds.
 type identityVerifier struct {
-	cfg      Identity
-	lanes    []laneRule
+	cfg Identity
+	// laneOf is the first lane whose claim a verified login carries.
+	laneOf   func(claims map[string]any) string
 	key      any
 	verified *ristretto.Cache[string, verifiedLogin]
 }
@@ -34,7 +35,7 @@ type verifiedLogin struct {
 	expires time.Time
 }
 
-func newIdentityVerifier(cfg Identity, lanes []laneRule) (*identityVerifier, error) {
+func newIdentityVerifier(cfg Identity, laneOf func(claims map[string]any) string) (*identityVerifier, error) {
 	if cfg.Cookie == "" && cfg.Header == "" {
 		return nil, errors.New("set cookie or header")
 	}
@@ -51,7 +52,7 @@ func newIdentityVerifier(cfg Identity, lanes []laneRule) (*identityVerifier, err
 	if err != nil {
 		return nil, fmt.Errorf("login cache: %w", err)
 	}
-	v := &identityVerifier{cfg: cfg, lanes: lanes, verified: cache}
+	v := &identityVerifier{cfg: cfg, laneOf: laneOf, verified: cache}
 	switch {
 	case strings.HasPrefix(cfg.Algorithm, "HS"):
 		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(raw))
@@ -129,26 +130,6 @@ func (v *identityVerifier) login(r *http.Request, now time.Time) (verifiedLogin,
 		v.verified.SetWithTTL(token, login, 1, exp.Sub(now))
 	}
 	return login, nil
-}
-
-// laneOf is the first lane whose claim the login carries: the claim is the
-// lane's value, or an array holding it.
-func (v *identityVerifier) laneOf(claims jwt.MapClaims) string {
-	for _, l := range v.lanes {
-		switch c := claims[l.key].(type) {
-		case string:
-			if c == l.value {
-				return l.name
-			}
-		case []any:
-			for _, e := range c {
-				if s, ok := e.(string); ok && s == l.value {
-					return l.name
-				}
-			}
-		}
-	}
-	return ""
 }
 
 func (v *identityVerifier) close() { v.verified.Close() }

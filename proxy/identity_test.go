@@ -9,14 +9,19 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestIdentity(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
 	login := func(sub string, exp time.Time) string { return signLogin(t, secret, sub, exp) }
-	e := newEnv(t, Config{Room: "sale", State: "open", Identity: &Identity{
-		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
-	}}, nil)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "open"},
+		Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret), Required: true,
+		},
+	}, nil)
 	exp := e.clock.Now().Add(time.Hour)
 	if resp, body := e.do("POST", "/_fairgate/token", ""); resp.StatusCode != 401 {
 		t.Fatalf("no login: %d %s", resp.StatusCode, body)
@@ -46,9 +51,12 @@ func TestIdentity(t *testing.T) {
 // pass only with that login.
 func TestOptionalIdentity(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
-	e := newEnv(t, Config{Room: "sale", State: "open", Identity: &Identity{
-		Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
-	}}, nil)
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "open"},
+		Identity: &Identity{
+			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
+		},
+	}, nil)
 	e.admitted()
 	if resp, body := e.do("GET", "/shop", ""); resp.StatusCode != 200 || string(body) != "origin:/shop" {
 		t.Fatalf("anonymous pass: %d %s", resp.StatusCode, body)
@@ -56,7 +64,7 @@ func TestOptionalIdentity(t *testing.T) {
 	login, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: "bob", ExpiresAt: jwt.NewNumericDate(e.clock.Now().Add(time.Hour))}).SignedString(secret)
 	// Closing the room shows whether the pass is what let a request through.
 	closed := "closed"
-	_ = e.gw.Room().Apply(RoomChange{State: &closed}, e.clock.Now())
+	_ = e.gw.Room().Apply(room.RoomChange{State: &closed}, e.clock.Now())
 	if resp, _ := e.do("GET", "/shop", "", "Authorization", "Bearer "+login, "Accept", "application/json"); resp.StatusCode != 503 {
 		t.Fatalf("an anonymous pass used with bob's login: %d", resp.StatusCode)
 	}

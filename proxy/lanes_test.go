@@ -13,6 +13,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 var laneLoginSecret = []byte("site-login-secret-0123456789abcdef")
@@ -21,8 +23,8 @@ var laneLoginSecret = []byte("site-login-secret-0123456789abcdef")
 // open so that every attempt is eligible at once and only the buckets
 // decide: the default lane admits 8 a second, the VIP lane 2.
 func laneEnv(t *testing.T) *env {
-	return newEnv(t, Config{Room: "sale", State: "open", Rate: 10,
-		Lanes: []Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}},
+	return newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "open", Rate: 10, Lanes: []room.Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}}},
 		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
 	}, nil)
@@ -204,23 +206,23 @@ func TestLaneConfigErrors(t *testing.T) {
 	id := &Identity{Header: "Authorization", Algorithm: "HS256", Key: "c2VjcmV0"}
 	tests := []struct {
 		name  string
-		lanes []Lane
+		lanes []room.Lane
 		id    *Identity
 		want  string
 	}{
-		{"no identity", []Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}}, nil, "lanes need identity"},
-		{"zero share", []Lane{{Name: "vip", Share: 0, Claim: "tier=vip"}}, id, "share 0"},
-		{"whole share", []Lane{{Name: "vip", Share: 1, Claim: "tier=vip"}}, id, "share 1"},
-		{"shares sum to 1", []Lane{{Name: "a", Share: 0.5, Claim: "t=a"}, {Name: "b", Share: 0.5, Claim: "t=b"}}, id, "sum to 1"},
-		{"duplicate name", []Lane{{Name: "a", Share: 0.1, Claim: "t=a"}, {Name: "a", Share: 0.1, Claim: "t=b"}}, id, "used twice"},
-		{"bad name", []Lane{{Name: "v i p", Share: 0.1, Claim: "t=a"}}, id, "name"},
-		{"default name", []Lane{{Name: "default", Share: 0.1, Claim: "t=a"}}, id, "default lane"},
-		{"claim without =", []Lane{{Name: "vip", Share: 0.1, Claim: "tier"}}, id, "want key=value"},
-		{"claim without value", []Lane{{Name: "vip", Share: 0.1, Claim: "tier="}}, id, "want key=value"},
+		{"no identity", []room.Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}}, nil, "lanes need identity"},
+		{"zero share", []room.Lane{{Name: "vip", Share: 0, Claim: "tier=vip"}}, id, "share 0"},
+		{"whole share", []room.Lane{{Name: "vip", Share: 1, Claim: "tier=vip"}}, id, "share 1"},
+		{"shares sum to 1", []room.Lane{{Name: "a", Share: 0.5, Claim: "t=a"}, {Name: "b", Share: 0.5, Claim: "t=b"}}, id, "sum to 1"},
+		{"duplicate name", []room.Lane{{Name: "a", Share: 0.1, Claim: "t=a"}, {Name: "a", Share: 0.1, Claim: "t=b"}}, id, "used twice"},
+		{"bad name", []room.Lane{{Name: "v i p", Share: 0.1, Claim: "t=a"}}, id, "name"},
+		{"default name", []room.Lane{{Name: "default", Share: 0.1, Claim: "t=a"}}, id, "default lane"},
+		{"claim without =", []room.Lane{{Name: "vip", Share: 0.1, Claim: "tier"}}, id, "want key=value"},
+		{"claim without value", []room.Lane{{Name: "vip", Share: 0.1, Claim: "tier="}}, id, "want key=value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Config{Lanes: tt.lanes, Identity: tt.id}.settle()
+			_, err := Config{Config: room.Config{Lanes: tt.lanes}, Identity: tt.id}.settle()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one mentioning %q", err, tt.want)
 			}
@@ -234,12 +236,12 @@ func TestLaneConfigErrors(t *testing.T) {
 func TestLaneReloadKeepsPlaces(t *testing.T) {
 	e := laneEnv(t)
 	sh := e.gw.Room()
-	def, vip := sh.Room, sh.laneRoom("vip")
-	if err := sh.Apply(RoomChange{State: ptr("paused")}, e.clock.Now()); err != nil {
+	def, vip := sh.Room, sh.LaneRoom("vip")
+	if err := sh.Apply(room.RoomChange{State: ptr("paused")}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.gw.cfg.Config
-	cfg.Lanes = append(cfg.Lanes, Lane{Name: "presale", Share: 0.1, Claim: "roles=presale"})
+	cfg.Lanes = append(cfg.Lanes, room.Lane{Name: "presale", Share: 0.1, Claim: "roles=presale"})
 	gw2, err := New(cfg, sh, Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -248,10 +250,10 @@ func TestLaneReloadKeepsPlaces(t *testing.T) {
 	if err := gw2.ApplyConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if sh.Room != def || sh.laneRoom("vip") != vip {
+	if sh.Room != def || sh.LaneRoom("vip") != vip {
 		t.Fatal("a reload adding a lane replaced the rooms of the kept lanes")
 	}
-	if st := sh.laneRoom("presale").View(e.clock.Now()).State; st != "paused" || sh.laneRoom("presale") == def {
+	if st := sh.LaneRoom("presale").View(e.clock.Now()).State; st != "paused" || sh.LaneRoom("presale") == def {
 		t.Fatalf("new lane: state %q, want the room's live paused", st)
 	}
 	if l := sh.Status(e.clock.Now()).Lanes; len(l) != 3 || math.Abs(l[0].Share-0.7) > 1e-9 {
@@ -265,7 +267,7 @@ func ptr[T any](v T) *T { return &v }
 // rate or difficulty applies to every lane, the rate split by share.
 func TestLaneAdminAPI(t *testing.T) {
 	e := laneEnv(t)
-	rooms := NewRooms()
+	rooms := room.NewRooms()
 	rooms.Put(e.gw.Room())
 	admin := httptest.NewServer(AdminHandler(rooms, "s3cret", e.clock.Now))
 	defer admin.Close()
@@ -276,14 +278,14 @@ func TestLaneAdminAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st RoomStatus
+	var st room.RoomStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("change: %d %v", resp.StatusCode, err)
 	}
 	if st.Rate != 20 || len(st.Lanes) != 2 || st.Lanes[1].Lane != "vip" || math.Abs(st.Lanes[0].Rate-16) > 1e-9 || math.Abs(st.Lanes[1].Rate-4) > 1e-9 {
 		t.Fatalf("status after the change = %+v, want rate 20 split 16 and 4", st)
 	}
-	v := e.gw.Room().laneRoom("vip").View(e.clock.Now())
+	v := e.gw.Room().LaneRoom("vip").View(e.clock.Now())
 	if v.State != "paused" || v.Difficulty != 9 {
 		t.Fatalf("vip lane: state %q difficulty %d, want paused and 9", v.State, v.Difficulty)
 	}

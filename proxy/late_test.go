@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // presenter is one visitor of playLate: its tab, the token it holds, when it
@@ -27,7 +29,7 @@ type presenter struct {
 // then each nxt it is told), until admitted.
 func playLate(t *testing.T, n int, present func(ps []*presenter, i, attempt int, due time.Time) time.Time) []*presenter {
 	t.Helper()
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}}, nil)
 	ps := make([]*presenter, n)
 	for i := range ps {
 		tb := e.newTab()
@@ -191,7 +193,7 @@ func maxTime(a, b time.Time) time.Time {
 // rate is then cut to 1/s. The re-spaced slots follow the cut: at most 7
 // come in within 5 s of it.
 func TestRespacedSlotsFollowARateCut(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}}, nil)
 	const n = 60
 	tabs, tks := make([]*tab, n), make([]ticketJSON, n)
 	var late time.Time
@@ -217,7 +219,7 @@ func TestRespacedSlotsFollowARateCut(t *testing.T) {
 		t.Fatalf("%d re-spaced, want about %d", len(waiting), n-21)
 	}
 	rate, burst := 1.0, 1.0
-	if err := e.gw.Room().Apply(RoomChange{Rate: &rate, Burst: &burst}, late); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{Rate: &rate, Burst: &burst}, late); err != nil {
 		t.Fatal(err)
 	}
 	inFirst5s := 0
@@ -261,7 +263,7 @@ func TestLateSlotHolderTakesItsTurnOnCredit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("crowd of %d", tt.crowd), func(t *testing.T) {
-			e := newEnv(t, Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}, nil)
+			e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}}, nil)
 			tabs, tks := make([]*tab, tt.crowd+2), make([]ticketJSON, tt.crowd+2)
 			var last time.Time
 			for i := range tabs {

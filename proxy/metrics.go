@@ -9,6 +9,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/internal/reply"
+	"github.com/fairgate/fairgate/room"
 )
 
 // metrics of one room. No label names a visitor. The collectors belong to
@@ -58,8 +59,8 @@ type metrics struct {
 	room          *roomCollector
 }
 
-// observeStore records one state store call.
-func (m *metrics) observeStore(op string, took time.Duration, err error) {
+// ObserveStore records one state store call.
+func (m *metrics) ObserveStore(op string, took time.Duration, err error) {
 	if errors.Is(err, roomstate.ErrUnavailable) {
 		m.storeErrors.WithLabelValues(op).Inc() // failed fast, not timed
 		return
@@ -70,14 +71,26 @@ func (m *metrics) observeStore(op string, took time.Duration, err error) {
 	}
 }
 
+// WrittenBack counts the places written back after a store outage.
+func (m *metrics) WrittenBack(written, twice int) {
+	m.writtenBack.WithLabelValues("written").Add(float64(written))
+	m.writtenBack.WithLabelValues("twice").Add(float64(twice))
+}
+
+// roomMetrics returns the room's collectors, creating them once: they are
+// the room's observer.
+func roomMetrics(sh *room.Shared, now func() time.Time) *metrics {
+	return sh.Observe(func() room.Observer { return newRoomMetrics(sh, now) }).(*metrics)
+}
+
 // newRoomMetrics builds a room's collectors, once per room.
-func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
-	room := prometheus.Labels{"room": shared.Room.Name()}
+func newRoomMetrics(shared *room.Shared, now func() time.Time) *metrics {
+	roomLabel := prometheus.Labels{"room": shared.Room.Name()}
 	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room})
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: roomLabel})
 	}
 	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: room}, labels)
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "fairgate", Name: name, Help: help, ConstLabels: roomLabel}, labels)
 	}
 	m := &metrics{
 		issued:         counter("tokens_issued_total", "Waiting tokens issued."),
@@ -91,10 +104,10 @@ func newRoomMetrics(shared *Shared, now func() time.Time) *metrics {
 		held:           vec("held_requests_total", "Requests without a pass answered by the room instead of the site, by answer.", "answer"),
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "fairgate", Name: "wait_seconds",
 			Help:    "Time from entering the queue (the waiting token's iat) to admission.",
-			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}, ConstLabels: room}),
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}, ConstLabels: roomLabel}),
 		storeCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "fairgate", Name: "state_store_call_seconds",
 			Help:    "State store calls by operation and how long they took.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, ConstLabels: room}, []string{"op"}),
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, ConstLabels: roomLabel}, []string{"op"}),
 		storeErrors:   vec("state_store_errors_total", "Failed state store calls by operation (timeouts and calls refused while the store is failing included).", "op"),
 		writtenBack:   vec("places_written_back_total", "Places admitted from memory while the state store failed (on_unavailable local), written back to it after, by result: written, or twice (admitted meanwhile by another node too).", "result"),
 		sessionsEnded: counter("sessions_ended_total", "Sessions the origin ended with the Fairgate-End-Session header: the pass stopped counting as active."),
@@ -173,8 +186,8 @@ func (m *metrics) answeredBody(endpoint string, err error) {
 
 // newMetrics registers the room's collectors with reg (nil: none) for one
 // gateway. A collector reg already has is left as it is.
-func newMetrics(reg prometheus.Registerer, shared *Shared, now func() time.Time) (*metrics, error) {
-	base := shared.metrics(now)
+func newMetrics(reg prometheus.Registerer, shared *room.Shared, now func() time.Time) (*metrics, error) {
+	base := roomMetrics(shared, now)
 	m := *base
 	m.reg, m.registered = reg, nil
 	if reg == nil {
@@ -200,16 +213,16 @@ func (m *metrics) collectors() []prometheus.Collector {
 		m.passChecks, m.cacheRequests, m.upstreamErrors, m.held, m.waited, m.storeCalls, m.storeErrors, m.writtenBack, m.sessionsEnded, m.passesRenewed, m.room}
 }
 
-// Collector reports the metrics of every room in rs at scrape time, for a
-// registry that outlives the gateways: the Caddy module registers it with
-// the registry of Caddy's admin endpoint, which Caddy replaces at the start
-// of every load, even one it then rejects.
-func (rs *Rooms) Collector(now func() time.Time) prometheus.Collector {
+// RoomsCollector reports the metrics of every room in rs at scrape time,
+// for a registry that outlives the gateways: the Caddy module registers it
+// with the registry of Caddy's admin endpoint, which Caddy replaces at the
+// start of every load, even one it then rejects.
+func RoomsCollector(rs *room.Rooms, now func() time.Time) prometheus.Collector {
 	return roomsCollector{rooms: rs, now: now}
 }
 
 type roomsCollector struct {
-	rooms *Rooms
+	rooms *room.Rooms
 	now   func() time.Time
 }
 
@@ -218,8 +231,8 @@ type roomsCollector struct {
 func (roomsCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c roomsCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, sh := range c.rooms.all() {
-		for _, col := range sh.metrics(c.now).collectors() {
+	for _, sh := range c.rooms.All() {
+		for _, col := range roomMetrics(sh, c.now).collectors() {
 			col.Collect(ch)
 		}
 	}
@@ -239,7 +252,7 @@ func (m *metrics) unregister() {
 // descriptors carry the room as a constant label, so each room's collector
 // is distinct and a reload of the same room is recognised as already there.
 type roomCollector struct {
-	shared                               *Shared
+	shared                               *room.Shared
 	now                                  func() time.Time
 	speed, bucket, population, rate, st  *prometheus.Desc
 	laneRate, laneBucket, lanePopulation *prometheus.Desc
@@ -249,31 +262,28 @@ type roomCollector struct {
 // laneLabel is a lane's `lane` label value: its name, or `default`.
 func laneLabel(name string) string {
 	if name == "" {
-		return defaultLane
+		return room.DefaultLaneLabel
 	}
 	return name
 }
 
-// defaultLane is the default lane's name in metrics, which no lane may take.
-const defaultLane = "default"
-
-func newRoomCollector(shared *Shared, now func() time.Time) *roomCollector {
-	room := prometheus.Labels{"room": shared.Room.Name()}
+func newRoomCollector(shared *room.Shared, now func() time.Time) *roomCollector {
+	roomLabel := prometheus.Labels{"room": shared.Room.Name()}
 	return &roomCollector{
 		shared:     shared,
 		now:        now,
-		speed:      prometheus.NewDesc("fairgate_clock_speed", "Serving clock speed, clock units per second (1/tau).", nil, room),
-		bucket:     prometheus.NewDesc("fairgate_bucket_level", "Admissions available in the bucket now.", nil, room),
-		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting: distinct places presented over the last window.", nil, room),
-		rate:       prometheus.NewDesc("fairgate_target_rate", "Target admissions per second.", nil, room),
-		st:         prometheus.NewDesc("fairgate_room_state", "1 for the room's current state.", []string{"state"}, room),
+		speed:      prometheus.NewDesc("fairgate_clock_speed", "Serving clock speed, clock units per second (1/tau).", nil, roomLabel),
+		bucket:     prometheus.NewDesc("fairgate_bucket_level", "Admissions available in the bucket now.", nil, roomLabel),
+		population: prometheus.NewDesc("fairgate_waiting_estimate", "Estimated visitors waiting: distinct places presented over the last window.", nil, roomLabel),
+		rate:       prometheus.NewDesc("fairgate_target_rate", "Target admissions per second.", nil, roomLabel),
+		st:         prometheus.NewDesc("fairgate_room_state", "1 for the room's current state.", []string{"state"}, roomLabel),
 		laneRate: prometheus.NewDesc("fairgate_lane_target_rate",
-			"Admissions per second a lane gets now: its share, or more while other lanes are empty.", []string{"lane"}, room),
-		laneBucket:     prometheus.NewDesc("fairgate_lane_bucket_level", "Admissions available in a lane's bucket now.", []string{"lane"}, room),
-		lanePopulation: prometheus.NewDesc("fairgate_lane_waiting_estimate", "Estimated visitors waiting in a lane.", []string{"lane"}, room),
-		active:         prometheus.NewDesc("fairgate_active_visitors", "Visitors on the site at the last tick: passes presented within active_window (every node's with capacity on a state store, else this node's).", nil, room),
-		capacity:       prometheus.NewDesc("fairgate_capacity", "Active visitors the room admits up to; 0 when it admits at its rate.", nil, room),
-		ceiling:        prometheus.NewDesc("fairgate_rate_ceiling", "The configured rate: with capacity, the most the capacity controller may set fairgate_target_rate to.", nil, room),
+			"Admissions per second a lane gets now: its share, or more while other lanes are empty.", []string{"lane"}, roomLabel),
+		laneBucket:     prometheus.NewDesc("fairgate_lane_bucket_level", "Admissions available in a lane's bucket now.", []string{"lane"}, roomLabel),
+		lanePopulation: prometheus.NewDesc("fairgate_lane_waiting_estimate", "Estimated visitors waiting in a lane.", []string{"lane"}, roomLabel),
+		active:         prometheus.NewDesc("fairgate_active_visitors", "Visitors on the site at the last tick: passes presented within active_window (every node's with capacity on a state store, else this node's).", nil, roomLabel),
+		capacity:       prometheus.NewDesc("fairgate_capacity", "Active visitors the room admits up to; 0 when it admits at its rate.", nil, roomLabel),
+		ceiling:        prometheus.NewDesc("fairgate_rate_ceiling", "The configured rate: with capacity, the most the capacity controller may set fairgate_target_rate to.", nil, roomLabel),
 	}
 }
 
@@ -285,22 +295,22 @@ func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
-	room := c.shared.Room
-	v := room.View(now)
+	r := c.shared.Room
+	v := r.View(now)
 	ch <- prometheus.MustNewConstMetric(c.speed, prometheus.GaugeValue, v.Clock.SpeedAt(now))
-	ch <- prometheus.MustNewConstMetric(c.bucket, prometheus.GaugeValue, room.BucketLevel(now))
-	ch <- prometheus.MustNewConstMetric(c.population, prometheus.GaugeValue, room.Population(now))
-	site := c.shared.capacityStatus()
+	ch <- prometheus.MustNewConstMetric(c.bucket, prometheus.GaugeValue, r.BucketLevel(now))
+	ch <- prometheus.MustNewConstMetric(c.population, prometheus.GaugeValue, r.Population(now))
+	site := c.shared.SiteStatus()
 	ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, site.Rate)
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, site.Active)
 	ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, site.Capacity)
 	ch <- prometheus.MustNewConstMetric(c.ceiling, prometheus.GaugeValue, site.Ceiling)
-	for _, l := range c.shared.lanes() {
-		name := laneLabel(l.name)
-		ch <- prometheus.MustNewConstMetric(c.laneRate, prometheus.GaugeValue, l.room.View(now).Rate, name)
-		ch <- prometheus.MustNewConstMetric(c.laneBucket, prometheus.GaugeValue, l.room.BucketLevel(now), name)
-		ch <- prometheus.MustNewConstMetric(c.lanePopulation, prometheus.GaugeValue, l.room.Population(now), name)
-	}
+	c.shared.EachLane(func(lane string, r *admission.Room) {
+		name := laneLabel(lane)
+		ch <- prometheus.MustNewConstMetric(c.laneRate, prometheus.GaugeValue, r.View(now).Rate, name)
+		ch <- prometheus.MustNewConstMetric(c.laneBucket, prometheus.GaugeValue, r.BucketLevel(now), name)
+		ch <- prometheus.MustNewConstMetric(c.lanePopulation, prometheus.GaugeValue, r.Population(now), name)
+	})
 	for _, s := range []admission.State{admission.StateOpen, admission.StateQueue, admission.StateScheduled, admission.StatePaused, admission.StateClosed} {
 		val := 0.0
 		if s == v.State {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/fairgate/fairgate/room"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"maps"
@@ -16,14 +17,14 @@ import (
 )
 
 func TestMetricsRegistered(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
 	e.ticket()
 	n, err := testutil.GatherAndCount(e.reg, "fairgate_tokens_issued_total", "fairgate_clock_speed", "fairgate_bucket_level", "fairgate_room_state")
 	if err != nil || n < 8 {
 		t.Fatalf("metrics: %d series, %v", n, err)
 	}
 	// A reload registers the same room again without error and keeps counting.
-	gw2, err := New(Config{Room: "sale", Keys: testKeys}, e.gw.Room(), Options{Now: e.clock.Now, Registerer: e.reg})
+	gw2, err := New(Config{Config: room.Config{Room: "sale", Keys: testKeys}}, e.gw.Room(), Options{Now: e.clock.Now, Registerer: e.reg})
 	if err != nil {
 		t.Fatalf("second gateway for the room: %v", err)
 	}
@@ -37,8 +38,8 @@ func TestMetricsRegistered(t *testing.T) {
 // the labelled family, across the gateways of one room, and an answer
 // outside answerSeries is counted too.
 func TestAnswersCountedAcrossGateways(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
-	gw2, err := New(Config{Room: "sale", Keys: testKeys}, e.gw.Room(), Options{Now: e.clock.Now, Registerer: e.reg})
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
+	gw2, err := New(Config{Config: room.Config{Room: "sale", Keys: testKeys}}, e.gw.Room(), Options{Now: e.clock.Now, Registerer: e.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +66,11 @@ func TestEveryAnswerCountedByReason(t *testing.T) {
 	secret := []byte("site-login-secret-0123456789abcdef")
 	var refuse atomic.Bool
 	hook := hookServer(t, func(*http.Request) bool { return refuse.Load() })
-	e := newEnv(t, Config{Room: "sale", State: "open", Difficulty: intp(8), Hook: &Hook{URL: hook},
-		Identity: &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret)}}, nil)
+	e := newEnv(t, Config{
+		Config:   room.Config{Room: "sale", State: "open", Difficulty: intp(8)},
+		Hook:     &Hook{URL: hook},
+		Identity: &Identity{Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret)},
+	}, nil)
 	badLogin := []string{"Authorization", "Bearer not-a-login"}
 	big := strings.Repeat("x", 5000) // over max_body_bytes, 4096
 	admit := func(body string, header ...string) int {
@@ -151,7 +155,7 @@ func TestEveryAnswerCountedByReason(t *testing.T) {
 // TestHeldAndWaitMetrics: answers given instead of the site are counted by
 // kind, and admission records the time since entry.
 func TestHeldAndWaitMetrics(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Tau: Duration(10 * time.Second), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", Tau: Duration(10 * time.Second), FixedSpeed: true}}, nil)
 	e.do("GET", "/shop", "", "Accept", "text/html")
 	e.do("GET", "/shop", "", "Accept", "application/json")
 	e.do("GET", "/shop", "", "Accept", "application/json")

@@ -5,27 +5,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func TestQueueOrderConfig(t *testing.T) {
 	tests := []struct {
 		name   string
 		cfg    Config
-		option string // the OptionError expected, "" for none
+		option string // the room.OptionError expected, "" for none
 	}{
 		{"default", Config{}, ""},
-		{"fifo", Config{QueueOrder: "fifo"}, ""},
-		{"fifo with a window", Config{QueueOrder: "fifo", LuckWindow: Duration(2 * time.Second)}, ""},
-		{"unknown order", Config{QueueOrder: "lifo"}, "queue_order"},
-		{"window without fifo", Config{LuckWindow: Duration(2 * time.Second)}, "luck_window"},
-		{"negative window", Config{QueueOrder: "fifo", LuckWindow: Duration(-time.Second)}, "luck_window"},
-		{"fifo shared by nodes", Config{QueueOrder: "fifo", StateStore: &StateStore{Type: StoreDynamo}}, ""},
-		{"fifo on one machine's file", Config{QueueOrder: "fifo", StateStore: &StateStore{Type: StoreBolt, Path: "rooms.db"}}, ""},
+		{"fifo", Config{Config: room.Config{QueueOrder: "fifo"}}, ""},
+		{"fifo with a window", Config{Config: room.Config{QueueOrder: "fifo", LuckWindow: Duration(2 * time.Second)}}, ""},
+		{"unknown order", Config{Config: room.Config{QueueOrder: "lifo"}}, "queue_order"},
+		{"window without fifo", Config{Config: room.Config{LuckWindow: Duration(2 * time.Second)}}, "luck_window"},
+		{"negative window", Config{Config: room.Config{QueueOrder: "fifo", LuckWindow: Duration(-time.Second)}}, "luck_window"},
+		{"fifo shared by nodes", Config{Config: room.Config{QueueOrder: "fifo", StateStore: &room.StateStore{Type: room.StoreDynamo}}}, ""},
+		{"fifo on one machine's file", Config{Config: room.Config{QueueOrder: "fifo", StateStore: &room.StateStore{Type: room.StoreBolt, Path: "rooms.db"}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
-			var oe *OptionError
+			var oe *room.OptionError
 			switch {
 			case tt.option == "" && err != nil:
 				t.Fatalf("Validate: %v", err)
@@ -34,21 +36,17 @@ func TestQueueOrderConfig(t *testing.T) {
 			}
 		})
 	}
-	s, err := Config{QueueOrder: "fifo"}.settle()
-	if err != nil || s.roomConfig().Luck != DefaultLuckWindow || s.roomConfig().Order != "fifo" {
-		t.Fatalf("fifo settles to %+v, %v; want luck %v", s.roomConfig(), err, DefaultLuckWindow)
-	}
 }
 
 // TestQueueOrderKeptOnReload: the places waiting hold keys of one rule; a
 // reload to the other is refused, and a new luck window applies.
 func TestQueueOrderKeptOnReload(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", QueueOrder: "fifo"}}, nil)
 	sh := e.gw.Room()
-	if _, err := New(Config{Room: "sale", Keys: testKeys, QueueOrder: "lottery"}, sh, Options{Now: e.clock.Now}); err == nil || !strings.Contains(err.Error(), "queue_order") {
+	if _, err := New(Config{Config: room.Config{Room: "sale", Keys: testKeys, QueueOrder: "lottery"}}, sh, Options{Now: e.clock.Now}); err == nil || !strings.Contains(err.Error(), "queue_order") {
 		t.Fatalf("changing the order on reload: %v, want refused", err)
 	}
-	gw3, err := New(Config{Room: "sale", Keys: testKeys, QueueOrder: "fifo", LuckWindow: Duration(time.Second)}, sh, Options{Now: e.clock.Now})
+	gw3, err := New(Config{Config: room.Config{Room: "sale", Keys: testKeys, QueueOrder: "fifo", LuckWindow: Duration(time.Second)}}, sh, Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +63,7 @@ func TestQueueOrderKeptOnReload(t *testing.T) {
 // below the gap between arrivals, visitors queued in a fifo room are
 // admitted in the order they arrived, at the room's rate.
 func TestFIFOAdmitsInArrivalOrder(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Millisecond), Rate: 1, Burst: 1}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", QueueOrder: "fifo", LuckWindow: Duration(time.Millisecond), Rate: 1, Burst: 1}}, nil)
 	var vs []*waiter
 	start := e.clock.Now()
 	for step := range 400 {

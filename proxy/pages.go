@@ -269,11 +269,11 @@ func closedPageJSON(l *locale, soldOut bool) *pageJSON {
 func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.Time) {
 	// The estimate is the visitor's lane's (the default lane's without a
 	// login); a refused login is answered when the page asks for a token.
-	room := g.shared.Room
-	if _, lane, err := g.visitor(r, now); err == nil {
-		room = lane
+	lane := ""
+	if _, l, err := g.visitor(r, now); err == nil {
+		lane = l
 	}
-	view := room.View(now)
+	view := g.door.View(lane, now)
 	est, known := view.EstimateWait(now)
 	secs := math.Round(est.Seconds())
 	lang, varies := g.pages.localeFor(r)

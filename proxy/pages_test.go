@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 func writeTemplate(t *testing.T, body string) string {
@@ -89,7 +91,7 @@ func TestCustomWaitingPage(t *testing.T) {
 <a href="{{.Return}}">back</a> <span>{{.Return}}</span>
 <link rel="stylesheet" href="{{.Stylesheet}}">
 {{.Script}}`)
-	e := newEnv(t, Config{Room: "drop", WaitingPage: file, Tau: Duration(3 * time.Minute), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "drop", Tau: Duration(3 * time.Minute), FixedSpeed: true}, WaitingPage: file}, nil)
 	resp, body := e.do("GET", "/tickets?a=1&b=<x>", "", "Accept", "text/html", "Accept-Language", "fr-CH, en;q=0.5")
 	page := string(body)
 	if resp.StatusCode != 200 || resp.Header.Get("Vary") != "Accept-Language" {
@@ -115,7 +117,7 @@ func TestCustomWaitingPage(t *testing.T) {
 }
 
 func TestWaitingPageLanguages(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
 	for _, tc := range []struct{ accept, lang, dir, heading string }{
 		{"", "en", "ltr", "You're in the waiting room"},
 		{"de-DE,de;q=0.9,en;q=0.8", "de", "ltr", "Sie sind im Warteraum"},
@@ -136,7 +138,7 @@ func TestWaitingPageLanguages(t *testing.T) {
 		}
 	}
 
-	forced := newEnv(t, Config{Room: "sale", Language: "it"}, nil)
+	forced := newEnv(t, Config{Config: room.Config{Room: "sale"}, Language: "it"}, nil)
 	resp, body := forced.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "de")
 	if !strings.Contains(string(body), `<html lang="it"`) || strings.Contains(strings.Join(resp.Header.Values("Vary"), ","), "Accept-Language") {
 		t.Fatalf("forced language: Vary %q, %.200s", resp.Header.Values("Vary"), body)
@@ -152,13 +154,13 @@ func TestWaitingPageLanguages(t *testing.T) {
 }
 
 func TestClosedPagesLanguages(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "closed"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "closed"}}, nil)
 	_, body := e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "es")
 	if !strings.Contains(string(body), "Cerrado por ahora") || !strings.Contains(string(body), `lang="es"`) {
 		t.Fatalf("closed in Spanish: %s", body)
 	}
 	closed, soldOut := "closed", "sold_out"
-	if err := e.gw.Room().Apply(RoomChange{State: &closed, Reason: &soldOut}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &closed, Reason: &soldOut}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "ar")
@@ -181,7 +183,7 @@ func TestClosedPagesLanguages(t *testing.T) {
 // TestJSONParity: the JSON answers carry what the waiting page shows, in
 // the same language.
 func TestJSONParity(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Tau: Duration(3 * time.Minute), FixedSpeed: true}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", Tau: Duration(3 * time.Minute), FixedSpeed: true}}, nil)
 	resp, body := e.do("GET", "/shop", "", "Accept", "application/json", "Accept-Language", "de")
 	var waiting struct {
 		Status statusJSON
@@ -273,13 +275,13 @@ func TestWaitTextFormatsNumbers(t *testing.T) {
 // sale start only while scheduled, and no estimate while paused.
 func TestWaitingPageStates(t *testing.T) {
 	file := writeTemplate(t, `{{.State}}|{{.SaleStart}}|{{.EstimateKnown}}|{{.Estimate}}|{{.Message}}{{.Script}}`)
-	e := newEnv(t, Config{Room: "sale", State: "scheduled", SaleStart: "2031-03-09T13:00:00Z", WaitingPage: file}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "scheduled", SaleStart: "2031-03-09T13:00:00Z"}, WaitingPage: file}, nil)
 	_, body := e.do("GET", "/", "", "Accept", "text/html")
 	if want := "scheduled|2031-03-09T13:00:00Z|"; !strings.HasPrefix(string(body), want) || !strings.Contains(string(body), "At the start (2031-03-09 13:00 UTC)") {
 		t.Fatalf("scheduled: %.300s", body)
 	}
 	paused := "paused"
-	if err := e.gw.Room().Apply(RoomChange{State: &paused}, e.clock.Now()); err != nil {
+	if err := e.gw.Room().Apply(room.RoomChange{State: &paused}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	_, body = e.do("GET", "/", "", "Accept", "text/html", "Accept-Language", "es")
@@ -289,7 +291,7 @@ func TestWaitingPageStates(t *testing.T) {
 }
 
 func TestAssets(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
 	resp, body := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "")
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") || !strings.Contains(string(body), "fairgate") {
 		t.Fatalf("asset: %d %v", resp.StatusCode, resp.Header)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestOneLoginHoldsOnePlace: every token one login takes in a room is one
@@ -29,8 +31,8 @@ func TestOneLoginHoldsOnePlace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A slow room: each tab's own place would wait for a slot of its own.
-			e := newEnv(t, Config{Room: "sale", State: "queue", QueueOrder: tt.order, Rate: 1, Burst: 1,
-				Lanes: []Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}},
+			e := newEnv(t, Config{
+				Config: room.Config{Room: "sale", State: "queue", QueueOrder: tt.order, Rate: 1, Burst: 1, Lanes: []room.Lane{{Name: "vip", Share: 0.2, Claim: "tier=vip"}}},
 				Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
 					Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
 			}, nil)
@@ -52,7 +54,7 @@ func TestOneLoginHoldsOnePlace(t *testing.T) {
 						if err := json.Unmarshal(body, &a); err != nil {
 							t.Fatal(err)
 						}
-						pc, err := e.gw.gate.VerifyPass("sale", a.Pass, e.clock.Now())
+						pc, err := e.gw.door.VerifyPass(a.Pass, e.clock.Now())
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -110,8 +112,9 @@ func TestOneLoginHoldsOnePassWhileTheHookDecides(t *testing.T) {
 		fmt.Fprint(w, `{"session":"s"}`)
 	}))
 	t.Cleanup(hook.Close)
-	e := newEnv(t, Config{Room: "sale", State: "open", Rate: 5, Burst: 5,
-		Hook: &Hook{URL: hook.URL, Timeout: Duration(10 * time.Second)},
+	e := newEnv(t, Config{
+		Config: room.Config{Room: "sale", State: "open", Rate: 5, Burst: 5},
+		Hook:   &Hook{URL: hook.URL, Timeout: Duration(10 * time.Second)},
 		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(laneLoginSecret)},
 	}, nil)
@@ -124,7 +127,7 @@ func TestOneLoginHoldsOnePassWhileTheHookDecides(t *testing.T) {
 		if err := json.Unmarshal(body, &a); err != nil {
 			t.Fatal(err)
 		}
-		pc, err := e.gw.gate.VerifyPass("sale", a.Pass, e.clock.Now())
+		pc, err := e.gw.door.VerifyPass(a.Pass, e.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // The property test of the published invariants (docs/FAIRNESS.md, "The
@@ -193,10 +194,11 @@ type clockReading struct {
 // propertyStart after the clock's start, admitting propertyRate a second
 // with a burst of one, logins required.
 func propertyRoom(t *testing.T, order string) *env {
-	cfg := Config{Room: "sale", State: "scheduled", QueueOrder: order, Rate: propertyRate, Burst: 1,
-		SaleStart: newFakeClock().Now().Add(propertyStart).Format(time.RFC3339),
+	cfg := Config{
+		Config: room.Config{Room: "sale", State: "scheduled", QueueOrder: order, Rate: propertyRate, Burst: 1, SaleStart: newFakeClock().Now().Add(propertyStart).Format(time.RFC3339)},
 		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
-			Key: base64.StdEncoding.EncodeToString(laneLoginSecret), Required: true}}
+			Key: base64.StdEncoding.EncodeToString(laneLoginSecret), Required: true},
+	}
 	switch order {
 	case "lottery":
 		// A clock independent of who presents: a place's eligibility is
@@ -294,7 +296,7 @@ func (p *propVisitor) presentTab(e *env, i int, now time.Time) {
 			if err := json.Unmarshal(body, &a); err != nil {
 				e.t.Fatal(err)
 			}
-			pc, err := e.gw.gate.VerifyPass("sale", a.Pass, now)
+			pc, err := e.gw.door.VerifyPass(a.Pass, now)
 			if err != nil {
 				e.t.Fatal(err)
 			}

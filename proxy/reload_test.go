@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestReloadAppliesEveryRoomOption: each room setting a reload changes takes
 // effect once the new gateway's config is applied, and none before.
 func TestReloadAppliesEveryRoomOption(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", State: "queue", Rate: 5, Tau: Duration(time.Minute), FixedSpeed: true, LedgerSize: 10}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Rate: 5, Tau: Duration(time.Minute), FixedSpeed: true, LedgerSize: 10}}, nil)
 	sh := e.gw.Room()
-	next := Config{Room: "sale", Keys: testKeys, State: "paused", Rate: 7, Burst: 9, Difficulty: intp(6),
-		Tau: Duration(4 * time.Second), FixedSpeed: true, LedgerSize: 1}
+	next := Config{
+		Config: room.Config{Room: "sale", Keys: testKeys, State: "paused", Rate: 7, Burst: 9, Difficulty: intp(6), Tau: Duration(4 * time.Second), FixedSpeed: true, LedgerSize: 1},
+	}
 	gw2, err := New(next, sh, Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // TestAPIRoutes: each endpoint answers its methods, every other method a
 // JSON 405 naming them in Allow, and an unknown path a JSON 404, under the
 // configured prefix only.
 func TestAPIRoutes(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Prefix: "/queue/v1"}, nil)
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Prefix: "/queue/v1"}, nil)
 	asset := "/queue/v1/assets/" + assetVersion + "/waiting.js"
 	for _, tc := range []struct {
 		method, path string
@@ -57,7 +59,7 @@ func TestPrefixRule(t *testing.T) {
 		"_fairgate": false, "/_fairgate/": false, "/a//b": false, "/a/../b": false, "/.": false,
 		"/{x}": false, "/a b": false, "/a%20b": false, "/": false, "/ü": false,
 	} {
-		_, err := Config{Room: "sale", Keys: testKeys, Prefix: p}.settle()
+		_, err := Config{Config: room.Config{Room: "sale", Keys: testKeys}, Prefix: p}.settle()
 		if (err == nil) != ok {
 			t.Errorf("prefix %q: %v", p, err)
 		}
@@ -67,8 +69,8 @@ func TestPrefixRule(t *testing.T) {
 // TestAdminRoutes: the admin API's routes under any mount point, its JSON
 // 405s with Allow and its 404s.
 func TestAdminRoutes(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale"}, nil)
-	rooms := NewRooms()
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
+	rooms := room.NewRooms()
 	rooms.Put(e.gw.Room())
 	api := AdminAPI(rooms, e.clock.Now) // one mux serves every request
 	for _, mount := range []string{"", "/waiting_room"} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/fairgate/fairgate/admission/tokens"
+	"github.com/fairgate/fairgate/room"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/httpapi"
@@ -63,7 +64,7 @@ func TestLostAnswerWithSeatServiceHook(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			var e *env // the seat service runs on the gateway's clock
 			hook, store := seatService(t, "sale", func() time.Time { return e.clock.Now() })
-			e = newEnv(t, Config{Room: "sale", State: "open", Hook: &Hook{URL: hook, OnFailure: policy}}, nil)
+			e = newEnv(t, Config{Config: room.Config{Room: "sale", State: "open"}, Hook: &Hook{URL: hook, OnFailure: policy}}, nil)
 			tb := e.newTab()
 			tk := tb.token()
 			body := fmt.Sprintf(`{"nonce":%q,"token":%q}`, solveFor(t, tk), tk.Token)
@@ -74,7 +75,7 @@ func TestLostAnswerWithSeatServiceHook(t *testing.T) {
 				if err := json.Unmarshal(raw, &a); err != nil || status != 200 {
 					return status, a, nil
 				}
-				pc, err := e.gw.gate.Codec().ParsePass(a.Pass, "sale", e.clock.Now())
+				pc, err := e.gw.door.Codec().ParsePass(a.Pass, "sale", e.clock.Now())
 				if err != nil {
 					t.Fatalf("the pass given does not verify: %v", err)
 				}

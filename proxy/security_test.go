@@ -21,6 +21,7 @@ import (
 
 	"github.com/fairgate/fairgate/internal/pathtest"
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/fairgate/fairgate/room"
 )
 
 // exampleBypass are the bypass rules of Caddyfile.example.
@@ -82,7 +83,7 @@ var bypassProbes = []struct {
 // resolves paths as nginx does; each gets the answer it lists.
 func TestBypassRulesNeverReachProtectedPages(t *testing.T) {
 	origin := startOrigin(t, pathtest.Origin())
-	public, _, stop := startServer(t, origin, Config{Room: "sale", Bypass: Bypass{Paths: exampleBypass}})
+	public, _, stop := startServer(t, origin, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: exampleBypass}})
 	defer stop()
 	for _, p := range bypassProbes {
 		code, body := rawGet(t, public, p.path)
@@ -98,7 +99,7 @@ func TestBypassRulesNeverReachProtectedPages(t *testing.T) {
 // TestForgedPassHeaderNeverReachesOrigin: a forged pass header in either
 // spelling never reaches the origin, on bypassed and on passed requests.
 func TestForgedPassHeaderNeverReachesOrigin(t *testing.T) {
-	e := newEnv(t, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/healthz"}}}, pathtest.Origin())
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: []string{"/healthz"}}}, pathtest.Origin())
 	forged := []string{"Fairgate_Pass", "Fairgate-Pass", "fairgate_pass", "FAIRGATE_PASS", "Fairgate_Whatever"}
 	check := func(what, p string, wantPass bool) {
 		t.Helper()
@@ -271,7 +272,7 @@ func FuzzSafeReturn(f *testing.F) {
 // identity, only for the login it was admitted as.
 func TestPassOpensOnlyForItsHolder(t *testing.T) {
 	t.Run("address", func(t *testing.T) {
-		e := newEnv(t, Config{Room: "sale", BindIP: true, BindPass: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+		e := newEnv(t, Config{Config: room.Config{Room: "sale"}, BindIP: true, BindPass: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
 		a := e.admitted("X-Forwarded-For", "203.0.113.7")
 		cookie := "fairgate_pass_sale=" + a.Pass
 		var wg sync.WaitGroup
@@ -304,7 +305,7 @@ func TestPassOpensOnlyForItsHolder(t *testing.T) {
 		}
 	})
 	t.Run("address binding is off by default", func(t *testing.T) {
-		e := newEnv(t, Config{Room: "sale", BindIP: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
+		e := newEnv(t, Config{Config: room.Config{Room: "sale"}, BindIP: true, TrustedProxies: []string{"127.0.0.0/8"}}, nil)
 		a := e.admitted("X-Forwarded-For", "203.0.113.7")
 		if resp, _ := e.do("GET", "/shop", "", "Cookie", "fairgate_pass_sale="+a.Pass, "X-Forwarded-For", "198.51.100.1"); resp.StatusCode != 200 {
 			t.Fatalf("an unbound pass from another address: %d", resp.StatusCode)
@@ -312,9 +313,12 @@ func TestPassOpensOnlyForItsHolder(t *testing.T) {
 	})
 	t.Run("subject", func(t *testing.T) {
 		secret := []byte("login-secret-for-tests-0123456789")
-		e := newEnv(t, Config{Room: "sale", Identity: &Identity{
-			Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
-		}}, nil)
+		e := newEnv(t, Config{
+			Config: room.Config{Room: "sale"},
+			Identity: &Identity{
+				Header: "Authorization", Algorithm: "HS256", Key: base64.StdEncoding.EncodeToString(secret),
+			},
+		}, nil)
 		login := func(sub string) string { return "Bearer " + signLogin(t, secret, sub, e.clock.Now().Add(time.Hour)) }
 		a := e.admitted("Authorization", login("alice"))
 		cookie := "fairgate_pass_sale=" + a.Pass
@@ -355,7 +359,7 @@ func hrefOf(t *testing.T, page string) string {
 // host becomes "/", in the link and in the script's data-return.
 func TestWaitingPageReturnIsSafe(t *testing.T) {
 	var asked string
-	cfg := Config{Room: "back", WaitingPage: writeTemplate(t, backTemplate), Keys: testKeys}
+	cfg := Config{Config: room.Config{Room: "back", Keys: testKeys}, WaitingPage: writeTemplate(t, backTemplate)}
 	shared, err := NewShared(cfg, newFakeClock().Now)
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +392,7 @@ func TestWaitingPageReturnIsSafe(t *testing.T) {
 func TestWaitingPageReturnIsSafeThroughProxy(t *testing.T) {
 	u, _ := url.Parse("http://127.0.0.1:1")
 	public, _, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok",
-		Gateway: Config{Room: "back", WaitingPage: writeTemplate(t, backTemplate), Keys: testKeys}})
+		Gateway: Config{Config: room.Config{Room: "back", Keys: testKeys}, WaitingPage: writeTemplate(t, backTemplate)}})
 	defer stop()
 	for in := range returnProbes {
 		conn, err := net.Dial("tcp", public)

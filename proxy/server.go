@@ -16,13 +16,15 @@ import (
 
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/internal/httpserver"
+	"github.com/fairgate/fairgate/room"
+	"github.com/fairgate/fairgate/room/stores"
 )
 
 // Server is `fairgate proxy`: the gateway in front of a reverse proxy to
 // one upstream, and an admin listener for the admin API and /metrics.
 type Server struct {
 	gateway  *Gateway
-	shared   *Shared
+	shared   *room.Shared
 	store    roomstate.Store // nil on memory
 	public   http.Handler
 	admin    http.Handler
@@ -79,7 +81,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := OpenStateStore(context.Background(), st)
+	store, err := stores.Open(context.Background(), st)
 	if err != nil {
 		return nil, err
 	}
@@ -117,14 +119,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if err := gw.ApplyConfig(); err != nil {
 		// A config the store cannot take yet waits: the room's loop
-		// applies it once the store takes it (Shared.retryPending).
-		var down *UnavailableError
+		// applies it once the store takes it (the room's loop).
+		var down *room.UnavailableError
 		if !errors.As(err, &down) {
 			return fail(err)
 		}
 	}
 	rp := newReverseProxy(cfg.Upstream, cfg.Transport, log, gw.metrics.upstreamErrors.WithLabelValues("origin").Inc)
-	rooms := NewRooms()
+	rooms := room.NewRooms()
 	rooms.Put(shared)
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/internal/testhttp"
+	"github.com/fairgate/fairgate/room"
 )
 
 func startServer(t *testing.T, upstream string, cfg Config) (public, admin string, stop func()) {
@@ -75,7 +76,7 @@ func TestServerForwardsAndStreams(t *testing.T) {
 		fmt.Fprintf(w, "xff=%s pass=%q", r.Header.Get("X-Forwarded-For"), r.Header.Get(PassHeader))
 	}))
 	defer origin.Close()
-	public, admin, stop := startServer(t, origin.URL, Config{Room: "sale", State: "open"})
+	public, admin, stop := startServer(t, origin.URL, Config{Config: room.Config{Room: "sale", State: "open"}})
 	defer stop()
 
 	resp, body := get(t, public+"/page", "Fairgate-Pass", "forged")
@@ -118,7 +119,7 @@ func TestServerOriginDown(t *testing.T) {
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := dead.Addr().String()
 	dead.Close()
-	public, _, stop := startServer(t, "http://"+addr, Config{Room: "sale", Bypass: Bypass{Paths: []string{"/static/"}}})
+	public, _, stop := startServer(t, "http://"+addr, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: []string{"/static/"}}})
 	defer stop()
 	resp, body := get(t, public+"/static/x.css")
 	if resp.StatusCode != 502 || !strings.Contains(body, `"upstream"`) {
@@ -165,7 +166,7 @@ func TestServerMetricsNeedTheToken(t *testing.T) {
 		{true, 200, 200, 200},
 	} {
 		_, admin, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", MetricsPublic: tc.public,
-			Gateway: Config{Room: "m", Keys: testKeys}})
+			Gateway: Config{Config: room.Config{Room: "m", Keys: testKeys}}})
 		for _, p := range []struct {
 			header []string
 			want   int
@@ -190,7 +191,7 @@ func TestServerMetricsNeedTheToken(t *testing.T) {
 // the server's read timeout; one byte of it is sent.
 func TestServerRefusesDeclaredOversizeBodies(t *testing.T) {
 	u, _ := url.Parse("http://127.0.0.1:1")
-	public, admin, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", Gateway: Config{Room: "edge", Keys: testKeys}})
+	public, admin, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", Gateway: Config{Config: room.Config{Room: "edge", Keys: testKeys}}})
 	defer stop()
 	for _, tc := range []struct{ addr, path, header string }{
 		{public, "/_fairgate/token", ""},
@@ -227,7 +228,7 @@ func TestServerCutsOffSlowBodies(t *testing.T) {
 	}))
 	u, _ := url.Parse(origin)
 	public, _, stop := serveConfig(t, ServerConfig{Upstream: u, AdminToken: "tok", ReadTimeout: limit,
-		Gateway: Config{Room: "sale", State: "open", Keys: testKeys}})
+		Gateway: Config{Config: room.Config{Room: "sale", State: "open", Keys: testKeys}}})
 	defer stop()
 	conn, err := net.Dial("tcp", public)
 	if err != nil {

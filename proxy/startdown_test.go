@@ -24,6 +24,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
+	"github.com/fairgate/fairgate/room"
 )
 
 // A node that starts while its store does not answer serves unjoined and
@@ -36,14 +37,14 @@ import (
 // unchanged. Once joined it runs the stored clock and state, and a place
 // admitted elsewhere before is not admitted again.
 func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
-	for _, mode := range []string{OnUnavailableRefuse, OnUnavailableLocal} {
+	for _, mode := range []string{room.OnUnavailableRefuse, room.OnUnavailableLocal} {
 		t.Run(mode, func(t *testing.T) {
 			bolt := storeKinds(t)["bolt"](t)
 			clock := newFakeClock()
-			cfg := Config{Room: "late", State: "open", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute)}
+			cfg := Config{Config: room.Config{Room: "late", State: "open", Rate: 100, FixedSpeed: true, Tau: Duration(time.Minute)}}
 			cfgOf := func(node string) Config {
 				c := cfg
-				c.StateStore = &StateStore{Type: StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: node, OnUnavailable: mode}
+				c.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused", CallTimeout: testCallTimeout, Node: node, OnUnavailable: mode}
 				return c
 			}
 			a := newNode(t, cfgOf("a"), bolt, "a", clock)
@@ -52,7 +53,7 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 			if admitted.Outcome != admission.OutcomeAdmit {
 				t.Fatalf("admission at node a: %v %v", admitted.Outcome, admitted.Err)
 			}
-			if err := a.sh.Apply(RoomChange{State: ptr("queue")}, clock.Now()); err != nil {
+			if err := a.sh.Apply(room.RoomChange{State: ptr("queue")}, clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			clock.Add(5 * time.Minute) // the stored clock runs: S well above 0
@@ -80,8 +81,8 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gw.Close()
-			if err := gw.ApplyConfig(); !errors.As(err, new(*UnavailableError)) {
-				t.Fatalf("applying the config unjoined: %v, want it to wait (UnavailableError)", err)
+			if err := gw.ApplyConfig(); !errors.As(err, new(*room.UnavailableError)) {
+				t.Fatalf("applying the config unjoined: %v, want it to wait (room.UnavailableError)", err)
 			}
 			b := node{sh: sh, gw: gw}
 			post := func(path, body, cookie string) *httptest.ResponseRecorder {
@@ -97,7 +98,7 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 
 			// Meanwhile the room is paused through node a.
 			clock.Add(time.Second)
-			if err := a.sh.Apply(RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
+			if err := a.sh.Apply(room.RoomChange{State: ptr("paused")}, clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if rec := post("/token", "", ""); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
@@ -111,23 +112,23 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 					t.Fatalf("an admission unjoined: %d (Retry-After %q) %.200s, want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 				}
 			}
-			if err := sh.Apply(RoomChange{State: ptr("open")}, clock.Now()); !errors.As(err, new(*UnavailableError)) {
-				t.Fatalf("an admin change unjoined: %v, want UnavailableError", err)
+			if err := sh.Apply(room.RoomChange{State: ptr("open")}, clock.Now()); !errors.As(err, new(*room.UnavailableError)) {
+				t.Fatalf("an admin change unjoined: %v, want room.UnavailableError", err)
 			}
-			if cs := sh.clusterStatus(); cs.Joined {
+			if cs := sh.ClusterStatus(); cs.Joined {
 				t.Fatal("the admin API says joined before the store answered")
 			}
 
 			// The store answers again: the room's loop joins.
 			link.down.Store(false)
-			clock.Add(storeCool)
+			clock.Add(room.StoreCool)
 			if err := sh.Join(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			if err := sh.retryPending(t.Context(), clock.Now()); err != nil {
+			if err := sh.RetryPending(t.Context(), clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if cs := sh.clusterStatus(); !cs.Joined {
+			if cs := sh.ClusterStatus(); !cs.Joined {
 				t.Fatal("the admin API says not joined after the join")
 			}
 			now := clock.Now()
@@ -141,10 +142,10 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 			if tk := b.issue(t, now); tk.Claims.Srv < waiting.Claims.Srv {
 				t.Fatalf("a newcomer at node b (srv %.3f) is placed ahead of one who waited at node a (srv %.3f)", tk.Claims.Srv, waiting.Claims.Srv)
 			}
-			if err := a.sh.Apply(RoomChange{State: ptr("open")}, now); err != nil {
+			if err := a.sh.Apply(room.RoomChange{State: ptr("open")}, now); err != nil {
 				t.Fatal(err)
 			}
-			if err := sh.poll(t.Context(), now); err != nil {
+			if err := sh.Poll(t.Context(), now); err != nil {
 				t.Fatal(err)
 			}
 			if d := b.decide(t, used.Token, now); d.Outcome == admission.OutcomeAdmit && (!d.Again || d.Pass != admitted.Pass) {
@@ -173,9 +174,8 @@ func dynamoServerConfig(t *testing.T, endpoint, table string) ServerConfig {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	u, _ := url.Parse("http://127.0.0.1:1") // never reached: no pass is shown
 	return ServerConfig{Upstream: u, AdminToken: "tok", Gateway: Config{
-		Room: "cold", State: "queue", Rate: 10, Keys: testKeys, Difficulty: intp(0),
-		StateStore: &StateStore{Type: StoreDynamo, Endpoint: endpoint, Table: table, Region: "us-east-1", Node: "cold",
-			Poll: Duration(100 * time.Millisecond), CallTimeout: Duration(2 * time.Second)},
+		Config: room.Config{Room: "cold", State: "queue", Rate: 10, Keys: testKeys, Difficulty: intp(0), StateStore: &room.StateStore{Type: room.StoreDynamo, Endpoint: endpoint, Table: table, Region: "us-east-1", Node: "cold",
+			Poll: Duration(100 * time.Millisecond), CallTimeout: Duration(2 * time.Second)}},
 	}}
 }
 
@@ -211,7 +211,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 	site, admin := "http://"+pub.Addr().String(), "http://"+adm.Addr().String()
 	joined := func() bool {
 		_, body := get(t, admin+"/rooms/cold", "Authorization", "Bearer tok")
-		var st RoomStatus
+		var st room.RoomStatus
 		if err := json.Unmarshal([]byte(body), &st); err != nil || st.Cluster == nil {
 			t.Fatalf("admin status: %v %.200s", err, body)
 		}
@@ -269,11 +269,11 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 // table), still fails it.
 func TestServerRefusesABrokenStoreConfig(t *testing.T) {
 	link := testhttp.NewLink(t)
-	for name, change := range map[string]func(*StateStore){
-		"table name":  func(s *StateStore) { s.Table = "a" },
-		"table chars": func(s *StateStore) { s.Table = "rooms/prod" },
-		"region":      func(s *StateStore) { s.Region = "US East" },
-		"endpoint":    func(s *StateStore) { s.Endpoint = "127.0.0.1:8000" },
+	for name, change := range map[string]func(*room.StateStore){
+		"table name":  func(s *room.StateStore) { s.Table = "a" },
+		"table chars": func(s *room.StateStore) { s.Table = "rooms/prod" },
+		"region":      func(s *room.StateStore) { s.Region = "US East" },
+		"endpoint":    func(s *room.StateStore) { s.Endpoint = "127.0.0.1:8000" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			sc := dynamoServerConfig(t, "http://"+link.Addr, "fairgate_rooms")

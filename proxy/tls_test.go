@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns
@@ -61,7 +63,7 @@ func TestServerTLS(t *testing.T) {
 	defer origin.Close()
 	certFile, keyFile, pool := selfSigned(t)
 	u, _ := url.Parse(origin.URL)
-	pub, _, stop := serveConfig(t, ServerConfig{Upstream: u, Gateway: Config{Room: "sale", Keys: testKeys}, AdminToken: "tok", TLSCert: certFile, TLSKey: keyFile})
+	pub, _, stop := serveConfig(t, ServerConfig{Upstream: u, Gateway: Config{Config: room.Config{Room: "sale", Keys: testKeys}}, AdminToken: "tok", TLSCert: certFile, TLSKey: keyFile})
 	defer stop()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	resp, err := client.Post("https://"+pub+"/_fairgate/token", "application/json", nil)

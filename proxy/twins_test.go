@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // twinStrategy is how a visitor presents its tokens: given the time and
@@ -69,9 +71,11 @@ func TestNoStrategyBeatsItsTwin(t *testing.T) {
 func twinWorld(t *testing.T, order string, strategy twinStrategy) time.Duration {
 	t.Helper()
 	secret := []byte("site-login-secret-0123456789abcdef")
-	cfg := Config{Room: "sale", State: "queue", QueueOrder: order,
-		Rate: 2, Burst: 1, Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
-			Key: base64.StdEncoding.EncodeToString(secret), Required: true}}
+	cfg := Config{
+		Config: room.Config{Room: "sale", State: "queue", QueueOrder: order, Rate: 2, Burst: 1},
+		Identity: &Identity{Header: "Authorization", Algorithm: "HS256",
+			Key: base64.StdEncoding.EncodeToString(secret), Required: true},
+	}
 	if order == "fifo" {
 		cfg.LuckWindow = Duration(time.Second)
 	}

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 // Report is what a simulation shows, from a baseline run (everyone honest)
@@ -673,7 +673,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	if c.FixedTau > 0 {
 		clock = fmt.Sprintf("fixed tau %v", c.FixedTau)
 	}
-	order := cmp.Or(c.QueueOrder, string(proxy.DefaultQueueOrder))
+	order := cmp.Or(c.QueueOrder, string(room.DefaultQueueOrder))
 	if order == "fifo" {
 		order += fmt.Sprintf(" (luck window %v)", c.Luck())
 	}

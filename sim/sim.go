@@ -26,6 +26,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 // Config describes one simulated sale.
@@ -99,7 +100,7 @@ type Config struct {
 
 // Luck is the luck window the ordering table measures against: the
 // configured one, or the gateway's default.
-func (c Config) Luck() time.Duration { return cmp.Or(c.LuckWindow, proxy.DefaultLuckWindow) }
+func (c Config) Luck() time.Duration { return cmp.Or(c.LuckWindow, room.DefaultLuckWindow) }
 
 // DefaultConfig is the full-scale scenario: 100k in the pre-queue, 100k
 // arriving over the first 10 minutes, 0-500 ms jitter, 100 admissions/s.
@@ -279,7 +280,7 @@ type sale struct {
 	start  time.Time
 	client *client
 	body   []byte // the last admission attempt's JSON, reused
-	shared *proxy.Shared
+	shared *room.Shared
 	random *streams
 	run    *Run
 	states []state
@@ -340,16 +341,12 @@ func newSale(cfg Config, active Kind) (*sale, error) {
 	s := &sale{cfg: cfg, start: simStart, now: simStart.Add(-cfg.PreQueueSpan), random: &streams{seed: cfg.Seed}}
 	difficulty := cfg.Difficulty
 	pcfg := proxy.Config{
-		Room: "sim", State: "scheduled", SaleStart: s.start.Format(time.RFC3339),
-		Rate: cfg.Rate, Burst: cfg.Rate, Tau: proxy.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0,
-		Difficulty: &difficulty,
-		Keys:       simKeys(cfg.Seed),
-		QueueOrder: cfg.QueueOrder, LuckWindow: proxy.Duration(cfg.LuckWindow),
+		Config: room.Config{Room: "sim", State: "scheduled", SaleStart: s.start.Format(time.RFC3339), Rate: cfg.Rate, Burst: cfg.Rate, Tau: proxy.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0, Difficulty: &difficulty, Keys: simKeys(cfg.Seed), QueueOrder: cfg.QueueOrder, LuckWindow: proxy.Duration(cfg.LuckWindow)},
 		Identity: &proxy.Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(simSecret)},
 	}
 	if cfg.VIPLane > 0 {
-		pcfg.Lanes = []proxy.Lane{{Name: "vip", Share: cfg.VIPLane, Claim: "tier=vip"}}
+		pcfg.Lanes = []room.Lane{{Name: "vip", Share: cfg.VIPLane, Claim: "tier=vip"}}
 	}
 	clock := func() time.Time { return s.now }
 	shared, err := proxy.NewShared(pcfg, clock)

@@ -3,6 +3,7 @@ package roomstate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,48 +77,46 @@ func TestFallbackPlaceAdmittedInOutageStaysUsed(t *testing.T) {
 	}
 }
 
-// On on_unavailable local, an admission let through while the store was
-// down was never granted by the store: refunding it (the hook said full)
-// must not add budget the window never had.
-func TestLocalQuotaRefundOfUngrantedAdmissionAddsNoBudget(t *testing.T) {
-	f := &flaky{Store: openBolt(t)}
-	now := time.Unix(1_700_000_000, 0)
-	q, err := roomstate.NewQuota(f, "r", 1, 5, 50, true) // 10 s windows of 50
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	taken := 0
-	for range 10 {
-		if slot, err := q.Reserve(ctx, now, now); err == nil && slot.Equal(now) {
-			taken++
-		}
-	}
-	f.down = true
-	n := 0
-	for range 20 {
-		if slot, err := q.Reserve(ctx, now, now); err == nil && slot.Equal(now) {
-			n++
-		}
-	}
-	if n != 20 {
-		t.Fatalf("on_unavailable local let %d of 20 through while the store was down", n)
-	}
-	for range n {
-		q.Refund(now)
-	}
-	f.down = false
-	extra := 0
-	for range 100 {
-		at := now.Add(time.Second)
-		slot, err := q.Reserve(ctx, at, at)
-		if err != nil || !slot.Equal(at) {
-			break
-		}
-		extra++
-	}
-	if taken+extra > 50 {
-		t.Fatalf("window limit 50: %d taken from the store, then %d more after refunds of admissions the store never granted", taken, extra)
+// A quota whose store cannot be reached gives no slot and takes nothing:
+// on on_unavailable local it says so (the node's own bucket gives the
+// slot), on refuse it answers the error. Either way the window the store
+// keeps is untouched: once it answers, the window grants the rest of its
+// limit and no more.
+func TestQuotaOutOfReachTakesNothing(t *testing.T) {
+	for _, local := range []bool{true, false} {
+		t.Run(fmt.Sprint("local=", local), func(t *testing.T) {
+			f := &flaky{Store: openBolt(t)}
+			now := time.Unix(1_700_000_000, 0)
+			q, err := roomstate.NewQuota(f, "r", 1, 5, 50, local) // 10 s windows of 50
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for range 10 {
+				if _, shared, err := q.Reserve(ctx, now, now); err != nil || !shared {
+					t.Fatalf("store up: shared %v, %v", shared, err)
+				}
+			}
+			f.down = true
+			for range 20 {
+				_, shared, err := q.Reserve(ctx, now, now)
+				if shared || (err == nil) != local {
+					t.Fatalf("store down: shared %v, error %v; want no slot and an error only without local", shared, err)
+				}
+			}
+			f.down = false
+			granted := 0
+			for range 100 {
+				slot, shared, err := q.Reserve(ctx, now, now)
+				if err != nil || !shared || !slot.Equal(now) {
+					break
+				}
+				granted++
+			}
+			if granted != 40 {
+				t.Fatalf("after the outage the window granted %d more, want the 40 left of 50", granted)
+			}
+		})
 	}
 }
 
@@ -174,5 +173,63 @@ func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
 		if err != nil || p.State != admission.PlaceUsed || p.Pass != "pass-"+id {
 			t.Fatalf("another node reads %s as %+v, %v; want used with its pass", id, p, err)
 		}
+	}
+}
+
+// A slot's admission given back after its quota's window length changed
+// (a rate change: a new budget) is not added to the new budget, which
+// never granted it: a window of the new length still grants its limit
+// and no more.
+func TestQuotaRefundAfterWindowChangeAddsNothing(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 5, 5, false) // 1 s windows of 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	slot, shared, err := q.Reserve(ctx, now, now)
+	if err != nil || !shared {
+		t.Fatalf("reserve: shared %v, %v", shared, err)
+	}
+	if err := q.SetRate(5, 50); err != nil { // 10 s windows of 50
+		t.Fatal(err)
+	}
+	q.Refund(slot)
+	granted := 0
+	for range 100 {
+		s, shared, err := q.Reserve(ctx, now, now)
+		if err != nil || !shared || !s.Equal(now) {
+			break
+		}
+		granted++
+	}
+	if granted != 50 {
+		t.Fatalf("the new window granted %d, want its limit of 50", granted)
+	}
+}
+
+// A rate raised at the same window length grants its new admissions in
+// windows a node had found spent at the old rate: the next slot is in the
+// current window, not after every window booked before the raise.
+func TestQuotaRateRaiseReopensSpentWindows(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 1, 1, false) // 1 s windows of 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		slot, _, err := q.Reserve(ctx, now, now)
+		if want := now.Add(time.Duration(i) * time.Second); err != nil || !slot.Equal(want) {
+			t.Fatalf("slot %d at %v (%v), want %v", i, slot, err, want)
+		}
+	}
+	if err := q.SetRate(3, 3); err != nil { // still 1 s windows, of 3
+		t.Fatal(err)
+	}
+	if slot, _, err := q.Reserve(ctx, now, now); err != nil || !slot.Equal(now) {
+		t.Fatalf("after the raise: slot at %v (%v), want %v, the current window's", slot, err, now)
 	}
 }

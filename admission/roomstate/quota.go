@@ -10,7 +10,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 )
 
-// Quota is admission.Quota on a room's shared Budget: at most the room's
+// Quota is admission.Quota on a lane's shared Budget: at most the lane's
 // target rate times the window's length is admitted in a window across
 // every node. A window lasts as long as the rate takes to refill the burst
 // (at least a second, and long enough to grant one admission), so a burst
@@ -20,18 +20,14 @@ type Quota struct {
 	store Store
 	room  string
 	block int64
-	// local, when true, answers a store failure with an admission
-	// (on_unavailable local): the node's own bucket is then the only cap.
+	// local, when true, answers a store failure with no slot
+	// (on_unavailable local): the node's own bucket gives it, and is then
+	// the only cap.
 	local bool
 
 	mu     sync.Mutex
 	rate   float64
 	budget *Budget
-	// ungranted counts the admissions of window ungrantedIdx let through
-	// while the store failed (local): their refunds give back nothing,
-	// since the store never granted them.
-	ungranted    int64
-	ungrantedIdx int64
 }
 
 // NewQuota returns a room's quota at the given target rate (admissions
@@ -80,44 +76,24 @@ func (q *Quota) current() (*Budget, float64) {
 }
 
 // Reserve implements admission.Quota. With on_unavailable local, a store
-// that cannot be reached grants the slot asked for: the node's own bucket,
-// which gave it, is then the only cap.
-func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, error) {
+// that cannot be reached gives no slot and takes nothing: the node's own
+// bucket gives it, and is then the only cap.
+func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, bool, error) {
 	b, rate := q.current()
 	slot, err := b.Reserve(ctx, at, now, rate)
-	if err != nil && q.local && !errors.Is(err, ErrBudgetSpent) {
-		slot = later(at, now)
-		q.letThrough(b, slot)
-		return slot, nil
+	switch {
+	case err == nil:
+		return slot, true, nil
+	case q.local && !errors.Is(err, ErrBudgetSpent):
+		return time.Time{}, false, nil
 	}
-	return slot, err
-}
-
-// letThrough counts an admission for the window holding at that the store
-// never granted.
-func (q *Quota) letThrough(b *Budget, at time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if idx := b.index(at); idx != q.ungrantedIdx {
-		q.ungrantedIdx, q.ungranted = idx, 0
-	}
-	q.ungranted++
+	return time.Time{}, false, err
 }
 
 // Refund implements admission.Quota.
-// A refund in a window where admissions went through without the store
-// takes one of those back first: budget the store never granted is not
-// added (at worst a granted admission is not given back: under, not over).
-func (q *Quota) Refund(at time.Time) {
-	q.mu.Lock()
-	b := q.budget
-	if b.index(at) == q.ungrantedIdx && q.ungranted > 0 {
-		q.ungranted--
-		q.mu.Unlock()
-		return
-	}
-	q.mu.Unlock()
-	b.Refund(at)
+func (q *Quota) Refund(slot time.Time) {
+	b, _ := q.current()
+	b.Refund(slot)
 }
 
 // Return gives the unspent rest of this node's blocks back to the store.

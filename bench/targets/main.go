@@ -40,6 +40,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 func main() {
@@ -292,7 +293,7 @@ func lookupMap(m map[string]any, path ...string) (map[string]any, bool) {
 // issueTokens issues n waiting tokens through the gateway's token endpoint and
 // reports the resident set size before and after: nothing is kept per visitor.
 func issueTokens(n int) error {
-	cfg := proxy.Config{Room: "mem"}
+	cfg := proxy.Config{Config: room.Config{Room: "mem"}}
 	shared, err := proxy.NewShared(cfg, time.Now)
 	if err != nil {
 		return err

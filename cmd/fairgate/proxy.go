@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 )
 
 func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
@@ -28,7 +29,7 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	configFile := fs.String("config", "", "gateway config, the JSON of the Caddy module (optional)")
 	adminAddr := fs.String("admin", "127.0.0.1:9180", "admin API and /metrics address (loopback only; both need the admin token)")
 	adminToken := fs.String("admin-token", os.Getenv("FAIRGATE_ADMIN_TOKEN"), "admin bearer token (default $FAIRGATE_ADMIN_TOKEN, else generated)")
-	state := fs.String("state", proxy.DefaultStateFile, "room-state file of a bolt state_store without path (the config's default store)")
+	state := fs.String("state", room.DefaultStateFile, "room-state file of a bolt state_store without path (the config's default store)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file for the public listener")
 	tlsKey := fs.String("tls-key", "", "TLS key file")
 	metricsPublic := fs.Bool("metrics-public", false, "serve /metrics on the admin listener without the admin token")
@@ -113,7 +114,7 @@ func readGatewayConfig(path string) (proxy.Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := proxy.CheckExplicitZeros(raw); err != nil {
+	if err := room.CheckExplicitZeros(raw); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil

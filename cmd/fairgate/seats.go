@@ -18,7 +18,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/httpserver"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/room"
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/dynamostore"
@@ -57,7 +57,7 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	dbPath := fs.String("db", "fairgate-seats.db", "bbolt file of the embedded store")
 	ddb := dynamoFlags(fs)
 	keysFile := fs.String("keys", "", "the gateway's keys (the JSON of 'fairgate keygen') to verify passes (required)")
-	room := fs.String("room", proxy.DefaultRoom, "the waiting room whose passes open sessions (the gateway's default room)")
+	room := fs.String("room", room.DefaultRoom, "the waiting room whose passes open sessions (the gateway's default room)")
 	var events []string
 	fs.Func("event", "an event the room's passes open sessions for (repeat for several; the first is the admission hook's); a pass for any other event gets 403 (required)", func(v string) error {
 		events = append(events, v)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
-	"github.com/fairgate/fairgate/proxy"
+	waitroom "github.com/fairgate/fairgate/room"
 )
 
 // node is one `fairgate proxy` process, or one `caddy run` process with
@@ -98,15 +98,15 @@ func (n *node) waitRoom(ctx context.Context, within time.Duration) error {
 // clock before and after the call.
 type status struct {
 	sent, recvd time.Time
-	State       string               `json:"state"`
-	Rate        float64              `json:"rate"`
-	Clock       float64              `json:"clock"`
-	ClockSpeed  float64              `json:"clock_speed"`
-	Now         string               `json:"now"`
-	ClockState  admission.Clock      `json:"clock_state"`
-	BucketLevel float64              `json:"bucket_level"`
-	Cluster     *proxy.ClusterStatus `json:"cluster"`
-	Site        proxy.CapacityStatus `json:"site"`
+	State       string                  `json:"state"`
+	Rate        float64                 `json:"rate"`
+	Clock       float64                 `json:"clock"`
+	ClockSpeed  float64                 `json:"clock_speed"`
+	Now         string                  `json:"now"`
+	ClockState  admission.Clock         `json:"clock_state"`
+	BucketLevel float64                 `json:"bucket_level"`
+	Cluster     *waitroom.ClusterStatus `json:"cluster"`
+	Site        waitroom.CapacityStatus `json:"site"`
 }
 
 func (n *node) status(ctx context.Context, room string) (status, error) {

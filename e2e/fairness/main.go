@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
-	"github.com/fairgate/fairgate/proxy"
+	waitroom "github.com/fairgate/fairgate/room"
 )
 
 // scale is one size of run.
@@ -152,7 +152,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		return nil, errors.New("interrupted")
 	}
 	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: saleStart,
-		LuckWindow: proxy.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
+		LuckWindow: waitroom.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
 		Nodes: o.nodes, Weights: weights}, clock.all())
 	res.Wall = time.Since(started).Round(time.Second).String()
 	res.Notes = append(res.Notes, notes...)

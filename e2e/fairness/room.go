@@ -17,7 +17,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
-	"github.com/fairgate/fairgate/proxy"
+	waitroom "github.com/fairgate/fairgate/room"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -237,7 +237,7 @@ func joined(ctx context.Context, client *http.Client, admin string) bool {
 	}
 	defer resp.Body.Close()
 	var st struct {
-		Cluster *proxy.ClusterStatus `json:"cluster"`
+		Cluster *waitroom.ClusterStatus `json:"cluster"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return false

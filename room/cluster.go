@@ -1,4 +1,4 @@
-package proxy
+package room
 
 import (
 	"context"
@@ -14,57 +14,22 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
-	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
 )
-
-// SettleStateStore returns the config's state store with its defaults
-// applied; defaultPath is the front door's bolt file (Caddy's data
-// directory, `fairgate proxy --state`), empty for none.
-func (c Config) SettleStateStore(defaultPath string) (StateStore, error) {
-	s, err := settleStore(c.StateStore, defaultPath)
-	return s.StateStore, err
-}
-
-// StoreKey is what rooms of one process pointing at the same store share
-// an opened store under (Caddy's usage pool key).
-func (s StateStore) StoreKey() string { return storeSettings{s}.identity() }
-
-// OpenStateStore opens a settled state store: nil for memory. A bolt file
-// another process holds fails after call_timeout with an error naming it.
-func OpenStateStore(ctx context.Context, s StateStore) (roomstate.Store, error) {
-	timeout := time.Duration(s.CallTimeout)
-	switch s.Type {
-	case StoreBolt:
-		st, err := boltstore.Open(s.Path, timeout)
-		if err != nil {
-			return nil, fmt.Errorf("state_store bolt: %w (is another process using it? give each its own path)", err)
-		}
-		return st, nil
-	case StoreDynamo:
-		st, err := dynamostore.Open(ctx, dynamostore.Config{Table: s.Table, Region: s.Region, Endpoint: s.Endpoint, Timeout: timeout})
-		if err != nil {
-			return nil, fmt.Errorf("state_store dynamodb: %w", err)
-		}
-		return st, nil
-	}
-	return nil, nil
-}
 
 // tickEvery is the controller's period, for the whole cluster.
 const tickEvery = time.Second
 
-// storeCool is how long a node stops asking a store that failed before it
-// tries again: a down store costs one call deadline per storeCool, not one
+// StoreCool is how long a node stops asking a store that failed before it
+// tries again: a down store costs one call deadline per StoreCool, not one
 // per request.
-const storeCool = time.Second
+const StoreCool = time.Second
 
 // cluster is a room's link to its state store: the control state it
-// shares, the budget and the ledger. Nil in a Shared on memory.
+// shares and the ledger (each lane holds its budget). Nil in a Shared on
+// memory.
 type cluster struct {
 	store   *roomstate.Guard
 	set     storeSettings
-	quota   *roomstate.Quota
 	key     string
 	mu      sync.Mutex // serialises commits and adoptions
 	version uint64
@@ -75,7 +40,7 @@ type cluster struct {
 	// under mu; read without it on the request path.
 	joined  atomic.Bool
 	ticked  time.Time
-	pending *settings // a config the store could not take yet
+	pending *Settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
 	// changed is when this node last saw the number of nodes change (or
@@ -101,15 +66,19 @@ type sweeper interface {
 	Sweep(ctx context.Context, now time.Time) (int, error)
 }
 
-// sweepEvery is how often a room's loop sweeps its store's expired items.
-const sweepEvery = time.Minute
+// SweepEvery is how often a room's loop sweeps its store's expired items.
+const SweepEvery = time.Minute
 
-// maybeSweep deletes the store's expired places, budget windows and
-// population items once a sweepEvery, within call_timeout. Only the room's
-// loop calls it.
-func (sh *Shared) maybeSweep(ctx context.Context, now time.Time) {
+// Sweep deletes the store's expired places, budget windows and
+// population items once a SweepEvery, within call_timeout. Run calls it
+// each tick; a caller running the room in its own time calls it itself.
+// On memory there is nothing to sweep.
+func (sh *Shared) Sweep(ctx context.Context, now time.Time) {
 	cl := sh.cluster
-	if cl.sweeper == nil || now.Sub(cl.swept) < sweepEvery {
+	if cl == nil {
+		return
+	}
+	if cl.sweeper == nil || now.Sub(cl.swept) < SweepEvery {
 		return
 	}
 	cl.swept = now
@@ -117,24 +86,26 @@ func (sh *Shared) maybeSweep(ctx context.Context, now time.Time) {
 	defer cancel()
 	start := time.Now()
 	_, err := cl.sweeper.Sweep(ctx, now)
-	sh.metrics(sh.clock).observeStore("sweep", time.Since(start), err)
+	sh.observer().ObserveStore("sweep", time.Since(start), err)
 }
 
-// writeBack writes the places admitted from memory while the store failed
+// WriteBack writes the places admitted from memory while the store failed
 // (on_unavailable local) to the store, once it answers again: then every
-// node, and this one restarted, finds them used. Only the room's loop
-// calls it; each call is bounded by call_timeout.
-func (sh *Shared) writeBack(ctx context.Context, now time.Time) {
+// node, and this one restarted, finds them used. Run calls it each tick
+// (a caller running the room in its own time calls it itself); each call
+// is bounded by call_timeout.
+func (sh *Shared) WriteBack(ctx context.Context, now time.Time) {
 	cl := sh.cluster
+	if cl == nil {
+		return
+	}
 	if cl.backlog == nil || cl.backlog.Len() == 0 || cl.store.Failing() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(cl.set.CallTimeout))
 	defer cancel()
 	written, twice, _ := cl.backlog.WriteBack(ctx, cl.store, cl.key, now) // a failure is counted by the guard, under hold_place or use_place
-	m := sh.metrics(sh.clock)
-	m.writtenBack.WithLabelValues("written").Add(float64(written))
-	m.writtenBack.WithLabelValues("twice").Add(float64(twice))
+	sh.observer().WrittenBack(written, twice)
 }
 
 // laneKey is where a lane's per-node observations are published.
@@ -156,19 +127,16 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 		return sh, err
 	}
 	set := storeSettings{st}
-	s, err := cfg.settle() // cannot fail: NewShared settled it
+	s, err := cfg.Settle() // cannot fail: NewShared settled it
 	if err != nil {
 		return nil, err
 	}
 	cl := &cluster{set: set, key: s.Room, share: 1, changed: clock(), window: 2 * time.Duration(s.MaxBackoff)}
-	cl.store = roomstate.NewGuard(store, storeCool, clock, func(op string, took time.Duration, err error) {
-		sh.metrics(clock).observeStore(op, took, err)
+	cl.store = roomstate.NewGuard(store, StoreCool, clock, func(op string, took time.Duration, err error) {
+		sh.observer().ObserveStore(op, took, err)
 	})
 	cl.store.SetCallTimeout(time.Duration(set.CallTimeout))
 	cl.sweeper, _ = store.(sweeper)
-	if cl.quota, err = roomstate.NewQuota(cl.store, s.Room, set.BudgetBlock, s.Rate, s.Burst, set.OnUnavailable == OnUnavailableLocal); err != nil {
-		return nil, err
-	}
 	shared := roomstate.NewLedger(cl.store, s.Room, clock)
 	sh.Ledger = shared
 	if set.OnUnavailable == OnUnavailableLocal {
@@ -199,7 +167,20 @@ const (
 // fifo room the shared rank counter.
 func (sh *Shared) attachLane(l *lane) error {
 	cl := sh.cluster
-	l.room.SetQuota(cl.quota)
+	if l.quota == nil {
+		// The default lane's budget is the room's own key.
+		key := cl.key
+		if l.name != "" {
+			key = laneKey(cl.key, l.name, "budget")
+		}
+		v := l.room.View(sh.now())
+		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, v.Rate, l.room.Burst(), cl.set.OnUnavailable == OnUnavailableLocal)
+		if err != nil {
+			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+		l.quota = q
+	}
+	l.room.SetQuota(l.quota)
 	if sh.Room.View(sh.now()).Order != admission.OrderFIFO {
 		return nil
 	}
@@ -482,9 +463,14 @@ func (sh *Shared) originPending() bool {
 	return originOf(sh.exportControl()) != sh.cluster.storedOrigin
 }
 
-// poll adopts the stored control state if another node changed it.
-func (sh *Shared) poll(ctx context.Context, now time.Time) error {
+// Poll adopts the stored control state if another node changed it. Run
+// calls it every poll period; a caller running the room in its own time
+// calls it itself. A room on memory has nothing to poll.
+func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
+	if cl == nil {
+		return nil
+	}
 	c, v, err := cl.store.LoadControl(ctx, cl.key)
 	if err != nil {
 		return err
@@ -530,11 +516,16 @@ func (sh *Shared) publishSum(ctx context.Context, key string, v float64, now, un
 	return sum, err
 }
 
-// clusterTick publishes this node's observations, lets the controller run
+// ClusterTick publishes this node's observations, lets the controller run
 // for the cluster when no node did within the last tick, and sets this
-// node's share of the rate from every node's demand.
-func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
+// node's share of the rate from every node's demand. Run calls it once a
+// tick on a state store, as Tick on memory; a caller running the room in
+// its own time calls it itself. On memory it does nothing.
+func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
+	if cl == nil {
+		return nil
+	}
 	until := now.Add(3 * tickEvery)
 	lanes := sh.lanes()
 	fifo := sh.Room.View(now).Order == admission.OrderFIFO
@@ -559,6 +550,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 			return err
 		}
 		total[i].population, total[i].eligible = p, e
+		l.roomActive.Store(p > 0 || e > 0)
 		nodes = max(nodes, n)
 		if fifo {
 			if err := sh.shareFIFO(ctx, l, now, until); err != nil {
@@ -592,7 +584,7 @@ func (sh *Shared) clusterTick(ctx context.Context, now time.Time) error {
 	cl.share, cl.nodes = share, nodes
 	_ = sh.rebalance(now, true)
 	sh.mu.Unlock()
-	if err := sh.retryPending(ctx, now); err != nil {
+	if err := sh.RetryPending(ctx, now); err != nil {
 		return err
 	}
 	if fifo && now.Sub(cl.ticked) >= tickEvery*9/10 {
@@ -748,10 +740,14 @@ func (sh *Shared) shareSketch(ctx context.Context, name string, sk *admission.Sk
 // cluster's controller stores.
 const minCruiseStep = 0.01
 
-// retryPending applies a config whose commit the store refused (it was
-// down, or the room had not joined yet), once it takes it.
-func (sh *Shared) retryPending(ctx context.Context, now time.Time) error {
+// RetryPending applies a config whose commit the store refused (it was
+// down, or the room had not joined yet), once it takes it. ClusterTick
+// calls it. On memory nothing waits.
+func (sh *Shared) RetryPending(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
+	if cl == nil {
+		return nil
+	}
 	cl.mu.Lock()
 	pending := cl.pending
 	cl.mu.Unlock()
@@ -770,9 +766,9 @@ func (sh *Shared) retryPending(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// applyConfig commits a config's settings; when the store cannot take them
+// ApplyConfig commits a config's Settings; when the store cannot take them
 // they wait, and the room's loop applies them when it can.
-func (sh *Shared) applyConfig(s settings, now time.Time) error {
+func (sh *Shared) ApplyConfig(s Settings, now time.Time) error {
 	err := sh.commit(context.Background(), now, func() error { return sh.reconfigure(s, now) })
 	if sh.cluster == nil {
 		return err
@@ -857,7 +853,9 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 		select {
 		case <-ctx.Done():
 			ret, cancel := context.WithTimeout(context.Background(), time.Duration(cl.set.CallTimeout))
-			_ = cl.quota.Return(ret)
+			for _, l := range sh.lanes() {
+				_ = l.quota.Return(ret)
+			}
 			cancel()
 			return
 		case <-poll.C:
@@ -865,11 +863,11 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 				_ = sh.Join(ctx)
 				continue
 			}
-			_ = sh.poll(ctx, now())
+			_ = sh.Poll(ctx, now())
 		case <-tick.C:
-			_ = sh.clusterTick(ctx, now())
-			sh.maybeSweep(ctx, now())
-			sh.writeBack(ctx, now())
+			_ = sh.ClusterTick(ctx, now())
+			sh.Sweep(ctx, now())
+			sh.WriteBack(ctx, now())
 		}
 	}
 }
@@ -895,7 +893,8 @@ type ClusterStatus struct {
 	OnUnavailable string `json:"on_unavailable"`
 }
 
-func (sh *Shared) clusterStatus() *ClusterStatus {
+// ClusterStatus is the state store's view of the room; nil on memory.
+func (sh *Shared) ClusterStatus() *ClusterStatus {
 	cl := sh.cluster
 	if cl == nil {
 		return nil

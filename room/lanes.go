@@ -1,4 +1,4 @@
-package proxy
+package room
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
 // lane is one lane of a room: the default lane (name "") or a priority
@@ -15,10 +16,16 @@ import (
 // population, so the protocol runs unchanged and fairly inside each lane;
 // only the rate is split (docs/FAIRNESS.md, "Lanes").
 type lane struct {
-	name     string
-	share    float64
-	room     *admission.Room
+	name  string
+	share float64
+	room  *admission.Room
+	// quota is the lane's shared budget on a state store: it gives the
+	// lane's slots at every node (nil without a store).
+	quota    *roomstate.Quota
 	admitted atomic.Int64
+	// roomActive is whether the lane had visitors at any node at the
+	// last cluster tick (always false without a store).
+	roomActive atomic.Bool
 }
 
 // laneShares are the shares of the default lane and then of each rule.
@@ -33,7 +40,7 @@ func laneShares(rules []laneRule) []float64 {
 
 // newLanes builds the lanes of s, reusing the rooms of prev whose lane
 // still exists so a reload keeps every waiting place in a kept lane.
-func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
+func newLanes(s Settings, prev []*lane, now time.Time) ([]*lane, error) {
 	shares := laneShares(s.lanes)
 	names := []string{""}
 	for _, r := range s.lanes {
@@ -42,8 +49,9 @@ func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
 	out := make([]*lane, len(names))
 	for i, name := range names {
 		if j := slices.IndexFunc(prev, func(l *lane) bool { return l.name == name }); j >= 0 {
-			out[i] = &lane{name: name, share: shares[i], room: prev[j].room}
+			out[i] = &lane{name: name, share: shares[i], room: prev[j].room, quota: prev[j].quota}
 			out[i].admitted.Store(prev[j].admitted.Load())
+			out[i].roomActive.Store(prev[j].roomActive.Load())
 			continue
 		}
 		cfg := s.roomConfig()
@@ -61,10 +69,10 @@ func newLanes(s settings, prev []*lane, now time.Time) ([]*lane, error) {
 // lanes are the room's lanes, the default one first.
 func (sh *Shared) lanes() []*lane { return *sh.lanesNow.Load() }
 
-// laneRoom is the room judging the named lane; an unknown lane (removed by
+// LaneRoom is the room judging the named lane; an unknown lane (removed by
 // a reload) falls back to the default one, whose room refuses the lane's
 // tokens.
-func (sh *Shared) laneRoom(name string) *admission.Room {
+func (sh *Shared) LaneRoom(name string) *admission.Room {
 	for _, l := range sh.lanes() {
 		if l.name == name {
 			return l.room
@@ -73,8 +81,8 @@ func (sh *Shared) laneRoom(name string) *admission.Room {
 	return sh.Room
 }
 
-// countAdmitted counts one admission in the named lane.
-func (sh *Shared) countAdmitted(name string) {
+// CountAdmitted counts one admission in the named lane.
+func (sh *Shared) CountAdmitted(name string) {
 	for _, l := range sh.lanes() {
 		if l.name == name {
 			l.admitted.Add(1)
@@ -97,28 +105,33 @@ func (sh *Shared) eachRoom(change func(*admission.Room) error) error {
 }
 
 // rebalance splits the room's rate and burst between its lanes by
-// admission.LaneRates: the lanes with visitors share the whole rate.
-// Unless force, a lane whose rate stays is left alone. Callers hold sh.mu.
+// admission.LaneRates: the lanes with visitors, here or (on a state
+// store) at any node, share the whole rate. Every node so splits it
+// alike: each lane's shared budget caps the lane at the rate the asking
+// node gives it, and a node that gave an idle lane's share to the others
+// would let the room admit more than its rate. Unless force, a lane whose
+// rate stays is left alone. Callers hold sh.mu.
 func (sh *Shared) rebalance(now time.Time, force bool) error {
 	lanes := sh.lanes()
 	shares := make([]float64, len(lanes))
 	active := make([]bool, len(lanes))
 	for i, l := range lanes {
-		shares[i], active[i] = l.share, l.room.Active(now)
+		shares[i], active[i] = l.share, l.room.Active(now) || l.roomActive.Load()
 	}
 	total, totalBurst := sh.rateInForce()
-	if sh.cluster != nil {
-		// The shared budget caps the room as a whole, every lane together.
-		if err := sh.cluster.quota.SetRate(total, totalBurst); err != nil {
-			return err
-		}
-	}
 	rates := admission.LaneRates(total, shares, active)
 	for i, l := range lanes {
+		burst := math.Max(1, totalBurst*rates[i]/total)
+		if l.quota != nil {
+			// Each lane's shared budget gives its slots at the lane's
+			// rate across every node.
+			if err := l.quota.SetRate(rates[i], burst); err != nil {
+				return fmt.Errorf("lane %q: %w", l.name, err)
+			}
+		}
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue
 		}
-		burst := math.Max(1, totalBurst*rates[i]/total)
 		if err := l.room.SetRate(rates[i], burst, now); err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
 		}
@@ -131,9 +144,9 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	return nil
 }
 
-// totalRate is the room's rate and burst in force, all lanes together
+// TotalRate is the room's rate and burst in force, all lanes together
 // (with a capacity, the capacity controller's).
-func (sh *Shared) totalRate() (rate, burst float64) {
+func (sh *Shared) TotalRate() (rate, burst float64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.rateInForce()
@@ -188,4 +201,12 @@ func (sh *Shared) laneStatus(now time.Time) []LaneStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// EachLane calls f with each lane's name ("" for the default lane) and
+// room, the default lane first.
+func (sh *Shared) EachLane(f func(name string, r *admission.Room)) {
+	for _, l := range sh.lanes() {
+		f(l.name, l.room)
+	}
 }

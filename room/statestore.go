@@ -1,4 +1,4 @@
-package proxy
+package room
 
 import (
 	"errors"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission/roomstate"
-	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
 )
 
 // StateStore is where a room keeps what every node serving it must share
@@ -33,7 +32,7 @@ type StateStore struct {
 	// and fails with an error naming it.
 	Path string `json:"path,omitempty"`
 	// Table is the DynamoDB table (`fairgate proxy init-tables` creates
-	// it). Default: `fairgate_rooms` (dynamostore.DefaultTable).
+	// it). Default: `fairgate_rooms` (DefaultTable).
 	Table string `json:"table,omitempty"`
 	// Region is the AWS region. Default: the AWS SDK's standard
 	// configuration (AWS_REGION, shared config), else us-east-1.
@@ -76,12 +75,20 @@ const (
 	DefaultStateFile = "fairgate-rooms.db"
 	// DefaultBudgetBlock reserves one admission per store write: exact.
 	DefaultBudgetBlock = 1
+	// DefaultTable is dynamostore.DefaultTable, the table `fairgate proxy
+	// init-tables` creates; named here so that settling a config does not
+	// bring in the DynamoDB client (a test holds the two equal).
+	DefaultTable = "fairgate_rooms"
 	// DefaultPoll re-reads the control state twice a second.
 	DefaultPoll = 500 * time.Millisecond
 	// OnUnavailableRefuse and OnUnavailableLocal are the answers to a store failure.
 	OnUnavailableRefuse = "refuse"
 	OnUnavailableLocal  = "local"
 )
+
+// validationStatePath stands in for a front door's default bolt file when
+// a config is only checked.
+const validationStatePath = "(the front door's default)"
 
 // storeSettings is a StateStore with defaults applied.
 type storeSettings struct {
@@ -112,44 +119,44 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 			out.Path = defaultPath
 		}
 		if out.Path == "" {
-			return out, optionErr("state_store", "bolt needs a path")
+			return out, OptionErr("state_store", "bolt needs a path")
 		}
 		if out.Path != validationStatePath {
 			out.Path = canonicalFile(out.Path)
 		}
 	case StoreDynamo:
 		if out.Table == "" {
-			out.Table = dynamostore.DefaultTable
+			out.Table = DefaultTable
 		}
 		if err := checkDynamo(out.StateStore); err != nil {
 			return out, err
 		}
 	default:
-		return out, optionErr("state_store", "type %q: want memory, bolt or dynamodb", out.Type)
+		return out, OptionErr("state_store", "type %q: want memory, bolt or dynamodb", out.Type)
 	}
 	if out.Type != StoreBolt && out.Path != "" {
-		return out, optionErr("state_store", "path is for bolt, not %s", out.Type)
+		return out, OptionErr("state_store", "path is for bolt, not %s", out.Type)
 	}
 	if out.Type != StoreDynamo && (out.Table != "" || out.Region != "" || out.Endpoint != "") {
-		return out, optionErr("state_store", "table, region and endpoint are for dynamodb, not %s", out.Type)
+		return out, OptionErr("state_store", "table, region and endpoint are for dynamodb, not %s", out.Type)
 	}
 	if out.BudgetBlock < 0 {
-		return out, optionErr("state_store", "budget_block %d: must be at least 1", out.BudgetBlock)
+		return out, OptionErr("state_store", "budget_block %d: must be at least 1", out.BudgetBlock)
 	}
 	if out.BudgetBlock == 0 {
 		out.BudgetBlock = DefaultBudgetBlock
 	}
 	if out.Poll < 0 || out.CallTimeout < 0 {
-		return out, optionErr("state_store", "poll and call_timeout must be positive")
+		return out, OptionErr("state_store", "poll and call_timeout must be positive")
 	}
-	setDur(&out.Poll, DefaultPoll)
-	setDur(&out.CallTimeout, roomstate.DefaultCallTimeout)
+	SetDuration(&out.Poll, DefaultPoll)
+	SetDuration(&out.CallTimeout, roomstate.DefaultCallTimeout)
 	switch out.OnUnavailable {
 	case "":
 		out.OnUnavailable = OnUnavailableRefuse
 	case OnUnavailableRefuse, OnUnavailableLocal:
 	default:
-		return out, optionErr("state_store", "on_unavailable %q: want refuse or local", out.OnUnavailable)
+		return out, OptionErr("state_store", "on_unavailable %q: want refuse or local", out.OnUnavailable)
 	}
 	if out.Node == "" {
 		host, _ := os.Hostname()
@@ -186,11 +193,11 @@ func (s StateStore) CheckPath() error {
 	fi, err := os.Stat(s.Path)
 	if err == nil {
 		if fi.IsDir() {
-			return optionErr("state_store", "path %s is a directory: name the bolt file, e.g. %s", s.Path, filepath.Join(s.Path, "rooms.db"))
+			return OptionErr("state_store", "path %s is a directory: name the bolt file, e.g. %s", s.Path, filepath.Join(s.Path, "rooms.db"))
 		}
 		f, err := os.OpenFile(s.Path, os.O_RDWR, 0)
 		if err != nil {
-			return optionErr("state_store", "path %s: %w", s.Path, err)
+			return OptionErr("state_store", "path %s: %w", s.Path, err)
 		}
 		return f.Close()
 	}
@@ -200,11 +207,11 @@ func (s StateStore) CheckPath() error {
 		fi, err := os.Stat(dir)
 		switch {
 		case err == nil && !fi.IsDir():
-			return optionErr("state_store", "path %s: %s is a file, where a directory must be", s.Path, dir)
+			return OptionErr("state_store", "path %s: %s is a file, where a directory must be", s.Path, dir)
 		case err == nil:
 			return checkWritable(s.Path, dir)
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return optionErr("state_store", "path %s: %w", s.Path, err)
+			return OptionErr("state_store", "path %s: %w", s.Path, err)
 		case filepath.Dir(dir) == dir:
 			return nil
 		}
@@ -215,7 +222,7 @@ func (s StateStore) CheckPath() error {
 func checkWritable(path, dir string) error {
 	f, err := os.CreateTemp(dir, ".fairgate-check-*")
 	if err != nil {
-		return optionErr("state_store", "path %s: cannot create it in %s: %w", path, dir, errors.Unwrap(err))
+		return OptionErr("state_store", "path %s: cannot create it in %s: %w", path, dir, errors.Unwrap(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())
@@ -234,15 +241,15 @@ var (
 // could answer: a config error fails start-up, an unreachable store does not.
 func checkDynamo(s StateStore) error {
 	if !dynamoTable.MatchString(s.Table) {
-		return optionErr("state_store", "table %q: DynamoDB table names are 3 to 255 letters, digits, '_', '-' or '.'", s.Table)
+		return OptionErr("state_store", "table %q: DynamoDB table names are 3 to 255 letters, digits, '_', '-' or '.'", s.Table)
 	}
 	if s.Region != "" && !dynamoRegion.MatchString(s.Region) {
-		return optionErr("state_store", "region %q: want an AWS region such as us-east-1", s.Region)
+		return OptionErr("state_store", "region %q: want an AWS region such as us-east-1", s.Region)
 	}
 	if s.Endpoint != "" {
 		u, err := url.Parse(s.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return optionErr("state_store", "endpoint %q: want an absolute http:// or https:// URL such as http://127.0.0.1:8000", s.Endpoint)
+			return OptionErr("state_store", "endpoint %q: want an absolute http:// or https:// URL such as http://127.0.0.1:8000", s.Endpoint)
 		}
 	}
 	return nil
@@ -269,3 +276,7 @@ func (s storeSettings) identity() string {
 	}
 	return StoreMemory
 }
+
+// StoreKey is what rooms of one process pointing at the same store share
+// an opened store under (Caddy's usage pool key).
+func (s StateStore) StoreKey() string { return storeSettings{s}.identity() }

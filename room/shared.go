@@ -1,4 +1,4 @@
-package proxy
+package room
 
 import (
 	"context"
@@ -53,18 +53,45 @@ type Shared struct {
 	admit    float64
 	tally    admission.Tally
 	reason   string // why the room is closed: "sold_out" or ""
-	counts   *metrics
+	obs      Observer
 }
 
-// metrics returns the room's collectors, creating them once.
-func (sh *Shared) metrics(now func() time.Time) *metrics {
+// Observer is told of the room's state store calls and of the places
+// written back after an outage: a front door's metrics. It belongs to the
+// room, so its counts carry on across reloads.
+type Observer interface {
+	// ObserveStore records one state store call.
+	ObserveStore(op string, took time.Duration, err error)
+	// WrittenBack records places admitted from memory while the store
+	// failed, written back (written) or found used meanwhile (twice).
+	WrittenBack(written, twice int)
+}
+
+// Observe returns the room's observer, made by make on the first call.
+func (sh *Shared) Observe(make func() Observer) Observer {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.counts == nil {
-		sh.counts = newRoomMetrics(sh, now)
+	if sh.obs == nil {
+		sh.obs = make()
 	}
-	return sh.counts
+	return sh.obs
 }
+
+// observer is the room's observer, or one that records nothing until a
+// front door attached its own.
+func (sh *Shared) observer() Observer {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.obs == nil {
+		return noObserver{}
+	}
+	return sh.obs
+}
+
+type noObserver struct{}
+
+func (noObserver) ObserveStore(string, time.Duration, error) {}
+func (noObserver) WrittenBack(int, int)                      {}
 
 // applied is what the config last asked for, so a reload re-applies only
 // what it changed and never reverts a live change made by the admin API.
@@ -86,7 +113,7 @@ type applied struct {
 // NewShared creates a room's shared state from its config; clock is the
 // time its clock starts at and its used-token memory expires by.
 func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
-	s, err := cfg.settle()
+	s, err := cfg.Settle()
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +137,7 @@ func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	return sh, nil
 }
 
-func appliedOf(s settings) applied {
+func appliedOf(s Settings) applied {
 	return applied{state: s.state, saleStart: s.saleStart, rate: s.Rate, burst: s.Burst, difficulty: s.difficulty,
 		tau: time.Duration(s.Tau), adaptive: !s.FixedSpeed, ledgerSize: s.LedgerSize, lanes: s.lanes,
 		order: s.order, luck: time.Duration(s.LuckWindow), capacity: float64(s.Capacity)}
@@ -118,7 +145,7 @@ func appliedOf(s settings) applied {
 
 // reconfigure applies what a new config changed. Every room setting a
 // config holds is applied here, so each takes effect on a reload.
-func (sh *Shared) reconfigure(s settings, now time.Time) error {
+func (sh *Shared) reconfigure(s Settings, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	want := appliedOf(s)
@@ -275,8 +302,8 @@ func (sh *Shared) setCapacityLocked(capacity float64) {
 	sh.sized.Store(capacity > 0)
 }
 
-// sizedByCapacity reports whether the room admits by its capacity.
-func (sh *Shared) sizedByCapacity() bool { return sh.sized.Load() }
+// SizedByCapacity reports whether the room admits by its capacity.
+func (sh *Shared) SizedByCapacity() bool { return sh.sized.Load() }
 
 // steerLocked lets the capacity controller set the room's rate from the
 // last tally, and reports whether it moved by more than minCruiseStep (the
@@ -323,7 +350,8 @@ type CapacityStatus struct {
 	ActiveWindow Duration `json:"active_window"`
 }
 
-func (sh *Shared) capacityStatus() CapacityStatus {
+// SiteStatus is the visitors on the site and the rate sized from them.
+func (sh *Shared) SiteStatus() CapacityStatus {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	rate, _ := sh.rateInForce()
@@ -335,7 +363,30 @@ func (sh *Shared) capacityStatus() CapacityStatus {
 // waiting hold keys of one rule, and the other cannot judge them.
 func checkOrderKept(want, had applied) error {
 	if want.order != had.order {
-		return optionErr("queue_order", "cannot change from %s to %s while the room exists (restart the room: every waiting place is lost)", had.order, want.order)
+		return OptionErr("queue_order", "cannot change from %s to %s while the room exists (restart the room: every waiting place is lost)", had.order, want.order)
 	}
 	return nil
 }
+
+// See counts the visitor holding pass id as on the site at now.
+func (sh *Shared) See(id string, now time.Time) { sh.active.See(id, now) }
+
+// End counts the visitor holding pass id as gone from the site at now:
+// the origin ended their session.
+func (sh *Shared) End(id string, now time.Time) { sh.active.End(id, now) }
+
+// Fits refuses settings of another room, or of another queue order: a
+// room's order cannot change while it exists.
+func (sh *Shared) Fits(s Settings) error {
+	if sh.Room.Name() != s.Room {
+		return fmt.Errorf("shared state is for room %q, config for %q", sh.Room.Name(), s.Room)
+	}
+	if had := sh.Room.View(time.Time{}).Order; had != s.order {
+		return checkOrderKept(appliedOf(s), applied{order: had})
+	}
+	return nil
+}
+
+// OnSite is the visitors counted on the site at now: passes presented at
+// this node within the active window.
+func (sh *Shared) OnSite(now time.Time) float64 { return sh.active.Count(now) }
