@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairgate/fairgate/room"
 )
 
 // capacityCrowd is a room sized by capacity served through the gateways'
@@ -82,7 +84,7 @@ type crowdRun struct {
 	c        capacityCrowd
 	clock    *fakeClock
 	handlers []http.Handler
-	rooms    []*Shared
+	rooms    []*room.Shared
 	tick     func(now time.Time)
 	cookie   string
 	rng      *rand.Rand
@@ -96,8 +98,8 @@ type crowdRun struct {
 const crowdEndPath = "/logout"
 
 func (c capacityCrowd) config() Config {
-	return Config{Room: "cap", Capacity: int(c.capacity), Rate: c.ceiling, ActiveWindow: Duration(c.window),
-		Difficulty: intp(0), MinBackoff: Duration(time.Second), MaxBackoff: Duration(2 * time.Second)}
+	return Config{Config: room.Config{Room: "cap", Capacity: int(c.capacity), Rate: c.ceiling, ActiveWindow: Duration(c.window),
+		Difficulty: intp(0), MinBackoff: Duration(time.Second), MaxBackoff: Duration(2 * time.Second)}}
 }
 
 // origin answers every request, ending the session on crowdEndPath.
@@ -126,7 +128,7 @@ func (c capacityCrowd) start(t *testing.T) *crowdRun {
 			t.Fatal(err)
 		}
 		t.Cleanup(gw.Close)
-		r.handlers, r.rooms, r.cookie = []http.Handler{gw.Wrap(crowdOrigin())}, []*Shared{sh}, gw.cookies.pass
+		r.handlers, r.rooms, r.cookie = []http.Handler{gw.Wrap(crowdOrigin())}, []*room.Shared{sh}, gw.cookies.pass
 		r.tick = func(now time.Time) { r.rooms[0].Tick(now) }
 		return r
 	}
@@ -142,8 +144,8 @@ func (c capacityCrowd) start(t *testing.T) *crowdRun {
 		var wg sync.WaitGroup
 		for i, n := range nodes {
 			wg.Go(func() {
-				if errs[i] = n.sh.poll(t.Context(), now); errs[i] == nil {
-					errs[i] = n.sh.clusterTick(t.Context(), now)
+				if errs[i] = n.sh.Poll(t.Context(), now); errs[i] == nil {
+					errs[i] = n.sh.ClusterTick(t.Context(), now)
 				}
 			})
 		}
