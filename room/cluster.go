@@ -173,11 +173,15 @@ func (sh *Shared) attachLane(l *lane) error {
 		if l.name != "" {
 			key = laneKey(cl.key, l.name, "budget")
 		}
-		v := l.room.View(sh.now())
-		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, v.Rate, l.room.Burst(), cl.set.OnUnavailable == OnUnavailableLocal)
+		// The windows' length comes from the lane's configured rate and
+		// burst, not the rate of the moment (a capacity room's derived rate
+		// may start near zero, which would make them as long as an hour).
+		rate := sh.rate * l.share
+		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, rate, math.Max(1, sh.burst*l.share), cl.set.OnUnavailable == OnUnavailableLocal)
 		if err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
 		}
+		q.SetRate(l.room.View(sh.now()).Rate)
 		l.quota = q
 	}
 	l.room.SetQuota(l.quota)
