@@ -346,9 +346,7 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
-	// The admit poll's answer: its headers go through reply.Headers, one
-	// allocation for all of them.
-	h := reply.NewHeaders(w.Header(), 4)
+	h := w.Header()
 	lang, varies := g.pages.localeFor(r)
 	if varies {
 		h.Add("Vary", "Accept-Language")
@@ -360,7 +358,7 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	// a token the gate signed or verified is base64url and dots
 	// (admission.WaitToken), plain cookie text that needs no escape.
 	body.TokenPlain = true
-	addCookie(&h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
+	addCookie(h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
 	h.Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))

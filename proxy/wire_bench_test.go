@@ -91,8 +91,6 @@ func BenchmarkWire(b *testing.B) {
 		{"piece=ticket", func(b *testing.B) {
 			loop(b, func() { clear(w.h); wire.WriteTicket(w, http.StatusTooManyRequests, &ticket) })
 		}},
-		{"piece=headers", func(b *testing.B) { benchHeaders(b, w.h, true) }},
-		{"piece=headers-200", func(b *testing.B) { benchHeaders(b, w.h, false) }},
 	}
 	for _, c := range cases {
 		for _, fast := range []bool{true, false} {
@@ -108,40 +106,6 @@ func BenchmarkWire(b *testing.B) {
 			})
 		}
 	}
-}
-
-// benchHeaders writes the header values of a waiting answer (a 429 has
-// Retry-After, a 200 not) through reply.Headers, or through Header.Set
-// and Add.
-func benchHeaders(b *testing.B, h http.Header, tooMany bool) {
-	loop(b, func() {
-		clear(h)
-		if !wire.Fast() {
-			h.Add("Vary", "Accept-Language")
-			h.Add("Set-Cookie", "x")
-			h.Set("Cache-Control", "no-store")
-			if tooMany {
-				h.Set("Retry-After", "3")
-			}
-			h.Set("Content-Type", "application/json")
-			h.Set("Content-Length", "1000")
-			h.Set("X-Content-Type-Options", "nosniff")
-			_ = h.Get("Cache-Control")
-			return
-		}
-		rh := reply.NewHeaders(h, 4)
-		rh.Add("Vary", "Accept-Language")
-		rh.Add("Set-Cookie", "x")
-		rh.Set("Cache-Control", "no-store")
-		if tooMany {
-			rh.Set("Retry-After", "3")
-		}
-		rh = reply.NewHeaders(h, 4)
-		rh.Set("Content-Type", "application/json")
-		rh.Set("Content-Length", "1000")
-		rh.Set("X-Content-Type-Options", "nosniff")
-		_ = rh.Get("Cache-Control")
-	})
 }
 
 // cpuTime is the CPU time the process has used: on a machine shared with
