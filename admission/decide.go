@@ -73,6 +73,9 @@ type Decision struct {
 	// Again is set when the admission was made by an earlier attempt with
 	// the same token whose answer was lost: Pass is the pass it was given.
 	Again bool
+	// Slot is, for OutcomeAdmit unless Again, the slot whose admission
+	// the pass took: a Requeue gives back that one.
+	Slot time.Time
 	// RetryAfter is when to try again, for every outcome that may.
 	RetryAfter time.Duration
 }

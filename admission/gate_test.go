@@ -324,7 +324,7 @@ func TestBindingAndRequeue(t *testing.T) {
 	}
 	// The hook turned the admission away: the token waits again, unpunished,
 	// holding its admission as a slot at its next checkpoint.
-	back := g.Requeue(ctx, room, d.Claims, at)
+	back := g.Requeue(ctx, room, d, at)
 	if back.Outcome != OutcomeWait || back.Next.Claims.ID != tk.Claims.ID || !back.Next.Claims.NextAttempt().After(at) {
 		t.Fatalf("requeue: %v %+v", back.Outcome, back.Next.Claims)
 	}

@@ -74,9 +74,10 @@ type fifoState struct {
 	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
 	roomIssues atomic.Uint64
 	// roomPassed is the places the counter passed and not yet admitted at
-	// every node sharing the room, as last published (NoteRoomPassed), as
-	// math.Float64bits plus one: zero until a sum was noted.
-	roomPassed atomic.Uint64
+	// every node sharing the room, as last published (NoteRoomPassed), and
+	// when: a sum older than roomPassedFresh is not used.
+	roomPassed   atomic.Uint64 // math.Float64bits
+	roomPassedAt atomic.Int64  // Unix nanoseconds; 0: never noted
 	// preTop is one past the highest pre-queue rank; top one past the
 	// highest rank; maxKey the highest key of a post-start place (as
 	// math.Float64bits): the counter never runs past the last key.
@@ -271,10 +272,26 @@ func (r *Room) Passed(now time.Time) float64 {
 // NoteRoomPassed tells the room the sum of every node's Passed: the fifo
 // counter then keeps its lead over the room's admissions, not over its
 // node's scaled up.
-func (r *Room) NoteRoomPassed(n float64) {
+func (r *Room) NoteRoomPassed(n float64, now time.Time) {
 	if r.fifo != nil && n >= 0 && !math.IsInf(n, 0) {
-		r.fifo.roomPassed.Store(math.Float64bits(n) + 1)
+		r.fifo.roomPassed.Store(math.Float64bits(n))
+		r.fifo.roomPassedAt.Store(now.UnixNano())
 	}
+}
+
+// roomPassedFresh is how long a noted sum of every node's passed places
+// stands: three ticks, as long as a node's published count lives in the
+// store.
+const roomPassedFresh = 3 * lotteryTick
+
+// roomPassedNow is the sum of every node's passed places, when one was
+// noted lately.
+func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
+	at := r.fifo.roomPassedAt.Load()
+	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
+		return 0, false
+	}
+	return math.Float64frombits(r.fifo.roomPassed.Load()), true
 }
 
 // fifoKeys is how many places presented here the counter passed and not
@@ -381,8 +398,9 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	// The room's passed places: every node's sum when nodes publish it,
 	// else this node's, standing for population over its own count.
 	roomPassed := float64(passed) * scale
-	if bits := r.fifo.roomPassed.Load(); bits != 0 {
-		roomPassed = math.Float64frombits(bits - 1)
+	sum, several := r.roomPassedNow(now)
+	if several {
+		roomPassed = sum
 	}
 	if len(ahead) == 0 {
 		if population > roomPassed {
@@ -394,7 +412,10 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 		return 0
 	}
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
-	if r.fifo.roomPassed.Load() != 0 {
+	if several {
+		// On several nodes a node's view of the counter lags the ticking
+		// node's by up to a poll, and the passed places are summed once a
+		// tick: a tick more of lead covers that.
 		lead += v.Rate * lotteryTick.Seconds()
 	}
 	want := math.Round((lead - roomPassed) / scale)

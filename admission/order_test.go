@@ -435,10 +435,11 @@ func TestLuckSpanCountsEveryNodesArrivals(t *testing.T) {
 // admitted (their published sum), not over this node's scaled by its
 // share: with the room's lead met elsewhere it waits, with none passed it
 // passes this node's keys, and a node that publishes leads by a tick more
-// than one alone, whose own view of the counter is never stale.
+// than one alone, whose own view of the counter is never stale. A sum no
+// node published lately (the store out of reach) stands for nothing.
 func TestFIFOCounterLeadsTheRoomsPassedPlaces(t *testing.T) {
 	const rate = 3.0
-	speed := func(publish bool, roomPassed float64) float64 {
+	speed := func(publish bool, roomPassed float64, noted time.Duration) float64 {
 		room := fifoRoom(t, rate, 2*time.Second, StateQueue, time.Time{})
 		now := t0
 		for i := range 20 {
@@ -452,13 +453,16 @@ func TestFIFOCounterLeadsTheRoomsPassedPlaces(t *testing.T) {
 			room.ObservePresent(now, fmt.Sprint("place-", i), v.Clock.At(now)+float64(i)+0.5)
 		}
 		if publish {
-			room.NoteRoomPassed(roomPassed)
+			room.NoteRoomPassed(roomPassed, now.Add(-noted))
 		}
 		room.mu.Lock()
 		defer room.mu.Unlock()
 		return room.fifoSpeed(&v, now, 20)
 	}
-	alone, passedNone, passedLead := speed(false, 0), speed(true, 0), speed(true, 100)
+	alone, passedNone, passedLead := speed(false, 0, 0), speed(true, 0, 0), speed(true, 100, 0)
+	if stale := speed(true, 100, time.Minute); stale != alone {
+		t.Errorf("a sum noted a minute ago: speed %v, want this node's own %v", stale, alone)
+	}
 	if passedLead != 0 {
 		t.Errorf("the room's passed places are past its lead: speed %v, want 0", passedLead)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/fairgate/fairgate/admission/tokens"
 )
 
 // Requeue sends an admitted visitor back to waiting when the admission could
@@ -15,8 +13,10 @@ import (
 // judged again (nor the hook called again) before that checkpoint, and at
 // it the place is admitted from its slot without taking another admission
 // from the bucket. A place refused over and over so holds one admission,
-// not one per attempt (Gate.holdAgain).
-func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaims, now time.Time) Decision {
+// not one per attempt (Gate.holdAgain). admitted is the decision that
+// admitted it.
+func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now time.Time) Decision {
+	claims := admitted.Claims
 	view := room.View(now)
 	next := g.recheck(&view, claims, now)
 	// Used becomes reserved: two steps, as the ledger has no swap. Between
@@ -25,14 +25,16 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, claims *tokens.WaitClaim
 	if err := g.ledger.Release(ctx, claims.Place()); err != nil {
 		return g.unavailable(fmt.Errorf("releasing place: %w", err), claims)
 	}
-	next, undo, err := g.holdAgain(ctx, room, next, now)
+	next, undo, err := g.holdAgain(ctx, room, admitted.Slot, next, now)
 	if err != nil {
 		// Released, not held: the place is judged again at its next
 		// attempt.
 		return g.unavailable(err, claims)
 	}
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
-	if err != nil || !fresh {
+	if err == nil && !fresh {
+		// On an error whether the place holds the slot is unknown: its
+		// admission stays taken.
 		undo()
 	}
 	switch {

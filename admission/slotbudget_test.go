@@ -134,6 +134,96 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 	}
 }
 
+// refundLog is a shared budget that always has an admission at the moment
+// asked and records the slots it gives and gets back.
+type refundLog struct{ given, refunded []time.Time }
+
+func (b *refundLog) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
+	slot := later(at, now)
+	b.given = append(b.given, slot)
+	return slot, true, nil
+}
+
+func (b *refundLog) Refund(slot time.Time) { b.refunded = append(b.refunded, slot) }
+
+// TestARequeueGivesBackItsSlotsAdmission: a place admitted from a slot
+// that the hook turns away gives back the admission of its slot's budget
+// window, not one of the window it was admitted in: a place that
+// presented late would otherwise give back an admission nobody took
+// there, and the node would admit one more than that window's limit.
+func TestARequeueGivesBackItsSlotsAdmission(t *testing.T) {
+	for _, late := range []time.Duration{0, 30 * time.Second} {
+		t.Run(late.String(), func(t *testing.T) {
+			ctx := context.Background()
+			h := holdingASlot(t, Visitor{})
+			budget := &refundLog{}
+			h.room.SetQuota(budget)
+			held, err := h.ledger.Lookup(ctx, h.first.Claims.Place())
+			if err != nil || held.State != PlaceReserved {
+				t.Fatalf("the ledger holds %+v (%v), want a slot", held, err)
+			}
+			// The slot came from the bucket before the quota was set: the
+			// test's budget counts it as its own.
+			slot := held.Slot
+			budget.given = append(budget.given, slot)
+			at := h.busy.Next.Claims.NextAttempt().Add(late)
+			h.now = at
+			d := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Now: at})
+			if d.Outcome != OutcomeAdmit {
+				t.Fatalf("at its slot, %v late: %v (%v), want admitted", late, d.Outcome, d.Err)
+			}
+			back := h.gate.Requeue(ctx, h.room, d, at)
+			if back.Outcome != OutcomeWait {
+				t.Fatalf("requeue: %v (%v), want wait", back.Outcome, back.Err)
+			}
+			if len(budget.refunded) != 1 || !budget.refunded[0].Equal(slot) {
+				t.Fatalf("requeued %v after its slot %v: refunded %v, want the slot's admission", late, slot, budget.refunded)
+			}
+			if len(budget.given) != 2 || budget.given[1].Before(at) {
+				t.Fatalf("requeued: slots given %v, want a second one from %v", budget.given, at)
+			}
+		})
+	}
+}
+
+// landedLedger is a ledger whose Hold writes and then answers an error,
+// as a store write that timed out after it landed.
+type landedLedger struct{ *MemoryLedger }
+
+var errLanded = errors.New("timed out (the write landed)")
+
+func (l landedLedger) Hold(ctx context.Context, id string, p Place, until time.Time) (Place, bool, error) {
+	l.MemoryLedger.Hold(ctx, id, p, until)
+	return Place{}, false, errLanded
+}
+
+// TestALedgerErrorKeepsTheSlotsAdmission: a ledger error leaves unknown
+// whether the place now holds its slot (or is used), so the admission the
+// slot took stays taken: given back, another place would take it, and the
+// place, admitted from its record, would be one more than the window
+// grants.
+func TestALedgerErrorKeepsTheSlotsAdmission(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	ledger := landedLedger{NewMemoryLedger(100, func() time.Time { return now })}
+	g := NewGate(testRing(t, "k1", "k1"), Policy{}, ledger, WithRandom(newSeeded(7)))
+	room := testRoom(t, func(c *RoomConfig) { c.State = StateOpen })
+	budget := &refundLog{}
+	room.SetQuota(budget)
+	tk, err := g.Issue(room, Visitor{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = tk.Claims.NextAttempt()
+	d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: solve(t, tk.Claims), Now: now})
+	if d.Outcome != OutcomeUnavailable || !errors.Is(d.Err, errLanded) {
+		t.Fatalf("the hold failed: %v (%v), want unavailable", d.Outcome, d.Err)
+	}
+	if len(budget.given) != 1 || len(budget.refunded) != 0 {
+		t.Fatalf("slots given %v, given back %v; want one given and kept", budget.given, budget.refunded)
+	}
+}
+
 // TestALatePresenterTakesTheSharedSlotItWouldHaveHad: on a shared quota a
 // place presenting more than the pacer's slack late for the moment it was
 // found eligible takes the slot of the first place this node gave one to

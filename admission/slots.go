@@ -18,7 +18,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot, missed, backdated, undo, err := g.slot(ctx, room, found, now)
+	slot, missed, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
@@ -28,7 +28,8 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	due := later(slot, now)
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))
 	if err != nil {
-		undo()
+		// Whether the place now holds the slot is unknown: its admission
+		// stays taken, as given back another place could take it too.
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
 	if !fresh { // a concurrent attempt for the place got there first
@@ -41,7 +42,9 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	room.observeEligible(now)
 	switch {
 	case want.State == PlaceUsed:
-		return g.pass(room, claims, want, now)
+		d := g.pass(room, claims, want, now)
+		d.Slot = slot
+		return d
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
@@ -87,7 +90,9 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		// holds it again at once). The place is kept; it asks again.
 		return g.unavailable(errPlaceReleased, claims)
 	}
-	return g.pass(room, claims, used, now)
+	d := g.pass(room, claims, used, now)
+	d.Slot = slot
+	return d
 }
 
 // errPlaceReleased is why a version whose place was released while it used
@@ -100,18 +105,23 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // from now, so slots go in the order places are found eligible at every
 // node, at the room's rate. Without one, or while it cannot be reached
 // under on_unavailable local, the slot is this node's bucket's. Either
-// way a place that presented late for found takes the slot it would have
+// way a place that presented late for found (on a shared quota: for found,
+// or the moment it was told, told, if later) takes the slot it would have
 // had then, missed (it loses its lateness, not the slots given meanwhile;
 // Room.sharedSlot, Room.reserveAdmission), which may come before the
 // quota's or the bucket's own next one.
-func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
+func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
 	if q := room.sharedQuota(); q != nil {
 		slot, shared, err := q.Reserve(ctx, now, now)
 		if err != nil {
 			return time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {
-			missed, backdated := room.sharedSlot(found, slot, now)
+			// Late is late for the moment it was told: a node tells a
+			// moment from its view of the clock, which lags the clock
+			// by up to a poll, so a place found eligible before it was
+			// told to come is on time at that moment.
+			missed, backdated := room.sharedSlot(later(found, told), slot, now)
 			return later(missed, now), missed, backdated, func() { q.Refund(slot) }, nil
 		}
 	}
@@ -119,15 +129,20 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, now time.Time) (slot
 	return later(missed, now), missed, backdated, func() { room.refundAdmission(now) }, nil
 }
 
-// holdAgain moves the admission of a place the hook refused to a slot at
-// or after next. With a shared quota the admission used now goes back and
-// the slot takes one of its own window; with the node's bucket the place
-// keeps the admission it has. undo gives the slot's admission back when
-// the place is not held there after all.
-func (g *Gate) holdAgain(ctx context.Context, room *Room, next, now time.Time) (slot time.Time, undo func(), err error) {
+// holdAgain moves the admission of a place the hook refused, taken for
+// its slot used, to a slot at or after next. With a shared quota the
+// admission of used's window goes back and the slot takes one of its own
+// window; with the node's bucket the place keeps the admission it has.
+// undo gives the slot's admission back when the place is not held there
+// after all.
+func (g *Gate) holdAgain(ctx context.Context, room *Room, used, next, now time.Time) (slot time.Time, undo func(), err error) {
 	giveBack := func() { room.refundAdmission(now) }
 	if q := room.sharedQuota(); q != nil {
-		giveBack = func() { q.Refund(now) }
+		giveBack = func() {
+			if !used.IsZero() {
+				q.Refund(used)
+			}
+		}
 		slot, shared, err := q.Reserve(ctx, next, now)
 		switch {
 		case err != nil:

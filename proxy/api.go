@@ -17,6 +17,7 @@ import (
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/reply"
 	"github.com/fairgate/fairgate/internal/wire"
+	"github.com/fairgate/fairgate/proxy/pages"
 )
 
 type cookieNames struct{ wait, pass string }
@@ -216,7 +217,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, lane string, d a
 				g.refuseAgain(w, res.err)
 				return
 			}
-			back := g.door.Requeue(r.Context(), lane, d.Claims, now)
+			back := g.door.Requeue(r.Context(), lane, d, now)
 			if back.Outcome != admission.OutcomeWait {
 				g.metrics.answered(endpointAdmit, "unavailable", "requeue")
 				w.Header().Set("Retry-After", "2")
@@ -347,13 +348,12 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
 	h := w.Header()
-	lang, varies := g.pages.localeFor(r)
+	l, varies := g.pages.LocaleFor(r)
 	if varies {
 		h.Add("Vary", "Accept-Language")
 	}
-	l := pageLanguages.all[lang]
-	body.Lang, body.Message = l.name, l.stateMessage(body.State, outcome, body.SaleStart)
-	body.Estimate = l.waitText(secs, tk.EstimateKnown)
+	body.Lang, body.Message = l.Name(), l.StateMessage(body.State, outcome, body.SaleStart)
+	body.Estimate = l.WaitText(secs, tk.EstimateKnown)
 	// The token is written twice, in the cookie and in the body, as it is:
 	// a token the gate signed or verified is base64url and dots
 	// (admission.WaitToken), plain cookie text that needs no escape.
@@ -375,11 +375,11 @@ func (g *Gateway) writeClosedJSON(w http.ResponseWriter, r *http.Request) {
 	if reason == "sold_out" {
 		msg = "sold out"
 	}
-	lang, _ := g.pages.localeFor(r)
+	l, _ := g.pages.LocaleFor(r)
 	writeJSON(w, http.StatusServiceUnavailable, struct {
-		Error errorBody `json:"error"`
-		Page  *pageJSON `json:"page"`
-	}{errorBody{Code: "closed", Message: msg, Reason: reason}, closedPageJSON(pageLanguages.all[lang], reason == "sold_out")})
+		Error errorBody   `json:"error"`
+		Page  *pages.JSON `json:"page"`
+	}{errorBody{Code: "closed", Message: msg, Reason: reason}, pages.ClosedJSON(l, reason == "sold_out")})
 }
 
 // invalidStatus maps a rejection to the statuses of docs/DESIGN.md, "The gateway".

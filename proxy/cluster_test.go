@@ -1283,3 +1283,36 @@ func (sc crowdScenario) run(t *testing.T) []int {
 	}
 	return perSecond
 }
+
+// TestClusterLanesSplitTheRateAlikeOnEveryNode: each lane's shared budget
+// caps it at the rate the asking node gives the lane, so every node must
+// split the room's rate alike. A lane whose visitors reach only one node
+// is active on all: otherwise the node without them gives the other lanes
+// the whole rate, and the room admits more than its rate.
+func TestClusterLanesSplitTheRateAlikeOnEveryNode(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{
+		Config:   room.Config{Room: "lanes", Rate: 10, Tau: Duration(time.Minute), Lanes: []room.Lane{{Name: "vip", Share: 0.3, Claim: "tier=vip"}}},
+		Identity: &Identity{Cookie: "login", Algorithm: "HS256", Key: "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
+	}
+	nodes := newNodes(t, cfg, store, clock, 2)
+	for range 2 { // the first node ticks before the other published
+		clock.Add(time.Second)
+		now := clock.Now()
+		nodes[0].sh.LaneRoom("").ObservePresent(now, "regular", 0)
+		nodes[1].sh.LaneRoom("vip").ObservePresent(now, "vip", 0)
+		for _, n := range nodes {
+			if err := n.sh.ClusterTick(t.Context(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now := clock.Now()
+	for _, name := range []string{"", "vip"} {
+		a, b := nodes[0].sh.LaneRoom(name).View(now).Rate, nodes[1].sh.LaneRoom(name).View(now).Rate
+		if a != b {
+			t.Errorf("lane %q: rate %v on node 0, %v on node 1; want one split", name, a, b)
+		}
+	}
+}

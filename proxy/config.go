@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -49,7 +50,7 @@ type Config struct {
 	// (DefaultWaitingStatus).
 	WaitingStatus int `json:"waiting_status,omitempty"`
 	// WaitingPage is an html/template file for the waiting page, executed
-	// with PageData (docs/WAITING_PAGE.md). It must include {{.Script}}. It
+	// with pages.PageData (docs/WAITING_PAGE.md). It must include {{.Script}}. It
 	// is parsed and executed against sample data in every language when the
 	// config loads, so a broken template fails the load with its file and
 	// line. Default: the built-in page.
@@ -226,7 +227,7 @@ type settings struct {
 	// room is the room's part, settled; Config.Config holds its values.
 	room     room.Settings
 	trusted  []netip.Prefix
-	language int // index in pageLanguages, or -1 for Accept-Language
+	language *pages.Locale // the configured language, or nil for Accept-Language
 }
 
 // settle fills in defaults and checks the config: the room's part first,
@@ -251,9 +252,8 @@ func (c Config) settle() (settings, error) {
 	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
 		return s, room.OptionErr("waiting_status", "%d is not an HTTP status", s.WaitingStatus)
 	}
-	s.language = -1
 	if s.Language != "" {
-		if s.language, err = pageLanguages.byName(s.Language); err != nil {
+		if s.language, err = pages.Named(s.Language); err != nil {
 			return s, &room.OptionError{Option: "language", Err: err}
 		}
 	}

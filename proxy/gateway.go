@@ -20,6 +20,8 @@ import (
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/wire"
+	"github.com/fairgate/fairgate/proxy/cache"
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -83,9 +85,9 @@ type Gateway struct {
 	cidrs    []netip.Prefix
 	identity *identityVerifier
 	hook     *hookClient
-	cache    *responseCache
+	cache    *cache.Cache
 	passes   *ristretto.Cache[string, *tokens.PassClaims]
-	pages    *pages
+	pages    *pages.Pages
 	api      *http.ServeMux
 	// admitPath is the admit poll's path, the route Handle dispatches
 	// without api's pattern matching.
@@ -185,7 +187,7 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 		g.hook = newHookClient(*s.Hook, opts.Client)
 	}
 	if s.Cache != nil {
-		if g.cache, err = newResponseCache(*s.Cache, g.metrics, g.now); err != nil {
+		if g.cache, err = newCache(*s.Cache, g.metrics, g.now); err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
 	}
@@ -198,7 +200,10 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pass cache: %w", err)
 	}
-	if g.pages, err = newPages(s, g.log); err != nil {
+	if g.pages, err = pages.New(pages.Config{
+		Prefix: s.Prefix, Room: s.Room, WaitingStatus: s.WaitingStatus, Language: s.language,
+		ClosedPage: s.ClosedPage, SoldOutPage: s.SoldOutPage, WaitingPage: s.WaitingPage,
+	}, g.log); err != nil {
 		return nil, err
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
@@ -224,7 +229,7 @@ func (g *Gateway) Close() {
 		g.identity.close()
 	}
 	if g.cache != nil {
-		g.cache.close()
+		g.cache.Close()
 	}
 	g.metrics.unregister()
 }
@@ -491,9 +496,25 @@ func (g *Gateway) addressMatches(r *http.Request, bnd string) bool {
 	return ok && bnd != "" && bnd == g.door.Bind(ip.String())
 }
 
+// newCache is the response cache for the configured paths.
+func newCache(cfg Cache, m *metrics, now func() time.Time) (*cache.Cache, error) {
+	paths, err := newMatcher(cfg.Paths)
+	if err != nil {
+		return nil, err
+	}
+	return cache.New(cache.Config{
+		Match: func(r *http.Request) bool { return matchRequest(paths, r) },
+		Strip: stripOwnHeaders,
+		TTL:   time.Duration(cfg.TTL), StaleWhileRevalidate: time.Duration(cfg.StaleWhileRevalidate),
+		MaxRetryAfter: time.Duration(cfg.MaxRetryAfter),
+		MaxBytes:      cfg.MaxBytes, MaxEntryBytes: cfg.MaxEntryBytes,
+		Requests: m.cacheRequests, Now: now,
+	})
+}
+
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if g.cache != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		g.cache.serve(w, r, next)
+		g.cache.Serve(w, r, next)
 		return
 	}
 	next.ServeHTTP(w, r)

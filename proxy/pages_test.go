@@ -2,15 +2,13 @@ package proxy
 
 import (
 	"encoding/json"
-	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -101,14 +99,14 @@ func TestCustomWaitingPage(t *testing.T) {
 		`<html lang="fr" dir="ltr">`, "<title>drop – Vous êtes dans la file</title>", "state=queue known=true",
 		"minutes=3", "estimate=environ 3 min", "Vous êtes dans la file. Cette page",
 		`<a href="/tickets?a=1&amp;b=&lt;x&gt;">`, `<span>/tickets?a=1&amp;b=&lt;x&gt;</span>`,
-		`data-return="/tickets?a=1&amp;b=&lt;x&gt;"`, `data-lang="fr"`, `src="/_fairgate/assets/` + assetVersion + `/waiting.js"`,
+		`data-return="/tickets?a=1&amp;b=&lt;x&gt;"`, `data-lang="fr"`, `src="/_fairgate/assets/` + pages.AssetVersion() + `/waiting.js"`,
 		`<script id="fairgate-text" type="application/json">{`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
 		}
 	}
-	if strings.Contains(page, returnMark) {
+	if strings.Contains(page, pages.ReturnMark) {
 		t.Fatal("the return mark leaked")
 	}
 	if resp.Header.Get("Content-Length") != "" && resp.ContentLength != int64(len(body)) {
@@ -170,7 +168,7 @@ func TestClosedPagesLanguages(t *testing.T) {
 	resp, body = e.do("GET", "/", "", "Accept", "application/json", "Accept-Language", "nl")
 	var got struct {
 		Error struct{ Code, Reason string }
-		Page  pageJSON
+		Page  pages.JSON
 	}
 	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 503 {
 		t.Fatalf("closed JSON: %d %s", resp.StatusCode, body)
@@ -187,15 +185,15 @@ func TestJSONParity(t *testing.T) {
 	resp, body := e.do("GET", "/shop", "", "Accept", "application/json", "Accept-Language", "de")
 	var waiting struct {
 		Status statusJSON
-		Page   pageJSON
+		Page   pages.JSON
 	}
 	if err := json.Unmarshal(body, &waiting); err != nil || resp.StatusCode != 429 {
 		t.Fatalf("waiting JSON: %d %s", resp.StatusCode, body)
 	}
-	de := pageLanguages.all[pageLanguages.choose("de")]
+	de := pages.Choose("de")
 	p := waiting.Page
-	if p.Lang != "de" || p.Title != de.text["title"] || p.Heading != de.text["heading"] || p.Lead != de.text["lead"] ||
-		p.Message != de.text["status_queue"] || p.Estimate != "etwa 3 Min." || p.EstimateLabel != de.text["estimate_label"] || p.NextLabel == "" || p.TipsHeading == "" || len(p.Tips) != 3 {
+	if p.Lang != "de" || p.Title != de.Text("title") || p.Heading != de.Text("heading") || p.Lead != de.Text("lead") ||
+		p.Message != de.Text("status_queue") || p.Estimate != "etwa 3 Min." || p.EstimateLabel != de.Text("estimate_label") || p.NextLabel == "" || p.TipsHeading == "" || len(p.Tips) != 3 {
 		t.Fatalf("page JSON: %+v", p)
 	}
 	if !waiting.Status.EstimateKnown || waiting.Status.EstimateSeconds == nil {
@@ -215,59 +213,6 @@ func TestJSONParity(t *testing.T) {
 	}
 	if tk.Lang != "ja" || tk.Message != "列に並んでいます。このページが自動的にご案内します。" || !tk.EstimateKnown || tk.Estimate == "" {
 		t.Fatalf("ticket JSON: %+v", tk)
-	}
-}
-
-// TestCatalogsComplete: every language has English's keys and the same
-// placeholders in each text, and nothing empty.
-func TestCatalogsComplete(t *testing.T) {
-	ls, err := loadLocales()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ls.all) < 8 {
-		t.Fatalf("%d languages: %v", len(ls.all), ls.names())
-	}
-	en := ls.all[0]
-	placeholder := regexp.MustCompile(`\{\w+\}`)
-	keys := slices.Sorted(maps.Keys(en.text))
-	for _, l := range ls.all {
-		if got := slices.Sorted(maps.Keys(l.text)); !slices.Equal(got, keys) {
-			t.Errorf("%s: keys differ from en: %v", l.name, got)
-			continue
-		}
-		for _, k := range keys {
-			if strings.TrimSpace(l.text[k]) == "" {
-				t.Errorf("%s: %s is empty", l.name, k)
-			}
-			if a, b := placeholder.FindAllString(en.text[k], -1), placeholder.FindAllString(l.text[k], -1); !slices.Equal(a, b) {
-				t.Errorf("%s: %s has placeholders %v, en has %v", l.name, k, b, a)
-			}
-		}
-	}
-}
-
-func TestWaitTextFormatsNumbers(t *testing.T) {
-	en := pageLanguages.all[0]
-	for _, tc := range []struct {
-		secs  float64
-		known bool
-		want  string
-	}{
-		{30, true, "less than a minute"},
-		{150, true, "about 3 min"},
-		{3 * 3600, true, "about 3 h"},
-		{3*3600 + 120, true, "about 3 h 2 min"},
-		{1200 * 3600, true, "about 1,200 h"},
-		{0, false, "unknown while paused"},
-	} {
-		if got := en.waitText(tc.secs, tc.known); got != tc.want {
-			t.Errorf("waitText(%v, %v) = %q, want %q", tc.secs, tc.known, got, tc.want)
-		}
-	}
-	de := pageLanguages.all[pageLanguages.choose("de")]
-	if got := de.waitText(1200*3600, true); got != "etwa 1.200 Std." {
-		t.Errorf("German grouping: %q", got)
 	}
 }
 
@@ -292,14 +237,14 @@ func TestWaitingPageStates(t *testing.T) {
 
 func TestAssets(t *testing.T) {
 	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
-	resp, body := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "")
+	resp, body := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "")
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") || !strings.Contains(string(body), "fairgate") {
 		t.Fatalf("asset: %d %v", resp.StatusCode, resp.Header)
 	}
 	if resp, _ := e.do("GET", "/_fairgate/assets/x/../../etc/passwd", ""); resp.StatusCode != 400 {
 		t.Errorf("a dot segment: %d", resp.StatusCode)
 	}
-	for _, p := range []string{"/_fairgate/assets/" + assetVersion + "/waiting.html", "/_fairgate/nope"} {
+	for _, p := range []string{"/_fairgate/assets/" + pages.AssetVersion() + "/waiting.html", "/_fairgate/nope"} {
 		if resp, _ := e.do("GET", p, ""); resp.StatusCode != 404 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -14,7 +15,7 @@ import (
 // configured prefix only.
 func TestAPIRoutes(t *testing.T) {
 	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Prefix: "/queue/v1"}, nil)
-	asset := "/queue/v1/assets/" + assetVersion + "/waiting.js"
+	asset := "/queue/v1/assets/" + pages.AssetVersion() + "/waiting.js"
 	for _, tc := range []struct {
 		method, path string
 		status       int
@@ -30,7 +31,7 @@ func TestAPIRoutes(t *testing.T) {
 		{"GET", asset, 200, "", ""},
 		{"HEAD", asset, 200, "", ""},
 		{"POST", asset, 405, "GET, HEAD", "method"},
-		{"GET", "/queue/v1/assets/" + assetVersion + "/waiting.html", 404, "", "not_found"},
+		{"GET", "/queue/v1/assets/" + pages.AssetVersion() + "/waiting.html", 404, "", "not_found"},
 		{"GET", "/queue/v1/nope", 404, "", "not_found"},
 		{"POST", "/queue/v1/token/extra", 404, "", "not_found"},
 		{"POST", "/_fairgate/token", 200, "", "waiting page"}, // not an endpoint here: the site, held

@@ -501,7 +501,7 @@ func (sh *Shared) shareFIFO(ctx context.Context, l *lane, now, until time.Time) 
 	if err != nil {
 		return err
 	}
-	l.room.NoteRoomPassed(passed)
+	l.room.NoteRoomPassed(passed, now)
 	return nil
 }
 
@@ -550,6 +550,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 			return err
 		}
 		total[i].population, total[i].eligible = p, e
+		l.roomActive.Store(p > 0 || e > 0)
 		nodes = max(nodes, n)
 		if fifo {
 			if err := sh.shareFIFO(ctx, l, now, until); err != nil {

@@ -50,10 +50,10 @@ func (d *Door) Decide(ctx context.Context, lane string, a admission.Attempt) adm
 	return d.gate.Decide(ctx, d.shared.LaneRoom(lane), a)
 }
 
-// Requeue sends an admission the hook turned away back to waiting in the
-// named lane.
-func (d *Door) Requeue(ctx context.Context, lane string, claims *tokens.WaitClaims, now time.Time) admission.Decision {
-	return d.gate.Requeue(ctx, d.shared.LaneRoom(lane), claims, now)
+// Requeue sends an admission the hook turned away (admitted, the decision
+// that made it) back to waiting in the named lane.
+func (d *Door) Requeue(ctx context.Context, lane string, admitted admission.Decision, now time.Time) admission.Decision {
+	return d.gate.Requeue(ctx, d.shared.LaneRoom(lane), admitted, now)
 }
 
 // SignPass signs a pass's claims.

@@ -23,6 +23,9 @@ type lane struct {
 	// lane's slots at every node (nil without a store).
 	quota    *roomstate.Quota
 	admitted atomic.Int64
+	// roomActive is whether the lane had visitors at any node at the
+	// last cluster tick (always false without a store).
+	roomActive atomic.Bool
 }
 
 // laneShares are the shares of the default lane and then of each rule.
@@ -48,6 +51,7 @@ func newLanes(s Settings, prev []*lane, now time.Time) ([]*lane, error) {
 		if j := slices.IndexFunc(prev, func(l *lane) bool { return l.name == name }); j >= 0 {
 			out[i] = &lane{name: name, share: shares[i], room: prev[j].room, quota: prev[j].quota}
 			out[i].admitted.Store(prev[j].admitted.Load())
+			out[i].roomActive.Store(prev[j].roomActive.Load())
 			continue
 		}
 		cfg := s.roomConfig()
@@ -101,14 +105,18 @@ func (sh *Shared) eachRoom(change func(*admission.Room) error) error {
 }
 
 // rebalance splits the room's rate and burst between its lanes by
-// admission.LaneRates: the lanes with visitors share the whole rate.
-// Unless force, a lane whose rate stays is left alone. Callers hold sh.mu.
+// admission.LaneRates: the lanes with visitors, here or (on a state
+// store) at any node, share the whole rate. Every node so splits it
+// alike: each lane's shared budget caps the lane at the rate the asking
+// node gives it, and a node that gave an idle lane's share to the others
+// would let the room admit more than its rate. Unless force, a lane whose
+// rate stays is left alone. Callers hold sh.mu.
 func (sh *Shared) rebalance(now time.Time, force bool) error {
 	lanes := sh.lanes()
 	shares := make([]float64, len(lanes))
 	active := make([]bool, len(lanes))
 	for i, l := range lanes {
-		shares[i], active[i] = l.share, l.room.Active(now)
+		shares[i], active[i] = l.share, l.room.Active(now) || l.roomActive.Load()
 	}
 	total, totalBurst := sh.rateInForce()
 	rates := admission.LaneRates(total, shares, active)
@@ -117,9 +125,7 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 		if l.quota != nil {
 			// Each lane's shared budget gives its slots at the lane's
 			// rate across every node.
-			if err := l.quota.SetRate(rates[i], burst); err != nil {
-				return fmt.Errorf("lane %q: %w", l.name, err)
-			}
+			l.quota.SetRate(rates[i])
 		}
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue

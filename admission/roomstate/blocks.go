@@ -30,10 +30,14 @@ type Budget struct {
 
 	mu   sync.Mutex
 	held map[int64]int64 // reserved from the store, not handed out, by window
-	// spent marks windows the store granted less than a block: used up.
-	// Refusals there cost no request (budget another node returns later
-	// is not seen).
-	spent map[int64]bool
+	// spent marks windows the store granted less than a block: used up
+	// at the limit kept. Refusals there cost no request until the rate
+	// raises the window's limit (budget another node returns later is not
+	// seen).
+	spent map[int64]int64
+	// given counts the admissions handed out, less those refunded, by
+	// window: a refund gives back only what was handed out there.
+	given map[int64]int64
 	cur   int64 // the window of the latest moment seen: earlier ones are over
 }
 
@@ -48,7 +52,7 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 		return nil, fmt.Errorf("budget window must be at least 1ms, not %v", length)
 	}
 	return &Budget{store: store, room: room, block: block, length: length,
-		held: map[int64]int64{}, spent: map[int64]bool{}}, nil
+		held: map[int64]int64{}, spent: map[int64]int64{}, given: map[int64]int64{}}, nil
 }
 
 // WindowAt is the budget window containing now for the given target rate
@@ -120,22 +124,24 @@ func later(a, b time.Time) time.Time {
 // takeLocked takes one admission of window idx.
 func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
 	if b.held[idx] == 0 {
-		if b.spent[idx] {
+		w := b.window(idx, rate)
+		if limit, ok := b.spent[idx]; ok && w.Limit <= limit || w.Limit == 0 {
 			return false, nil
 		}
-		got, err := b.store.ReserveBudget(ctx, b.room, b.window(idx, rate), b.block)
+		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
 		if err != nil {
 			return false, fmt.Errorf("reserving admission budget: %w", err)
 		}
 		b.held[idx] += got
 		if got < b.block {
-			b.spent[idx] = true
+			b.spent[idx] = w.Limit
 		}
 	}
 	if b.held[idx] == 0 {
 		return false, nil
 	}
 	b.held[idx]--
+	b.given[idx]++
 	return true, nil
 }
 
@@ -156,16 +162,24 @@ func (b *Budget) forget(cur int64) {
 			delete(b.spent, idx)
 		}
 	}
+	for idx := range b.given {
+		if idx < cur {
+			delete(b.given, idx)
+		}
+	}
 }
 
 // Refund puts back one admission taken for the given time, when the
 // admission was refused after the decision. An admission of a window that
-// has ended is gone: nobody can spend it any more.
+// has ended is gone: nobody can spend it any more. Nor is one this budget
+// did not hand out in that window added (one taken from another budget
+// before a window length change): the store never granted it here.
 func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if idx >= b.cur {
+	if idx >= b.cur && b.given[idx] > 0 {
+		b.given[idx]--
 		b.held[idx]++
 	}
 }

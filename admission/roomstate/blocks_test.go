@@ -1,6 +1,7 @@
 package roomstate_test
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -131,5 +132,39 @@ func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 	slot, err = budgets[0].Reserve(ctx, last, now, rate)
 	if err != nil || !slot.Equal(last) {
 		t.Fatalf("the refunding node reserving at the refunded slot: %v, %v; want %v", slot, err, last)
+	}
+}
+
+// budgetCalls is a store that counts budget reservations.
+type budgetCalls struct {
+	roomstate.Store
+	reserves int
+}
+
+func (c *budgetCalls) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	c.reserves++
+	return c.Store.ReserveBudget(ctx, room, w, n)
+}
+
+// A window whose limit is nothing (a rate below one admission a window)
+// costs no store request: the reservation walks on to the first window
+// with an admission.
+func TestBudgetSkipsEmptyWindowsWithoutTheStore(t *testing.T) {
+	st := &budgetCalls{Store: openBolt(t)}
+	const rate = 0.25 // one admission every fourth 1 s window
+	b, err := roomstate.NewBudget(st, "r", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	for b.WindowAt(now, rate).Limit != 0 {
+		now = now.Add(time.Second)
+	}
+	slot, err := b.Reserve(t.Context(), now, now, rate)
+	if err != nil || b.WindowAt(slot, rate).Limit != 1 {
+		t.Fatalf("slot %v (%v), want one in a window of one admission", slot, err)
+	}
+	if st.reserves != 1 {
+		t.Fatalf("%d store requests, want 1: windows of no admission need none", st.reserves)
 	}
 }

@@ -175,3 +175,64 @@ func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
 		}
 	}
 }
+
+// A rate raised grants its new admissions in
+// windows a node had found spent at the old rate: the next slot is in the
+// current window, not after every window booked before the raise.
+func TestQuotaRateRaiseReopensSpentWindows(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	q, err := roomstate.NewQuota(st, "r", 1, 1, 1, false) // 1 s windows of 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		slot, _, err := q.Reserve(ctx, now, now)
+		if want := now.Add(time.Duration(i) * time.Second); err != nil || !slot.Equal(want) {
+			t.Fatalf("slot %d at %v (%v), want %v", i, slot, err, want)
+		}
+	}
+	q.SetRate(3) // windows of 3
+	if slot, _, err := q.Reserve(ctx, now, now); err != nil || !slot.Equal(now) {
+		t.Fatalf("after the raise: slot at %v (%v), want %v, the current window's", slot, err, now)
+	}
+}
+
+// Slots given ahead stay counted in their windows when the rate changes:
+// a quota's windows keep the length it started with (here 2 s, 0.5/s),
+// so two nodes, one booking ten slots at 0.5/s, the other ten after the
+// rate fell to 0.4/s, never put more in a window than one. A fractional
+// rate's limits alternate, and the new rate's alternate out of phase with
+// the old: the seconds booked ahead may take up to one more each (docs/
+// SCALING.md).
+func TestQuotaRateChangeKeepsSlotsGivenAhead(t *testing.T) {
+	st := openBolt(t)
+	now := time.Unix(1_700_000_000, 0)
+	a, err := roomstate.NewQuota(st, "r", 1, 0.5, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := roomstate.NewQuota(st, "r", 1, 0.5, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	perWindow := map[int64]int{}
+	for _, q := range []*roomstate.Quota{a, b} {
+		for range 10 {
+			slot, _, err := q.Reserve(ctx, now, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perWindow[slot.Unix()/2]++
+		}
+		a.SetRate(0.4)
+		b.SetRate(0.4)
+	}
+	for w, n := range perWindow {
+		if n > 1 {
+			t.Fatalf("window at %d s holds %d slots, want at most 1", 2*w-now.Unix(), n)
+		}
+	}
+}

@@ -12,32 +12,30 @@ import (
 
 // Quota is admission.Quota on a lane's shared Budget: at most the lane's
 // target rate times the window's length is admitted in a window across
-// every node. A window lasts as long as the rate takes to refill the burst
-// (at least a second, and long enough to grant one admission), so a burst
-// the bucket allows is not cut short by the cap, and over any longer span
-// the cluster admits the rate.
+// every node. A window lasts as long as the rate takes to grant the burst
+// (at least a second), both as the lane joins its store (WindowFor); the
+// length never changes after, so a slot given ahead stays counted in its
+// window whatever the rate does (a fractional rate's limits alternate, so
+// the windows add up to the rate).
 type Quota struct {
-	store Store
-	room  string
-	block int64
+	budget *Budget
 	// local, when true, answers a store failure with no slot
 	// (on_unavailable local): the node's own bucket gives it, and is then
 	// the only cap.
 	local bool
 
-	mu     sync.Mutex
-	rate   float64
-	budget *Budget
+	mu   sync.Mutex
+	rate float64
 }
 
 // NewQuota returns a room's quota at the given target rate (admissions
 // per second) and burst, reserving block admissions per store write.
 func NewQuota(store Store, room string, block int64, rate, burst float64, local bool) (*Quota, error) {
-	q := &Quota{store: store, room: room, block: block, local: local}
-	if err := q.SetRate(rate, burst); err != nil {
+	b, err := NewBudget(store, room, block, WindowFor(rate, burst))
+	if err != nil {
 		return nil, err
 	}
-	return q, nil
+	return &Quota{budget: b, local: local, rate: rate}, nil
 }
 
 // WindowFor is the budget window length for a rate and burst: the time the
@@ -51,22 +49,12 @@ func WindowFor(rate, burst float64) time.Duration {
 	return time.Duration(math.Min(math.Max(secs, 1), 3600)) * time.Second
 }
 
-// SetRate changes the target rate and burst. A change of window length
-// starts a new budget: what this node held of the old one is forgotten.
-func (q *Quota) SetRate(rate, burst float64) error {
+// SetRate changes the target rate: the limits of windows from now on, at
+// the window length the quota started with.
+func (q *Quota) SetRate(rate float64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	length := WindowFor(rate, burst)
-	if q.budget != nil && length == q.budget.length {
-		q.rate = rate
-		return nil
-	}
-	b, err := NewBudget(q.store, q.room, q.block, length)
-	if err != nil {
-		return err
-	}
-	q.rate, q.budget = rate, b
-	return nil
+	q.rate = rate
 }
 
 func (q *Quota) current() (*Budget, float64) {

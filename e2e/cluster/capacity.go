@@ -20,9 +20,10 @@ import (
 // The capacity run: a room sized by `capacity` on three nodes, visitors
 // who stay on the site a while once admitted, presenting their pass about
 // once a second to the node they came through (a sticky balancer: the
-// count is exact only then, docs/SCALING.md "Active visitors"), and leave
-// after a stay drawn from short and long stays; some end their session
-// through the origin's Fairgate-End-Session answer.
+// count is exact only then, docs/SCALING.md "Active visitors") or, with
+// -sticky=false, each request to a node drawn by weight, and leave after
+// a stay drawn from short and long stays; some end their session through
+// the origin's Fairgate-End-Session answer.
 
 // endPath is where the test origin answers with proxy.EndSessionHeader.
 const endPath = "/logout"
@@ -74,6 +75,7 @@ type stayers struct {
 	weights  []float64
 	seed     uint64
 	endShare float64
+	sticky   bool          // each visitor keeps to one node; else every request draws one
 	window   time.Duration // active_window, for the driver's own count
 	client   *http.Client
 
@@ -90,8 +92,8 @@ type stayers struct {
 	visitID atomic.Int64
 }
 
-func newStayers(ns []*node, weights []float64, seed uint64, endShare float64, window time.Duration) *stayers {
-	return &stayers{nodes: ns, weights: weights, seed: seed, endShare: endShare, window: window, on: map[int64]*presence{},
+func newStayers(ns []*node, weights []float64, seed uint64, endShare float64, sticky bool, window time.Duration) *stayers {
+	return &stayers{nodes: ns, weights: weights, seed: seed, endShare: endShare, sticky: sticky, window: window, on: map[int64]*presence{},
 		client: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 }
 
@@ -120,12 +122,22 @@ func (s *stayers) run(ctx context.Context, visitors int) {
 	wg.Wait()
 }
 
-// visit is one visitor: a token at one node, admission there, a stay
-// presenting the pass there, and the leaving.
+// pick is the node a request goes to: the visitor's own (home) behind a
+// sticky balancer, one drawn by weight for each request otherwise.
+func (s *stayers) pick(rng *rand.Rand, home *node) *node {
+	if s.sticky {
+		return home
+	}
+	return s.nodes[nodes.Pick(s.weights, rng.Float64())]
+}
+
+// visit is one visitor: a token, admission, a stay presenting the pass,
+// and the leaving, each request at the visitor's node or a drawn one
+// (pick).
 func (s *stayers) visit(ctx context.Context, rng *rand.Rand) {
-	at := s.nodes[nodes.Pick(s.weights, rng.Float64())]
+	home := s.nodes[nodes.Pick(s.weights, rng.Float64())]
 	draw := drawStay(rng, s.endShare)
-	pass, ok := s.admit(ctx, at)
+	pass, ok := s.admit(ctx, rng, home)
 	if !ok {
 		return
 	}
@@ -139,6 +151,7 @@ func (s *stayers) visit(ctx context.Context, rng *rand.Rand) {
 	cookie := "fairgate_pass_" + room + "=" + pass
 	until := time.Now().Add(draw.stay)
 	for {
+		at := s.pick(rng, home)
 		status, _, h, err := do(ctx, s.client, http.MethodGet, at.site()+"/shop", nil, cookie)
 		if ctx.Err() != nil {
 			return
@@ -163,12 +176,13 @@ func (s *stayers) visit(ctx context.Context, rng *rand.Rand) {
 		sleep(ctx, time.Duration(800+rng.IntN(400))*time.Millisecond)
 	}
 	if draw.end {
-		s.end(ctx, at, id, cookie)
+		s.end(ctx, s.pick(rng, home), id, cookie)
 	}
 }
 
-// admit takes a token at n and follows its answers until admitted.
-func (s *stayers) admit(ctx context.Context, n *node) (string, bool) {
+// admit takes a token and follows its answers until admitted.
+func (s *stayers) admit(ctx context.Context, rng *rand.Rand, home *node) (string, bool) {
+	n := s.pick(rng, home)
 	status, body, _, err := do(ctx, s.client, http.MethodPost, n.site()+"/_fairgate/token", nil, "")
 	var tk ticket
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &tk) != nil || tk.Token == "" {
@@ -187,6 +201,7 @@ func (s *stayers) admit(ctx context.Context, n *node) (string, bool) {
 		if err != nil {
 			return "", false
 		}
+		n := s.pick(rng, home)
 		status, body, _, err := do(ctx, s.client, http.MethodPost, n.site()+"/_fairgate/admit", req, "")
 		switch {
 		case ctx.Err() != nil:
@@ -361,7 +376,7 @@ func (c *cluster) sampleSite(ctx context.Context, s *stayers, out chan<- siteSam
 func (c *cluster) capacityRun(ctx context.Context) {
 	o := c.o
 	capacity := float64(o.capacity)
-	s := newStayers(c.nodes, o.weights, o.seed, o.endShare, o.activeWindow)
+	s := newStayers(c.nodes, o.weights, o.seed, o.endShare, o.sticky, o.activeWindow)
 	runCtx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)

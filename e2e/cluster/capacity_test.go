@@ -74,7 +74,7 @@ func TestDrawStayIsSeededAndMixed(t *testing.T) {
 }
 
 func TestActiveCountsPresentedAndNotEnded(t *testing.T) {
-	s := newStayers(nil, nil, 1, 0, 5*time.Second)
+	s := newStayers(nil, nil, 1, 0, true, 5*time.Second)
 	now := t0
 	s.seen(1, now.Add(-time.Second), false)
 	s.seen(2, now.Add(-6*time.Second), false) // out of the window
@@ -82,6 +82,25 @@ func TestActiveCountsPresentedAndNotEnded(t *testing.T) {
 	s.seen(4, now, false)
 	if got := s.active(now); got != 2 {
 		t.Errorf("active = %d, want 2", got)
+	}
+}
+
+func TestPickKeepsOrSpreads(t *testing.T) {
+	ns := []*node{{name: "node1"}, {name: "node2"}, {name: "node3"}}
+	weights := []float64{0.6, 0.3, 0.1}
+	for _, sticky := range []bool{true, false} {
+		s := newStayers(ns, weights, 1, 0, sticky, 5*time.Second)
+		rng := rand.New(rand.NewPCG(1, 2))
+		count := map[string]int{}
+		for range 1000 {
+			count[s.pick(rng, ns[2]).name]++
+		}
+		switch {
+		case sticky && count["node3"] != 1000:
+			t.Errorf("sticky: requests went to %v, want node3 only", count)
+		case !sticky && (count["node1"] < 500 || count["node2"] < 200 || count["node3"] < 50 || count["node3"] > 200):
+			t.Errorf("not sticky: requests went to %v, want about 600/300/100", count)
+		}
 	}
 }
 

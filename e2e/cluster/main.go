@@ -12,9 +12,10 @@
 //
 // With -capacity the room is sized by that capacity (-rate its ceiling,
 // -active-window its active_window) and the run is the capacity run alone
-// (capacity.go): visitors each sticking to one node wait, are admitted,
-// present their pass there about once a second for a stay drawn from short
-// and long stays (seeded, -seed), then stop; a share of them (-end-share)
+// (capacity.go): visitors each sticking to one node (with -sticky=false,
+// each request to a node drawn by weight) wait, are admitted, present
+// their pass about once a second for a stay drawn from short and long
+// stays (seeded, -seed), then stop; a share of them (-end-share)
 // end their session at the origin's /logout, which answers with
 // Fairgate-End-Session. From the second the site first holds 95 % of the
 // capacity, every node's site.active (admin API) must stay within
@@ -100,6 +101,7 @@ type options struct {
 	fillWithin             time.Duration
 	seed                   uint64
 	endShare               float64
+	sticky                 bool
 	weights                []float64
 	onUnavailable, store   string
 	callTimeout            time.Duration
@@ -153,6 +155,7 @@ func main() {
 	flag.DurationVar(&o.activeWindow, "active-window", 5*time.Second, "active_window of the capacity run")
 	flag.DurationVar(&o.fillWithin, "fill-within", 45*time.Second, "how soon the capacity run's site must fill")
 	flag.Float64Var(&o.endShare, "end-share", 0.05, "the capacity run's share of visitors who end their session at the origin (Fairgate-End-Session) when they leave")
+	flag.BoolVar(&o.sticky, "sticky", true, "the capacity run's visitors each keep to one node (drawn by -weights); false: each of their requests goes to a node drawn by -weights, as behind a balancer without affinity")
 	flag.Uint64Var(&o.seed, "seed", 1, "the capacity run's visitors' seed (their nodes and stays)")
 	flag.StringVar(&weights, "weights", "0.6,0.3,0.1", "the crowd's share of each node: as many nodes as shares (1 to 3)")
 	flag.StringVar(&o.store, "store", "dynamodb", "state_store type: dynamodb (the cluster) or bolt (one node, its own file)")

@@ -7,7 +7,7 @@ import (
 )
 
 func TestReadPageTimingFromTheRealScript(t *testing.T) {
-	p, err := readPageTiming("../../proxy/assets")
+	p, err := readPageTiming("../../proxy/pages/assets")
 	if err != nil {
 		t.Fatal(err)
 	}

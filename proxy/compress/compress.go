@@ -1,4 +1,4 @@
-package proxy
+package compress
 
 import (
 	"bytes"
@@ -22,32 +22,32 @@ import (
 // one its Accept-Encoding prefers (zstd, then gzip), with Vary:
 // Accept-Encoding. Small JSON answers are sent as they are.
 
-// minCompressBytes is the smallest body worth compressing (Caddy's
+// MinBytes is the smallest body worth compressing (Caddy's
 // `encode` default, minimum_length 512).
-const minCompressBytes = 512
+const MinBytes = 512
 
-// encoding is a content coding the room sends.
-type encoding int
+// Encoding is a content coding the room sends.
+type Encoding int
 
 const (
-	identity encoding = iota
-	encGzip
-	encZstd
+	Identity Encoding = iota
+	Gzip
+	Zstd
 )
 
-func (e encoding) String() string {
+func (e Encoding) String() string {
 	switch e {
-	case encGzip:
+	case Gzip:
 		return "gzip"
-	case encZstd:
+	case Zstd:
 		return "zstd"
 	}
 	return ""
 }
 
-// acceptWeights is the weight r's Accept-Encoding gives gzip and zstd
+// AcceptWeights is the weight r's Accept-Encoding gives gzip and zstd
 // (0: not acceptable), with `*` standing for codings not named.
-func acceptWeights(r *http.Request) (gz, zst float64) {
+func AcceptWeights(r *http.Request) (gz, zst float64) {
 	named := map[string]float64{}
 	for _, v := range r.Header.Values("Accept-Encoding") {
 		for _, item := range strings.Split(v, ",") {
@@ -90,18 +90,21 @@ func mustZstd(level zstd.EncoderLevel) *zstd.Encoder {
 	return enc
 }
 
-// encodedBody is a body kept in each encoding worth sending.
-type encodedBody struct {
+// Body is a body kept in each encoding worth sending.
+type Body struct {
 	raw  []byte
 	gzip []byte // nil: sent as it is
 	zstd []byte
 }
 
-// precompress keeps b compressed when it is worth it; best spends more
+// Plain is b kept as it is: a body that must not be compressed.
+func Plain(b []byte) Body { return Body{raw: b} }
+
+// Precompress keeps b compressed when it is worth it; best spends more
 // time for bodies compressed once per process.
-func precompress(b []byte, best bool) encodedBody {
-	eb := encodedBody{raw: b}
-	if len(b) < minCompressBytes {
+func Precompress(b []byte, best bool) Body {
+	eb := Body{raw: b}
+	if len(b) < MinBytes {
 		return eb
 	}
 	level, zenc := gzip.DefaultCompression, zstdDefault
@@ -123,11 +126,11 @@ func precompress(b []byte, best bool) encodedBody {
 
 // pick is the body and coding for r: the acceptable coding of highest
 // weight the body has (zstd on a tie), else the body as it is.
-func (eb *encodedBody) pick(r *http.Request) ([]byte, encoding) {
-	if !eb.compressed() {
-		return eb.raw, identity
+func (eb *Body) Pick(r *http.Request) ([]byte, Encoding) {
+	if !eb.Compressed() {
+		return eb.raw, Identity
 	}
-	gz, zst := acceptWeights(r)
+	gz, zst := AcceptWeights(r)
 	if eb.zstd == nil {
 		zst = 0
 	}
@@ -136,29 +139,32 @@ func (eb *encodedBody) pick(r *http.Request) ([]byte, encoding) {
 	}
 	switch {
 	case zst > 0 && zst >= gz:
-		return eb.zstd, encZstd
+		return eb.zstd, Zstd
 	case gz > 0:
-		return eb.gzip, encGzip
+		return eb.gzip, Gzip
 	}
-	return eb.raw, identity
+	return eb.raw, Identity
 }
 
-func (eb *encodedBody) compressed() bool { return eb.gzip != nil || eb.zstd != nil }
+func (eb *Body) Compressed() bool { return eb.gzip != nil || eb.zstd != nil }
 
-// setEncoding sets the headers of a body sent in coding e: Content-Encoding,
+// Size is the bytes the body holds in all its encodings.
+func (eb *Body) Size() int { return len(eb.raw) + len(eb.gzip) + len(eb.zstd) }
+
+// SetEncoding sets the headers of a body sent in coding e: Content-Encoding,
 // Content-Length, and Vary when the body has other codings.
-func setEncoding(h http.Header, e encoding, varies bool, n int) {
+func SetEncoding(h http.Header, e Encoding, varies bool, n int) {
 	if varies {
-		addVary(h, "Accept-Encoding")
+		AddVary(h, "Accept-Encoding")
 	}
-	if e != identity {
+	if e != Identity {
 		h.Set("Content-Encoding", e.String())
 	}
 	h.Set("Content-Length", strconv.Itoa(n))
 }
 
-// addVary adds field to Vary unless it is there.
-func addVary(h http.Header, field string) {
+// AddVary adds field to Vary unless it is there.
+func AddVary(h http.Header, field string) {
 	for _, v := range h.Values("Vary") {
 		for _, f := range strings.Split(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(f), field) {
@@ -169,9 +175,9 @@ func addVary(h http.Header, field string) {
 	h.Add("Vary", field)
 }
 
-// compressible says whether an answer may be compressed: a type that
+// Compressible says whether an answer may be compressed: a type that
 // compresses, not already encoded, not marked no-transform, not a range.
-func compressible(status int, h http.Header) bool {
+func Compressible(status int, h http.Header) bool {
 	if status == http.StatusPartialContent || status == http.StatusNoContent || status == http.StatusNotModified {
 		return false
 	}
@@ -195,19 +201,19 @@ func compressible(status int, h http.Header) bool {
 	return false
 }
 
-// splicedGzip is a page held as deflate pieces with holes for a per-request
+// SplicedGzip is a page held as deflate pieces with holes for a per-request
 // string (the visitor's return path): each piece is compressed on its own
 // and ends on a byte boundary, so a request's gzip stream is the pieces
 // with the string between them as stored blocks — one valid gzip member,
 // compressed once per page and not per request.
-type splicedGzip struct {
+type SplicedGzip struct {
 	pieces [][]byte // deflate, each ending with a sync flush
 	plain  [][]byte // the pieces uncompressed, for the CRC
 	size   int      // uncompressed size of the pieces
 }
 
-func newSplicedGzip(parts [][]byte) *splicedGzip {
-	s := &splicedGzip{plain: parts}
+func NewSplicedGzip(parts [][]byte) *SplicedGzip {
+	s := &SplicedGzip{plain: parts}
 	for _, p := range parts {
 		var buf bytes.Buffer
 		fw, _ := flate.NewWriter(&buf, flate.BestCompression) // level is a constant
@@ -223,7 +229,7 @@ func newSplicedGzip(parts [][]byte) *splicedGzip {
 var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
 
 // compressedLen is the length of the gzip stream with fill in each hole.
-func (s *splicedGzip) compressedLen(fill string) int {
+func (s *SplicedGzip) Len(fill string) int {
 	n := len(gzipHeader) + len(finalBlock) + 8 // and the trailer: CRC, size
 	for _, p := range s.pieces {
 		n += len(p)
@@ -244,7 +250,7 @@ func storedLen(n int) int {
 // write writes the gzip stream with fill in each hole. One buffer holds
 // fill as stored blocks, then the trailer: a request costs one allocation
 // and a CRC over the page.
-func (s *splicedGzip) write(w io.Writer, fill string) {
+func (s *SplicedGzip) Write(w io.Writer, fill string) {
 	n := storedLen(len(fill))
 	buf := make([]byte, 0, n+len(finalBlock)+8)
 	buf = appendStored(buf, fill)

@@ -1,4 +1,4 @@
-// Node tests of the waiting script's text: `node --test proxy/assets/`.
+// Node tests of the waiting script's text: `node --test proxy/pages/assets/`.
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert");

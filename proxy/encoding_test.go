@@ -14,74 +14,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/fairgate/fairgate/proxy/pages"
 	"github.com/fairgate/fairgate/room"
 )
-
-func TestAcceptWeights(t *testing.T) {
-	for _, tc := range []struct {
-		header string
-		gz     bool
-		zst    bool
-		picked encoding
-	}{
-		{"", false, false, identity},
-		{"gzip", true, false, encGzip},
-		{"gzip, deflate, br, zstd", true, true, encZstd},
-		{"zstd;q=0.5, gzip", true, true, encGzip},
-		{"gzip;q=0, zstd;q=0", false, false, identity},
-		{"GZIP;Q=0.8", true, false, encGzip},
-		{"*", true, true, encZstd},
-		{"*;q=0.1, gzip;q=0", false, true, encZstd},
-		{"x-gzip", true, false, encGzip},
-		{"gzip;q=nonsense", false, false, identity},
-		{"identity", false, false, identity},
-	} {
-		r, _ := http.NewRequest("GET", "/", nil)
-		if tc.header != "" {
-			r.Header.Set("Accept-Encoding", tc.header)
-		}
-		gz, zst := acceptWeights(r)
-		if (gz > 0) != tc.gz || (zst > 0) != tc.zst {
-			t.Errorf("%q: gzip %v zstd %v", tc.header, gz, zst)
-		}
-		eb := precompress(bytes.Repeat([]byte("seat map "), 200), false)
-		if _, enc := eb.pick(r); enc != tc.picked {
-			t.Errorf("%q: picked %v, want %v", tc.header, enc, tc.picked)
-		}
-	}
-}
-
-// TestSplicedGzip: the waiting page's gzip with the return path spliced in
-// is one valid gzip member (Go's own reader checks CRC and size) with the
-// announced length, for any return path, up to several stored blocks.
-func TestSplicedGzip(t *testing.T) {
-	page := strings.Repeat("<p>waiting</p>", 100)
-	for _, parts := range [][]string{{page}, {page, page[:10]}, {"", page, "", page}} {
-		for _, fill := range []string{"", "/shop?x=1&amp;y=2", strings.Repeat("/a", 70000)} {
-			raw := make([][]byte, len(parts))
-			for i, p := range parts {
-				raw[i] = []byte(p)
-			}
-			s := newSplicedGzip(raw)
-			var out bytes.Buffer
-			s.write(&out, fill)
-			if out.Len() != s.compressedLen(fill) {
-				t.Fatalf("%d parts, fill %d bytes: wrote %d bytes, announced %d", len(parts), len(fill), out.Len(), s.compressedLen(fill))
-			}
-			zr, err := gzip.NewReader(&out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := io.ReadAll(zr)
-			if err != nil {
-				t.Fatalf("%d parts, fill %d bytes: %v", len(parts), len(fill), err)
-			}
-			if want := strings.Join(parts, fill); string(got) != want {
-				t.Fatalf("%d parts, fill %d bytes: decoded %d bytes, want %d", len(parts), len(fill), len(got), len(want))
-			}
-		}
-	}
-}
 
 func varies(resp *http.Response) bool {
 	return strings.Contains(strings.Join(resp.Header.Values("Vary"), ","), "Accept-Encoding")
@@ -143,9 +78,9 @@ func TestWaitingPageCompressed(t *testing.T) {
 	}
 
 	// Assets: zstd preferred, gzip, or plain.
-	_, js := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "", "Accept-Encoding", "identity")
+	_, js := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "", "Accept-Encoding", "identity")
 	for _, tc := range []struct{ ae, want string }{{"gzip, zstd", "zstd"}, {"gzip", "gzip"}, {"br", ""}} {
-		resp, b := e.do("GET", "/_fairgate/assets/"+assetVersion+"/waiting.js", "", "Accept-Encoding", tc.ae)
+		resp, b := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "", "Accept-Encoding", tc.ae)
 		if resp.Header.Get("Content-Encoding") != tc.want {
 			t.Fatalf("asset with %q: Content-Encoding %q", tc.ae, resp.Header.Get("Content-Encoding"))
 		}
@@ -171,7 +106,7 @@ func TestWaitingPageCompressed(t *testing.T) {
 }
 
 // TestCacheCompressed: a cached answer is kept compressed once and sent in
-// the encoding the client prefers, with its own ETag; a body that must not
+// the Encoding the client prefers, with its own ETag; a body that must not
 // be compressed (an image, no-transform, already encoded, small) is sent
 // as it is, without Vary.
 func TestCacheCompressed(t *testing.T) {
@@ -260,53 +195,4 @@ func seatMapJSON(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// FuzzAcceptEncoding: any Accept-Encoding picks a coding the body has and
-// the header allows, or none; never a panic.
-func FuzzAcceptEncoding(f *testing.F) {
-	for _, s := range []string{"gzip", "gzip, deflate, br, zstd", "zstd;q=0.5, gzip;q=0.4", "*;q=0", "gzip;q=", ";;,,", "x-gzip;Q=1e999"} {
-		f.Add(s)
-	}
-	eb := precompress(bytes.Repeat([]byte("seat map "), 200), false)
-	f.Fuzz(func(t *testing.T, header string) {
-		r, _ := http.NewRequest("GET", "/", nil)
-		r.Header.Set("Accept-Encoding", header)
-		gz, zst := acceptWeights(r)
-		body, enc := eb.pick(r)
-		switch enc {
-		case encGzip:
-			if gz <= 0 || !bytes.Equal(body, eb.gzip) {
-				t.Fatalf("%q: gzip picked with weight %v", header, gz)
-			}
-		case encZstd:
-			if zst <= 0 || !bytes.Equal(body, eb.zstd) {
-				t.Fatalf("%q: zstd picked with weight %v", header, zst)
-			}
-		case identity:
-			if gz > 0 || zst > 0 {
-				t.Fatalf("%q: nothing picked with weights gzip %v zstd %v", header, gz, zst)
-			}
-		}
-	})
-}
-
-// FuzzSplicedGzip: any return path spliced into the page gives a gzip
-// stream that decodes to the page with the path, of the announced length.
-func FuzzSplicedGzip(f *testing.F) {
-	for _, s := range []string{"", "/shop", "/a?b=1&amp;c", strings.Repeat("x", 70_000)} {
-		f.Add(s)
-	}
-	parts := [][]byte{[]byte(strings.Repeat("<p>head</p>", 60)), []byte("<a href=\""), []byte(strings.Repeat("<p>tail</p>", 60))}
-	s := newSplicedGzip(parts)
-	f.Fuzz(func(t *testing.T, fill string) {
-		var out bytes.Buffer
-		s.write(&out, fill)
-		if out.Len() != s.compressedLen(fill) {
-			t.Fatalf("wrote %d bytes, announced %d", out.Len(), s.compressedLen(fill))
-		}
-		if got, want := gunzip(t, out.Bytes()), bytes.Join(parts, []byte(fill)); !bytes.Equal(got, want) {
-			t.Fatalf("decoded %d bytes, want %d", len(got), len(want))
-		}
-	})
 }

@@ -1,4 +1,7 @@
-package proxy
+// Package cache is the gateway's response cache: configured read paths
+// served from memory to every visitor, and an upstream 429 or 503 kept for
+// its Retry-After, so a struggling upstream is not asked again meanwhile.
+package cache
 
 import (
 	"bytes"
@@ -11,12 +14,14 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fairgate/fairgate/internal/etag"
+	"github.com/fairgate/fairgate/proxy/compress"
 )
 
-// responseCache serves configured read paths from memory (ristretto). An
+// Cache serves configured read paths from memory (ristretto). An
 // entry is fresh for its TTL (the upstream's s-maxage or max-age, else the
 // configured TTL), then served stale for StaleWhileRevalidate while one
 // request refreshes it; concurrent misses of a key wait for one upstream
@@ -28,48 +33,68 @@ import (
 // upstream 429 or 503 with Retry-After is an answer like any other on these
 // paths: stored for at most MaxRetryAfter. Paths that are not configured are
 // never served from memory.
-type responseCache struct {
-	paths    *matcher
+type Cache struct {
+	match    func(*http.Request) bool
+	strip    func(http.Header)
 	ttl, swr time.Duration
 	maxRetry time.Duration
 	maxEntry int64
 	store    *ristretto.Cache[string, *entry]
-	metrics  *metrics
+	requests *prometheus.CounterVec
 	now      func() time.Time
 	flight   singleflight.Group
+}
+
+// Config is what a Cache is built from: the gateway's cache options,
+// settled, and what it shares with the gateway.
+type Config struct {
+	// Match says whether a request is for a configured path.
+	Match func(*http.Request) bool
+	// Strip removes the client-sent headers in fairgate's namespace from a
+	// request that fills an entry (see anonymous).
+	Strip func(http.Header)
+	// TTL is the lifetime of a 200 without s-maxage or max-age;
+	// StaleWhileRevalidate how long it is served stale after; MaxRetryAfter
+	// the longest a 429 or 503 is kept.
+	TTL, StaleWhileRevalidate, MaxRetryAfter time.Duration
+	// MaxBytes bounds the store, MaxEntryBytes one answer.
+	MaxBytes, MaxEntryBytes int64
+	// Requests counts cacheable requests by cache status (label "status").
+	Requests *prometheus.CounterVec
+	Now      func() time.Time
 }
 
 type entry struct {
 	status int
 	header http.Header
 	body   []byte
-	enc    encodedBody // body compressed, when stored and worth it
+	enc    compress.Body // body compressed, when stored and worth it
 	etag   string
 	fresh  time.Time // fresh until
 	stale  time.Time // may be served stale until
 	stored bool      // false: the answer of one fill, not to be shared
 }
 
-func newResponseCache(cfg Cache, m *metrics, now func() time.Time) (*responseCache, error) {
-	paths, err := newMatcher(cfg.Paths)
-	if err != nil {
-		return nil, err
-	}
+// New builds a cache; Close releases it.
+func New(cfg Config) (*Cache, error) {
 	store, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters: 100_000, MaxCost: cfg.MaxBytes, BufferItems: 64,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &responseCache{
-		paths: paths, ttl: time.Duration(cfg.TTL), swr: time.Duration(cfg.StaleWhileRevalidate),
-		maxRetry: time.Duration(cfg.MaxRetryAfter), maxEntry: cfg.MaxEntryBytes, store: store, metrics: m, now: now,
+	return &Cache{
+		match: cfg.Match, strip: cfg.Strip, ttl: cfg.TTL, swr: cfg.StaleWhileRevalidate,
+		maxRetry: cfg.MaxRetryAfter, maxEntry: cfg.MaxEntryBytes, store: store, requests: cfg.Requests, now: cfg.Now,
 	}, nil
 }
 
-func (c *responseCache) close() { c.store.Close() }
+// Close stops the store.
+func (c *Cache) Close() { c.store.Close() }
 
-func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+// Serve answers r from memory when it may, else from next (storing what
+// may be stored).
+func (c *Cache) Serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if !c.cacheable(r) {
 		next.ServeHTTP(w, r)
 		return
@@ -78,9 +103,9 @@ func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.
 	key := r.Host + " " + r.URL.RequestURI()
 	if e, ok := c.store.Get(key); ok && now.Before(e.stale) {
 		if now.Before(e.fresh) {
-			c.metrics.cacheRequests.WithLabelValues(hitLabel(e)).Inc()
+			c.requests.WithLabelValues(hitLabel(e)).Inc()
 		} else {
-			c.metrics.cacheRequests.WithLabelValues("stale").Inc()
+			c.requests.WithLabelValues("stale").Inc()
 			c.refresh(key, r, next)
 		}
 		c.write(w, r, e, now, "hit")
@@ -90,7 +115,7 @@ func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.
 	fill := c.flight.DoChan(key, func() (any, error) {
 		leader = true
 		// Others wait on this load: it must not end with the leader's connection.
-		return c.load(key, anonymous(r), next), nil
+		return c.load(key, c.anonymous(r), next), nil
 	})
 	var e *entry
 	select {
@@ -102,7 +127,7 @@ func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.
 	if !leader && !e.stored {
 		// The answer was for the leader alone (it set a cookie, say): ask
 		// the upstream for this visitor's own.
-		c.metrics.cacheRequests.WithLabelValues("uncacheable").Inc()
+		c.requests.WithLabelValues("uncacheable").Inc()
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -110,7 +135,7 @@ func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.
 	if !leader {
 		label = "coalesced"
 	}
-	c.metrics.cacheRequests.WithLabelValues(label).Inc()
+	c.requests.WithLabelValues(label).Inc()
 	c.write(w, r, e, c.now(), "fwd=miss")
 }
 
@@ -123,33 +148,33 @@ func hitLabel(e *entry) string {
 
 // cacheable: a configured path, asked without an Authorization header (an
 // API client's answer is its own).
-func (c *responseCache) cacheable(r *http.Request) bool {
-	return matchRequest(c.paths, r) && r.Header.Get("Authorization") == ""
+func (c *Cache) cacheable(r *http.Request) bool {
+	return c.match(r) && r.Header.Get("Authorization") == ""
 }
 
 // credentialHeaders are what make a request one visitor's. Any header in
-// fairgate's namespace (the pass) goes too, see stripOwnHeaders.
+// fairgate's namespace (the pass) goes too, see Config.Strip.
 var credentialHeaders = []string{"Cookie", "Authorization", "Proxy-Authorization"}
 
 // anonymous is r as a visitor without credentials would send it, detached
 // from r's connection: what fills an entry every visitor is served.
-func anonymous(r *http.Request) *http.Request {
+func (c *Cache) anonymous(r *http.Request) *http.Request {
 	up := r.Clone(context.WithoutCancel(r.Context()))
 	for _, h := range credentialHeaders {
 		up.Header.Del(h)
 	}
-	stripOwnHeaders(up.Header)
+	c.strip(up.Header)
 	return up
 }
 
 // refresh reloads a stale key in the background, unless a load is under way.
-func (c *responseCache) refresh(key string, r *http.Request, next http.Handler) {
-	up := anonymous(r)
+func (c *Cache) refresh(key string, r *http.Request, next http.Handler) {
+	up := c.anonymous(r)
 	c.flight.DoChan(key, func() (any, error) { return c.load(key, up, next), nil })
 }
 
 // load asks the upstream and stores what may be stored.
-func (c *responseCache) load(key string, r *http.Request, next http.Handler) *entry {
+func (c *Cache) load(key string, r *http.Request, next http.Handler) *entry {
 	up := r.Clone(r.Context())
 	up.Method = http.MethodGet
 	up.Header.Del("If-None-Match")
@@ -176,11 +201,11 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 			e.stale = e.fresh.Add(c.swr)
 		}
 		e.stored = true
-		e.enc = encodedBody{raw: e.body}
-		if compressible(e.status, e.header) {
-			e.enc = precompress(e.body, false)
+		e.enc = compress.Plain(e.body)
+		if compress.Compressible(e.status, e.header) {
+			e.enc = compress.Precompress(e.body, false)
 		}
-		cost := len(e.body) + len(e.enc.gzip) + len(e.enc.zstd) + 512
+		cost := e.enc.Size() + 512 // the body is in e.enc as it is
 		c.store.SetWithTTL(key, e, int64(cost), e.stale.Sub(now))
 		c.store.Wait()
 	}
@@ -191,7 +216,7 @@ func (c *responseCache) load(key string, r *http.Request, next http.Handler) *en
 // or the default TTL; 429 and 503 per Retry-After (seconds), at most
 // MaxRetryAfter. Private,
 // no-store and cookie-setting answers are not kept.
-func (c *responseCache) lifetime(rec *recorder) (time.Duration, bool) {
+func (c *Cache) lifetime(rec *recorder) (time.Duration, bool) {
 	cc := strings.ToLower(rec.header.Get("Cache-Control"))
 	if rec.header.Get("Set-Cookie") != "" || strings.Contains(cc, "no-store") || strings.Contains(cc, "private") {
 		return 0, false
@@ -248,15 +273,15 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 // write serves an entry in the encoding r prefers among those kept,
 // answering 304 to a matching If-None-Match. A compressed body has its own
 // ETag (the entry's with -gzip or -zstd, as Caddy's encode does).
-func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, now time.Time, how string) {
+func (c *Cache) write(w http.ResponseWriter, r *http.Request, e *entry, now time.Time, how string) {
 	h := w.Header()
 	for k, v := range e.header {
 		h[k] = slices.Clone(v) // the entry's are shared; Vary may grow
 	}
-	body, enc := e.body, identity
-	if e.enc.compressed() {
-		body, enc = e.enc.pick(r)
-		addVary(h, "Accept-Encoding")
+	body, enc := e.body, compress.Identity
+	if e.enc.Compressed() {
+		body, enc = e.enc.Pick(r)
+		compress.AddVary(h, "Accept-Encoding")
 	}
 	etag := encodedETag(e.etag, enc)
 	if etag != "" {
@@ -276,7 +301,7 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if enc != identity {
+	if enc != compress.Identity {
 		h.Set("Content-Encoding", enc.String())
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -288,8 +313,8 @@ func (c *responseCache) write(w http.ResponseWriter, r *http.Request, e *entry, 
 
 // encodedETag is the ETag of a body in encoding enc: the identity's with
 // the coding's name appended inside the quotes.
-func encodedETag(etag string, enc encoding) string {
-	if etag == "" || enc == identity || !strings.HasSuffix(etag, `"`) {
+func encodedETag(etag string, enc compress.Encoding) string {
+	if etag == "" || enc == compress.Identity || !strings.HasSuffix(etag, `"`) {
 		return etag
 	}
 	return strings.TrimSuffix(etag, `"`) + "-" + enc.String() + `"`

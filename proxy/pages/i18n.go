@@ -1,4 +1,4 @@
-package proxy
+package pages
 
 import (
 	"embed"
@@ -23,23 +23,24 @@ import (
 //go:embed assets/i18n/*.json
 var i18nFS embed.FS
 
-// locale is one language of the visitor pages.
-type locale struct {
-	tag  language.Tag
-	name string // the tag as written in <html lang>, e.g. "de"
-	dir  string // "ltr" or "rtl"
-	text map[string]string
+// Locale is one language of the visitor pages.
+type Locale struct {
+	index int // in the catalog, English first
+	tag   language.Tag
+	name  string // the tag as written in <html lang>, e.g. "de"
+	dir   string // "ltr" or "rtl"
+	text  map[string]string
 	// script is text as JSON, embedded in the page for the script.
 	script []byte
 	num    *message.Printer
-	// waits remembers waitText's answers by minutes, for the first day.
+	// waits remembers WaitText's answers by minutes, for the first day.
 	waits [24 * 60]atomic.Value
 	// longWait remembers the last answer beyond the first day: everyone
 	// waiting is told nearly the same estimate at any one time.
 	longWait atomic.Pointer[minutesText]
 }
 
-// minutesText is one remembered answer of waitText.
+// minutesText is one remembered answer of WaitText.
 type minutesText struct {
 	m    int
 	text string
@@ -47,7 +48,7 @@ type minutesText struct {
 
 // t returns the text for key with {name} placeholders filled from args,
 // given as name, value pairs.
-func (l *locale) t(key string, args ...string) string {
+func (l *Locale) t(key string, args ...string) string {
 	s := l.text[key]
 	for i := 0; i+1 < len(args); i += 2 {
 		s = strings.ReplaceAll(s, "{"+args[i]+"}", args[i+1])
@@ -55,12 +56,18 @@ func (l *locale) t(key string, args ...string) string {
 	return s
 }
 
-// number formats n for the language (digit grouping).
-func (l *locale) number(n int) string { return l.num.Sprint(n) }
+// Name is the language's tag as written in <html lang>, e.g. "de".
+func (l *Locale) Name() string { return l.name }
 
-// waitText is a wait estimate in words, the server-side twin of the
+// Text is the text for key as written, without placeholders filled.
+func (l *Locale) Text(key string) string { return l.text[key] }
+
+// number formats n for the language (digit grouping).
+func (l *Locale) number(n int) string { return l.num.Sprint(n) }
+
+// WaitText is a wait estimate in words, the server-side twin of the
 // script's humanDuration (which formats units with Intl).
-func (l *locale) waitText(secs float64, known bool) string {
+func (l *Locale) WaitText(secs float64, known bool) string {
 	if !known {
 		return l.t("estimate_unknown")
 	}
@@ -84,8 +91,8 @@ func (l *locale) waitText(secs float64, known bool) string {
 	return s
 }
 
-// minutesText is waitText for a whole number of minutes, one or more.
-func (l *locale) minutesText(m int) string {
+// minutesText is WaitText for a whole number of minutes, one or more.
+func (l *Locale) minutesText(m int) string {
 	if m < 60 {
 		return l.t("estimate_about", "duration", l.t("minutes", "n", l.number(m)))
 	}
@@ -96,10 +103,10 @@ func (l *locale) minutesText(m int) string {
 	return l.t("estimate_about", "duration", d)
 }
 
-// stateMessage is the status line the page shows for a room state and the
+// StateMessage is the status line the page shows for a room state and the
 // outcome of the last attempt. saleStart is RFC 3339 (the script shows it
 // in the visitor's time zone; here it is UTC).
-func (l *locale) stateMessage(state, outcome, saleStart string) string {
+func (l *Locale) StateMessage(state, outcome, saleStart string) string {
 	switch {
 	case outcome == "early":
 		return l.t("status_early")
@@ -122,7 +129,7 @@ func (l *locale) stateMessage(state, outcome, saleStart string) string {
 
 // locales is every language of the visitor pages, English first.
 type locales struct {
-	all     []*locale
+	all     []*Locale
 	matcher language.Matcher
 	// chosen remembers the choice for Accept-Language values seen before:
 	// browsers send a few hundred distinct ones, and parsing and matching
@@ -162,7 +169,7 @@ func loadLocales() (*locales, error) {
 		if err != nil {
 			return nil, err
 		}
-		l := &locale{name: name}
+		l := &Locale{name: name}
 		if err := json.Unmarshal(b, &l.text); err != nil {
 			return nil, fmt.Errorf("i18n %s: %w", f.Name(), err)
 		}
@@ -180,7 +187,7 @@ func loadLocales() (*locales, error) {
 		ls.all = append(ls.all, l)
 	}
 	// English first: the matcher falls back to the first tag.
-	slices.SortStableFunc(ls.all, func(a, b *locale) int {
+	slices.SortStableFunc(ls.all, func(a, b *Locale) int {
 		switch {
 		case a.name == b.name:
 			return 0
@@ -193,6 +200,9 @@ func loadLocales() (*locales, error) {
 	})
 	if len(ls.all) == 0 || ls.all[0].name != "en" {
 		return nil, fmt.Errorf("i18n: no en.json")
+	}
+	for i, l := range ls.all {
+		l.index = i
 	}
 	tags := make([]language.Tag, len(ls.all))
 	for i, l := range ls.all {
@@ -288,12 +298,32 @@ func readableTags(acceptLanguage string) []language.Tag {
 	return tags
 }
 
-// localeFor is the language of the visitor pages for r: the configured
+// Locales is every language of the visitor pages, English first. The
+// slice is shared: not to be changed.
+func Locales() []*Locale { return pageLanguages.all }
+
+// Choose is the language for an Accept-Language header; English when
+// nothing in it matches.
+func Choose(acceptLanguage string) *Locale {
+	return pageLanguages.all[pageLanguages.choose(acceptLanguage)]
+}
+
+// Named is the language for a configured `language`: an exact catalog
+// name, or any tag that maps to one with high confidence (`de-CH` is `de`).
+func Named(name string) (*Locale, error) {
+	i, err := pageLanguages.byName(name)
+	if err != nil {
+		return nil, err
+	}
+	return pageLanguages.all[i], nil
+}
+
+// LocaleFor is the language of the visitor pages for r: the configured
 // one, else the visitor's choice. It says whether the choice depended on
 // the request, for Vary.
-func (p *pages) localeFor(r *http.Request) (int, bool) {
-	if p.forced >= 0 {
+func (p *Pages) LocaleFor(r *http.Request) (*Locale, bool) {
+	if p.forced != nil {
 		return p.forced, false
 	}
-	return pageLanguages.choose(r.Header.Get("Accept-Language")), true
+	return Choose(r.Header.Get("Accept-Language")), true
 }

@@ -1,4 +1,9 @@
-package proxy
+// Package pages is the visitor pages of the waiting room: the waiting page
+// (the default one or the operator's template), the closed and sold-out
+// pages, the JSON twins of their text, the embedded assets, and the
+// languages they come in. It renders and compresses them; when to show
+// which is the gateway's.
+package pages
 
 import (
 	"bytes"
@@ -18,11 +23,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/proxy/compress"
 )
 
 //go:embed assets/waiting.js assets/worker.js assets/pow.js assets/waiting.css assets/waiting.html assets/closed.html
@@ -38,6 +42,10 @@ var assetVersion = func() string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
+
+// AssetVersion is the assets' version, the path segment after assets/ in
+// their URLs.
+func AssetVersion() string { return assetVersion }
 
 var (
 	defaultWaitingTemplate = template.Must(template.New("waiting.html").Option("missingkey=error").ParseFS(assetFS, "assets/waiting.html"))
@@ -70,8 +78,8 @@ type PageData struct {
 	// the script keeps #fg-state current (turn, closing, errors).
 	Message string
 	// T is all of the page's text in its language, by key (see
-	// proxy/assets/i18n/en.json): {{.T.heading}}. An unknown key fails the
-	// config load.
+	// proxy/pages/assets/i18n/en.json): {{.T.heading}}. An unknown key
+	// fails the config load.
 	T map[string]string
 	// Assets is the URL of fairgate's assets, Stylesheet the default
 	// stylesheet's URL within it.
@@ -87,26 +95,45 @@ type PageData struct {
 	Return string
 }
 
-type pages struct {
-	closed, soldOut *encodedBody // custom pages, if configured
+// Config is what the pages are built from: the gateway's settled options.
+type Config struct {
+	// Prefix is where fairgate's endpoints live; the assets are under it.
+	Prefix string
+	// Room is the room's name.
+	Room string
+	// WaitingStatus is the waiting page's HTTP status.
+	WaitingStatus int
+	// Language is the configured language (see Named); nil: each
+	// visitor's Accept-Language.
+	Language *Locale
+	// ClosedPage, SoldOutPage and WaitingPage are the operator's files, if
+	// any: the two pages as they are, the waiting page a template.
+	ClosedPage, SoldOutPage, WaitingPage string
+}
+
+// Pages is the visitor pages of one gateway.
+type Pages struct {
+	closed, soldOut *compress.Body // custom pages, if configured
 	assets          string
 	prefix          string
 	room            string
 	status          int
-	forced          int // index of the configured language, or -1
+	forced          *Locale // the configured language, or nil
 	waitingTemplate *template.Template
 	custom          bool // the template is the operator's
 	log             *zap.Logger
 	// rendered holds each language's last rendered waiting page.
 	rendered []atomic.Pointer[renderedPage]
 	// closedPages are the built-in closed pages, per language, closed then sold out.
-	closedPages [][2]*encodedBody
+	closedPages [][2]*compress.Body
 }
 
-func newPages(s settings, log *zap.Logger) (*pages, error) {
-	p := &pages{
+// New loads the operator's pages and checks the waiting template in every
+// language and state, so a template that fails does so now.
+func New(s Config, log *zap.Logger) (*Pages, error) {
+	p := &Pages{
 		assets: s.Prefix + "/assets/" + assetVersion, prefix: s.Prefix, room: s.Room, status: s.WaitingStatus,
-		forced: s.language, waitingTemplate: defaultWaitingTemplate, log: log,
+		forced: s.Language, waitingTemplate: defaultWaitingTemplate, log: log,
 		rendered: make([]atomic.Pointer[renderedPage], len(pageLanguages.all)),
 	}
 	var err error
@@ -133,13 +160,13 @@ func newPages(s settings, log *zap.Logger) (*pages, error) {
 		return nil, err
 	}
 	for _, l := range pageLanguages.all {
-		var both [2]*encodedBody
+		var both [2]*compress.Body
 		for i, soldOut := range []bool{false, true} {
 			var buf bytes.Buffer
 			if err := closedTemplate.Execute(&buf, closedData{Lang: l.name, Dir: l.dir, T: l.text, Stylesheet: p.assets + "/waiting.css", SoldOut: soldOut}); err != nil {
 				return nil, fmt.Errorf("closed page (%s): %w", l.name, err)
 			}
-			eb := precompress(buf.Bytes(), true)
+			eb := compress.Precompress(buf.Bytes(), true)
 			both[i] = &eb
 		}
 		p.closedPages = append(p.closedPages, both)
@@ -148,12 +175,12 @@ func newPages(s settings, log *zap.Logger) (*pages, error) {
 }
 
 // readPage reads a page file, compressed once.
-func readPage(file string) (*encodedBody, error) {
+func readPage(file string) (*compress.Body, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	eb := precompress(b, true)
+	eb := compress.Precompress(b, true)
 	return &eb, nil
 }
 
@@ -177,7 +204,7 @@ const scriptMarker = `id="fairgate-script"`
 // check executes the waiting template against sample data in every
 // language, state and estimate, so a template that fails does so when the
 // config loads, not on a visitor's request; and it must include the script.
-func (p *pages) check() error {
+func (p *Pages) check() error {
 	for i := range pageLanguages.all {
 		for _, state := range []string{"queue", "scheduled", "paused"} {
 			for _, known := range []bool{true, false} {
@@ -201,22 +228,22 @@ func (p *pages) check() error {
 
 // data is the template data for a language, state and estimate; Return is
 // the mark the visitor's path replaces.
-func (p *pages) data(lang int, state string, estSecs float64, known bool, saleStart string) PageData {
+func (p *Pages) data(lang int, state string, estSecs float64, known bool, saleStart string) PageData {
 	l := pageLanguages.all[lang]
 	esc := template.HTMLEscapeString
 	script := `<script id="fairgate-text" type="application/json">` + string(l.script) + `</script>` +
 		`<script ` + scriptMarker + ` src="` + esc(p.assets) + `/waiting.js" data-prefix="` + esc(p.prefix) +
-		`" data-assets="` + esc(p.assets) + `" data-lang="` + l.name + `" data-return="` + returnMark + `" defer></script>`
+		`" data-assets="` + esc(p.assets) + `" data-lang="` + l.name + `" data-return="` + ReturnMark + `" defer></script>`
 	minutes := 0
 	if known {
 		minutes = int(math.Round(estSecs / 60))
 	}
 	return PageData{
 		Room: p.room, State: state, Lang: l.name, Dir: l.dir,
-		EstimateKnown: known, EstimateMinutes: minutes, Estimate: l.waitText(estSecs, known),
-		SaleStart: saleStart, Message: l.stateMessage(state, "", saleStart), T: l.text,
+		EstimateKnown: known, EstimateMinutes: minutes, Estimate: l.WaitText(estSecs, known),
+		SaleStart: saleStart, Message: l.StateMessage(state, "", saleStart), T: l.text,
 		Assets: p.assets, Stylesheet: p.assets + "/waiting.css", Script: template.HTML(script),
-		Prefix: p.prefix, Return: returnMark,
+		Prefix: p.prefix, Return: ReturnMark,
 	}
 }
 
@@ -227,14 +254,9 @@ type closedData struct {
 	SoldOut    bool
 }
 
-func wantsJSON(r *http.Request) bool {
-	accept := r.Header.Get("Accept")
-	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
-}
-
-// pageJSON is the waiting page's text for apps that draw the same screen:
+// JSON is the waiting page's text for apps that draw the same screen:
 // the JSON answer carries everything the page shows.
-type pageJSON struct {
+type JSON struct {
 	Lang          string   `json:"lang"`
 	Dir           string   `json:"dir"`
 	Title         string   `json:"title"`
@@ -248,61 +270,43 @@ type pageJSON struct {
 	Tips          []string `json:"tips,omitempty"`
 }
 
-func waitingPageJSON(l *locale, state, saleStart string, estSecs float64, known bool) *pageJSON {
-	return &pageJSON{
+// Wait is what the waiting page shows of the room and the visitor's wait.
+type Wait struct {
+	// State is the room's state: queue, scheduled or paused.
+	State string
+	// SaleStart is when the sale starts, RFC 3339 in UTC, while the room
+	// is scheduled; "" otherwise.
+	SaleStart string
+	// Seconds is the wait estimate in whole seconds, when Known.
+	Seconds float64
+	Known   bool
+}
+
+// WaitingJSON is the waiting page's text in l.
+func WaitingJSON(l *Locale, w Wait) *JSON {
+	return &JSON{
 		Lang: l.name, Dir: l.dir, Title: l.t("title"), Heading: l.t("heading"), Lead: l.t("lead"),
-		Message: l.stateMessage(state, "", saleStart), EstimateLabel: l.t("estimate_label"), Estimate: l.waitText(estSecs, known),
+		Message: l.StateMessage(w.State, "", w.SaleStart), EstimateLabel: l.t("estimate_label"), Estimate: l.WaitText(w.Seconds, w.Known),
 		NextLabel:   l.t("next_label"),
 		TipsHeading: l.t("tips_heading"), Tips: []string{l.t("tip_keep_open"), l.t("tip_refresh"), l.t("tip_tabs")},
 	}
 }
 
-func closedPageJSON(l *locale, soldOut bool) *pageJSON {
+// ClosedJSON is the closed page's text in l, or the sold-out page's.
+func ClosedJSON(l *Locale, soldOut bool) *JSON {
 	if soldOut {
-		return &pageJSON{Lang: l.name, Dir: l.dir, Title: l.t("sold_out_title"), Heading: l.t("sold_out_title"), Lead: l.t("sold_out_lead"), Message: l.t("status_sold_out")}
+		return &JSON{Lang: l.name, Dir: l.dir, Title: l.t("sold_out_title"), Heading: l.t("sold_out_title"), Lead: l.t("sold_out_lead"), Message: l.t("status_sold_out")}
 	}
-	return &pageJSON{Lang: l.name, Dir: l.dir, Title: l.t("closed_title"), Heading: l.t("closed_title"), Lead: l.t("closed_lead"), Message: l.t("status_closed")}
+	return &JSON{Lang: l.name, Dir: l.dir, Title: l.t("closed_title"), Heading: l.t("closed_title"), Lead: l.t("closed_lead"), Message: l.t("status_closed")}
 }
 
-// serveWaiting answers a protected request without a pass: the waiting
-// page for browsers, a JSON 429 for apps.
-func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.Time) {
-	// The estimate is the visitor's lane's (the default lane's without a
-	// login); a refused login is answered when the page asks for a token.
-	lane := ""
-	if _, l, err := g.visitor(r, now); err == nil {
-		lane = l
-	}
-	view := g.door.View(lane, now)
-	est, known := view.EstimateWait(now)
-	secs := math.Round(est.Seconds())
-	lang, varies := g.pages.localeFor(r)
-	if varies {
-		w.Header().Add("Vary", "Accept-Language")
-	}
-	saleStart := ""
-	if view.State == admission.StateScheduled && !view.SaleStart.IsZero() {
-		saleStart = view.SaleStart.UTC().Format(time.RFC3339)
-	}
-	if wantsJSON(r) {
-		st := statusJSON{Room: view.Name, State: string(view.State), Rate: view.Rate, SaleStart: saleStart, EstimateKnown: known}
-		if known {
-			st.EstimateSeconds = &secs
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(int(time.Duration(g.cfg.MinBackoff).Seconds())))
-		w.Header().Set("Link", fmt.Sprintf(`<%s/token>; rel="fairgate-token"`, g.cfg.Prefix))
-		writeJSON(w, http.StatusTooManyRequests, struct {
-			Error  errorBody  `json:"error"`
-			Status statusJSON `json:"status"`
-			Page   *pageJSON  `json:"page"`
-		}{errorBody{Code: "waiting_room", Message: "in the waiting room: POST " + g.cfg.Prefix + "/token to get a place"}, st,
-			waitingPageJSON(pageLanguages.all[lang], string(view.State), saleStart, secs, known)})
-		return
-	}
-	page, err := g.pages.waiting(lang, string(view.State), secs, known, saleStart)
+// ServeWaiting writes the waiting page in l for w with ret, the visitor's
+// return path (already one the admit redirect accepts), in its place. It
+// fails, having written nothing, when the page cannot be rendered.
+func (p *Pages) ServeWaiting(w http.ResponseWriter, r *http.Request, l *Locale, wait Wait, ret string) error {
+	page, err := p.waiting(l.index, wait.State, wait.Seconds, wait.Known, wait.SaleStart)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", "could not render the waiting page")
-		return
+		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -312,15 +316,15 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 	// The return path is spliced in after rendering, escaped for HTML
 	// only: it must already be what the admit redirect would accept, as an
 	// operator's template may put it in a link.
-	ret := template.HTMLEscapeString(safeReturn(g.returnURI(r)))
+	ret = template.HTMLEscapeString(ret)
 	if page.gz != nil {
-		addVary(h, "Accept-Encoding")
-		if gz, _ := acceptWeights(r); gz > 0 {
+		compress.AddVary(h, "Accept-Encoding")
+		if gz, _ := compress.AcceptWeights(r); gz > 0 {
 			h.Set("Content-Encoding", "gzip")
-			h.Set("Content-Length", strconv.Itoa(page.gz.compressedLen(ret)))
-			w.WriteHeader(g.pages.status)
-			page.gz.write(w, ret)
-			return
+			h.Set("Content-Length", strconv.Itoa(page.gz.Len(ret)))
+			w.WriteHeader(p.status)
+			page.gz.Write(w, ret)
+			return nil
 		}
 	}
 	size := len(ret) * (len(page.parts) - 1)
@@ -328,13 +332,14 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 		size += len(part)
 	}
 	h.Set("Content-Length", strconv.Itoa(size))
-	w.WriteHeader(g.pages.status)
+	w.WriteHeader(p.status)
 	for i, part := range page.parts {
 		if i > 0 {
 			_, _ = io.WriteString(w, ret)
 		}
 		_, _ = w.Write(part)
 	}
+	return nil
 }
 
 // renderedPage is the waiting page rendered for one language, state and
@@ -344,7 +349,7 @@ func (g *Gateway) serveWaiting(w http.ResponseWriter, r *http.Request, now time.
 type renderedPage struct {
 	key   pageKey
 	parts [][]byte
-	gz    *splicedGzip
+	gz    *compress.SplicedGzip
 }
 
 type pageKey struct {
@@ -353,15 +358,16 @@ type pageKey struct {
 	known            bool
 }
 
-// returnMark stands in for the return path while rendering; it is plain
-// letters, so the template leaves it as it is in any context.
-const returnMark = "FAIRGATExRETURNxMARK"
+// ReturnMark stands in for the return path while rendering; it is plain
+// letters, so the template leaves it as it is in any context. No page
+// that is served holds it.
+const ReturnMark = "FAIRGATExRETURNxMARK"
 
 // waiting returns the page for a language, state and estimate, rendering it
 // only when they changed: the template costs more than everything else on
 // this path. A custom template that fails now (it passed at load) gives
 // way to the built-in page, so the visitor still waits.
-func (p *pages) waiting(lang int, state string, estSecs float64, known bool, saleStart string) (*renderedPage, error) {
+func (p *Pages) waiting(lang int, state string, estSecs float64, known bool, saleStart string) (*renderedPage, error) {
 	key := pageKey{state: state, saleStart: saleStart, known: known}
 	if known {
 		key.minutes = int(math.Round(estSecs / 60))
@@ -380,59 +386,52 @@ func (p *pages) waiting(lang int, state string, estSecs float64, known bool, sal
 	if err != nil {
 		return nil, err
 	}
-	page := &renderedPage{key: key, parts: bytes.Split(buf.Bytes(), []byte(returnMark))}
-	if buf.Len() >= minCompressBytes {
-		page.gz = newSplicedGzip(page.parts)
+	page := &renderedPage{key: key, parts: bytes.Split(buf.Bytes(), []byte(ReturnMark))}
+	if buf.Len() >= compress.MinBytes {
+		page.gz = compress.NewSplicedGzip(page.parts)
 	}
 	p.rendered[lang].Store(page)
 	return page, nil
 }
 
-func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {
-	lang, varies := g.pages.localeFor(r)
-	if varies {
-		w.Header().Add("Vary", "Accept-Language")
-	}
-	if wantsJSON(r) {
-		g.writeClosedJSON(w, r)
-		return
-	}
-	soldOut := g.shared.ClosedReason() == "sold_out"
-	body := g.pages.closed
-	if soldOut && g.pages.soldOut != nil {
-		body = g.pages.soldOut
+// ServeClosed writes the closed page in l, or the sold-out page: the
+// operator's if configured, else the built-in one.
+func (p *Pages) ServeClosed(w http.ResponseWriter, r *http.Request, l *Locale, soldOut bool) {
+	body := p.closed
+	if soldOut && p.soldOut != nil {
+		body = p.soldOut
 	}
 	if body == nil {
-		body = g.pages.closedPages[lang][0]
+		body = p.closedPages[l.index][0]
 		if soldOut {
-			body = g.pages.closedPages[lang][1]
+			body = p.closedPages[l.index][1]
 		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Retry-After", "60")
-	b, enc := body.pick(r)
-	setEncoding(h, enc, body.compressed(), len(b))
+	b, enc := body.Pick(r)
+	compress.SetEncoding(h, enc, body.Compressed(), len(b))
 	w.WriteHeader(http.StatusServiceUnavailable)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(b)
 	}
 }
 
-// serveAsset serves an embedded asset at assets/<version>/<name>. The
-// current version is immutable; another version gets the current bytes
-// without the long cache, so a page from before a release still works.
-func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
+// ServeAsset serves an embedded asset at assets/<version>/<name>, rest
+// being <version>/<name>. The current version is immutable; another
+// version gets the current bytes without the long cache, so a page from
+// before a release still works. It writes nothing and returns false when
+// there is no such asset.
+func ServeAsset(w http.ResponseWriter, r *http.Request, rest string) bool {
 	version, name, ok := strings.Cut(rest, "/")
 	if !ok || strings.Contains(name, "/") || strings.HasSuffix(name, ".html") {
-		writeError(w, http.StatusNotFound, "not_found", "no such asset")
-		return
+		return false
 	}
 	eb, ok := assetBodies()[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such asset")
-		return
+		return false
 	}
 	h := w.Header()
 	h.Set("Content-Type", mime.TypeByExtension(path.Ext(name)))
@@ -442,24 +441,24 @@ func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
 	} else {
 		h.Set("Cache-Control", "public, max-age=60")
 	}
-	b, enc := eb.pick(r)
-	setEncoding(h, enc, eb.compressed(), len(b))
-	if r.Method == http.MethodHead {
-		return
+	b, enc := eb.Pick(r)
+	compress.SetEncoding(h, enc, eb.Compressed(), len(b))
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
 	}
-	_, _ = w.Write(b)
+	return true
 }
 
 // assetBodies are the embedded assets, each compressed once.
-var assetBodies = sync.OnceValue(func() map[string]*encodedBody {
-	bodies := map[string]*encodedBody{}
+var assetBodies = sync.OnceValue(func() map[string]*compress.Body {
+	bodies := map[string]*compress.Body{}
 	entries, _ := assetFS.ReadDir("assets") // embedded: cannot fail
 	for _, e := range entries {
 		if e.IsDir() || strings.HasSuffix(e.Name(), ".html") {
 			continue
 		}
 		b, _ := assetFS.ReadFile("assets/" + e.Name())
-		eb := precompress(b, true)
+		eb := compress.Precompress(b, true)
 		bodies[e.Name()] = &eb
 	}
 	return bodies
