@@ -16,51 +16,16 @@ import (
 
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/reply"
+	"github.com/fairgate/fairgate/internal/wire"
 	"github.com/fairgate/fairgate/proxy/pages"
 )
 
 type cookieNames struct{ wait, pass string }
 
 // ticketJSON is what the waiting page and apps learn of a waiting token.
-// Nothing in it is derived from the lottery number.
-type ticketJSON struct {
-	Room string `json:"room"`
-	// Lane is the priority lane the visitor waits in, absent for the
-	// default lane.
-	Lane  string `json:"lane,omitempty"`
-	State string `json:"state"`
-	// Token is the waiting token itself, for apps without cookies.
-	Token      string `json:"token,omitempty"`
-	Challenge  string `json:"challenge,omitempty"`
-	Difficulty int    `json:"difficulty"`
-	// NextAttempt is nxt, Unix milliseconds; RetryAfter is the same as
-	// seconds from now, for clients whose clock is off.
-	NextAttempt int64   `json:"next_attempt,omitempty"`
-	RetryAfter  float64 `json:"retry_after"`
-	// EstimateSeconds is the public wait estimate; absent when unknown.
-	EstimateSeconds *float64 `json:"estimate_seconds,omitempty"`
-	EstimateKnown   bool     `json:"estimate_known"`
-	SaleStart       string   `json:"sale_start,omitempty"`
-	Outcome         string   `json:"outcome,omitempty"`
-	// Lang is the language of Message and Estimate (Accept-Language, or
-	// the configured language); Message is the page's status line and
-	// Estimate the wait in words, as the waiting page shows them.
-	Lang     string `json:"lang"`
-	Message  string `json:"message"`
-	Estimate string `json:"estimate"`
-	// tokenPlain says Token is plain cookie text (plainCookieText), which
-	// JSON holds as it is: the 600-byte token is then written without
-	// looking at each byte.
-	tokenPlain bool
-}
+type ticketJSON = wire.Ticket
 
-type admitRequest struct {
-	Nonce string `json:"nonce"`
-	// Token is for apps that keep the waiting token themselves.
-	Token string `json:"token,omitempty"`
-	// Return is where to send the visitor once admitted: a path on this site.
-	Return string `json:"return,omitempty"`
-}
+type admitRequest = wire.AdmitRequest
 
 type admitResponse struct {
 	Admitted bool   `json:"admitted"`
@@ -108,7 +73,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view = g.door.View(lane, now)
-	if v, ok := cookieValue(r, g.cookies.wait); ok && v != "" {
+	if v, ok := wire.CookieValue(r, g.cookies.wait); ok && v != "" {
 		// A valid token is returned unchanged, joined or not: it was
 		// placed on the room's clock by a node that had joined.
 		tk, err := g.door.Resume(lane, v, who, now)
@@ -165,7 +130,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	token := req.Token
 	if token == "" {
-		token, _ = cookieValue(r, g.cookies.wait)
+		token, _ = wire.CookieValue(r, g.cookies.wait)
 	}
 	if token == "" {
 		g.metrics.answered(endpointAdmit, "invalid", "no_token")
@@ -222,7 +187,7 @@ func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitReques
 	if err != nil {
 		return admitRequest{}, err
 	}
-	if req, ok := parseAdmitFast(body); ok {
+	if req, ok := wire.ParseAdmit(body); ok {
 		return req, nil
 	}
 	var req admitRequest
@@ -382,9 +347,7 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
-	// The admit poll's answer: its headers go through reply.Headers, one
-	// allocation for all of them.
-	h := reply.NewHeaders(w.Header(), 4)
+	h := w.Header()
 	l, varies := g.pages.LocaleFor(r)
 	if varies {
 		h.Add("Vary", "Accept-Language")
@@ -394,13 +357,13 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	// The token is written twice, in the cookie and in the body, as it is:
 	// a token the gate signed or verified is base64url and dots
 	// (admission.WaitToken), plain cookie text that needs no escape.
-	body.tokenPlain = true
-	addCookie(&h, r, g.cookies.wait, tk.Token, body.tokenPlain, c.Expiry(), g.cfg.trusted)
+	body.TokenPlain = true
+	addCookie(h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
 	h.Set("Cache-Control", "no-store")
 	if status == http.StatusTooManyRequests {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
 	}
-	writeTicket(w, status, &body)
+	wire.WriteTicket(w, status, &body)
 }
 
 // writeClosedJSON is the closed answer for apps: the error, and the

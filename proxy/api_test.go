@@ -20,10 +20,9 @@ func TestSafeReturn(t *testing.T) {
 	}
 }
 
-// TestWaitingAnswerHeadersAreCanonical: the waiting answers write their
-// headers straight into the map (reply.Headers), so each key must be in
-// the canonical form Header.Get looks for; a key spelled otherwise would
-// be a second, invisible header.
+// TestWaitingAnswerHeadersAreCanonical: the waiting answers carry every
+// header they promise, each key in the canonical form Header.Get looks
+// for; a key spelled otherwise would be a second, invisible header.
 func TestWaitingAnswerHeadersAreCanonical(t *testing.T) {
 	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(30 * time.Minute), FixedSpeed: true}}, nil)
 	tk := e.ticket()

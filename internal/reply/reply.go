@@ -65,7 +65,7 @@ func EncodingFailed(w http.ResponseWriter) {
 
 // Raw writes body, JSON already encoded, as JSON does.
 func Raw(w http.ResponseWriter, status int, body []byte) {
-	h := NewHeaders(w.Header(), 4)
+	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"net/http"
@@ -7,20 +7,15 @@ import (
 	"time"
 )
 
-// cookieLine is the Set-Cookie line of fairgate's own cookies (Path=/,
+// CookieLine is the Set-Cookie line of fairgate's own cookies (Path=/,
 // HttpOnly, SameSite=Lax, Secure when asked; an empty value deletes): what
 // http.Cookie.String writes, built directly when name and value are plain
 // tokens (a room name, a JWT), which is every time but for a room name
-// with unusual characters. http.Cookie.String checks and sanitizes every
-// byte of the value, a large part of a poll's cost.
-func cookieLine(name, value string, expires time.Time, secure bool) string {
-	return cookieLineOf(name, value, plainCookieText(value), expires, secure)
-}
-
-// cookieLineOf is cookieLine for a value whose plainCookieText is known:
-// valuePlain.
-func cookieLineOf(name, value string, valuePlain bool, expires time.Time, secure bool) string {
-	if year := expires.UTC().Year(); !plainCookieText(name) || !valuePlain || year < 1601 || year > 9999 {
+// with unusual characters, and Fast is on. http.Cookie.String checks and
+// sanitizes every byte of the value, a sixth of a poll's cost. valuePlain is
+// PlainCookieText(value), which the caller may know already.
+func CookieLine(name, value string, valuePlain bool, expires time.Time, secure bool) string {
+	if year := expires.UTC().Year(); !Fast() || !PlainCookieText(name) || !valuePlain || year < 1601 || year > 9999 {
 		c := &http.Cookie{
 			Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 			Secure: secure, Expires: expires,
@@ -67,9 +62,9 @@ func appendCookieDate(b []byte, t time.Time) []byte {
 	return append(b, " GMT"...)
 }
 
-// plainCookieText reports whether s is made only of letters, digits and
+// PlainCookieText reports whether s is made only of letters, digits and
 // -._ : valid in a cookie name and value as they are.
-func plainCookieText(s string) bool {
+func PlainCookieText(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !plainCookieByte[s[i]] {
 			return false
@@ -78,7 +73,7 @@ func plainCookieText(s string) bool {
 	return true
 }
 
-// plainCookieByte is plainCookieText's alphabet (a table: the value is a
+// plainCookieByte is PlainCookieText's alphabet (a table: the value is a
 // token of some 600 bytes on every poll).
 var plainCookieByte = func() (t [256]bool) {
 	for c := range 256 {
@@ -87,20 +82,20 @@ var plainCookieByte = func() (t [256]bool) {
 	return t
 }()
 
-// cookieValue is r.Cookie(name)'s value, found without net/http parsing
-// and checking every cookie of the request (a tenth of a poll: the Cookie
-// header carries the 600-byte waiting token): the first cookie called name
+// CookieValue is r.Cookie(name)'s value, found without net/http parsing
+// and checking every cookie of the request (a tenth of a passed request's
+// cost: the Cookie header carries a 600-byte token): the first cookie called name
 // is taken as it is when it is plain text, which net/http takes unchanged
 // too; anything else (quotes, other bytes, a name net/http would not read,
-// more cookies than net/http reads) is left to r.Cookie.
+// more cookies than net/http reads), or Fast off, is left to r.Cookie.
 // TestCookieValueMatchesNetHTTP and FuzzCookieValue hold it to r.Cookie.
-func cookieValue(r *http.Request, name string) (string, bool) {
+func CookieValue(r *http.Request, name string) (string, bool) {
 	lines := r.Header["Cookie"]
 	count := 0
 	for _, line := range lines {
 		count += strings.Count(line, ";") + 1
 	}
-	if name != "" && plainCookieText(name) && count <= netHTTPMaxCookies {
+	if Fast() && name != "" && PlainCookieText(name) && count <= netHTTPMaxCookies {
 		for _, line := range lines {
 			for line != "" {
 				var part string
@@ -109,7 +104,7 @@ func cookieValue(r *http.Request, name string) (string, bool) {
 				if textproto.TrimString(k) != name {
 					continue
 				}
-				if !plainCookieText(v) {
+				if !PlainCookieText(v) {
 					return slowCookieValue(r, name)
 				}
 				return v, true

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"net/http"
@@ -9,7 +9,9 @@ import (
 
 // TestCookieLine: the line built directly is http.Cookie.String's, for
 // plain and unusual names and values, deletion, TLS and odd dates.
-func TestCookieLine(t *testing.T) {
+func TestCookieLine(t *testing.T) { bothPaths(t, testCookieLine) }
+
+func testCookieLine(t *testing.T) {
 	at := time.Date(2031, 3, 9, 12, 0, 0, 0, time.FixedZone("CET", 3600))
 	for _, name := range []string{"fairgate_wait_sale", "fairgate_pass_big-sale.2031", "fairgate_wait_säle", "fairgate wait"} {
 		for _, value := range []string{"", "eyJhbGciOiJIUzI1NiJ9.eyJqdGkiOiIxIn0.c2lnbmF0dXJl-_", "a b", `x"y`, "a,b", "ü"} {
@@ -19,8 +21,8 @@ func TestCookieLine(t *testing.T) {
 					if value == "" {
 						c.MaxAge = -1
 					}
-					if got, want := cookieLine(name, value, expires, secure), c.String(); got != want {
-						t.Errorf("cookieLine(%q, %q, %v, %v)\n got %s\nwant %s", name, value, expires, secure, got, want)
+					if got, want := CookieLine(name, value, PlainCookieText(value), expires, secure), c.String(); got != want {
+						t.Errorf("CookieLine(%q, %q, %v, %v)\n got %s\nwant %s", name, value, expires, secure, got, want)
 					}
 				}
 			}
@@ -35,15 +37,17 @@ func checkCookieValue(t *testing.T, name string, lines []string) {
 		r.Header.Add("Cookie", l)
 	}
 	want, err := r.Cookie(name)
-	got, ok := cookieValue(r, name)
+	got, ok := CookieValue(r, name)
 	if ok != (err == nil) || ok && got != want.Value {
-		t.Fatalf("cookieValue(%q) of %q = %q, %v; r.Cookie: %+v, %v", name, lines, got, ok, want, err)
+		t.Fatalf("CookieValue(%q) of %q = %q, %v; r.Cookie: %+v, %v", name, lines, got, ok, want, err)
 	}
 }
 
 // TestCookieValueMatchesNetHTTP: the waiting token is read from the Cookie
 // header as r.Cookie reads it, whatever else the header holds.
-func TestCookieValueMatchesNetHTTP(t *testing.T) {
+func TestCookieValueMatchesNetHTTP(t *testing.T) { bothPaths(t, testCookieValue) }
+
+func testCookieValue(t *testing.T) {
 	many := strings.Repeat("x=1; ", netHTTPMaxCookies) + "fairgate_wait_sale=tok"
 	cases := [][]string{
 		nil,
@@ -79,7 +83,7 @@ func FuzzCookieValue(f *testing.F) {
 	})
 }
 
-// TestAppendCookieDate: the date cookieLine writes is AppendFormat's, over
+// TestAppendCookieDate: the date CookieLine writes is AppendFormat's, over
 // its years (1601 to 9999), every weekday, month and time of day.
 func TestAppendCookieDate(t *testing.T) {
 	check := func(at time.Time) {

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"net/http/httptest"
@@ -8,12 +8,12 @@ import (
 )
 
 // general is what encoding/json (the path every other body takes) reads.
-func general(body string) (admitRequest, bool) {
-	var req admitRequest
+func general(body string) (AdmitRequest, bool) {
+	var req AdmitRequest
 	return req, reply.Unmarshal(httptest.NewRecorder(), []byte(body), &req) == nil
 }
 
-func TestParseAdmitFast(t *testing.T) {
+func TestParseAdmit(t *testing.T) {
 	tests := []struct {
 		body string
 		fast bool
@@ -36,28 +36,28 @@ func TestParseAdmitFast(t *testing.T) {
 		{`{"nonce":1}`, false},
 	}
 	for _, tt := range tests {
-		got, fast := parseAdmitFast([]byte(tt.body))
+		got, fast := ParseAdmit([]byte(tt.body))
 		if fast != tt.fast {
-			t.Errorf("parseAdmitFast(%s) fast = %v, want %v", tt.body, fast, tt.fast)
+			t.Errorf("ParseAdmit(%s) fast = %v, want %v", tt.body, fast, tt.fast)
 		}
 		if want, ok := general(tt.body); fast && (!ok || got != want) {
-			t.Errorf("parseAdmitFast(%s) = %+v; encoding/json reads %+v, %v", tt.body, got, want, ok)
+			t.Errorf("ParseAdmit(%s) = %+v; encoding/json reads %+v, %v", tt.body, got, want, ok)
 		}
 	}
 }
 
-// FuzzAdmitFast: whatever the fast path accepts, encoding/json reads the
+// FuzzParseAdmit: whatever the fast path accepts, encoding/json reads the
 // same, so a body means one thing whichever path reads it.
-func FuzzAdmitFast(f *testing.F) {
+func FuzzParseAdmit(f *testing.F) {
 	f.Add(`{"nonce":"7"}`)
 	f.Add(`{"nonce":"7","return":"/x?y=1"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		got, fast := parseAdmitFast([]byte(body))
+		got, fast := ParseAdmit([]byte(body))
 		if !fast {
 			return
 		}
 		if want, ok := general(body); !ok || got != want {
-			t.Fatalf("parseAdmitFast(%q) = %+v; encoding/json reads %+v, %v", body, got, want, ok)
+			t.Fatalf("ParseAdmit(%q) = %+v; encoding/json reads %+v, %v", body, got, want, ok)
 		}
 	})
 }
