@@ -55,7 +55,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 // (the pacer; the slot was given at the rate of its moment, and may now
 // lie further ahead; a place presenting late for the slot it would have
 // had, missed, may take its turn on credit). The slot took its admission
-// of the room's shared budget when it was given (Gate.charge). The ledger
+// of the room's shared budget when it was given (Gate.slot). The ledger
 // holds the place reserved at slot until its pass is recorded.
 func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, now time.Time) Decision {
 	if due, ok := room.paceSlot(claims.Place(), missed, now); !ok {
