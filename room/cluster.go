@@ -163,6 +163,23 @@ const (
 	rankAge   = time.Second
 )
 
+// sizeBudgets sets each lane's budget windows from the configured rate
+// and burst and the lane's share of them, not from the rate of the moment
+// (a capacity room's derived rate may fall near zero, which would make
+// them as long as an hour, and changes every tick): every node sizes them
+// alike from the config the room's nodes share. Callers hold sh.mu.
+func (sh *Shared) sizeBudgets() error {
+	for _, l := range sh.lanes() {
+		if l.quota == nil {
+			continue
+		}
+		if err := l.quota.SetWindow(roomstate.WindowFor(sh.rate*l.share, math.Max(1, sh.burst*l.share))); err != nil {
+			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+	}
+	return nil
+}
+
 // attachLane links a lane's room to the store: the shared budget, and in a
 // fifo room the shared rank counter.
 func (sh *Shared) attachLane(l *lane) error {
@@ -173,11 +190,7 @@ func (sh *Shared) attachLane(l *lane) error {
 		if l.name != "" {
 			key = laneKey(cl.key, l.name, "budget")
 		}
-		// The windows' length comes from the lane's configured rate and
-		// burst, not the rate of the moment (a capacity room's derived rate
-		// may start near zero, which would make them as long as an hour).
-		rate := sh.rate * l.share
-		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, rate, math.Max(1, sh.burst*l.share), cl.set.OnUnavailable == OnUnavailableLocal)
+		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, sh.rate*l.share, math.Max(1, sh.burst*l.share), cl.set.OnUnavailable == OnUnavailableLocal)
 		if err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
 		}

@@ -154,6 +154,12 @@ func (sh *Shared) reconfigure(s Settings, now time.Time) error {
 	if err := checkOrderKept(want, applied{order: sh.Room.View(now).Order}); err != nil {
 		return err
 	}
+	// Before the lanes: a new lane's shared budget is sized by them.
+	changed := want.rate != sh.applied.rate || want.burst != sh.applied.burst || want.capacity != sh.applied.capacity
+	if changed {
+		sh.rate, sh.burst = want.rate, want.burst
+		sh.setCapacityLocked(want.capacity)
+	}
 	if !slices.Equal(want.lanes, sh.applied.lanes) {
 		// A new lane starts in the room's current state and difficulty; a
 		// kept lane keeps its room untouched, and its places their grid.
@@ -186,12 +192,12 @@ func (sh *Shared) reconfigure(s Settings, now time.Time) error {
 			return fmt.Errorf("applying state: %w", err)
 		}
 	}
-	changed := want.rate != sh.applied.rate || want.burst != sh.applied.burst || want.capacity != sh.applied.capacity
-	if changed {
-		sh.rate, sh.burst = want.rate, want.burst
-		sh.setCapacityLocked(want.capacity)
-	}
 	sh.active.SetWindow(s.activeWindow)
+	if sh.cluster != nil {
+		if err := sh.sizeBudgets(); err != nil {
+			return fmt.Errorf("applying rate: %w", err)
+		}
+	}
 	if err := sh.rebalance(now, changed); err != nil {
 		return fmt.Errorf("applying rate: %w", err)
 	}

@@ -49,8 +49,29 @@ func WindowFor(rate, burst float64) time.Duration {
 	return time.Duration(math.Min(math.Max(secs, 1), 3600)) * time.Second
 }
 
+// SetWindow sets the windows' length (WindowFor of the configured rate and
+// burst). A new length starts a new budget, whose windows are other store
+// items: what this node holds of the old one is forgotten, and slots given
+// ahead in the old windows are not counted in the new ones. Nodes adopt a
+// config's rate and burst within a poll of each other, so they change
+// length together; the rate of the moment (a capacity room's, a lane's
+// share of it) never changes the length (SetRate).
+func (q *Quota) SetWindow(length time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if length == q.budget.length {
+		return nil
+	}
+	b, err := NewBudget(q.budget.store, q.budget.room, q.budget.block, length)
+	if err != nil {
+		return err
+	}
+	q.budget = b
+	return nil
+}
+
 // SetRate changes the target rate: the limits of windows from now on, at
-// the window length the quota started with.
+// the window length set by NewQuota or SetWindow.
 func (q *Quota) SetRate(rate float64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
