@@ -18,7 +18,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot, missed, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
+	slot, missed, charged, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
@@ -43,21 +43,22 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	switch {
 	case want.State == PlaceUsed:
 		d := g.pass(room, claims, want, now)
-		d.Slot = slot
+		d.Slot = charged
 		return d
 	case slot.After(now):
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.useSlot(ctx, room, view, claims, token, slot, missed, now)
+	return g.useSlot(ctx, room, view, claims, token, slot, missed, charged, now)
 }
 
 // useSlot admits a place whose slot is due: at the rate the room has now
 // (the pacer; the slot was given at the rate of its moment, and may now
 // lie further ahead; a place presenting late for the slot it would have
 // had, missed, may take its turn on credit). The slot took its admission
-// of the room's shared budget when it was given (Gate.slot). The ledger
-// holds the place reserved at slot until its pass is recorded.
-func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, now time.Time) Decision {
+// of the room's shared budget when it was given, that of the slot charged
+// (Gate.slot), which the decision names for a Requeue to give back. The
+// ledger holds the place reserved at slot until its pass is recorded.
+func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, charged, now time.Time) Decision {
 	if due, ok := room.paceSlot(claims.Place(), missed, now); !ok {
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
@@ -91,7 +92,7 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		return g.unavailable(errPlaceReleased, claims)
 	}
 	d := g.pass(room, claims, used, now)
-	d.Slot = slot
+	d.Slot = charged
 	return d
 }
 
@@ -109,12 +110,13 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // or the moment it was told, told, if later) takes the slot it would have
 // had then, missed (it loses its lateness, not the slots given meanwhile;
 // Room.sharedSlot, Room.reserveAdmission), which may come before the
-// quota's or the bucket's own next one.
-func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed time.Time, backdated bool, undo func(), err error) {
+// quota's or the bucket's own next one. charged is the slot whose
+// admission was taken: the quota's, whatever slot the place is given.
+func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed, charged time.Time, backdated bool, undo func(), err error) {
 	if q := room.sharedQuota(); q != nil {
 		slot, shared, err := q.Reserve(ctx, now, now)
 		if err != nil {
-			return time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
+			return time.Time{}, time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {
 			// Late is late for the moment it was told: a node tells a
@@ -122,11 +124,12 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time)
 			// by up to a poll, so a place found eligible before it was
 			// told to come is on time at that moment.
 			missed, backdated := room.sharedSlot(later(found, told), slot, now)
-			return later(missed, now), missed, backdated, func() { q.Refund(slot) }, nil
+			return later(missed, now), missed, slot, backdated, func() { q.Refund(slot) }, nil
 		}
 	}
 	missed, backdated = room.reserveAdmission(found, now)
-	return later(missed, now), missed, backdated, func() { room.refundAdmission(now) }, nil
+	slot = later(missed, now)
+	return slot, missed, slot, backdated, func() { room.refundAdmission(now) }, nil
 }
 
 // holdAgain moves the admission of a place the hook refused, taken for
