@@ -44,10 +44,11 @@ type pacer struct {
 }
 
 // pacerSlack is how much of the rate the pacer's burst holds at least: the
-// spread of slot holders' arrivals (their network) that it absorbs. With a
-// second, a fifo room at 2/s lost one admission in a 10-second window to
-// holders arriving bunched (sim.TestFairnessFIFO under -race); two cost
-// nothing there, and let a cut admit two more at the old spacing.
+// spread of slot holders' arrivals (their network) that it absorbs. A
+// second is too little for holders arriving bunched at a low rate (a fifo
+// room at 2/s loses admissions in its windows, sim.TestFairnessFIFO); two
+// absorb it, at the cost of letting a rate cut admit two seconds more at
+// the old spacing.
 const pacerSlack = 2 * time.Second
 
 // pacerRaceWait is how much later a version of a place is asked to come

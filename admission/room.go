@@ -623,9 +623,9 @@ func (r *Room) publish(v *View, now time.Time) {
 // slot it would have had at found, up to lateMemory late
 // (bucket.reserveFor), which may have passed (due before now). Lateness within pacerSlack is the network's spread,
 // which every attempt has: taken as asked now, it keeps the bucket's own
-// spacing (backdated, such attempts moved admissions ahead of the bucket
-// by up to its backlog, and 10-second windows of a run at 100/s rose to
-// 111% of the rate). backdated: due, or now if later, is before the
+// spacing (backdated, such attempts would move admissions ahead of the
+// bucket by up to its backlog, above the rate). backdated: due, or now if
+// later, is before the
 // bucket's own next slot,
 // so the place must pass the pacer when it is due (paceSlot).
 func (r *Room) reserveAdmission(found, now time.Time) (due time.Time, backdated bool) {

@@ -54,8 +54,7 @@ type Config struct {
 	SessionLength Duration `json:"session_length,omitempty"`
 	// Burst is the most admissions allowed at once. Default: one second's Rate.
 	// On a state store the shared budget's windows are as long as Rate
-	// takes to grant Burst when the room joins the store (a changed Burst
-	// applies there from the next restart).
+	// takes to grant Burst (at least a second).
 	Burst float64 `json:"burst,omitempty"`
 	// Tau is the mean wait the serving clock starts with, before the
 	// controller has measured the queue. Default: 2m (DefaultTau).
