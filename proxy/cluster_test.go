@@ -689,6 +689,38 @@ func TestClusterConfigWaitsForTheStore(t *testing.T) {
 
 // TestClusterBurst: the shared budget lets the configured burst through at
 // once, as the bucket does, and no more.
+// TestClusterNodesAgreeOnTheBudgetAfterABurstChange: a burst changed
+// through one node's admin API reaches the store; a node started after it
+// with the old config adopts it, so every node sizes its budget windows
+// alike and the room admits the new burst at once, not one per node.
+func TestClusterNodesAgreeOnTheBudgetAfterABurstChange(t *testing.T) {
+	store := storeKinds(t)["bolt"](t)
+	clock := newFakeClock()
+	cfg := Config{Config: room.Config{Room: "burst-change", State: "open", Rate: 10, Burst: 10}}
+	a := newNode(t, cfg, store, "a", clock)
+	if err := a.sh.Apply(room.RoomChange{Burst: ptrf(50)}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b := newNode(t, cfg, store, "b", clock) // restarted with the config of before
+	for _, n := range []node{a, b} {
+		if err := n.sh.Poll(t.Context(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Set(clock.Now().Add(10 * time.Second))
+	admitted := 0
+	for i := range 120 {
+		n := []node{a, b}[i%2]
+		tk := n.issue(t, clock.Now())
+		if d := n.decide(t, tk.Token, clock.Now()); d.Outcome == admission.OutcomeAdmit {
+			admitted++
+		}
+	}
+	if admitted != 50 {
+		t.Fatalf("two nodes admitted %d at once, want the room's burst of 50", admitted)
+	}
+}
+
 func TestClusterBurst(t *testing.T) {
 	store := storeKinds(t)["bolt"](t)
 	clock := newFakeClock()

@@ -167,7 +167,9 @@ const (
 // and burst and the lane's share of them, not from the rate of the moment
 // (a capacity room's derived rate may fall near zero, which would make
 // them as long as an hour, and changes every tick): every node sizes them
-// alike from the config the room's nodes share. Callers hold sh.mu.
+// alike from the config the room's nodes share. It runs with every
+// rebalance, so every change of rate or burst (config, admin API, a stored
+// config adopted) sizes them. Callers hold sh.mu.
 func (sh *Shared) sizeBudgets() error {
 	for _, l := range sh.lanes() {
 		if l.quota == nil {

@@ -112,6 +112,9 @@ func (sh *Shared) eachRoom(change func(*admission.Room) error) error {
 // would let the room admit more than its rate. Unless force, a lane whose
 // rate stays is left alone. Callers hold sh.mu.
 func (sh *Shared) rebalance(now time.Time, force bool) error {
+	if err := sh.sizeBudgets(); err != nil {
+		return err
+	}
 	lanes := sh.lanes()
 	shares := make([]float64, len(lanes))
 	active := make([]bool, len(lanes))

@@ -193,11 +193,6 @@ func (sh *Shared) reconfigure(s Settings, now time.Time) error {
 		}
 	}
 	sh.active.SetWindow(s.activeWindow)
-	if sh.cluster != nil {
-		if err := sh.sizeBudgets(); err != nil {
-			return fmt.Errorf("applying rate: %w", err)
-		}
-	}
 	if err := sh.rebalance(now, changed); err != nil {
 		return fmt.Errorf("applying rate: %w", err)
 	}
