@@ -140,6 +140,13 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 			// This node's bucket runs at its share of the lane's rate.
 			share := sh.cluster.share
 			l.room.SetBucketRate(rates[i]*share, burst*share, now)
+			if sh.capacity > 0 {
+				// The capacity controller cuts the rate as the site
+				// fills, and the slots already given took their budget
+				// at the rate before: each node paces its holders at its
+				// share, so the cut holds across the nodes together.
+				l.room.SetPacerRate(rates[i]*share, burst*share, now)
+			}
 		}
 	}
 	return nil
