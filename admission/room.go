@@ -257,6 +257,13 @@ type Quota interface {
 	Refund(slot time.Time)
 }
 
+// QuotaSpentError is a Quota's answer when it gives no slot ahead and the
+// current window is spent: the place holds nothing and asks again at
+// Retry, the next window.
+type QuotaSpentError struct{ Retry time.Time }
+
+func (e *QuotaSpentError) Error() string { return "admission budget spent for now" }
+
 type quotaBox struct{ q Quota }
 
 // SetQuota makes every admission of the room take from q too; nil removes

@@ -19,7 +19,13 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		return g.unavailable(err, claims)
 	}
 	slot, missed, charged, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
-	if err != nil {
+	var spent *QuotaSpentError
+	switch {
+	case errors.As(err, &spent):
+		// No slot ahead: the place holds nothing and is judged again
+		// when the budget has an admission.
+		return g.wait(view, claims, OutcomeBusy, ceilMilli(spent.Retry), now)
+	case err != nil:
 		return g.unavailable(err, claims)
 	}
 	if slot.After(now) || backdated {
@@ -115,7 +121,11 @@ var errPlaceReleased = errors.New("place released while it was being used")
 func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed, charged time.Time, backdated bool, undo func(), err error) {
 	if q := room.sharedQuota(); q != nil {
 		slot, shared, err := q.Reserve(ctx, now, now)
-		if err != nil {
+		var spent *QuotaSpentError
+		switch {
+		case errors.As(err, &spent):
+			return time.Time{}, time.Time{}, time.Time{}, false, nil, err
+		case err != nil:
 			return time.Time{}, time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {

@@ -178,6 +178,9 @@ func (sh *Shared) sizeBudgets() error {
 		if err := l.quota.SetWindow(roomstate.WindowFor(sh.rate*l.share, math.Max(1, sh.burst*l.share))); err != nil {
 			return fmt.Errorf("lane %q: %w", l.name, err)
 		}
+		// A capacity room's rate falls as the site fills: a slot given
+		// ahead would take its admission at the rate before the cut.
+		l.quota.SetNowOnly(sh.capacity > 0)
 	}
 	return nil
 }

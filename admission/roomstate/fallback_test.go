@@ -236,3 +236,39 @@ func TestQuotaRateChangeKeepsSlotsGivenAhead(t *testing.T) {
 		}
 	}
 }
+
+// A quota giving slots only in the current window (a room sized by
+// capacity) answers, once that window is spent, that the place holds
+// nothing until the next; otherwise it gives a slot in the next window.
+func TestQuotaNowOnlyGivesNoSlotAhead(t *testing.T) {
+	for _, nowOnly := range []bool{false, true} {
+		t.Run(fmt.Sprint("nowOnly=", nowOnly), func(t *testing.T) {
+			now := time.Unix(1_700_000_000, 200_000_000)
+			q, err := roomstate.NewQuota(openBolt(t), "r", 1, 2, 2, false) // 1 s windows of 2
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.SetNowOnly(nowOnly)
+			ctx := context.Background()
+			for range 2 {
+				if slot, shared, err := q.Reserve(ctx, now, now); err != nil || !shared || !slot.Equal(now) {
+					t.Fatalf("the current window: %v, %v, %v", slot, shared, err)
+				}
+			}
+			next := now.Truncate(time.Second).Add(time.Second)
+			slot, shared, err := q.Reserve(ctx, now, now)
+			var spent *admission.QuotaSpentError
+			switch {
+			case nowOnly && (!errors.As(err, &spent) || !spent.Retry.Equal(next) || shared):
+				t.Fatalf("spent for now: %v, %v, %v; want QuotaSpentError until %v", slot, shared, err, next)
+			case !nowOnly && (err != nil || !slot.Equal(next)):
+				t.Fatalf("spent for now: %v, %v; want a slot at %v", slot, err, next)
+			}
+			if nowOnly { // the window ahead's admission it took stays for its window
+				if slot, _, err := q.Reserve(ctx, next, next); err != nil || !slot.Equal(next) {
+					t.Fatalf("at the next window: %v, %v", slot, err)
+				}
+			}
+		})
+	}
+}

@@ -26,6 +26,8 @@ type Quota struct {
 
 	mu   sync.Mutex
 	rate float64
+	// nowOnly gives no slot beyond the current window (SetNowOnly).
+	nowOnly bool
 }
 
 // NewQuota returns a room's quota at the given target rate (admissions
@@ -84,13 +86,30 @@ func (q *Quota) current() (*Budget, float64) {
 	return q.budget, q.rate
 }
 
+// SetNowOnly makes the quota give slots only in the current window: when
+// it is spent, Reserve answers *admission.QuotaSpentError until the next.
+// A room whose rate falls fast (sized by capacity) needs it: a slot given
+// ahead took its window's admission at the rate before a cut, and would
+// go in after it.
+func (q *Quota) SetNowOnly(on bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.nowOnly = on
+}
+
 // Reserve implements admission.Quota. With on_unavailable local, a store
 // that cannot be reached gives no slot and takes nothing: the node's own
 // bucket gives it, and is then the only cap.
 func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, bool, error) {
 	b, rate := q.current()
+	q.mu.Lock()
+	nowOnly := q.nowOnly
+	q.mu.Unlock()
 	slot, err := b.Reserve(ctx, at, now, rate)
 	switch {
+	case err == nil && nowOnly && b.index(slot) > b.index(later(at, now)):
+		b.Refund(slot) // kept by this node for that window
+		return time.Time{}, false, &admission.QuotaSpentError{Retry: b.start(b.index(later(at, now)) + 1)}
 	case err == nil:
 		return slot, true, nil
 	case q.local && !errors.Is(err, ErrBudgetSpent):
