@@ -363,7 +363,7 @@ func (r *Room) fifoLimit(v *View) float64 {
 	// Just past the last key, so rounding never stops it short of it, and
 	// no further: a rank beyond, and the next arrival's key would be passed
 	// the moment it claims, ahead of places whose checkpoints are still to
-	// come (proxy.TestFIFOAdmitsInArrivalOrder).
+	// come (gateway.TestFIFOAdmitsInArrivalOrder).
 	return v.RankZero + math.Max(0, limit)*(1+1e-9) + 1e-6
 }
 

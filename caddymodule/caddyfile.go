@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/fairgate/fairgate/admission"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -264,7 +264,7 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "bypass":
 		return unmarshalBypass(d, &c.Bypass)
 	case "identity":
-		c.Identity = &proxy.Identity{}
+		c.Identity = &gateway.Identity{}
 		return unmarshalIdentity(d, c.Identity)
 	case "lane":
 		return unmarshalLane(d, c)
@@ -277,10 +277,10 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "trusted_proxies":
 		return d.Errf("%v", errTrustedProxies)
 	case "admission_hook":
-		c.Hook = &proxy.Hook{}
+		c.Hook = &gateway.Hook{}
 		return unmarshalHook(d, c.Hook)
 	case "cache":
-		c.Cache = &proxy.Cache{}
+		c.Cache = &gateway.Cache{}
 		return unmarshalCache(d, c.Cache)
 	case "waiting_status":
 		return oneInt(d, &c.WaitingStatus)
@@ -357,7 +357,7 @@ func (h *Handler) unmarshalKeys(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func unmarshalBypass(d *caddyfile.Dispenser, b *proxy.Bypass) error {
+func unmarshalBypass(d *caddyfile.Dispenser, b *gateway.Bypass) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		opt := d.Val()
 		args := d.RemainingArgs()
@@ -380,7 +380,7 @@ func unmarshalBypass(d *caddyfile.Dispenser, b *proxy.Bypass) error {
 	return nil
 }
 
-func unmarshalIdentity(d *caddyfile.Dispenser, id *proxy.Identity) error {
+func unmarshalIdentity(d *caddyfile.Dispenser, id *gateway.Identity) error {
 	return options(d, "identity", func(name string) error {
 		switch name {
 		case "cookie":
@@ -403,7 +403,7 @@ func unmarshalIdentity(d *caddyfile.Dispenser, id *proxy.Identity) error {
 	})
 }
 
-func unmarshalHook(d *caddyfile.Dispenser, hk *proxy.Hook) error {
+func unmarshalHook(d *caddyfile.Dispenser, hk *gateway.Hook) error {
 	if err := oneString(d, &hk.URL); err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func unmarshalHook(d *caddyfile.Dispenser, hk *proxy.Hook) error {
 	})
 }
 
-func unmarshalCache(d *caddyfile.Dispenser, c *proxy.Cache) error {
+func unmarshalCache(d *caddyfile.Dispenser, c *gateway.Cache) error {
 	c.Paths = d.RemainingArgs()
 	if len(c.Paths) == 0 {
 		return d.ArgErr()
@@ -541,7 +541,7 @@ func oneFloat(d *caddyfile.Dispenser, dst *float64) error {
 	return nil
 }
 
-func oneDuration(d *caddyfile.Dispenser, dst *proxy.Duration) error {
+func oneDuration(d *caddyfile.Dispenser, dst *gateway.Duration) error {
 	var s string
 	if err := oneString(d, &s); err != nil {
 		return err
@@ -550,12 +550,12 @@ func oneDuration(d *caddyfile.Dispenser, dst *proxy.Duration) error {
 }
 
 // parseDuration reads a duration as Caddy does: Go's units and `d` for days.
-func parseDuration(d *caddyfile.Dispenser, s string, dst *proxy.Duration) error {
+func parseDuration(d *caddyfile.Dispenser, s string, dst *gateway.Duration) error {
 	v, err := caddy.ParseDuration(s)
 	if err != nil {
 		return d.Errf("duration %q: %v", s, err)
 	}
-	*dst = proxy.Duration(v)
+	*dst = gateway.Duration(v)
 	return nil
 }
 

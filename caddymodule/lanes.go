@@ -5,7 +5,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -18,7 +18,7 @@ import (
 //
 // The lane's rules (shares, names, claims) are checked with the rest of the
 // config when it is provisioned.
-func unmarshalLane(d *caddyfile.Dispenser, c *proxy.Config) error {
+func unmarshalLane(d *caddyfile.Dispenser, c *gateway.Config) error {
 	var l room.Lane
 	if !d.Args(&l.Name) {
 		return d.ArgErr()

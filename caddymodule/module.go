@@ -1,7 +1,7 @@
 // Package caddymodule is fairgate's Caddy adapter: the HTTP handler
 // `http.handlers.waiting_room`, its Caddyfile directive `waiting_room`, and
 // the admin API `admin.api.waiting_room`. It is thin: everything a visitor
-// meets is package proxy; this package maps Caddy's lifecycle onto it.
+// meets is package gateway; this package maps Caddy's lifecycle onto it.
 package caddymodule
 
 import (
@@ -21,7 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/tokens"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -74,7 +74,7 @@ func defaultStatePath() string {
 // It reads Caddy's request placeholders in admission_hook's url, and the
 // environment placeholders ({env.NAME}) in keys_from and keys.
 type Handler struct {
-	proxy.Config
+	gateway.Config
 
 	// KeysFrom loads the whole key ring from a placeholder or a file, e.g.
 	// `{env.FAIRGATE_KEYS}` holding the JSON `fairgate keygen` prints, or
@@ -82,7 +82,7 @@ type Handler struct {
 	// is read).
 	KeysFrom string `json:"keys_from,omitempty"`
 
-	gw       *proxy.Gateway
+	gw       *gateway.Gateway
 	room     string
 	poolKey  string
 	storeKey string
@@ -205,7 +205,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	// joined to that store.
 	h.poolKey = h.room + "\x00" + st.RoomKey()
 	val, _, err := pool.LoadOrNew(h.poolKey, func() (caddy.Destructor, error) {
-		sh, err := proxy.NewSharedOn(ctx, cfg, st, store, time.Now)
+		sh, err := gateway.NewSharedOn(ctx, cfg, st, store, time.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +217,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.pooled = val.(*pooledRoom)
 	// On an error below Caddy calls Cleanup, which releases the room: it
 	// must not be released here as well.
-	h.gw, err = proxy.New(cfg, h.pooled.shared, proxy.Options{
+	h.gw, err = gateway.New(cfg, h.pooled.shared, gateway.Options{
 		Logger:        h.logger,
 		Registerer:    gatewayRegisterer(ctx),
 		OnDisposition: setOutcome,
@@ -227,7 +227,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		OnAdmit:       h.emitAdmitted,
 		OnGeneratedKeys: func() {
 			if first {
-				h.logger.Warn(proxy.NoKeysWarning, zap.String("room", h.room))
+				h.logger.Warn(gateway.NoKeysWarning, zap.String("room", h.room))
 			}
 		},
 	})
@@ -285,7 +285,7 @@ func (h *Handler) emitAdmitted(_ *http.Request, waited time.Duration) {
 
 // resolvedConfig expands placeholders in the key settings. Secrets stay out
 // of the config JSON that way.
-func (h *Handler) resolvedConfig() (proxy.Config, error) {
+func (h *Handler) resolvedConfig() (gateway.Config, error) {
 	cfg := h.Config
 	repl := caddy.NewReplacer()
 	if h.KeysFrom != "" {
@@ -410,7 +410,7 @@ func expandPlaceholders(r *http.Request, s string) string {
 }
 
 // setOutcome publishes what the gateway did as {http.waiting_room.outcome}.
-func setOutcome(r *http.Request, o proxy.Disposition) {
+func setOutcome(r *http.Request, o gateway.Disposition) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.waiting_room.outcome", string(o))
 	}
@@ -449,7 +449,7 @@ func (AdminAPI) Provision(ctx caddy.Context) error {
 	if reg == nil {
 		return nil
 	}
-	if err := reg.Register(proxy.RoomsCollector(rooms, time.Now)); err != nil {
+	if err := reg.Register(gateway.RoomsCollector(rooms, time.Now)); err != nil {
 		return fmt.Errorf("waiting room metrics: %w", err)
 	}
 	adminRegistry.Store(reg)
@@ -458,7 +458,7 @@ func (AdminAPI) Provision(ctx caddy.Context) error {
 
 // Routes implements caddy.AdminRouter.
 func (AdminAPI) Routes() []caddy.AdminRoute {
-	api := proxy.AdminAPI(rooms, time.Now)
+	api := gateway.AdminAPI(rooms, time.Now)
 	return []caddy.AdminRoute{{
 		Pattern: "/waiting_room/",
 		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {

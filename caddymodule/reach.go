@@ -17,7 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 )
 
 // checkEndpointsRouted refuses a config in which the waiting page could not
@@ -155,7 +155,7 @@ func rawHandlers(ctx caddy.Context, raw []json.RawMessage) []caddyhttp.Middlewar
 func rawHandler(ctx caddy.Context, kind string, js json.RawMessage) (caddyhttp.MiddlewareHandler, error) {
 	switch kind {
 	case "waiting_room":
-		var cfg proxy.Config
+		var cfg gateway.Config
 		if err := json.Unmarshal(js, &cfg); err != nil {
 			return nil, err
 		}

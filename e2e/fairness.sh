@@ -2,7 +2,7 @@
 # The published order from outside: e2e/fairness (the black-box probe) at
 # its small scale, both queue orders at once, against `fairgate proxy`
 # built from this tree, with visitors that follow the waiting page's own
-# timing (read from proxy/pages/assets). Each run takes about four minutes, most
+# timing (read from gateway/pages/assets). Each run takes about four minutes, most
 # of it waiting, and fails when one of its targets fails
 # (e2e/fairness/README.md). SKIP names the targets (or name prefixes)
 # reported but not enforced: by default every timing target (twins, rate

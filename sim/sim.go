@@ -25,7 +25,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 
 	"github.com/fairgate/fairgate/admission/tokens"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -340,20 +340,20 @@ var (
 func newSale(cfg Config, active Kind) (*sale, error) {
 	s := &sale{cfg: cfg, start: simStart, now: simStart.Add(-cfg.PreQueueSpan), random: &streams{seed: cfg.Seed}}
 	difficulty := cfg.Difficulty
-	pcfg := proxy.Config{
-		Config: room.Config{Room: "sim", State: "scheduled", SaleStart: s.start.Format(time.RFC3339), Rate: cfg.Rate, Burst: cfg.Rate, Tau: proxy.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0, Difficulty: &difficulty, Keys: simKeys(cfg.Seed), QueueOrder: cfg.QueueOrder, LuckWindow: proxy.Duration(cfg.LuckWindow)},
-		Identity: &proxy.Identity{Header: "Authorization", Algorithm: "HS256",
+	pcfg := gateway.Config{
+		Config: room.Config{Room: "sim", State: "scheduled", SaleStart: s.start.Format(time.RFC3339), Rate: cfg.Rate, Burst: cfg.Rate, Tau: gateway.Duration(cmp.Or(cfg.FixedTau, time.Minute)), FixedSpeed: cfg.FixedTau > 0, Difficulty: &difficulty, Keys: simKeys(cfg.Seed), QueueOrder: cfg.QueueOrder, LuckWindow: gateway.Duration(cfg.LuckWindow)},
+		Identity: &gateway.Identity{Header: "Authorization", Algorithm: "HS256",
 			Key: base64.StdEncoding.EncodeToString(simSecret)},
 	}
 	if cfg.VIPLane > 0 {
 		pcfg.Lanes = []room.Lane{{Name: "vip", Share: cfg.VIPLane, Claim: "tier=vip"}}
 	}
 	clock := func() time.Time { return s.now }
-	shared, err := proxy.NewShared(pcfg, clock)
+	shared, err := gateway.NewShared(pcfg, clock)
 	if err != nil {
 		return nil, err
 	}
-	gw, err := proxy.New(pcfg, shared, proxy.Options{Now: clock, Random: s.random})
+	gw, err := gateway.New(pcfg, shared, gateway.Options{Now: clock, Random: s.random})
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ import (
 	"github.com/fairgate/fairgate/admission"
 
 	"github.com/fairgate/fairgate/admission/tokens"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -73,7 +73,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return serve(args[1], proxy.NewReverseProxy(up, nil, nil))
+		return serve(args[1], gateway.NewReverseProxy(up, nil, nil))
 	case "pass":
 		return printPass(args[1], args[2])
 	case "capture":
@@ -129,7 +129,7 @@ func printPass(keysFile, room string) error {
 	if err != nil {
 		return err
 	}
-	var cfg proxy.Config
+	var cfg gateway.Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return err
 	}
@@ -293,12 +293,12 @@ func lookupMap(m map[string]any, path ...string) (map[string]any, bool) {
 // issueTokens issues n waiting tokens through the gateway's token endpoint and
 // reports the resident set size before and after: nothing is kept per visitor.
 func issueTokens(n int) error {
-	cfg := proxy.Config{Config: room.Config{Room: "mem"}}
-	shared, err := proxy.NewShared(cfg, time.Now)
+	cfg := gateway.Config{Config: room.Config{Room: "mem"}}
+	shared, err := gateway.NewShared(cfg, time.Now)
 	if err != nil {
 		return err
 	}
-	gw, err := proxy.New(cfg, shared, proxy.Options{})
+	gw, err := gateway.New(cfg, shared, gateway.Options{})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -66,7 +66,7 @@ func runProxy(ctx context.Context, args []string, stdout io.Writer) error {
 		*adminToken = base64.RawURLEncoding.EncodeToString(b)
 		fmt.Fprintf(os.Stderr, "fairgate proxy: generated admin token (set FAIRGATE_ADMIN_TOKEN to choose one): %s\n", *adminToken)
 	}
-	srv, err := proxy.NewServer(proxy.ServerConfig{
+	srv, err := gateway.NewServer(gateway.ServerConfig{
 		Upstream: up, Gateway: cfg, StatePath: *state, AdminToken: *adminToken, TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: log,
 		MetricsPublic: *metricsPublic,
 	})
@@ -100,8 +100,8 @@ func parseUpstream(raw string) (*url.URL, error) {
 	return up, nil
 }
 
-func readGatewayConfig(path string) (proxy.Config, error) {
-	var cfg proxy.Config
+func readGatewayConfig(path string) (gateway.Config, error) {
+	var cfg gateway.Config
 	if path == "" {
 		return cfg, nil
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 )
 
 // The capacity run: a room sized by `capacity` on three nodes, visitors
@@ -25,7 +25,7 @@ import (
 // a stay drawn from short and long stays; some end their session through
 // the origin's Fairgate-End-Session answer.
 
-// endPath is where the test origin answers with proxy.EndSessionHeader.
+// endPath is where the test origin answers with gateway.EndSessionHeader.
 const endPath = "/logout"
 
 // Stays: shortShare of them exponential with mean shortStay, the rest with
@@ -247,7 +247,7 @@ func (s *stayers) end(ctx context.Context, at *node, id int64, cookie string) {
 	}
 	s.ended.Add(1)
 	s.seen(id, time.Now(), true)
-	if hasHeader(h, proxy.EndSessionHeader) {
+	if hasHeader(h, gateway.EndSessionHeader) {
 		s.leaked.Add(1)
 	}
 	if v, ok := passCookie(h); !ok || v != "" {
@@ -428,7 +428,7 @@ func (c *cluster) capacityRun(ctx context.Context) {
 	}
 	check("capacity: every presented pass answered 200", s.refused.Load() == 0 && s.presented.Load() > 0,
 		"%d presented, %d refused", s.presented.Load(), s.refused.Load())
-	check("capacity: "+proxy.EndSessionHeader+" from the origin never reaches the visitor", s.ended.Load() > 0 && s.leaked.Load() == 0 && s.endRefused.Load() == 0,
+	check("capacity: "+gateway.EndSessionHeader+" from the origin never reaches the visitor", s.ended.Load() > 0 && s.leaked.Load() == 0 && s.endRefused.Load() == 0,
 		"%d sessions ended, %d answers carried the header, %d end requests failed", s.ended.Load(), s.leaked.Load(), s.endRefused.Load())
 	check("capacity: an ended session's pass cookie is cleared", s.ended.Load() > 0 && s.kept.Load() == 0,
 		"%d ended, %d kept their cookie", s.ended.Load(), s.kept.Load())

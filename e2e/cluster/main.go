@@ -84,7 +84,7 @@ import (
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
 	"github.com/fairgate/fairgate/e2e/internal/replay"
-	"github.com/fairgate/fairgate/proxy"
+	"github.com/fairgate/fairgate/gateway"
 )
 
 type options struct {
@@ -350,7 +350,7 @@ func (c *cluster) setup(ctx context.Context) error {
 	c.origin = &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", originPort), ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == endPath {
-				w.Header().Set(proxy.EndSessionHeader, "1")
+				w.Header().Set(gateway.EndSessionHeader, "1")
 			}
 			_, _ = w.Write([]byte("shop\n"))
 		})}

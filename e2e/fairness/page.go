@@ -53,7 +53,7 @@ var pagePatterns = []struct {
 }
 
 // readPageTiming reads the timing from the page's scripts in dir
-// (proxy/pages/assets/*.js); a pattern that matches nowhere, or more than once,
+// (gateway/pages/assets/*.js); a pattern that matches nowhere, or more than once,
 // is an error naming it: the page changed and the probe must follow.
 func readPageTiming(dir string) (pageTiming, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.js"))

@@ -7,7 +7,7 @@ import (
 )
 
 func TestReadPageTimingFromTheRealScript(t *testing.T) {
-	p, err := readPageTiming("../../proxy/pages/assets")
+	p, err := readPageTiming("../../gateway/pages/assets")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ func (t *tab) policy() waitPolicy {
 	}
 }
 
-// run is the page's loop (proxy/pages/assets/waiting.js, run()) with the wait
+// run is the page's loop (gateway/pages/assets/waiting.js, run()) with the wait
 // before each attempt taken from the tab's strategy. It ends when the tab
 // is admitted, the login is refused, or ctx ends.
 func (t *tab) run(ctx context.Context) {

@@ -1,5 +1,5 @@
 // Package reply writes fairgate's JSON answers, for the gateway's endpoints
-// (package proxy) and the seat API (package seats/httpapi) alike: the same
+// (package gateway) and the seat API (package seats/httpapi) alike: the same
 // headers on every answer, one shape for every error, and bounded decoding
 // of JSON request bodies with the same 400 and 413 answers.
 package reply
