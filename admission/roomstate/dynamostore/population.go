@@ -31,37 +31,18 @@ func (s *Store) PublishPopulation(ctx context.Context, room, node string, value 
 // Population implements roomstate.Store: one query over the room's
 // population items; an expired item is absent.
 func (s *Store) Population(ctx context.Context, room string, now time.Time) (float64, int, error) {
-	expr, err := build(expression.NewBuilder().WithKeyCondition(expression.Key("pk").Equal(expression.Value(populationPK(room)))))
+	items, err := queryPartition[populationItem](ctx, s, populationPK(room), "population")
 	if err != nil {
 		return 0, 0, err
 	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
 	var sum float64
 	var nodes int
-	pages := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ConsistentRead:            aws.Bool(true),
-	})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return 0, 0, s.wrap(ctx, "reading population", err)
+	for _, it := range items {
+		if now.UnixMilli() >= it.Until {
+			continue
 		}
-		var items []populationItem
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
-			return 0, 0, fmt.Errorf("population of room %s: %w", room, err)
-		}
-		for _, it := range items {
-			if now.UnixMilli() >= it.Until {
-				continue
-			}
-			sum += it.Value
-			nodes++
-		}
+		sum += it.Value
+		nodes++
 	}
 	return sum, nodes, nil
 }
@@ -82,13 +63,29 @@ func (s *Store) PublishSketch(ctx context.Context, room, node string, sketch []b
 // Sketches implements roomstate.Store: one query over the room's sketch
 // items; an expired item is absent.
 func (s *Store) Sketches(ctx context.Context, room string, now time.Time) ([][]byte, error) {
-	expr, err := build(expression.NewBuilder().WithKeyCondition(expression.Key("pk").Equal(expression.Value(sketchPK(room)))))
+	items, err := queryPartition[sketchItem](ctx, s, sketchPK(room), "sketches")
+	if err != nil {
+		return nil, err
+	}
+	var sketches [][]byte
+	for _, it := range items {
+		if now.UnixMilli() < it.Until {
+			sketches = append(sketches, it.Sketch)
+		}
+	}
+	return sketches, nil
+}
+
+// queryPartition reads every item of the partition pk, page by page, with
+// consistent reads: what one node published must be what every node reads.
+// what names the items in errors.
+func queryPartition[T any](ctx context.Context, s *Store, pk, what string) ([]T, error) {
+	expr, err := build(expression.NewBuilder().WithKeyCondition(expression.Key("pk").Equal(expression.Value(pk))))
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	var sketches [][]byte
 	pages := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		KeyConditionExpression:    expr.KeyCondition(),
@@ -96,20 +93,17 @@ func (s *Store) Sketches(ctx context.Context, room string, now time.Time) ([][]b
 		ExpressionAttributeValues: expr.Values(),
 		ConsistentRead:            aws.Bool(true),
 	})
+	var all []T
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, s.wrap(ctx, "reading sketches", err)
+			return nil, s.wrap(ctx, "reading "+what, err)
 		}
-		var items []sketchItem
+		var items []T
 		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
-			return nil, fmt.Errorf("sketches of room %s: %w", room, err)
+			return nil, fmt.Errorf("decoding %s of %s: %w", what, pk, err)
 		}
-		for _, it := range items {
-			if now.UnixMilli() < it.Until {
-				sketches = append(sketches, it.Sketch)
-			}
-		}
+		all = append(all, items...)
 	}
-	return sketches, nil
+	return all, nil
 }
