@@ -18,14 +18,8 @@ func (s *Store) PublishPopulation(ctx context.Context, room, node string, value 
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return fmt.Errorf("population %v of node %s is not a number", value, node)
 	}
-	it, err := marshal(populationItem{itemKey: populationKey(room, node), Value: value, Until: until.UnixMilli(), TTL: ttl(until)})
-	if err != nil {
-		return fmt.Errorf("population of node %s: %w", node, err)
-	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it})
-	return s.wrap(ctx, "publishing population", err)
+	item := populationItem{itemKey: populationKey(room, node), Value: value, Until: until.UnixMilli(), TTL: ttl(until)}
+	return s.publish(ctx, "population of node "+node, item)
 }
 
 // Population implements roomstate.Store: one query over the room's
@@ -50,14 +44,8 @@ func (s *Store) Population(ctx context.Context, room string, now time.Time) (flo
 // PublishSketch implements roomstate.Store: one unconditional put of the
 // node's item.
 func (s *Store) PublishSketch(ctx context.Context, room, node string, sketch []byte, until time.Time) error {
-	it, err := marshal(sketchItem{itemKey: sketchKey(room, node), Sketch: sketch, Until: until.UnixMilli(), TTL: ttl(until)})
-	if err != nil {
-		return fmt.Errorf("sketch of node %s: %w", node, err)
-	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it})
-	return s.wrap(ctx, "publishing sketch", err)
+	item := sketchItem{itemKey: sketchKey(room, node), Sketch: sketch, Until: until.UnixMilli(), TTL: ttl(until)}
+	return s.publish(ctx, "sketch of node "+node, item)
 }
 
 // Sketches implements roomstate.Store: one query over the room's sketch
@@ -74,6 +62,19 @@ func (s *Store) Sketches(ctx context.Context, room string, now time.Time) ([][]b
 		}
 	}
 	return sketches, nil
+}
+
+// publish writes a node's item unconditionally: each node owns its item,
+// the last write wins. what names the item in errors.
+func (s *Store) publish(ctx context.Context, what string, item any) error {
+	it, err := marshal(item)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it})
+	return s.wrap(ctx, "publishing "+what, err)
 }
 
 // queryPartition reads every item of the partition pk, page by page, with
