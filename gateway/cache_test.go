@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -256,4 +258,92 @@ func TestCacheFillCarriesNoCredentials(t *testing.T) {
 		t.Fatalf("a cookie-setting answer was stored: %q %q, %d reads",
 			first.Header.Get("Set-Cookie"), second.Header.Get("Set-Cookie"), reads.Load())
 	}
+}
+
+// TestCacheCompressed: a cached answer is kept compressed once and sent in
+// the Encoding the client prefers, with its own ETag; a body that must not
+// be compressed (an image, no-transform, already encoded, small) is sent
+// as it is, without Vary.
+func TestCacheCompressed(t *testing.T) {
+	seatMap := seatMapJSON(t)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, s-maxage=60")
+		switch r.URL.Path {
+		case "/api/map":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(seatMap)
+		case "/api/image":
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(seatMap)
+		case "/api/notransform":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "public, s-maxage=60, no-transform")
+			_, _ = w.Write(seatMap)
+		case "/api/encoded":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "br")
+			_, _ = w.Write(seatMap)
+		case "/api/small":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"seats":[]}`)
+		}
+	})
+	e := newEnv(t, Config{Config: room.Config{Room: "sale"}, Bypass: Bypass{Paths: []string{"/api/"}}, Cache: &Cache{Paths: []string{"/api/*"}}}, up)
+	plain, body := e.do("GET", "/api/map", "", "Accept-Encoding", "identity")
+	if !bytes.Equal(body, seatMap) || plain.Header.Get("Content-Encoding") != "" || !varies(plain) {
+		t.Fatalf("plain: %q, Vary %q", plain.Header.Get("Content-Encoding"), plain.Header.Values("Vary"))
+	}
+	etags := map[string]bool{plain.Header.Get("ETag"): true}
+	for _, tc := range []struct{ ae, want string }{{"gzip, deflate, br, zstd", "zstd"}, {"gzip", "gzip"}} {
+		resp, b := e.do("GET", "/api/map", "", "Accept-Encoding", tc.ae)
+		if resp.Header.Get("Content-Encoding") != tc.want || !strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+			t.Fatalf("%q: Content-Encoding %q, Cache-Status %q", tc.ae, resp.Header.Get("Content-Encoding"), resp.Header.Get("Cache-Status"))
+		}
+		if !bytes.Equal(decode(t, tc.want, b), seatMap) {
+			t.Fatalf("%q: decodes to other bytes", tc.ae)
+		}
+		etag := resp.Header.Get("ETag")
+		if etags[etag] || !strings.HasSuffix(etag, "-"+tc.want+`"`) {
+			t.Fatalf("%q: ETag %s, seen %v", tc.ae, etag, etags)
+		}
+		etags[etag] = true
+		if nm, _ := e.do("GET", "/api/map", "", "Accept-Encoding", tc.ae, "If-None-Match", etag); nm.StatusCode != 304 {
+			t.Fatalf("%q: If-None-Match its ETag: %d", tc.ae, nm.StatusCode)
+		}
+		t.Logf("seat map (%d bytes): %s %d bytes, %d saved", len(seatMap), tc.want, len(b), len(seatMap)-len(b))
+	}
+	for _, path := range []string{"/api/image", "/api/notransform", "/api/encoded", "/api/small"} {
+		for range 2 { // the fill, then the hit
+			resp, _ := e.do("GET", path, "", "Accept-Encoding", "gzip, zstd")
+			if enc := resp.Header.Get("Content-Encoding"); (path == "/api/encoded") != (enc == "br") || varies(resp) {
+				t.Fatalf("%s: Content-Encoding %q, Vary %q", path, enc, resp.Header.Get("Vary"))
+			}
+		}
+	}
+}
+
+// seatMapJSON is a section's seat map the size of the demo's (about 7.6 KB).
+func seatMapJSON(t *testing.T) []byte {
+	type seat struct {
+		ID    string `json:"id"`
+		Row   string `json:"row"`
+		N     int    `json:"n"`
+		State string `json:"state"`
+		Price int    `json:"price_cents"`
+	}
+	var seats []seat
+	for row := 0; row < 10; row++ {
+		for n := 1; n <= 12; n++ {
+			state := "free"
+			if (row*12+n)%7 == 0 {
+				state = "held"
+			}
+			seats = append(seats, seat{ID: fmt.Sprintf("L1-%c-%d", 'A'+row, n), Row: string(rune('A' + row)), N: n, State: state, Price: 8900})
+		}
+	}
+	b, err := json.Marshal(map[string]any{"event": "final-2026", "section": "L1", "seats": seats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,11 +10,13 @@ import (
 	"github.com/fairgate/fairgate/internal/testhttp"
 	"github.com/fairgate/fairgate/room"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -255,4 +259,37 @@ func (e *env) setState(state string) {
 	if err := e.gw.Room().Apply(room.RoomChange{State: &state}, e.clock.Now()); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// varies: the answer says it depends on Accept-Encoding.
+func varies(resp *http.Response) bool {
+	return strings.Contains(strings.Join(resp.Header.Values("Vary"), ","), "Accept-Encoding")
+}
+
+// decode undoes a Content-Encoding the gateway sends: gzip, zstd or none.
+func decode(t *testing.T, coding string, b []byte) []byte {
+	t.Helper()
+	var out []byte
+	var err error
+	switch coding {
+	case "":
+		return b
+	case "gzip":
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
+			out, err = io.ReadAll(zr)
+		}
+	case "zstd":
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(nil); err == nil {
+			out, err = d.DecodeAll(b, nil)
+			d.Close()
+		}
+	default:
+		t.Fatalf("decode: unknown coding %q", coding)
+	}
+	if err != nil {
+		t.Fatalf("decoding %s: %v", coding, err)
+	}
+	return out
 }

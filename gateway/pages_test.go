@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -248,5 +249,55 @@ func TestAssets(t *testing.T) {
 		if resp, _ := e.do("GET", p, ""); resp.StatusCode != 404 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}
+	}
+}
+
+// TestWaitingPageCompressed: the waiting page, the closed page and the
+// assets go out compressed when the client accepts it, with Vary, and
+// decode to what a client without compression gets.
+func TestWaitingPageCompressed(t *testing.T) {
+	closedPage := filepath.Join(t.TempDir(), "closed.html")
+	if err := os.WriteFile(closedPage, []byte("<!doctype html><title>Closed</title>"+strings.Repeat("<p>The sale has closed.</p>", 40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue"}, ClosedPage: closedPage}, nil)
+	// (Go's client asks for gzip and decodes it unless told otherwise.)
+	plain, body := e.do("GET", "/shop/seats?a=1&b=<2>", "", "Accept", "text/html", "Accept-Encoding", "identity")
+	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || !varies(plain) {
+		t.Fatalf("without Accept-Encoding: %d %q, Vary %q", plain.StatusCode, plain.Header.Get("Content-Encoding"), plain.Header.Values("Vary"))
+	}
+	for _, ae := range []string{"gzip", "gzip, deflate, br, zstd"} {
+		resp, gz := e.do("GET", "/shop/seats?a=1&b=<2>", "", "Accept", "text/html", "Accept-Encoding", ae)
+		if resp.Header.Get("Content-Encoding") != "gzip" || !varies(resp) {
+			t.Fatalf("%q: Content-Encoding %q, Vary %q", ae, resp.Header.Get("Content-Encoding"), resp.Header.Values("Vary"))
+		}
+		if got := decode(t, "gzip", gz); !bytes.Equal(got, body) {
+			t.Fatalf("%q: the gzipped page differs from the plain one", ae)
+		}
+		if !bytes.Contains(body, []byte("/shop/seats?a=1&amp;b=&lt;2&gt;")) {
+			t.Fatalf("the return path is not in the page: %.300s", body)
+		}
+		t.Logf("waiting page: %d bytes plain, %d gzip", len(body), len(gz))
+	}
+
+	// Assets: zstd preferred, gzip, or plain.
+	_, js := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "", "Accept-Encoding", "identity")
+	for _, tc := range []struct{ ae, want string }{{"gzip, zstd", "zstd"}, {"gzip", "gzip"}, {"br", ""}} {
+		resp, b := e.do("GET", "/_fairgate/assets/"+pages.AssetVersion()+"/waiting.js", "", "Accept-Encoding", tc.ae)
+		if resp.Header.Get("Content-Encoding") != tc.want {
+			t.Fatalf("asset with %q: Content-Encoding %q", tc.ae, resp.Header.Get("Content-Encoding"))
+		}
+		if !bytes.Equal(decode(t, tc.want, b), js) {
+			t.Fatalf("asset with %q decodes to other bytes", tc.ae)
+		}
+	}
+
+	// The closed page (the built-in one is under 512 bytes: sent as it is).
+	closed := "closed"
+	_ = e.gw.Room().Apply(room.RoomChange{State: &closed}, e.clock.Now())
+	_, page := e.do("GET", "/shop", "", "Accept", "text/html", "Accept-Encoding", "identity")
+	resp, z := e.do("GET", "/shop", "", "Accept", "text/html", "Accept-Encoding", "zstd")
+	if resp.StatusCode != 503 || resp.Header.Get("Content-Encoding") != "zstd" || !bytes.Equal(decode(t, "zstd", z), page) {
+		t.Fatalf("closed page: %d %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
 	}
 }
