@@ -193,7 +193,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 			// place keeps its slot and asks again at its next checkpoint.
 			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
-		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, place.Slot, now)
+		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, place.charged(), now)
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {

@@ -31,6 +31,12 @@ const (
 type Place struct {
 	State PlaceState
 	Slot  time.Time // for PlaceReserved
+	// Charged is, for PlaceReserved, the slot whose admission of the
+	// room's shared budget the place took, when not Slot: a late
+	// presenter holds the earlier slot it would have had, charged to the
+	// budget's next (Gate.slot), and a refusal gives back that one's.
+	// Zero when it is Slot.
+	Charged time.Time
 	// For PlaceUsed: which version of the token used the place (a digest
 	// of it, tokenDigest), the id of the pass it was given and when, so a
 	// retry of that same token (its answer was lost: a write that timed
@@ -40,6 +46,14 @@ type Place struct {
 	By   string
 	Pass string
 	At   time.Time
+}
+
+// charged is the slot whose admission a reserved place took.
+func (p Place) charged() time.Time {
+	if p.Charged.IsZero() {
+		return p.Slot
+	}
+	return p.Charged
 }
 
 // Ledger remembers the places that were admitted or hold an admission slot,
@@ -117,7 +131,7 @@ func (l *MemoryLedger) Use(_ context.Context, id string, used Place) (bool, erro
 	if !ok || r.place.State != PlaceReserved {
 		return false, nil
 	}
-	used.State, used.Slot = PlaceUsed, time.Time{}
+	used.State, used.Slot, used.Charged = PlaceUsed, time.Time{}, time.Time{}
 	r.place = used
 	l.places[id] = r
 	return true, nil

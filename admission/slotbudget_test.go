@@ -256,3 +256,49 @@ func TestALatePresenterTakesTheSharedSlotItWouldHaveHad(t *testing.T) {
 		})
 	}
 }
+
+// TestLatenessCountsFromTheLaterOfFoundAndTold: on a shared quota a place
+// is late by the time since the later of the moment it was found eligible
+// and the moment its page was told to come: a page presenting on time for
+// the moment told is served as asked even if found eligible before it (a
+// node tells a moment from its view of the clock, a poll behind), and a
+// place found eligible after the moment told is late only for the moment
+// found.
+func TestLatenessCountsFromTheLaterOfFoundAndTold(t *testing.T) {
+	s := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	const next = 40 // the quota's slot asked now
+	for _, tt := range []struct {
+		name             string
+		found, told, now float64
+		want             float64 // the slot the place would have had
+		wantDue          float64 // when it is due: want, or now if later
+		wantBackdated    bool
+	}{
+		{"found before told, on time for told", 0.5, 28.5, 30, next, next, false},
+		{"found before told, presented at told", 0.5, 30, 30, next, next, false},
+		{"found before told, late for told", 0.5, 2.5, 30, 31, 31, true},
+		{"found when told, late for both", 0.5, 0.5, 30, 10, 30, true},
+		{"found after told, late for found", 2.5, 0.5, 30, 31, 31, true},
+		{"found after told, within the slack of found", 28.5, 0.5, 30, next, next, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			room := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+			room.SetQuota(&windowBudget{open: s(next)})
+			for _, g := range [][2]float64{{1, 10}, {2, 11}, {3, 31}} { // given at, slot
+				room.sharedSlot(s(g[0]), s(g[1]), s(g[0]))
+			}
+			gate := testGate(t, 100)
+			due, missed, charged, backdated, _, err := gate.slot(context.Background(), room, s(tt.found), s(tt.told), s(tt.now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !missed.Equal(s(tt.want)) || !due.Equal(s(tt.wantDue)) || backdated != tt.wantBackdated {
+				t.Fatalf("found at %vs, told %vs, presented at %vs: slot %v due %v (backdated %v), want %vs due %vs (%v)",
+					tt.found, tt.told, tt.now, missed.Sub(t0), due.Sub(t0), backdated, tt.want, tt.wantDue, tt.wantBackdated)
+			}
+			if !charged.Equal(s(next)) {
+				t.Fatalf("charged %v, want the quota's slot, %vs", charged.Sub(t0), next)
+			}
+		})
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // reserve gives the eligible place its slot (Gate.slot) and records it in
-// the ledger: admitted now, or holding the slot. When it is due the place
+// the ledger: admitted now, or holding the slot, with the slot charged
+// when that is another (Place.Charged). When it is due the place
 // passes the pacer like every slot holder: a crowd presenting late at once
 // is spaced at the rate, not admitted beside the bucket.
 func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, found, now time.Time) Decision {
@@ -30,6 +31,9 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	}
 	if slot.After(now) || backdated {
 		want = Place{State: PlaceReserved, Slot: slot}
+		if !charged.Equal(slot) {
+			want.Charged = charged
+		}
 	}
 	due := later(slot, now)
 	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), want, g.lastValid(view, claims, due))

@@ -43,7 +43,7 @@ func (b *Backlog) use(id string, p admission.Place) {
 	if !ok {
 		return
 	}
-	p.State, p.Slot = admission.PlaceUsed, time.Time{}
+	p.State, p.Slot, p.Charged = admission.PlaceUsed, time.Time{}, time.Time{}
 	cur.place = p
 	b.places[id] = cur
 }

@@ -156,13 +156,18 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 }
 
 // A place record is until (8 bytes), state (1), slot (8), big-endian;
-// then, for a used place that records who used it, at (8), the length of
-// by (1), by and pass (the rest). A record of 17 bytes (written before
-// by and pass were kept) reads as before.
+// then, for a reserved place charged another slot's admission, charged
+// (8: a record of 25 bytes), or, for a used place that records who used
+// it, at (8), the length of by (1), by and pass (the rest). A record of
+// 17 bytes (one charged its own slot, or written before by and pass
+// were kept) reads as before.
 func encodePlace(p admission.Place, until time.Time) []byte {
 	v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
 	v = append(v, byte(p.State))
 	v = binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.Slot)))
+	if p.State == admission.PlaceReserved && !p.Charged.IsZero() {
+		return binary.BigEndian.AppendUint64(v, uint64(p.Charged.UnixNano()))
+	}
 	if p.By == "" && p.Pass == "" || len(p.By) > 255 {
 		return v
 	}
@@ -174,25 +179,35 @@ func encodePlace(p admission.Place, until time.Time) []byte {
 
 // decodePlace returns the record unexpired at now, or ok false.
 func decodePlace(v []byte, now time.Time) (p admission.Place, until int64, ok bool) {
-	if len(v) < 17 || len(v) > 17 && (len(v) < 26 || len(v) < 26+int(v[25])) {
+	switch n := len(v); {
+	case n == 17:
+	case n == placeCharged:
+		p.Charged = nanosTime(int64(binary.BigEndian.Uint64(v[17:])))
+	case n > placeCharged && n >= 26+int(v[25]):
+		p.At = nanosTime(int64(binary.BigEndian.Uint64(v[17:])))
+		by := int(v[25])
+		p.By, p.Pass = string(v[26:26+by]), string(v[26+by:])
+	default:
 		return admission.Place{}, 0, false
-	}
-	if len(v) > 17 {
-		if at := int64(binary.BigEndian.Uint64(v[17:])); at != 0 {
-			p.At = time.Unix(0, at).UTC()
-		}
-		n := int(v[25])
-		p.By, p.Pass = string(v[26:26+n]), string(v[26+n:])
 	}
 	until = int64(binary.BigEndian.Uint64(v))
 	if now.UnixNano() >= until {
 		return admission.Place{}, 0, false
 	}
 	p.State = admission.PlaceState(v[8])
-	if slot := int64(binary.BigEndian.Uint64(v[9:])); slot != 0 {
-		p.Slot = time.Unix(0, slot).UTC()
-	}
+	p.Slot = nanosTime(int64(binary.BigEndian.Uint64(v[9:])))
 	return p, until, true
+}
+
+// placeCharged is the length of a reserved place's record with charged.
+const placeCharged = 25
+
+// nanosTime is the time of Unix nanoseconds n, zero for 0 (slotNanos).
+func nanosTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
 
 func slotNanos(t time.Time) int64 {

@@ -3,7 +3,7 @@
 //
 //	ROOM#<room>                 CONTROL   version, control (JSON)
 //	BUDGET#<room>#<window>      W         used, ttl
-//	USED#<room>#<place id>      U         until (epoch ms), state, slot (ns), ttl
+//	USED#<room>#<place id>      U         until (epoch ms), state, slot (ns), ttl, [charged (ns)]
 //	POP#<room>                  <node>    value, until (epoch ms), ttl
 //	SKETCH#<room>               <node>    sketch (bytes), until (epoch ms), ttl
 //	RANK#<room>                 R         next

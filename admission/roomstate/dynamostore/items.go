@@ -47,6 +47,9 @@ type placeItem struct {
 	State int64 `dynamodbav:"state"`
 	Slot  int64 `dynamodbav:"slot"`
 	TTL   int64 `dynamodbav:"ttl"`
+	// Charged (Unix nanoseconds) is a reserved place's charged slot
+	// (admission.Place); absent when it is the slot.
+	Charged int64 `dynamodbav:"charged,omitempty"`
 	// By, Pass and At (Unix nanoseconds) are who used the place and the
 	// pass they were given (admission.Place); absent when not recorded.
 	By   string `dynamodbav:"by,omitempty"`
@@ -125,6 +128,7 @@ var (
 	untilName   = expression.Name("until")
 	stateName   = expression.Name("state")
 	slotName    = expression.Name("slot")
+	chargedName = expression.Name("charged")
 	byName      = expression.Name("by")
 	passName    = expression.Name("pass")
 	atName      = expression.Name("at")

@@ -44,6 +44,10 @@ func TestItemLayout(t *testing.T) {
 	if _, ok, err := s.HoldPlace(ctx, room, "p1", admission.Place{State: admission.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {
 		t.Fatalf("HoldPlace = %v, %v", ok, err)
 	}
+	charged := slot.Add(time.Minute)
+	if _, ok, err := s.HoldPlace(ctx, room, "p3", admission.Place{State: admission.PlaceReserved, Slot: slot, Charged: charged}, until, storetest.T0); !ok || err != nil {
+		t.Fatalf("HoldPlace(charged) = %v, %v", ok, err)
+	}
 	at := storetest.T0.Add(5 * time.Second)
 	usedBy := admission.Place{State: admission.PlaceUsed, By: "digest", Pass: "pass-id", At: at}
 	if _, ok, err := s.HoldPlace(ctx, room, "p2", usedBy, until, storetest.T0); !ok || err != nil {
@@ -71,6 +75,8 @@ func TestItemLayout(t *testing.T) {
 		{"pk": s_("USED#" + room + "#p1"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl},
 		{"pk": s_("USED#" + room + "#p2"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceUsed)), "slot": n(0), "ttl": ttl,
 			"by": s_("digest"), "pass": s_("pass-id"), "at": n(at.UnixNano())},
+		{"pk": s_("USED#" + room + "#p3"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl,
+			"charged": n(charged.UnixNano())},
 		{"pk": s_("POP#" + room), "sk": s_("node-a"), "value": &types.AttributeValueMemberN{Value: "2.75"}, "until": n(until.UnixMilli()), "ttl": ttl},
 		{"pk": s_("RANK#" + room), "sk": s_("R"), "next": n(5)},
 	} {
@@ -89,6 +95,9 @@ func TestItemLayout(t *testing.T) {
 	}
 	if p, err := s.LookupPlace(ctx, room, "p1", storetest.T0); err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
 		t.Errorf("LookupPlace = %+v, %v", p, err)
+	}
+	if p, err := s.LookupPlace(ctx, room, "p3", storetest.T0); err != nil || !p.Slot.Equal(slot) || !p.Charged.Equal(charged) {
+		t.Errorf("LookupPlace(charged) = %+v, %v", p, err)
 	}
 	if p, err := s.LookupPlace(ctx, room, "p2", storetest.T0); err != nil || p.By != usedBy.By || p.Pass != usedBy.Pass || !p.At.Equal(at) {
 		t.Errorf("LookupPlace(used) = %+v, %v", p, err)

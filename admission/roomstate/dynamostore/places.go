@@ -24,11 +24,11 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	}
 	expr, err := build(expression.NewBuilder().
 		WithCondition(expression.AttributeNotExists(pkName).Or(untilName.LessThanEqual(expression.Value(now.UnixMilli())))).
-		WithUpdate(usedBy(expression.
+		WithUpdate(charged(usedBy(expression.
 			Set(untilName, expression.Value(until.UnixMilli())).
 			Set(ttlName, expression.Value(ttl(until))).
 			Set(stateName, expression.Value(int64(p.State))).
-			Set(slotName, expression.Value(slot)), p)))
+			Set(slotName, expression.Value(slot)), p), p)))
 	if err != nil {
 		return admission.Place{}, false, err
 	}
@@ -64,6 +64,15 @@ func usedBy(u expression.UpdateBuilder, p admission.Place) expression.UpdateBuil
 	return u.Set(byName, expression.Value(p.By)).Set(passName, expression.Value(p.Pass)).Set(atName, expression.Value(at))
 }
 
+// charged adds a reserved place's charged slot to an update, or removes
+// that of an earlier record of the place.
+func charged(u expression.UpdateBuilder, p admission.Place) expression.UpdateBuilder {
+	if p.State != admission.PlaceReserved || p.Charged.IsZero() {
+		return u.Remove(chargedName)
+	}
+	return u.Set(chargedName, expression.Value(p.Charged.UnixNano()))
+}
+
 // place is the admission.Place the item records.
 func (it placeItem) place() admission.Place {
 	p := admission.Place{State: admission.PlaceState(it.State), By: it.By, Pass: it.Pass}
@@ -72,6 +81,9 @@ func (it placeItem) place() admission.Place {
 	}
 	if it.At != 0 {
 		p.At = time.Unix(0, it.At).UTC()
+	}
+	if it.Charged != 0 {
+		p.Charged = time.Unix(0, it.Charged).UTC()
 	}
 	return p
 }
@@ -84,7 +96,8 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place
 			And(untilName.GreaterThan(expression.Value(now.UnixMilli())))).
 		WithUpdate(usedBy(expression.
 			Set(stateName, expression.Value(int64(admission.PlaceUsed))).
-			Set(slotName, expression.Value(0)), p)))
+			Set(slotName, expression.Value(0)).
+			Remove(chargedName), p)))
 	if err != nil {
 		return false, err
 	}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"PlaceHoldAndUse", testPlaceHoldUse},
 		{"PlaceRacedUse", testPlaceRacedUse},
 		{"PlaceRecordsWhoUsedIt", testPlaceUsedBy},
+		{"PlaceRecordsItsChargedSlot", testPlaceCharged},
 		{"BudgetNeverExceedsLimit", testBudgetRace},
 		{"BudgetReturn", testBudgetReturn},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
@@ -284,6 +285,37 @@ func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
 	}
 	if ok, err := s.UsePlace(c, room, "late", admission.Place{}, T0.Add(2*time.Second)); err != nil || ok {
 		t.Fatalf("UsePlace of an expired reservation = %v, %v; want false", ok, err)
+	}
+}
+
+// testPlaceCharged: a reserved place keeps the slot whose admission it
+// was charged when that is not its slot, so a refusal on any node gives
+// back that slot's; using the place drops it, and a reservation charged
+// its own slot reads without one.
+func testPlaceCharged(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Hour)
+	for _, tt := range []struct {
+		name string
+		p    admission.Place
+	}{
+		{"charged a later slot", admission.Place{State: admission.PlaceReserved, Slot: T0.Add(time.Second), Charged: T0.Add(61500 * time.Millisecond)}},
+		{"charged its own slot", admission.Place{State: admission.PlaceReserved, Slot: T0.Add(time.Second)}},
+	} {
+		if got, won, err := s.HoldPlace(c, room, tt.name, tt.p, until, T0); err != nil || !won || got != tt.p {
+			t.Fatalf("%s: HoldPlace = %+v, %v, %v; want it, won", tt.name, got, won, err)
+		}
+		p, err := s.LookupPlace(c, room, tt.name, T0)
+		if err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(tt.p.Slot) || !p.Charged.Equal(tt.p.Charged) {
+			t.Fatalf("%s: LookupPlace = %+v, %v; want %+v", tt.name, p, err, tt.p)
+		}
+		use := admission.Place{State: admission.PlaceUsed, By: "token", Pass: "pass", At: T0.Add(time.Second)}
+		if ok, err := s.UsePlace(c, room, tt.name, use, T0.Add(time.Second)); err != nil || !ok {
+			t.Fatalf("%s: UsePlace = %v, %v", tt.name, ok, err)
+		}
+		if p, err := s.LookupPlace(c, room, tt.name, T0.Add(time.Second)); err != nil || p.State != admission.PlaceUsed || !p.Charged.IsZero() || p.Pass != use.Pass {
+			t.Fatalf("%s: used, LookupPlace = %+v, %v; want used, no charged slot", tt.name, p, err)
+		}
 	}
 }
 
