@@ -580,15 +580,6 @@ func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
 	r.bucket.SetRate(rate, math.Max(1, burst), now)
 }
 
-// SetPacerRate sets this node's pacer alone, like SetBucketRate its
-// bucket: its share of a rate several nodes divide. A slot presented at
-// a node few visitors reach then waits for that node's share; a room whose
-// rate falls fast (sized by capacity) needs it so that a cut holds across
-// nodes for the slots already given.
-func (r *Room) SetPacerRate(rate, burst float64, now time.Time) {
-	r.pacer.setRate(rate, math.Max(1, burst), now)
-}
-
 // publish rebuilds the clock for the stored state and makes v current.
 // Callers hold r.mu (or own r exclusively).
 func (r *Room) publish(v *View, now time.Time) {

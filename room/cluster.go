@@ -408,7 +408,7 @@ func (sh *Shared) exportControl() roomstate.Control {
 	defer sh.mu.Unlock()
 	c.Rate, c.Burst, c.Reason = sh.rate, sh.burst, sh.reason
 	if sh.capacity > 0 {
-		c.Capacity, c.Admit = sh.capacity, sh.admit
+		c.Capacity, c.Admit, c.AdmitFrom = sh.capacity, sh.admit, sh.admitFrom
 	}
 	c.Ticked = sh.cluster.ticked
 	c.Applied, _ = json.Marshal(sh.applied)
@@ -451,7 +451,7 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	}
 	sh.setCapacityLocked(c.Capacity)
 	if c.Admit > 0 {
-		sh.admit = c.Admit
+		sh.admit, sh.admitFrom = c.Admit, c.AdmitFrom
 	}
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
@@ -639,7 +639,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 			}
 		}
 		sh.mu.Lock()
-		if sh.steerLocked() {
+		if sh.steerLocked(now.Add(sh.rateLead())) {
 			moved = true
 			_ = sh.rebalance(now, false)
 		}
@@ -749,6 +749,16 @@ func (sh *Shared) shareSketch(ctx context.Context, now, until time.Time) (distin
 		nodes++
 	}
 	return union.Estimate(), nodes, nil
+}
+
+// rateLead is how far ahead the capacity controller's rate takes effect
+// in the shared budget: two polls, by when every node has adopted it, so
+// no window is sized by two rates. A node alone needs none.
+func (sh *Shared) rateLead() time.Duration {
+	if sh.cluster.nodes <= 1 {
+		return 0
+	}
+	return 2 * time.Duration(sh.cluster.set.Poll)
 }
 
 // minCruiseStep is the least relative change of a lane's clock speed the

@@ -127,8 +127,9 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 		burst := math.Max(1, totalBurst*rates[i]/total)
 		if l.quota != nil {
 			// Each lane's shared budget gives its slots at the lane's
-			// rate across every node.
-			l.quota.SetRate(rates[i])
+			// rate across every node; the capacity controller's rate
+			// from the moment every node has it.
+			l.quota.SetRateFrom(rates[i], sh.admitFrom)
 		}
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue
@@ -140,13 +141,6 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 			// This node's bucket runs at its share of the lane's rate.
 			share := sh.cluster.share
 			l.room.SetBucketRate(rates[i]*share, burst*share, now)
-			if sh.capacity > 0 {
-				// The capacity controller cuts the rate as the site
-				// fills, and the slots already given took their budget
-				// at the rate before: each node paces its holders at its
-				// share, so the cut holds across the nodes together.
-				l.room.SetPacerRate(rates[i]*share, burst*share, now)
-			}
 		}
 	}
 	return nil
@@ -165,7 +159,7 @@ func (sh *Shared) setCapacity(capacity float64, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.setCapacityLocked(capacity)
-	sh.steerLocked()
+	sh.steerLocked(time.Time{})
 	return sh.rebalance(now, true)
 }
 

@@ -51,9 +51,12 @@ type Shared struct {
 	capacity float64
 	sized    atomic.Bool // capacity > 0, read without mu on every request
 	admit    float64
-	tally    admission.Tally
-	reason   string // why the room is closed: "sold_out" or ""
-	obs      Observer
+	// admitFrom is when admit starts to size the shared budget's windows:
+	// a change every node learns before it applies at every node alike.
+	admitFrom time.Time
+	tally     admission.Tally
+	reason    string // why the room is closed: "sold_out" or ""
+	obs       Observer
 }
 
 // Observer is told of the room's state store calls and of the places
@@ -287,7 +290,7 @@ func (sh *Shared) Tick(now time.Time) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.tally = tally
-	sh.steerLocked()
+	sh.steerLocked(time.Time{})
 	// The rate was validated when set; rebalance cannot fail on it.
 	_ = sh.rebalance(now, false)
 }
@@ -307,16 +310,17 @@ func (sh *Shared) setCapacityLocked(capacity float64) {
 func (sh *Shared) SizedByCapacity() bool { return sh.sized.Load() }
 
 // steerLocked lets the capacity controller set the room's rate from the
-// last tally, and reports whether it moved by more than minCruiseStep (the
-// cluster stores only such a change). Callers hold sh.mu.
-func (sh *Shared) steerLocked() bool {
+// last tally, for the budget windows from from on, and reports whether it
+// moved by more than minCruiseStep (the cluster stores only such a
+// change). Callers hold sh.mu.
+func (sh *Shared) steerLocked(from time.Time) bool {
 	if sh.capacity <= 0 {
 		return false
 	}
 	ctl := admission.CapacityController{Capacity: sh.capacity, Ceiling: sh.rate}
 	next := ctl.Rate(sh.tally)
 	moved := math.Abs(next-sh.admit) > minCruiseStep*sh.admit
-	sh.admit = next
+	sh.admit, sh.admitFrom = next, from
 	return moved
 }
 

@@ -88,6 +88,12 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 // one with budget left.
 const budgetLookahead = 4096
 
+// RateAt is the target rate of the window starting at start.
+type RateAt func(start time.Time) float64
+
+// Steady is the RateAt of a rate that does not change.
+func Steady(rate float64) RateAt { return func(time.Time) float64 { return rate } }
+
 // ErrBudgetSpent is Reserve's answer when no window within its look-ahead
 // has budget left.
 var ErrBudgetSpent = errors.New("admission budget spent as far ahead as it is reserved")
@@ -96,14 +102,14 @@ var ErrBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 // from the window holding it, or the first later one with budget left.
 // The slot is at, or that window's start when later. On an error nothing
 // was taken.
-func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate float64) (time.Time, error) {
+func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
 	from := b.index(at)
 	for idx := from; idx < from+budgetLookahead; idx++ {
-		ok, err := b.takeLocked(ctx, idx, rate)
+		ok, err := b.takeLocked(ctx, idx, rate(b.start(idx)))
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -186,14 +192,14 @@ func (b *Budget) Refund(at time.Time) {
 
 // Return gives the unspent rest of the blocks this node holds back to the
 // store, so other nodes can spend it.
-func (b *Budget) Return(ctx context.Context, rate float64) error {
+func (b *Budget) Return(ctx context.Context, rate RateAt) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for idx, n := range b.held {
 		if n == 0 {
 			continue
 		}
-		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate), n); err != nil {
+		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate(b.start(idx))), n); err != nil {
 			return fmt.Errorf("returning admission budget: %w", err)
 		}
 		delete(b.held, idx)

@@ -103,7 +103,7 @@ func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 	perWindow := map[int64]int{}
 	var last time.Time
 	for i := range 30 {
-		slot, err := budgets[i%nodes].Reserve(ctx, now, now, rate)
+		slot, err := budgets[i%nodes].Reserve(ctx, now, now, roomstate.Steady(rate))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +125,11 @@ func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 		}
 	}
 	budgets[0].Refund(last)
-	slot, err := budgets[1].Reserve(ctx, now, now, rate)
+	slot, err := budgets[1].Reserve(ctx, now, now, roomstate.Steady(rate))
 	if err != nil || !slot.After(last) {
 		t.Fatalf("after a refund at another node: %v, %v; want a later window (the refund stays with its node)", slot, err)
 	}
-	slot, err = budgets[0].Reserve(ctx, last, now, rate)
+	slot, err = budgets[0].Reserve(ctx, last, now, roomstate.Steady(rate))
 	if err != nil || !slot.Equal(last) {
 		t.Fatalf("the refunding node reserving at the refunded slot: %v, %v; want %v", slot, err, last)
 	}
@@ -160,7 +160,7 @@ func TestBudgetSkipsEmptyWindowsWithoutTheStore(t *testing.T) {
 	for b.WindowAt(now, rate).Limit != 0 {
 		now = now.Add(time.Second)
 	}
-	slot, err := b.Reserve(t.Context(), now, now, rate)
+	slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
 	if err != nil || b.WindowAt(slot, rate).Limit != 1 {
 		t.Fatalf("slot %v (%v), want one in a window of one admission", slot, err)
 	}

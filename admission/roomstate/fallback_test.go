@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,5 +271,95 @@ func TestQuotaNowOnlyGivesNoSlotAhead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A rate cut each node learns at its own moment: applied at once, the
+// window they learn it in admits up to the rate of whichever node has not
+// yet; scheduled for a window every node has learned it by, every window
+// admits at one rate, the same at every node.
+func TestQuotaRateScheduledAheadHoldsEveryNodeToOneLimit(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0) // a window boundary
+	const before, after = 10, 4          // admissions a 1 s window
+	for _, tc := range []struct {
+		name      string
+		scheduled bool
+		want      []int // admitted in each of three windows
+	}{
+		{"at once", false, []int{7, 4, 4}},
+		{"scheduled", true, []int{10, 4, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openBolt(t)
+			var nodes [2]*roomstate.Quota
+			for i := range nodes {
+				q, err := roomstate.NewQuota(st, "r", 1, before, before, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q.SetNowOnly(true)
+				nodes[i] = q
+			}
+			learn := func(q *roomstate.Quota) {
+				if tc.scheduled {
+					q.SetRateFrom(after, start.Add(time.Second))
+				} else {
+					q.SetRate(after)
+				}
+			}
+			// Node 0 learns the cut as the first window starts, node 1
+			// halfway through it.
+			learn(nodes[0])
+			ctx := context.Background()
+			for w, want := range tc.want {
+				now := start.Add(time.Duration(w) * time.Second)
+				got := 0
+				for i := range 2 * before {
+					q := nodes[i%2]
+					if w == 0 && i == before {
+						learn(nodes[1])
+					}
+					if slot, shared, err := q.Reserve(ctx, now, now); err == nil && shared && slot.Equal(now) {
+						got++
+					}
+				}
+				if got != want {
+					t.Errorf("window %d admitted %d, want %d", w, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Attempts refused while the current window is spent, however many at
+// once, take nothing of the windows after it: what they took would be
+// given there at the rate of the moment they took it.
+func TestQuotaNowOnlyTakesNothingAhead(t *testing.T) {
+	now := time.Unix(1_700_000_000, 200_000_000)
+	st := openBolt(t)
+	q, err := roomstate.NewQuota(st, "r", 1, 2, 2, false) // 1 s windows of 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.SetNowOnly(true)
+	ctx := context.Background()
+	for range 2 {
+		if _, _, err := q.Reserve(ctx, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			var spent *admission.QuotaSpentError
+			if _, _, err := q.Reserve(ctx, now, now); !errors.As(err, &spent) {
+				t.Errorf("spent window: %v, want QuotaSpentError", err)
+			}
+		})
+	}
+	wg.Wait()
+	next := roomstate.Window{Index: now.Unix() + 1, Limit: 2, Expires: now.Add(time.Minute)}
+	if got, err := st.ReserveBudget(ctx, "r", next, 2); err != nil || got != 2 {
+		t.Fatalf("the next window has %d of 2 left (%v): the refused attempts took the rest", got, err)
 	}
 }

@@ -24,8 +24,8 @@ type Quota struct {
 	// the only cap.
 	local bool
 
-	mu   sync.Mutex
-	rate float64
+	mu    sync.Mutex
+	rates schedule
 	// nowOnly gives no slot beyond the current window (SetNowOnly).
 	nowOnly bool
 }
@@ -37,7 +37,7 @@ func NewQuota(store Store, room string, block int64, rate, burst float64, local 
 	if err != nil {
 		return nil, err
 	}
-	return &Quota{budget: b, local: local, rate: rate}, nil
+	return &Quota{budget: b, local: local, rates: steady(rate)}, nil
 }
 
 // WindowFor is the budget window length for a rate and burst: the time the
@@ -74,23 +74,75 @@ func (q *Quota) SetWindow(length time.Duration) error {
 
 // SetRate changes the target rate: the limits of windows from now on, at
 // the window length set by NewQuota or SetWindow.
-func (q *Quota) SetRate(rate float64) {
+func (q *Quota) SetRate(rate float64) { q.SetRateFrom(rate, time.Time{}) }
+
+// SetRateFrom changes the target rate of the windows starting at or after
+// from; earlier windows keep the rates they had. Every node checks a
+// window's use against the limit its own rate gives, so a rate that
+// changes at one node before another lets the window admit up to the
+// higher of the two: a change that every node learns before from (the
+// capacity controller's, stored a poll or more ahead) sets every window's
+// limit alike at every node.
+func (q *Quota) SetRateFrom(rate float64, from time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.rate = rate
+	q.rates = q.rates.with(rate, from)
 }
 
-func (q *Quota) current() (*Budget, float64) {
+func (q *Quota) current() (*Budget, schedule) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.budget, q.rate
+	return q.budget, q.rates
+}
+
+// schedule is a target rate over time: each step's rate holds for the
+// windows starting at or after its from, until the next step's.
+type schedule []rateStep
+
+type rateStep struct {
+	from time.Time
+	rate float64
+}
+
+// scheduleSteps is how many changes a schedule remembers: one a tick,
+// kept well past the windows a slot may still be given in.
+const scheduleSteps = 8
+
+func steady(rate float64) schedule { return schedule{{rate: rate}} }
+
+// with is the schedule whose rate changes to rate from from on: the steps
+// at or after from are replaced.
+func (s schedule) with(rate float64, from time.Time) schedule {
+	keep := s[:0:0]
+	for _, st := range s {
+		if st.from.Before(from) {
+			keep = append(keep, st)
+		}
+	}
+	keep = append(keep, rateStep{from: from, rate: rate})
+	if n := len(keep); n > scheduleSteps {
+		keep = keep[n-scheduleSteps:]
+	}
+	return keep
+}
+
+// at is the target rate of a window starting at start.
+func (s schedule) at(start time.Time) float64 {
+	rate := s[0].rate
+	for _, st := range s[1:] {
+		if start.Before(st.from) {
+			break
+		}
+		rate = st.rate
+	}
+	return rate
 }
 
 // SetNowOnly makes the quota give slots only in the current window: when
-// it is spent, Reserve answers *admission.QuotaSpentError until the next.
-// A room whose rate falls fast (sized by capacity) needs it: a slot given
-// ahead took its window's admission at the rate before a cut, and would
-// go in after it.
+// it is spent, Reserve answers *admission.QuotaSpentError until the next,
+// and takes nothing of the next. A room whose rate falls fast (sized by
+// capacity) needs it: a slot given ahead took its window's admission at
+// the rate before a cut, and would go in after it.
 func (q *Quota) SetNowOnly(on bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -101,21 +153,40 @@ func (q *Quota) SetNowOnly(on bool) {
 // that cannot be reached gives no slot and takes nothing: the node's own
 // bucket gives it, and is then the only cap.
 func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, bool, error) {
-	b, rate := q.current()
+	b, rates := q.current()
 	q.mu.Lock()
 	nowOnly := q.nowOnly
 	q.mu.Unlock()
-	slot, err := b.Reserve(ctx, at, now, rate)
+	var slot time.Time
+	var err error
+	if nowOnly {
+		slot, err = reserveNow(ctx, b, rates, later(at, now))
+	} else {
+		slot, err = b.Reserve(ctx, at, now, rates.at)
+	}
+	var spent *admission.QuotaSpentError
 	switch {
-	case err == nil && nowOnly && b.index(slot) > b.index(later(at, now)):
-		b.Refund(slot) // kept by this node for that window
-		return time.Time{}, false, &admission.QuotaSpentError{Retry: b.start(b.index(later(at, now)) + 1)}
 	case err == nil:
 		return slot, true, nil
-	case q.local && !errors.Is(err, ErrBudgetSpent):
+	case q.local && !errors.Is(err, ErrBudgetSpent) && !errors.As(err, &spent):
 		return time.Time{}, false, nil
 	}
 	return time.Time{}, false, err
+}
+
+// reserveNow takes an admission of the window holding due, and of no
+// later one: one taken ahead when due's is spent would be taken at the
+// rate of the moment, and given in its window whatever the rate is then.
+func reserveNow(ctx context.Context, b *Budget, rates schedule, due time.Time) (time.Time, error) {
+	idx := b.index(due)
+	ok, err := b.Take(ctx, due, rates.at(b.start(idx)))
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case !ok:
+		return time.Time{}, &admission.QuotaSpentError{Retry: b.start(idx + 1)}
+	}
+	return due, nil
 }
 
 // Refund implements admission.Quota.
@@ -126,8 +197,8 @@ func (q *Quota) Refund(slot time.Time) {
 
 // Return gives the unspent rest of this node's blocks back to the store.
 func (q *Quota) Return(ctx context.Context) error {
-	b, rate := q.current()
-	return b.Return(ctx, rate)
+	b, rates := q.current()
+	return b.Return(ctx, rates.at)
 }
 
 var _ admission.Quota = (*Quota)(nil)

@@ -70,9 +70,11 @@ type Control struct {
 	Lanes map[string]Control `json:"lanes,omitempty"`
 	// Capacity, when positive, sizes the room by the visitors on the site;
 	// Admit is then the rate the capacity controller last set (Rate is its
-	// ceiling), by the node that ticked for the cluster.
-	Capacity float64 `json:"capacity,omitempty"`
-	Admit    float64 `json:"admit,omitempty"`
+	// ceiling), by the node that ticked for the cluster, for the budget
+	// windows from AdmitFrom on (Quota.SetRateFrom).
+	Capacity  float64   `json:"capacity,omitempty"`
+	Admit     float64   `json:"admit,omitempty"`
+	AdmitFrom time.Time `json:"admit_from,omitzero"`
 	// Applied is what the config last applied, as the gateway records it,
 	// so a node that starts with a changed config applies only the change.
 	Applied json.RawMessage `json:"applied,omitempty"`

@@ -334,6 +334,10 @@ type siteSample struct {
 	truth   int
 	rate    float64
 	waiting int64
+	// admitted is the driver's admissions in the second before; leaving
+	// node 1's count of the passes leaving within the lookahead.
+	admitted int64
+	leaving  float64
 	// refused is the admissions answered 503 (the store slow or down) in
 	// the settle time before this second: they keep the site below its
 	// capacity for as long.
@@ -343,6 +347,7 @@ type siteSample struct {
 // sampleSite reads every node's site object once a second until ctx ends.
 func (c *cluster) sampleSite(ctx context.Context, s *stayers, out chan<- siteSample) {
 	defer close(out)
+	var before int64
 	for at := nextSecond(); ctx.Err() == nil; at = at.Add(time.Second) {
 		sleep(ctx, time.Until(at))
 		if ctx.Err() != nil {
@@ -350,13 +355,15 @@ func (c *cluster) sampleSite(ctx context.Context, s *stayers, out chan<- siteSam
 		}
 		smp := siteSample{at: at, truth: s.active(time.Now()), waiting: s.waiting.Load(),
 			refused: s.refusals(at.Add(-admission.DefaultCapacitySettle), at)}
+		admitted := s.admitted.Load()
+		smp.admitted, before = admitted-before, admitted
 		for i, n := range c.nodes {
 			st, err := n.status(ctx, room)
 			v := -1.0
 			if err == nil {
 				v = st.Site.Active
 				if i == 0 {
-					smp.rate = st.Site.Rate
+					smp.rate, smp.leaving = st.Site.Rate, st.Site.Leaving
 				}
 			}
 			smp.active = append(smp.active, v)
@@ -391,10 +398,10 @@ func (c *cluster) capacityRun(ctx context.Context) {
 	fillDeadline := start.Add(o.fillWithin)
 	var series []string
 	defer func() {
-		figure("capacity: second by second, node1 site.active/the driver's count/rate in force/waiting: %s", strings.Join(series, " "))
+		figure("capacity: second by second, node1 site.active/the driver's count/rate in force/waiting/admitted/node1 leaving: %s", strings.Join(series, " "))
 	}()
 	for smp := range samples {
-		series = append(series, fmt.Sprintf("%.0f/%d/%.2f/%d", smp.active[0], smp.truth, smp.rate, smp.waiting))
+		series = append(series, fmt.Sprintf("%.0f/%d/%.2f/%d/%d/%.0f", smp.active[0], smp.truth, smp.rate, smp.waiting, smp.admitted, smp.leaving))
 		if filled.IsZero() {
 			if smp.active[0] >= capacity*filledAt {
 				filled = smp.at
