@@ -227,7 +227,10 @@ func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)])
 
 // CreateSession implements seats.Store.
 func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
-	k := newKeyed(key)
+	k, err := newKeyed(key, now)
+	if err != nil {
+		return err
+	}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
 		if used, err := s.keyUsed(tx, k); used || err != nil {
 			return cmp.Or(err, seats.ErrKeyUsed)
@@ -250,7 +253,7 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 				return err
 			}
 		}
-		return s.putSession(tx, sess, now, k)
+		return s.putSession(tx, sess, k)
 	})
 }
 
@@ -304,8 +307,11 @@ func (s *Store) Cancel(ctx context.Context, session string, now time.Time, key *
 func (s *Store) change(ctx context.Context, session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
 	var out seats.Session
 	var refused error
-	k := newKeyed(key)
-	err := s.batch(ctx, func(tx *bolt.Tx) error {
+	k, err := newKeyed(key, now)
+	if err != nil {
+		return seats.Session{}, err
+	}
+	err = s.batch(ctx, func(tx *bolt.Tx) error {
 		refused = nil
 		if used, err := s.keyUsed(tx, k); used || err != nil {
 			refused = seats.ErrKeyUsed
@@ -345,7 +351,7 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 			}
 		}
 		out = sess
-		return s.putSession(tx, sess, now, k)
+		return s.putSession(tx, sess, k)
 	})
 	if err != nil {
 		return seats.Session{}, err
@@ -372,28 +378,35 @@ func (s *Store) PutKey(ctx context.Context, key string, rec seats.KeyRecord) err
 	if err != nil {
 		return fmt.Errorf("encoding idempotency record: %w", err)
 	}
-	k := newKeyed(&seats.Idempotency{Key: key})
+	k := &keyed{key: key, hash: hashKey(key)}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
 		if used, err := s.keyUsed(tx, k); used || err != nil {
 			return cmp.Or(err, seats.ErrKeyUsed)
 		}
-		return s.appendKey(tx, key, k.hash, raw)
+		return s.appendKey(tx, k.hash, entry(key, raw))
 	})
 }
 
-// keyed is a write's idempotency key with its index entry, hashed before
-// the write waits for its group.
+// keyed is a write's idempotency key, hashed for the index and with its
+// log entry begun (the record's head, all but the session), before the
+// write waits for its group: the committing goroutine, which every write
+// waits for, only appends the session.
 type keyed struct {
-	*seats.Idempotency
+	key  string
 	hash keyHash
+	head []byte
 }
 
-// newKeyed is key hashed; nil without a key.
-func newKeyed(key *seats.Idempotency) *keyed {
+// newKeyed is key made ready for a write at now; nil without a key.
+func newKeyed(key *seats.Idempotency, now time.Time) (*keyed, error) {
 	if key == nil {
-		return nil
+		return nil, nil
 	}
-	return &keyed{Idempotency: key, hash: hashKey(key.Key)}
+	head, err := key.AppendRecordHead(entryHead(key.Key, 0), now)
+	if err != nil {
+		return nil, fmt.Errorf("encoding idempotency record: %w", err)
+	}
+	return &keyed{key: key.Key, hash: hashKey(key.Key), head: head}, nil
 }
 
 // keyUsed reports, inside the committing transaction, whether a write's
@@ -402,7 +415,7 @@ func (s *Store) keyUsed(tx *bolt.Tx, k *keyed) (bool, error) {
 	if k == nil {
 		return false, nil
 	}
-	return s.used(tx, k.Key, k.hash)
+	return s.used(tx, k.key, k.hash)
 }
 
 // batch runs fn in a group commit, passing domain errors through: a
@@ -427,17 +440,15 @@ func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 // putSession writes a session and, with key, the write's idempotency
 // record, encoding the session once for both.
-func (s *Store) putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *keyed) error {
+func (s *Store) putSession(tx *bolt.Tx, sess seats.Session, key *keyed) error {
 	raw, err := encodeSession(&sess)
 	if err != nil {
 		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
 	}
 	if key != nil {
-		rec, err := key.EncodeRecord(raw, now)
-		if err != nil {
-			return fmt.Errorf("encoding idempotency record: %w", err)
-		}
-		if err := s.appendKey(tx, key.Key, key.hash, rec); err != nil {
+		// A fresh entry each run: a member may run again after a rollback.
+		e := seats.CloseRecord(append(make([]byte, 0, len(key.head)+len(raw)+1), key.head...), raw)
+		if err := s.appendKey(tx, key.hash, e); err != nil {
 			return err
 		}
 	}

@@ -48,7 +48,7 @@ func TestPurgeKeys(t *testing.T) {
 	err = s.commit.do(ctx, func(tx *bolt.Tx) error {
 		for i := range many {
 			key := fmt.Sprint("old-", i)
-			if err := s.appendKey(tx, key, hashKey(key), raw); err != nil {
+			if err := s.appendKey(tx, hashKey(key), entry(key, raw)); err != nil {
 				return err
 			}
 		}

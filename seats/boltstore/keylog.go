@@ -121,10 +121,14 @@ func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte,
 
 // entry is a log entry: the key and the record's JSON.
 func entry(key string, rec []byte) []byte {
-	b := make([]byte, 0, binary.MaxVarintLen16+len(key)+len(rec))
+	return append(entryHead(key, len(rec)), rec...)
+}
+
+// entryHead is the start of a log entry, the key, with room for more.
+func entryHead(key string, more int) []byte {
+	b := make([]byte, 0, binary.MaxVarintLen64+len(key)+more)
 	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	return append(b, rec...)
+	return append(b, key...)
 }
 
 var errBadEntry = errors.New("malformed idempotency log entry")
@@ -151,10 +155,11 @@ func (s *Store) used(tx *bolt.Tx, key string, h keyHash) (bool, error) {
 	return string(k) == key, nil
 }
 
-// appendKey appends key's record, inside the committing transaction.
-func (s *Store) appendKey(tx *bolt.Tx, key string, h keyHash, rec []byte) error {
+// appendKey appends a key's log entry (its hash h), inside the committing
+// transaction.
+func (s *Store) appendKey(tx *bolt.Tx, h keyHash, entry []byte) error {
 	n := s.keys.next
-	if err := keyLog(tx).Put(seqKey(n), entry(key, rec)); err != nil {
+	if err := keyLog(tx).Put(seqKey(n), entry); err != nil {
 		return err
 	}
 	s.keys.next++

@@ -32,7 +32,7 @@ func TestKeysOfRolledBackGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		return func(tx *bolt.Tx) error {
-			if err := s.appendKey(tx, key, hashKey(key), raw); err != nil {
+			if err := s.appendKey(tx, hashKey(key), entry(key, raw)); err != nil {
 				return err
 			}
 			if fail {
