@@ -13,14 +13,14 @@ import (
 )
 
 // Idempotency records are appended to a log in commit order, and found
-// through an index kept in memory, not on disk. A record keyed by its
-// (hashed, so random) key in a B+tree dirtied a leaf and its branches of
-// its own in every write's commit, more pages than the write's seat and
-// session together; appended, a group's records fill a page or two
-// between them, so a commit flushes about half the pages it did. The
-// price is memory: the index holds every record of the last day
-// (seats.KeyTTL), about 50 bytes each, and is rebuilt by reading the log
-// at Open.
+// through an index kept in memory, not on disk. Keyed by the key itself (a
+// hash, so random), each record would dirty a leaf and branches of its own
+// in its write's commit, more pages than the write's seat and session
+// together; appended, a group's records share a page or two, and a commit
+// flushes about half the pages. The price is memory and Open's time: the
+// index holds an entry for every record of the last day (seats.KeyTTL),
+// 30 to 60 bytes each (56 MB for a million), and Open reads the whole log
+// to rebuild it.
 var (
 	// keyLogBucket maps a record's sequence number (8 bytes, big-endian,
 	// in commit order) to its entry: the key's length (uvarint), the key
@@ -148,7 +148,11 @@ func (s *Store) used(tx *bolt.Tx, key string, h keyHash) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	k, _, err := splitEntry(tx.Bucket(keyLogBucket).Get(seqKey(n)))
+	v := tx.Bucket(keyLogBucket).Get(seqKey(n))
+	if v == nil { // not in the log: no record
+		return false, nil
+	}
+	k, _, err := splitEntry(v)
 	if err != nil {
 		return false, fmt.Errorf("idempotency record %d: %w", n, err)
 	}
