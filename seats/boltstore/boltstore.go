@@ -123,15 +123,20 @@ func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
 	var old []logged
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(keyLogBucket).ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				return nil // not an entry: the log writes none
+			}
+			seq := binary.BigEndian.Uint64(k)
 			key, raw, err := splitEntry(v)
-			if err != nil || len(k) != 8 {
-				return fmt.Errorf("idempotency log entry %x: %w", k, errBadEntry)
+			if err != nil { // unreadable: no lookup finds it
+				old = append(old, logged{nil, seq})
+				return nil
 			}
 			var rec struct {
 				ClaimedAt time.Time `json:"claimed_at"`
 			}
 			if err := json.Unmarshal(raw, &rec); err != nil || rec.ClaimedAt.Before(cutoff) {
-				old = append(old, logged{slices.Clone(key), binary.BigEndian.Uint64(k)})
+				old = append(old, logged{slices.Clone(key), seq})
 			}
 			return nil
 		})
@@ -232,7 +237,7 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 		return err
 	}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
-		if used, err := s.keyUsed(tx, k); used || err != nil {
+		if used, err := s.keyUsed(tx, k); err != nil || used {
 			return cmp.Or(err, seats.ErrKeyUsed)
 		}
 		if id := tx.Bucket(tokensBucket).Get([]byte(sess.TokenID)); sess.TokenID != "" && id != nil {
@@ -313,9 +318,13 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 	}
 	err = s.batch(ctx, func(tx *bolt.Tx) error {
 		refused = nil
-		if used, err := s.keyUsed(tx, k); used || err != nil {
-			refused = seats.ErrKeyUsed
+		used, err := s.keyUsed(tx, k)
+		if err != nil {
 			return err
+		}
+		if used {
+			refused = seats.ErrKeyUsed
+			return nil
 		}
 		var sess seats.Session
 		if err := getSession(tx, session, &sess); err != nil {
@@ -380,7 +389,7 @@ func (s *Store) PutKey(ctx context.Context, key string, rec seats.KeyRecord) err
 	}
 	k := &keyed{key: key, hash: hashKey(key)}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
-		if used, err := s.keyUsed(tx, k); used || err != nil {
+		if used, err := s.keyUsed(tx, k); err != nil || used {
 			return cmp.Or(err, seats.ErrKeyUsed)
 		}
 		return s.appendKey(tx, k.hash, entry(key, raw))

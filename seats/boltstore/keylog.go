@@ -171,10 +171,10 @@ func (s *Store) appendKey(tx *bolt.Tx, h keyHash, entry []byte) error {
 	return nil
 }
 
-// dropKey deletes the record at n, key's, inside the committing
-// transaction.
+// dropKey deletes the record at n, key's (nil: an entry unreadable, so
+// not indexed), inside the committing transaction.
 func (s *Store) dropKey(tx *bolt.Tx, key []byte, n uint64) error {
-	if err := keyLog(tx).Delete(seqKey(n)); err != nil {
+	if err := keyLog(tx).Delete(seqKey(n)); err != nil || key == nil {
 		return err
 	}
 	h := hashKey(string(key))
@@ -229,14 +229,17 @@ func openKeys(tx *bolt.Tx, x *keyIndex) error {
 	if err := meta.Put(formatKey, strconv.AppendInt(nil, format, 10)); err != nil {
 		return err
 	}
+	// An entry that cannot be read is left out of the index (no lookup
+	// finds it; the sweep deletes it), not a reason to refuse the file.
 	return log.ForEach(func(k, v []byte) error {
-		key, _, err := splitEntry(v)
-		if err != nil || len(k) != 8 {
-			return fmt.Errorf("idempotency log entry %x: %w", k, errBadEntry)
+		if len(k) != 8 {
+			return nil
 		}
 		n := binary.BigEndian.Uint64(k)
-		x.seq[hashKey(string(key))] = n
 		x.next, x.durable = n+1, n+1
+		if key, _, err := splitEntry(v); err == nil {
+			x.seq[hashKey(string(key))] = n
+		}
 		return nil
 	})
 }

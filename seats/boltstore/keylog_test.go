@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -181,5 +182,49 @@ func TestOpenRefusesLaterFormat(t *testing.T) {
 				t.Fatalf("Open of a format %s file: %v", format, err)
 			}
 		})
+	}
+}
+
+// TestUnreadableLogEntry: a log entry that cannot be read does not keep
+// the file from opening, is found by no lookup, is never overwritten by a
+// later record, and the sweep deletes it.
+func TestUnreadableLogEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seats.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte{0xff} // a length with no end
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(keyLogBucket).Put(seqKey(7), garbage) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path); err != nil {
+		t.Fatalf("reopening with an unreadable entry: %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.PutKey(ctx, "k", seats.KeyRecord{ClaimedAt: storetest.T0.Add(seats.KeyTTL), Status: 409}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(keyLogBucket).Get(seqKey(7)); string(v) != string(garbage) {
+			t.Errorf("entry 7 is %q", v)
+		}
+		if k, _ := tx.Bucket(keyLogBucket).Cursor().Last(); string(k) != string(seqKey(8)) {
+			t.Errorf("the new record is at %x, want after the last entry", k)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PurgeKeys(storetest.T0.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("PurgeKeys: %d %v, want the unreadable entry", n, err)
+	}
+	if _, found, err := s.Key(ctx, "k"); err != nil || !found {
+		t.Fatalf("the record after it: %v %v", found, err)
 	}
 }
