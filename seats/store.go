@@ -87,6 +87,20 @@ type Idempotency struct {
 // json.RawMessage costs; sess must be valid, compact JSON (json.Marshal's).
 // The bytes are json.Marshal's of the KeyRecord (TestEncodeRecord).
 func (k *Idempotency) EncodeRecord(sess []byte, now time.Time) ([]byte, error) {
+	b, err := k.AppendRecordHead(make([]byte, 0, recordHeadSize+len(sess)+1), now)
+	if err != nil {
+		return nil, err
+	}
+	return CloseRecord(b, sess), nil
+}
+
+// recordHeadSize is about the length of a record's head.
+const recordHeadSize = len(`{"claimed_at":"2006-01-02T15:04:05.999999999Z","fingerprint":"","status":000,"session":`) + 32
+
+// AppendRecordHead appends the start of EncodeRecord's record, all of it
+// but the session, which CloseRecord appends: a store may build the head
+// before the write and finish it once the session is known.
+func (k *Idempotency) AppendRecordHead(b []byte, now time.Time) ([]byte, error) {
 	at, err := now.UTC().MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encoding claimed_at: %w", err)
@@ -95,16 +109,19 @@ func (k *Idempotency) EncodeRecord(sess []byte, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding fingerprint: %w", err)
 	}
-	b := make([]byte, 0, len(`{"claimed_at":,"fingerprint":,"status":000,"session":}`)+len(at)+len(fp)+len(sess))
 	b = append(b, `{"claimed_at":`...)
 	b = append(b, at...)
 	b = append(b, `,"fingerprint":`...)
 	b = append(b, fp...)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(k.Status), 10)
-	b = append(b, `,"session":`...)
-	b = append(b, sess...)
-	return append(b, '}'), nil
+	return append(b, `,"session":`...), nil
+}
+
+// CloseRecord appends the session's JSON and the record's end to a head
+// from AppendRecordHead.
+func CloseRecord(head, sess []byte) []byte {
+	return append(append(head, sess...), '}')
 }
 
 // KeyRecord is the stored answer to a request with an Idempotency-Key:

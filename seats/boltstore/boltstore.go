@@ -7,7 +7,9 @@
 package boltstore
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +28,7 @@ var (
 	sessionsBucket = []byte("sessions")
 	liveBucket     = []byte("live")   // user \x00 event → session id
 	tokensBucket   = []byte("tokens") // waiting token id → session id
-	keysBucket     = []byte("idempotency")
+	// The idempotency records are in a log (keylog.go).
 	// importsBucket marks the events being imported (import.go): their
 	// seats are being written, their event is not stored yet.
 	importsBucket = []byte("imports")
@@ -36,6 +38,7 @@ var (
 type Store struct {
 	db     *bolt.DB
 	commit *committer
+	keys   *keyIndex
 	stop   chan struct{}
 	done   chan struct{}
 	// afterChunk, in tests, runs after chunk n of an import committed.
@@ -62,19 +65,23 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	keys := newKeyIndex()
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, keysBucket, importsBucket} {
+		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, importsBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		if err := openKeys(tx, keys); err != nil {
+			return err
 		}
 		return dropImports(tx)
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("creating buckets: %w", err)
+		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, commit: newCommitter(db), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, commit: newCommitter(db, keys), keys: keys, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.sweep(time.Now)
 	return s, nil
 }
@@ -109,14 +116,27 @@ func (s *Store) sweep(now func() time.Time) {
 // commits, so a day's records never hold bbolt's one writer lock, and the
 // writes waiting behind it, for the length of a scan.
 func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
-	var old [][]byte
+	type logged struct {
+		key []byte
+		seq uint64
+	}
+	var old []logged
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(keysBucket).ForEach(func(k, v []byte) error {
+		return tx.Bucket(keyLogBucket).ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				return nil // not an entry: the log writes none
+			}
+			seq := binary.BigEndian.Uint64(k)
+			key, raw, err := splitEntry(v)
+			if err != nil { // unreadable: no lookup finds it
+				old = append(old, logged{nil, seq})
+				return nil
+			}
 			var rec struct {
 				ClaimedAt time.Time `json:"claimed_at"`
 			}
-			if err := json.Unmarshal(v, &rec); err != nil || rec.ClaimedAt.Before(cutoff) {
-				old = append(old, slices.Clone(k))
+			if err := json.Unmarshal(raw, &rec); err != nil || rec.ClaimedAt.Before(cutoff) {
+				old = append(old, logged{slices.Clone(key), seq})
 			}
 			return nil
 		})
@@ -127,9 +147,8 @@ func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
 	n := 0
 	for chunk := range slices.Chunk(old, purgeChunk) {
 		err := s.commit.do(context.Background(), func(tx *bolt.Tx) error {
-			b := tx.Bucket(keysBucket)
-			for _, k := range chunk {
-				if err := b.Delete(k); err != nil {
+			for _, r := range chunk {
+				if err := s.dropKey(tx, r.key, r.seq); err != nil {
 					return err
 				}
 			}
@@ -213,9 +232,13 @@ func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)])
 
 // CreateSession implements seats.Store.
 func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.Time, key *seats.Idempotency) error {
+	k, err := newKeyed(key, now)
+	if err != nil {
+		return err
+	}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
-		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
-			return seats.ErrKeyUsed
+		if used, err := s.keyUsed(tx, k); err != nil || used {
+			return cmp.Or(err, seats.ErrKeyUsed)
 		}
 		if id := tx.Bucket(tokensBucket).Get([]byte(sess.TokenID)); sess.TokenID != "" && id != nil {
 			return seats.ErrTokenUsed
@@ -235,7 +258,7 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 				return err
 			}
 		}
-		return putSession(tx, sess, now, key)
+		return s.putSession(tx, sess, k)
 	})
 }
 
@@ -289,9 +312,17 @@ func (s *Store) Cancel(ctx context.Context, session string, now time.Time, key *
 func (s *Store) change(ctx context.Context, session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
 	var out seats.Session
 	var refused error
-	err := s.batch(ctx, func(tx *bolt.Tx) error {
+	k, err := newKeyed(key, now)
+	if err != nil {
+		return seats.Session{}, err
+	}
+	err = s.batch(ctx, func(tx *bolt.Tx) error {
 		refused = nil
-		if key != nil && tx.Bucket(keysBucket).Get([]byte(key.Key)) != nil {
+		used, err := s.keyUsed(tx, k)
+		if err != nil {
+			return err
+		}
+		if used {
 			refused = seats.ErrKeyUsed
 			return nil
 		}
@@ -329,7 +360,7 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 			}
 		}
 		out = sess
-		return putSession(tx, sess, now, key)
+		return s.putSession(tx, sess, k)
 	})
 	if err != nil {
 		return seats.Session{}, err
@@ -339,31 +370,61 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 
 // Key implements seats.Store.
 func (s *Store) Key(_ context.Context, key string) (seats.KeyRecord, bool, error) {
+	raw, found, err := s.record(key)
+	if err != nil || !found {
+		return seats.KeyRecord{}, false, err
+	}
 	var rec seats.KeyRecord
-	found := false
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(keysBucket).Get([]byte(key))
-		if v == nil {
-			return nil
-		}
-		found = true
-		return json.Unmarshal(v, &rec)
-	})
-	if err != nil {
+	if err := json.Unmarshal(raw, &rec); err != nil {
 		return seats.KeyRecord{}, false, fmt.Errorf("idempotency record: %w", err)
 	}
-	return rec, found, nil
+	return rec, true, nil
 }
 
 // PutKey implements seats.Store.
 func (s *Store) PutKey(ctx context.Context, key string, rec seats.KeyRecord) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encoding idempotency record: %w", err)
+	}
+	k := &keyed{key: key, hash: hashKey(key)}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(keysBucket)
-		if b.Get([]byte(key)) != nil {
-			return seats.ErrKeyUsed
+		if used, err := s.keyUsed(tx, k); err != nil || used {
+			return cmp.Or(err, seats.ErrKeyUsed)
 		}
-		return putJSON(b, key, rec)
+		return s.appendKey(tx, k.hash, entry(key, raw))
 	})
+}
+
+// keyed is a write's idempotency key, hashed for the index and with its
+// log entry begun (the record's head, all but the session), before the
+// write waits for its group: the committing goroutine, which every write
+// waits for, only appends the session.
+type keyed struct {
+	key  string
+	hash keyHash
+	head []byte
+}
+
+// newKeyed is key made ready for a write at now; nil without a key.
+func newKeyed(key *seats.Idempotency, now time.Time) (*keyed, error) {
+	if key == nil {
+		return nil, nil
+	}
+	head, err := key.AppendRecordHead(entryHead(key.Key, 0), now)
+	if err != nil {
+		return nil, fmt.Errorf("encoding idempotency record: %w", err)
+	}
+	return &keyed{key: key.Key, hash: hashKey(key.Key), head: head}, nil
+}
+
+// keyUsed reports, inside the committing transaction, whether a write's
+// key (if any) has a record.
+func (s *Store) keyUsed(tx *bolt.Tx, k *keyed) (bool, error) {
+	if k == nil {
+		return false, nil
+	}
+	return s.used(tx, k.key, k.hash)
 }
 
 // batch runs fn in a group commit, passing domain errors through: a
@@ -388,17 +449,15 @@ func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 // putSession writes a session and, with key, the write's idempotency
 // record, encoding the session once for both.
-func putSession(tx *bolt.Tx, sess seats.Session, now time.Time, key *seats.Idempotency) error {
+func (s *Store) putSession(tx *bolt.Tx, sess seats.Session, key *keyed) error {
 	raw, err := encodeSession(&sess)
 	if err != nil {
 		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
 	}
 	if key != nil {
-		rec, err := key.EncodeRecord(raw, now)
-		if err != nil {
-			return fmt.Errorf("encoding idempotency record: %w", err)
-		}
-		if err := tx.Bucket(keysBucket).Put([]byte(key.Key), rec); err != nil {
+		// A fresh entry each run: a member may run again after a rollback.
+		e := seats.CloseRecord(append(make([]byte, 0, len(key.head)+len(raw)+1), key.head...), raw)
+		if err := s.appendKey(tx, key.hash, e); err != nil {
 			return err
 		}
 	}
@@ -411,14 +470,6 @@ func putSeat(b *bolt.Bucket, seat *seats.Seat) error {
 		return fmt.Errorf("encoding seat %s: %w", seat.ID, err)
 	}
 	return b.Put([]byte(seat.ID), raw)
-}
-
-func putJSON(b *bolt.Bucket, key string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", key, err)
-	}
-	return b.Put([]byte(key), raw)
 }
 
 // getSession reads a session (decodeSession); ErrNotFound if there is none.

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -40,9 +41,14 @@ func TestPurgeKeys(t *testing.T) {
 	}
 	// More old records than one delete takes, written in one transaction.
 	many := 2*purgeChunk + 7
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	raw, err := json.Marshal(seats.KeyRecord{ClaimedAt: old, Status: 409})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.commit.do(ctx, func(tx *bolt.Tx) error {
 		for i := range many {
-			if err := putJSON(tx.Bucket(keysBucket), fmt.Sprint("old-", i), seats.KeyRecord{ClaimedAt: old, Status: 409}); err != nil {
+			key := fmt.Sprint("old-", i)
+			if err := s.appendKey(tx, hashKey(key), entry(key, raw)); err != nil {
 				return err
 			}
 		}

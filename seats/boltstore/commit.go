@@ -37,6 +37,9 @@ var errClosed = errors.New("seat store closed")
 // commit, and a failed commit fails every member.
 type committer struct {
 	db *bolt.DB
+	// hooks learns of every transaction's start and end (the store's
+	// in-memory index of idempotency records follows its commits).
+	hooks txHooks
 	// queue is unbuffered: a waiting write is a sender blocked on it, so a
 	// write that was never received can give up (its context, Close) with
 	// nothing written, and one that was received always runs (its done
@@ -65,8 +68,15 @@ type write struct {
 	done chan error
 }
 
-func newCommitter(db *bolt.DB) *committer {
-	c := &committer{db: db, queue: make(chan *write), stop: make(chan struct{}), done: make(chan struct{})}
+// txHooks is told when the committer begins a transaction and whether
+// it committed, before any member is answered.
+type txHooks interface {
+	begin()
+	end(committed bool)
+}
+
+func newCommitter(db *bolt.DB, hooks txHooks) *committer {
+	c := &committer{db: db, hooks: hooks, queue: make(chan *write), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -175,12 +185,16 @@ func (c *committer) commit(group []*write) {
 	}
 }
 
-// update is bbolt's DB.Update, counting the time its Commit takes.
+// update is bbolt's DB.Update, counting the time its Commit takes and
+// telling the hooks.
 func (c *committer) update(fn func(*bolt.Tx) error) error {
 	tx, err := c.db.Begin(true)
 	if err != nil {
 		return err
 	}
+	c.hooks.begin()
+	committed := false
+	defer func() { c.hooks.end(committed) }()
 	defer func() {
 		if tx.DB() != nil { // not committed: a panic in bbolt
 			_ = tx.Rollback()
@@ -194,6 +208,7 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 	err = tx.Commit()
 	c.syncing.Add(int64(time.Since(start)))
 	if err == nil {
+		committed = true
 		stats := tx.Stats()
 		c.pages.Add(stats.GetWrite())
 	}

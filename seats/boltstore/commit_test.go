@@ -206,5 +206,5 @@ func TestWriteGivesUpBeforeItsGroup(t *testing.T) {
 	if err := s.commit.do(context.Background(), func(*bolt.Tx) error { return nil }); !errors.Is(err, errClosed) {
 		t.Fatalf("a write after close: %v", err)
 	}
-	s.commit = newCommitter(s.db) // for Close
+	s.commit = newCommitter(s.db, s.keys) // for Close
 }
