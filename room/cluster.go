@@ -8,8 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
@@ -23,48 +21,6 @@ const tickEvery = time.Second
 // tries again: a down store costs one call deadline per StoreCool, not one
 // per request.
 const StoreCool = time.Second
-
-// cluster is a room's link to its state store: the control state it
-// shares and the ledger (each lane holds its budget). Nil in a Shared on
-// memory.
-type cluster struct {
-	store   *roomstate.Guard
-	set     storeSettings
-	key     string
-	mu      sync.Mutex // serialises commits and adoptions
-	version uint64
-	// shown mirrors version for the admin API, which must not wait for a
-	// commit in progress.
-	shown atomic.Uint64
-	// joined: the stored state was adopted (or this node's stored). Set
-	// under mu; read without it on the request path.
-	joined  atomic.Bool
-	ticked  time.Time
-	pending *Settings // a config the store could not take yet
-	share   float64   // this node's share of the rate, under Shared.mu
-	nodes   int
-	// changed is when this node last saw the number of nodes change (or
-	// started); window how far back a room measures its demand. Until a
-	// window has passed since a change, every node's demand still counts
-	// visitors the change moved, and the shares get rejoinHeadroom.
-	changed time.Time
-	window  time.Duration
-	// sweeper deletes the store's expired items, for a store without a
-	// TTL of its own (bolt); swept is when the room's loop last asked it.
-	sweeper sweeper
-	swept   time.Time
-	// storedOrigin is the fifo rank origins the store holds as far as this
-	// node knows (originOf), under mu: a node that set one stores it.
-	storedOrigin string
-	// backlog holds the places admitted from memory while the store
-	// failed (on_unavailable local), written back by the room's loop.
-	backlog *roomstate.Backlog
-}
-
-// sweeper is a store whose owner deletes its expired items (boltstore).
-type sweeper interface {
-	Sweep(ctx context.Context, now time.Time) (int, error)
-}
 
 // SweepEvery is how often a room's loop sweeps its store's expired items.
 const SweepEvery = time.Minute
@@ -108,14 +64,6 @@ func (sh *Shared) WriteBack(ctx context.Context, now time.Time) {
 	sh.observer().WrittenBack(written, twice)
 }
 
-// laneKey is where a lane's per-node observations are published.
-func laneKey(room, lane, what string) string {
-	if lane == "" {
-		return room + "#" + what
-	}
-	return room + "~" + lane + "#" + what
-}
-
 // NewSharedOn creates a room's shared state on an opened state store (nil
 // for memory). It does not touch the store: Join does, once the config is
 // certain to run, so that nodes on one store are one room and a restarted
@@ -150,68 +98,6 @@ func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate
 		}
 	}
 	return sh, nil
-}
-
-// rankBlock is the most arrival ranks a node reserves from the shared
-// counter in one store write; rankAge how long it keeps a block before it
-// drops the rest (roomstate.Ranks): arrivals at different nodes are ranked
-// out of order only when less than rankAge apart, far below any luck
-// window, and a node that crashes or ages a block leaves at most rankBlock
-// ranks unclaimed (docs/SCALING.md, "Arrival ranks").
-const (
-	rankBlock = 64
-	rankAge   = time.Second
-)
-
-// sizeBudgets sets each lane's budget windows from the configured rate
-// and burst and the lane's share of them, not from the rate of the moment
-// (a capacity room's derived rate may fall near zero, which would make
-// them as long as an hour, and changes every tick): every node sizes them
-// alike from the config the room's nodes share. It runs with every
-// rebalance, so every change of rate or burst (config, admin API, a stored
-// config adopted) sizes them. Callers hold sh.mu.
-func (sh *Shared) sizeBudgets() error {
-	for _, l := range sh.lanes() {
-		if l.quota == nil {
-			continue
-		}
-		if err := l.quota.SetWindow(roomstate.WindowFor(sh.rate*l.share, math.Max(1, sh.burst*l.share))); err != nil {
-			return fmt.Errorf("lane %q: %w", l.name, err)
-		}
-		// A capacity room's rate falls as the site fills: a slot given
-		// ahead would take its admission at the rate before the cut.
-		l.quota.SetNowOnly(sh.capacity > 0)
-	}
-	return nil
-}
-
-// attachLane links a lane's room to the store: the shared budget, and in a
-// fifo room the shared rank counter.
-func (sh *Shared) attachLane(l *lane) error {
-	cl := sh.cluster
-	if l.quota == nil {
-		// The default lane's budget is the room's own key.
-		key := cl.key
-		if l.name != "" {
-			key = laneKey(cl.key, l.name, "budget")
-		}
-		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, sh.rate*l.share, math.Max(1, sh.burst*l.share), cl.set.OnUnavailable == OnUnavailableLocal)
-		if err != nil {
-			return fmt.Errorf("lane %q: %w", l.name, err)
-		}
-		q.SetRate(l.room.View(sh.now()).Rate)
-		l.quota = q
-	}
-	l.room.SetQuota(l.quota)
-	if sh.Room.View(sh.now()).Order != admission.OrderFIFO {
-		return nil
-	}
-	ranks, err := roomstate.NewRanks(cl.store, laneKey(cl.key, l.name, "ranks"), rankBlock)
-	if err != nil {
-		return err
-	}
-	l.room.SetRanker(ranks.MaxAge(rankAge, sh.clock))
-	return nil
 }
 
 // Join adopts the room's stored control state, or stores this node's when
@@ -761,10 +647,6 @@ func (sh *Shared) rateLead() time.Duration {
 	return 2 * time.Duration(sh.cluster.set.Poll)
 }
 
-// minCruiseStep is the least relative change of a lane's clock speed the
-// cluster's controller stores.
-const minCruiseStep = 0.01
-
 // RetryPending applies a config whose commit the store refused (it was
 // down, or the room had not joined yet), once it takes it. ClusterTick
 // calls it. On memory nothing waits.
@@ -865,37 +747,6 @@ const rejoinHeadroom = 1.5
 // minShare is the least share of the rate a node's bucket gets, over the
 // number of nodes.
 const minShare = 0.1
-
-// runCluster keeps the room in step with its store until ctx ends: it
-// polls the control state every poll period and ticks once a second.
-func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
-	cl := sh.cluster
-	poll := time.NewTicker(time.Duration(cl.set.Poll))
-	defer poll.Stop()
-	tick := time.NewTicker(tickEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			ret, cancel := context.WithTimeout(context.Background(), time.Duration(cl.set.CallTimeout))
-			for _, l := range sh.lanes() {
-				_ = l.quota.Return(ret)
-			}
-			cancel()
-			return
-		case <-poll.C:
-			if !cl.joined.Load() {
-				_ = sh.Join(ctx)
-				continue
-			}
-			_ = sh.Poll(ctx, now())
-		case <-tick.C:
-			_ = sh.ClusterTick(ctx, now())
-			sh.Sweep(ctx, now())
-			sh.WriteBack(ctx, now())
-		}
-	}
-}
 
 // ClusterStatus is the state store's part of a room's admin API figures.
 type ClusterStatus struct {

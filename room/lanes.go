@@ -3,68 +3,11 @@ package room
 import (
 	"fmt"
 	"math"
-	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
-
-// lane is one lane of a room: the default lane (name "") or a priority
-// lane. Each is an admission.Room of its own, with its own clock, bucket and
-// population, so the protocol runs unchanged and fairly inside each lane;
-// only the rate is split (docs/FAIRNESS.md, "Lanes").
-type lane struct {
-	name  string
-	share float64
-	room  *admission.Room
-	// quota is the lane's shared budget on a state store: it gives the
-	// lane's slots at every node (nil without a store).
-	quota    *roomstate.Quota
-	admitted atomic.Int64
-	// roomActive is whether the lane had visitors at any node at the
-	// last cluster tick (always false without a store).
-	roomActive atomic.Bool
-}
-
-// laneShares are the shares of the default lane and then of each rule.
-func laneShares(rules []laneRule) []float64 {
-	shares := []float64{1}
-	for _, r := range rules {
-		shares[0] -= r.share
-		shares = append(shares, r.share)
-	}
-	return shares
-}
-
-// newLanes builds the lanes of s, reusing the rooms of prev whose lane
-// still exists so a reload keeps every waiting place in a kept lane.
-func newLanes(s Settings, prev []*lane, now time.Time) ([]*lane, error) {
-	shares := laneShares(s.lanes)
-	names := []string{""}
-	for _, r := range s.lanes {
-		names = append(names, r.name)
-	}
-	out := make([]*lane, len(names))
-	for i, name := range names {
-		if j := slices.IndexFunc(prev, func(l *lane) bool { return l.name == name }); j >= 0 {
-			out[i] = &lane{name: name, share: shares[i], room: prev[j].room, quota: prev[j].quota}
-			out[i].admitted.Store(prev[j].admitted.Load())
-			out[i].roomActive.Store(prev[j].roomActive.Load())
-			continue
-		}
-		cfg := s.roomConfig()
-		cfg.Lane = name
-		cfg.Rate, cfg.Burst = s.Rate*shares[i], math.Max(1, s.Burst*shares[i])
-		room, err := admission.NewRoom(cfg, now)
-		if err != nil {
-			return nil, fmt.Errorf("lane %s: %w", name, err)
-		}
-		out[i] = &lane{name: name, share: shares[i], room: room}
-	}
-	return out, nil
-}
 
 // lanes are the room's lanes, the default one first.
 func (sh *Shared) lanes() []*lane { return *sh.lanesNow.Load() }
@@ -211,4 +154,74 @@ func (sh *Shared) EachLane(f func(name string, r *admission.Room)) {
 	for _, l := range sh.lanes() {
 		f(l.name, l.room)
 	}
+}
+
+// laneKey is where a lane's per-node observations are published.
+func laneKey(room, lane, what string) string {
+	if lane == "" {
+		return room + "#" + what
+	}
+	return room + "~" + lane + "#" + what
+}
+
+// rankBlock is the most arrival ranks a node reserves from the shared
+// counter in one store write; rankAge how long it keeps a block before it
+// drops the rest (roomstate.Ranks): arrivals at different nodes are ranked
+// out of order only when less than rankAge apart, far below any luck
+// window, and a node that crashes or ages a block leaves at most rankBlock
+// ranks unclaimed (docs/SCALING.md, "Arrival ranks").
+const (
+	rankBlock = 64
+	rankAge   = time.Second
+)
+
+// sizeBudgets sets each lane's budget windows from the configured rate
+// and burst and the lane's share of them, not from the rate of the moment
+// (a capacity room's derived rate may fall near zero, which would make
+// them as long as an hour, and changes every tick): every node sizes them
+// alike from the config the room's nodes share. It runs with every
+// rebalance, so every change of rate or burst (config, admin API, a stored
+// config adopted) sizes them. Callers hold sh.mu.
+func (sh *Shared) sizeBudgets() error {
+	for _, l := range sh.lanes() {
+		if l.quota == nil {
+			continue
+		}
+		if err := l.quota.SetWindow(roomstate.WindowFor(sh.rate*l.share, math.Max(1, sh.burst*l.share))); err != nil {
+			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+		// A capacity room's rate falls as the site fills: a slot given
+		// ahead would take its admission at the rate before the cut.
+		l.quota.SetNowOnly(sh.capacity > 0)
+	}
+	return nil
+}
+
+// attachLane links a lane's room to the store: the shared budget, and in a
+// fifo room the shared rank counter.
+func (sh *Shared) attachLane(l *lane) error {
+	cl := sh.cluster
+	if l.quota == nil {
+		// The default lane's budget is the room's own key.
+		key := cl.key
+		if l.name != "" {
+			key = laneKey(cl.key, l.name, "budget")
+		}
+		q, err := roomstate.NewQuota(cl.store, key, cl.set.BudgetBlock, sh.rate*l.share, math.Max(1, sh.burst*l.share), cl.set.OnUnavailable == OnUnavailableLocal)
+		if err != nil {
+			return fmt.Errorf("lane %q: %w", l.name, err)
+		}
+		q.SetRate(l.room.View(sh.now()).Rate)
+		l.quota = q
+	}
+	l.room.SetQuota(l.quota)
+	if sh.Room.View(sh.now()).Order != admission.OrderFIFO {
+		return nil
+	}
+	ranks, err := roomstate.NewRanks(cl.store, laneKey(cl.key, l.name, "ranks"), rankBlock)
+	if err != nil {
+		return err
+	}
+	l.room.SetRanker(ranks.MaxAge(rankAge, sh.clock))
+	return nil
 }

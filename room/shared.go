@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 
 	"github.com/fairgate/fairgate/admission/tokens"
 )
@@ -146,81 +146,6 @@ func appliedOf(s Settings) applied {
 		order: s.order, luck: time.Duration(s.LuckWindow), capacity: float64(s.Capacity)}
 }
 
-// reconfigure applies what a new config changed. Every room setting a
-// config holds is applied here, so each takes effect on a reload.
-func (sh *Shared) reconfigure(s Settings, now time.Time) error {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	want := appliedOf(s)
-	// The room's own order, not the applied one: a stored config (several
-	// nodes) does not carry it.
-	if err := checkOrderKept(want, applied{order: sh.Room.View(now).Order}); err != nil {
-		return err
-	}
-	// Before the lanes: a new lane's shared budget is sized by them.
-	changed := want.rate != sh.applied.rate || want.burst != sh.applied.burst || want.capacity != sh.applied.capacity
-	if changed {
-		sh.rate, sh.burst = want.rate, want.burst
-		sh.setCapacityLocked(want.capacity)
-	}
-	if !slices.Equal(want.lanes, sh.applied.lanes) {
-		// A new lane starts in the room's current state and difficulty; a
-		// kept lane keeps its room untouched, and its places their grid.
-		prev := sh.lanes()
-		lanes, err := newLanes(s, prev, now)
-		if err != nil {
-			return fmt.Errorf("applying lanes: %w", err)
-		}
-		v := sh.Room.View(now)
-		for _, l := range lanes {
-			if slices.ContainsFunc(prev, func(p *lane) bool { return p.room == l.room }) {
-				continue
-			}
-			if sh.cluster != nil {
-				if err := sh.attachLane(l); err != nil {
-					return fmt.Errorf("applying lanes: %w", err)
-				}
-			}
-			if err := l.room.SetState(v.State, v.SaleStart, now); err != nil {
-				return fmt.Errorf("applying lanes: %w", err)
-			}
-			if err := l.room.SetDifficulty(v.Difficulty); err != nil {
-				return fmt.Errorf("applying lanes: %w", err)
-			}
-		}
-		sh.lanesNow.Store(&lanes)
-	}
-	if want.state != sh.applied.state || !want.saleStart.Equal(sh.applied.saleStart) {
-		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetState(want.state, want.saleStart, now) }); err != nil {
-			return fmt.Errorf("applying state: %w", err)
-		}
-	}
-	sh.active.SetWindow(s.activeWindow)
-	if err := sh.rebalance(now, changed); err != nil {
-		return fmt.Errorf("applying rate: %w", err)
-	}
-	if want.difficulty != sh.applied.difficulty {
-		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetDifficulty(want.difficulty) }); err != nil {
-			return fmt.Errorf("applying difficulty: %w", err)
-		}
-	}
-	if want.tau != sh.applied.tau || want.adaptive != sh.applied.adaptive {
-		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetTau(want.tau, want.adaptive, now) }); err != nil {
-			return fmt.Errorf("applying tau: %w", err)
-		}
-	}
-	if want.luck != sh.applied.luck {
-		if err := sh.eachRoom(func(r *admission.Room) error { return r.SetLuck(want.luck) }); err != nil {
-			return fmt.Errorf("applying luck_window: %w", err)
-		}
-	}
-	if want.ledgerSize != sh.applied.ledgerSize {
-		sh.memory.SetCapacity(want.ledgerSize)
-	}
-	sh.applied = want
-	return nil
-}
-
 // ClosedReason is why the room is closed ("sold_out" or "").
 func (sh *Shared) ClosedReason() string {
 	sh.mu.Lock()
@@ -256,44 +181,6 @@ func (sh *Shared) keys(cfg tokens.KeysConfig) (ring *tokens.KeyRing, generated b
 }
 
 func (sh *Shared) now() time.Time { return sh.clock() }
-
-// Run lets the room's controller adjust the clock once a second until ctx
-// ends. One goroutine per room, whichever front door owns it. On a state
-// store it also keeps the room in step with the other nodes: polling the
-// control state, publishing this node's observations, and ticking for the
-// cluster when no other node did.
-func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
-	if sh.cluster != nil {
-		sh.runCluster(ctx, now)
-		return
-	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			sh.Tick(now())
-		}
-	}
-}
-
-// Tick lets each lane's controller adjust its clock, then splits the rate
-// between the lanes that have visitors now. Run calls it once a second;
-// a simulation in its own time calls it itself.
-func (sh *Shared) Tick(now time.Time) {
-	for _, l := range sh.lanes() {
-		l.room.Tick(now)
-	}
-	tally := sh.active.Tally(now, admission.CapacityLookahead)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.tally = tally
-	sh.steerLocked(time.Time{})
-	// The rate was validated when set; rebalance cannot fail on it.
-	_ = sh.rebalance(now, false)
-}
 
 // setCapacityLocked sizes the room by capacity (0: by its rate). A room
 // that starts counting starts from the floor rate: the first tick sets the
@@ -395,3 +282,49 @@ func (sh *Shared) Fits(s Settings) error {
 // OnSite is the visitors counted on the site at now: passes presented at
 // this node within the active window.
 func (sh *Shared) OnSite(now time.Time) float64 { return sh.active.Count(now) }
+
+// cluster is a room's link to its state store: the control state it
+// shares and the ledger (each lane holds its budget). Nil in a Shared on
+// memory.
+type cluster struct {
+	store   *roomstate.Guard
+	set     storeSettings
+	key     string
+	mu      sync.Mutex // serialises commits and adoptions
+	version uint64
+	// shown mirrors version for the admin API, which must not wait for a
+	// commit in progress.
+	shown atomic.Uint64
+	// joined: the stored state was adopted (or this node's stored). Set
+	// under mu; read without it on the request path.
+	joined  atomic.Bool
+	ticked  time.Time
+	pending *Settings // a config the store could not take yet
+	share   float64   // this node's share of the rate, under Shared.mu
+	nodes   int
+	// changed is when this node last saw the number of nodes change (or
+	// started); window how far back a room measures its demand. Until a
+	// window has passed since a change, every node's demand still counts
+	// visitors the change moved, and the shares get rejoinHeadroom.
+	changed time.Time
+	window  time.Duration
+	// sweeper deletes the store's expired items, for a store without a
+	// TTL of its own (bolt); swept is when the room's loop last asked it.
+	sweeper sweeper
+	swept   time.Time
+	// storedOrigin is the fifo rank origins the store holds as far as this
+	// node knows (originOf), under mu: a node that set one stores it.
+	storedOrigin string
+	// backlog holds the places admitted from memory while the store
+	// failed (on_unavailable local), written back by the room's loop.
+	backlog *roomstate.Backlog
+}
+
+// sweeper is a store whose owner deletes its expired items (boltstore).
+type sweeper interface {
+	Sweep(ctx context.Context, now time.Time) (int, error)
+}
+
+// minCruiseStep is the least relative change of a lane's clock speed the
+// cluster's controller stores.
+const minCruiseStep = 0.01

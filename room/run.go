@@ -1,0 +1,77 @@
+package room
+
+import (
+	"context"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+)
+
+// Run lets the room's controller adjust the clock once a second until ctx
+// ends. One goroutine per room, whichever front door owns it. On a state
+// store it also keeps the room in step with the other nodes: polling the
+// control state, publishing this node's observations, and ticking for the
+// cluster when no other node did.
+func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
+	if sh.cluster != nil {
+		sh.runCluster(ctx, now)
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sh.Tick(now())
+		}
+	}
+}
+
+// Tick lets each lane's controller adjust its clock, then splits the rate
+// between the lanes that have visitors now. Run calls it once a second;
+// a simulation in its own time calls it itself.
+func (sh *Shared) Tick(now time.Time) {
+	for _, l := range sh.lanes() {
+		l.room.Tick(now)
+	}
+	tally := sh.active.Tally(now, admission.CapacityLookahead)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.tally = tally
+	sh.steerLocked(time.Time{})
+	// The rate was validated when set; rebalance cannot fail on it.
+	_ = sh.rebalance(now, false)
+}
+
+// runCluster keeps the room in step with its store until ctx ends: it
+// polls the control state every poll period and ticks once a second.
+func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
+	cl := sh.cluster
+	poll := time.NewTicker(time.Duration(cl.set.Poll))
+	defer poll.Stop()
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			ret, cancel := context.WithTimeout(context.Background(), time.Duration(cl.set.CallTimeout))
+			for _, l := range sh.lanes() {
+				_ = l.quota.Return(ret)
+			}
+			cancel()
+			return
+		case <-poll.C:
+			if !cl.joined.Load() {
+				_ = sh.Join(ctx)
+				continue
+			}
+			_ = sh.Poll(ctx, now())
+		case <-tick.C:
+			_ = sh.ClusterTick(ctx, now())
+			sh.Sweep(ctx, now())
+			sh.WriteBack(ctx, now())
+		}
+	}
+}
