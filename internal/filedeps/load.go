@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // listed is the part of `go list -json` that Load reads.
@@ -106,4 +107,20 @@ func check(p listed, exports map[string]string) (Graph, error) {
 		return Graph{}, fmt.Errorf("type-checking %s: %w", p.ImportPath, err)
 	}
 	return Build(fset, pkg, files, info), nil
+}
+
+// CheckAcyclic loads the packages the patterns name and reports each cycle
+// among a package's files as an error.
+func CheckAcyclic(ctx context.Context, dir string, patterns ...string) error {
+	graphs, err := Load(ctx, dir, patterns...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, g := range graphs {
+		for _, c := range g.Stack().Cycles {
+			errs = append(errs, fmt.Errorf("%s: files use each other in a cycle: %s", g.Package, strings.Join(c, " ")))
+		}
+	}
+	return errors.Join(errs...)
 }
