@@ -20,8 +20,6 @@ import (
 	"github.com/fairgate/fairgate/internal/wire"
 )
 
-type cookieNames struct{ wait, pass string }
-
 // ticketJSON is what the waiting page and apps learn of a waiting token.
 type ticketJSON = wire.Ticket
 
@@ -412,4 +410,11 @@ func safeReturn(ret string) string {
 		return "/"
 	}
 	return ret
+}
+
+// serveAsset serves an embedded asset at assets/<version>/<name>.
+func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
+	if !pages.ServeAsset(w, r, rest) {
+		writeError(w, http.StatusNotFound, "not_found", "no such asset")
+	}
 }

@@ -69,10 +69,3 @@ func (g *Gateway) serveClosed(w http.ResponseWriter, r *http.Request) {
 	}
 	g.pages.ServeClosed(w, r, lang, g.shared.ClosedReason() == "sold_out")
 }
-
-// serveAsset serves an embedded asset at assets/<version>/<name>.
-func serveAsset(w http.ResponseWriter, r *http.Request, rest string) {
-	if !pages.ServeAsset(w, r, rest) {
-		writeError(w, http.StatusNotFound, "not_found", "no such asset")
-	}
-}

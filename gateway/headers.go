@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+)
+
+// PassHeader carries the verified pass to the upstream. Client-sent
+// headers starting with HeaderPrefix are always removed first.
+const (
+	PassHeader   = "Fairgate-Pass"
+	HeaderPrefix = "Fairgate-"
+)
+
+// EndSessionHeader on the origin's answer to a request with a pass ends
+// the visitor's session: the pass stops counting as active at once and its
+// cookie is cleared. The gateway removes it; the visitor never sees it.
+const EndSessionHeader = "Fairgate-End-Session"
+
+// stripOwnHeaders removes every client-sent header in fairgate's namespace,
+// in either spelling: CGI, WSGI and Rack origins read `Fairgate_Pass` and
+// `Fairgate-Pass` alike as HTTP_FAIRGATE_PASS, so a forged underscore
+// spelling must not reach them either.
+func stripOwnHeaders(h http.Header) {
+	for name := range h {
+		// Every request pays this loop: a first byte other than the
+		// prefix's F or f (no other character folds to them) rules a name
+		// out before the prefix is compared.
+		if len(name) >= len(HeaderPrefix) && name[0]|0x20 == HeaderPrefix[0]|0x20 &&
+			strings.EqualFold(strings.ReplaceAll(name[:len(HeaderPrefix)], "_", "-"), HeaderPrefix) {
+			delete(h, name)
+		}
+	}
+}
+
+// hasOwnHeader reports whether h has the named fairgate header in either
+// spelling (see stripOwnHeaders).
+func hasOwnHeader(h http.Header, name string) bool {
+	for k := range h {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), name) {
+			return true
+		}
+	}
+	return false
+}
