@@ -84,6 +84,15 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 	return b.takeLocked(ctx, b.index(now), rate)
 }
 
+// takeIn takes one admission of the window holding at (never before now),
+// as Take; only the windows before now's are over.
+func (b *Budget) takeIn(ctx context.Context, at, now time.Time, rate float64) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forget(b.index(now))
+	return b.takeLocked(ctx, b.index(later(at, now)), rate)
+}
+
 // budgetLookahead is how many windows past its moment Reserve looks for
 // one with budget left.
 const budgetLookahead = 4096

@@ -363,3 +363,31 @@ func TestQuotaNowOnlyTakesNothingAhead(t *testing.T) {
 		t.Fatalf("the next window has %d of 2 left (%v): the refused attempts took the rest", got, err)
 	}
 }
+
+// A slot asked for a later window (a refused place held again) takes that
+// window's admission and leaves what this node holds of the current one:
+// the current window keeps giving slots from its block, and a refund there
+// is spent again.
+func TestQuotaNowOnlyLaterSlotKeepsTheCurrentWindow(t *testing.T) {
+	now := time.Unix(1_700_000_000, 200_000_000)
+	next := now.Truncate(time.Second).Add(time.Second)
+	q, err := roomstate.NewQuota(openBolt(t), "r", 4, 4, 4, false) // 1 s windows of 4, blocks of 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.SetNowOnly(true)
+	ctx := context.Background()
+	first, _, err := q.Reserve(ctx, now, now) // the current window's block: 3 left here
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slot, shared, err := q.Reserve(ctx, next, now); err != nil || !shared || !slot.Equal(next) {
+		t.Fatalf("a slot in the next window: %v, %v, %v", slot, shared, err)
+	}
+	q.Refund(first)
+	for i := range 4 {
+		if slot, shared, err := q.Reserve(ctx, now, now); err != nil || !shared || !slot.Equal(now) {
+			t.Fatalf("admission %d of the current window's block: %v, %v, %v", i+1, slot, shared, err)
+		}
+	}
+}

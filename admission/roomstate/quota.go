@@ -160,7 +160,7 @@ func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, bool
 	var slot time.Time
 	var err error
 	if nowOnly {
-		slot, err = reserveNow(ctx, b, rates, later(at, now))
+		slot, err = reserveNow(ctx, b, rates, at, now)
 	} else {
 		slot, err = b.Reserve(ctx, at, now, rates.at)
 	}
@@ -174,12 +174,14 @@ func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, bool
 	return time.Time{}, false, err
 }
 
-// reserveNow takes an admission of the window holding due, and of no
-// later one: one taken ahead when due's is spent would be taken at the
-// rate of the moment, and given in its window whatever the rate is then.
-func reserveNow(ctx context.Context, b *Budget, rates schedule, due time.Time) (time.Time, error) {
+// reserveNow takes an admission of the window holding at (never before
+// now), and of no later one: one taken ahead when that window is spent
+// would be taken at the rate of the moment, and given in its window
+// whatever the rate is then.
+func reserveNow(ctx context.Context, b *Budget, rates schedule, at, now time.Time) (time.Time, error) {
+	due := later(at, now)
 	idx := b.index(due)
-	ok, err := b.Take(ctx, due, rates.at(b.start(idx)))
+	ok, err := b.takeIn(ctx, due, now, rates.at(b.start(idx)))
 	switch {
 	case err != nil:
 		return time.Time{}, err
