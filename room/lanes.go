@@ -66,13 +66,14 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 	}
 	total, totalBurst := sh.rateInForce()
 	rates := admission.LaneRates(total, shares, active)
+	from := sh.budgetFrom()
 	for i, l := range lanes {
 		burst := math.Max(1, totalBurst*rates[i]/total)
 		if l.quota != nil {
 			// Each lane's shared budget gives its slots at the lane's
 			// rate across every node; the capacity controller's rate
 			// from the moment every node has it.
-			l.quota.SetRateFrom(rates[i], sh.admitFrom)
+			l.quota.SetRateFrom(rates[i], from)
 		}
 		if !force && l.room.View(now).Rate == rates[i] {
 			continue
@@ -87,6 +88,19 @@ func (sh *Shared) rebalance(now time.Time, force bool) error {
 		}
 	}
 	return nil
+}
+
+// budgetFrom is when the rate in force starts to size the lanes' shared
+// budget windows: admitFrom, once the room has joined its stored state.
+// Until then the rate this node has is its own, steered from a tally of
+// no visitors yet (about the ceiling), which no other node sizes any
+// window by: the first rate it adopts sizes the windows before admitFrom
+// too. Callers hold sh.mu.
+func (sh *Shared) budgetFrom() time.Time {
+	if sh.cluster != nil && !sh.cluster.joined.Load() {
+		return time.Time{}
+	}
+	return sh.admitFrom
 }
 
 // TotalRate is the room's rate and burst in force, all lanes together

@@ -1,0 +1,89 @@
+package room
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
+)
+
+// A node that joins a capacity room while the stored rate is scheduled
+// for windows ahead (Control.AdmitFrom) sizes the windows before it by
+// the stored rate, not by the rate it set itself from a tally of no
+// visitors yet: the window it joins in admits no more than the other
+// nodes let it.
+func TestAJoiningNodeSizesTheWindowsBeforeAdmitFromByTheStoredRate(t *testing.T) {
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	now := time.Unix(1_700_000_000, 0) // a window boundary
+	clock := func() time.Time { return now }
+	node := func(name string) *Shared {
+		t.Helper()
+		cfg := Config{Room: "cap", Capacity: 100, Rate: 20, StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: name}}
+		st, err := cfg.SettleStateStore("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := NewSharedOn(t.Context(), cfg, st, store, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sh.Join(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return sh
+	}
+	a, b := node("a"), node("b")
+	// The site fills: the controller's rate falls every tick, stored for
+	// the windows from two polls on.
+	for active := 80; active <= 90; active += 2 {
+		now = now.Add(time.Second)
+		for p := range active {
+			a.See(fmt.Sprint("pass", p), now)
+		}
+		for _, n := range []*Shared{a, b} {
+			if err := n.ClusterTick(t.Context(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range []*Shared{a, b} {
+			if err := n.Poll(t.Context(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a.mu.Lock()
+	admit, from := a.admit, a.admitFrom
+	a.mu.Unlock()
+	if !from.After(now) {
+		t.Fatalf("the stored rate %v is for the windows from %v, want after now (%v)", admit, from, now)
+	}
+	// Node b restarts, and joins.
+	b = node("b")
+	// The windows before from are sized by the rate before it at the
+	// other nodes, a little higher: a 1 s window at about 1/s admits 1
+	// or 2 (a fractional rate's limits alternate).
+	limit := 2 * admit
+	got := 0
+	for range 30 {
+		_, _, err := b.lanes()[0].quota.Reserve(t.Context(), now, now)
+		var spent *admission.QuotaSpentError
+		if errors.As(err, &spent) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	if float64(got) > limit {
+		t.Errorf("the joined node took %d admissions of the window it joined in, want at most %v (the stored rate %v/s)", got, limit, admit)
+	}
+}
