@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,4 +73,16 @@ func TestPurgeKeys(t *testing.T) {
 	if _, found, err := s.Key(ctx, "fresh"); err != nil || !found {
 		t.Fatalf("fresh record lost: %v %v", found, err)
 	}
+	// The index keeps only what the log keeps: a swept record costs no
+	// memory.
+	if got := indexed(s); len(got) != 1 || got[0] != hashKey("fresh") {
+		t.Fatalf("the index holds %d entries after the purge, want fresh's alone", len(got))
+	}
+}
+
+// indexed is the key hashes in a store's committed index.
+func indexed(s *Store) []keyHash {
+	s.keys.mu.RLock()
+	defer s.keys.mu.RUnlock()
+	return slices.Collect(maps.Keys(s.keys.seq))
 }

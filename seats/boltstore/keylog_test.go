@@ -62,6 +62,9 @@ func TestKeysOfRolledBackGroup(t *testing.T) {
 			if err != nil || found != commits || (found && rec.Fingerprint != key) {
 				t.Errorf("%s: found %v (want %v), record %+v, %v", key, found, commits, rec, err)
 			}
+			if _, ok := s.keys.lookup(hashKey(key)); ok != commits {
+				t.Errorf("%s: in the index %v, want %v", key, ok, commits)
+			}
 		}
 		for key, commits := range keys {
 			err := s.PutKey(context.Background(), key, seats.KeyRecord{ClaimedAt: storetest.T0, Fingerprint: key, Status: 409})
