@@ -184,6 +184,14 @@ func (b *Budget) forget(cur int64) {
 	}
 }
 
+// inUse is the start of the earliest window this budget may still give
+// an admission of: the window of the latest moment seen.
+func (b *Budget) inUse() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.start(b.cur)
+}
+
 // Refund puts back one admission taken for the given time, when the
 // admission was refused after the decision. An admission of a window that
 // has ended is gone: nobody can spend it any more. Nor is one this budget

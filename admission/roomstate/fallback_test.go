@@ -391,3 +391,44 @@ func TestQuotaNowOnlyLaterSlotKeepsTheCurrentWindow(t *testing.T) {
 		}
 	}
 }
+
+// A window under way keeps its rate however many changes are scheduled
+// for the windows after it (a poll of seconds stores one a tick for the
+// windows two polls ahead).
+func TestQuotaKeepsTheRateOfTheWindowUnderWay(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0) // a window boundary
+	// 1 s windows of 10.
+	q, err := roomstate.NewQuota(openBolt(t), "r", 1, 10, 10, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.SetNowOnly(true)
+	ctx := context.Background()
+	if _, _, err := q.Reserve(ctx, now, now); err != nil {
+		t.Fatal(err)
+	}
+	for tick := range 20 {
+		q.SetRateFrom(1, now.Add(10*time.Second+time.Duration(tick)*time.Second))
+	}
+	got := 1
+	for range 20 {
+		if _, _, err := q.Reserve(ctx, now, now); err != nil {
+			break
+		}
+		got++
+	}
+	if got != 10 {
+		t.Errorf("the window under way admitted %d, want its 10", got)
+	}
+	later := now.Add(40 * time.Second)
+	got = 0
+	for range 20 {
+		if _, _, err := q.Reserve(ctx, later, later); err != nil {
+			break
+		}
+		got++
+	}
+	if got != 1 {
+		t.Errorf("a window after the changes admitted %d, want 1", got)
+	}
+}

@@ -86,7 +86,7 @@ func (q *Quota) SetRate(rate float64) { q.SetRateFrom(rate, time.Time{}) }
 func (q *Quota) SetRateFrom(rate float64, from time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.rates = q.rates.with(rate, from)
+	q.rates = q.rates.with(rate, from).since(q.budget.inUse())
 }
 
 func (q *Quota) current() (*Budget, schedule) {
@@ -104,9 +104,11 @@ type rateStep struct {
 	rate float64
 }
 
-// scheduleSteps is how many changes a schedule remembers: one a tick,
-// kept well past the windows a slot may still be given in.
-const scheduleSteps = 8
+// scheduleSteps is the most changes a schedule remembers: one a tick for
+// longer than the longest window (WindowFor) and the polls ahead a change
+// is stored for, so only a budget no slot was taken from for an hour
+// loses one a window in use still needs.
+const scheduleSteps = 4096
 
 func steady(rate float64) schedule { return schedule{{rate: rate}} }
 
@@ -124,6 +126,16 @@ func (s schedule) with(rate float64, from time.Time) schedule {
 		keep = keep[n-scheduleSteps:]
 	}
 	return keep
+}
+
+// since is the schedule without the steps no window starting at or after
+// t is sized by: the windows before t are over.
+func (s schedule) since(t time.Time) schedule {
+	i := 0
+	for i+1 < len(s) && !s[i+1].from.After(t) {
+		i++
+	}
+	return s[i:]
 }
 
 // at is the target rate of a window starting at start.
