@@ -159,8 +159,7 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 // then, for a reserved place charged another slot's admission, charged
 // (8: a record of 25 bytes), or, for a used place that records who used
 // it, at (8), the length of by (1), by and pass (the rest). A record of
-// 17 bytes (one charged its own slot, or written before by and pass
-// were kept) reads as before.
+// 17 bytes is a place charged its own slot, with no by or pass.
 func encodePlace(p admission.Place, until time.Time) []byte {
 	v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
 	v = append(v, byte(p.State))
