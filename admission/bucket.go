@@ -104,8 +104,8 @@ func (b *bucket) level(now time.Time) float64 {
 	return tokens
 }
 
-// SetRate changes the refill rate and burst from now on, keeping any debt.
-func (b *bucket) SetRate(rate, burst float64, now time.Time) {
+// setRate changes the refill rate and burst from now on, keeping any debt.
+func (b *bucket) setRate(rate, burst float64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
@@ -157,8 +157,8 @@ func (b *bucket) at(now time.Time) (tokens float64, last time.Time) {
 	return tokens, last
 }
 
-// Burst is the most tokens the bucket holds.
-func (b *bucket) Burst() float64 {
+// currentBurst is the most tokens the bucket holds.
+func (b *bucket) currentBurst() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.burst

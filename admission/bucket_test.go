@@ -26,7 +26,7 @@ func TestBucket(t *testing.T) {
 	if got := b.level(t0.Add(time.Hour)); got != 3 {
 		t.Fatalf("level capped at burst: %v", got)
 	}
-	b.SetRate(1, 1, t0.Add(time.Hour))
+	b.setRate(1, 1, t0.Add(time.Hour))
 	if got := b.level(t0.Add(time.Hour)); got != 1 {
 		t.Fatalf("level after shrinking burst: %v", got)
 	}

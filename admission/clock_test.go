@@ -23,12 +23,12 @@ func TestClockAt(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct{ target, want float64 }{{0, 0}, {0.5, 15}, {1, 20}, {2, 32}} {
-		when, ok := c.When(t0, tt.target)
+		when, ok := c.when(t0, tt.target)
 		if !ok || math.Abs(when.Sub(t0).Seconds()-tt.want) > 1e-6 {
 			t.Errorf("When(%v) = %v, %v, want %vs", tt.target, when.Sub(t0), ok, tt.want)
 		}
 	}
-	if _, ok := (Clock{Origin: t0}).Then(t0, 0).When(t0, 1); ok {
+	if _, ok := (Clock{Origin: t0}).Then(t0, 0).when(t0, 1); ok {
 		t.Error("a frozen clock reached 1")
 	}
 	if got := c.SpeedAt(sec(25)); got != 0 {

@@ -23,9 +23,9 @@ type Controller struct {
 	MaxRise, MaxFall float64
 }
 
-// DefaultController rises by at most 25% and falls by at most 50% a step,
+// defaultController rises by at most 25% and falls by at most 50% a step,
 // between tau = 1 s and tau = 1 day.
-var DefaultController = Controller{MinSpeed: 1.0 / 86400, MaxSpeed: 1, MaxRise: 0.25, MaxFall: 0.5}
+var defaultController = Controller{MinSpeed: 1.0 / 86400, MaxSpeed: 1, MaxRise: 0.25, MaxFall: 0.5}
 
 // Next returns the speed to run at, given the current speed, the target
 // admissions per second, the estimated waiting population and the observed

@@ -5,7 +5,7 @@ import (
 )
 
 func TestController(t *testing.T) {
-	c := DefaultController
+	c := defaultController
 	tests := []struct {
 		name                                  string
 		current, target, population, eligible float64

@@ -103,7 +103,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	if !a.Visitor.matches(claims) {
 		return Decision{Outcome: OutcomeInvalid, Err: ErrIdentity, Claims: claims}
 	}
-	if claims.Lane != room.Lane() {
+	if claims.Lane != room.lane() {
 		return Decision{Outcome: OutcomeInvalid, Err: ErrLane, Claims: claims}
 	}
 	// One hash: cheaper than the signature check before it.

@@ -77,9 +77,6 @@ func NewGate(keys *tokens.KeyRing, policy Policy, ledger Ledger, opts ...GateOpt
 // Codec is the gate's token codec.
 func (g *Gate) Codec() *tokens.Codec { return g.codec }
 
-// Policy is the gate's policy with defaults filled in.
-func (g *Gate) Policy() Policy { return g.policy }
-
 // WaitToken is a waiting token and what the waiting page needs of it.
 type WaitToken struct {
 	// Token is a compact JWS the gate signed, or verified as one it

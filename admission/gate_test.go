@@ -26,7 +26,7 @@ func solve(t testing.TB, c *tokens.WaitClaims) string {
 func eligibleAt(t testing.TB, g *Gate, room *Room, c *tokens.WaitClaims, now time.Time) time.Time {
 	t.Helper()
 	v := g.Codec().Keys().Lottery(c.Lot)
-	when, ok := room.View(now).Clock.When(now, c.Srv+Threshold(v))
+	when, ok := room.View(now).Clock.when(now, c.Srv+Threshold(v))
 	if !ok {
 		t.Fatal("never eligible")
 	}
@@ -80,7 +80,7 @@ func TestDecideAdmitsOnceEligible(t *testing.T) {
 		if c.ID != first.ID || c.Lot != first.Lot || c.Ch != first.Ch || c.Srv != first.Srv || c.IssuedAt != first.IssuedAt {
 			t.Fatalf("re-signing moved a fixed claim: %+v vs %+v", c, first)
 		}
-		if d.RetryAfter < g.Policy().MinBackoff*3/4 || d.RetryAfter > g.Policy().MaxBackoff*5/4 {
+		if d.RetryAfter < g.policy.MinBackoff*3/4 || d.RetryAfter > g.policy.MaxBackoff*5/4 {
 			t.Fatalf("backoff %v out of bounds", d.RetryAfter)
 		}
 		prev, token, at = token, d.Next.Token, c.NextAttempt()
@@ -353,13 +353,13 @@ func TestCheckpointGrid(t *testing.T) {
 	for _, lot := range []string{"a", "b", "c"} {
 		grid := g.grid(&view, lot)
 		prev := grid.at(0)
-		if prev.Before(t0) || prev.Sub(t0) >= g.Policy().MinBackoff {
+		if prev.Before(t0) || prev.Sub(t0) >= g.policy.MinBackoff {
 			t.Fatalf("first point at %v", prev.Sub(t0))
 		}
 		for n := int64(1); n < 400; n++ {
 			p := grid.at(n)
 			gap := p.Sub(prev)
-			if gap < g.Policy().MinBackoff-time.Millisecond || gap > g.Policy().MaxBackoff+time.Millisecond {
+			if gap < g.policy.MinBackoff-time.Millisecond || gap > g.policy.MaxBackoff+time.Millisecond {
 				t.Fatalf("lot %s point %d: gap %v", lot, n, gap)
 			}
 			for _, probe := range []time.Time{prev, prev.Add(time.Millisecond), p.Add(-time.Millisecond)} {
@@ -410,11 +410,11 @@ func TestLateRespacedPlaceOutlivesItsDue(t *testing.T) {
 		t.Fatalf("late with the pacer in debt: %v (%v), want busy (re-spaced)", d.Outcome, d.Err)
 	}
 	due := d.Next.Claims.NextAttempt()
-	if due.Sub(late) > g.Policy().TokenTTL {
+	if due.Sub(late) > g.policy.TokenTTL {
 		t.Fatalf("re-spaced by %v, beyond TokenTTL: the test means nothing", due.Sub(late))
 	}
 	if exp := time.Unix(d.Next.Claims.ExpiresAt, 0); exp.Before(due) {
 		t.Errorf("re-spaced by %v (under TokenTTL %v): the new version expires %v, %v before its due, so the place is lost",
-			due.Sub(late), g.Policy().TokenTTL, exp.Sub(late), due.Sub(exp))
+			due.Sub(late), g.policy.TokenTTL, exp.Sub(late), due.Sub(exp))
 	}
 }

@@ -14,7 +14,7 @@ const lotteryTick = time.Second
 //
 // The room knows the key of every place presented to it over the last
 // window: the clock reading at which it becomes eligible (entry srv plus
-// its threshold, presence.Keys). The clock is set to pass the keys of the
+// its threshold, presence.keys). The clock is set to pass the keys of the
 // places waiting at the rate, the way fifo's counter passes ranks, instead
 // of at a speed guessed from a population count: that guess counts the
 // places already eligible but not yet judged as if they were still ahead
@@ -55,7 +55,7 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
 	}
 	s := v.Clock.At(now)
-	passed, ahead := r.presence.Keys(now, s)
+	passed, ahead := r.presence.keys(now, s)
 	if len(ahead) == 0 {
 		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
 	}

@@ -106,7 +106,7 @@ func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	if err != nil {
 		return 0, r.View(now), fmt.Errorf("taking an arrival rank: %w", err)
 	}
-	f.issues.Add(now, 1)
+	f.issues.add(now, 1)
 	raise(&f.top, rank+1)
 	if pre {
 		raise(&f.preTop, rank+1)
@@ -234,7 +234,7 @@ func (r *Room) luckSpan(now time.Time) float64 {
 	if r.fifo == nil {
 		return 0
 	}
-	rate := math.Max(r.fifo.issues.Rate(now), math.Float64frombits(r.fifo.roomIssues.Load()))
+	rate := math.Max(r.fifo.issues.rate(now), math.Float64frombits(r.fifo.roomIssues.Load()))
 	return r.fifo.luck.Seconds() * rate
 }
 
@@ -244,7 +244,7 @@ func (r *Room) IssueRate(now time.Time) float64 {
 	if r.fifo == nil {
 		return 0
 	}
-	return r.fifo.issues.Rate(now)
+	return r.fifo.issues.rate(now)
 }
 
 // NoteRoomIssueRate tells the room the ranks every node sharing it handed
@@ -298,7 +298,7 @@ func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
 // admitted, passed longer ago than a late place takes to come excepted, and
 // the keys of those it has still to pass, in order. Callers hold r.mu.
 func (r *Room) fifoKeys(v *View, now time.Time) (passed int, ahead []float64) {
-	return r.presence.KeysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), v.PreQueue)
+	return r.presence.keysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), v.PreQueue)
 }
 
 // noteKey records a post-start place's key and luck span, so the counter
@@ -392,7 +392,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	s := v.Clock.At(now)
 	passed, ahead := r.fifoKeys(v, now)
 	scale := 1.0
-	if local := r.presence.Count(now); local > 0 && population > local {
+	if local := r.presence.count(now); local > 0 && population > local {
 		scale = population / local
 	}
 	// The room's passed places: every node's sum when nodes publish it,
@@ -429,7 +429,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 	// luck counted in ranks stands for more time than the luck window, and
 	// waiting for the ranks would hold a place back far longer than its
 	// luck.
-	if r.fifo.issues.Rate(now) >= v.Rate {
+	if r.fifo.issues.rate(now) >= v.Rate {
 		top := float64(max(r.fifo.top.Load(), r.fifo.shared.Load()) - v.RankBase)
 		for k > 0 && ahead[k-1] > v.RankZero+top {
 			k--
@@ -607,7 +607,7 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	}
 	c := v.Clock.At(from) - v.RankZero
 	if key <= c {
-		return v.Clock.When(now, v.RankZero+key)
+		return v.Clock.when(now, v.RankZero+key)
 	}
 	if v.Rate <= 0 {
 		return time.Time{}, false

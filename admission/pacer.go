@@ -92,7 +92,7 @@ func (p *pacer) setRate(rate, burst float64, now time.Time) {
 			p.bucket.Refund(now)
 		}
 	}
-	p.bucket.SetRate(rate, pacerBurst(rate, burst), now)
+	p.bucket.setRate(rate, pacerBurst(rate, burst), now)
 	slices.SortFunc(ahead, func(a, b string) int { return p.due[a].Compare(p.due[b]) })
 	for _, place := range ahead {
 		p.due[place] = p.bucket.reserve(now)

@@ -24,8 +24,8 @@ func newRateWindow(length time.Duration) *rateWindow {
 	return &rateWindow{seconds: make([]float64, n), epochs: make([]int64, n)}
 }
 
-// Add adds x to the second containing now.
-func (w *rateWindow) Add(now time.Time, x float64) {
+// add adds x to the second containing now.
+func (w *rateWindow) add(now time.Time, x float64) {
 	sec := now.Unix()
 	i := int(sec % int64(len(w.seconds)))
 	w.mu.Lock()
@@ -36,15 +36,15 @@ func (w *rateWindow) Add(now time.Time, x float64) {
 	w.mu.Unlock()
 }
 
-// Rate is the sum over the complete seconds of the window ending before now,
+// rate is the sum over the complete seconds of the window ending before now,
 // divided by the window's length: recentRate over the whole window.
-func (w *rateWindow) Rate(now time.Time) float64 {
+func (w *rateWindow) rate(now time.Time) float64 {
 	return w.recentRate(now, time.Duration(len(w.seconds))*time.Second)
 }
 
 // recentRate is the sum over the last complete seconds of the window
 // ending before now, up to span (at least a second, at most the window),
-// divided by those seconds: the same count as Rate, over a shorter span.
+// divided by those seconds: the same count as rate, over a shorter span.
 func (w *rateWindow) recentRate(now time.Time, span time.Duration) float64 {
 	cur := now.Unix()
 	n := min(max(int64(span/time.Second), 1), int64(len(w.seconds)))
@@ -87,8 +87,8 @@ func newPresence(span time.Duration) *presence {
 	return &presence{span: max(span, time.Second), cur: map[string]presentKey{}, prev: map[string]presentKey{}}
 }
 
-// See records place as present at now, with its key.
-func (p *presence) See(now time.Time, place string, key float64) {
+// seeKey records place as present at now, with its key.
+func (p *presence) seeKey(now time.Time, place string, key float64) {
 	p.see(now, place, presentKey{base: key})
 }
 
@@ -105,16 +105,16 @@ func (p *presence) see(now time.Time, place string, key presentKey) {
 	p.cur[place] = key
 }
 
-// Keys splits the places seen over the last two spans at the clock reading
+// keys splits the places seen over the last two spans at the clock reading
 // s: passed is how many have a key at or below s (eligible, not yet
 // admitted), ahead the keys above it, sorted.
-func (p *presence) Keys(now time.Time, s float64) (passed int, ahead []float64) {
-	return p.KeysFrom(now, math.Inf(-1), s, 0)
+func (p *presence) keys(now time.Time, s float64) (passed int, ahead []float64) {
+	return p.keysFrom(now, math.Inf(-1), s, 0)
 }
 
-// KeysFrom is Keys counting as passed only the keys above from: those the
+// keysFrom is keys counting as passed only the keys above from: those the
 // clock passed since it read from. preQueue is the fifo pre-queue's size.
-func (p *presence) KeysFrom(now time.Time, from, s, preQueue float64) (passed int, ahead []float64) {
+func (p *presence) keysFrom(now time.Time, from, s, preQueue float64) (passed int, ahead []float64) {
 	p.mu.Lock()
 	p.rotate(now)
 	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
@@ -147,9 +147,9 @@ func (p *presence) forget(place string) {
 	delete(p.prev, place)
 }
 
-// Count is the number of distinct places seen in the last complete span, or
+// count is the number of distinct places seen in the last complete span, or
 // in the current one if it already saw more.
-func (p *presence) Count(now time.Time) float64 {
+func (p *presence) count(now time.Time) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rotate(now)

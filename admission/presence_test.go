@@ -10,16 +10,16 @@ import (
 func TestWindowRate(t *testing.T) {
 	w := newRateWindow(10 * time.Second)
 	for i := range 10 {
-		w.Add(t0.Add(time.Duration(i)*time.Second), 5)
+		w.add(t0.Add(time.Duration(i)*time.Second), 5)
 	}
 	// The second in progress is not counted.
-	if got := w.Rate(t0.Add(9 * time.Second)); got != 4.5 {
+	if got := w.rate(t0.Add(9 * time.Second)); got != 4.5 {
 		t.Fatalf("Rate = %v, want 4.5", got)
 	}
-	if got := w.Rate(t0.Add(10 * time.Second)); got != 5 {
+	if got := w.rate(t0.Add(10 * time.Second)); got != 5 {
 		t.Fatalf("Rate = %v, want 5", got)
 	}
-	if got := w.Rate(t0.Add(time.Minute)); got != 0 {
+	if got := w.rate(t0.Add(time.Minute)); got != 0 {
 		t.Fatalf("stale seconds counted: %v", got)
 	}
 }
@@ -32,7 +32,7 @@ func TestWindowRecentRate(t *testing.T) {
 		if i >= 7 {
 			x = 10
 		}
-		w.Add(t0.Add(time.Duration(i)*time.Second), x)
+		w.add(t0.Add(time.Duration(i)*time.Second), x)
 	}
 	now := t0.Add(10 * time.Second)
 	for _, c := range []struct {
@@ -42,30 +42,30 @@ func TestWindowRecentRate(t *testing.T) {
 		{3 * time.Second, 10},
 		{5 * time.Second, (2 + 30) / 5.0},
 		{0, 10},                        // at least a second
-		{time.Minute, (7 + 30) / 10.0}, // at most the window: Rate
+		{time.Minute, (7 + 30) / 10.0}, // at most the window: rate
 		{1500 * time.Millisecond, 10},
 	} {
 		if got := w.recentRate(now, c.span); got != c.want {
 			t.Errorf("recentRate(%v) = %v, want %v", c.span, got, c.want)
 		}
 	}
-	if got, want := w.recentRate(now, time.Minute), w.Rate(now); got != want {
+	if got, want := w.recentRate(now, time.Minute), w.rate(now); got != want {
 		t.Errorf("recentRate over the window %v, Rate %v", got, want)
 	}
 }
 
 // TestPresence: a place presented over and over counts once; the count is
 // the last complete span's (or the current one's, when larger); a span
-// with nobody forgets everyone; Keys splits the places at a clock reading;
+// with nobody forgets everyone; keys splits the places at a clock reading;
 // an admitted place is forgotten at once.
 func TestPresence(t *testing.T) {
 	seen := func() *presence { // a place hammering every 50 ms, and two quiet ones
 		p := newPresence(10 * time.Second)
 		for i := range 100 {
-			p.See(t0.Add(time.Duration(i)*50*time.Millisecond), "hammer", 5)
+			p.seeKey(t0.Add(time.Duration(i)*50*time.Millisecond), "hammer", 5)
 		}
-		p.See(t0.Add(time.Second), "a", 1)
-		p.See(t0.Add(2*time.Second), "b", 9)
+		p.seeKey(t0.Add(time.Second), "a", 1)
+		p.seeKey(t0.Add(2*time.Second), "b", 9)
 		return p
 	}
 	for _, tc := range []struct {
@@ -76,17 +76,17 @@ func TestPresence(t *testing.T) {
 		{12 * time.Second, 3}, // the last complete span
 		{25 * time.Second, 0}, // a whole span with nobody
 	} {
-		if got := seen().Count(t0.Add(tc.at)); got != tc.want {
+		if got := seen().count(t0.Add(tc.at)); got != tc.want {
 			t.Errorf("Count at %v = %v, want %v", tc.at, got, tc.want)
 		}
 	}
 	p := seen()
-	passed, ahead := p.Keys(t0.Add(5*time.Second), 5)
+	passed, ahead := p.keys(t0.Add(5*time.Second), 5)
 	if passed != 2 || len(ahead) != 1 || ahead[0] != 9 {
 		t.Fatalf("Keys at 5 = %d passed, ahead %v; want 2 passed (a, hammer), ahead [9]", passed, ahead)
 	}
 	p.forget("hammer")
-	if got := p.Count(t0.Add(5 * time.Second)); got != 2 {
+	if got := p.count(t0.Add(5 * time.Second)); got != 2 {
 		t.Fatalf("Count after Forget = %v, want 2", got)
 	}
 }
@@ -97,7 +97,7 @@ func TestPresence(t *testing.T) {
 func TestPresencePreQueueKeyFollowsItsSize(t *testing.T) {
 	p := newPresence(time.Minute)
 	p.seePreQueue(t0, "early", 100, 0.5) // seen when the pre-queue held 10
-	p.See(t0, "later", 130)
+	p.seeKey(t0, "later", 130)
 	for _, tt := range []struct {
 		preQueue float64
 		want     []float64
@@ -105,7 +105,7 @@ func TestPresencePreQueueKeyFollowsItsSize(t *testing.T) {
 		{10, []float64{105, 130}},
 		{100, []float64{130, 150}},
 	} {
-		passed, ahead := p.KeysFrom(t0, math.Inf(-1), 100, tt.preQueue)
+		passed, ahead := p.keysFrom(t0, math.Inf(-1), 100, tt.preQueue)
 		if passed != 0 || !slices.Equal(ahead, tt.want) {
 			t.Errorf("pre-queue of %v: passed %d, ahead %v; want 0 and %v", tt.preQueue, passed, ahead, tt.want)
 		}

@@ -66,7 +66,7 @@ type RoomConfig struct {
 	// Window is how far back population and eligibility are measured; it
 	// should be at least the longest backoff.
 	Window time.Duration
-	// Controller bounds the speed changes; the zero value means DefaultController.
+	// Controller bounds the speed changes; the zero value means defaultController.
 	Controller Controller
 	// Memory is how far back the room remembers its clock, so an attempt is
 	// judged at the checkpoint its token names even when presented late. It
@@ -315,7 +315,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	}
 	ctl := cfg.Controller
 	if ctl == (Controller{}) {
-		ctl = DefaultController
+		ctl = defaultController
 	}
 	r := &Room{
 		stored:     cfg.State,
@@ -370,13 +370,13 @@ func (r *Room) View(now time.Time) View {
 // Name is the room's name, the audience of its tokens.
 func (r *Room) Name() string { return r.view.Load().Name }
 
-// Lane is the lane the room judges, empty for the default lane.
-func (r *Room) Lane() string { return r.view.Load().Lane }
+// lane is the lane the room judges, empty for the default lane.
+func (r *Room) lane() string { return r.view.Load().Lane }
 
 // Active reports whether the room had visitors over the last window: a
 // place presented, or found eligible (admitted, or given a slot).
 func (r *Room) Active(now time.Time) bool {
-	return r.presence.Count(now) > 0 || r.eligible.Rate(now) > 0
+	return r.presence.count(now) > 0 || r.eligible.rate(now) > 0
 }
 
 // SetState changes the state at now. Changing to scheduled needs saleStart.
@@ -431,7 +431,7 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.bucket.setRate(rate, math.Max(1, burst), now)
 	r.pacer.setRate(rate, burst, now)
 	v := *r.view.Load()
 	v.Rate = rate
@@ -463,7 +463,7 @@ func (r *Room) SetDifficulty(bits int) error {
 // the places seen (see tickLottery); in fifo the counter passes theirs (see
 // fifoSpeed).
 func (r *Room) Tick(now time.Time) {
-	r.TickWith(now, r.presence.Count(now), r.eligible.Rate(now))
+	r.TickWith(now, r.presence.count(now), r.eligible.rate(now))
 }
 
 // fifoTick ticks a fifo room's counter and publishes it. Callers hold r.mu.
@@ -577,7 +577,7 @@ func (r *Room) openBucket(opens time.Time) {
 // room's shared budget caps the nodes together (with on_unavailable local,
 // not during an outage: docs/FAIRNESS.md, "Known limits").
 func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
-	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.bucket.setRate(rate, math.Max(1, burst), now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.
@@ -616,7 +616,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	if r.fifo != nil && v.RankSet {
 		// The counter stops at the last key handed out (Tick moves the
 		// stop as places arrive).
-		if stop, ok := v.Clock.When(now, r.fifoLimit(v)); ok {
+		if stop, ok := v.Clock.when(now, r.fifoLimit(v)); ok {
 			v.Clock = v.Clock.Then(stop, 0)
 		}
 	}
@@ -692,7 +692,7 @@ func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.level(now) }
 // reading at which it is eligible. Only that counts for the population:
 // taking a token costs nothing and proves nobody is waiting.
 func (r *Room) ObservePresent(now time.Time, place string, key float64) {
-	r.presence.See(now, place, key)
+	r.presence.seeKey(now, place, key)
 }
 
 // observePreQueuePresent is ObservePresent for a place in a fifo room's
@@ -712,15 +712,15 @@ func (r *Room) observeAdmitted(place string, now time.Time) {
 // observeEligible records one place found eligible (once per place: the
 // ledger remembers it from then on).
 func (r *Room) observeEligible(now time.Time) {
-	r.eligible.Add(now, 1)
+	r.eligible.add(now, 1)
 }
 
 // Population is the estimated number of visitors waiting: the distinct
 // places presented over the last window.
-func (r *Room) Population(now time.Time) float64 { return r.presence.Count(now) }
+func (r *Room) Population(now time.Time) float64 { return r.presence.count(now) }
 
 // EligibleRate is the observed rate of eligible attempts per second.
-func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.Rate(now) }
+func (r *Room) EligibleRate(now time.Time) float64 { return r.eligible.rate(now) }
 
 // ObservedEligibleRate is EligibleRate over the part of the window this
 // room has observed: a room created less than a window ago (a node that
@@ -760,8 +760,8 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 	return d, true
 }
 
-// Burst is the most admissions the bucket allows at once.
-func (r *Room) Burst() float64 { return r.bucket.Burst() }
+// burst is the most admissions the bucket allows at once.
+func (r *Room) burst() float64 { return r.bucket.currentBurst() }
 
 // SetSpeedRule sets the mean wait the controller aims at and whether it may
 // change the clock's speed, leaving the clock as it is: for a node adopting

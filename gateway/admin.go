@@ -11,14 +11,14 @@ import (
 	"github.com/fairgate/fairgate/room"
 )
 
-// AdminHandler serves the admin API under any prefix it is mounted at:
+// adminHandler serves the admin API under any prefix it is mounted at:
 //
 //	GET  /rooms          every room's live figures
 //	GET  /rooms/{room}   one room's
 //	POST /rooms/{room}   a RoomChange: state, reason, sale_start, rate, burst, difficulty, tau, capacity
 //
 // A non-empty token requires `Authorization: Bearer <token>`.
-func AdminHandler(rooms *room.Rooms, token string, now func() time.Time) http.Handler {
+func adminHandler(rooms *room.Rooms, token string, now func() time.Time) http.Handler {
 	return requireBearer(token, AdminAPI(rooms, now))
 }
 
@@ -37,7 +37,7 @@ func requireBearer(token string, h http.Handler) http.Handler {
 
 // AdminAPI answers admin requests whose path's last segments are `rooms`
 // or `rooms/{room}`, under whatever the API is mounted at, without
-// authentication (AdminHandler adds it; the Caddy admin API has its own).
+// authentication (adminHandler adds it; the Caddy admin API has its own).
 func AdminAPI(rooms *room.Rooms, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
 	route(mux, "/rooms", map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {

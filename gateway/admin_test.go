@@ -18,7 +18,7 @@ func TestAdminAPI(t *testing.T) {
 	e := newEnv(t, Config{Config: room.Config{Room: "sale"}}, nil)
 	rooms := room.NewRooms()
 	rooms.Put(e.gw.Room())
-	admin := httptest.NewServer(AdminHandler(rooms, "s3cret", e.clock.Now))
+	admin := httptest.NewServer(adminHandler(rooms, "s3cret", e.clock.Now))
 	defer admin.Close()
 	call := func(method, path, body, token string) (int, string) {
 		req, _ := http.NewRequest(method, admin.URL+path, strings.NewReader(body))

@@ -93,7 +93,7 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 	if !clearsCookie(resp, e.gw.cookies.pass) {
 		t.Errorf("ending the session did not clear the pass cookie: %q", resp.Header.Values("Set-Cookie"))
 	}
-	if got := o.last().Header.Get(PassHeader); got == "" {
+	if got := o.last().Header.Get(passHeader); got == "" {
 		t.Error("the origin's request to end the session carried no pass")
 	}
 	// The ended session is a departure due now: the room admits for it
@@ -314,7 +314,7 @@ func TestPassRenewedWhileActive(t *testing.T) {
 			if want := e.clock.Now().Add(session).Unix(); claims.ExpiresAt != want {
 				t.Errorf("renewed pass expires at %d, want %d", claims.ExpiresAt, want)
 			}
-			if got := e.origin.last().Header.Get(PassHeader); got != c.Value {
+			if got := e.origin.last().Header.Get(passHeader); got != c.Value {
 				t.Error("the origin got the old pass, not the renewed one")
 			}
 			// Past the first pass's expiry the renewed one still passes.

@@ -790,7 +790,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 	defer gw.Close()
 	for _, path := range []string{"/token", "/admit"} {
 		rec := httptest.NewRecorder()
-		gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPrefix+path, strings.NewReader(`{"token":"x","nonce":"0"}`)))
+		gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, defaultPrefix+path, strings.NewReader(`{"token":"x","nonce":"0"}`)))
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 			t.Fatalf("POST %s before the room joined its store: %d (Retry-After %q), want 503 with Retry-After", path, rec.Code, rec.Header().Get("Retry-After"))
 		}
@@ -801,7 +801,7 @@ func TestClusterUnjoinedNodeIssuesNoTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPrefix+"/token", nil))
+	gw.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, defaultPrefix+"/token", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("POST /token after joining: %d %s", rec.Code, rec.Body)
 	}

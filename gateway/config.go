@@ -22,7 +22,7 @@ type Config struct {
 	room.Config
 	// Prefix is where the gateway's own endpoints live: a path of segments
 	// made of letters, digits and -._~ . Default: `/_fairgate`
-	// (DefaultPrefix).
+	// (defaultPrefix).
 	Prefix string `json:"prefix,omitempty"`
 	// Bypass lets requests through without a pass.
 	Bypass Bypass `json:"bypass,omitzero"`
@@ -47,7 +47,7 @@ type Config struct {
 	// Cache serves configured read paths from memory.
 	Cache *Cache `json:"cache,omitempty"`
 	// WaitingStatus is the status of the waiting page. Default: 200
-	// (DefaultWaitingStatus).
+	// (defaultWaitingStatus).
 	WaitingStatus int `json:"waiting_status,omitempty"`
 	// WaitingPage is an html/template file for the waiting page, executed
 	// with pages.PageData (docs/WAITING_PAGE.md). It must include {{.Script}}. It
@@ -66,7 +66,7 @@ type Config struct {
 	// reason `sold_out` (admin API). Default: built in.
 	SoldOutPage string `json:"sold_out_page,omitempty"`
 	// MaxBodyBytes bounds request bodies of the gateway's endpoints.
-	// Default: 4096 (DefaultMaxBodyBytes).
+	// Default: 4096 (defaultMaxBodyBytes).
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 }
 
@@ -125,7 +125,7 @@ type Hook struct {
 	// In Caddy it may hold request placeholders ({http.request.host}).
 	// Required.
 	URL string `json:"url"`
-	// Timeout of one call. Default: 3s (DefaultHookTimeout).
+	// Timeout of one call. Default: 3s (defaultHookTimeout).
 	Timeout Duration `json:"timeout,omitempty"`
 	// OnFailure is `closed` (keep the visitor waiting; default) or `open`
 	// (admit without a session).
@@ -141,21 +141,21 @@ type Cache struct {
 	// gets. Default: none (nothing is cached).
 	Paths []string `json:"paths"`
 	// TTL when the upstream sends no `s-maxage`/`max-age`. Default: 2s
-	// (DefaultCacheTTL).
+	// (defaultCacheTTL).
 	TTL Duration `json:"ttl,omitempty"`
 	// StaleWhileRevalidate is how long an expired entry is served while one
-	// request refreshes it. Default: 10s (DefaultCacheStale).
+	// request refreshes it. Default: 10s (defaultCacheStale).
 	StaleWhileRevalidate Duration `json:"stale_while_revalidate,omitempty"`
 	// MaxRetryAfter bounds how long an upstream 429 or 503 with
 	// Retry-After is served from memory on these paths (it is kept like any
 	// other answer that is not one visitor's). Default: 10s
-	// (DefaultCacheMaxRetryAfter).
+	// (defaultCacheMaxRetryAfter).
 	MaxRetryAfter Duration `json:"max_retry_after,omitempty"`
 	// MaxBytes bounds the memory of cached bodies. Default: 64 MiB
-	// (DefaultCacheMaxBytes).
+	// (defaultCacheMaxBytes).
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MaxEntryBytes bounds one cached body. Default: 1 MiB
-	// (DefaultCacheMaxEntryBytes).
+	// (defaultCacheMaxEntryBytes).
 	MaxEntryBytes int64 `json:"max_entry_bytes,omitempty"`
 }
 
@@ -165,28 +165,28 @@ type Duration = room.Duration
 
 // Defaults of the gateway's own settings.
 const (
-	// DefaultWaitingStatus is the waiting page's status: a page, not an error.
-	DefaultWaitingStatus = 200
-	// DefaultMaxBodyBytes bounds an endpoint's request body: a ticket or a
+	// defaultWaitingStatus is the waiting page's status: a page, not an error.
+	defaultWaitingStatus = 200
+	// defaultMaxBodyBytes bounds an endpoint's request body: a ticket or a
 	// proof of work is far smaller.
-	DefaultMaxBodyBytes = 4096
-	// DefaultHookTimeout bounds one admission hook call.
-	DefaultHookTimeout = 3 * time.Second
-	// DefaultHookOnFailure keeps the visitor waiting when the hook fails.
-	DefaultHookOnFailure = "closed"
-	// DefaultCacheTTL, DefaultCacheStale and DefaultCacheMaxRetryAfter are
+	defaultMaxBodyBytes = 4096
+	// defaultHookTimeout bounds one admission hook call.
+	defaultHookTimeout = 3 * time.Second
+	// defaultHookOnFailure keeps the visitor waiting when the hook fails.
+	defaultHookOnFailure = "closed"
+	// defaultCacheTTL, defaultCacheStale and defaultCacheMaxRetryAfter are
 	// Cache's TTL, StaleWhileRevalidate and MaxRetryAfter.
-	DefaultCacheTTL           = 2 * time.Second
-	DefaultCacheStale         = 10 * time.Second
-	DefaultCacheMaxRetryAfter = 10 * time.Second
-	// DefaultCacheMaxBytes and DefaultCacheMaxEntryBytes bound the memory
+	defaultCacheTTL           = 2 * time.Second
+	defaultCacheStale         = 10 * time.Second
+	defaultCacheMaxRetryAfter = 10 * time.Second
+	// defaultCacheMaxBytes and defaultCacheMaxEntryBytes bound the memory
 	// of cached bodies and one cached body.
-	DefaultCacheMaxBytes      = 64 << 20
-	DefaultCacheMaxEntryBytes = 1 << 20
+	defaultCacheMaxBytes      = 64 << 20
+	defaultCacheMaxEntryBytes = 1 << 20
 )
 
-// DefaultPrefix is where the gateway's endpoints live unless Prefix says.
-const DefaultPrefix = "/_fairgate"
+// defaultPrefix is where the gateway's endpoints live unless Prefix says.
+const defaultPrefix = "/_fairgate"
 
 // validPrefix is the rule for Prefix: a path of plain segments, which the
 // gateway's routes (ServeMux patterns) are made from.
@@ -208,7 +208,7 @@ func validPrefix(p string) bool {
 // EndpointPrefix is the path the gateway's own endpoints live under.
 func (c Config) EndpointPrefix() string {
 	if c.Prefix == "" {
-		return DefaultPrefix
+		return defaultPrefix
 	}
 	return c.Prefix
 }
@@ -247,7 +247,7 @@ func (c Config) settle() (settings, error) {
 		return s, errors.New("bind_pass needs bind_ip: a pass carries its waiting token's address binding")
 	}
 	if s.WaitingStatus == 0 {
-		s.WaitingStatus = DefaultWaitingStatus
+		s.WaitingStatus = defaultWaitingStatus
 	}
 	if s.WaitingStatus < 200 || s.WaitingStatus > 599 {
 		return s, room.OptionErr("waiting_status", "%d is not an HTTP status", s.WaitingStatus)
@@ -262,7 +262,7 @@ func (c Config) settle() (settings, error) {
 		return s, errors.New("lanes need identity: a lane is granted by a claim of the verified login")
 	}
 	if s.MaxBodyBytes == 0 {
-		s.MaxBodyBytes = DefaultMaxBodyBytes
+		s.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	for _, cidr := range s.TrustedProxies {
 		p, err := netip.ParsePrefix(cidr)
@@ -294,10 +294,10 @@ func settleHook(h *Hook) error {
 	if err := checkHookURL(h.URL); err != nil {
 		return &room.OptionError{Option: "admission_hook", Err: err}
 	}
-	room.SetDuration(&h.Timeout, DefaultHookTimeout)
+	room.SetDuration(&h.Timeout, defaultHookTimeout)
 	switch h.OnFailure {
 	case "":
-		h.OnFailure = DefaultHookOnFailure
+		h.OnFailure = defaultHookOnFailure
 	case "open", "closed":
 	default:
 		return room.OptionErr("on_failure", "%q: want open or closed", h.OnFailure)
@@ -310,14 +310,14 @@ func settleCache(c *Cache) {
 	if c == nil {
 		return
 	}
-	room.SetDuration(&c.TTL, DefaultCacheTTL)
-	room.SetDuration(&c.StaleWhileRevalidate, DefaultCacheStale)
-	room.SetDuration(&c.MaxRetryAfter, DefaultCacheMaxRetryAfter)
+	room.SetDuration(&c.TTL, defaultCacheTTL)
+	room.SetDuration(&c.StaleWhileRevalidate, defaultCacheStale)
+	room.SetDuration(&c.MaxRetryAfter, defaultCacheMaxRetryAfter)
 	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultCacheMaxBytes
+		c.MaxBytes = defaultCacheMaxBytes
 	}
 	if c.MaxEntryBytes == 0 {
-		c.MaxEntryBytes = DefaultCacheMaxEntryBytes
+		c.MaxEntryBytes = defaultCacheMaxEntryBytes
 	}
 }
 

@@ -191,7 +191,7 @@ func TestRefusedAdmissionSpendsNoRate(t *testing.T) {
 	var refused string
 	hook := hookServer(t, func(r *http.Request) bool {
 		var pc tokens.PassClaims
-		_, _, err := jwt.NewParser().ParseUnverified(r.Header.Get(PassHeader), &pc)
+		_, _, err := jwt.NewParser().ParseUnverified(r.Header.Get(passHeader), &pc)
 		if err != nil {
 			t.Errorf("hook got no pass: %v", err)
 		}

@@ -74,7 +74,7 @@ func TestFullFlow(t *testing.T) {
 		t.Fatalf("protected request with a pass: %d %s", resp.StatusCode, body)
 	}
 	got := e.origin.last()
-	if got.Header.Get(PassHeader) != a.Pass || got.Header.Get("Fairgate-Anything") != "" {
+	if got.Header.Get(passHeader) != a.Pass || got.Header.Get("Fairgate-Anything") != "" {
 		t.Fatalf("upstream headers: %v", got.Header)
 	}
 	// The pass is single use of its token: the old waiting token is spent.

@@ -146,7 +146,7 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 		id := claims.ID
 		g.shared.See(id, now)
 		pass = g.renewPass(w, r, pass, claims, now)
-		r.Header.Set(PassHeader, pass)
+		r.Header.Set(passHeader, pass)
 		es := &endSession{ResponseWriter: w, end: func(h http.Header) { g.endSession(h, r, id) }}
 		g.forward(es, r, next)
 		es.check() // an answer with no body and no WriteHeader: its headers are not sent yet

@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// PassHeader carries the verified pass to the upstream. Client-sent
-// headers starting with HeaderPrefix are always removed first.
+// passHeader carries the verified pass to the upstream. Client-sent
+// headers starting with headerPrefix are always removed first.
 const (
-	PassHeader   = "Fairgate-Pass"
-	HeaderPrefix = "Fairgate-"
+	passHeader   = "Fairgate-Pass"
+	headerPrefix = "Fairgate-"
 )
 
 // EndSessionHeader on the origin's answer to a request with a pass ends
@@ -26,8 +26,8 @@ func stripOwnHeaders(h http.Header) {
 		// Every request pays this loop: a first byte other than the
 		// prefix's F or f (no other character folds to them) rules a name
 		// out before the prefix is compared.
-		if len(name) >= len(HeaderPrefix) && name[0]|0x20 == HeaderPrefix[0]|0x20 &&
-			strings.EqualFold(strings.ReplaceAll(name[:len(HeaderPrefix)], "_", "-"), HeaderPrefix) {
+		if len(name) >= len(headerPrefix) && name[0]|0x20 == headerPrefix[0]|0x20 &&
+			strings.EqualFold(strings.ReplaceAll(name[:len(headerPrefix)], "_", "-"), headerPrefix) {
 			delete(h, name)
 		}
 	}

@@ -48,7 +48,7 @@ func (h *hookClient) call(ctx context.Context, url, room, pass string, claims *t
 		return hookResult{err: fmt.Errorf("admission hook: %w", err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(PassHeader, pass)
+	req.Header.Set(passHeader, pass)
 	// One pass, one session: a repeat of an admission whose answer was
 	// lost carries the same pass id, and a hook that honours the key (the
 	// seat service does) answers it with the session it opened the first

@@ -17,7 +17,7 @@ func TestAdmissionHook(t *testing.T) {
 	var calls atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		if r.Header.Get(PassHeader) == "" {
+		if r.Header.Get(passHeader) == "" {
 			t.Error("hook called without the pass")
 		}
 		switch mode.Load().(string) {

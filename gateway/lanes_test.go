@@ -269,7 +269,7 @@ func TestLaneAdminAPI(t *testing.T) {
 	e := laneEnv(t)
 	rooms := room.NewRooms()
 	rooms.Put(e.gw.Room())
-	admin := httptest.NewServer(AdminHandler(rooms, "s3cret", e.clock.Now))
+	admin := httptest.NewServer(adminHandler(rooms, "s3cret", e.clock.Now))
 	defer admin.Close()
 	req, _ := http.NewRequest("POST", admin.URL+"/rooms/sale", strings.NewReader(`{"state":"paused","rate":20,"difficulty":9}`))
 	req.Header.Set("Authorization", "Bearer s3cret")

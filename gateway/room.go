@@ -8,7 +8,7 @@ import (
 	"github.com/fairgate/fairgate/room"
 )
 
-// NewShared creates a room's shared state from its config (room.NewShared)
+// NewShared creates a room's shared state in memory from its config
 // with the gateway's metrics as its observer; clock is the time its clock
 // starts at and its used-token memory expires by.
 func NewShared(cfg Config, clock func() time.Time) (*room.Shared, error) {

@@ -134,7 +134,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		metrics = requireBearer(cfg.AdminToken, metrics)
 	}
 	mux.Handle("/metrics", metrics)
-	mux.Handle("/", AdminHandler(rooms, cfg.AdminToken, time.Now))
+	mux.Handle("/", adminHandler(rooms, cfg.AdminToken, time.Now))
 	grace := cfg.ShutdownGrace
 	if grace == 0 {
 		grace = 15 * time.Second
@@ -177,11 +177,11 @@ func newReverseProxy(upstream *url.URL, transport http.RoundTripper, log *zap.Lo
 	}
 }
 
-// Handler is the public handler: waiting room in front of the upstream.
-func (s *Server) Handler() http.Handler { return s.public }
+// handler is the public handler: waiting room in front of the upstream.
+func (s *Server) handler() http.Handler { return s.public }
 
-// AdminHandler serves the admin API and /metrics.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
+// adminHandler serves the admin API and /metrics.
+func (s *Server) adminHandler() http.Handler { return s.admin }
 
 // Serve runs both listeners until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {

@@ -73,7 +73,7 @@ func TestServerForwardsAndStreams(t *testing.T) {
 			buf.Flush()
 			return
 		}
-		fmt.Fprintf(w, "xff=%s pass=%q", r.Header.Get("X-Forwarded-For"), r.Header.Get(PassHeader))
+		fmt.Fprintf(w, "xff=%s pass=%q", r.Header.Get("X-Forwarded-For"), r.Header.Get(passHeader))
 	}))
 	defer origin.Close()
 	public, admin, stop := startServer(t, origin.URL, Config{Config: room.Config{Room: "sale", State: "open"}})

@@ -87,7 +87,7 @@ func TestClusterNodeStartedWithoutItsStoreJoinsLater(t *testing.T) {
 			b := node{sh: sh, gw: gw}
 			post := func(path, body, cookie string) *httptest.ResponseRecorder {
 				t.Helper()
-				req := httptest.NewRequest(http.MethodPost, DefaultPrefix+path, strings.NewReader(body))
+				req := httptest.NewRequest(http.MethodPost, defaultPrefix+path, strings.NewReader(body))
 				if cookie != "" {
 					req.AddCookie(&http.Cookie{Name: gw.cookies.wait, Value: cookie})
 				}
@@ -220,7 +220,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 	if resp, body := get(t, site+"/shop", "Accept", "text/html"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<html") {
 		t.Fatalf("the waiting page unjoined: %d", resp.StatusCode)
 	}
-	resp, err := http.Post(site+DefaultPrefix+"/token", "application/json", nil)
+	resp, err := http.Post(site+defaultPrefix+"/token", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestServerStartsWithoutItsStore(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	resp, err = http.Post(site+DefaultPrefix+"/token", "application/json", nil)
+	resp, err = http.Post(site+defaultPrefix+"/token", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,12 +70,12 @@ func (sh *Shared) WriteBack(ctx context.Context, now time.Time) {
 // node resumes the clock and the ledger. st is the settled StateStore
 // (Config.SettleStateStore).
 func NewSharedOn(ctx context.Context, cfg Config, st StateStore, store roomstate.Store, clock func() time.Time) (*Shared, error) {
-	sh, err := NewShared(cfg, clock)
+	sh, err := newShared(cfg, clock)
 	if err != nil || store == nil {
 		return sh, err
 	}
 	set := storeSettings{st}
-	s, err := cfg.Settle() // cannot fail: NewShared settled it
+	s, err := cfg.Settle() // cannot fail: newShared settled it
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ type Config struct {
 	// Rate is the target number of admissions per second, positive; with
 	// Capacity, the most admissions per second the capacity controller may
 	// ask for. Default: Sessions / SessionLength when Sessions is set
-	// (Little's law), else 10 (DefaultRate). An explicit `"rate": 0` is
+	// (Little's law), else 10 (defaultRate). An explicit `"rate": 0` is
 	// refused by both front doors (CheckExplicitZeros): it would read as
 	// unset.
 	Rate float64 `json:"rate,omitempty"`
@@ -47,7 +47,7 @@ type Config struct {
 	Capacity int `json:"capacity,omitempty"`
 	// ActiveWindow is how long after a visitor last presented their pass
 	// they count as active (still on the site). Only with Capacity.
-	// Default: 3m (DefaultActiveWindow).
+	// Default: 3m (defaultActiveWindow).
 	ActiveWindow Duration `json:"active_window,omitempty"`
 	// SessionLength is how long a pass lasts. Default: 15m
 	// (admission.DefaultPolicy).
@@ -57,7 +57,7 @@ type Config struct {
 	// takes to grant Burst (at least a second).
 	Burst float64 `json:"burst,omitempty"`
 	// Tau is the mean wait the serving clock starts with, before the
-	// controller has measured the queue. Default: 2m (DefaultTau).
+	// controller has measured the queue. Default: 2m (defaultTau).
 	Tau Duration `json:"tau,omitempty"`
 	// FixedSpeed keeps the clock at 1/Tau instead of letting the controller
 	// match the eligible rate to Rate.
@@ -79,7 +79,7 @@ type Config struct {
 	// (DefaultLuckWindow).
 	LuckWindow Duration `json:"luck_window,omitempty"`
 	// Difficulty is the proof-of-work difficulty in leading zero bits.
-	// Default: 16 (DefaultDifficulty).
+	// Default: 16 (defaultDifficulty).
 	Difficulty *int `json:"difficulty,omitempty"`
 	// Keys sign and verify tokens (see `fairgate keygen`). Secrets may be
 	// `env:NAME` or `file:/path`. Without keys the gateway generates some
@@ -104,7 +104,7 @@ type Config struct {
 	// for about token_ttl + max_backoff + min_backoff after its admission)
 	// with state_store `memory` (and with `on_unavailable local` while the
 	// store is down); a bolt or DynamoDB store is not bounded by it.
-	// Default: 1048576 (DefaultLedgerSize). When full, admissions fail
+	// Default: 1048576 (defaultLedgerSize). When full, admissions fail
 	// closed (503).
 	LedgerSize int `json:"ledger_size,omitempty"`
 	// StateStore is where the room's shared and durable state lives: a
@@ -141,24 +141,24 @@ func (c Config) RoomName() string {
 // Defaults of the room settings that are fairgate's own (the token, pass
 // and backoff defaults are admission.DefaultPolicy's).
 const (
-	// DefaultRate is the target admissions per second without Rate or Sessions.
-	DefaultRate = 10
-	// DefaultTau is the mean wait the serving clock starts with.
-	DefaultTau = 2 * time.Minute
-	// DefaultDifficulty is about 65,000 hashes: well under a second in a browser.
-	DefaultDifficulty = 16
+	// defaultRate is the target admissions per second without Rate or Sessions.
+	defaultRate = 10
+	// defaultTau is the mean wait the serving clock starts with.
+	defaultTau = 2 * time.Minute
+	// defaultDifficulty is about 65,000 hashes: well under a second in a browser.
+	defaultDifficulty = 16
 	// DefaultQueueOrder is the queue's rule without QueueOrder.
 	DefaultQueueOrder = admission.OrderLottery
 	// DefaultLuckWindow is the fifo luck window: ten times the spread of
 	// network delays (0-500 ms), so a faster connection buys little.
 	DefaultLuckWindow = 5 * time.Second
-	// DefaultActiveWindow is how long a visitor counts as on the site after
+	// defaultActiveWindow is how long a visitor counts as on the site after
 	// their last request with a pass: longer than reading a page, short
 	// enough that a visitor who left frees their place within minutes.
-	DefaultActiveWindow = 3 * time.Minute
-	// DefaultLedgerSize is the places a memory ledger remembers without
+	defaultActiveWindow = 3 * time.Minute
+	// defaultLedgerSize is the places a memory ledger remembers without
 	// LedgerSize.
-	DefaultLedgerSize = 1 << 20
+	defaultLedgerSize = 1 << 20
 )
 
 // namePattern is the rule for room and lane names.
@@ -266,7 +266,7 @@ func (c Config) Settle() (Settings, error) {
 	// The gate's defaults, applied here so the room and the admin API see
 	// the values the gate uses.
 	SetDuration(&s.SessionLength, admission.DefaultPolicy.PassTTL)
-	SetDuration(&s.Tau, DefaultTau)
+	SetDuration(&s.Tau, defaultTau)
 	SetDuration(&s.TokenTTL, admission.DefaultPolicy.TokenTTL)
 	SetDuration(&s.MinBackoff, admission.DefaultPolicy.MinBackoff)
 	SetDuration(&s.MaxBackoff, admission.DefaultPolicy.MaxBackoff)
@@ -286,7 +286,7 @@ func (c Config) Settle() (Settings, error) {
 		s.Rate = float64(s.Sessions) / time.Duration(s.SessionLength).Seconds()
 	}
 	if s.Rate == 0 {
-		s.Rate = DefaultRate
+		s.Rate = defaultRate
 	}
 	if err := admission.CheckRate(s.Rate); err != nil {
 		return s, &OptionError{Option: "rate", Err: err}
@@ -309,7 +309,7 @@ func (c Config) Settle() (Settings, error) {
 	if s.order == admission.OrderFIFO {
 		SetDuration(&s.LuckWindow, DefaultLuckWindow)
 	}
-	s.difficulty = DefaultDifficulty
+	s.difficulty = defaultDifficulty
 	if s.Difficulty != nil {
 		s.difficulty = *s.Difficulty
 	}
@@ -320,7 +320,7 @@ func (c Config) Settle() (Settings, error) {
 		return s, err
 	}
 	if s.LedgerSize == 0 {
-		s.LedgerSize = DefaultLedgerSize
+		s.LedgerSize = defaultLedgerSize
 	}
 	if _, err := settleStore(s.StateStore, validationStatePath); err != nil {
 		return s, err
@@ -355,7 +355,7 @@ func settleCapacity(s *Settings) error {
 	// (the admin API's figures), where the option itself is refused.
 	s.activeWindow = time.Duration(s.ActiveWindow)
 	if s.activeWindow == 0 {
-		s.activeWindow = DefaultActiveWindow
+		s.activeWindow = defaultActiveWindow
 	}
 	return nil
 }
@@ -392,12 +392,12 @@ func (s Settings) roomConfig() admission.RoomConfig {
 		// the clock is remembered that long, so a late attempt is judged
 		// at the checkpoint it names.
 		Memory: time.Duration(s.TokenTTL) + admission.DefaultPolicy.Leeway + time.Duration(s.MaxBackoff),
-		Policy: s.Policy(),
+		Policy: s.policy(),
 	}
 }
 
 // Policy is the gate's token, pass and backoff policy.
-func (s Settings) Policy() admission.Policy {
+func (s Settings) policy() admission.Policy {
 	return admission.Policy{
 		TokenTTL:   time.Duration(s.TokenTTL),
 		PassTTL:    time.Duration(s.SessionLength),

@@ -22,8 +22,8 @@ func TestCapacitySettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Rate != DefaultRate || s.activeWindow != DefaultActiveWindow {
-		t.Errorf("rate %v, active_window %v; want %v and %v", s.Rate, s.activeWindow, float64(DefaultRate), DefaultActiveWindow)
+	if s.Rate != defaultRate || s.activeWindow != defaultActiveWindow {
+		t.Errorf("rate %v, active_window %v; want %v and %v", s.Rate, s.activeWindow, float64(defaultRate), defaultActiveWindow)
 	}
 	// A settled config settles again (a reload passes it on), with or
 	// without capacity.
@@ -129,7 +129,7 @@ func TestSettleStateStore(t *testing.T) {
 		})
 	}
 	st, _ := Config{StateStore: &StateStore{Type: "dynamodb"}}.SettleStateStore("")
-	if st.Table != dynamostore.DefaultTable || st.BudgetBlock != DefaultBudgetBlock || time.Duration(st.Poll) != DefaultPoll ||
+	if st.Table != dynamostore.DefaultTable || st.BudgetBlock != defaultBudgetBlock || time.Duration(st.Poll) != defaultPoll ||
 		st.OnUnavailable != OnUnavailableRefuse || st.Node == "" || time.Duration(st.CallTimeout) != roomstate.DefaultCallTimeout {
 		t.Fatalf("defaults: %+v", st)
 	}
@@ -146,7 +146,7 @@ func TestFIFOSettles(t *testing.T) {
 // TestDefaultTableIsTheStores: the table a config settles to is the one
 // `fairgate proxy init-tables` creates.
 func TestDefaultTableIsTheStores(t *testing.T) {
-	if DefaultTable != dynamostore.DefaultTable {
-		t.Fatalf("DefaultTable %q, dynamostore's %q", DefaultTable, dynamostore.DefaultTable)
+	if defaultTable != dynamostore.DefaultTable {
+		t.Fatalf("DefaultTable %q, dynamostore's %q", defaultTable, dynamostore.DefaultTable)
 	}
 }

@@ -113,9 +113,9 @@ type applied struct {
 	capacity   float64
 }
 
-// NewShared creates a room's shared state from its config; clock is the
+// newShared creates a room's shared state from its config; clock is the
 // time its clock starts at and its used-token memory expires by.
-func NewShared(cfg Config, clock func() time.Time) (*Shared, error) {
+func newShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	s, err := cfg.Settle()
 	if err != nil {
 		return nil, err

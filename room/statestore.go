@@ -23,7 +23,7 @@ type StateStore struct {
 	// Type is `memory` (this process only, lost on restart: the behaviour
 	// before the store), `bolt` (a file, durable on one machine) or
 	// `dynamodb` (one table shared by a cluster). Default: `bolt`
-	// (DefaultStoreType).
+	// (defaultStoreType).
 	Type string `json:"type,omitempty"`
 	// Path is the bolt file. Default: under Caddy,
 	// `<Caddy's data directory>/fairgate/rooms.db`; for `fairgate proxy`,
@@ -32,7 +32,7 @@ type StateStore struct {
 	// and fails with an error naming it.
 	Path string `json:"path,omitempty"`
 	// Table is the DynamoDB table (`fairgate proxy init-tables` creates
-	// it). Default: `fairgate_rooms` (DefaultTable).
+	// it). Default: `fairgate_rooms` (defaultTable).
 	Table string `json:"table,omitempty"`
 	// Region is the AWS region. Default: the AWS SDK's standard
 	// configuration (AWS_REGION, shared config), else us-east-1.
@@ -46,11 +46,11 @@ type StateStore struct {
 	// BudgetBlock is how many admissions a node reserves from the shared
 	// budget per store write: larger blocks cost fewer writes and may leave
 	// up to nodes×(block-1) admissions of a window unspent. Default: 1
-	// (DefaultBudgetBlock).
+	// (defaultBudgetBlock).
 	BudgetBlock int64 `json:"budget_block,omitempty"`
 	// Poll is how often a node re-reads the room's control state, so a
 	// change made through any node reaches every node within about Poll.
-	// Default: 500ms (DefaultPoll).
+	// Default: 500ms (defaultPoll).
 	Poll Duration `json:"poll,omitempty"`
 	// CallTimeout bounds every store call. Default: 2s
 	// (roomstate.DefaultCallTimeout).
@@ -69,18 +69,18 @@ const (
 	StoreMemory = "memory"
 	StoreBolt   = "bolt"
 	StoreDynamo = "dynamodb"
-	// DefaultStoreType is durable on one machine: a restart keeps the queue.
-	DefaultStoreType = StoreBolt
+	// defaultStoreType is durable on one machine: a restart keeps the queue.
+	defaultStoreType = StoreBolt
 	// DefaultStateFile is `fairgate proxy`'s bolt file without --state.
 	DefaultStateFile = "fairgate-rooms.db"
-	// DefaultBudgetBlock reserves one admission per store write: exact.
-	DefaultBudgetBlock = 1
-	// DefaultTable is dynamostore.DefaultTable, the table `fairgate proxy
+	// defaultBudgetBlock reserves one admission per store write: exact.
+	defaultBudgetBlock = 1
+	// defaultTable is dynamostore.DefaultTable, the table `fairgate proxy
 	// init-tables` creates; named here so that settling a config does not
 	// bring in the DynamoDB client (a test holds the two equal).
-	DefaultTable = "fairgate_rooms"
-	// DefaultPoll re-reads the control state twice a second.
-	DefaultPoll = 500 * time.Millisecond
+	defaultTable = "fairgate_rooms"
+	// defaultPoll re-reads the control state twice a second.
+	defaultPoll = 500 * time.Millisecond
 	// OnUnavailableRefuse and OnUnavailableLocal are the answers to a store failure.
 	OnUnavailableRefuse = "refuse"
 	OnUnavailableLocal  = "local"
@@ -110,7 +110,7 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 	}
 	out.StateStore = *s
 	if out.Type == "" {
-		out.Type = DefaultStoreType
+		out.Type = defaultStoreType
 	}
 	switch out.Type {
 	case StoreMemory:
@@ -126,7 +126,7 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 		}
 	case StoreDynamo:
 		if out.Table == "" {
-			out.Table = DefaultTable
+			out.Table = defaultTable
 		}
 		if err := checkDynamo(out.StateStore); err != nil {
 			return out, err
@@ -144,12 +144,12 @@ func settleStore(s *StateStore, defaultPath string) (storeSettings, error) {
 		return out, OptionErr("state_store", "budget_block %d: must be at least 1", out.BudgetBlock)
 	}
 	if out.BudgetBlock == 0 {
-		out.BudgetBlock = DefaultBudgetBlock
+		out.BudgetBlock = defaultBudgetBlock
 	}
 	if out.Poll < 0 || out.CallTimeout < 0 {
 		return out, OptionErr("state_store", "poll and call_timeout must be positive")
 	}
-	SetDuration(&out.Poll, DefaultPoll)
+	SetDuration(&out.Poll, defaultPoll)
 	SetDuration(&out.CallTimeout, roomstate.DefaultCallTimeout)
 	switch out.OnUnavailable {
 	case "":

@@ -16,7 +16,7 @@ import (
 // The cluster never admits more than a window's limit: every admission
 // comes out of a reservation the store granted. What a node reserved and did
 // not spend before its window ended is lost to that window, so a window
-// admits between Limit - nodes*(block-1) and Limit; Return gives a
+// admits between Limit - nodes*(block-1) and Limit; returnHeld gives a
 // remainder back early (on shutdown, or when a node stops admitting).
 //
 // Admissions may be reserved for a later window (Reserve): a slot given
@@ -103,9 +103,9 @@ type RateAt func(start time.Time) float64
 // Steady is the RateAt of a rate that does not change.
 func Steady(rate float64) RateAt { return func(time.Time) float64 { return rate } }
 
-// ErrBudgetSpent is Reserve's answer when no window within its look-ahead
+// errBudgetSpent is Reserve's answer when no window within its look-ahead
 // has budget left.
-var ErrBudgetSpent = errors.New("admission budget spent as far ahead as it is reserved")
+var errBudgetSpent = errors.New("admission budget spent as far ahead as it is reserved")
 
 // Reserve takes one admission for a slot at or after at (never before now):
 // from the window holding it, or the first later one with budget left.
@@ -126,7 +126,7 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 			return later(at, b.start(idx)), nil
 		}
 	}
-	return time.Time{}, ErrBudgetSpent
+	return time.Time{}, errBudgetSpent
 }
 
 func later(a, b time.Time) time.Time {
@@ -207,9 +207,9 @@ func (b *Budget) Refund(at time.Time) {
 	}
 }
 
-// Return gives the unspent rest of the blocks this node holds back to the
+// returnHeld gives the unspent rest of the blocks this node holds back to the
 // store, so other nodes can spend it.
-func (b *Budget) Return(ctx context.Context, rate RateAt) error {
+func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for idx, n := range b.held {

@@ -180,7 +180,7 @@ func (q *Quota) Reserve(ctx context.Context, at, now time.Time) (time.Time, bool
 	switch {
 	case err == nil:
 		return slot, true, nil
-	case q.local && !errors.Is(err, ErrBudgetSpent) && !errors.As(err, &spent):
+	case q.local && !errors.Is(err, errBudgetSpent) && !errors.As(err, &spent):
 		return time.Time{}, false, nil
 	}
 	return time.Time{}, false, err
@@ -212,7 +212,7 @@ func (q *Quota) Refund(slot time.Time) {
 // Return gives the unspent rest of this node's blocks back to the store.
 func (q *Quota) Return(ctx context.Context) error {
 	b, rates := q.current()
-	return b.Return(ctx, rates.at)
+	return b.returnHeld(ctx, rates.at)
 }
 
 var _ admission.Quota = (*Quota)(nil)
