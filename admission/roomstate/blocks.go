@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,7 +39,10 @@ type Budget struct {
 	// given counts the admissions handed out, less those refunded, by
 	// window: a refund gives back only what was handed out there.
 	given map[int64]int64
-	cur   int64 // the window of the latest moment seen: earlier ones are over
+	// cur is the window of the latest moment seen: earlier ones are over.
+	// Written under mu, read without it (inUse): a quota's rate change
+	// must not wait for a store call under way.
+	cur atomic.Int64
 }
 
 // NewBudget returns a node's budget for room, reserving block admissions at
@@ -163,10 +167,10 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool,
 // forget drops what is held of windows before cur: nobody can spend it any
 // more.
 func (b *Budget) forget(cur int64) {
-	if cur <= b.cur {
+	if cur <= b.cur.Load() {
 		return
 	}
-	b.cur = cur
+	b.cur.Store(cur)
 	for idx := range b.held {
 		if idx < cur {
 			delete(b.held, idx)
@@ -186,11 +190,7 @@ func (b *Budget) forget(cur int64) {
 
 // inUse is the start of the earliest window this budget may still give
 // an admission of: the window of the latest moment seen.
-func (b *Budget) inUse() time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.start(b.cur)
-}
+func (b *Budget) inUse() time.Time { return b.start(b.cur.Load()) }
 
 // Refund puts back one admission taken for the given time, when the
 // admission was refused after the decision. An admission of a window that
@@ -201,7 +201,7 @@ func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if idx >= b.cur && b.given[idx] > 0 {
+	if idx >= b.cur.Load() && b.given[idx] > 0 {
 		b.given[idx]--
 		b.held[idx]++
 	}

@@ -168,3 +168,48 @@ func TestBudgetSkipsEmptyWindowsWithoutTheStore(t *testing.T) {
 		t.Fatalf("%d store requests, want 1: windows of no admission need none", st.reserves)
 	}
 }
+
+// blockedBudget is a store whose budget reservations wait until released.
+type blockedBudget struct {
+	roomstate.Store
+	entered, release chan struct{}
+}
+
+func (b *blockedBudget) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Store.ReserveBudget(ctx, room, w, n)
+}
+
+// A rate change never waits for a budget call under way: the room
+// changes rates holding its own lock, which the store's observer of that
+// call may be waiting for.
+func TestQuotaRateChangeDoesNotWaitForTheStore(t *testing.T) {
+	st := &blockedBudget{Store: openBolt(t), entered: make(chan struct{}), release: make(chan struct{})}
+	q, err := roomstate.NewQuota(st, "r", 1, 2, 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	reserved := make(chan error, 1)
+	go func() {
+		_, _, err := q.Reserve(context.Background(), now, now)
+		reserved <- err
+	}()
+	<-st.entered
+	changed := make(chan struct{})
+	go func() {
+		q.SetRateFrom(4, now.Add(time.Second))
+		q.SetRate(3)
+		close(changed)
+	}()
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rate change waited for the store call")
+	}
+	close(st.release)
+	if err := <-reserved; err != nil {
+		t.Fatal(err)
+	}
+}
