@@ -247,23 +247,60 @@ func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 	return &sk
 }
 
+// StayingSketch is the sketch of the passes that do not leave the window
+// within horizon at this node (presented within the window less horizon)
+// and of those ended within the window: merged over the nodes, the passes
+// in the room's Sketch and in none of these are the room's departures
+// (RoomTally).
+func (a *ActiveSet) StayingSketch(now time.Time, horizon time.Duration) *Sketch {
+	window := a.Window()
+	cut, soon := now.Add(-window), now.Add(horizon-window)
+	var sk Sketch
+	for i := range a.shards {
+		s := &a.shards[i]
+		s.mu.Lock()
+		for _, e := range s.seen {
+			if e.at.After(soon) {
+				sk.addHash(e.hash)
+			}
+		}
+		for _, e := range s.ended {
+			if e.at.After(cut) {
+				sk.addHash(e.hash)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return &sk
+}
+
 // RoomTally is a room's tally from its nodes': sum is their tallies
-// summed, distinct the count of their sketches merged, nodes how many
-// sketches were merged. A pass presented to k nodes within the window is
-// in k nodes' counts but once in the room: Active is the distinct count
-// less the passes ended within the window (each is in the union, ended
-// on one node, perhaps still active on another), never above the sum,
-// which counts every pass at least once. Leaving is the summed departures
-// scaled by the same share, since a pass leaves each node it reached and
-// only the last of those departures is the room's. A session is ended on
-// the one node that answered: Ended is the sum. With one node the sum is
-// exact and is the tally.
-func RoomTally(sum Tally, distinct float64, nodes int) Tally {
+// summed, distinct the count of their sketches merged, staying the count
+// of their staying sketches merged (NaN when a node published none), nodes
+// how many sketches were merged. A pass presented to k nodes within the
+// window is in k nodes' counts but once in the room: Active is the
+// distinct count less the passes ended within the window (each is in the
+// union, ended on one node, perhaps still active on another), never above
+// the sum, which counts every pass at least once. A pass leaves each node
+// it reached, and only the last of those departures is the room's:
+// Leaving is the passes in the union that no node holds as staying, never
+// above the summed departures (the room's last one is among them); without
+// every node's staying sketch, the summed departures scaled by the
+// distinct share, which counts a pass's departure from a node its visitor
+// has not come back to, and overcounts when the window is short against
+// how often a visitor reaches each node. A session is ended on the one
+// node that answered: Ended is the sum. With one node the sum is exact and
+// is the tally.
+func RoomTally(sum Tally, distinct, staying float64, nodes int) Tally {
 	if nodes <= 1 || sum.Active <= 0 || math.IsNaN(distinct) {
 		return sum
 	}
 	active := clamp(distinct-sum.EndedInWindow, 0, sum.Active)
-	return Tally{Active: active, Leaving: sum.Leaving * active / sum.Active, Ended: sum.Ended, EndedInWindow: sum.EndedInWindow}
+	leaving := sum.Leaving * active / sum.Active
+	if !math.IsNaN(staying) {
+		leaving = clamp(distinct-staying, 0, sum.Leaving)
+	}
+	return Tally{Active: active, Leaving: leaving, Ended: sum.Ended, EndedInWindow: sum.EndedInWindow}
 }
 
 // Count is the number of passes presented within the window at now.

@@ -165,6 +165,10 @@ type capacitySim struct {
 	stay              stayDist
 	ended             float64
 	nodes             int
+	// window is the active window, 3 min when zero; a visitor comes back
+	// every gap[0] to gap[1], 1 to 20 s when zero.
+	window time.Duration
+	gap    [2]time.Duration
 }
 
 // tally is the room's tally over the nodes' active sets at now.
@@ -173,14 +177,15 @@ func (c capacitySim) tally(sets []*ActiveSet, now time.Time) Tally {
 		return sets[0].Tally(now, CapacityLookahead)
 	}
 	var sum Tally
-	var union Sketch
+	var union, staying Sketch
 	for _, a := range sets {
 		t := a.Tally(now, CapacityLookahead)
 		sum.Active, sum.Leaving = sum.Active+t.Active, sum.Leaving+t.Leaving
 		sum.Ended, sum.EndedInWindow = sum.Ended+t.Ended, sum.EndedInWindow+t.EndedInWindow
 		union.Merge(a.Sketch(now))
+		staying.Merge(a.StayingSketch(now, CapacityLookahead))
 	}
-	return RoomTally(sum, union.Estimate(), len(sets))
+	return RoomTally(sum, union.Estimate(), staying.Estimate(), len(sets))
 }
 
 // run simulates length from seed and returns the true active count after
@@ -189,13 +194,20 @@ func (c capacitySim) tally(sets []*ActiveSet, now time.Time) Tally {
 func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, ended int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	t0 := time.Unix(1_000_000, 0)
+	window, gap := c.window, c.gap
+	if window == 0 {
+		window = 3 * time.Minute
+	}
+	if gap[1] == 0 {
+		gap = [2]time.Duration{time.Second, 20 * time.Second}
+	}
 	sets := make([]*ActiveSet, max(1, c.nodes))
 	for i := range sets {
-		sets[i] = NewActiveSet(3 * time.Minute)
+		sets[i] = NewActiveSet(window)
 	}
 	truth := sets[0] // every presentation and end: the true count
 	if len(sets) > 1 {
-		truth = NewActiveSet(3 * time.Minute)
+		truth = NewActiveSet(window)
 	}
 	ctl := CapacityController{Capacity: c.capacity, Ceiling: c.ceiling}
 	var pending visits
@@ -223,7 +235,7 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 				ended++
 				continue
 			}
-			v.at = v.at.Add(time.Second + time.Duration(rng.Float64()*float64(19*time.Second)))
+			v.at = v.at.Add(gap[0] + time.Duration(rng.Float64()*float64(gap[1]-gap[0])))
 			switch {
 			case v.at.Before(v.left):
 				heap.Push(&pending, v)
@@ -272,6 +284,13 @@ func TestCapacityHoldsTheSiteAtCapacity(t *testing.T) {
 			t.Run(name, func(t *testing.T) { checkHoldsCapacity(t, sim, seed) })
 		}
 	}
+	// A window short against how often a visitor reaches each node (as in
+	// e2e/cluster): most passes are leaving some node at any moment while
+	// their visitors stay.
+	sim := capacitySim{capacity: capacity, ceiling: ceiling, lag: 2, stay: stays[0].stay, ended: 0.4, nodes: 3,
+		window: 10 * time.Second, gap: [2]time.Duration{800 * time.Millisecond, 1200 * time.Millisecond}}
+	t.Run("short stays, 40% ended, three nodes without affinity, a 10 s window, requests every 0.8 to 1.2 s, counts 2 s late",
+		func(t *testing.T) { checkHoldsCapacity(t, sim, seed+1) })
 }
 
 func checkHoldsCapacity(t *testing.T, sim capacitySim, seed uint64) {

@@ -108,21 +108,42 @@ func TestRoomTally(t *testing.T) {
 		name     string
 		sum      Tally
 		distinct float64
+		staying  float64
 		nodes    int
 		want     Tally
 	}{
-		{"one node keeps its exact count", Tally{Active: 100, Leaving: 4, Ended: 1, EndedInWindow: 3}, 103, 1, Tally{Active: 100, Leaving: 4, Ended: 1, EndedInWindow: 3}},
-		{"passes on two nodes each count once", Tally{Active: 200, Leaving: 8, Ended: 2}, 100, 2, Tally{Active: 100, Leaving: 4, Ended: 2}},
-		{"passes ended on one node are out on all", Tally{Active: 210, Leaving: 8, Ended: 2, EndedInWindow: 5}, 105, 2, Tally{Active: 100, Leaving: 8 * 100.0 / 210, Ended: 2, EndedInWindow: 5}},
-		{"never above the sum", Tally{Active: 100, Leaving: 4}, 103, 3, Tally{Active: 100, Leaving: 4}},
-		{"an empty room", Tally{Ended: 1}, 0.4, 3, Tally{Ended: 1}},
-		{"NaN keeps the sum", Tally{Active: 10}, math.NaN(), 2, Tally{Active: 10}},
+		{"one node keeps its exact count", Tally{Active: 100, Leaving: 4, Ended: 1, EndedInWindow: 3}, 103, 99, 1, Tally{Active: 100, Leaving: 4, Ended: 1, EndedInWindow: 3}},
+		{"passes on two nodes each count once", Tally{Active: 200, Leaving: 8, Ended: 2}, 100, 96, 2, Tally{Active: 100, Leaving: 4, Ended: 2}},
+		{"a pass leaving one node but staying at another stays", Tally{Active: 200, Leaving: 60}, 100, 97, 2, Tally{Active: 100, Leaving: 3}},
+		{"departures never above their sum", Tally{Active: 200, Leaving: 2}, 100, 90, 2, Tally{Active: 100, Leaving: 2}},
+		{"nor below none", Tally{Active: 200, Leaving: 2}, 100, 101, 2, Tally{Active: 100}},
+		{"without every staying sketch the summed departures scaled", Tally{Active: 200, Leaving: 60}, 100, math.NaN(), 2, Tally{Active: 100, Leaving: 30}},
+		{"passes ended on one node are out on all", Tally{Active: 210, Leaving: 8, Ended: 2, EndedInWindow: 5}, 105, math.NaN(), 2, Tally{Active: 100, Leaving: 8 * 100.0 / 210, Ended: 2, EndedInWindow: 5}},
+		{"ended passes are staying, not leaving", Tally{Active: 210, Leaving: 8, Ended: 2, EndedInWindow: 5}, 105, 101, 2, Tally{Active: 100, Leaving: 4, Ended: 2, EndedInWindow: 5}},
+		{"never above the sum", Tally{Active: 100, Leaving: 4}, 103, 99, 3, Tally{Active: 100, Leaving: 4}},
+		{"an empty room", Tally{Ended: 1}, 0.4, 0.4, 3, Tally{Ended: 1}},
+		{"NaN keeps the sum", Tally{Active: 10}, math.NaN(), math.NaN(), 2, Tally{Active: 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RoomTally(tt.sum, tt.distinct, tt.nodes); got != tt.want {
+			if got := RoomTally(tt.sum, tt.distinct, tt.staying, tt.nodes); got != tt.want {
 				t.Errorf("RoomTally = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStayingSketchLeavesOutThePassesLeaving(t *testing.T) {
+	a := NewActiveSet(time.Minute)
+	now := t0.Add(time.Hour)
+	a.See("staying", now.Add(-10*time.Second))
+	a.See("leaving", now.Add(-59*time.Second)) // its window ends within 2 s
+	a.See("ended", now.Add(-5*time.Second))
+	a.End("ended", now.Add(-time.Second))
+	if got := a.Sketch(now).Estimate(); math.Round(got) != 3 {
+		t.Errorf("sketch estimates %.2f, want the three passes", got)
+	}
+	if got := a.StayingSketch(now, CapacityLookahead).Estimate(); math.Round(got) != 2 {
+		t.Errorf("staying sketch estimates %.2f, want the staying and the ended pass", got)
 	}
 }

@@ -550,11 +550,11 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 
 // publishActive publishes this node's count of the visitors on the site,
 // of those leaving within the capacity controller's lookahead, of the
-// sessions ended within it and within the window, and its sketch of the
-// passes; it takes the room's: the sums of every node's counts, the
-// active passes counted once however many nodes saw them
-// (admission.RoomTally). A room sized by its rate counts only its own, at
-// no store cost.
+// sessions ended within it and within the window, and its sketches of
+// the passes and of those staying; it takes the room's: the sums of every
+// node's counts, the active passes counted once however many nodes saw
+// them, and those leaving every node they reached (admission.RoomTally).
+// A room sized by its rate counts only its own, at no store cost.
 func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error {
 	cl := sh.cluster
 	mine := sh.active.Tally(now, admission.CapacityLookahead)
@@ -592,7 +592,11 @@ func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error
 			counted = n
 		}
 	}
-	distinct, sketched, err := sh.shareSketch(ctx, now, until)
+	distinct, sketched, err := sh.shareSketch(ctx, "sketch", sh.active.Sketch(now), now, until)
+	if err != nil {
+		return err
+	}
+	staying, stayingFrom, err := sh.shareSketch(ctx, "staying", sh.active.StayingSketch(now, admission.CapacityLookahead), now, until)
 	if err != nil {
 		return err
 	}
@@ -602,22 +606,25 @@ func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error
 		// capacity rather than above it.
 		sketched = 0
 	}
-	room := admission.RoomTally(sum, distinct, sketched)
+	if stayingFrom < sketched {
+		staying = math.NaN() // a node of a version without it: the scaled sum
+	}
+	room := admission.RoomTally(sum, distinct, staying, sketched)
 	sh.mu.Lock()
 	sh.tally = room
 	sh.mu.Unlock()
 	return nil
 }
 
-// shareSketch publishes this node's sketch of its active passes and
-// returns the count of every node's merged, and how many it merged (a
+// shareSketch publishes this node's sketch sk of its passes under name
+// and returns the count of every node's merged, and how many it merged (a
 // sketch this build cannot read is not).
-func (sh *Shared) shareSketch(ctx context.Context, now, until time.Time) (distinct float64, nodes int, err error) {
+func (sh *Shared) shareSketch(ctx context.Context, name string, sk *admission.Sketch, now, until time.Time) (distinct float64, nodes int, err error) {
 	cl := sh.cluster
-	key := laneKey(cl.key, "", "sketch")
-	mine, err := sh.active.Sketch(now).MarshalBinary()
+	key := laneKey(cl.key, "", name)
+	mine, err := sk.MarshalBinary()
 	if err != nil {
-		return 0, 0, fmt.Errorf("active passes' sketch: %w", err)
+		return 0, 0, fmt.Errorf("active passes' %s: %w", name, err)
 	}
 	if err := cl.store.PublishSketch(ctx, key, cl.set.Node, mine, until); err != nil {
 		return 0, 0, err
