@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&o.scaleName, "scale", "small", "small (rate 3/s, ~300 visitors) or medium (rate 20/s, ~3,000)")
 	flag.StringVar(&o.order, "order", "lottery", "queue order: lottery or fifo")
 	flag.StringVar(&o.bin, "bin", "", "a fairgate binary (default: build ./cmd/fairgate from -repo)")
-	flag.StringVar(&o.repo, "repo", ".", "the repository (its gateway/pages/assets holds the waiting page script)")
+	flag.StringVar(&o.repo, "repo", ".", "the repository (its "+pageAssets+" holds the waiting page script)")
 	flag.StringVar(&o.jsonPath, "json", "", "write the raw results to this file")
 	flag.BoolVar(&o.check, "check", false, "exit non-zero when a target fails")
 	flag.StringVar(&o.skip, "skip", "", "targets reported but not enforced by -check: comma-separated names or name prefixes (\"twin\" for every twin row)")
@@ -105,7 +105,7 @@ func run(ctx context.Context, o options) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	timing, err := readPageTiming(filepath.Join(o.repo, "proxy", "pages", "assets"))
+	timing, err := readPageTiming(filepath.Join(o.repo, filepath.FromSlash(pageAssets)))
 	if err != nil {
 		return nil, err
 	}

@@ -52,8 +52,12 @@ var pagePatterns = []struct {
 	{"new token on 401/403/409/400", regexp.MustCompile(`t\.status === 401 \|\| t\.status === 403 \|\| t\.status === 409 \|\| t\.status === 400`), 0, nil},
 }
 
+// pageAssets is where the waiting page's scripts are, from the
+// repository's root.
+const pageAssets = "gateway/pages/assets"
+
 // readPageTiming reads the timing from the page's scripts in dir
-// (gateway/pages/assets/*.js); a pattern that matches nowhere, or more than once,
+// (pageAssets/*.js); a pattern that matches nowhere, or more than once,
 // is an error naming it: the page changed and the probe must follow.
 func readPageTiming(dir string) (pageTiming, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.js"))

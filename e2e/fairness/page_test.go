@@ -1,13 +1,14 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestReadPageTimingFromTheRealScript(t *testing.T) {
-	p, err := readPageTiming("../../gateway/pages/assets")
+	p, err := readPageTiming(filepath.Join("..", "..", filepath.FromSlash(pageAssets)))
 	if err != nil {
 		t.Fatal(err)
 	}
