@@ -228,23 +228,7 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 // the room's count takes the ended ones out of the union (RoomTally).
 func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 	cut := now.Add(-a.Window())
-	var sk Sketch
-	for i := range a.shards {
-		s := &a.shards[i]
-		s.mu.Lock()
-		for _, e := range s.seen {
-			if e.at.After(cut) {
-				sk.addHash(e.hash)
-			}
-		}
-		for _, e := range s.ended {
-			if e.at.After(cut) {
-				sk.addHash(e.hash)
-			}
-		}
-		s.mu.Unlock()
-	}
-	return &sk
+	return a.sketch(cut, cut)
 }
 
 // StayingSketch is the sketch of the passes that do not leave the window
@@ -254,18 +238,23 @@ func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 // (RoomTally).
 func (a *ActiveSet) StayingSketch(now time.Time, horizon time.Duration) *Sketch {
 	window := a.Window()
-	cut, soon := now.Add(-window), now.Add(horizon-window)
+	return a.sketch(now.Add(horizon-window), now.Add(-window))
+}
+
+// sketch is the sketch of the passes presented after seenAfter and of
+// those ended after endedAfter.
+func (a *ActiveSet) sketch(seenAfter, endedAfter time.Time) *Sketch {
 	var sk Sketch
 	for i := range a.shards {
 		s := &a.shards[i]
 		s.mu.Lock()
 		for _, e := range s.seen {
-			if e.at.After(soon) {
+			if e.at.After(seenAfter) {
 				sk.addHash(e.hash)
 			}
 		}
 		for _, e := range s.ended {
-			if e.at.After(cut) {
+			if e.at.After(endedAfter) {
 				sk.addHash(e.hash)
 			}
 		}
