@@ -19,8 +19,9 @@ import (
 // together; appended, a group's records share a page or two, and a commit
 // flushes about half the pages. The price is memory and Open's time: the
 // index holds an entry for every record of the last day (seats.KeyTTL),
-// 30 to 60 bytes each (56 MB for a million), and Open reads the whole log
-// to rebuild it.
+// 30 to 60 bytes each (56 MB for a million), given back as the sweep
+// deletes them (keyIndex.shrink), and Open reads the whole log to rebuild
+// it.
 var (
 	// keyLogBucket maps a record's sequence number (8 bytes, big-endian,
 	// in commit order) to its entry: the key's length (uvarint), the key
@@ -62,7 +63,13 @@ type keyIndex struct {
 	// (a sequence number) and deletes (0), and the next number to assign.
 	pending       map[keyHash]uint64
 	next, durable uint64
+	// peak is the most entries seq has held since it was made: a Go map
+	// keeps the memory of its largest size after deletes (shrink).
+	peak int
 }
+
+// minShrink is the smallest peak worth rebuilding the index for.
+const minShrink = 1024
 
 func newKeyIndex() *keyIndex {
 	return &keyIndex{seq: map[keyHash]uint64{}, pending: map[keyHash]uint64{}, next: 1, durable: 1}
@@ -88,8 +95,31 @@ func (x *keyIndex) end(committed bool) {
 			x.seq[h] = n
 		}
 	}
+	x.peak = max(x.peak, len(x.seq))
 	x.mu.Unlock()
 	x.durable = x.next
+	x.shrink()
+}
+
+// shrink rebuilds the committed index once it holds less than half its
+// peak: a map keeps the buckets of its largest size, so a day's busiest
+// hour, swept, would otherwise hold its memory for good. Run by the
+// committing goroutine, the index's only writer, so the copy is read
+// without the lock, and readers wait only for the swap. Halving bounds the
+// cost: each rebuild copies at most half the entries deleted since the
+// last.
+func (x *keyIndex) shrink() {
+	if x.peak < minShrink || len(x.seq) >= x.peak/2 {
+		return
+	}
+	fresh := make(map[keyHash]uint64, len(x.seq))
+	for h, n := range x.seq {
+		fresh[h] = n
+	}
+	x.mu.Lock()
+	x.seq = fresh
+	x.mu.Unlock()
+	x.peak = len(fresh)
 }
 
 // lookup is the committed sequence number of a key's record, if any.
@@ -231,7 +261,7 @@ func openKeys(tx *bolt.Tx, x *keyIndex) error {
 	}
 	// An entry that cannot be read is left out of the index (no lookup
 	// finds it; the sweep deletes it), not a reason to refuse the file.
-	return log.ForEach(func(k, v []byte) error {
+	err = log.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return nil
 		}
@@ -242,6 +272,8 @@ func openKeys(tx *bolt.Tx, x *keyIndex) error {
 		}
 		return nil
 	})
+	x.peak = len(x.seq)
+	return err
 }
 
 // migrateKeys moves the records of the layout before the log (format 1:
