@@ -4,25 +4,50 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairgate/fairgate/internal/dynamotest"
+	"github.com/fairgate/fairgate/seats"
+	"github.com/fairgate/fairgate/seats/boltstore"
 	"github.com/fairgate/fairgate/seats/dynamostore"
 	"github.com/fairgate/fairgate/seats/storetest"
 )
 
-// TestStadiumOnDynamoDB takes a storetest.StadiumSize event (30,000 seats,
-// 200,000 with FAIRGATE_STADIUM=1) through the API on DynamoDB: import,
-// the whole map and a section's, a hold, best available, checkout and
-// confirm.
-func TestStadiumOnDynamoDB(t *testing.T) {
-	n := rand.Int64()
-	store := dynamostore.New(dynamotest.Client(t), dynamostore.Tables{Seats: fmt.Sprintf("seats_%d", n), Reservations: fmt.Sprintf("reservations_%d", n)})
-	if err := store.CreateTables(context.Background()); err != nil {
-		t.Fatal(err)
+// TestStadiumThroughTheAPI takes a storetest.StadiumSize event (30,000
+// seats, 200,000 with FAIRGATE_STADIUM=1) through the API on each store:
+// import, the whole map and a section's, a hold, best available, checkout
+// and confirm.
+func TestStadiumThroughTheAPI(t *testing.T) {
+	stores := []struct {
+		name string
+		open func(t *testing.T) seats.Store
+	}{
+		{"bbolt", func(t *testing.T) seats.Store {
+			s, err := boltstore.Open(filepath.Join(t.TempDir(), "seats.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"DynamoDB", func(t *testing.T) seats.Store {
+			n := rand.Int64()
+			s := dynamostore.New(dynamotest.Client(t), dynamostore.Tables{Seats: fmt.Sprintf("seats_%d", n), Reservations: fmt.Sprintf("reservations_%d", n)})
+			if err := s.CreateTables(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
 	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { stadiumThroughTheAPI(t, st.open(t)) })
+	}
+}
+
+func stadiumThroughTheAPI(t *testing.T, store seats.Store) {
 	size := storetest.StadiumSize()
 	start := time.Now()
 	e := newEnvOn(t, store, storetest.Stadium("stadium", size))
