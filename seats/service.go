@@ -57,14 +57,11 @@ func (s *Service) Store() Store { return s.store }
 // CreateEvent validates an event (Validate), expands its seats and stores
 // it, its sections without their rows (Event.Header) beside the seats.
 func (s *Service) CreateEvent(ctx context.Context, ev Event) (Event, error) {
-	if ev.MaxSeats == 0 {
-		ev.MaxSeats = 6
-	}
-	if ev.MaxSeats < 1 || ev.MaxSeats > MaxSeatsPerHold {
-		return ev, fmt.Errorf("%w: max_seats_per_session must be 1 to %d", ErrInvalid, MaxSeatsPerHold)
-	}
 	if err := Validate(ev); err != nil {
 		return ev, err
+	}
+	if ev.MaxSeats == 0 {
+		ev.MaxSeats = 6
 	}
 	if err := s.store.PutEvent(ctx, ev.Header(), expand(ev)); err != nil {
 		return ev, err

@@ -63,6 +63,9 @@ func Validate(ev Event) error {
 	if err := bounded("event name", ev.Name, MaxNameBytes); err != nil {
 		return err
 	}
+	if ev.MaxSeats < 0 || ev.MaxSeats > MaxSeatsPerHold {
+		return invalid("max_seats_per_session %d: 1 to %d (0 or none: the default)", ev.MaxSeats, MaxSeatsPerHold)
+	}
 	switch n := len(ev.Sections); {
 	case n == 0:
 		return invalid("an event needs sections")
@@ -104,6 +107,9 @@ func validateSection(sec Section) (int, error) {
 		if err := bounded("section "+sec.ID+" "+f.what, f.v, f.max); err != nil {
 			return 0, err
 		}
+	}
+	if sec.Price < 0 {
+		return 0, invalid("section %s price %d is negative", sec.ID, sec.Price)
 	}
 	switch n := len(sec.Blocks); {
 	case n == 0:
@@ -163,6 +169,9 @@ func validateRow(section, block string, row Row) error {
 			return invalid("seat %s appears twice", SeatID(section, block, row.ID, spec.Number))
 		}
 		numbers[spec.Number] = true
+		if spec.Price < 0 {
+			return invalid("seat %s price %d is negative", SeatID(section, block, row.ID, spec.Number), spec.Price)
+		}
 		if len(spec.Category) > MaxLabelBytes {
 			return bounded("seat "+SeatID(section, block, row.ID, spec.Number)+" category", spec.Category, MaxLabelBytes)
 		}

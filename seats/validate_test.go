@@ -70,6 +70,13 @@ func TestValidate(t *testing.T) {
 				ev.Sections[i].Shape = strings.Repeat("<", MaxShapeBytes)
 			}
 		}, "the event without its rows, as JSON, is"},
+		{"the default seats a session", func(ev *Event) { ev.MaxSeats = 0 }, ""},
+		{"the most seats a session", func(ev *Event) { ev.MaxSeats = MaxSeatsPerHold }, ""},
+		{"too many seats a session", func(ev *Event) { ev.MaxSeats = MaxSeatsPerHold + 1 }, "max_seats_per_session 21: 1 to 20"},
+		{"negative seats a session", func(ev *Event) { ev.MaxSeats = -1 }, "max_seats_per_session -1"},
+		{"free seats", func(ev *Event) { ev.Sections[0].Price = 0 }, ""},
+		{"negative section price", func(ev *Event) { ev.Sections[1].Price = -1 }, "section S2 price -1 is negative"},
+		{"negative seat price", func(ev *Event) { ev.Sections[0].Blocks[0].Rows[0].Seats[2].Price = -500 }, "seat S1-1-1-3 price -500 is negative"},
 		{"too many sections", func(ev *Event) { *ev = layout(MaxSections+1, 1, 1) }, "201 sections, at most 200"},
 		{"too many blocks", func(ev *Event) {
 			sec := &ev.Sections[0]

@@ -474,6 +474,8 @@ func TestInvalidLayouts(t *testing.T) {
 		{"duplicate row", event("e3", "E", section("A", row("1"), row("1"))), "section A block 1 row 1 appears twice"},
 		{"duplicate seat", event("e4", "E", `{"id":"A","blocks":[{"id":"1","rows":[{"id":"1","seats":[`+seat+`,`+seat+`]}]}]}`), "seat A-1-1-1 appears twice"},
 		{"long name", event("e5", strings.Repeat("n", 1<<20), section("A", row("1"))), "event name is 1048576 bytes, at most 200"},
+		{"too many seats a session", `{"id":"e6","name":"E","max_seats_per_session":21,"sections":[` + section("A", row("1")) + `]}`, "max_seats_per_session 21: 1 to 20"},
+		{"negative price", event("e7", "E", `{"id":"A","name":"S","price":-100,"blocks":[{"id":"1","rows":[`+row("1")+`]}]}`), "section A price -100 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
