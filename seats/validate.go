@@ -50,8 +50,9 @@ var (
 	partIDPattern  = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9_.]{1,%d}$`, MaxPartIDBytes))
 )
 
-// Validate checks an event's layout against the limits above and its
-// structure: section ids unique in the event, block ids in their section,
+// Validate checks an event's layout against the limits above (and
+// max_seats_per_session against MaxSeatsPerHold), its prices (none
+// negative) and its structure: section ids unique in the event, block ids in their section,
 // row ids in their block, seat numbers in their row. An empty section,
 // block or row is refused rather than dropped: it would be listed on the
 // map with nothing to sell in it (a closed part of a venue is seats marked
