@@ -6,11 +6,19 @@ import (
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
-// preQueueFirst is a pre-queue place's first checkpoint after the start:
-// spread over the first backoff by its draw.
+// preQueueFirst is a pre-queue place's first checkpoint, at least a
+// MinBackoff after its claim: as for every fifo place (fifoNext), the
+// moment the counter is expected to pass its key, from the pre-queue as it
+// stands. The pre-queue only grows until the start, and the key with it,
+// so a place comes early (and is told again) or on time: the holders of
+// the first keys come at the start, in the order of their draws.
 func (g *Gate) preQueueFirst(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
-	start := view.SaleStart.Add(durationOf(g.codec.Keys().Draw(claims.Lot).Phase * g.policy.MinBackoff.Seconds()))
-	return g.pointFrom(view, claims, start, now.Add(g.policy.MinBackoff))
+	target := view.SaleStart
+	key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
+	if when, ok := view.fifoWhen(now, key); ok {
+		target = fifoApproach(when, now, g.policy)
+	}
+	return g.pointFrom(view, claims, target, now.Add(g.policy.MinBackoff))
 }
 
 // walk judges the place at each checkpoint from its nxt up to now. It

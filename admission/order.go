@@ -40,17 +40,19 @@ func ParseOrder(s string) (Order, error) {
 }
 
 // Ranker hands out a room's arrival ranks: unique, and increasing in the
-// order it is asked. roomstate.Ranks shares one across nodes, allocating in
-// blocks; memoryRanker is one process's.
+// order it is asked. Next's rank comes after every rank handed out, at any
+// node, before since (zero: no such bound): a place that arrives after
+// the start is ranked after the whole pre-queue. roomstate.Ranks shares
+// one across nodes, allocating in blocks; memoryRanker is one process's.
 type Ranker interface {
-	Next(ctx context.Context) (int64, error)
+	Next(ctx context.Context, since time.Time) (int64, error)
 }
 
 // memoryRanker is an in-process Ranker counting from 0.
 type memoryRanker struct{ n atomic.Int64 }
 
 // Next returns the next rank.
-func (m *memoryRanker) Next(context.Context) (int64, error) { return m.n.Add(1) - 1, nil }
+func (m *memoryRanker) Next(context.Context, time.Time) (int64, error) { return m.n.Add(1) - 1, nil }
 
 // fifoIssueWindow is how far back the rate of ranks handed out is measured
 // for the luck span.
@@ -78,6 +80,10 @@ type fifoState struct {
 	// when: a sum older than roomPassedFresh is not used.
 	roomPassed   atomic.Uint64 // math.Float64bits
 	roomPassedAt atomic.Int64  // Unix nanoseconds; 0: never noted
+	// tickPassed is the room's passed places as this node's last tick
+	// counted them, and when (tickFIFO): a node alone has no published sum.
+	tickPassed   atomic.Uint64 // math.Float64bits
+	tickPassedAt atomic.Int64  // Unix nanoseconds; 0: never ticked
 	// preTop is one past the highest pre-queue rank; top one past the
 	// highest rank; maxKey the highest key of a post-start place (as
 	// math.Float64bits): the counter never runs past the last key.
@@ -102,7 +108,11 @@ func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	if f == nil {
 		return 0, r.View(now), fmt.Errorf("room %s does not rank arrivals (queue order lottery)", r.Name())
 	}
-	rank, err := f.ranker.Load().r.Next(ctx)
+	var since time.Time
+	if !pre {
+		since = r.view.Load().Opens
+	}
+	rank, err := f.ranker.Load().r.Next(ctx, since)
 	if err != nil {
 		return 0, r.View(now), fmt.Errorf("taking an arrival rank: %w", err)
 	}
@@ -380,14 +390,15 @@ func (r *Room) fifoLimit(v *View) float64 {
 // every node sharing it: this node's presence sees its own share of the
 // keys, each standing for population over their number. With fixed_speed
 // it passes rate keys a second where keys are expected (see passing). It
-// changes nothing. Callers hold r.mu.
-func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
+// also returns the room's passed places it counted (−1 when it counted
+// none), and changes nothing. Callers hold r.mu.
+func (r *Room) fifoSpeed(v *View, now time.Time, population float64) (float64, float64) {
 	// The last tick before a sale start sets the speed the clock runs at
 	// from the start, so the first places pass at the start, not a tick
 	// after it.
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	if !r.adaptive || !running || !v.RankSet {
-		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate)
+		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate), -1
 	}
 	s := v.Clock.At(now)
 	passed, ahead := r.fifoKeys(v, now)
@@ -407,20 +418,13 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 			// The places still to pass wait at other nodes, where this
 			// node sees no key: pass keys where they are expected, at the
 			// rate (never past the last key handed out, Room.publish).
-			return v.passing(s-v.RankZero, v.Rate)
+			return v.passing(s-v.RankZero, v.Rate), roomPassed
 		}
-		return 0
+		return 0, roomPassed
 	}
-	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
-	if several {
-		// On several nodes a node's view of the counter lags the ticking
-		// node's by up to a poll, and the passed places are summed once a
-		// tick: a tick more of lead covers that.
-		lead += v.Rate * lotteryTick.Seconds()
-	}
-	want := math.Round((lead - roomPassed) / scale)
+	want := math.Round((r.fifoLead(v, several) - roomPassed) / scale)
 	if want < 1 {
-		return 0
+		return 0, roomPassed
 	}
 	k := min(int(want), len(ahead))
 	// A key beyond the last rank handed out may lie behind the key of an
@@ -436,12 +440,47 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) float64 {
 		}
 	}
 	if k == 0 {
-		return 0
+		return 0, roomPassed
 	}
 	// Just past the k-th key (by a thousandth of a rank, so that ticks
 	// closer together than lotteryTick reach it too): the counter reads it
 	// before the tick ends.
-	return (ahead[k-1] + fifoPassBy - s) / lotteryTick.Seconds()
+	return (ahead[k-1] + fifoPassBy - s) / lotteryTick.Seconds(), roomPassed
+}
+
+// fifoLead is how many places the adaptive fifo counter keeps passed and
+// not yet admitted: a tick and a MinBackoff of the rate, so a place told
+// the moment its key is passed comes while the places before it are
+// admitted. On several nodes a node's view of the counter lags the
+// ticking node's by up to a poll, and the passed places are summed once a
+// tick: a tick more covers that.
+func (r *Room) fifoLead(v *View, several bool) float64 {
+	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
+	if several {
+		lead += v.Rate * lotteryTick.Seconds()
+	}
+	return lead
+}
+
+// fifoShort is View.Short: the lead the adaptive counter lacks, from the
+// room's passed places as last summed over its nodes or counted at this
+// node's last tick; the whole lead before the start (nothing is passed);
+// 0 when nothing recent is known.
+func (r *Room) fifoShort(v *View, now time.Time) float64 {
+	if !r.adaptive {
+		return 0
+	}
+	if v.State == StateScheduled && now.Before(v.SaleStart) {
+		return r.fifoLead(v, false)
+	}
+	if sum, ok := r.roomPassedNow(now); ok {
+		return math.Max(0, r.fifoLead(v, true)-sum)
+	}
+	at := r.fifo.tickPassedAt.Load()
+	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
+		return 0
+	}
+	return math.Max(0, r.fifoLead(v, false)-math.Float64frombits(r.fifo.tickPassed.Load()))
 }
 
 // fifoLateAfter is how long after the counter passed its key a place that
@@ -457,7 +496,12 @@ const fifoPassBy = 1e-3
 
 // tickFIFO sets the fifo counter's speed (fifoSpeed). Callers hold r.mu.
 func (r *Room) tickFIFO(v *View, now time.Time, population float64) {
-	v.Cruise = r.fifoSpeed(v, now, population)
+	var passed float64
+	v.Cruise, passed = r.fifoSpeed(v, now, population)
+	if passed >= 0 {
+		r.fifo.tickPassed.Store(math.Float64bits(passed))
+		r.fifo.tickPassedAt.Store(now.UnixNano())
+	}
 }
 
 // keyTop is the highest key handed out that this node knows of: its own,
@@ -498,7 +542,7 @@ func (r *Room) FIFOTickDue(now time.Time, population, step float64, ahead time.D
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := r.View(now)
-	if cruise := r.fifoSpeed(&v, now, population); math.Abs(cruise-v.Cruise) > step*v.Cruise {
+	if cruise, _ := r.fifoSpeed(&v, now, population); math.Abs(cruise-v.Cruise) > step*v.Cruise {
 		return true
 	}
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
@@ -584,22 +628,38 @@ func (g *Gate) fifoNext(view *View, claims *tokens.WaitClaims, now time.Time) ti
 	target := now.Add(g.policy.MaxBackoff)
 	if view.State != StatePaused {
 		key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
-		when, ok := view.fifoWhen(now, key)
-		if ok {
-			switch d := when.Sub(now); {
-			case d <= 2*g.policy.MinBackoff:
-				target = when
-			case d <= g.policy.MaxBackoff+g.policy.MinBackoff:
-				target = when.Add(-g.policy.MinBackoff)
-			}
+		if when, ok := view.fifoWhen(now, key); ok {
+			target = fifoApproach(when, now, g.policy)
 		}
 	}
 	return g.pointFrom(view, claims, target, now)
 }
 
-// fifoWhen predicts when the counter passes key: after the keys expected
-// between it and key have been served at the target rate, or as the clock
-// is planned before the start. ok is false if it never does as things stand.
+// fifoApproach is when a place whose key the counter is expected to pass
+// at when comes back: at when once within two MinBackoffs of it, else
+// early by a MinBackoff or by an eighth of the time to it, if more (a
+// prediction's error grows with its reach: places missing from the keys
+// ahead pass at once), and never more than a MaxBackoff ahead. Coming
+// early costs a request; coming late costs the place its lateness.
+func fifoApproach(when, now time.Time, p Policy) time.Time {
+	d := when.Sub(now)
+	if d <= 2*p.MinBackoff {
+		return when
+	}
+	early := max(p.MinBackoff, d/fifoReach)
+	if far := now.Add(p.MaxBackoff); far.Before(when.Add(-early)) {
+		return far
+	}
+	return when.Add(-early)
+}
+
+// fifoReach is how far ahead, as a multiple of its margin, a prediction
+// of the counter is trusted (fifoApproach).
+const fifoReach = 8
+
+// fifoWhen predicts when the counter passes key: at once for the keys it
+// is short of its lead (View.Short), then the keys expected between it
+// and key at the target rate, or as the clock is planned before the start. ok is false if it never does as things stand.
 func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	from := now
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
@@ -617,6 +677,8 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	for i := range steps {
 		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
 	}
+	// The keys the counter is short of its lead pass at its next tick.
+	ahead = math.Max(0, ahead-v.Short)
 	return from.Add(durationOf(ahead / v.Rate)), true
 }
 

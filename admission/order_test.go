@@ -457,7 +457,8 @@ func TestFIFOCounterLeadsTheRoomsPassedPlaces(t *testing.T) {
 		}
 		room.mu.Lock()
 		defer room.mu.Unlock()
-		return room.fifoSpeed(&v, now, 20)
+		sp, _ := room.fifoSpeed(&v, now, 20)
+		return sp
 	}
 	alone, passedNone, passedLead := speed(false, 0, 0), speed(true, 0, 0), speed(true, 100, 0)
 	if stale := speed(true, 100, time.Minute); stale != alone {
@@ -468,5 +469,72 @@ func TestFIFOCounterLeadsTheRoomsPassedPlaces(t *testing.T) {
 	}
 	if alone <= 0 || passedNone <= alone {
 		t.Errorf("speed alone %v, on several nodes with none passed %v: want both moving, the second faster", alone, passedNone)
+	}
+}
+
+func TestFIFOWhenPassesTheLeadShortAtOnce(t *testing.T) {
+	const rate = 3.0
+	start := t0.Add(30 * time.Second)
+	lead := rate * (lotteryTick + DefaultPolicy.MinBackoff).Seconds()
+	severalLead := lead + rate*lotteryTick.Seconds()
+	tests := []struct {
+		name       string
+		at         time.Duration // after t0
+		roomPassed float64       // noted just before at; <0: none
+		wantShort  float64
+	}{
+		{"before the start nothing is passed", 0, -1, lead},
+		{"after the start, nothing known", 31 * time.Second, -1, 0},
+		{"the room's sum short of the lead", 31 * time.Second, 4, severalLead - 4},
+		{"the room's sum past the lead", 31 * time.Second, 40, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := fifoRoom(t, rate, 2*time.Second, StateScheduled, start)
+			for range 30 {
+				if _, _, err := room.rank(context.Background(), t0, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := t0.Add(tt.at)
+			if tt.roomPassed >= 0 {
+				room.NoteRoomPassed(tt.roomPassed, now.Add(-lotteryTick))
+			}
+			v := room.View(now)
+			if math.Abs(v.Short-tt.wantShort) > 1e-9 {
+				t.Fatalf("Short %v, want %v", v.Short, tt.wantShort)
+			}
+			if tt.at >= 30*time.Second {
+				return
+			}
+			// Before the start the counter stands at the origin: a key
+			// passes the lead short at once, then at the rate.
+			const key = 20.0
+			when, ok := v.fifoWhen(now, key)
+			want := start.Add(durationOf((key - lead) / rate))
+			if !ok || when.Sub(want).Abs() > time.Millisecond {
+				t.Errorf("fifoWhen(%v) = %v, %v; want %v", key, when.Sub(start), ok, want.Sub(start))
+			}
+		})
+	}
+}
+
+func TestFIFOApproachComesEarlierTheFurtherItReaches(t *testing.T) {
+	p := DefaultPolicy // MinBackoff 2 s, MaxBackoff 30 s
+	tests := []struct {
+		d, want time.Duration // the predicted moment and the answer, after now
+	}{
+		{d: time.Second, want: time.Second},
+		{d: 4 * time.Second, want: 4 * time.Second},
+		{d: 10 * time.Second, want: 8 * time.Second},
+		{d: 24 * time.Second, want: 21 * time.Second},
+		{d: 32 * time.Second, want: 28 * time.Second},
+		{d: 40 * time.Second, want: 30 * time.Second},
+		{d: 10 * time.Minute, want: 30 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := fifoApproach(t0.Add(tt.d), t0, p).Sub(t0); got != tt.want {
+			t.Errorf("expected in %v: back in %v, want %v", tt.d, got, tt.want)
+		}
 	}
 }

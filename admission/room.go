@@ -151,6 +151,9 @@ type View struct {
 	// Export and Adopt carry it between nodes, so the counter's stop
 	// passes every node's places).
 	KeyTop float64
+	// Short is how many present keys the fifo counter is short of its lead
+	// (fifoLead): it passes them at once, at its next tick.
+	Short float64
 }
 
 // maxPast is the most readings View.Past keeps: a room whose speed
@@ -363,6 +366,9 @@ func (r *Room) View(now time.Time) View {
 		v.Ranked = float64(max(0, r.fifo.top.Load()-v.RankBase))
 		v.FirstLuck = math.Float64frombits(r.fifo.firstLuck.Load())
 		v.LastLuck = math.Float64frombits(r.fifo.lastLuck.Load())
+	}
+	if r.fifo != nil {
+		v.Short = r.fifoShort(&v, now)
 	}
 	return v
 }

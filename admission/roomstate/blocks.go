@@ -276,10 +276,17 @@ func (r *Ranks) MaxAge(age time.Duration, now func() time.Time) *Ranks {
 	return r
 }
 
-// Next returns the next arrival rank.
-func (r *Ranks) Next(ctx context.Context) (int64, error) {
+// Next returns the next arrival rank; with since (and a MaxAge clock),
+// one of a block reserved at or after since: a block reserved before the
+// start holds pre-queue ranks other nodes' pre-queue blocks follow, so a
+// place arriving after the start takes none of it.
+func (r *Ranks) Next(ctx context.Context, since time.Time) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if left := r.end - r.next; left > 0 && !r.taken.IsZero() && r.taken.Before(since) {
+		r.dropped += left
+		r.next = r.end
+	}
 	var now time.Time
 	if r.age > 0 {
 		now = r.now()

@@ -52,7 +52,7 @@ func TestRanksAge(t *testing.T) {
 	prev := int64(-1)
 	for range 1000 {
 		now = now.Add(10 * time.Millisecond)
-		rank, err := r.Next(ctx)
+		rank, err := r.Next(ctx, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestRanksAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(5 * time.Second)
-	rank, err := r.Next(ctx)
+	rank, err := r.Next(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +80,53 @@ func TestRanksAge(t *testing.T) {
 	}
 	if d := r.Dropped(); d > 64 {
 		t.Errorf("dropped %d ranks, more than a block", d)
+	}
+}
+
+// A place arriving after the start is ranked after every pre-queue rank
+// any node handed out, though its node still holds a block reserved
+// before the start that another node's pre-queue block follows.
+func TestRanksAfterTheStartFollowThePreQueue(t *testing.T) {
+	st := openBolt(t)
+	start := time.Unix(1_700_000_000, 0)
+	now := start.Add(-300 * time.Millisecond)
+	clock := func() time.Time { return now }
+	ctx := t.Context()
+	node := func() *roomstate.Ranks {
+		r, err := roomstate.NewRanks(st, "room", 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.MaxAge(time.Second, clock)
+	}
+	a, b := node(), node()
+	take := func(r *roomstate.Ranks, since time.Time) int64 {
+		t.Helper()
+		rank, err := r.Next(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rank
+	}
+	for range 4 { // a's blocks grow as it uses them up: it holds ranks left
+		take(a, time.Time{})
+	}
+	now = start.Add(-100 * time.Millisecond)
+	lastPre := take(b, time.Time{}) // b's pre-queue block follows a's
+	now = start.Add(200 * time.Millisecond)
+	tests := []struct {
+		name  string
+		since time.Time
+		after bool
+	}{
+		{"a pre-queue arrival may use the block", time.Time{}, false},
+		{"an arrival after the start may not", start, true},
+	}
+	for _, tt := range tests {
+		rank := take(a, tt.since)
+		if got := rank > lastPre; got != tt.after {
+			t.Errorf("%s: rank %d, the pre-queue's last %d", tt.name, rank, lastPre)
+		}
 	}
 }
 

@@ -636,7 +636,7 @@ func testRanks(t *testing.T, s roomstate.Store, room string) {
 	}
 	prev := next
 	for range 7 {
-		rank, err := r.Next(c)
+		rank, err := r.Next(c, time.Time{})
 		if err != nil || rank <= prev {
 			t.Fatalf("Ranks.Next = %d, %v after %d", rank, err, prev)
 		}
