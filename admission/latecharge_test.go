@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // windowBudget is a shared budget whose every slot is at one moment, open
@@ -210,7 +212,7 @@ func TestAFIFOPlaceOnTimeForItsCheckpointIsNotLate(t *testing.T) {
 	view := room.View(told)
 	from, threshold := gate.threshold(&view, claims, gate.Codec().Keys().Draw(claims.Lot).Number)
 	found, ok := fifoFound(&view, claims, from+threshold, told)
-	if !ok || told.Sub(found) <= pacerSlack {
+	if !ok || told.Sub(found) <= queue.PacerSlack {
 		t.Fatalf("found eligible at %v (%v), told %v: want found well before told", found.Sub(t0), ok, told.Sub(t0))
 	}
 	budget := &windowBudget{open: told.Add(time.Minute)}

@@ -127,7 +127,7 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 			if loser.Outcome == OutcomeAdmit && loser.PassClaims.ID != winner.PassClaims.ID {
 				t.Fatalf("the login's other version got pass %s, want the winner's %s", loser.PassClaims.ID, winner.PassClaims.ID)
 			}
-			if n := len(h.room.pacer.inflight); n != 0 {
+			if n := h.room.pacer.InFlight(); n != 0 {
 				t.Fatalf("%d places in flight on the losing node", n)
 			}
 		})

@@ -172,3 +172,11 @@ func (g *Gate) holdAgain(ctx context.Context, room *Room, used, next, now time.T
 	}
 	return next, giveBack, nil
 }
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

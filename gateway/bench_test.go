@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/room"
 )
@@ -97,7 +98,7 @@ func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 		if tk, err = gw.door.Issue(context.Background(), "", admission.Visitor{}, clock.Now()); err != nil {
 			b.Fatal(err)
 		}
-		if admission.Threshold(gw.door.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
+		if queue.Threshold(gw.door.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
 			break
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -71,7 +72,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 func control(rate float64) roomstate.Control {
-	clock := admission.Clock{Origin: T0, Value: 12.5}.Then(T0.Add(time.Minute), 0.25).Then(T0.Add(2*time.Minute), 0)
+	clock := queue.Clock{Origin: T0, Value: 12.5}.Then(T0.Add(time.Minute), 0.25).Then(T0.Add(2*time.Minute), 0)
 	return roomstate.Control{
 		State: admission.StateScheduled, SaleStart: T0.Add(time.Minute),
 		Rate: rate, Burst: 20, Difficulty: 12, Cruise: 0.25, Clock: clock,
@@ -551,7 +552,7 @@ func testSketches(t *testing.T, s roomstate.Store, room string) {
 	if got, err := s.Sketches(c, room, T0); err != nil || len(got) != 0 {
 		t.Fatalf("Sketches of a new room = %q, %v", got, err)
 	}
-	big := bytes.Repeat([]byte{0, 1, 2, 3}, 2100) // an admission.Sketch is about 8 KB
+	big := bytes.Repeat([]byte{0, 1, 2, 3}, 2100) // a queue.Sketch is about 8 KB
 	for node, sk := range map[string][]byte{"a": []byte("a1"), "b": big, "c": []byte("c1")} {
 		u := until
 		if node == "c" {
