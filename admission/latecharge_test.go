@@ -62,7 +62,7 @@ func TestALatePresenterRefusedGivesBackTheSlotItWasCharged(t *testing.T) {
 					t.Fatalf("told to come back at %v, want the slot it would have had, %v", next, missed)
 				}
 				held, err := gate.ledger.Lookup(ctx, d.Claims.Place())
-				if err != nil || held.State != PlaceReserved || !held.Slot.Equal(missed) || !held.charged().Equal(budget.open) {
+				if err != nil || held.State != queue.PlaceReserved || !held.Slot.Equal(missed) || !chargedSlot(held).Equal(budget.open) {
 					t.Fatalf("the ledger holds %+v (%v), want the slot %v, charged %v", held, err, missed, budget.open)
 				}
 				now = ceilMilli(missed)
@@ -127,7 +127,7 @@ func newEligibleOnAQuota(t *testing.T) eligibleOnAQuota {
 	ctx := context.Background()
 	setup := func() (eligibleOnAQuota, WaitToken) {
 		p := eligibleOnAQuota{
-			gate: NewGate(testRing(t, "k1", "k1"), Policy{}, NewMemoryLedger(100, func() time.Time { return t0 }), WithRandom(newSeeded(7))),
+			gate: NewGate(testRing(t, "k1", "k1"), Policy{}, queue.NewMemoryLedger(100, func() time.Time { return t0 }), WithRandom(newSeeded(7))),
 			room: testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 }),
 		}
 		p.room.SetQuota(&windowBudget{})

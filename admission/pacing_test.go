@@ -13,11 +13,11 @@ import (
 // that Use reaches the ledger: a second attempt of the place judged
 // between the first one's pacer check and its ledger write.
 type racingLedger struct {
-	*MemoryLedger
+	*queue.MemoryLedger
 	race func()
 }
 
-func (l *racingLedger) Use(ctx context.Context, id string, used Place) (bool, error) {
+func (l *racingLedger) Use(ctx context.Context, id string, used queue.Place) (bool, error) {
 	if race := l.race; race != nil {
 		l.race = nil
 		race()
@@ -43,7 +43,7 @@ type slotHolder struct {
 func holdingASlot(t *testing.T, who Visitor) *slotHolder {
 	t.Helper()
 	h := &slotHolder{now: t0, who: who}
-	h.ledger = &racingLedger{MemoryLedger: NewMemoryLedger(100, func() time.Time { return h.now })}
+	h.ledger = &racingLedger{MemoryLedger: queue.NewMemoryLedger(100, func() time.Time { return h.now })}
 	h.gate = NewGate(testRing(t, "k1", "k1"), Policy{}, h.ledger, WithRandom(newSeeded(7)))
 	h.room = testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
 	tk, err := h.gate.Issue(h.room, who, t0)

@@ -41,7 +41,7 @@ func passedEnv(b *testing.B) (*Gateway, *http.Request, http.Handler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gate := admission.NewGate(ring, admission.DefaultPolicy, admission.NewMemoryLedger(16, clock.Now))
+	gate := admission.NewGate(ring, admission.DefaultPolicy, queue.NewMemoryLedger(16, clock.Now))
 	open, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clock.Now())
 	tk, _ := gate.Issue(open, admission.Visitor{}, clock.Now())
 	d := gate.Decide(context.Background(), open, admission.Attempt{Token: tk.Token, Nonce: "0", Now: clock.Now()})

@@ -134,15 +134,15 @@ type Store interface {
 	// HoldPlace records p for place id until the given time, unless the
 	// place has a record unexpired at now: it returns the record that
 	// stands and whether it is p. Exactly one of any number of concurrent
-	// calls for the same id wins. Holding admission.PlaceUsed consumes the
+	// calls for the same id wins. Holding queue.PlaceUsed consumes the
 	// place outright.
-	HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error)
+	HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error)
 	// UsePlace turns a reserved place into a used one (keeping its expiry;
 	// recording p's By, Pass and At), reporting false if it is not reserved
 	// at now. Exactly one of any number of concurrent calls wins.
-	UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error)
+	UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error)
 	// LookupPlace returns place id's record at now (PlaceWaiting if none).
-	LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error)
+	LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error)
 	// ReleasePlace forgets a place whose admission was refused after the
 	// decision, so it may wait and try again.
 	ReleasePlace(ctx context.Context, room, id string) error
