@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Bucket is a token Bucket: it refills at Rate tokens per second up to Burst
+// Bucket is a token bucket: it refills at Rate tokens per second up to Burst
 // and caps how many visitors are admitted, whatever the clock says.
 //
 // It is not golang.org/x/time/rate's Limiter, though Reserve is the same
@@ -69,14 +69,6 @@ func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool
 		return slot, false
 	}
 	return b.granted.take(found, slot, now)
-}
-
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // Refund gives back a token a reservation took and did not use.
@@ -155,15 +147,6 @@ func (b *Bucket) Burst() float64 {
 	defer b.mu.Unlock()
 	return b.burst
 }
-
-// lateMemory is the most lateness a room makes up for a place that
-// presents late: a background tab whose timers fire once a minute, with
-// room to spare. A place found eligible at a checkpoint it presented late
-// for takes the slot it would have had (Bucket.ReserveFor; later than this,
-// as if found lateMemory ago, at worst as if found now), from a node's
-// own bucket or from the shared quota (Grants.Take). Each costs a room 16
-// bytes per admission of that span.
-const lateMemory = 5 * time.Minute
 
 // NewRememberingBucket is a room's admission bucket: full, keeping its slots
 // for lateMemory.

@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// lateMemory is the most lateness a room makes up for a place that
+// presents late: a background tab whose timers fire once a minute, with
+// room to spare. A place found eligible at a checkpoint it presented late
+// for takes the slot it would have had (Bucket.ReserveFor; later than this,
+// as if found lateMemory ago, at worst as if found now), from a node's
+// own bucket or from the shared quota (Grants.Take). Each costs a room 16
+// bytes per admission of that span.
+const lateMemory = 5 * time.Minute
+
 // Grants are the slots a node's places took from a room's shared quota,
 // kept for lateMemory: a place that presents late for the moment it was
 // found eligible takes the slot of the first one given since, as
@@ -97,3 +106,11 @@ func (g *grants) since(found, slot time.Time) (time.Time, bool) {
 
 // countSince is how many kept grants were given at or after t.
 func (g *grants) countSince(t time.Time) int { return len(g.given) - g.head - g.first(t) }
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -13,14 +13,14 @@ import (
 // A slot is a time, fixed when the bucket gave it at the rate of that
 // moment. Cut the rate and the slots already given would still come due
 // at the old spacing. So a place arriving at its slot also takes one from
-// the Pacer, a second bucket at the current rate: while the slots come at
+// the pacer, a second bucket at the current rate: while the slots come at
 // the rate (the bucket's own spacing), it always has one, as its burst
 // covers the network's spread of the arrivals; after a cut it re-spaces the
 // remaining slot holders at the new rate, each in the order it presented
 // at its slot, so nobody overtakes a slot due before theirs (they cannot
 // present before it). A re-spaced due time is remembered per place, so
 // every version of its token is given the same one, and each place takes
-// from the Pacer once.
+// from the pacer once.
 //
 // Every token taken is held by one thing at a time: a re-spaced slot still
 // to come (due), or the one attempt that passed, until its place is
@@ -163,7 +163,7 @@ func (p *Pacer) GiveBack(place string, now time.Time) {
 }
 
 // Admitted forgets place's re-spaced slot, if a version of its token
-// presented with the Admitted one took one, and returns its token: the
+// presented with the admitted one took one, and returns its token: the
 // place is in and will not come for it.
 func (p *Pacer) Admitted(place string, now time.Time) {
 	p.mu.Lock()
