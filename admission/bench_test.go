@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -19,7 +20,7 @@ const benchDifficulty = 16
 // stream, so the benchmarks pay for real randomness.
 func benchGate(b *testing.B, ledgerSize int) (*Gate, *Room) {
 	b.Helper()
-	g := NewGate(testRing(b, "k1", "k1"), Policy{}, NewMemoryLedger(ledgerSize, func() time.Time { return t0 }))
+	g := NewGate(testRing(b, "k1", "k1"), Policy{}, queue.NewMemoryLedger(ledgerSize, func() time.Time { return t0 }))
 	return g, testRoom(b, func(c *RoomConfig) { c.Difficulty = benchDifficulty; c.Tau = 24 * time.Hour; c.Adaptive = false })
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -147,7 +148,7 @@ func (a *ActiveSet) See(id string, now time.Time) {
 	e, ok := s.seen[id]
 	switch {
 	case !ok:
-		e.hash = sketchHash(id)
+		e.hash = queue.SketchHash(id)
 	case e.at.After(now):
 		return // an older request finishing late
 	}
@@ -164,7 +165,7 @@ func (a *ActiveSet) End(id string, now time.Time) bool {
 	delete(s.seen, id)
 	if _, again := s.ended[id]; !again { // a second end is the same departure
 		if !ok {
-			e.hash = sketchHash(id)
+			e.hash = queue.SketchHash(id)
 		}
 		s.ended[id] = passEntry{at: now, hash: e.hash}
 	}
@@ -226,7 +227,7 @@ func (a *ActiveSet) Tally(now time.Time, horizon time.Duration) Tally {
 // those ended within it included, for merging with other nodes' sketches:
 // a pass ended here may still be among another node's active passes, and
 // the room's count takes the ended ones out of the union (RoomTally).
-func (a *ActiveSet) Sketch(now time.Time) *Sketch {
+func (a *ActiveSet) Sketch(now time.Time) *queue.Sketch {
 	cut := now.Add(-a.Window())
 	return a.sketch(cut, cut)
 }
@@ -236,26 +237,26 @@ func (a *ActiveSet) Sketch(now time.Time) *Sketch {
 // and of those ended within the window: merged over the nodes, the passes
 // in the room's Sketch and in none of these are the room's departures
 // (RoomTally).
-func (a *ActiveSet) StayingSketch(now time.Time, horizon time.Duration) *Sketch {
+func (a *ActiveSet) StayingSketch(now time.Time, horizon time.Duration) *queue.Sketch {
 	window := a.Window()
 	return a.sketch(now.Add(horizon-window), now.Add(-window))
 }
 
 // sketch is the sketch of the passes presented after seenAfter and of
 // those ended after endedAfter.
-func (a *ActiveSet) sketch(seenAfter, endedAfter time.Time) *Sketch {
-	var sk Sketch
+func (a *ActiveSet) sketch(seenAfter, endedAfter time.Time) *queue.Sketch {
+	var sk queue.Sketch
 	for i := range a.shards {
 		s := &a.shards[i]
 		s.mu.Lock()
 		for _, e := range s.seen {
 			if e.at.After(seenAfter) {
-				sk.addHash(e.hash)
+				sk.AddHash(e.hash)
 			}
 		}
 		for _, e := range s.ended {
 			if e.at.After(endedAfter) {
-				sk.addHash(e.hash)
+				sk.AddHash(e.hash)
 			}
 		}
 		s.mu.Unlock()
@@ -307,4 +308,8 @@ func RenewPass(pc tokens.PassClaims, now time.Time, ttl time.Duration) (renewed 
 	}
 	pc.ExpiresAt = now.Add(ttl).Unix()
 	return pc, true
+}
+
+func clamp(x, lo, hi float64) float64 {
+	return math.Max(lo, math.Min(hi, x))
 }

@@ -129,3 +129,12 @@ func (g *Gate) nextCheckpoint(view *View, claims *tokens.WaitClaims, at time.Tim
 	grid := g.grid(view, claims.Lot)
 	return grid.at(grid.after(at))
 }
+
+// durationOf converts seconds to a Duration, saturating rather than overflowing.
+func durationOf(seconds float64) time.Duration {
+	const maxSeconds = float64(math.MaxInt64 / int64(time.Second))
+	if seconds >= maxSeconds {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(seconds * float64(time.Second))
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/google/uuid"
 )
@@ -162,7 +163,7 @@ func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *token
 	if err != nil {
 		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims), true
 	}
-	if place.State != PlaceWaiting {
+	if place.State != queue.PlaceWaiting {
 		return Decision{}, false
 	}
 	claims.Nxt = next.UnixMilli()
@@ -182,9 +183,9 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
 	}
 	switch place.State {
-	case PlaceUsed:
+	case queue.PlaceUsed:
 		return g.reused(room, place, token, claims, now)
-	case PlaceReserved:
+	case queue.PlaceReserved:
 		if now.Before(place.Slot) {
 			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
@@ -193,7 +194,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 			// place keeps its slot and asks again at its next checkpoint.
 			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
 		}
-		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, place.charged(), now)
+		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, chargedSlot(place), now)
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
@@ -254,12 +255,12 @@ func tokenDigest(token string) string {
 
 // usedBy is the ledger record of token admitted at now: its digest and a
 // new pass id.
-func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
+func (g *Gate) usedBy(token string, now time.Time) (queue.Place, error) {
 	id, err := uuid.NewV7FromReader(g.random)
 	if err != nil {
-		return Place{}, fmt.Errorf("making pass id: %w", err)
+		return queue.Place{}, fmt.Errorf("making pass id: %w", err)
 	}
-	return Place{State: PlaceUsed, By: tokenDigest(token), Pass: id.String(), At: now}, nil
+	return queue.Place{State: queue.PlaceUsed, By: tokenDigest(token), Pass: id.String(), At: now}, nil
 }
 
 // reused answers a place found used: the same pass again while it is
@@ -268,7 +269,7 @@ func (g *Gate) usedBy(token string, now time.Time) (Place, error) {
 // the node died before it answered) or any token of the same login (its
 // other tabs: one place, one pass; not WithoutTabPasses); token_used
 // otherwise.
-func (g *Gate) reused(room *Room, place Place, token string, claims *tokens.WaitClaims, now time.Time) Decision {
+func (g *Gate) reused(room *Room, place queue.Place, token string, claims *tokens.WaitClaims, now time.Time) Decision {
 	login := !g.noTabPasses && !strings.HasPrefix(claims.Subject, AnonymousPrefix)
 	if place.Pass == "" || (place.By != tokenDigest(token) && !login) || !now.Before(place.At.Add(g.policy.PassTTL)) {
 		return Decision{Outcome: OutcomeReused, Claims: claims}
@@ -312,7 +313,7 @@ func (g *Gate) claim(ctx context.Context, room *Room, claims *tokens.WaitClaims,
 
 // pass signs the pass of the place's admission as the ledger recorded it
 // (used.Pass, used.At): the same claims, so the same pass, every time.
-func (g *Gate) pass(room *Room, claims *tokens.WaitClaims, used Place, now time.Time) Decision {
+func (g *Gate) pass(room *Room, claims *tokens.WaitClaims, used queue.Place, now time.Time) Decision {
 	room.observeAdmitted(claims.Place(), now)
 	pc := &tokens.PassClaims{
 		Registered: tokens.Registered{

@@ -3,6 +3,7 @@ package admission
 import (
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -104,5 +105,5 @@ func (g *Gate) threshold(view *View, claims *tokens.WaitClaims, v float64) (from
 	if view.Order == OrderFIFO {
 		return view.RankZero, g.fifoKey(view, claims, v)
 	}
-	return claims.Srv, Threshold(v)
+	return claims.Srv, queue.Threshold(v)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -31,7 +32,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	gate := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(1000, func() time.Time { return now }))
+	gate := admission.NewGate(ring, admission.Policy{}, queue.NewMemoryLedger(1000, func() time.Time { return now }))
 
 	ticket, err := gate.Issue(room, admission.Visitor{}, now)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/google/uuid"
 )
@@ -27,7 +28,7 @@ var ErrLane = errors.New("token belongs to another lane")
 type Gate struct {
 	codec  *tokens.Codec
 	policy Policy
-	ledger Ledger
+	ledger queue.Ledger
 	random io.Reader
 	// lotteryGrid and fifoGrid are the checkpoint grids' shapes in each
 	// order, fixed by the policy.
@@ -56,7 +57,7 @@ func WithoutTabPasses() GateOption {
 }
 
 // NewGate returns a gate signing with keys and remembering used tokens in ledger.
-func NewGate(keys *tokens.KeyRing, policy Policy, ledger Ledger, opts ...GateOption) *Gate {
+func NewGate(keys *tokens.KeyRing, policy Policy, ledger queue.Ledger, opts ...GateOption) *Gate {
 	policy = policy.withDefaults()
 	g := &Gate{
 		codec:  tokens.NewCodec(keys, policy.Leeway),

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -26,7 +27,7 @@ func solve(t testing.TB, c *tokens.WaitClaims) string {
 func eligibleAt(t testing.TB, g *Gate, room *Room, c *tokens.WaitClaims, now time.Time) time.Time {
 	t.Helper()
 	v := g.Codec().Keys().Lottery(c.Lot)
-	when, ok := room.View(now).Clock.when(now, c.Srv+Threshold(v))
+	when, ok := room.View(now).Clock.When(now, c.Srv+queue.Threshold(v))
 	if !ok {
 		t.Fatal("never eligible")
 	}
@@ -214,7 +215,7 @@ func TestDecideRoomStates(t *testing.T) {
 	// would have had at its checkpoint (Room.reserveAdmission), so slots
 	// given after its checkpoint would not make it wait.
 	// The queue opened anew at the resume, so its bucket starts with one
-	// admission there (bucket.openAt): n reservations take the slots 0 s
+	// admission there (queue.Bucket.OpenAt): n reservations take the slots 0 s
 	// to n−1 s after it, and the place the next.
 	debt := late.Sub(resume)
 	n := int(debt/time.Second) + 2
@@ -328,7 +329,7 @@ func TestBindingAndRequeue(t *testing.T) {
 	if back.Outcome != OutcomeWait || back.Next.Claims.ID != tk.Claims.ID || !back.Next.Claims.NextAttempt().After(at) {
 		t.Fatalf("requeue: %v %+v", back.Outcome, back.Next.Claims)
 	}
-	if level := room.bucket.level(at); level != 99 {
+	if level := room.bucket.Level(at); level != 99 {
 		t.Fatalf("requeue: bucket at %v of 100, want the place's admission kept (99)", level)
 	}
 	// The refused version again, at once: not judged again before the checkpoint.
@@ -339,7 +340,7 @@ func TestBindingAndRequeue(t *testing.T) {
 	if again.Outcome != OutcomeAdmit {
 		t.Fatalf("after requeue: %v (%v)", again.Outcome, again.Err)
 	}
-	if level := room.bucket.level(at); level != 99 {
+	if level := room.bucket.Level(at); level != 99 {
 		t.Fatalf("admitted from its slot: bucket at %v, want 99 (one admission for the place)", level)
 	}
 }
@@ -373,7 +374,7 @@ func TestCheckpointGrid(t *testing.T) {
 }
 
 // TestLateRespacedPlaceOutlivesItsDue: a place found eligible late (within
-// lateMemory) whose missed slot has passed is held in the ledger at now;
+// the bucket's late memory) whose missed slot has passed is held in the ledger at now;
 // re-spaced by the pacer (in debt past a burst: no credit), its new
 // version's expiry is capped from that slot, so a re-spacing under
 // TokenTTL keeps the place (the cap from the missed slot, minutes before,

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -52,6 +53,6 @@ func testRoom(t testing.TB, mutate func(*RoomConfig)) *Room {
 func testGate(t testing.TB, ledgerSize int) *Gate {
 	t.Helper()
 	now := t0
-	return NewGate(testRing(t, "k1", "k1"), Policy{}, NewMemoryLedger(ledgerSize, func() time.Time { return now }),
+	return NewGate(testRing(t, "k1", "k1"), Policy{}, queue.NewMemoryLedger(ledgerSize, func() time.Time { return now }),
 		WithRandom(newSeeded(7)))
 }

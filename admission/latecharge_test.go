@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // windowBudget is a shared budget whose every slot is at one moment, open
@@ -60,7 +62,7 @@ func TestALatePresenterRefusedGivesBackTheSlotItWasCharged(t *testing.T) {
 					t.Fatalf("told to come back at %v, want the slot it would have had, %v", next, missed)
 				}
 				held, err := gate.ledger.Lookup(ctx, d.Claims.Place())
-				if err != nil || held.State != PlaceReserved || !held.Slot.Equal(missed) || !held.charged().Equal(budget.open) {
+				if err != nil || held.State != queue.PlaceReserved || !held.Slot.Equal(missed) || !chargedSlot(held).Equal(budget.open) {
 					t.Fatalf("the ledger holds %+v (%v), want the slot %v, charged %v", held, err, missed, budget.open)
 				}
 				now = ceilMilli(missed)
@@ -125,7 +127,7 @@ func newEligibleOnAQuota(t *testing.T) eligibleOnAQuota {
 	ctx := context.Background()
 	setup := func() (eligibleOnAQuota, WaitToken) {
 		p := eligibleOnAQuota{
-			gate: NewGate(testRing(t, "k1", "k1"), Policy{}, NewMemoryLedger(100, func() time.Time { return t0 }), WithRandom(newSeeded(7))),
+			gate: NewGate(testRing(t, "k1", "k1"), Policy{}, queue.NewMemoryLedger(100, func() time.Time { return t0 }), WithRandom(newSeeded(7))),
 			room: testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 }),
 		}
 		p.room.SetQuota(&windowBudget{})
@@ -210,7 +212,7 @@ func TestAFIFOPlaceOnTimeForItsCheckpointIsNotLate(t *testing.T) {
 	view := room.View(told)
 	from, threshold := gate.threshold(&view, claims, gate.Codec().Keys().Draw(claims.Lot).Number)
 	found, ok := fifoFound(&view, claims, from+threshold, told)
-	if !ok || told.Sub(found) <= pacerSlack {
+	if !ok || told.Sub(found) <= queue.PacerSlack {
 		t.Fatalf("found eligible at %v (%v), told %v: want found well before told", found.Sub(t0), ok, told.Sub(t0))
 	}
 	budget := &windowBudget{open: told.Add(time.Minute)}

@@ -35,7 +35,7 @@ const lotteryTick = time.Second
 // releases the lead and no more from the keys it knows; a place not seen
 // yet (its first checkpoint still ahead) may become eligible with them, and
 // then waits for a slot in the order found. Without any key ahead it falls
-// back to the controller (Controller.Next on the population and the
+// back to the controller (queue.Controller.Next on the population and the
 // eligible rate).
 //
 // Nothing here depends on which places ask when: keys are counted once per

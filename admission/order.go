@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -486,9 +487,9 @@ func (r *Room) fifoShort(v *View, now time.Time) float64 {
 // fifoLateAfter is how long after the counter passed its key a place that
 // follows its answers has come: it is told the moment the counter is
 // expected to pass it, which may be a tick off, and the network spreads
-// its arrival by up to pacerSlack. Later, it is asleep or gone, and holds
+// its arrival by up to queue.PacerSlack. Later, it is asleep or gone, and holds
 // the room back no more (it is served from its moment when it comes).
-func fifoLateAfter(Policy) time.Duration { return lotteryTick + pacerSlack }
+func fifoLateAfter(Policy) time.Duration { return lotteryTick + queue.PacerSlack }
 
 // fifoPassBy is how far past the last key it means to pass the fifo
 // counter aims, in ranks.
@@ -612,7 +613,7 @@ func (g *Gate) fifoKey(view *View, claims *tokens.WaitClaims, v float64) float64
 	case claims.Pos < 0:
 		return v * view.PreQueue
 	case claims.Pos > 0:
-		return float64(claims.Pos-1-view.RankBase) + claims.Lk*Threshold(v)
+		return float64(claims.Pos-1-view.RankBase) + claims.Lk*queue.Threshold(v)
 	}
 	return 0
 }
@@ -667,7 +668,7 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	}
 	c := v.Clock.At(from) - v.RankZero
 	if key <= c {
-		return v.Clock.when(now, v.RankZero+key)
+		return v.Clock.When(now, v.RankZero+key)
 	}
 	if v.Rate <= 0 {
 		return time.Time{}, false

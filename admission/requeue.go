@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // Requeue sends an admitted visitor back to waiting when the admission could
@@ -31,7 +33,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now t
 		// attempt.
 		return g.unavailable(err, claims)
 	}
-	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), Place{State: PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
+	held, fresh, err := g.ledger.Hold(ctx, claims.Place(), queue.Place{State: queue.PlaceReserved, Slot: next}, g.lastValid(&view, claims, next))
 	if err == nil && !fresh {
 		// On an error whether the place holds the slot is unknown: its
 		// admission stays taken.
@@ -40,7 +42,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now t
 	switch {
 	case err != nil:
 		return g.unavailable(fmt.Errorf("holding refused place: %w", err), claims)
-	case !fresh && held.State == PlaceUsed:
+	case !fresh && held.State == queue.PlaceUsed:
 		return Decision{Outcome: OutcomeReused, Claims: claims} // a concurrent attempt took the place in
 	case !fresh:
 		next = ceilMilli(held.Slot)

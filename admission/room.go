@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -66,8 +67,8 @@ type RoomConfig struct {
 	// Window is how far back population and eligibility are measured; it
 	// should be at least the longest backoff.
 	Window time.Duration
-	// Controller bounds the speed changes; the zero value means defaultController.
-	Controller Controller
+	// Controller bounds the speed changes; the zero value means queue.DefaultController.
+	Controller queue.Controller
 	// Memory is how far back the room remembers its clock, so an attempt is
 	// judged at the checkpoint its token names even when presented late. It
 	// should be at least the longest a token stays valid past its nxt
@@ -105,7 +106,7 @@ type View struct {
 	Lane       string
 	State      State // the effective state: scheduled becomes queue at SaleStart
 	SaleStart  time.Time
-	Clock      Clock
+	Clock      queue.Clock
 	Rate       float64
 	Difficulty int
 	// Cruise is the speed the clock runs at while admitting.
@@ -127,7 +128,7 @@ type View struct {
 	Moved time.Time
 	// Past holds the clock's earlier readings, oldest first, back to the
 	// room's memory: each is valid from its Origin to the next one's.
-	Past []Clock
+	Past []queue.Clock
 	// Order is the queue's rule. For OrderFIFO the clock counts arrival
 	// ranks, and the fields below place the ranks on it.
 	Order Order
@@ -173,7 +174,7 @@ const maxPast = 64
 // checkpoints of tokens presented on time (a speed change a second at
 // most, so at least the last max/2 seconds), stays exact. The result depends only on past, so every node that computes
 // it, or adopts it from the store, reads the same S(t).
-func compactPast(past []Clock, max int) []Clock {
+func compactPast(past []queue.Clock, max int) []queue.Clock {
 	for len(past) > max && len(past) >= 3 {
 		best, bestErr := -1, math.Inf(1)
 		for i := 0; i+2 < len(past) && i <= (len(past)-1)/2; i++ {
@@ -182,14 +183,14 @@ func compactPast(past []Clock, max int) []Clock {
 			}
 		}
 		a, next := past[best], past[best+2]
-		merged := Clock{Origin: a.Origin, Value: a.Value, Segments: []Segment{{Start: a.Origin, Speed: lineSpeed(a, next)}}}
+		merged := queue.Clock{Origin: a.Origin, Value: a.Value, Segments: []queue.Segment{{Start: a.Origin, Speed: lineSpeed(a, next)}}}
 		past = append(append(past[:best:best], merged), past[best+2:]...)
 	}
 	return past
 }
 
 // lineSpeed is the speed of the line from a's origin and value to next's.
-func lineSpeed(a, next Clock) float64 {
+func lineSpeed(a, next queue.Clock) float64 {
 	dt := next.Origin.Sub(a.Origin).Seconds()
 	if dt <= 0 {
 		return 0
@@ -199,7 +200,7 @@ func lineSpeed(a, next Clock) float64 {
 
 // mergeError is how far the line from a to next misses b's value at b's
 // origin.
-func mergeError(a, b, next Clock) float64 {
+func mergeError(a, b, next queue.Clock) float64 {
 	at := a.Value + lineSpeed(a, next)*b.Origin.Sub(a.Origin).Seconds()
 	return math.Abs(at - b.Value)
 }
@@ -225,14 +226,14 @@ type Room struct {
 	stored     State // the state as set, before scheduled turns into queue
 	tau        float64
 	adaptive   bool
-	controller Controller
+	controller queue.Controller
 	memory     time.Duration
 	queueing   time.Time // when the room last began to queue
-	bucket     *bucket
-	pacer      *pacer
+	bucket     *queue.Bucket
+	pacer      *queue.Pacer
 	// shared keeps the slots this node's places took from the shared
-	// quota, for lateMemory (sharedSlot).
-	shared   sharedGrants
+	// quota, for a place presenting late (sharedSlot).
+	shared   *queue.Grants
 	presence *presence
 	eligible *rateWindow
 	started  time.Time  // when this node's room began to observe
@@ -317,8 +318,8 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		return nil, fmt.Errorf("room %s: luck window must not be negative", cfg.Name)
 	}
 	ctl := cfg.Controller
-	if ctl == (Controller{}) {
-		ctl = defaultController
+	if ctl == (queue.Controller{}) {
+		ctl = queue.DefaultController
 	}
 	r := &Room{
 		stored:     cfg.State,
@@ -327,9 +328,9 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		controller: ctl,
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
 		queueing:   now,
-		bucket:     rememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
-		pacer:      newPacer(cfg.Rate, cfg.Burst, now),
-		shared:     sharedGrants{grants: grants{memory: lateMemory}},
+		bucket:     queue.NewRememberingBucket(cfg.Rate, math.Max(1, cfg.Burst), now),
+		pacer:      queue.NewPacer(cfg.Rate, cfg.Burst, now),
+		shared:     queue.NewGrants(),
 		presence:   newPresence(cfg.Window),
 		eligible:   newRateWindow(cfg.Window),
 		started:    now,
@@ -343,7 +344,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Difficulty:  cfg.Difficulty,
 		Cruise:      1 / cfg.Tau.Seconds(),
 		LatestStart: cfg.SaleStart,
-		Clock:       Clock{Origin: now},
+		Clock:       queue.Clock{Origin: now},
 		Order:       order,
 	}
 	if order == OrderFIFO {
@@ -437,8 +438,8 @@ func (r *Room) SetRate(rate, burst float64, now time.Time) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bucket.setRate(rate, math.Max(1, burst), now)
-	r.pacer.setRate(rate, burst, now)
+	r.bucket.SetRate(rate, math.Max(1, burst), now)
+	r.pacer.SetRate(rate, burst, now)
 	v := *r.view.Load()
 	v.Rate = rate
 	// The clock does not depend on the rate: it stays as it is, so nodes
@@ -569,10 +570,10 @@ func (r *Room) openBucket(opens time.Time) {
 	if r.stored == StateOpen || r.stored == StateClosed {
 		// No queue: an open room is served from the bucket's burst, even
 		// moments after a queue it left (its opening dropped the burst).
-		r.bucket.openAt(time.Time{})
+		r.bucket.OpenAt(time.Time{})
 		return
 	}
-	r.bucket.openAt(opens)
+	r.bucket.OpenAt(opens)
 }
 
 // SetBucketRate sets this node's bucket alone: its share of a rate several
@@ -583,7 +584,7 @@ func (r *Room) openBucket(opens time.Time) {
 // room's shared budget caps the nodes together (with on_unavailable local,
 // not during an outage: docs/FAIRNESS.md, "Known limits").
 func (r *Room) SetBucketRate(rate, burst float64, now time.Time) {
-	r.bucket.setRate(rate, math.Max(1, burst), now)
+	r.bucket.SetRate(rate, math.Max(1, burst), now)
 }
 
 // publish rebuilds the clock for the stored state and makes v current.
@@ -592,7 +593,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	if prev := r.view.Load(); prev != nil {
 		// Keep the readings that still cover some moment of the memory:
 		// a reading holds until the next one's origin.
-		past := append(append(make([]Clock, 0, len(prev.Past)+1), prev.Past...), prev.Clock)
+		past := append(append(make([]queue.Clock, 0, len(prev.Past)+1), prev.Past...), prev.Clock)
 		cut := now.Add(-r.memory)
 		for len(past) > 1 && !past[1].Origin.After(cut) {
 			past = past[1:]
@@ -622,7 +623,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	if r.fifo != nil && v.RankSet {
 		// The counter stops at the last key handed out (Tick moves the
 		// stop as places arrive).
-		if stop, ok := v.Clock.when(now, r.fifoLimit(v)); ok {
+		if stop, ok := v.Clock.When(now, r.fifoLimit(v)); ok {
 			v.Clock = v.Clock.Then(stop, 0)
 		}
 	}
@@ -632,47 +633,32 @@ func (r *Room) publish(v *View, now time.Time) {
 // reserveAdmission takes one admission from the bucket for a place found
 // eligible at found (now, or a checkpoint it presented late for) and
 // returns when it is due: now, or later while the bucket binds, in the
-// order asked; a place that presented more than pacerSlack late takes the
-// slot it would have had at found, up to lateMemory late
-// (bucket.reserveFor), which may have passed (due before now). Lateness within pacerSlack is the network's spread,
-// which every attempt has: taken as asked now, it keeps the bucket's own
-// spacing (backdated, such attempts would move admissions ahead of the
-// bucket by up to its backlog, above the rate). backdated: due, or now if
-// later, is before the
-// bucket's own next slot,
-// so the place must pass the pacer when it is due (paceSlot).
+// order asked; a place that presented more than queue.PacerSlack late
+// takes the slot it would have had at found, up to the bucket's memory
+// late (queue.Bucket.ReserveFor), which may have passed (due before now).
+// Lateness within queue.PacerSlack is the network's spread, which every
+// attempt has: taken as asked now, it keeps the bucket's own spacing
+// (backdated, such attempts would move admissions ahead of the bucket by
+// up to its backlog, above the rate). backdated: due, or now if later, is
+// before the bucket's own next slot, so the place must pass the pacer
+// when it is due (paceSlot).
 func (r *Room) reserveAdmission(found, now time.Time) (due time.Time, backdated bool) {
-	if now.Sub(found) <= pacerSlack {
+	if now.Sub(found) <= queue.PacerSlack {
 		found = now
 	}
-	return r.bucket.reserveFor(found, now)
-}
-
-// sharedGrants are the slots a node's places took from the shared quota.
-type sharedGrants struct {
-	mu sync.Mutex
-	grants
+	return r.bucket.ReserveFor(found, now)
 }
 
 // sharedSlot is reserveAdmission for a slot the shared quota gave at now: a
-// place found eligible at found, presented more than pacerSlack late for
-// it, takes the slot of the first one this node's places took since, when
-// that is earlier (it may have passed: due at once, through the pacer).
-// The admission it took is still the quota's next, so every later slot
-// moves back one, as it would have had it been asked in time. Asking late
-// never gains: the slot is the one asked at found would have had, or later.
+// place found eligible at found, presented more than queue.PacerSlack late
+// for it, takes the slot of the first one this node's places took since,
+// when that is earlier (it may have passed: due at once, through the
+// pacer; queue.Grants.Take).
 func (r *Room) sharedSlot(found, slot, now time.Time) (due time.Time, backdated bool) {
-	r.shared.mu.Lock()
-	defer r.shared.mu.Unlock()
-	r.shared.forget(now)
-	due = slot
-	if now.Sub(found) > pacerSlack {
-		if s, ok := r.shared.since(found, slot); ok {
-			due = s
-		}
+	if now.Sub(found) <= queue.PacerSlack {
+		found = now
 	}
-	r.shared.add(now, slot)
-	return due, later(due, now).Before(slot)
+	return r.shared.Take(found, slot, now)
 }
 
 // paceSlot reports whether place, whose admission slot came at slot, may
@@ -680,18 +666,18 @@ func (r *Room) sharedSlot(found, slot, now time.Time) (due time.Time, backdated 
 // (see pacer: slots given before a rate cut are re-spaced at the new rate;
 // a holder presenting late is not re-spaced by less than the pacer's burst).
 func (r *Room) paceSlot(place string, slot, now time.Time) (time.Time, bool) {
-	return r.pacer.pass(place, slot, now)
+	return r.pacer.Pass(place, slot, now)
 }
 
 // unpaceSlot gives back what paceSlot took for an attempt it passed whose
 // admission did not go through.
-func (r *Room) unpaceSlot(place string, now time.Time) { r.pacer.giveBack(place, now) }
+func (r *Room) unpaceSlot(place string, now time.Time) { r.pacer.GiveBack(place, now) }
 
 // refundAdmission gives back an admission that did not go through.
 func (r *Room) refundAdmission(now time.Time) { r.bucket.Refund(now) }
 
 // BucketLevel is the number of admissions available right now.
-func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.level(now) }
+func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }
 
 // ObservePresent records that a place was presented with a valid, solved
 // attempt at or after its checkpoint, with its key: the serving clock's
@@ -712,7 +698,7 @@ func (r *Room) observePreQueuePresent(now time.Time, place string, from, draw fl
 // observeAdmitted removes an admitted place from the population.
 func (r *Room) observeAdmitted(place string, now time.Time) {
 	r.presence.forget(place)
-	r.pacer.admitted(place, now)
+	r.pacer.Admitted(place, now)
 }
 
 // observeEligible records one place found eligible (once per place: the
@@ -767,7 +753,7 @@ func (v View) EstimateWait(now time.Time) (d time.Duration, ok bool) {
 }
 
 // burst is the most admissions the bucket allows at once.
-func (r *Room) burst() float64 { return r.bucket.currentBurst() }
+func (r *Room) burst() float64 { return r.bucket.Burst() }
 
 // SetSpeedRule sets the mean wait the controller aims at and whether it may
 // change the clock's speed, leaving the clock as it is: for a node adopting

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // budgetUntil is a shared budget spent until open; err, when set, is what
@@ -43,7 +45,7 @@ func TestASlotTakesItsBudgetWhenGiven(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			h := &slotHolder{now: t0}
-			h.ledger = &racingLedger{MemoryLedger: NewMemoryLedger(100, func() time.Time { return h.now })}
+			h.ledger = &racingLedger{MemoryLedger: queue.NewMemoryLedger(100, func() time.Time { return h.now })}
 			h.gate = NewGate(testRing(t, "k1", "k1"), Policy{}, h.ledger, WithRandom(newSeeded(7)))
 			h.room = testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
 			tk, err := h.gate.Issue(h.room, Visitor{}, t0)
@@ -72,13 +74,13 @@ func TestASlotTakesItsBudgetWhenGiven(t *testing.T) {
 			}
 			held, err := h.ledger.Lookup(ctx, tk.Claims.Place())
 			if tt.err != nil {
-				if err != nil || held.State != PlaceWaiting || budget.took != 0 {
+				if err != nil || held.State != queue.PlaceWaiting || budget.took != 0 {
 					t.Fatalf("budget out of reach: the ledger holds %+v (%v), %d taken; want nothing", held, err, budget.took)
 				}
 				return
 			}
 			slot := d.Next.Claims.NextAttempt()
-			if err != nil || held.State != PlaceReserved || !held.Slot.Equal(budget.open) || slot.Before(budget.open) {
+			if err != nil || held.State != queue.PlaceReserved || !held.Slot.Equal(budget.open) || slot.Before(budget.open) {
 				t.Fatalf("the ledger holds %+v (%v), answered %v; want the place reserved at the budget's %v", held, err, slot, budget.open)
 			}
 			budget.err = errors.New("spent or down: not asked again")
@@ -127,7 +129,7 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 			if loser.Outcome == OutcomeAdmit && loser.PassClaims.ID != winner.PassClaims.ID {
 				t.Fatalf("the login's other version got pass %s, want the winner's %s", loser.PassClaims.ID, winner.PassClaims.ID)
 			}
-			if n := len(h.room.pacer.inflight); n != 0 {
+			if n := h.room.pacer.InFlight(); n != 0 {
 				t.Fatalf("%d places in flight on the losing node", n)
 			}
 		})
@@ -159,7 +161,7 @@ func TestARequeueGivesBackItsSlotsAdmission(t *testing.T) {
 			budget := &refundLog{}
 			h.room.SetQuota(budget)
 			held, err := h.ledger.Lookup(ctx, h.first.Claims.Place())
-			if err != nil || held.State != PlaceReserved {
+			if err != nil || held.State != queue.PlaceReserved {
 				t.Fatalf("the ledger holds %+v (%v), want a slot", held, err)
 			}
 			// The slot came from the bucket before the quota was set: the
@@ -188,13 +190,13 @@ func TestARequeueGivesBackItsSlotsAdmission(t *testing.T) {
 
 // landedLedger is a ledger whose Hold writes and then answers an error,
 // as a store write that timed out after it landed.
-type landedLedger struct{ *MemoryLedger }
+type landedLedger struct{ *queue.MemoryLedger }
 
 var errLanded = errors.New("timed out (the write landed)")
 
-func (l landedLedger) Hold(ctx context.Context, id string, p Place, until time.Time) (Place, bool, error) {
+func (l landedLedger) Hold(ctx context.Context, id string, p queue.Place, until time.Time) (queue.Place, bool, error) {
 	l.MemoryLedger.Hold(ctx, id, p, until)
-	return Place{}, false, errLanded
+	return queue.Place{}, false, errLanded
 }
 
 // TestALedgerErrorKeepsTheSlotsAdmission: a ledger error leaves unknown
@@ -205,7 +207,7 @@ func (l landedLedger) Hold(ctx context.Context, id string, p Place, until time.T
 func TestALedgerErrorKeepsTheSlotsAdmission(t *testing.T) {
 	ctx := context.Background()
 	now := t0
-	ledger := landedLedger{NewMemoryLedger(100, func() time.Time { return now })}
+	ledger := landedLedger{queue.NewMemoryLedger(100, func() time.Time { return now })}
 	g := NewGate(testRing(t, "k1", "k1"), Policy{}, ledger, WithRandom(newSeeded(7)))
 	room := testRoom(t, func(c *RoomConfig) { c.State = StateOpen })
 	budget := &refundLog{}

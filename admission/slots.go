@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -30,7 +31,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		return g.unavailable(err, claims)
 	}
 	if slot.After(now) || backdated {
-		want = Place{State: PlaceReserved, Slot: slot}
+		want = queue.Place{State: queue.PlaceReserved, Slot: slot}
 		if !charged.Equal(slot) {
 			want.Charged = charged
 		}
@@ -44,14 +45,14 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	}
 	if !fresh { // a concurrent attempt for the place got there first
 		undo()
-		if held.State == PlaceUsed {
+		if held.State == queue.PlaceUsed {
 			return g.reused(room, held, token, claims, now)
 		}
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(held.Slot), now)
 	}
 	room.observeEligible(now)
 	switch {
-	case want.State == PlaceUsed:
+	case want.State == queue.PlaceUsed:
 		d := g.pass(room, claims, want, now)
 		d.Slot = charged
 		return d
@@ -92,9 +93,9 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 			return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
 		}
 		switch held.State {
-		case PlaceUsed:
+		case queue.PlaceUsed:
 			return g.reused(room, held, token, claims, now)
-		case PlaceReserved:
+		case queue.PlaceReserved:
 			return g.wait(view, claims, OutcomeBusy, ceilMilli(later(held.Slot, now)), now)
 		}
 		// Released since its look-up: a requeue under way (Gate.Requeue
@@ -171,4 +172,20 @@ func (g *Gate) holdAgain(ctx context.Context, room *Room, used, next, now time.T
 		}
 	}
 	return next, giveBack, nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// chargedSlot is the slot whose admission a reserved place took.
+func chargedSlot(p queue.Place) time.Time {
+	if p.Charged.IsZero() {
+		return p.Slot
+	}
+	return p.Charged
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/room"
 	roomstores "github.com/fairgate/fairgate/room/stores"
@@ -117,15 +117,15 @@ func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.W
 	return st.ReturnBudget(ctx, room, w, n)
 }
 
-func (l *lazyStore) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+func (l *lazyStore) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
 	st, err := l.get(ctx)
 	if err != nil {
-		return admission.Place{}, false, err
+		return queue.Place{}, false, err
 	}
 	return st.HoldPlace(ctx, room, id, p, until, now)
 }
 
-func (l *lazyStore) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
+func (l *lazyStore) UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error) {
 	st, err := l.get(ctx)
 	if err != nil {
 		return false, err
@@ -133,10 +133,10 @@ func (l *lazyStore) UsePlace(ctx context.Context, room, id string, p admission.P
 	return st.UsePlace(ctx, room, id, p, now)
 }
 
-func (l *lazyStore) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+func (l *lazyStore) LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error) {
 	st, err := l.get(ctx)
 	if err != nil {
-		return admission.Place{}, err
+		return queue.Place{}, err
 	}
 	return st.LookupPlace(ctx, room, id, now)
 }

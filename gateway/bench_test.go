@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/room"
 )
@@ -40,7 +41,7 @@ func passedEnv(b *testing.B) (*Gateway, *http.Request, http.Handler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gate := admission.NewGate(ring, admission.DefaultPolicy, admission.NewMemoryLedger(16, clock.Now))
+	gate := admission.NewGate(ring, admission.DefaultPolicy, queue.NewMemoryLedger(16, clock.Now))
 	open, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clock.Now())
 	tk, _ := gate.Issue(open, admission.Visitor{}, clock.Now())
 	d := gate.Decide(context.Background(), open, admission.Attempt{Token: tk.Token, Nonce: "0", Now: clock.Now()})
@@ -97,7 +98,7 @@ func pollEnv(b *testing.B) (*Gateway, *fakeClock, string, string) {
 		if tk, err = gw.door.Issue(context.Background(), "", admission.Visitor{}, clock.Now()); err != nil {
 			b.Fatal(err)
 		}
-		if admission.Threshold(gw.door.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
+		if queue.Threshold(gw.door.Codec().Keys().Lottery(tk.Claims.Lot)) > 0.1 {
 			break
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -335,7 +336,7 @@ func TestPassRenewedWhileActive(t *testing.T) {
 // TestClusterCapacityCountsEachPassOnce: with balancing that is not
 // sticky a visitor's pass reaches several nodes; each node counts it, but
 // the room's count (the nodes' sketches merged) counts it once, within
-// three standard errors of the sketch (3 × admission.SketchError) of the
+// three standard errors of the sketch (3 × queue.SketchError) of the
 // true number of distinct passes, where the sum of the nodes' counts would
 // be up to nodes times it. A session ended at one node stops counting for
 // the room although the other nodes that saw its pass still hold it.
@@ -379,7 +380,7 @@ func TestClusterCapacityCountsEachPassOnce(t *testing.T) {
 				}
 			}
 			want := float64(tt.passes - tt.ended)
-			tol := 3 * admission.SketchError * want
+			tol := 3 * queue.SketchError * want
 			for i, n := range nodes {
 				got := n.sh.Status(clock.Now()).Site.Active
 				if math.Abs(got-want) > tol {

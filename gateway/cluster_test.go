@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 	"github.com/fairgate/fairgate/admission/roomstate/dynamostore"
@@ -458,16 +459,16 @@ type flakyStore struct {
 
 var errCut = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (test)")}
 
-func (f *flakyStore) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+func (f *flakyStore) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
 	if f.down.Load() {
-		return admission.Place{}, false, errCut
+		return queue.Place{}, false, errCut
 	}
 	return f.Store.HoldPlace(ctx, room, id, p, until, now)
 }
 
-func (f *flakyStore) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+func (f *flakyStore) LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error) {
 	if f.down.Load() {
-		return admission.Place{}, errCut
+		return queue.Place{}, errCut
 	}
 	return f.Store.LookupPlace(ctx, room, id, now)
 }
@@ -581,7 +582,7 @@ func TestClusterStoreDownLocal(t *testing.T) {
 		t.Fatalf("the same token again on the same node: %v again=%v same pass %v", d.Outcome, d.Again, d.Pass == first.Pass)
 	}
 	place := first.Claims.Place()
-	if p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now()); err != nil || p.State != admission.PlaceWaiting {
+	if p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now()); err != nil || p.State != queue.PlaceWaiting {
 		t.Fatalf("during the outage the store has the place as %+v, %v", p, err)
 	}
 	store.down.Store(false)
@@ -593,7 +594,7 @@ func TestClusterStoreDownLocal(t *testing.T) {
 	// that token, with that pass.
 	n.sh.WriteBack(t.Context(), clock.Now())
 	p, err := store.Store.LookupPlace(t.Context(), "local", place, clock.Now())
-	if err != nil || p.State != admission.PlaceUsed || p.Pass != first.PassClaims.ID {
+	if err != nil || p.State != queue.PlaceUsed || p.Pass != first.PassClaims.ID {
 		t.Fatalf("after the write-back the store has the place as %+v, %v; want used with pass %s", p, err, first.PassClaims.ID)
 	}
 	if d := b.decide(t, tk.Token, clock.Now()); d.Outcome != admission.OutcomeAdmit || !d.Again || d.Pass != first.Pass {
@@ -885,7 +886,7 @@ func TestClusterRoomSweepsExpiredBoltItems(t *testing.T) {
 	ctx := t.Context()
 	hold := func(id string) {
 		t.Helper()
-		if _, _, err := st.HoldPlace(ctx, "sweep", id, admission.Place{State: admission.PlaceWaiting}, clock.Now().Add(time.Second), clock.Now()); err != nil {
+		if _, _, err := st.HoldPlace(ctx, "sweep", id, queue.Place{State: queue.PlaceWaiting}, clock.Now().Add(time.Second), clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -998,15 +999,15 @@ type landsThenTimesOut struct {
 	lose atomic.Bool
 }
 
-func (s *landsThenTimesOut) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+func (s *landsThenTimesOut) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
 	got, won, err := s.Store.HoldPlace(ctx, room, id, p, until, now)
 	if err == nil && s.lose.Load() {
-		return admission.Place{}, false, context.DeadlineExceeded
+		return queue.Place{}, false, context.DeadlineExceeded
 	}
 	return got, won, err
 }
 
-func (s *landsThenTimesOut) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
+func (s *landsThenTimesOut) UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error) {
 	ok, err := s.Store.UsePlace(ctx, room, id, p, now)
 	if err == nil && s.lose.Load() {
 		return false, context.DeadlineExceeded
@@ -1095,7 +1096,7 @@ func TestClusterLostAnswerRetryGetsTheSamePass(t *testing.T) {
 				t.Fatal(err)
 			}
 			place, err := store.LookupPlace(t.Context(), "lost", wc.Place(), clock.Now())
-			if err != nil || place.State != admission.PlaceUsed || place.Pass != pc.ID || place.At.Unix() != pc.IssuedAt {
+			if err != nil || place.State != queue.PlaceUsed || place.Pass != pc.ID || place.At.Unix() != pc.IssuedAt {
 				t.Fatalf("the pass %s (iat %d) is not the one the ledger recorded: %+v, %v", pc.ID, pc.IssuedAt, place, err)
 			}
 			// Any other version of the place's token: used.

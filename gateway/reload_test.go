@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -40,11 +40,11 @@ func TestReloadAppliesEveryRoomOption(t *testing.T) {
 		t.Fatalf("tau 4s, fixed speed: clock speed %v, want 0.25", speed)
 	}
 	// ledger_size 1: a second used token does not fit.
-	used := admission.Place{State: admission.PlaceUsed}
+	used := queue.Place{State: queue.PlaceUsed}
 	if _, _, err := sh.Ledger.Hold(t.Context(), "a", used, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := sh.Ledger.Hold(t.Context(), "b", used, now.Add(time.Hour)); !errors.Is(err, admission.ErrLedgerFull) {
+	if _, _, err := sh.Ledger.Hold(t.Context(), "b", used, now.Add(time.Hour)); !errors.Is(err, queue.ErrLedgerFull) {
 		t.Fatalf("ledger_size 1 took a second place: %v", err)
 	}
 }

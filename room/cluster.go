@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -619,7 +620,7 @@ func (sh *Shared) publishActive(ctx context.Context, now, until time.Time) error
 // shareSketch publishes this node's sketch sk of its passes under name
 // and returns the count of every node's merged, and how many it merged (a
 // sketch this build cannot read is not).
-func (sh *Shared) shareSketch(ctx context.Context, name string, sk *admission.Sketch, now, until time.Time) (distinct float64, nodes int, err error) {
+func (sh *Shared) shareSketch(ctx context.Context, name string, sk *queue.Sketch, now, until time.Time) (distinct float64, nodes int, err error) {
 	cl := sh.cluster
 	key := laneKey(cl.key, "", name)
 	mine, err := sk.MarshalBinary()
@@ -633,7 +634,7 @@ func (sh *Shared) shareSketch(ctx context.Context, name string, sk *admission.Sk
 	if err != nil {
 		return 0, 0, err
 	}
-	var union, one admission.Sketch
+	var union, one queue.Sketch
 	for _, data := range all {
 		if one.UnmarshalBinary(data) != nil {
 			continue

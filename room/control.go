@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -80,8 +81,8 @@ type RoomStatus struct {
 	// Now is the time of the answer, ClockState the serving clock's
 	// current reading (origin, value, segments): Clock is its value at Now,
 	// the same on every node that runs the same version.
-	Now        string          `json:"now"`
-	ClockState admission.Clock `json:"clock_state"`
+	Now        string      `json:"now"`
+	ClockState queue.Clock `json:"clock_state"`
 	// Site is the visitors on the site and, in a room sized by capacity,
 	// the rate the capacity controller derived from them (Rate above is
 	// that rate too).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 
 	"github.com/fairgate/fairgate/admission/tokens"
@@ -23,10 +24,10 @@ type Shared struct {
 	// room's; priority lanes are rooms of their own beside it.
 	Room *admission.Room
 	// Ledger remembers used places: the state store's, or memory's.
-	Ledger admission.Ledger
+	Ledger queue.Ledger
 	// memory is the ledger of state_store memory, and the fallback of
 	// on_unavailable local.
-	memory *admission.MemoryLedger
+	memory *queue.MemoryLedger
 	// cluster links the room to its state store; nil on memory.
 	cluster *cluster
 	clock   func() time.Time
@@ -124,7 +125,7 @@ func newShared(cfg Config, clock func() time.Time) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	memory := admission.NewMemoryLedger(s.LedgerSize, clock)
+	memory := queue.NewMemoryLedger(s.LedgerSize, clock)
 	sh := &Shared{
 		Room:    lanes[0].room,
 		Ledger:  memory,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // TestFairness runs a small sale through the gateway's HTTP handler and
@@ -102,10 +103,6 @@ func checkControls(t *testing.T, cfg Config, r Report) {
 	}
 }
 
-// pacerSlack is admission's pacerSlack: attempts less than this after the
-// moment they were found eligible are served in the order they ask.
-const pacerSlack = 2 * time.Second
-
 // TestFairnessFIFO is TestFairness in a fifo room: no strategy gains, no
 // honest token expires, the pre-queue is a lottery of the draw served before
 // every later arrival, earlier arrivals go first by fifo's rule, waits by
@@ -127,8 +124,8 @@ func TestFairnessFIFO(t *testing.T) {
 	// The boundary holds to within the pacer's slack (docs/FAIRNESS.md,
 	// "Known limits"): places found eligible moments apart are served in
 	// the order they ask within it.
-	if r.PreQueueOvertake > pacerSlack {
-		t.Errorf("a later arrival admitted %v before the pre-queue's last place (%.2f%% after it), want at most %v", r.PreQueueOvertake, 100*r.PreQueueFirst, pacerSlack)
+	if r.PreQueueOvertake > queue.PacerSlack {
+		t.Errorf("a later arrival admitted %v before the pre-queue's last place (%.2f%% after it), want at most %v", r.PreQueueOvertake, 100*r.PreQueueFirst, queue.PacerSlack)
 	}
 	// Few pairs at this scale: the domain test holds the rule to ±0.03.
 	for _, p := range r.EarlierFirst {

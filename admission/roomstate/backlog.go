@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // Backlog holds the places a FallbackLedger recorded in memory while the
@@ -21,7 +21,7 @@ type Backlog struct {
 }
 
 type pending struct {
-	place admission.Place
+	place queue.Place
 	until time.Time
 }
 
@@ -29,21 +29,21 @@ type pending struct {
 func NewBacklog() *Backlog { return &Backlog{places: map[string]pending{}} }
 
 // add records place id as held in memory until the given time.
-func (b *Backlog) add(id string, p admission.Place, until time.Time) {
+func (b *Backlog) add(id string, p queue.Place, until time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.places[id] = pending{place: p, until: until}
 }
 
 // use records a place held in memory as used now.
-func (b *Backlog) use(id string, p admission.Place) {
+func (b *Backlog) use(id string, p queue.Place) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur, ok := b.places[id]
 	if !ok {
 		return
 	}
-	p.State, p.Slot, p.Charged = admission.PlaceUsed, time.Time{}, time.Time{}
+	p.State, p.Slot, p.Charged = queue.PlaceUsed, time.Time{}, time.Time{}
 	cur.place = p
 	b.places[id] = cur
 }
@@ -69,7 +69,7 @@ func (b *Backlog) WriteBack(ctx context.Context, store Store, room string, now t
 		switch {
 		case !now.Before(p.until):
 			delete(b.places, id) // expired: nobody can present it any more
-		case p.place.State == admission.PlaceUsed:
+		case p.place.State == queue.PlaceUsed:
 			todo[id] = p
 		}
 	}
@@ -82,7 +82,7 @@ func (b *Backlog) WriteBack(ctx context.Context, store Store, room string, now t
 		switch {
 		case won:
 			written++
-		case held.State == admission.PlaceReserved:
+		case held.State == queue.PlaceReserved:
 			ok, err := store.UsePlace(ctx, room, id, p.place, now)
 			if err != nil {
 				return written, twice, fmt.Errorf("writing back place %s: %w", id, err)
@@ -92,7 +92,7 @@ func (b *Backlog) WriteBack(ctx context.Context, store Store, room string, now t
 			} else {
 				twice++
 			}
-		case held.State == admission.PlaceUsed && (held.By != p.place.By || held.By == ""):
+		case held.State == queue.PlaceUsed && (held.By != p.place.By || held.By == ""):
 			twice++
 		default:
 			written++ // this very admission, written before

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -20,21 +21,21 @@ type flaky struct {
 
 var errDown = errors.New("connection refused (test)")
 
-func (f *flaky) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+func (f *flaky) LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error) {
 	if f.down {
-		return admission.Place{}, errDown
+		return queue.Place{}, errDown
 	}
 	return f.Store.LookupPlace(ctx, room, id, now)
 }
 
-func (f *flaky) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+func (f *flaky) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
 	if f.down {
-		return admission.Place{}, false, errDown
+		return queue.Place{}, false, errDown
 	}
 	return f.Store.HoldPlace(ctx, room, id, p, until, now)
 }
 
-func (f *flaky) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
+func (f *flaky) UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error) {
 	if f.down {
 		return false, errDown
 	}
@@ -55,17 +56,17 @@ func TestFallbackPlaceAdmittedInOutageStaysUsed(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	f := &flaky{Store: openBolt(t)}
-	l := roomstate.FallbackLedger{Shared: roomstate.NewLedger(f, "r", clock), Local: admission.NewMemoryLedger(100, clock)}
+	l := roomstate.FallbackLedger{Shared: roomstate.NewLedger(f, "r", clock), Local: queue.NewMemoryLedger(100, clock)}
 	ctx := context.Background()
-	if _, won, err := l.Hold(ctx, "p", admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}, now.Add(time.Hour)); err != nil || !won {
+	if _, won, err := l.Hold(ctx, "p", queue.Place{State: queue.PlaceReserved, Slot: now.Add(time.Second)}, now.Add(time.Hour)); err != nil || !won {
 		t.Fatal(won, err)
 	}
 	now = now.Add(2 * time.Second)
 	f.down = true
-	if p, _ := l.Lookup(ctx, "p"); p.State != admission.PlaceWaiting {
+	if p, _ := l.Lookup(ctx, "p"); p.State != queue.PlaceWaiting {
 		t.Fatalf("lookup during the outage: %v, want waiting (from memory)", p.State)
 	}
-	if _, won, err := l.Hold(ctx, "p", admission.Place{State: admission.PlaceUsed}, now.Add(time.Hour)); err != nil || !won {
+	if _, won, err := l.Hold(ctx, "p", queue.Place{State: queue.PlaceUsed}, now.Add(time.Hour)); err != nil || !won {
 		t.Fatal("admitted during the outage:", won, err)
 	}
 	f.down = false
@@ -73,7 +74,7 @@ func TestFallbackPlaceAdmittedInOutageStaysUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.State != admission.PlaceUsed {
+	if p.State != queue.PlaceUsed {
 		t.Fatalf("after the outage the place admitted from memory looks %v, want used", p.State)
 	}
 }
@@ -131,30 +132,30 @@ func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
 	bolt := openBolt(t)
 	f := &flaky{Store: bolt}
 	backlog := roomstate.NewBacklog()
-	l := roomstate.FallbackLedger{Shared: roomstate.NewLedger(f, "r", clock), Local: admission.NewMemoryLedger(100, clock), Backlog: backlog}
+	l := roomstate.FallbackLedger{Shared: roomstate.NewLedger(f, "r", clock), Local: queue.NewMemoryLedger(100, clock), Backlog: backlog}
 	other := roomstate.NewLedger(bolt, "r", clock) // a node the outage did not cut off
 	ctx := context.Background()
 	until := now.Add(time.Hour)
 	// Reserved in the store before the outage, used from memory in it.
-	if _, won, err := l.Hold(ctx, "reserved", admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}, until); err != nil || !won {
+	if _, won, err := l.Hold(ctx, "reserved", queue.Place{State: queue.PlaceReserved, Slot: now.Add(time.Second)}, until); err != nil || !won {
 		t.Fatal(won, err)
 	}
 	now = now.Add(2 * time.Second)
 	f.down = true
 	for _, id := range []string{"held", "elsewhere", "reserved"} {
-		if _, won, err := l.Hold(ctx, id, admission.Place{State: admission.PlaceUsed, By: "tok-" + id, Pass: "pass-" + id, At: now}, until); err != nil || !won {
+		if _, won, err := l.Hold(ctx, id, queue.Place{State: queue.PlaceUsed, By: "tok-" + id, Pass: "pass-" + id, At: now}, until); err != nil || !won {
 			t.Fatalf("%s admitted during the outage: %v %v", id, won, err)
 		}
 	}
 	// A place reserved in memory and then used in memory, too.
-	if _, won, err := l.Hold(ctx, "slot", admission.Place{State: admission.PlaceReserved, Slot: now.Add(time.Second)}, until); err != nil || !won {
+	if _, won, err := l.Hold(ctx, "slot", queue.Place{State: queue.PlaceReserved, Slot: now.Add(time.Second)}, until); err != nil || !won {
 		t.Fatal(won, err)
 	}
-	if ok, err := l.Use(ctx, "slot", admission.Place{State: admission.PlaceUsed, By: "tok-slot", Pass: "pass-slot", At: now.Add(time.Second)}); err != nil || !ok {
+	if ok, err := l.Use(ctx, "slot", queue.Place{State: queue.PlaceUsed, By: "tok-slot", Pass: "pass-slot", At: now.Add(time.Second)}); err != nil || !ok {
 		t.Fatal("slot used in memory:", ok, err)
 	}
 	// Meanwhile another node admitted "elsewhere" through the store.
-	if _, won, err := other.Hold(ctx, "elsewhere", admission.Place{State: admission.PlaceUsed, By: "other"}, until); err != nil || !won {
+	if _, won, err := other.Hold(ctx, "elsewhere", queue.Place{State: queue.PlaceUsed, By: "other"}, until); err != nil || !won {
 		t.Fatal(won, err)
 	}
 	if n := backlog.Len(); n != 4 {
@@ -171,7 +172,7 @@ func TestFallbackWritesBackPlacesUsedInOutage(t *testing.T) {
 	}
 	for _, id := range []string{"held", "reserved", "slot"} {
 		p, err := other.Lookup(ctx, id)
-		if err != nil || p.State != admission.PlaceUsed || p.Pass != "pass-"+id {
+		if err != nil || p.State != queue.PlaceUsed || p.Pass != "pass-"+id {
 			t.Fatalf("another node reads %s as %+v, %v; want used with its pass", id, p, err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // ErrUnavailable means a guarded store failed recently and is not asked
@@ -142,7 +142,7 @@ func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n int64
 }
 
 // HoldPlace implements Store.
-func (g *Guard) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (held admission.Place, won bool, err error) {
+func (g *Guard) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (held queue.Place, won bool, err error) {
 	err = g.call(ctx, "hold_place", func(ctx context.Context) error {
 		held, won, err = g.Store.HoldPlace(ctx, room, id, p, until, now)
 		return err
@@ -151,7 +151,7 @@ func (g *Guard) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 }
 
 // UsePlace implements Store.
-func (g *Guard) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (used bool, err error) {
+func (g *Guard) UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (used bool, err error) {
 	err = g.call(ctx, "use_place", func(ctx context.Context) error {
 		used, err = g.Store.UsePlace(ctx, room, id, p, now)
 		return err
@@ -164,7 +164,7 @@ func (g *Guard) UsePlace(ctx context.Context, room, id string, p admission.Place
 func (g *Guard) MayHoldPlace(room, id string) bool { return MayHoldPlace(g.Store, room, id) }
 
 // LookupPlace implements Store.
-func (g *Guard) LookupPlace(ctx context.Context, room, id string, now time.Time) (p admission.Place, err error) {
+func (g *Guard) LookupPlace(ctx context.Context, room, id string, now time.Time) (p queue.Place, err error) {
 	err = g.call(ctx, "lookup_place", func(ctx context.Context) error {
 		p, err = g.Store.LookupPlace(ctx, room, id, now)
 		return err
@@ -229,30 +229,30 @@ func (g *Guard) ReserveRanks(ctx context.Context, room string, n int64) (first i
 // once the store answers again.
 type FallbackLedger struct {
 	Shared  *Ledger
-	Local   *admission.MemoryLedger
+	Local   *queue.MemoryLedger
 	Backlog *Backlog // nil: places held in memory are never written back
 }
 
-// Lookup implements admission.Ledger.
-func (l FallbackLedger) Lookup(ctx context.Context, id string) (admission.Place, error) {
+// Lookup implements queue.Ledger.
+func (l FallbackLedger) Lookup(ctx context.Context, id string) (queue.Place, error) {
 	p, err := l.Shared.Lookup(ctx, id)
 	if err != nil {
 		return l.Local.Lookup(ctx, id)
 	}
-	if p.State == admission.PlaceUsed {
+	if p.State == queue.PlaceUsed {
 		return p, nil
 	}
 	// Admitted here while the store was down: still admitted, whatever the
 	// store's record (waiting, or reserved before the outage) says.
-	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceUsed ||
-		(p.State == admission.PlaceWaiting && lp.State != admission.PlaceWaiting) {
+	if lp, _ := l.Local.Lookup(ctx, id); lp.State == queue.PlaceUsed ||
+		(p.State == queue.PlaceWaiting && lp.State != queue.PlaceWaiting) {
 		return lp, nil
 	}
 	return p, nil
 }
 
-// Hold implements admission.Ledger.
-func (l FallbackLedger) Hold(ctx context.Context, id string, p admission.Place, until time.Time) (admission.Place, bool, error) {
+// Hold implements queue.Ledger.
+func (l FallbackLedger) Hold(ctx context.Context, id string, p queue.Place, until time.Time) (queue.Place, bool, error) {
 	held, won, err := l.Shared.Hold(ctx, id, p, until)
 	if err != nil {
 		held, won, err = l.Local.Hold(ctx, id, p, until)
@@ -264,9 +264,9 @@ func (l FallbackLedger) Hold(ctx context.Context, id string, p admission.Place, 
 	return held, won, nil
 }
 
-// Use implements admission.Ledger.
-func (l FallbackLedger) Use(ctx context.Context, id string, p admission.Place) (bool, error) {
-	if lp, _ := l.Local.Lookup(ctx, id); lp.State == admission.PlaceReserved {
+// Use implements queue.Ledger.
+func (l FallbackLedger) Use(ctx context.Context, id string, p queue.Place) (bool, error) {
+	if lp, _ := l.Local.Lookup(ctx, id); lp.State == queue.PlaceReserved {
 		return l.useLocal(ctx, id, p)
 	}
 	used, err := l.Shared.Use(ctx, id, p)
@@ -277,7 +277,7 @@ func (l FallbackLedger) Use(ctx context.Context, id string, p admission.Place) (
 }
 
 // useLocal uses a place reserved in memory, for the backlog too.
-func (l FallbackLedger) useLocal(ctx context.Context, id string, p admission.Place) (bool, error) {
+func (l FallbackLedger) useLocal(ctx context.Context, id string, p queue.Place) (bool, error) {
 	used, err := l.Local.Use(ctx, id, p)
 	if err == nil && used && l.Backlog != nil {
 		l.Backlog.use(id, p)
@@ -285,13 +285,13 @@ func (l FallbackLedger) useLocal(ctx context.Context, id string, p admission.Pla
 	return used, err
 }
 
-// Release implements admission.Ledger.
+// Release implements queue.Ledger.
 func (l FallbackLedger) Release(ctx context.Context, id string) error {
 	_ = l.Local.Release(ctx, id)
 	return l.Shared.Release(ctx, id)
 }
 
 var (
-	_ Store            = (*Guard)(nil)
-	_ admission.Ledger = FallbackLedger{}
+	_ Store        = (*Guard)(nil)
+	_ queue.Ledger = FallbackLedger{}
 )

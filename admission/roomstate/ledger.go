@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
-// Ledger is a room's admission.Ledger on a Store, shared by every node that
+// Ledger is a room's queue.Ledger on a Store, shared by every node that
 // uses the same store.
 type Ledger struct {
 	store Store
@@ -20,28 +20,28 @@ func NewLedger(store Store, room string, now func() time.Time) *Ledger {
 	return &Ledger{store: store, room: room, now: now}
 }
 
-// Lookup implements admission.Ledger. A place the store's PlaceIndex
+// Lookup implements queue.Ledger. A place the store's PlaceIndex
 // says it holds no record of is answered without a store call.
-func (l *Ledger) Lookup(ctx context.Context, id string) (admission.Place, error) {
+func (l *Ledger) Lookup(ctx context.Context, id string) (queue.Place, error) {
 	if !MayHoldPlace(l.store, l.room, id) {
-		return admission.Place{}, nil
+		return queue.Place{}, nil
 	}
 	return l.store.LookupPlace(ctx, l.room, id, l.now())
 }
 
-// Hold implements admission.Ledger.
-func (l *Ledger) Hold(ctx context.Context, id string, p admission.Place, until time.Time) (admission.Place, bool, error) {
+// Hold implements queue.Ledger.
+func (l *Ledger) Hold(ctx context.Context, id string, p queue.Place, until time.Time) (queue.Place, bool, error) {
 	return l.store.HoldPlace(ctx, l.room, id, p, until, l.now())
 }
 
-// Use implements admission.Ledger.
-func (l *Ledger) Use(ctx context.Context, id string, used admission.Place) (bool, error) {
+// Use implements queue.Ledger.
+func (l *Ledger) Use(ctx context.Context, id string, used queue.Place) (bool, error) {
 	return l.store.UsePlace(ctx, l.room, id, used, l.now())
 }
 
-// Release implements admission.Ledger.
+// Release implements queue.Ledger.
 func (l *Ledger) Release(ctx context.Context, id string) error {
 	return l.store.ReleasePlace(ctx, l.room, id)
 }
 
-var _ admission.Ledger = (*Ledger)(nil)
+var _ queue.Ledger = (*Ledger)(nil)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 var (
@@ -40,11 +41,11 @@ type Control struct {
 	// Reason is why a closed room is closed (e.g. "sold_out").
 	Reason string `json:"reason,omitempty"`
 	// Cruise is the clock's speed while admitting (the controller's output).
-	Cruise float64         `json:"cruise"`
-	Clock  admission.Clock `json:"clock"`
+	Cruise float64     `json:"cruise"`
+	Clock  queue.Clock `json:"clock"`
 	// Past are the clock's earlier readings back to the room's memory, so
 	// every node judges a late token at its checkpoint alike.
-	Past []admission.Clock `json:"past,omitempty"`
+	Past []queue.Clock `json:"past,omitempty"`
 	// Opens is where the checkpoint grid starts (admission.View.Opens);
 	// Queueing when the room last began to queue; LatestStart the latest
 	// sale start the room was given.
@@ -133,15 +134,15 @@ type Store interface {
 	// HoldPlace records p for place id until the given time, unless the
 	// place has a record unexpired at now: it returns the record that
 	// stands and whether it is p. Exactly one of any number of concurrent
-	// calls for the same id wins. Holding admission.PlaceUsed consumes the
+	// calls for the same id wins. Holding queue.PlaceUsed consumes the
 	// place outright.
-	HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error)
+	HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error)
 	// UsePlace turns a reserved place into a used one (keeping its expiry;
 	// recording p's By, Pass and At), reporting false if it is not reserved
 	// at now. Exactly one of any number of concurrent calls wins.
-	UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error)
+	UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error)
 	// LookupPlace returns place id's record at now (PlaceWaiting if none).
-	LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error)
+	LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error)
 	// ReleasePlace forgets a place whose admission was refused after the
 	// decision, so it may wait and try again.
 	ReleasePlace(ctx context.Context, room, id string) error
@@ -154,7 +155,7 @@ type Store interface {
 	Population(ctx context.Context, room string, now time.Time) (sum float64, nodes int, err error)
 
 	// PublishSketch stores node's own sketch (opaque bytes, at most a few
-	// kilobytes: admission.Sketch), valid until the given time. Each node
+	// kilobytes: queue.Sketch), valid until the given time. Each node
 	// writes only its own item.
 	PublishSketch(ctx context.Context, room, node string, sketch []byte, until time.Time) error
 	// Sketches returns the sketches of every node still valid at now, in

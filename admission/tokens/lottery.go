@@ -12,7 +12,7 @@ import (
 // implementation of the formula (docs/DESIGN.md, "Lottery number") agrees bit for bit.
 //
 // The result is 1.0 only when the 64-bit value rounds up to 2^64 (about once
-// in 2^54 tickets); admission.Threshold keeps that case finite.
+// in 2^54 tickets); queue.Threshold keeps that case finite.
 func LotteryNumber(key []byte, lot string) float64 {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(lot))

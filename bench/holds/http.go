@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
@@ -52,7 +53,7 @@ func newHTTPTarget(svc *seats.Service) (*httpTarget, error) {
 	}
 	t := &httpTarget{
 		srv: httpserver.New(api, httpserver.Defaults), base: "http://" + ln.Addr().String(),
-		gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1<<16, time.Now)), room: room,
+		gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, queue.NewMemoryLedger(1<<16, time.Now)), room: room,
 		httpc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 10 * time.Second},
 	}
 	go func() { _ = t.srv.Serve(ln) }()

@@ -38,6 +38,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
@@ -142,7 +143,7 @@ func printPass(keysFile, room string) error {
 	if err != nil {
 		return err
 	}
-	g := admission.NewGate(ring, admission.Policy{PassTTL: 2 * time.Hour}, admission.NewMemoryLedger(10, time.Now))
+	g := admission.NewGate(ring, admission.Policy{PassTTL: 2 * time.Hour}, queue.NewMemoryLedger(10, time.Now))
 	tk, err := g.Issue(r, admission.Visitor{}, now)
 	if err != nil {
 		return err

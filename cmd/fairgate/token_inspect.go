@@ -16,6 +16,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -110,7 +111,7 @@ func inspect(args []string, stdout io.Writer, now time.Time) error {
 // the serving-clock reading at which its visitor becomes eligible.
 func explain(out *inspection, v float64, claims *tokens.WaitClaims, tau time.Duration) {
 	vs := strconv.FormatFloat(v, 'g', 17, 64)
-	thr := admission.Threshold(v)
+	thr := queue.Threshold(v)
 	at := claims.Srv + thr
 	out.Lottery, out.Threshold, out.EligibleAt = &vs, &thr, &at
 	out.Explanation = fmt.Sprintf("eligible once the room's serving clock reads %.4f: %.4f clock units after entry (srv %.4f); "+

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -24,7 +25,7 @@ func issueToken(t *testing.T, ring *tokens.KeyRing, now time.Time) (token, lot s
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := admission.NewGate(ring, admission.Policy{}, admission.NewMemoryLedger(10, func() time.Time { return now }))
+	gate := admission.NewGate(ring, admission.Policy{}, queue.NewMemoryLedger(10, func() time.Time { return now }))
 	tk, err := gate.Issue(room, admission.Visitor{}, now)
 	if err != nil {
 		t.Fatal(err)

@@ -78,8 +78,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/fairgate/fairgate/admission"
-
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	"github.com/fairgate/fairgate/e2e/internal/pass"
@@ -505,11 +504,11 @@ func sameVersion(sts []status) bool {
 }
 
 // formula is S(t) from a clock's origin, value and segments, written out
-// here rather than taken from admission.Clock.At: S(t) = value + the sum,
+// here rather than taken from queue.Clock.At: S(t) = value + the sum,
 // over the segments, of speed × how long each ran before t (from its start
 // to the next one's start or t, whichever comes first; nothing if it starts
 // at t or later).
-func formula(c admission.Clock, t time.Time) float64 {
+func formula(c queue.Clock, t time.Time) float64 {
 	total := c.Value
 	for i := range c.Segments {
 		stop := t

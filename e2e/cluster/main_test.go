@@ -6,30 +6,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // t0 is any instant: the driver's arithmetic does not depend on the date.
 var t0 = time.Unix(1_700_000_000, 0).UTC()
 
 func TestFormulaMatchesTheClock(t *testing.T) {
-	c := admission.Clock{Origin: t0, Value: 3}.Then(t0.Add(2*time.Second), 0.5).Then(t0.Add(10*time.Second), 2)
+	c := queue.Clock{Origin: t0, Value: 3}.Then(t0.Add(2*time.Second), 0.5).Then(t0.Add(10*time.Second), 2)
 	for _, d := range []time.Duration{-time.Second, 0, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 11500 * time.Millisecond} {
 		at := t0.Add(d)
 		if got, want := formula(c, at), c.At(at); math.Abs(got-want) > 1e-12 {
-			t.Errorf("formula at %s = %v, admission.Clock.At = %v", d, got, want)
+			t.Errorf("formula at %s = %v, queue.Clock.At = %v", d, got, want)
 		}
 	}
 }
 
-func status1(c admission.Clock, now time.Time, reported float64) status {
+func status1(c queue.Clock, now time.Time, reported float64) status {
 	return status{Clock: reported, ClockSpeed: c.SpeedAt(now), Now: now.Format(time.RFC3339Nano), ClockState: c}
 }
 
 func TestClockAgreement(t *testing.T) {
-	base := admission.Clock{Origin: t0, Value: 10, Segments: []admission.Segment{{Start: t0, Speed: 1}}}
+	base := queue.Clock{Origin: t0, Value: 10, Segments: []queue.Segment{{Start: t0, Speed: 1}}}
 	rebased := base.From(t0.Add(3*time.Second), 1) // the same line, another origin
-	other := admission.Clock{Origin: t0, Value: 10.5, Segments: []admission.Segment{{Start: t0, Speed: 1}}}
+	other := queue.Clock{Origin: t0, Value: 10.5, Segments: []queue.Segment{{Start: t0, Speed: 1}}}
 	n1, n2 := t0.Add(4*time.Second), t0.Add(4*time.Second+300*time.Millisecond)
 	tests := []struct {
 		name      string

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/e2e/internal/nodes"
 	waitroom "github.com/fairgate/fairgate/room"
 )
@@ -103,7 +103,7 @@ type status struct {
 	Clock       float64                 `json:"clock"`
 	ClockSpeed  float64                 `json:"clock_speed"`
 	Now         string                  `json:"now"`
-	ClockState  admission.Clock         `json:"clock_state"`
+	ClockState  queue.Clock             `json:"clock_state"`
 	BucketLevel float64                 `json:"bucket_level"`
 	Cluster     *waitroom.ClusterStatus `json:"cluster"`
 	Site        waitroom.CapacityStatus `json:"site"`

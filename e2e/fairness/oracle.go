@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // clockEvery is how often the probe reads the room's serving clock for
@@ -158,7 +158,7 @@ func ruleTime(v *visitor, checkpoints []int64, samples []clockSample) (time.Time
 	if v.Entry == nil {
 		return time.Time{}, false
 	}
-	eligible, ok := reaches(samples, *v.Entry+admission.Threshold(v.Lottery))
+	eligible, ok := reaches(samples, *v.Entry+queue.Threshold(v.Lottery))
 	if !ok {
 		return time.Time{}, false
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/httpserver"
 	"github.com/fairgate/fairgate/seats"
@@ -82,7 +83,7 @@ func benchmarkHoldHTTP(b *testing.B, withKey bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gate := admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1<<12, clk.Now))
+	gate := admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, queue.NewMemoryLedger(1<<12, clk.Now))
 	do := func(method, path, body, pass string) (int, []byte, error) {
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 		if err != nil {

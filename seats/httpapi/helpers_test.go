@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairgate/fairgate/admission"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/internal/testhttp"
 	"github.com/fairgate/fairgate/seats"
@@ -72,7 +73,7 @@ func newEnvOn(t testing.TB, store seats.Store, ev seats.Event) *env {
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	room, _ := admission.NewRoom(admission.RoomConfig{Name: "sale", State: admission.StateOpen, Rate: 1e6, Burst: 1e6, Tau: time.Second}, clk.Now())
-	e := &env{t: t, srv: srv, clk: clk, gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, admission.NewMemoryLedger(1000, clk.Now)), room: room, event: ev.ID}
+	e := &env{t: t, srv: srv, clk: clk, gate: admission.NewGate(ring, admission.Policy{PassTTL: time.Hour}, queue.NewMemoryLedger(1000, clk.Now)), room: room, event: ev.ID}
 	body, _ := json.Marshal(ev)
 	if code, b := e.do("POST", "/api/events", string(body), "", "Authorization", "Bearer admin"); code != 201 {
 		t.Fatalf("create event: %d %s", code, b)

@@ -19,7 +19,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -160,11 +160,11 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 // (8: a record of 25 bytes), or, for a used place that records who used
 // it, at (8), the length of by (1), by and pass (the rest). A record of
 // 17 bytes is a place charged its own slot, with no by or pass.
-func encodePlace(p admission.Place, until time.Time) []byte {
+func encodePlace(p queue.Place, until time.Time) []byte {
 	v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
 	v = append(v, byte(p.State))
 	v = binary.BigEndian.AppendUint64(v, uint64(slotNanos(p.Slot)))
-	if p.State == admission.PlaceReserved && !p.Charged.IsZero() {
+	if p.State == queue.PlaceReserved && !p.Charged.IsZero() {
 		return binary.BigEndian.AppendUint64(v, uint64(p.Charged.UnixNano()))
 	}
 	if p.By == "" && p.Pass == "" || len(p.By) > 255 {
@@ -177,7 +177,7 @@ func encodePlace(p admission.Place, until time.Time) []byte {
 }
 
 // decodePlace returns the record unexpired at now, or ok false.
-func decodePlace(v []byte, now time.Time) (p admission.Place, until int64, ok bool) {
+func decodePlace(v []byte, now time.Time) (p queue.Place, until int64, ok bool) {
 	switch n := len(v); {
 	case n == 17:
 	case n == placeCharged:
@@ -187,13 +187,13 @@ func decodePlace(v []byte, now time.Time) (p admission.Place, until int64, ok bo
 		by := int(v[25])
 		p.By, p.Pass = string(v[26:26+by]), string(v[26+by:])
 	default:
-		return admission.Place{}, 0, false
+		return queue.Place{}, 0, false
 	}
 	until = int64(binary.BigEndian.Uint64(v))
 	if now.UnixNano() >= until {
-		return admission.Place{}, 0, false
+		return queue.Place{}, 0, false
 	}
-	p.State = admission.PlaceState(v[8])
+	p.State = queue.PlaceState(v[8])
 	p.Slot = nanosTime(int64(binary.BigEndian.Uint64(v[9:])))
 	return p, until, true
 }
@@ -217,8 +217,8 @@ func slotNanos(t time.Time) int64 {
 }
 
 // HoldPlace implements roomstate.Store.
-func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
-	var standing admission.Place
+func (s *Store) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
+	var standing queue.Place
 	var won bool
 	defer s.places.write(room, id)()
 	err := s.batch(ctx, "holding place "+id, func(tx *bolt.Tx) (error, error) {
@@ -232,24 +232,24 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 		return nil, b.Put(k, encodePlace(p, until))
 	})
 	if err != nil {
-		return admission.Place{}, false, err // op may still run past its deadline: read none of its results
+		return queue.Place{}, false, err // op may still run past its deadline: read none of its results
 	}
 	return standing, won, nil
 }
 
 // UsePlace implements roomstate.Store.
-func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
+func (s *Store) UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error) {
 	var won bool
 	defer s.places.write(room, id)()
 	err := s.batch(ctx, "using place "+id, func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(ledgerBucket)
 		k := subKey(room, id)
 		cur, until, ok := decodePlace(b.Get(k), now)
-		won = ok && cur.State == admission.PlaceReserved
+		won = ok && cur.State == queue.PlaceReserved
 		if !won {
 			return nil, nil
 		}
-		return nil, b.Put(k, encodePlace(admission.Place{State: admission.PlaceUsed, By: p.By, Pass: p.Pass, At: p.At}, time.Unix(0, until)))
+		return nil, b.Put(k, encodePlace(queue.Place{State: queue.PlaceUsed, By: p.By, Pass: p.Pass, At: p.At}, time.Unix(0, until)))
 	})
 	if err != nil {
 		return false, err // op may still run past its deadline: read none of its results
@@ -258,17 +258,17 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place
 }
 
 // LookupPlace implements roomstate.Store.
-func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error) {
 	if !s.places.mayHold(room, id) {
-		return admission.Place{}, ctx.Err()
+		return queue.Place{}, ctx.Err()
 	}
-	var p admission.Place
+	var p queue.Place
 	err := s.view(ctx, "reading place "+id, func(tx *bolt.Tx) error {
 		p, _, _ = decodePlace(tx.Bucket(ledgerBucket).Get(subKey(room, id)), now)
 		return nil
 	})
 	if err != nil {
-		return admission.Place{}, err // op may still run past its deadline: read none of its results
+		return queue.Place{}, err // op may still run past its deadline: read none of its results
 	}
 	return p, nil
 }

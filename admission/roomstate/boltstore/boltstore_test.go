@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
@@ -36,7 +36,7 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("Sweep = %d, %v; want 3 expired items deleted", n, err)
 	}
-	if p, err := s.LookupPlace(ctx, "r", "live", t0.Add(time.Minute)); err != nil || p.State != admission.PlaceUsed {
+	if p, err := s.LookupPlace(ctx, "r", "live", t0.Add(time.Minute)); err != nil || p.State != queue.PlaceUsed {
 		t.Fatalf("Sweep dropped a live place: %+v, %v", p, err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
@@ -39,7 +39,7 @@ func TestLookupOfUnheldPlaceReadsNothing(t *testing.T) {
 	ctx := context.Background()
 	t0 := storetest.T0
 	s := open(t, path)
-	lookup := func(id string, want admission.PlaceState, wantReads int) {
+	lookup := func(id string, want queue.PlaceState, wantReads int) {
 		t.Helper()
 		before := readTxs(s)
 		p, err := s.LookupPlace(ctx, "r", id, t0)
@@ -53,19 +53,19 @@ func TestLookupOfUnheldPlaceReadsNothing(t *testing.T) {
 			t.Fatalf("MayHoldPlace(%s) = %v, want %v", id, got, wantReads > 0)
 		}
 	}
-	lookup("never", admission.PlaceWaiting, 0)
+	lookup("never", queue.PlaceWaiting, 0)
 	if ok, err := storetest.Consume(ctx, s, "r", "used", t0.Add(time.Hour), t0); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if _, ok, err := s.HoldPlace(ctx, "r", "slot", admission.Place{State: admission.PlaceReserved, Slot: t0.Add(time.Second)}, t0.Add(time.Hour), t0); err != nil || !ok {
+	if _, ok, err := s.HoldPlace(ctx, "r", "slot", queue.Place{State: queue.PlaceReserved, Slot: t0.Add(time.Second)}, t0.Add(time.Hour), t0); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	if ok, err := storetest.Consume(ctx, s, "r", "old", t0.Add(time.Second), t0); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	lookup("used", admission.PlaceUsed, 1)
-	lookup("slot", admission.PlaceReserved, 1)
-	lookup("never", admission.PlaceWaiting, 0)
+	lookup("used", queue.PlaceUsed, 1)
+	lookup("slot", queue.PlaceReserved, 1)
+	lookup("never", queue.PlaceWaiting, 0)
 	// The same place id in another room is another place.
 	if roomstate.MayHoldPlace(s, "other", "used") {
 		t.Fatal("a place held in room r is indexed in room other")
@@ -75,20 +75,20 @@ func TestLookupOfUnheldPlaceReadsNothing(t *testing.T) {
 	}
 	s = open(t, path)
 	defer s.Close()
-	lookup("used", admission.PlaceUsed, 1)
-	lookup("slot", admission.PlaceReserved, 1)
-	lookup("never", admission.PlaceWaiting, 0)
+	lookup("used", queue.PlaceUsed, 1)
+	lookup("slot", queue.PlaceReserved, 1)
+	lookup("never", queue.PlaceWaiting, 0)
 	if err := s.ReleasePlace(ctx, "r", "slot"); err != nil {
 		t.Fatal(err)
 	}
-	lookup("slot", admission.PlaceWaiting, 0)
+	lookup("slot", queue.PlaceWaiting, 0)
 	if n, err := s.Sweep(ctx, t0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want the one expired place", n, err)
 	}
 	if roomstate.MayHoldPlace(s, "r", "old") {
 		t.Fatal("a swept place is still indexed")
 	}
-	lookup("used", admission.PlaceUsed, 1)
+	lookup("used", queue.PlaceUsed, 1)
 }
 
 // TestPlaceIndexNeverMissesARecord races holds, uses, releases, sweeps and
@@ -111,9 +111,9 @@ func TestPlaceIndexNeverMissesARecord(t *testing.T) {
 				var err error
 				switch rng.IntN(5) {
 				case 0:
-					_, _, err = s.HoldPlace(ctx, "r", id, admission.Place{State: admission.PlaceReserved, Slot: t0}, until, t0.Add(-time.Second))
+					_, _, err = s.HoldPlace(ctx, "r", id, queue.Place{State: queue.PlaceReserved, Slot: t0}, until, t0.Add(-time.Second))
 				case 1:
-					_, err = s.UsePlace(ctx, "r", id, admission.Place{}, t0.Add(-time.Second))
+					_, err = s.UsePlace(ctx, "r", id, queue.Place{}, t0.Add(-time.Second))
 				case 2:
 					err = s.ReleasePlace(ctx, "r", id)
 				case 3:

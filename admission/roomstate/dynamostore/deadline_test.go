@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 )
@@ -62,7 +62,7 @@ func TestStalledDynamoDBIsAnErrorNotAHang(t *testing.T) {
 		"ReturnBudget": func() error {
 			return s.ReturnBudget(ctx, "r", roomstate.Window{Index: 1, Limit: 10, Expires: storetest.T0}, 1)
 		},
-		"UsePlace":          func() error { _, err := s.UsePlace(ctx, "r", "p", admission.Place{}, storetest.T0); return err },
+		"UsePlace":          func() error { _, err := s.UsePlace(ctx, "r", "p", queue.Place{}, storetest.T0); return err },
 		"LookupPlace":       func() error { _, err := s.LookupPlace(ctx, "r", "p", storetest.T0); return err },
 		"ReleasePlace":      func() error { return s.ReleasePlace(ctx, "r", "p") },
 		"PublishPopulation": func() error { return s.PublishPopulation(ctx, "r", "n", 1, storetest.T0) },

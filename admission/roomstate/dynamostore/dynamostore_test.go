@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 	"github.com/fairgate/fairgate/internal/dynamotest"
@@ -64,7 +64,7 @@ func BenchmarkHoldPlace(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, ok, err := s.HoldPlace(ctx, "bench", strconv.Itoa(i), admission.Place{State: admission.PlaceUsed}, until, storetest.T0); !ok || err != nil {
+		if _, ok, err := s.HoldPlace(ctx, "bench", strconv.Itoa(i), queue.Place{State: queue.PlaceUsed}, until, storetest.T0); !ok || err != nil {
 			b.Fatalf("HoldPlace = %v, %v", ok, err)
 		}
 	}

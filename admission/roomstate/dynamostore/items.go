@@ -39,7 +39,7 @@ type budgetItem struct {
 	TTL  int64 `dynamodbav:"ttl"`
 }
 
-// placeItem is a used place id: its admission.PlaceState, its slot (Unix
+// placeItem is a used place id: its queue.PlaceState, its slot (Unix
 // nanoseconds, 0: none) and how long it stands.
 type placeItem struct {
 	itemKey
@@ -48,10 +48,10 @@ type placeItem struct {
 	Slot  int64 `dynamodbav:"slot"`
 	TTL   int64 `dynamodbav:"ttl"`
 	// Charged (Unix nanoseconds) is a reserved place's charged slot
-	// (admission.Place); absent when it is the slot.
+	// (queue.Place); absent when it is the slot.
 	Charged int64 `dynamodbav:"charged,omitempty"`
 	// By, Pass and At (Unix nanoseconds) are who used the place and the
-	// pass they were given (admission.Place); absent when not recorded.
+	// pass they were given (queue.Place); absent when not recorded.
 	By   string `dynamodbav:"by,omitempty"`
 	Pass string `dynamodbav:"pass,omitempty"`
 	At   int64  `dynamodbav:"at,omitempty"`

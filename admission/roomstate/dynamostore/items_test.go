@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/storetest"
 
@@ -41,15 +41,15 @@ func TestItemLayout(t *testing.T) {
 	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 4); n != 4 || err != nil {
 		t.Fatalf("ReserveBudget = %d, %v", n, err)
 	}
-	if _, ok, err := s.HoldPlace(ctx, room, "p1", admission.Place{State: admission.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {
+	if _, ok, err := s.HoldPlace(ctx, room, "p1", queue.Place{State: queue.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {
 		t.Fatalf("HoldPlace = %v, %v", ok, err)
 	}
 	charged := slot.Add(time.Minute)
-	if _, ok, err := s.HoldPlace(ctx, room, "p3", admission.Place{State: admission.PlaceReserved, Slot: slot, Charged: charged}, until, storetest.T0); !ok || err != nil {
+	if _, ok, err := s.HoldPlace(ctx, room, "p3", queue.Place{State: queue.PlaceReserved, Slot: slot, Charged: charged}, until, storetest.T0); !ok || err != nil {
 		t.Fatalf("HoldPlace(charged) = %v, %v", ok, err)
 	}
 	at := storetest.T0.Add(5 * time.Second)
-	usedBy := admission.Place{State: admission.PlaceUsed, By: "digest", Pass: "pass-id", At: at}
+	usedBy := queue.Place{State: queue.PlaceUsed, By: "digest", Pass: "pass-id", At: at}
 	if _, ok, err := s.HoldPlace(ctx, room, "p2", usedBy, until, storetest.T0); !ok || err != nil {
 		t.Fatalf("HoldPlace(used) = %v, %v", ok, err)
 	}
@@ -72,10 +72,10 @@ func TestItemLayout(t *testing.T) {
 	for _, want := range []item{
 		{"pk": s_("ROOM#" + room), "sk": s_("CONTROL"), "control": s_(string(raw)), "version": n(2)},
 		{"pk": s_("BUDGET#" + room + "#7"), "sk": s_("W"), "used": n(4), "ttl": ttl},
-		{"pk": s_("USED#" + room + "#p1"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl},
-		{"pk": s_("USED#" + room + "#p2"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceUsed)), "slot": n(0), "ttl": ttl,
+		{"pk": s_("USED#" + room + "#p1"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(queue.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl},
+		{"pk": s_("USED#" + room + "#p2"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(queue.PlaceUsed)), "slot": n(0), "ttl": ttl,
 			"by": s_("digest"), "pass": s_("pass-id"), "at": n(at.UnixNano())},
-		{"pk": s_("USED#" + room + "#p3"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(admission.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl,
+		{"pk": s_("USED#" + room + "#p3"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(queue.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl,
 			"charged": n(charged.UnixNano())},
 		{"pk": s_("POP#" + room), "sk": s_("node-a"), "value": &types.AttributeValueMemberN{Value: "2.75"}, "until": n(until.UnixMilli()), "ttl": ttl},
 		{"pk": s_("RANK#" + room), "sk": s_("R"), "next": n(5)},
@@ -93,7 +93,7 @@ func TestItemLayout(t *testing.T) {
 	if c, v, err := s.LoadControl(ctx, room); err != nil || v != 2 || c.Rate != control.Rate || c.State != control.State {
 		t.Errorf("LoadControl = %+v, %d, %v", c, v, err)
 	}
-	if p, err := s.LookupPlace(ctx, room, "p1", storetest.T0); err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
+	if p, err := s.LookupPlace(ctx, room, "p1", storetest.T0); err != nil || p.State != queue.PlaceReserved || !p.Slot.Equal(slot) {
 		t.Errorf("LookupPlace = %+v, %v", p, err)
 	}
 	if p, err := s.LookupPlace(ctx, room, "p3", storetest.T0); err != nil || !p.Slot.Equal(slot) || !p.Charged.Equal(charged) {

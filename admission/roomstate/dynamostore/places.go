@@ -10,14 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // HoldPlace implements roomstate.Store: one write conditioned on the
 // place having no unexpired record; when it has one, the failed condition
 // returns it.
-func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Place, until, now time.Time) (admission.Place, bool, error) {
+func (s *Store) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
 	slot := int64(0)
 	if !p.Slot.IsZero() {
 		slot = p.Slot.UnixNano()
@@ -30,7 +29,7 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 			Set(stateName, expression.Value(int64(p.State))).
 			Set(slotName, expression.Value(slot)), p), p)))
 	if err != nil {
-		return admission.Place{}, false, err
+		return queue.Place{}, false, err
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
@@ -41,19 +40,19 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p admission.Plac
 	if errors.As(err, &failed) {
 		var it placeItem
 		if err := unmarshal(failed.Item, &it); err != nil {
-			return admission.Place{}, false, fmt.Errorf("place %s: %w", id, err)
+			return queue.Place{}, false, fmt.Errorf("place %s: %w", id, err)
 		}
 		return it.place(), false, nil
 	}
 	if err != nil {
-		return admission.Place{}, false, s.wrap(ctx, "holding place "+id, err)
+		return queue.Place{}, false, s.wrap(ctx, "holding place "+id, err)
 	}
 	return p, true, nil
 }
 
 // usedBy adds who used the place to an update: p's By, Pass and At when
 // it has them, else removes those of an earlier record of the place.
-func usedBy(u expression.UpdateBuilder, p admission.Place) expression.UpdateBuilder {
+func usedBy(u expression.UpdateBuilder, p queue.Place) expression.UpdateBuilder {
 	if p.By == "" && p.Pass == "" {
 		return u.Remove(byName).Remove(passName).Remove(atName)
 	}
@@ -66,16 +65,16 @@ func usedBy(u expression.UpdateBuilder, p admission.Place) expression.UpdateBuil
 
 // charged adds a reserved place's charged slot to an update, or removes
 // that of an earlier record of the place.
-func charged(u expression.UpdateBuilder, p admission.Place) expression.UpdateBuilder {
-	if p.State != admission.PlaceReserved || p.Charged.IsZero() {
+func charged(u expression.UpdateBuilder, p queue.Place) expression.UpdateBuilder {
+	if p.State != queue.PlaceReserved || p.Charged.IsZero() {
 		return u.Remove(chargedName)
 	}
 	return u.Set(chargedName, expression.Value(p.Charged.UnixNano()))
 }
 
-// place is the admission.Place the item records.
-func (it placeItem) place() admission.Place {
-	p := admission.Place{State: admission.PlaceState(it.State), By: it.By, Pass: it.Pass}
+// place is the queue.Place the item records.
+func (it placeItem) place() queue.Place {
+	p := queue.Place{State: queue.PlaceState(it.State), By: it.By, Pass: it.Pass}
 	if it.Slot != 0 {
 		p.Slot = time.Unix(0, it.Slot).UTC()
 	}
@@ -90,12 +89,12 @@ func (it placeItem) place() admission.Place {
 
 // UsePlace implements roomstate.Store: a write conditioned on the place
 // being reserved and unexpired.
-func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place, now time.Time) (bool, error) {
+func (s *Store) UsePlace(ctx context.Context, room, id string, p queue.Place, now time.Time) (bool, error) {
 	expr, err := build(expression.NewBuilder().
-		WithCondition(stateName.Equal(expression.Value(int64(admission.PlaceReserved))).
+		WithCondition(stateName.Equal(expression.Value(int64(queue.PlaceReserved))).
 			And(untilName.GreaterThan(expression.Value(now.UnixMilli())))).
 		WithUpdate(usedBy(expression.
-			Set(stateName, expression.Value(int64(admission.PlaceUsed))).
+			Set(stateName, expression.Value(int64(queue.PlaceUsed))).
 			Set(slotName, expression.Value(0)).
 			Remove(chargedName), p)))
 	if err != nil {
@@ -114,22 +113,22 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p admission.Place
 }
 
 // LookupPlace implements roomstate.Store: an expired record is absent.
-func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (admission.Place, error) {
+func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time) (queue.Place, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: usedKey(room, id).item(), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return admission.Place{}, s.wrap(ctx, "reading place "+id, err)
+		return queue.Place{}, s.wrap(ctx, "reading place "+id, err)
 	}
 	if out.Item == nil {
-		return admission.Place{}, nil
+		return queue.Place{}, nil
 	}
 	var it placeItem
 	if err := unmarshal(out.Item, &it); err != nil {
-		return admission.Place{}, fmt.Errorf("place %s: %w", id, err)
+		return queue.Place{}, fmt.Errorf("place %s: %w", id, err)
 	}
 	if now.UnixMilli() >= it.Until {
-		return admission.Place{}, nil
+		return queue.Place{}, nil
 	}
 	return it.place(), nil
 }

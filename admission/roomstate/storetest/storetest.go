@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -71,7 +72,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 func control(rate float64) roomstate.Control {
-	clock := admission.Clock{Origin: T0, Value: 12.5}.Then(T0.Add(time.Minute), 0.25).Then(T0.Add(2*time.Minute), 0)
+	clock := queue.Clock{Origin: T0, Value: 12.5}.Then(T0.Add(time.Minute), 0.25).Then(T0.Add(2*time.Minute), 0)
 	return roomstate.Control{
 		State: admission.StateScheduled, SaleStart: T0.Add(time.Minute),
 		Rate: rate, Burst: 20, Difficulty: 12, Cruise: 0.25, Clock: clock,
@@ -234,56 +235,56 @@ func testLedgerRace(t *testing.T, s roomstate.Store, room string) {
 
 // Consume holds a place as used outright: a one-step admission.
 func Consume(c context.Context, s roomstate.Store, room, id string, until, now time.Time) (bool, error) {
-	_, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceUsed}, until, now)
+	_, won, err := s.HoldPlace(c, room, id, queue.Place{State: queue.PlaceUsed}, until, now)
 	return won, err
 }
 
 func used(c context.Context, s roomstate.Store, room, id string, now time.Time) (bool, error) {
 	p, err := s.LookupPlace(c, room, id, now)
-	return p.State == admission.PlaceUsed, err
+	return p.State == queue.PlaceUsed, err
 }
 
 func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	until := T0.Add(time.Hour)
 	slot := T0.Add(1500 * time.Millisecond)
-	reserved := admission.Place{State: admission.PlaceReserved, Slot: slot}
-	if p, err := s.LookupPlace(c, room, "p", T0); err != nil || p.State != admission.PlaceWaiting {
+	reserved := queue.Place{State: queue.PlaceReserved, Slot: slot}
+	if p, err := s.LookupPlace(c, room, "p", T0); err != nil || p.State != queue.PlaceWaiting {
 		t.Fatalf("LookupPlace of a new place = %+v, %v; want waiting", p, err)
 	}
-	if ok, err := s.UsePlace(c, room, "p", admission.Place{}, T0); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "p", queue.Place{}, T0); err != nil || ok {
 		t.Fatalf("UsePlace of a waiting place = %v, %v; want false", ok, err)
 	}
 	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || !won || got != reserved {
 		t.Fatalf("HoldPlace = %+v, %v, %v; want the reservation, won", got, won, err)
 	}
 	p, err := s.LookupPlace(c, room, "p", T0)
-	if err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(slot) {
+	if err != nil || p.State != queue.PlaceReserved || !p.Slot.Equal(slot) {
 		t.Fatalf("LookupPlace = %+v, %v; want reserved with slot %v", p, err, slot)
 	}
-	other := admission.Place{State: admission.PlaceReserved, Slot: slot.Add(time.Second)}
-	if got, won, err := s.HoldPlace(c, room, "p", other, until, T0); err != nil || won || got.State != admission.PlaceReserved || !got.Slot.Equal(slot) {
+	other := queue.Place{State: queue.PlaceReserved, Slot: slot.Add(time.Second)}
+	if got, won, err := s.HoldPlace(c, room, "p", other, until, T0); err != nil || won || got.State != queue.PlaceReserved || !got.Slot.Equal(slot) {
 		t.Fatalf("second HoldPlace = %+v, %v, %v; want the standing reservation, lost", got, won, err)
 	}
-	if ok, err := s.UsePlace(c, room, "p", admission.Place{}, T0); err != nil || !ok {
+	if ok, err := s.UsePlace(c, room, "p", queue.Place{}, T0); err != nil || !ok {
 		t.Fatalf("UsePlace of a reserved place = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.UsePlace(c, room, "p", admission.Place{}, T0); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "p", queue.Place{}, T0); err != nil || ok {
 		t.Fatalf("UsePlace of a used place = %v, %v; want false", ok, err)
 	}
-	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || won || got.State != admission.PlaceUsed {
+	if got, won, err := s.HoldPlace(c, room, "p", reserved, until, T0); err != nil || won || got.State != queue.PlaceUsed {
 		t.Fatalf("HoldPlace of a used place = %+v, %v, %v; want used, lost", got, won, err)
 	}
 	if used, err := used(c, s, room, "p", until.Add(-time.Second)); err != nil || !used {
 		t.Fatalf("the used place's expiry changed: used = %v, %v", used, err)
 	}
-	if ok, err := s.UsePlace(c, room, "q", admission.Place{}, T0); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "q", queue.Place{}, T0); err != nil || ok {
 		t.Fatalf("UsePlace of an unknown place = %v, %v", ok, err)
 	}
 	if _, _, err := s.HoldPlace(c, room, "late", reserved, T0.Add(time.Second), T0); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.UsePlace(c, room, "late", admission.Place{}, T0.Add(2*time.Second)); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "late", queue.Place{}, T0.Add(2*time.Second)); err != nil || ok {
 		t.Fatalf("UsePlace of an expired reservation = %v, %v; want false", ok, err)
 	}
 }
@@ -297,23 +298,23 @@ func testPlaceCharged(t *testing.T, s roomstate.Store, room string) {
 	until := T0.Add(time.Hour)
 	for _, tt := range []struct {
 		name string
-		p    admission.Place
+		p    queue.Place
 	}{
-		{"charged a later slot", admission.Place{State: admission.PlaceReserved, Slot: T0.Add(time.Second), Charged: T0.Add(61500 * time.Millisecond)}},
-		{"charged its own slot", admission.Place{State: admission.PlaceReserved, Slot: T0.Add(time.Second)}},
+		{"charged a later slot", queue.Place{State: queue.PlaceReserved, Slot: T0.Add(time.Second), Charged: T0.Add(61500 * time.Millisecond)}},
+		{"charged its own slot", queue.Place{State: queue.PlaceReserved, Slot: T0.Add(time.Second)}},
 	} {
 		if got, won, err := s.HoldPlace(c, room, tt.name, tt.p, until, T0); err != nil || !won || got != tt.p {
 			t.Fatalf("%s: HoldPlace = %+v, %v, %v; want it, won", tt.name, got, won, err)
 		}
 		p, err := s.LookupPlace(c, room, tt.name, T0)
-		if err != nil || p.State != admission.PlaceReserved || !p.Slot.Equal(tt.p.Slot) || !p.Charged.Equal(tt.p.Charged) {
+		if err != nil || p.State != queue.PlaceReserved || !p.Slot.Equal(tt.p.Slot) || !p.Charged.Equal(tt.p.Charged) {
 			t.Fatalf("%s: LookupPlace = %+v, %v; want %+v", tt.name, p, err, tt.p)
 		}
-		use := admission.Place{State: admission.PlaceUsed, By: "token", Pass: "pass", At: T0.Add(time.Second)}
+		use := queue.Place{State: queue.PlaceUsed, By: "token", Pass: "pass", At: T0.Add(time.Second)}
 		if ok, err := s.UsePlace(c, room, tt.name, use, T0.Add(time.Second)); err != nil || !ok {
 			t.Fatalf("%s: UsePlace = %v, %v", tt.name, ok, err)
 		}
-		if p, err := s.LookupPlace(c, room, tt.name, T0.Add(time.Second)); err != nil || p.State != admission.PlaceUsed || !p.Charged.IsZero() || p.Pass != use.Pass {
+		if p, err := s.LookupPlace(c, room, tt.name, T0.Add(time.Second)); err != nil || p.State != queue.PlaceUsed || !p.Charged.IsZero() || p.Pass != use.Pass {
 			t.Fatalf("%s: used, LookupPlace = %+v, %v; want used, no charged slot", tt.name, p, err)
 		}
 	}
@@ -327,36 +328,36 @@ func testPlaceUsedBy(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	until := T0.Add(time.Hour)
 	at := T0.Add(1234567 * time.Nanosecond)
-	first := admission.Place{State: admission.PlaceUsed, By: "digest-of-token-v3", Pass: "0190e0aa-pass-id", At: at}
+	first := queue.Place{State: queue.PlaceUsed, By: "digest-of-token-v3", Pass: "0190e0aa-pass-id", At: at}
 	if got, won, err := s.HoldPlace(c, room, "held", first, until, T0); err != nil || !won || got != first {
 		t.Fatalf("HoldPlace(used by) = %+v, %v, %v; want it, won", got, won, err)
 	}
-	if p, err := s.LookupPlace(c, room, "held", T0); err != nil || p.State != admission.PlaceUsed || p.By != first.By || p.Pass != first.Pass || !p.At.Equal(at) {
+	if p, err := s.LookupPlace(c, room, "held", T0); err != nil || p.State != queue.PlaceUsed || p.By != first.By || p.Pass != first.Pass || !p.At.Equal(at) {
 		t.Fatalf("LookupPlace = %+v, %v; want %+v", p, err, first)
 	}
 	// A second hold (another version of the token) gets the record that
 	// stands, with who used it.
-	other := admission.Place{State: admission.PlaceUsed, By: "digest-of-token-v4", Pass: "another", At: at.Add(time.Second)}
+	other := queue.Place{State: queue.PlaceUsed, By: "digest-of-token-v4", Pass: "another", At: at.Add(time.Second)}
 	if got, won, err := s.HoldPlace(c, room, "held", other, until, T0); err != nil || won || got.By != first.By || got.Pass != first.Pass || !got.At.Equal(at) {
 		t.Fatalf("second HoldPlace = %+v, %v, %v; want %+v, lost", got, won, err, first)
 	}
 
-	reserved := admission.Place{State: admission.PlaceReserved, Slot: T0.Add(time.Second)}
+	reserved := queue.Place{State: queue.PlaceReserved, Slot: T0.Add(time.Second)}
 	if _, won, err := s.HoldPlace(c, room, "slot", reserved, until, T0); err != nil || !won {
 		t.Fatalf("HoldPlace(reserved) = %v, %v", won, err)
 	}
 	if p, err := s.LookupPlace(c, room, "slot", T0); err != nil || p.By != "" || p.Pass != "" || !p.At.IsZero() {
 		t.Fatalf("a reservation reads %+v, %v; want no user", p, err)
 	}
-	use := admission.Place{State: admission.PlaceUsed, By: "slot-token", Pass: "slot-pass", At: T0.Add(time.Second)}
+	use := queue.Place{State: queue.PlaceUsed, By: "slot-token", Pass: "slot-pass", At: T0.Add(time.Second)}
 	if ok, err := s.UsePlace(c, room, "slot", use, T0.Add(time.Second)); err != nil || !ok {
 		t.Fatalf("UsePlace = %v, %v", ok, err)
 	}
 	p, err := s.LookupPlace(c, room, "slot", T0.Add(time.Second))
-	if err != nil || p.State != admission.PlaceUsed || p.By != use.By || p.Pass != use.Pass || !p.At.Equal(use.At) || !p.Slot.IsZero() {
+	if err != nil || p.State != queue.PlaceUsed || p.By != use.By || p.Pass != use.Pass || !p.At.Equal(use.At) || !p.Slot.IsZero() {
 		t.Fatalf("LookupPlace after UsePlace = %+v, %v; want %+v", p, err, use)
 	}
-	if ok, err := s.UsePlace(c, room, "slot", admission.Place{State: admission.PlaceUsed, By: "x", Pass: "y"}, T0.Add(time.Second)); err != nil || ok {
+	if ok, err := s.UsePlace(c, room, "slot", queue.Place{State: queue.PlaceUsed, By: "x", Pass: "y"}, T0.Add(time.Second)); err != nil || ok {
 		t.Fatalf("a second UsePlace = %v, %v; want false", ok, err)
 	}
 	if p, err := s.LookupPlace(c, room, "slot", T0.Add(time.Second)); err != nil || p.By != use.By || p.Pass != use.Pass {
@@ -366,7 +367,7 @@ func testPlaceUsedBy(t *testing.T, s roomstate.Store, room string) {
 	if _, err := Consume(c, s, room, "plain", until, T0); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.LookupPlace(c, room, "plain", T0); err != nil || p.State != admission.PlaceUsed || p.By != "" || p.Pass != "" || !p.At.IsZero() {
+	if p, err := s.LookupPlace(c, room, "plain", T0); err != nil || p.State != queue.PlaceUsed || p.By != "" || p.Pass != "" || !p.At.IsZero() {
 		t.Fatalf("a plain used place reads %+v, %v", p, err)
 	}
 }
@@ -376,11 +377,11 @@ func testPlaceRacedUse(t *testing.T, s roomstate.Store, room string) {
 	const places, racers = 10, 16
 	for i := range places {
 		id := fmt.Sprintf("reserved-%d", i)
-		if _, won, err := s.HoldPlace(c, room, id, admission.Place{State: admission.PlaceReserved, Slot: T0}, T0.Add(time.Hour), T0); err != nil || !won {
+		if _, won, err := s.HoldPlace(c, room, id, queue.Place{State: queue.PlaceReserved, Slot: T0}, T0.Add(time.Hour), T0); err != nil || !won {
 			t.Fatalf("HoldPlace(%s) = %v, %v", id, won, err)
 		}
 		wins := race(t, racers, func() (bool, error) {
-			return s.UsePlace(c, room, id, admission.Place{}, T0)
+			return s.UsePlace(c, room, id, queue.Place{}, T0)
 		})
 		if wins != 1 {
 			t.Fatalf("%s used %d times by %d racers, want once", id, wins, racers)
@@ -551,7 +552,7 @@ func testSketches(t *testing.T, s roomstate.Store, room string) {
 	if got, err := s.Sketches(c, room, T0); err != nil || len(got) != 0 {
 		t.Fatalf("Sketches of a new room = %q, %v", got, err)
 	}
-	big := bytes.Repeat([]byte{0, 1, 2, 3}, 2100) // an admission.Sketch is about 8 KB
+	big := bytes.Repeat([]byte{0, 1, 2, 3}, 2100) // a queue.Sketch is about 8 KB
 	for node, sk := range map[string][]byte{"a": []byte("a1"), "b": big, "c": []byte("c1")} {
 		u := until
 		if node == "c" {

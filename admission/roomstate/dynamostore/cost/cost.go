@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/roomstate"
 )
 
@@ -102,7 +102,7 @@ func Run(ctx context.Context, open Open, l Load) (Result, error) {
 					continue
 				}
 				id := fmt.Sprintf("n%d-%d-%d", n, sec, k)
-				if _, won, err := ledger.HoldPlace(ctx, room, id, admission.Place{State: admission.PlaceUsed}, now.Add(time.Hour), now); err != nil || !won {
+				if _, won, err := ledger.HoldPlace(ctx, room, id, queue.Place{State: queue.PlaceUsed}, now.Add(time.Hour), now); err != nil || !won {
 					return r, fmt.Errorf("holding place %s: won %v, %w", id, won, err)
 				}
 				r.Admissions++

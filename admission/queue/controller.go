@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"math"
@@ -11,7 +11,7 @@ import (
 // 1 clock unit (memorylessness), so at speed s a population of N visitors
 // produces about N*s eligible visitors per second: the speed that meets a
 // target rate R is R/N. N is the number of distinct places presented over
-// the window (see presence and Room.ObservePresent). The observed eligible rate then
+// the window (admission.Room.ObservePresent). The observed eligible rate then
 // corrects for what the estimate misses, and slew limits keep any change from
 // releasing a flood.
 type Controller struct {
@@ -23,9 +23,9 @@ type Controller struct {
 	MaxRise, MaxFall float64
 }
 
-// defaultController rises by at most 25% and falls by at most 50% a step,
+// DefaultController rises by at most 25% and falls by at most 50% a step,
 // between tau = 1 s and tau = 1 day.
-var defaultController = Controller{MinSpeed: 1.0 / 86400, MaxSpeed: 1, MaxRise: 0.25, MaxFall: 0.5}
+var DefaultController = Controller{MinSpeed: 1.0 / 86400, MaxSpeed: 1, MaxRise: 0.25, MaxFall: 0.5}
 
 // Next returns the speed to run at, given the current speed, the target
 // admissions per second, the estimated waiting population and the observed

@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"testing"
@@ -20,14 +20,14 @@ func TestBucket(t *testing.T) {
 		t.Fatalf("second due at %v", got.Sub(t0))
 	}
 	b.Refund(t0.Add(time.Second))
-	if got := b.level(t0.Add(time.Second)); got != 1 {
+	if got := b.Level(t0.Add(time.Second)); got != 1 {
 		t.Fatalf("level after the debt and a refund: %v", got)
 	}
-	if got := b.level(t0.Add(time.Hour)); got != 3 {
+	if got := b.Level(t0.Add(time.Hour)); got != 3 {
 		t.Fatalf("level capped at burst: %v", got)
 	}
-	b.setRate(1, 1, t0.Add(time.Hour))
-	if got := b.level(t0.Add(time.Hour)); got != 1 {
+	b.SetRate(1, 1, t0.Add(time.Hour))
+	if got := b.Level(t0.Add(time.Hour)); got != 1 {
 		t.Fatalf("level after shrinking burst: %v", got)
 	}
 }
@@ -55,14 +55,14 @@ func TestBucketOpenAt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := rememberingBucket(2, 3, t0)
+			b := NewRememberingBucket(2, 3, t0)
 			for range tt.before {
 				b.reserve(t0)
 			}
 			if tt.raced {
 				b.reserve(opens.Add(tt.at))
 			}
-			b.openAt(opens)
+			b.OpenAt(opens)
 			if got := b.reserve(opens.Add(tt.at)).Sub(opens); got != tt.wantDue {
 				t.Fatalf("due %v after the opening, want %v", got, tt.wantDue)
 			}
@@ -78,11 +78,11 @@ func TestBucketLevelChangesNothing(t *testing.T) {
 	opens := t0.Add(time.Hour)
 	read := opens.Add(time.Second)
 	b := newBucket(2, 5, t0)
-	b.openAt(opens)
-	if got := b.level(read); got != 3 {
+	b.OpenAt(opens)
+	if got := b.Level(read); got != 3 {
 		t.Fatalf("level a second into the queue: %v, want 3 (one carried, two refilled)", got)
 	}
-	b.openAt(time.Time{}) // the room opens: no queue
+	b.OpenAt(time.Time{}) // the room opens: no queue
 	for i := range 5 {
 		if due := b.reserve(read); due.After(read) {
 			t.Fatalf("reservation %d of the burst of 5 due %v later", i+1, due.Sub(read))
@@ -136,7 +136,7 @@ func TestBucketReserveFor(t *testing.T) {
 			b := newBucket(1, 1, t0)
 			b.granted.memory = tt.remember
 			for i, s := range tt.steps {
-				got, backdated := b.reserveFor(ms(s.found), ms(s.now))
+				got, backdated := b.ReserveFor(ms(s.found), ms(s.now))
 				if !got.Equal(ms(s.want)) || backdated != s.backdated {
 					t.Fatalf("step %d (due %dms, asked %dms): slot at %v (backdated %v), want %dms (%v)", i, s.found, s.now, got.Sub(t0), backdated, s.want, s.backdated)
 				}

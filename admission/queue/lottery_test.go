@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// bucket is a token bucket: it refills at Rate tokens per second up to Burst
+// Bucket is a token bucket: it refills at Rate tokens per second up to Burst
 // and caps how many visitors are admitted, whatever the clock says.
 //
 // It is not golang.org/x/time/rate's Limiter, though Reserve is the same
@@ -14,35 +14,35 @@ import (
 // debt reservations ran up, and a refund after the reserved moment has
 // passed (the admission hook refuses a visitor after their slot), which
 // Reservation.CancelAt no longer gives back at that point.
-type bucket struct {
+type Bucket struct {
 	mu     sync.Mutex
 	rate   float64
 	burst  float64
 	tokens float64 // negative while reservations are outstanding
 	last   time.Time
-	// opens is when the queue the bucket serves opened (openAt): the
+	// opens is when the queue the bucket serves opened (OpenAt): the
 	// bucket holds nothing it refilled before then.
 	opens time.Time
-	// granted keeps the slots handed out (for lateMemory in a room's
-	// bucket, none in newBucket's).
+	// granted keeps the slots handed out (for lateMemory in
+	// NewRememberingBucket's, none in newBucket's).
 	granted grants
 }
 
 // newBucket returns a full bucket.
-func newBucket(rate, burst float64, now time.Time) *bucket {
-	return &bucket{rate: rate, burst: burst, tokens: burst, last: now}
+func newBucket(rate, burst float64, now time.Time) *Bucket {
+	return &Bucket{rate: rate, burst: burst, tokens: burst, last: now}
 }
 
 // reserve takes one token, going into debt if there is none, and returns
 // when the token is (or was) there: now if the bucket had one. Reservations
 // are served in the order they are made, so whoever asks first, not most
 // often, goes first.
-func (b *bucket) reserve(now time.Time) time.Time {
-	due, _ := b.reserveFor(now, now)
+func (b *Bucket) reserve(now time.Time) time.Time {
+	due, _ := b.ReserveFor(now, now)
 	return due
 }
 
-// reserveFor takes one token for a reservation that was due at found
+// ReserveFor takes one token for a reservation that was due at found
 // (before now: asked late) and returns when it is due. A reservation asked
 // late is served where it would have been had it been asked at found: the
 // slot of the first reservation made since found (which it would have
@@ -56,7 +56,7 @@ func (b *bucket) reserve(now time.Time) time.Time {
 // bucket hands out as many as before. Asking late never gains: the slot is
 // the one asked at found would have had, or later. How late is made up is
 // bounded by the bucket's memory (nothing is made up without it).
-func (b *bucket) reserveFor(found, now time.Time) (due time.Time, backdated bool) {
+func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
@@ -68,44 +68,28 @@ func (b *bucket) reserveFor(found, now time.Time) (due time.Time, backdated bool
 	if b.granted.memory <= 0 {
 		return slot, false
 	}
-	b.granted.forget(now)
-	due = slot
-	if found.Before(now) {
-		if s, ok := b.granted.since(found, slot); ok {
-			due = s
-		}
-	}
-	b.granted.add(now, slot)
-	return due, later(due, now).Before(slot)
-}
-
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+	return b.granted.take(found, slot, now)
 }
 
 // Refund gives back a token a reservation took and did not use.
-func (b *bucket) Refund(now time.Time) {
+func (b *Bucket) Refund(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
 	b.tokens = math.Min(b.burst, b.tokens+1)
 }
 
-// level is the number of tokens available at now (negative: the debt of
+// Level is the number of tokens available at now (negative: the debt of
 // reservations not yet due).
-func (b *bucket) level(now time.Time) float64 {
+func (b *Bucket) Level(now time.Time) float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tokens, _ := b.at(now)
 	return tokens
 }
 
-// setRate changes the refill rate and burst from now on, keeping any debt.
-func (b *bucket) setRate(rate, burst float64, now time.Time) {
+// SetRate changes the refill rate and burst from now on, keeping any debt.
+func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
@@ -113,7 +97,7 @@ func (b *bucket) setRate(rate, burst float64, now time.Time) {
 	b.tokens = math.Min(b.tokens, burst)
 }
 
-// openAt says the queue the bucket serves opens (or opened) at t: of what
+// OpenAt says the queue the bucket serves opens (or opened) at t: of what
 // the bucket refilled before t, no more than one admission is carried past
 // it, so a sale's first admissions come at the rate (the first at once)
 // instead of in a burst saved while the room waited for its start (it was
@@ -126,7 +110,7 @@ func (b *bucket) setRate(rate, burst float64, now time.Time) {
 // admission and the refill since the opening, less the reservations made
 // since, which it remembers (without memory, at most one more than told in
 // time).
-func (b *bucket) openAt(t time.Time) {
+func (b *Bucket) OpenAt(t time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !t.IsZero() && !t.Equal(b.opens) && !b.last.Before(t) {
@@ -136,12 +120,12 @@ func (b *bucket) openAt(t time.Time) {
 	b.opens = t
 }
 
-func (b *bucket) refill(now time.Time) { b.tokens, b.last = b.at(now) }
+func (b *Bucket) refill(now time.Time) { b.tokens, b.last = b.at(now) }
 
 // at is what the bucket holds at now, refilled since it last was, and
-// when that is: a read changes nothing (level), so a queue that opened and
-// closed again unseen by any admission drops nothing (openAt).
-func (b *bucket) at(now time.Time) (tokens float64, last time.Time) {
+// when that is: a read changes nothing (Level), so a queue that opened and
+// closed again unseen by any admission drops nothing (OpenAt).
+func (b *Bucket) at(now time.Time) (tokens float64, last time.Time) {
 	tokens, last = b.tokens, b.last
 	fill := func(to time.Time) {
 		if to.After(last) {
@@ -157,25 +141,16 @@ func (b *bucket) at(now time.Time) (tokens float64, last time.Time) {
 	return tokens, last
 }
 
-// currentBurst is the most tokens the bucket holds.
-func (b *bucket) currentBurst() float64 {
+// Burst is the most tokens the bucket holds.
+func (b *Bucket) Burst() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.burst
 }
 
-// lateMemory is the most lateness a room makes up for a place that
-// presents late: a background tab whose timers fire once a minute, with
-// room to spare. A place found eligible at a checkpoint it presented late
-// for takes the slot it would have had (bucket.reserveFor; later than this,
-// as if found lateMemory ago, at worst as if found now), and a fifo claim
-// the rank it would have had (rankHistory; later than this, a new rank).
-// Each costs a room 16 bytes per admission, or rank, of that span.
-const lateMemory = 5 * time.Minute
-
-// rememberingBucket is a room's admission bucket: full, keeping its slots
+// NewRememberingBucket is a room's admission bucket: full, keeping its slots
 // for lateMemory.
-func rememberingBucket(rate, burst float64, now time.Time) *bucket {
+func NewRememberingBucket(rate, burst float64, now time.Time) *Bucket {
 	b := newBucket(rate, burst, now)
 	b.granted.memory = lateMemory
 	return b

@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"math"
@@ -77,9 +77,9 @@ func (c Clock) Then(t time.Time, speed float64) Clock {
 	return c
 }
 
-// when returns the first time at or after from when the clock reads at least
+// When returns the first time at or after from when the clock reads at least
 // target, assuming the segments as they stand; ok is false if it never does.
-func (c Clock) when(from time.Time, target float64) (when time.Time, ok bool) {
+func (c Clock) When(from time.Time, target float64) (when time.Time, ok bool) {
 	s := c.At(from)
 	if s >= target {
 		return from, true

@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"errors"
@@ -8,25 +8,25 @@ import (
 )
 
 // A pass presented to several nodes within the window is in each node's
-// ActiveSet, so the sum of the nodes' counts counts it once per node. A
+// active set (admission.ActiveSet), so the sum of the nodes' counts counts it once per node. A
 // Sketch counts distinct passes instead: each node sketches its own active
 // passes, and the union's count is the count of the sketches merged, whose
 // size does not grow with the passes.
 
-// SketchPrecision is log2 of a Sketch's registers: 8,192 registers, a
+// sketchPrecision is log2 of a Sketch's registers: 8,192 registers, a
 // relative standard error of 1.04/sqrt(8192) ≈ 1.15% on the count of
-// distinct passes, in SketchSize bytes. 4,096 (1.6%) let a three-node
+// distinct passes, in sketchSize bytes. 4,096 (1.6%) let a three-node
 // simulation without affinity reach +5% (TestCapacityHoldsTheSiteAtCapacity).
-const SketchPrecision = 13
+const sketchPrecision = 13
 
-const sketchRegisters = 1 << SketchPrecision
+const sketchRegisters = 1 << sketchPrecision
 
 // sketchVersion heads a marshalled Sketch, so a node reading another's
 // sketch of another layout refuses it rather than misreads it.
 const sketchVersion = 1
 
-// SketchSize is a marshalled Sketch's length in bytes.
-const SketchSize = 2 + sketchRegisters
+// sketchSize is a marshalled Sketch's length in bytes.
+const sketchSize = 2 + sketchRegisters
 
 // SketchError is a Sketch's relative standard error on a count.
 var SketchError = 1.04 / math.Sqrt(sketchRegisters)
@@ -40,19 +40,20 @@ type Sketch struct {
 	reg [sketchRegisters]uint8
 }
 
-// Add adds pass id.
-func (s *Sketch) Add(id string) { s.addHash(sketchHash(id)) }
+// add adds pass id.
+func (s *Sketch) add(id string) { s.AddHash(SketchHash(id)) }
 
-// addHash adds the id whose sketchHash is h.
-func (s *Sketch) addHash(h uint64) {
-	i := h >> (64 - SketchPrecision)
-	rank := uint8(min(bits.LeadingZeros64(h<<SketchPrecision), 64-SketchPrecision) + 1)
+// AddHash adds the id whose SketchHash is h: a caller adding an id
+// often hashes it once.
+func (s *Sketch) AddHash(h uint64) {
+	i := h >> (64 - sketchPrecision)
+	rank := uint8(min(bits.LeadingZeros64(h<<sketchPrecision), 64-sketchPrecision) + 1)
 	s.reg[i] = max(s.reg[i], rank)
 }
 
-// sketchHash is a 64-bit hash of id that is the same on every node:
+// SketchHash is a 64-bit hash of id that is the same on every node:
 // FNV-1a, whose low-entropy high bits a finaliser (splitmix64's) spreads.
-func sketchHash(id string) uint64 {
+func SketchHash(id string) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
 	for i := 0; i < len(id); i++ {
@@ -78,7 +79,7 @@ func (s *Sketch) Merge(o *Sketch) {
 // sketches", 2017), unbiased from an empty sketch to billions of ids
 // without the bias tables or range switches of the original.
 func (s *Sketch) Estimate() float64 {
-	const q = 64 - SketchPrecision
+	const q = 64 - sketchPrecision
 	var hist [q + 2]float64
 	for _, r := range s.reg {
 		hist[r]++
@@ -124,11 +125,11 @@ func sketchTau(x float64) float64 {
 	}
 }
 
-// MarshalBinary is s in SketchSize bytes: a version, the precision, one
+// MarshalBinary is s in sketchSize bytes: a version, the precision, one
 // byte a register.
 func (s *Sketch) MarshalBinary() ([]byte, error) {
-	out := make([]byte, 0, SketchSize)
-	out = append(out, sketchVersion, SketchPrecision)
+	out := make([]byte, 0, sketchSize)
+	out = append(out, sketchVersion, sketchPrecision)
 	return append(out, s.reg[:]...), nil
 }
 
@@ -137,11 +138,11 @@ var errSketch = errors.New("not a sketch of this layout")
 
 // UnmarshalBinary sets s from MarshalBinary's form.
 func (s *Sketch) UnmarshalBinary(data []byte) error {
-	if len(data) != SketchSize || data[0] != sketchVersion || data[1] != SketchPrecision {
+	if len(data) != sketchSize || data[0] != sketchVersion || data[1] != sketchPrecision {
 		return fmt.Errorf("%w: %d bytes", errSketch, len(data))
 	}
 	for i, r := range data[2:] {
-		if r > 64-SketchPrecision+1 {
+		if r > 64-sketchPrecision+1 {
 			return fmt.Errorf("%w: register %d is %d", errSketch, i, r)
 		}
 		s.reg[i] = r

@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"container/heap"
@@ -34,11 +34,11 @@ type Place struct {
 	// Charged is, for PlaceReserved, the slot whose admission of the
 	// room's shared budget the place took, when not Slot: a late
 	// presenter holds the earlier slot it would have had, charged to the
-	// budget's next (Gate.slot), and a refusal gives back that one's.
+	// budget's next (admission.Gate.slot), and a refusal gives back that one's.
 	// Zero when it is Slot.
 	Charged time.Time
 	// For PlaceUsed: which version of the token used the place (a digest
-	// of it, tokenDigest), the id of the pass it was given and when, so a
+	// of it, admission's tokenDigest), the id of the pass it was given and when, so a
 	// retry of that same token (its answer was lost: a write that timed
 	// out but landed, a node that died before it answered) gets the same
 	// pass, while any other version still finds the place used. Empty in
@@ -46,14 +46,6 @@ type Place struct {
 	By   string
 	Pass string
 	At   time.Time
-}
-
-// charged is the slot whose admission a reserved place took.
-func (p Place) charged() time.Time {
-	if p.Charged.IsZero() {
-		return p.Slot
-	}
-	return p.Charged
 }
 
 // Ledger remembers the places that were admitted or hold an admission slot,

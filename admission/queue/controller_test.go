@@ -1,11 +1,11 @@
-package admission
+package queue
 
 import (
 	"testing"
 )
 
 func TestController(t *testing.T) {
-	c := defaultController
+	c := DefaultController
 	tests := []struct {
 		name                                  string
 		current, target, population, eligible float64

@@ -1,4 +1,4 @@
-package admission
+package queue
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// pacer re-validates admission slots when they fall due, at the rate the
+// Pacer re-validates admission slots when they fall due, at the rate the
 // room has now (docs/FAIRNESS.md, "Slots and rate changes").
 //
 // A slot is a time, fixed when the bucket gave it at the rate of that
@@ -24,16 +24,16 @@ import (
 //
 // Every token taken is held by one thing at a time: a re-spaced slot still
 // to come (due), or the one attempt that passed, until its place is
-// admitted or the attempt gives it back (giveBack). While an attempt for a
+// admitted or the attempt gives it back (GiveBack). While an attempt for a
 // place holds a token, another version of the place (a tab of the same
 // login, presented at the same slot) takes none: it is told to come back a
 // moment later, when the first has either admitted the place (and it gets
 // the same pass) or given the token back (and it passes in its turn), or
 // could no longer be in flight (pacerInFlight). A place is one admission,
 // so it is never re-spaced behind itself.
-type pacer struct {
+type Pacer struct {
 	mu     sync.Mutex
-	bucket *bucket
+	bucket *Bucket
 	due    map[string]time.Time // re-spaced slots still to come
 	// inflight holds, per place, when the attempt that passed and has
 	// neither admitted it nor given its token back passed.
@@ -43,18 +43,18 @@ type pacer struct {
 	rate, burst float64
 }
 
-// pacerSlack is how much of the rate the pacer's burst holds at least: the
+// PacerSlack is how much of the rate the pacer's burst holds at least: the
 // spread of slot holders' arrivals (their network) that it absorbs. A
 // second is too little for holders arriving bunched at a low rate (a fifo
 // room at 2/s loses admissions in its windows, sim.TestFairnessFIFO); two
 // absorb it, at the cost of letting a rate cut admit two seconds more at
 // the old spacing.
-const pacerSlack = 2 * time.Second
+const PacerSlack = 2 * time.Second
 
-// pacerRaceWait is how much later a version of a place is asked to come
+// PacerRaceWait is how much later a version of a place is asked to come
 // back while another version's admission of the place is in flight: about
 // one ledger write.
-const pacerRaceWait = 100 * time.Millisecond
+const PacerRaceWait = 100 * time.Millisecond
 
 // pacerInFlight is how long an attempt that passed holds off its place's
 // other versions: far longer than its ledger writes take, so that one that
@@ -67,18 +67,19 @@ const pacerInFlight = 10 * time.Second
 // a place that did not come back for it.
 const pacerForget = time.Hour
 
-func newPacer(rate, burst float64, now time.Time) *pacer {
-	return &pacer{bucket: newBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]time.Time{}, rate: rate, burst: burst}
+// NewPacer returns a pacer at rate, its burst at least PacerSlack of it.
+func NewPacer(rate, burst float64, now time.Time) *Pacer {
+	return &Pacer{bucket: newBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]time.Time{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
-	return math.Max(math.Max(1, burst), rate*pacerSlack.Seconds())
+	return math.Max(math.Max(1, burst), rate*PacerSlack.Seconds())
 }
 
-// setRate changes the pacer's rate. The re-spaced slots still to come were
+// SetRate changes the pacer's rate. The re-spaced slots still to come were
 // spaced at the old rate: they are spaced again at the new one, in the
 // same order, so a cut binds them too.
-func (p *pacer) setRate(rate, burst float64, now time.Time) {
+func (p *Pacer) SetRate(rate, burst float64, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if rate == p.rate && burst == p.burst {
@@ -92,28 +93,28 @@ func (p *pacer) setRate(rate, burst float64, now time.Time) {
 			p.bucket.Refund(now)
 		}
 	}
-	p.bucket.setRate(rate, pacerBurst(rate, burst), now)
+	p.bucket.SetRate(rate, pacerBurst(rate, burst), now)
 	slices.SortFunc(ahead, func(a, b string) int { return p.due[a].Compare(p.due[b]) })
 	for _, place := range ahead {
 		p.due[place] = p.bucket.reserve(now)
 	}
 }
 
-// pass reports whether place, whose slot came at slot, may be admitted
+// Pass reports whether place, whose slot came at slot, may be admitted
 // now; if not, when its re-spaced slot is.
 //
-// A holder presenting more than pacerSlack after its slot takes its token
+// A holder presenting more than PacerSlack after its slot takes its token
 // on credit, the pacer owing at most a burst. Re-spaced by a second, such
 // a page (a background tab whose timers fire once a minute) would come
 // back a whole period late, beyond its own lateness, where an on-time
 // holder re-spaced after it comes back on time and loses the second. The
 // credit is paid back by the holders after it, so a crowd presenting late
 // together still goes in at the rate after two bursts.
-func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
+func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if since, ok := p.inflight[place]; ok && now.Sub(since) < pacerInFlight {
-		return now.Add(pacerRaceWait), false
+		return now.Add(PacerRaceWait), false
 	}
 	if due, ok := p.due[place]; ok {
 		if now.Before(due) {
@@ -126,7 +127,7 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 	if !due.After(now) {
 		return p.passed(place, now)
 	}
-	if now.Sub(slot) > pacerSlack && p.rate > 0 && due.Sub(now).Seconds() <= pacerBurst(p.rate, p.burst)/p.rate {
+	if now.Sub(slot) > PacerSlack && p.rate > 0 && due.Sub(now).Seconds() <= pacerBurst(p.rate, p.burst)/p.rate {
 		return p.passed(place, now)
 	}
 	if now.Sub(p.purged) > pacerForget {
@@ -147,24 +148,24 @@ func (p *pacer) pass(place string, slot, now time.Time) (time.Time, bool) {
 }
 
 // passed records an attempt for place that holds a token now.
-func (p *pacer) passed(place string, now time.Time) (time.Time, bool) {
+func (p *Pacer) passed(place string, now time.Time) (time.Time, bool) {
 	p.inflight[place] = now
 	return now, true
 }
 
-// giveBack returns the token an attempt for place that passed holds: its
+// GiveBack returns the token an attempt for place that passed holds: its
 // admission did not go through.
-func (p *pacer) giveBack(place string, now time.Time) {
+func (p *Pacer) GiveBack(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bucket.Refund(now)
 	delete(p.inflight, place)
 }
 
-// admitted forgets place's re-spaced slot, if a version of its token
+// Admitted forgets place's re-spaced slot, if a version of its token
 // presented with the admitted one took one, and returns its token: the
 // place is in and will not come for it.
-func (p *pacer) admitted(place string, now time.Time) {
+func (p *Pacer) Admitted(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.inflight, place)
@@ -172,4 +173,16 @@ func (p *pacer) admitted(place string, now time.Time) {
 		delete(p.due, place)
 		p.bucket.Refund(now)
 	}
+}
+
+// Level is the number of the pacer's tokens available at now (negative:
+// the debt of the re-spaced slots not yet due).
+func (p *Pacer) Level(now time.Time) float64 { return p.bucket.Level(now) }
+
+// InFlight is how many places have an attempt that passed the pacer and
+// has neither admitted its place nor given its token back.
+func (p *Pacer) InFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.inflight)
 }

@@ -1,0 +1,150 @@
+package queue
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestPacerRespacesOnARateChange: places re-spaced at 10/s before a cut
+// to 1/s are re-spaced at the new rate, in the same order; a rate set again
+// unchanged (a cluster node's share, every tick) moves nobody.
+func TestPacerRespacesOnARateChange(t *testing.T) {
+	p := NewPacer(10, 1, t0)
+	admitted := 0
+	var dues []time.Time
+	for i := range 25 {
+		due, ok := p.Pass(fmt.Sprint("place-", i), t0, t0)
+		if ok {
+			admitted++
+			continue
+		}
+		dues = append(dues, due)
+	}
+	if admitted != 20 || len(dues) != 5 { // the burst: two seconds of the rate
+		t.Fatalf("admitted %d at once, %d re-spaced; want 20 and 5", admitted, len(dues))
+	}
+	p.SetRate(10, 1, t0)
+	for i, want := range dues {
+		if got, _ := p.Pass(fmt.Sprint("place-", 20+i), t0, t0); !got.Equal(want) {
+			t.Fatalf("the rate set again unchanged moved place %d from %v to %v", 20+i, want.Sub(t0), got.Sub(t0))
+		}
+	}
+	cut := t0
+	p.SetRate(1, 1, cut)
+	prev := cut
+	for i := range dues {
+		got, ok := p.Pass(fmt.Sprint("place-", 20+i), t0, cut)
+		if ok || got.Sub(prev) < 900*time.Millisecond {
+			t.Fatalf("after the cut, place %d due %v after the one before it (admitted now: %v); want about a second", 20+i, got.Sub(prev), ok)
+		}
+		prev = got
+	}
+}
+
+// TestPacerCreditsALateHolder: with the pacer's burst spent, a holder
+// presenting more than pacerSlack after its slot goes in on credit, down
+// to the pacer owing a burst; a holder on time, or within the slack, is
+// re-spaced; and what was lent is paid back by the holders after it.
+func TestPacerCreditsALateHolder(t *testing.T) {
+	const rate = 10 // a burst of 20: two seconds of the rate
+	tests := []struct {
+		name     string
+		late     time.Duration // how long after its slot each holder presents
+		holders  int           // presenting after the burst is spent
+		admitted int
+	}{
+		{"on time", 0, 5, 0},
+		{"within the slack", PacerSlack, 5, 0},
+		{"a minute late", time.Minute, 1, 1},
+		{"a late crowd: one burst on credit", time.Minute, 30, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPacer(rate, 1, t0)
+			for i := range 20 {
+				if _, ok := p.Pass(fmt.Sprint("burst-", i), t0, t0); !ok {
+					t.Fatalf("burst holder %d re-spaced", i)
+				}
+			}
+			admitted := 0
+			var last time.Time
+			for i := range tt.holders {
+				due, ok := p.Pass(fmt.Sprint("holder-", i), t0.Add(-tt.late), t0)
+				if ok {
+					admitted++
+					continue
+				}
+				last = due
+			}
+			if admitted != tt.admitted {
+				t.Errorf("%d of %d admitted, want %d", admitted, tt.holders, tt.admitted)
+			}
+			// Every holder past the burst is paid for at the rate: the
+			// last re-spaced one is due when the pacer has refilled them.
+			if want := t0.Add(time.Duration(tt.holders) * time.Second / rate); !last.IsZero() && !last.Equal(want) {
+				t.Errorf("last holder due %v after the burst, want %v", last.Sub(t0), want.Sub(t0))
+			}
+			due, ok := p.Pass("on-time-after", t0, t0)
+			if want := t0.Add(time.Duration(tt.holders+1) * time.Second / rate); ok || !due.Equal(want) {
+				t.Errorf("an on-time holder after them: due %v (admitted %v), want re-spaced to %v", due.Sub(t0), ok, want.Sub(t0))
+			}
+		})
+	}
+}
+
+// TestPacerHoldsOneTokenPerPlace: while an attempt for a place holds a
+// pacer token, another for the same place takes none and is told to come
+// back within pacerRaceWait; once the first gives its token back, the
+// place passes again.
+func TestPacerHoldsOneTokenPerPlace(t *testing.T) {
+	p := NewPacer(1, 1, t0)
+	if _, ok := p.Pass("a", t0, t0); !ok {
+		t.Fatal("the first attempt did not pass")
+	}
+	level := p.bucket.Level(t0)
+	due, ok := p.Pass("a", t0, t0)
+	if ok || due.Sub(t0) > PacerRaceWait {
+		t.Fatalf("a second attempt for the place in flight: passed %v, due in %v; want refused, due within %v", ok, due.Sub(t0), PacerRaceWait)
+	}
+	if got := p.bucket.Level(t0); got != level {
+		t.Fatalf("the racing attempt moved the pacer from %.3f to %.3f", level, got)
+	}
+	p.GiveBack("a", t0)
+	if _, ok := p.Pass("a", t0, t0); !ok {
+		t.Fatal("the place did not pass after its attempt gave the token back")
+	}
+	p.Admitted("a", t0)
+	if n := len(p.inflight); n != 0 {
+		t.Fatalf("%d places still in flight after the admission", n)
+	}
+}
+
+// TestPacerForgetsAnAttemptThatNeverSettled: an attempt that passed holds
+// off its place's other versions while its admission is in flight, not
+// forever: one that never settled (it panicked in a store call, so it
+// neither admitted the place nor gave its token back) leaves the place
+// free to pass once an admission could no longer be in flight.
+func TestPacerForgetsAnAttemptThatNeverSettled(t *testing.T) {
+	tests := []struct {
+		name  string
+		after time.Duration
+		pass  bool
+	}{
+		{"while it may be in flight", PacerRaceWait, false},
+		{"long after", time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPacer(1, 1, t0)
+			if _, ok := p.Pass("a", t0, t0); !ok {
+				t.Fatal("the first attempt did not pass")
+			}
+			at := t0.Add(tt.after)
+			due, ok := p.Pass("a", t0, at)
+			if ok != tt.pass {
+				t.Fatalf("%v later: passed %v (due in %v), want %v", tt.after, ok, due.Sub(at), tt.pass)
+			}
+		})
+	}
+}
