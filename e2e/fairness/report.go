@@ -209,9 +209,35 @@ func (res *results) passes(vs []*visitor) {
 	sort.Strings(res.LoginsOverOne)
 }
 
+// admittedAt is when the room admitted v: the slot a busy answer named,
+// when the attempt that got the pass was sent at it (within
+// slotPresentedWithin: the page presents at its slot), else when the pass
+// came. Places the room gave one slot are admitted at one moment,
+// whatever order their requests reach it in.
+func admittedAt(v *visitor) time.Time {
+	var slot time.Time
+	for _, e := range v.Events {
+		switch {
+		case e.Outcome == "busy" && e.Nxt != 0:
+			slot = time.UnixMilli(e.Nxt)
+		case e.Pass != "" && e.At.Equal(v.Admitted):
+			if !slot.IsZero() && !e.Sent.Before(slot) && e.Sent.Sub(slot) < slotPresentedWithin {
+				return slot
+			}
+			return v.Admitted
+		}
+	}
+	return v.Admitted
+}
+
+// slotPresentedWithin is how soon after its slot an attempt counts as
+// presented at it.
+const slotPresentedWithin = time.Second
+
 // fifo compares how often the earlier of two honest post-start arrivals
 // Δ apart went in first with the rule 1 − ½e^(−Δ/W), and counts honest
-// post-start arrivals admitted before the last honest pre-queue place.
+// post-start arrivals the room admitted before the last honest pre-queue
+// place (admittedAt: places given one slot are admitted together).
 func (res *results) fifo(vs []*visitor) {
 	var post []*visitor
 	var lastPre time.Time
@@ -221,8 +247,8 @@ func (res *results) fifo(vs []*visitor) {
 		}
 		if v.PreQueue {
 			res.PreQueueHonest++
-			if v.Admitted.After(lastPre) {
-				lastPre = v.Admitted
+			if at := admittedAt(v); at.After(lastPre) {
+				lastPre = at
 			}
 			continue
 		}
@@ -231,7 +257,7 @@ func (res *results) fifo(vs []*visitor) {
 		}
 	}
 	for _, v := range post {
-		if v.Admitted.Before(lastPre) {
+		if admittedAt(v).Before(lastPre) {
 			res.PostBeforePre++
 		}
 	}

@@ -126,3 +126,37 @@ func TestRateWindowsCountPageFollowers(t *testing.T) {
 		t.Errorf("second window %+v", w)
 	}
 }
+
+// slotVisitor is a one-tab visitor told busy with a slot at busy, whose
+// attempt sent at sent got its pass at in.
+func slotVisitor(id string, took, busy, slot, sent, in float64) *visitor {
+	v := &visitor{ID: id, Login: id, Strategy: honest, Pair: -1, PreQueue: took < 0}
+	v.record(event{Path: "/token", Status: 200, At: at(took)})
+	v.tookAt(at(took), 0)
+	v.record(event{Path: "/admit", Status: 429, Outcome: "busy", Sent: at(busy), At: at(busy), Nxt: at(slot).UnixMilli()})
+	v.record(event{Path: "/admit", Status: 200, Sent: at(sent), At: at(in), Pass: fakePass(id, at(in))})
+	return v
+}
+
+func TestAdmittedAtTheSlotTheRoomGave(t *testing.T) {
+	tests := []struct {
+		name string
+		pre  *visitor
+		post *visitor
+		want int // post-start arrivals before the last pre-queue place
+	}{
+		{"one slot, the later arrival's request first", slotVisitor("pre", -5, 48, 52, 52, 52.02), slotVisitor("post", 1, 49, 52, 52, 52.01), 0},
+		{"an earlier slot", slotVisitor("pre", -5, 48, 53, 53, 53.01), slotVisitor("post", 1, 49, 52, 52, 52.01), 1},
+		{"presented long after its slot", slotVisitor("pre", -5, 48, 53, 53, 53.01), slotVisitor("post", 1, 49, 52, 53.5, 53.51), 0},
+		{"no slot: the pass's moment", admittedVisitor("pre", "pre", honest, -1, -5, 52.02), admittedVisitor("post", "post", honest, -1, 1, 52.01), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &results{Config: config{LuckWindow: 5 * time.Second}}
+			res.fifo([]*visitor{tt.pre, tt.post})
+			if res.PostBeforePre != tt.want {
+				t.Fatalf("post-start arrivals before the pre-queue: %d, want %d", res.PostBeforePre, tt.want)
+			}
+		})
+	}
+}
