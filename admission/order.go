@@ -111,7 +111,14 @@ func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	}
 	var since time.Time
 	if !pre {
-		since = r.view.Load().Opens
+		// When the room began to admit: its grid's origin, or the move
+		// that made it so (a sale started early: the origin then moves
+		// back to when the room began to queue, before the pre-queue).
+		v := r.view.Load()
+		since = v.Opens
+		if v.Moved.After(since) {
+			since = v.Moved
+		}
 	}
 	rank, err := f.ranker.Load().r.Next(ctx, since)
 	if err != nil {

@@ -538,3 +538,58 @@ func TestFIFOApproachComesEarlierTheFurtherItReaches(t *testing.T) {
 		}
 	}
 }
+
+// sinceRanker records the bound each rank was asked with.
+type sinceRanker struct {
+	memoryRanker
+	since []time.Time
+}
+
+func (s *sinceRanker) Next(ctx context.Context, since time.Time) (int64, error) {
+	s.since = append(s.since, since)
+	return s.memoryRanker.Next(ctx, since)
+}
+
+// TestFIFORankAfterTheStartFollowsEveryEarlierRank: a place ranked after
+// the room began to admit asks its Ranker for a rank after every rank
+// handed out before that moment (the pre-queue's, at every node), however
+// the room began: at its sale start, started early, or queueing again.
+func TestFIFORankAfterTheStartFollowsEveryEarlierRank(t *testing.T) {
+	start := t0.Add(time.Minute)
+	tests := []struct {
+		name   string
+		change func(r *Room) error
+		began  time.Time // when the room began to admit
+	}{
+		{"at the sale start", func(*Room) error { return nil }, start},
+		{"started early", func(r *Room) error {
+			return r.SetState(StateQueue, time.Time{}, t0.Add(20*time.Second))
+		}, t0.Add(20 * time.Second)},
+		{"queueing again", func(r *Room) error {
+			if err := r.SetState(StateOpen, time.Time{}, t0.Add(20*time.Second)); err != nil {
+				return err
+			}
+			return r.SetState(StateQueue, time.Time{}, t0.Add(30*time.Second))
+		}, t0.Add(30 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := fifoRoom(t, 10, time.Second, StateScheduled, start)
+			rk := new(sinceRanker)
+			room.SetRanker(rk)
+			if _, _, err := room.rank(t.Context(), t0.Add(10*time.Second), true); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.change(room); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := room.rank(t.Context(), start.Add(time.Second), false); err != nil {
+				t.Fatal(err)
+			}
+			if got := rk.since[len(rk.since)-1]; got.Before(tt.began) {
+				t.Errorf("a place ranked after the room began to admit at %v asked for a rank after %v",
+					tt.began.Sub(t0), got.Sub(t0))
+			}
+		})
+	}
+}
