@@ -593,3 +593,36 @@ func TestFIFORankAfterTheStartFollowsEveryEarlierRank(t *testing.T) {
 		})
 	}
 }
+
+// TestFIFOPreQueueFirstCheckpointsSpread: a pre-queue place whose key the
+// counter is expected to pass soon after the start comes at that moment;
+// one whose key is far comes back somewhere in the first MinBackoff after
+// the start, by its draw, to learn it then: the pre-queue's first
+// requests are not all due in the start's first grid points.
+func TestFIFOPreQueueFirstCheckpointsSpread(t *testing.T) {
+	start := t0.Add(10 * time.Minute)
+	g := testGate(t, 10)
+	room := fifoRoom(t, 10, 2*time.Second, StateScheduled, start)
+	const n = 2000
+	cells := map[time.Duration]int{}
+	for i := range n {
+		tk, err := g.Issue(room, Visitor{}, t0.Add(time.Duration(i)*250*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := g.Decide(t.Context(), room, Attempt{Token: tk.Token, Nonce: solve(t, tk.Claims), Now: tk.Claims.NextAttempt()})
+		if d.Claims == nil || d.Claims.Pos >= 0 {
+			t.Fatalf("claim %d: %v (%v), not in the pre-queue", i, d.Outcome, d.Err)
+		}
+		first := time.UnixMilli(d.Claims.Nxt)
+		if first.Before(start) {
+			t.Fatalf("claim %d: first checkpoint %v before the start", i, first.Sub(start))
+		}
+		cells[first.Sub(start).Truncate(fifoGrain)]++
+	}
+	for cell, k := range cells {
+		if k > n/5 {
+			t.Errorf("%d of %d pre-queue places first come in [%v, %v) after the start", k, n, cell, cell+fifoGrain)
+		}
+	}
+}
