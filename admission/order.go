@@ -405,7 +405,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) (float64, f
 	// from the start, so the first places pass at the start, not a tick
 	// after it.
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
-	if !r.adaptive || !running || !v.RankSet {
+	if !r.adaptive.Load() || !running || !v.RankSet {
 		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate), -1
 	}
 	s := v.Clock.At(now)
@@ -475,7 +475,7 @@ func (r *Room) fifoLead(v *View, several bool) float64 {
 // node's last tick; the whole lead before the start (nothing is passed);
 // 0 when nothing recent is known.
 func (r *Room) fifoShort(v *View, now time.Time) float64 {
-	if !r.adaptive {
+	if !r.adaptive.Load() {
 		return 0
 	}
 	if v.State == StateScheduled && now.Before(v.SaleStart) {

@@ -626,3 +626,23 @@ func TestFIFOPreQueueFirstCheckpointsSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOViewWhileTheSpeedRuleChanges: View is read on every request,
+// without the room's lock, while a reload may change the speed rule.
+func TestFIFOViewWhileTheSpeedRuleChanges(t *testing.T) {
+	room := fifoRoom(t, 10, time.Second, StateQueue, time.Time{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			if err := room.SetSpeedRule(time.Minute, i%2 == 0); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 100 {
+		_ = room.View(t0)
+	}
+	<-done
+}
