@@ -665,9 +665,10 @@ func fifoApproach(when, now time.Time, p Policy) time.Time {
 // of the counter is trusted (fifoApproach).
 const fifoReach = 8
 
-// fifoWhen predicts when the counter passes key: at once for the keys it
-// is short of its lead (View.Short), then the keys expected between it
-// and key at the target rate, or as the clock is planned before the start. ok is false if it never does as things stand.
+// fifoWhen predicts when the counter passes key: the keys it is short of
+// its lead (View.Short) at its next tick, then the keys expected between
+// it and key at the target rate, or as the clock is planned before the
+// start. ok is false if it never does as things stand.
 func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	from := now
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
@@ -685,9 +686,24 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	for i := range steps {
 		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
 	}
-	// The keys the counter is short of its lead pass at its next tick.
-	ahead = math.Max(0, ahead-v.Short)
-	return from.Add(durationOf(ahead / v.Rate)), true
+	// The keys the counter is short of its lead pass at its next tick, at
+	// once. After the start that tick's plan says when: a counter running
+	// passes them along its clock; one standing at its stop moves at its
+	// next tick only (within a tick), and reaches them over the tick
+	// after it. Predicted at once, their pages would come back every
+	// fifoGrain until then.
+	rest := math.Max(0, ahead-v.Short)
+	if v.Short > 0 && from.Equal(now) {
+		switch {
+		case v.Clock.SpeedAt(from) == 0:
+			from = from.Add(lotteryTick)
+		case rest == 0:
+			if when, ok := v.Clock.When(from, v.RankZero+key); ok {
+				return when, true
+			}
+		}
+	}
+	return from.Add(durationOf(rest / v.Rate)), true
 }
 
 // pointFrom is the first checkpoint at or after target and after now.

@@ -646,3 +646,43 @@ func TestFIFOViewWhileTheSpeedRuleChanges(t *testing.T) {
 	}
 	<-done
 }
+
+// TestFIFOQuietRoomPagesComeFewTimes: in a room whose arrivals come slower
+// than the rate the counter is short of its whole lead and stands at the
+// last key between arrivals; a new place's key passes at the counter's
+// next ticks, not at once, so its page is told so, and does not come back
+// every fifoGrain until then: at most 4 requests a place on average (the
+// claim, the tick, the key's moment, the admission), in about 4 s.
+func TestFIFOQuietRoomPagesComeFewTimes(t *testing.T) {
+	tests := []struct {
+		rate  float64
+		every time.Duration
+	}{
+		{1, 3 * time.Second},
+		{2, 2 * time.Second},
+		{10, 400 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("rate %v, an arrival every %v", tt.rate, tt.every), func(t *testing.T) {
+			g := testGate(t, 10000)
+			room := fifoRoom(t, tt.rate, time.Second, StateQueue, time.Time{})
+			var arrivals []time.Time
+			for i := range 100 {
+				arrivals = append(arrivals, t0.Add(10*time.Second+time.Duration(i)*tt.every))
+			}
+			vs := fifoSale(t, g, room, arrivals, t0.Add(time.Hour))
+			attempts, wait := 0, time.Duration(0)
+			for _, v := range vs {
+				attempts += v.attempts
+				wait += v.admitted.Sub(v.arrive)
+			}
+			n := len(vs)
+			if per := float64(attempts) / float64(n); per > 4 {
+				t.Errorf("%.2f requests a place, want at most 4 (mean wait %v)", per, wait/time.Duration(n))
+			}
+			if mean := wait / time.Duration(n); mean > 5*time.Second {
+				t.Errorf("mean wait %v, want under 5 s", mean)
+			}
+		})
+	}
+}
