@@ -10,14 +10,21 @@ import (
 // preQueueFirst is a pre-queue place's first checkpoint, at least a
 // MinBackoff after its claim: as for every fifo place (fifoNext), the
 // moment the counter is expected to pass its key, from the pre-queue as it
-// stands. The pre-queue only grows until the start, and the key with it,
-// so a place comes early (and is told again) or on time: the holders of
-// the first keys come at the start, in the order of their draws.
+// stands, approached from the start. The pre-queue only grows until the
+// start, and the key with it, so a place comes early (and is told again)
+// or on time: the holders of the first keys come at the start, in the
+// order of their draws. A place whose moment lies more than a MaxBackoff
+// after the start comes in the first MinBackoff after it, spread by its
+// draw, and learns its moment then: the whole pre-queue would otherwise
+// be due in the start's first grid points.
 func (g *Gate) preQueueFirst(view *View, claims *tokens.WaitClaims, now time.Time) time.Time {
-	target := view.SaleStart
+	target := view.SaleStart.Add(durationOf(g.codec.Keys().Draw(claims.Lot).Phase * g.policy.MinBackoff.Seconds()))
 	key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
 	if when, ok := view.fifoWhen(now, key); ok {
-		target = fifoApproach(when, now, g.policy)
+		from := later(now, view.SaleStart)
+		if near := fifoApproach(when, from, g.policy); near.Before(from.Add(g.policy.MaxBackoff)) {
+			target = near
+		}
 	}
 	return g.pointFrom(view, claims, target, now.Add(g.policy.MinBackoff))
 }

@@ -111,7 +111,14 @@ func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	}
 	var since time.Time
 	if !pre {
-		since = r.view.Load().Opens
+		// When the room began to admit: its grid's origin, or the move
+		// that made it so (a sale started early: the origin then moves
+		// back to when the room began to queue, before the pre-queue).
+		v := r.view.Load()
+		since = v.Opens
+		if v.Moved.After(since) {
+			since = v.Moved
+		}
 	}
 	rank, err := f.ranker.Load().r.Next(ctx, since)
 	if err != nil {
@@ -398,7 +405,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) (float64, f
 	// from the start, so the first places pass at the start, not a tick
 	// after it.
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
-	if !r.adaptive || !running || !v.RankSet {
+	if !r.adaptive.Load() || !running || !v.RankSet {
 		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate), -1
 	}
 	s := v.Clock.At(now)
@@ -468,7 +475,7 @@ func (r *Room) fifoLead(v *View, several bool) float64 {
 // node's last tick; the whole lead before the start (nothing is passed);
 // 0 when nothing recent is known.
 func (r *Room) fifoShort(v *View, now time.Time) float64 {
-	if !r.adaptive {
+	if !r.adaptive.Load() {
 		return 0
 	}
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
@@ -658,9 +665,10 @@ func fifoApproach(when, now time.Time, p Policy) time.Time {
 // of the counter is trusted (fifoApproach).
 const fifoReach = 8
 
-// fifoWhen predicts when the counter passes key: at once for the keys it
-// is short of its lead (View.Short), then the keys expected between it
-// and key at the target rate, or as the clock is planned before the start. ok is false if it never does as things stand.
+// fifoWhen predicts when the counter passes key: the keys it is short of
+// its lead (View.Short) at its next tick, then the keys expected between
+// it and key at the target rate, or as the clock is planned before the
+// start. ok is false if it never does as things stand.
 func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	from := now
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
@@ -678,9 +686,24 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	for i := range steps {
 		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
 	}
-	// The keys the counter is short of its lead pass at its next tick.
-	ahead = math.Max(0, ahead-v.Short)
-	return from.Add(durationOf(ahead / v.Rate)), true
+	// The keys the counter is short of its lead pass at its next tick, at
+	// once. After the start that tick's plan says when: a counter running
+	// passes them along its clock; one standing at its stop moves at its
+	// next tick only (within a tick), and reaches them over the tick
+	// after it. Predicted at once, their pages would come back every
+	// fifoGrain until then.
+	rest := math.Max(0, ahead-v.Short)
+	if v.Short > 0 && from.Equal(now) {
+		switch {
+		case v.Clock.SpeedAt(from) == 0:
+			from = from.Add(lotteryTick)
+		case rest == 0:
+			if when, ok := v.Clock.When(from, v.RankZero+key); ok {
+				return when, true
+			}
+		}
+	}
+	return from.Add(durationOf(rest / v.Rate)), true
 }
 
 // pointFrom is the first checkpoint at or after target and after now.

@@ -538,3 +538,151 @@ func TestFIFOApproachComesEarlierTheFurtherItReaches(t *testing.T) {
 		}
 	}
 }
+
+// sinceRanker records the bound each rank was asked with.
+type sinceRanker struct {
+	memoryRanker
+	since []time.Time
+}
+
+func (s *sinceRanker) Next(ctx context.Context, since time.Time) (int64, error) {
+	s.since = append(s.since, since)
+	return s.memoryRanker.Next(ctx, since)
+}
+
+// TestFIFORankAfterTheStartFollowsEveryEarlierRank: a place ranked after
+// the room began to admit asks its Ranker for a rank after every rank
+// handed out before that moment (the pre-queue's, at every node), however
+// the room began: at its sale start, started early, or queueing again.
+func TestFIFORankAfterTheStartFollowsEveryEarlierRank(t *testing.T) {
+	start := t0.Add(time.Minute)
+	tests := []struct {
+		name   string
+		change func(r *Room) error
+		began  time.Time // when the room began to admit
+	}{
+		{"at the sale start", func(*Room) error { return nil }, start},
+		{"started early", func(r *Room) error {
+			return r.SetState(StateQueue, time.Time{}, t0.Add(20*time.Second))
+		}, t0.Add(20 * time.Second)},
+		{"queueing again", func(r *Room) error {
+			if err := r.SetState(StateOpen, time.Time{}, t0.Add(20*time.Second)); err != nil {
+				return err
+			}
+			return r.SetState(StateQueue, time.Time{}, t0.Add(30*time.Second))
+		}, t0.Add(30 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := fifoRoom(t, 10, time.Second, StateScheduled, start)
+			rk := new(sinceRanker)
+			room.SetRanker(rk)
+			if _, _, err := room.rank(t.Context(), t0.Add(10*time.Second), true); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.change(room); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := room.rank(t.Context(), start.Add(time.Second), false); err != nil {
+				t.Fatal(err)
+			}
+			if got := rk.since[len(rk.since)-1]; got.Before(tt.began) {
+				t.Errorf("a place ranked after the room began to admit at %v asked for a rank after %v",
+					tt.began.Sub(t0), got.Sub(t0))
+			}
+		})
+	}
+}
+
+// TestFIFOPreQueueFirstCheckpointsSpread: a pre-queue place whose key the
+// counter is expected to pass soon after the start comes at that moment;
+// one whose key is far comes back somewhere in the first MinBackoff after
+// the start, by its draw, to learn it then: the pre-queue's first
+// requests are not all due in the start's first grid points.
+func TestFIFOPreQueueFirstCheckpointsSpread(t *testing.T) {
+	start := t0.Add(10 * time.Minute)
+	g := testGate(t, 10)
+	room := fifoRoom(t, 10, 2*time.Second, StateScheduled, start)
+	const n = 2000
+	cells := map[time.Duration]int{}
+	for i := range n {
+		tk, err := g.Issue(room, Visitor{}, t0.Add(time.Duration(i)*250*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := g.Decide(t.Context(), room, Attempt{Token: tk.Token, Nonce: solve(t, tk.Claims), Now: tk.Claims.NextAttempt()})
+		if d.Claims == nil || d.Claims.Pos >= 0 {
+			t.Fatalf("claim %d: %v (%v), not in the pre-queue", i, d.Outcome, d.Err)
+		}
+		first := time.UnixMilli(d.Claims.Nxt)
+		if first.Before(start) {
+			t.Fatalf("claim %d: first checkpoint %v before the start", i, first.Sub(start))
+		}
+		cells[first.Sub(start).Truncate(fifoGrain)]++
+	}
+	for cell, k := range cells {
+		if k > n/5 {
+			t.Errorf("%d of %d pre-queue places first come in [%v, %v) after the start", k, n, cell, cell+fifoGrain)
+		}
+	}
+}
+
+// TestFIFOViewWhileTheSpeedRuleChanges: View is read on every request,
+// without the room's lock, while a reload may change the speed rule.
+func TestFIFOViewWhileTheSpeedRuleChanges(t *testing.T) {
+	room := fifoRoom(t, 10, time.Second, StateQueue, time.Time{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			if err := room.SetSpeedRule(time.Minute, i%2 == 0); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 100 {
+		_ = room.View(t0)
+	}
+	<-done
+}
+
+// TestFIFOQuietRoomPagesComeFewTimes: in a room whose arrivals come slower
+// than the rate the counter is short of its whole lead and stands at the
+// last key between arrivals; a new place's key passes at the counter's
+// next ticks, not at once, so its page is told so, and does not come back
+// every fifoGrain until then: at most 4 requests a place on average (the
+// claim, the tick, the key's moment, the admission), in about 4 s.
+func TestFIFOQuietRoomPagesComeFewTimes(t *testing.T) {
+	tests := []struct {
+		rate  float64
+		every time.Duration
+	}{
+		{1, 3 * time.Second},
+		{2, 2 * time.Second},
+		{10, 400 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("rate %v, an arrival every %v", tt.rate, tt.every), func(t *testing.T) {
+			g := testGate(t, 10000)
+			room := fifoRoom(t, tt.rate, time.Second, StateQueue, time.Time{})
+			var arrivals []time.Time
+			for i := range 100 {
+				arrivals = append(arrivals, t0.Add(10*time.Second+time.Duration(i)*tt.every))
+			}
+			vs := fifoSale(t, g, room, arrivals, t0.Add(time.Hour))
+			attempts, wait := 0, time.Duration(0)
+			for _, v := range vs {
+				attempts += v.attempts
+				wait += v.admitted.Sub(v.arrive)
+			}
+			n := len(vs)
+			if per := float64(attempts) / float64(n); per > 4 {
+				t.Errorf("%.2f requests a place, want at most 4 (mean wait %v)", per, wait/time.Duration(n))
+			}
+			if mean := wait / time.Duration(n); mean > 5*time.Second {
+				t.Errorf("mean wait %v, want under 5 s", mean)
+			}
+		})
+	}
+}

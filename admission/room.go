@@ -221,11 +221,12 @@ func (v View) ClockAt(t time.Time) float64 {
 // clock, admission bucket and the aggregate observations the controller uses.
 // Reads are lock-free; changes take a lock and publish a new View.
 type Room struct {
-	mu         sync.Mutex
-	view       atomic.Pointer[View]
-	stored     State // the state as set, before scheduled turns into queue
-	tau        float64
-	adaptive   bool
+	mu     sync.Mutex
+	view   atomic.Pointer[View]
+	stored State // the state as set, before scheduled turns into queue
+	tau    float64
+	// adaptive is read by View (fifoShort) without mu: changes take mu.
+	adaptive   atomic.Bool
 	controller queue.Controller
 	memory     time.Duration
 	queueing   time.Time // when the room last began to queue
@@ -324,7 +325,6 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	r := &Room{
 		stored:     cfg.State,
 		tau:        cfg.Tau.Seconds(),
-		adaptive:   cfg.Adaptive,
 		controller: ctl,
 		memory:     cmp.Or(cfg.Memory, cfg.Window),
 		queueing:   now,
@@ -336,6 +336,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		started:    now,
 		policy:     cfg.Policy.withDefaults(),
 	}
+	r.adaptive.Store(cfg.Adaptive)
 	v := &View{
 		Name:        cfg.Name,
 		Lane:        cfg.Lane,
@@ -492,7 +493,7 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 		r.fifoTick(now, population)
 		return
 	}
-	if !r.adaptive {
+	if !r.adaptive.Load() {
 		return
 	}
 	v := *r.view.Load()
@@ -506,11 +507,17 @@ func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cu
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := *r.view.Load()
-	if !r.adaptive {
+	if !r.adaptive.Load() {
 		return v.Cruise, v.Cruise
 	}
 	next, _ = r.tickLottery(&v, now, population, eligible)
-	return next, v.Cruise
+	cur = v.Cruise
+	if v.State == StateScheduled && !now.Before(v.SaleStart) {
+		// Past the start ramp the clock stands until a tick (publish),
+		// whatever the cruise it was planned from.
+		cur = v.Clock.SpeedAt(now)
+	}
+	return next, cur
 }
 
 // Export is the room's control state as set (a scheduled room stays
@@ -613,7 +620,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.From(now, v.Cruise)
-	case r.stored == StateScheduled && now.Before(v.SaleStart) && r.fifo == nil && r.adaptive:
+	case r.stored == StateScheduled && now.Before(v.SaleStart) && r.fifo == nil && r.adaptive.Load():
 		// The last tick before the start set the speed that passes the
 		// lead in the sale's first second: it passes in the first
 		// moments instead, so the places holding the first keys are
@@ -773,7 +780,8 @@ func (r *Room) SetSpeedRule(tau time.Duration, adaptive bool) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.tau, r.adaptive = tau.Seconds(), adaptive
+	r.tau = tau.Seconds()
+	r.adaptive.Store(adaptive)
 	return nil
 }
 
@@ -787,7 +795,7 @@ func (r *Room) SetTau(tau time.Duration, adaptive bool, now time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tau = tau.Seconds()
-	r.adaptive = adaptive
+	r.adaptive.Store(adaptive)
 	v := *r.view.Load()
 	v.Cruise = 1 / tau.Seconds()
 	if r.fifo != nil { // the counter runs at the rate, whatever tau

@@ -252,6 +252,7 @@ type Ranks struct {
 	next, end int64
 	size      int64     // the size of the next block, with an age
 	taken     time.Time // when the current block was reserved
+	under     time.Time // the since it was reserved under (Next)
 	dropped   int64     // ranks dropped unused, for tests and metrics
 }
 
@@ -283,7 +284,10 @@ func (r *Ranks) MaxAge(age time.Duration, now func() time.Time) *Ranks {
 func (r *Ranks) Next(ctx context.Context, since time.Time) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if left := r.end - r.next; left > 0 && !r.taken.IsZero() && r.taken.Before(since) {
+	// A block reserved under since follows every rank handed out before
+	// it, whatever this node's clock read then (it may lag the node that
+	// set since): it is dropped for a later since only.
+	if left := r.end - r.next; left > 0 && !r.taken.IsZero() && r.taken.Before(since) && r.under.Before(since) {
 		r.dropped += left
 		r.next = r.end
 	}
@@ -311,7 +315,7 @@ func (r *Ranks) Next(ctx context.Context, since time.Time) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("reserving arrival ranks: %w", err)
 		}
-		r.next, r.end, r.taken = first, first+r.size, now
+		r.next, r.end, r.taken, r.under = first, first+r.size, now, since
 	}
 	rank := r.next
 	r.next++

@@ -130,6 +130,47 @@ func TestRanksAfterTheStartFollowThePreQueue(t *testing.T) {
 	}
 }
 
+// A node whose clock lags the one that set since (a room queueing again,
+// a sale started early: the moment comes from the node that changed it)
+// drops its block reserved before since once, not every block it
+// reserves until its own clock reaches since: those follow every rank
+// handed out before since, and dropping each would cost the store a
+// reservation and the ranks a block a claim.
+func TestRanksDropOnceForALaggingClock(t *testing.T) {
+	st := openBolt(t)
+	since := time.Unix(1_700_000_000, 0)
+	now := since.Add(-time.Second)
+	clock := func() time.Time { return now }
+	r, err := roomstate.NewRanks(st, "room", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.MaxAge(time.Second, clock)
+	ctx := t.Context()
+	for range 4 { // a block held from before since
+		if _, err := r.Next(ctx, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := r.Dropped()
+	now = since.Add(-50 * time.Millisecond) // this node's clock lags
+	var ranks []int64
+	for range 6 {
+		now = now.Add(time.Millisecond)
+		rank, err := r.Next(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks = append(ranks, rank)
+	}
+	for i := 1; i < len(ranks); i++ {
+		if ranks[i] != ranks[i-1]+1 {
+			t.Fatalf("ranks %v after since: want consecutive, once the old block is dropped (dropped %d, %d before since)",
+				ranks, r.Dropped(), held)
+		}
+	}
+}
+
 // Nodes reserving slots ahead of now share each window's limit: together
 // they never hold more than a window grants, every slot lies in the window
 // that granted it (its start, or the moment asked), and a refunded slot's
