@@ -69,6 +69,15 @@ func holdingASlot(t *testing.T, who Visitor) *slotHolder {
 	return h
 }
 
+// atItsSlot is holdingASlot at the moment its slot is due.
+func atItsSlot(t *testing.T, who Visitor) (*slotHolder, time.Time) {
+	t.Helper()
+	h := holdingASlot(t, who)
+	slot := h.busy.Next.Claims.NextAttempt()
+	h.now = slot
+	return h, slot
+}
+
 // TestVersionsOfOnePlaceAtItsSlotShareOneAdmission: two versions of a
 // place holding a slot (two tabs of one login) present together at the
 // slot. One is admitted; the other is not re-spaced behind its own place
@@ -77,9 +86,7 @@ func holdingASlot(t *testing.T, who Visitor) *slotHolder {
 func TestVersionsOfOnePlaceAtItsSlotShareOneAdmission(t *testing.T) {
 	ctx := context.Background()
 	login := Visitor{Subject: "user-1"}
-	h := holdingASlot(t, login)
-	slot := h.busy.Next.Claims.NextAttempt()
-	h.now = slot
+	h, slot := atItsSlot(t, login)
 	var second Decision
 	h.ledger.race = func() {
 		second = h.gate.Decide(ctx, h.room, Attempt{Token: h.first.Token, Nonce: h.nonce, Visitor: login, Now: slot})
@@ -173,9 +180,7 @@ func TestASlotOutlivesAnAttemptThatDiedInFlight(t *testing.T) {
 func TestAVersionRacingARequeueKeepsItsPlace(t *testing.T) {
 	ctx := context.Background()
 	login := Visitor{Subject: "user-1"}
-	h := holdingASlot(t, login)
-	slot := h.busy.Next.Claims.NextAttempt()
-	h.now = slot
+	h, slot := atItsSlot(t, login)
 	place := h.busy.Next.Claims.Place()
 	h.ledger.race = func() {
 		if err := h.ledger.Release(ctx, place); err != nil {

@@ -16,12 +16,21 @@ import (
 
 func openTemp(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "seats.db"))
+	s, _ := openNew(t)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openNew opens a store on a new file and returns it with the file's
+// path; the caller closes it.
+func openNew(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "seats.db")
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return s, path
 }
 
 // holdCommits blocks the committer until the returned function is called

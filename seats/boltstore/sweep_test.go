@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -38,11 +37,7 @@ func TestSweepShrinksIndex(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "seats.db")
-			s, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, path := openNew(t)
 			defer func() { s.Close() }()
 			cutoff := storetest.T0.Add(seats.KeyTTL)
 			base := heapAlloc()
@@ -85,6 +80,7 @@ func TestSweepShrinksIndex(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
+			var err error
 			if s, err = Open(path); err != nil {
 				t.Fatal(err)
 			}
@@ -110,11 +106,7 @@ func TestSweepDuringWrites(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "seats.db")
-			s, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, path := openNew(t)
 			defer func() { s.Close() }()
 			ctx := context.Background()
 			cutoff := storetest.T0.Add(seats.KeyTTL)
