@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side load benchmarks of the Caddy module (issue 4), in one Caddy
+# Side-by-side load benchmarks of the Caddy module, in one Caddy
 # process (cmd/caddy, the binary xcaddy makes), so both sides of each pair
 # share a runtime and garbage collector:
 #   waiting_room in front of reverse_proxy to an origin,
@@ -9,7 +9,7 @@
 #   the POST endpoints a waiting visitor calls (the admit poll answered
 #   "keep waiting", a new token, a refreshed token) against baselines
 #   replaying one captured answer of each: same status and headers, a body
-#   of the same size (issue 9, "Cost"), closed loop (wrk) and open loop
+#   of the same size, closed loop (wrk) and open loop
 #   (targets open, OPEN_RATE requests/s).
 # The room waits long (tau 24h, fixed_speed), so the poll is never admitted.
 # Every baseline answers byte for byte what the waiting room answers

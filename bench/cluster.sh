@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The three-node run at full scale (issue 11): admissions within ±5% of the
+# The three-node run at full scale: admissions within ±5% of the
 # target over each minute, the race 1,000 times, restart, SIGKILL and
 # DynamoDB down, with the store's request counts when the nodes expose them.
 # Run once on a quiet machine and record its output in docs/SCALING.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full-scale fairness simulation of issue 9 ("How it is measured"):
+# The full-scale fairness simulation (docs/FAIRNESS.md, "How it is checked"):
 # 100k in the pre-queue and 100k arriving over 10 minutes after the start,
 # every strategy, for each seed and each queue order; then a summary across
 # seeds. Each run is one `fairgate sim` process at nice 10 writing

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side load benchmarks of `fairgate proxy` (issue 3), on loopback,
+# Side-by-side load benchmarks of `fairgate proxy`, on loopback,
 # each server in its own process with the same GC setting (bench/lib.sh).
 # Every baseline answers byte for byte what fairgate answers (checked with
 # curl before loading), and each comparison alternates A and B PAIRS times.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seat holds before and after (issue 12): bench/holds built from a base
+# Seat holds before and after: bench/holds built from a base
 # revision and from this work tree, run alternately PAIRS times with the
 # same flags, each run printed, then the median of each row's holds/s and
 # p99. The work tree's runs time the hold and its release together

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The room on several nodes and across restarts (issue 11, issue 14's
-# restart faults), against real processes: e2e/cluster (the driver) starts
+# The room on several nodes and across restarts (with restart faults),
+# against real processes: e2e/cluster (the driver) starts
 # DynamoDB Local with a data directory on a free port, `fairgate proxy
 # init-tables`, a tiny origin and three `fairgate proxy` nodes on one room
 # with state_store dynamodb, and runs a crowd spread 60/30/10 over them
