@@ -97,38 +97,3 @@ func TestLotteryClockPassesTheLeadAtTheStart(t *testing.T) {
 		}
 	}
 }
-
-// TestLotteryClockAfterTheStartRampReportsItStands: after the start ramp a
-// scheduled lottery clock stands until a tick. A cluster ticks only when
-// NextCruise's speed moved from the speed now, so the speed now must be
-// the standing clock's, not the planned cruise: else a tick that plans the
-// same cruise (the keys ahead lie far, and both are MaxSpeed; or no key
-// and no visitor) is skipped, and the clock stands for good.
-func TestLotteryClockAfterTheStartRampReportsItStands(t *testing.T) {
-	const rate = 10.0
-	start := t0.Add(time.Minute)
-	tests := []struct {
-		name string
-		keys []float64
-	}{
-		{"the keys ahead lie far", []float64{0.5, 3, 5}},
-		{"no key", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			room := testRoom(t, func(c *RoomConfig) {
-				c.Rate, c.Adaptive, c.State, c.SaleStart = rate, true, StateScheduled, start
-			})
-			for i, k := range tt.keys {
-				room.ObservePresent(start.Add(-time.Second), fmt.Sprint("place", i), k)
-			}
-			pop := float64(len(tt.keys))
-			room.TickWith(start.Add(-400*time.Millisecond), pop, 0)
-			now := start.Add(time.Second)
-			next, cur := room.NextCruise(now, pop, 0)
-			if speed := room.View(now).Clock.SpeedAt(now); cur != speed {
-				t.Errorf("NextCruise: next %v, now %v; the clock runs at %v", next, cur, speed)
-			}
-		})
-	}
-}

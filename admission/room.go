@@ -511,13 +511,7 @@ func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cu
 		return v.Cruise, v.Cruise
 	}
 	next, _ = r.tickLottery(&v, now, population, eligible)
-	cur = v.Cruise
-	if v.State == StateScheduled && !now.Before(v.SaleStart) {
-		// Past the start ramp the clock stands until a tick (publish),
-		// whatever the cruise it was planned from.
-		cur = v.Clock.SpeedAt(now)
-	}
-	return next, cur
+	return next, v.Cruise
 }
 
 // Export is the room's control state as set (a scheduled room stays
