@@ -62,38 +62,3 @@ func TestLotteryClockPassesKeys(t *testing.T) {
 		}
 	})
 }
-
-// TestLotteryClockPassesTheLeadAtTheStart: the last tick before a sale
-// start plans the clock to pass the lead in the sale's first moments, not
-// over its first second, and to stand after it until the next tick, so
-// the first keys' places are eligible at their first checkpoints.
-func TestLotteryClockPassesTheLeadAtTheStart(t *testing.T) {
-	const rate = 10.0
-	start := t0.Add(time.Minute)
-	room := testRoom(t, func(c *RoomConfig) {
-		c.Rate, c.Adaptive, c.State, c.SaleStart = rate, true, StateScheduled, start
-	})
-	for i := range 1000 { // pre-queue keys, 0.01 apart
-		room.ObservePresent(start.Add(-time.Second), fmt.Sprint("place", i), float64(i+1)/100)
-	}
-	tick := start.Add(-400 * time.Millisecond)
-	room.Tick(tick)
-	v := room.View(tick)
-	// The grid's spacing at its origin: 2 s; the lead a spacing and a
-	// second of admissions.
-	lead := rate * (1 + 2)
-	tests := []struct {
-		at   time.Duration // after the start
-		want float64       // keys passed
-	}{
-		{-time.Millisecond, 0},
-		{lotteryStartRamp, lead},
-		{900 * time.Millisecond, lead},
-	}
-	for _, tt := range tests {
-		got := v.Clock.At(start.Add(tt.at)) * 100
-		if math.Abs(got-tt.want) > 0.5 {
-			t.Errorf("%v after the start the clock passed %.1f keys, want %v", tt.at, got, tt.want)
-		}
-	}
-}
