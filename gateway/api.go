@@ -17,13 +17,13 @@ import (
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/gateway/pages"
 	"github.com/fairgate/fairgate/internal/reply"
-	"github.com/fairgate/fairgate/internal/wire"
+	"github.com/fairgate/fairgate/internal/wire/httpwire"
 )
 
 // ticketJSON is what the waiting page and apps learn of a waiting token.
-type ticketJSON = wire.Ticket
+type ticketJSON = httpwire.Ticket
 
-type admitRequest = wire.AdmitRequest
+type admitRequest = httpwire.AdmitRequest
 
 type admitResponse struct {
 	Admitted bool   `json:"admitted"`
@@ -71,7 +71,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view = g.door.View(lane, now)
-	if v, ok := wire.CookieValue(r, g.cookies.wait); ok && v != "" {
+	if v, ok := httpwire.CookieValue(r, g.cookies.wait); ok && v != "" {
 		// A valid token is returned unchanged, joined or not: it was
 		// placed on the room's clock by a node that had joined.
 		tk, err := g.door.Resume(lane, v, who, now)
@@ -128,7 +128,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	token := req.Token
 	if token == "" {
-		token, _ = wire.CookieValue(r, g.cookies.wait)
+		token, _ = httpwire.CookieValue(r, g.cookies.wait)
 	}
 	if token == "" {
 		g.metrics.answered(endpointAdmit, "invalid", "no_token")
@@ -185,7 +185,7 @@ func (g *Gateway) readAdmit(w http.ResponseWriter, r *http.Request) (admitReques
 	if err != nil {
 		return admitRequest{}, err
 	}
-	if req, ok := wire.ParseAdmit(body); ok {
+	if req, ok := httpwire.ParseAdmit(body); ok {
 		return req, nil
 	}
 	var req admitRequest
@@ -361,7 +361,7 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if status == http.StatusTooManyRequests {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
 	}
-	wire.WriteTicket(w, status, &body)
+	httpwire.WriteTicket(w, status, &body)
 }
 
 // writeClosedJSON is the closed answer for apps: the error, and the

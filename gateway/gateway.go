@@ -20,7 +20,7 @@ import (
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/gateway/cache"
 	"github.com/fairgate/fairgate/gateway/pages"
-	"github.com/fairgate/fairgate/internal/wire"
+	"github.com/fairgate/fairgate/internal/wire/httpwire"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -160,7 +160,7 @@ func (g *Gateway) bypassed(r *http.Request) bool {
 // JWT parse; a forged one is refused by the key ring's HMAC check before
 // any decoding.
 func (g *Gateway) validPass(r *http.Request, now time.Time) (token string, claims *tokens.PassClaims, ok bool) {
-	token, ok = wire.CookieValue(r, g.cookies.pass)
+	token, ok = httpwire.CookieValue(r, g.cookies.pass)
 	if !ok || token == "" {
 		return "", nil, false
 	}

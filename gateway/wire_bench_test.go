@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairgate/fairgate/internal/reply"
 	"github.com/fairgate/fairgate/internal/wire"
+	"github.com/fairgate/fairgate/internal/wire/httpwire"
 )
 
 // BenchmarkWire is what each piece of internal/wire pays its endpoint:
@@ -70,7 +71,7 @@ func BenchmarkWire(b *testing.B) {
 		}},
 		{"piece=admit-body", func(b *testing.B) {
 			loop(b, func() {
-				if _, ok := wire.ParseAdmit(body); !ok {
+				if _, ok := httpwire.ParseAdmit(body); !ok {
 					var req admitRequest
 					if err := reply.Unmarshal(w, body, &req); err != nil {
 						b.Fatal(err)
@@ -80,16 +81,16 @@ func BenchmarkWire(b *testing.B) {
 		}},
 		{"piece=cookie-value", func(b *testing.B) {
 			loop(b, func() {
-				if v, _ := wire.CookieValue(pollReq, "fairgate_wait_sale"); v != token {
+				if v, _ := httpwire.CookieValue(pollReq, "fairgate_wait_sale"); v != token {
 					b.Fatal("wrong value")
 				}
 			})
 		}},
 		{"piece=cookie-line", func(b *testing.B) {
-			loop(b, func() { _ = wire.CookieLine("fairgate_wait_sale", token, true, claims.Expiry(), false) })
+			loop(b, func() { _ = httpwire.CookieLine("fairgate_wait_sale", token, true, claims.Expiry(), false) })
 		}},
 		{"piece=ticket", func(b *testing.B) {
-			loop(b, func() { clear(w.h); wire.WriteTicket(w, http.StatusTooManyRequests, &ticket) })
+			loop(b, func() { clear(w.h); httpwire.WriteTicket(w, http.StatusTooManyRequests, &ticket) })
 		}},
 	}
 	for _, c := range cases {

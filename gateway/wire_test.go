@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairgate/fairgate/gateway/pages"
 	"github.com/fairgate/fairgate/internal/wire"
+	"github.com/fairgate/fairgate/internal/wire/httpwire"
 )
 
 // TestTicketEitherWire: the waiting answer in every language is the same
@@ -23,7 +24,7 @@ func TestTicketEitherWire(t *testing.T) {
 		for i, on := range []bool{true, false} {
 			was := wire.SetFast(on)
 			answers[i] = httptest.NewRecorder()
-			wire.WriteTicket(answers[i], http.StatusTooManyRequests, &tk)
+			httpwire.WriteTicket(answers[i], http.StatusTooManyRequests, &tk)
 			wire.SetFast(was)
 		}
 		fast, std := answers[0], answers[1]

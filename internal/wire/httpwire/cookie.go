@@ -1,10 +1,12 @@
-package wire
+package httpwire
 
 import (
 	"net/http"
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/fairgate/fairgate/internal/wire"
 )
 
 // CookieLine is the Set-Cookie line of fairgate's own cookies (Path=/,
@@ -15,7 +17,7 @@ import (
 // sanitizes every byte of the value, a sixth of a poll's cost. valuePlain is
 // PlainCookieText(value), which the caller may know already.
 func CookieLine(name, value string, valuePlain bool, expires time.Time, secure bool) string {
-	if year := expires.UTC().Year(); !Fast() || !PlainCookieText(name) || !valuePlain || year < 1601 || year > 9999 {
+	if year := expires.UTC().Year(); !wire.Fast() || !PlainCookieText(name) || !valuePlain || year < 1601 || year > 9999 {
 		c := &http.Cookie{
 			Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 			Secure: secure, Expires: expires,
@@ -95,7 +97,7 @@ func CookieValue(r *http.Request, name string) (string, bool) {
 	for _, line := range lines {
 		count += strings.Count(line, ";") + 1
 	}
-	if Fast() && name != "" && PlainCookieText(name) && count <= netHTTPMaxCookies {
+	if wire.Fast() && name != "" && PlainCookieText(name) && count <= netHTTPMaxCookies {
 		for _, line := range lines {
 			for line != "" {
 				var part string

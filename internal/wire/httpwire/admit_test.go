@@ -1,4 +1,4 @@
-package wire
+package httpwire
 
 import (
 	"net/http/httptest"

@@ -1,4 +1,4 @@
-package wire
+package httpwire
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/fairgate/fairgate/internal/reply"
+	"github.com/fairgate/fairgate/internal/wire"
 )
 
 // Ticket is what the waiting page and apps learn of a waiting token.
@@ -49,65 +50,65 @@ var ticketBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); retu
 // TestTicketMatchesEncodingJSON holds it to encoding/json's bytes.
 func (t *Ticket) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `{"room":`...)
-	b = AppendString(b, t.Room)
+	b = wire.AppendString(b, t.Room)
 	if t.Lane != "" {
 		b = append(b, `,"lane":`...)
-		b = AppendString(b, t.Lane)
+		b = wire.AppendString(b, t.Lane)
 	}
 	b = append(b, `,"state":`...)
-	b = AppendString(b, t.State)
+	b = wire.AppendString(b, t.State)
 	if t.Token != "" {
 		b = append(b, `,"token":`...)
 		if t.TokenPlain { // letters, digits and -._ need no escape
 			b = append(append(append(b, '"'), t.Token...), '"')
 		} else {
-			b = AppendString(b, t.Token)
+			b = wire.AppendString(b, t.Token)
 		}
 	}
 	if t.Challenge != "" {
 		b = append(b, `,"challenge":`...)
-		b = AppendString(b, t.Challenge)
+		b = wire.AppendString(b, t.Challenge)
 	}
 	b = append(b, `,"difficulty":`...)
-	b = AppendInt(b, int64(t.Difficulty))
+	b = wire.AppendInt(b, int64(t.Difficulty))
 	if t.NextAttempt != 0 {
 		b = append(b, `,"next_attempt":`...)
-		b = AppendInt(b, t.NextAttempt)
+		b = wire.AppendInt(b, t.NextAttempt)
 	}
 	b = append(b, `,"retry_after":`...)
 	var ok bool
-	if b, ok = AppendFloat(b, t.RetryAfter); !ok {
+	if b, ok = wire.AppendFloat(b, t.RetryAfter); !ok {
 		return b, false
 	}
 	if t.EstimateSeconds != nil {
 		b = append(b, `,"estimate_seconds":`...)
-		if b, ok = AppendFloat(b, *t.EstimateSeconds); !ok {
+		if b, ok = wire.AppendFloat(b, *t.EstimateSeconds); !ok {
 			return b, false
 		}
 	}
 	b = append(b, `,"estimate_known":`...)
-	b = AppendBool(b, t.EstimateKnown)
+	b = wire.AppendBool(b, t.EstimateKnown)
 	if t.SaleStart != "" {
 		b = append(b, `,"sale_start":`...)
-		b = AppendString(b, t.SaleStart)
+		b = wire.AppendString(b, t.SaleStart)
 	}
 	if t.Outcome != "" {
 		b = append(b, `,"outcome":`...)
-		b = AppendString(b, t.Outcome)
+		b = wire.AppendString(b, t.Outcome)
 	}
 	b = append(b, `,"lang":`...)
-	b = AppendString(b, t.Lang)
+	b = wire.AppendString(b, t.Lang)
 	b = append(b, `,"message":`...)
-	b = AppendString(b, t.Message)
+	b = wire.AppendString(b, t.Message)
 	b = append(b, `,"estimate":`...)
-	b = AppendString(b, t.Estimate)
+	b = wire.AppendString(b, t.Estimate)
 	return append(b, "}\n"...), true
 }
 
 // WriteTicket writes t as reply.JSON does, without reflection unless Fast
 // is off.
 func WriteTicket(w http.ResponseWriter, status int, t *Ticket) {
-	if !Fast() {
+	if !wire.Fast() {
 		writeTicketJSON(w, status, t)
 		return
 	}

@@ -1,8 +1,10 @@
-package wire
+package httpwire
 
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/fairgate/fairgate/internal/wire"
 )
 
 // AdmitRequest is the body of an admit attempt.
@@ -22,7 +24,7 @@ type AdmitRequest struct {
 // invalid UTF-8) and when Fast is off, and the general decoder then reads
 // the body; FuzzParseAdmit holds the two to the same result.
 func ParseAdmit(body []byte) (AdmitRequest, bool) {
-	if !Fast() {
+	if !wire.Fast() {
 		return AdmitRequest{}, false
 	}
 	rest, ok := bytes.CutPrefix(body, []byte(`{"nonce":"`))
