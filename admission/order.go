@@ -694,13 +694,17 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	// fifoGrain until then.
 	rest := math.Max(0, ahead-v.Short)
 	if v.Short > 0 && from.Equal(now) {
+		next := from.Add(lotteryTick)
 		switch {
 		case v.Clock.SpeedAt(from) == 0:
-			from = from.Add(lotteryTick)
+			from = next
 		case rest == 0:
-			if when, ok := v.Clock.When(from, v.RankZero+key); ok {
+			// The plan of this tick, or the next tick's, which passes the
+			// shortfall whatever this one's speed.
+			if when, ok := v.Clock.When(from, v.RankZero+key); ok && when.Before(next) {
 				return when, true
 			}
+			return next, true
 		}
 	}
 	return from.Add(durationOf(rest / v.Rate)), true

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
 
@@ -684,5 +685,36 @@ func TestFIFOQuietRoomPagesComeFewTimes(t *testing.T) {
 				t.Errorf("mean wait %v, want under 5 s", mean)
 			}
 		})
+	}
+}
+
+// TestFIFOWhenTheShortfallPassesWithinATick: a key within the lead the
+// counter is short of passes at its next tick at the latest, whatever the
+// speed of the tick under way (a page told the slow tick's moment would
+// come long after its key passed, and its lateness would let the counter
+// run ahead of the admissions).
+func TestFIFOWhenTheShortfallPassesWithinATick(t *testing.T) {
+	view := func(speed float64) View {
+		return View{
+			State: StateQueue, Rate: 3, RankSet: true, Ranked: 100, Short: 10,
+			Clock: queue.Clock{Origin: t0, Value: 5, Segments: []queue.Segment{{Start: t0, Speed: speed}}},
+		}
+	}
+	tests := []struct {
+		name  string
+		speed float64
+		key   float64
+		want  time.Duration
+	}{
+		{"a slow tick: the next one passes it", 0.1, 8, lotteryTick},
+		{"a fast tick passes it first", 30, 8, 100 * time.Millisecond},
+		{"standing: the next tick, then the rest at the rate", 0, 20, lotteryTick + durationOf(5.0/3)},
+	}
+	for _, tt := range tests {
+		v := view(tt.speed)
+		when, ok := v.fifoWhen(t0, tt.key)
+		if !ok || when.Sub(t0).Round(time.Millisecond) != tt.want.Round(time.Millisecond) {
+			t.Errorf("%s: key %v passes in %v, %v; want %v", tt.name, tt.key, when.Sub(t0), ok, tt.want)
+		}
 	}
 }
