@@ -339,6 +339,7 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	sh.setCapacityLocked(c.Capacity)
 	if c.Admit > 0 {
 		sh.admit, sh.admitFrom = c.Admit, c.AdmitFrom
+		sh.plan.Set(c.Admit, c.AdmitFrom)
 	}
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
@@ -526,7 +527,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 			}
 		}
 		sh.mu.Lock()
-		if sh.steerLocked(now.Add(sh.rateLead())) {
+		if sh.steerLocked(now, now.Add(sh.rateLead())) {
 			moved = true
 			_ = sh.rebalance(now, false)
 		}
