@@ -68,19 +68,17 @@ type CapacityController struct {
 // takes effect at once: between MinCapacityRate and Ceiling.
 func (c CapacityController) Rate(t Tally) float64 { return c.RateAhead(t, 0, 0) }
 
-// RateAhead is Rate for a rate that takes effect lead from the tally (at
-// most CapacityLookahead), while the rates set before it admit admitting
-// visitors in between.
+// RateAhead is Rate for a rate that takes effect lead after the moment
+// the tally counts, while the rates set before it admit admitting visitors
+// in between.
 func (c CapacityController) RateAhead(t Tally, admitting float64, lead time.Duration) float64 {
 	settle := c.Settle
 	if settle <= 0 {
 		settle = DefaultCapacitySettle
 	}
 	lookahead := CapacityLookahead.Seconds()
-	ahead := clamp(lead.Seconds(), 0, lookahead) / lookahead
-	leaving := math.Max(0, t.Leaving)
-	departing := leaving + math.Max(0, t.Ended)
-	then := t.Active + math.Max(0, admitting) - departing*ahead
+	departing := math.Max(0, t.Leaving) + math.Max(0, t.Ended)
+	then := t.Active + math.Max(0, admitting) - departing*math.Max(0, lead.Seconds())/lookahead
 	want := departing/lookahead + (c.Capacity-then)/settle.Seconds()
 	ceiling := c.Ceiling
 	if ceiling < MinCapacityRate || math.IsNaN(ceiling) {

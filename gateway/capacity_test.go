@@ -203,13 +203,16 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		}
 		pollAll(t, nodes, now)
 	}
-	// A rate takes effect two polls (1 s) after the tick that sets it:
-	// the one set before admits meanwhile, and the gap is what it leaves.
-	lead := 2 * 500 * time.Millisecond
+	// A rate takes effect two polls (1 s) after the tick that sets it,
+	// and the count is up to the lookahead (2 s) late: the rates set
+	// before admit over those 3 s, and the gap is what they leave. The
+	// first tick's rate is the only one set: its node alone had published,
+	// so it took effect at once, 2 s of the span.
+	span := 2*500*time.Millisecond + admission.CapacityLookahead
 	tickAll() // the first node ticks before the second published
 	before := nodes[0].sh.Status(clock.Now()).Rate
 	tickAll()
-	want := (10 - 7 - before*lead.Seconds()) / settle
+	want := (10 - 7 - before*2) / settle
 	for i, n := range nodes {
 		st := n.sh.Status(clock.Now())
 		if !near(st.Rate, want) || st.Site.Active != 7 {
@@ -217,13 +220,13 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		}
 	}
 	// A capacity set through the admin API takes effect at once, from
-	// the last count; the next tick counts what it admits meanwhile.
+	// the last count; the next tick counts what it admits over the span.
 	capacity := 27.0
 	if err := nodes[1].sh.Apply(room.RoomChange{Capacity: &capacity}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tickAll()
-	want = (capacity - 7 - (capacity-7)/settle*lead.Seconds()) / settle
+	want = (capacity - 7 - (capacity-7)/settle*span.Seconds()) / settle
 	for i, n := range nodes {
 		if st := n.sh.Status(clock.Now()); st.Site.Capacity != capacity || !near(st.Rate, want) {
 			t.Errorf("node %d: capacity %v at rate %v, want %v at %v", i, st.Site.Capacity, st.Rate, capacity, want)

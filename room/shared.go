@@ -201,18 +201,19 @@ func (sh *Shared) setCapacityLocked(capacity float64) {
 func (sh *Shared) SizedByCapacity() bool { return sh.sized.Load() }
 
 // steerLocked lets the capacity controller set the room's rate from the
-// last tally, taken at now, for the budget windows from from on (at once
-// when from is not after now), and reports whether it moved by more than
-// minCruiseStep (the cluster stores only such a change). Until from, the
-// rates set before admit: the controller counts them. Callers hold sh.mu.
-func (sh *Shared) steerLocked(now, from time.Time) bool {
+// last tally, which counts the site as it was at counted, for the budget
+// windows from from on (at once when from is not after counted), and
+// reports whether it moved by more than minCruiseStep (the cluster stores
+// only such a change). Between the two, the rates set before admit: the
+// controller counts them. Callers hold sh.mu.
+func (sh *Shared) steerLocked(counted, from time.Time) bool {
 	if sh.capacity <= 0 {
 		return false
 	}
 	var lead time.Duration
 	admitting := 0.0
-	if from.After(now) {
-		lead, admitting = from.Sub(now), sh.plan.Admits(now, from)
+	if from.After(counted) {
+		lead, admitting = from.Sub(counted), sh.plan.Admits(counted, from)
 	}
 	ctl := admission.CapacityController{Capacity: sh.capacity, Ceiling: sh.rate}
 	next := ctl.RateAhead(sh.tally, admitting, lead)
