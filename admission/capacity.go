@@ -23,9 +23,9 @@ const MinCapacityRate = 0.001
 
 // DefaultCapacitySettle is how soon the controller closes a gap between the
 // visitors on the site and the capacity: six ticks. The controller counts
-// the admissions its rate lead holds (RateAhead); what it cannot see is the
-// count's own lag across nodes and the visitors' way in, a second or two,
-// and three times that keeps the loop from ringing.
+// the admissions still to show in the count (RateAhead), so the settle
+// need not outlast that lag; three times it keeps the loop from ringing
+// when the count comes later still.
 const DefaultCapacitySettle = 6 * time.Second
 
 // CapacityLookahead is the span whose departures the controller admits for
@@ -43,13 +43,14 @@ const CapacityLookahead = 2 * time.Second
 // together is replaced as it leaves, not ahead of it. It is pure: every
 // input is an argument.
 //
-// A rate set now takes effect a lead later (on a cluster, once every node
-// has it): the gap it closes is the one at that moment, the count now plus
-// the admissions the rates already set give before then, less the
-// departures due before then at the pace of those now (RateAhead). Without that, the gap already
+// A rate set now takes effect a lead after the moment the count shows (on
+// a cluster, once every node has it, and the count comes late): the gap it
+// closes is the one at that moment, the count plus the admissions the
+// rates already set give before then, less the departures due before then
+// at the pace of those now (RateAhead). Without that, the gap already
 // being closed is asked for again each tick until the count shows it, so
-// the loop would overshoot unless Settle were long against the lead, and a
-// long Settle is a slow refill after the site fills or loses visitors.
+// the loop would overshoot unless Settle were long against the lead, and
+// a long Settle is a slow refill after the site fills or loses visitors.
 //
 // A session the origin ended is a departure due at once: among those
 // leaving for CapacityLookahead after it ended, and out of the count, as
