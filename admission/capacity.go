@@ -22,10 +22,11 @@ import (
 const MinCapacityRate = 0.001
 
 // DefaultCapacitySettle is how soon the controller closes a gap between the
-// visitors on the site and the capacity: ten ticks, far longer than the
-// two seconds a count takes to reach the controller across nodes, so the
-// loop settles without overshooting.
-const DefaultCapacitySettle = 10 * time.Second
+// visitors on the site and the capacity: six ticks. The controller counts
+// the admissions still to show in the count (RateAhead), so the settle
+// need not outlast that lag; three times it keeps the loop from ringing
+// when the count comes later still.
+const DefaultCapacitySettle = 6 * time.Second
 
 // CapacityLookahead is the span whose departures the controller admits for
 // ahead: two ticks, as long as a count takes to reach every node's bucket
@@ -37,17 +38,23 @@ const CapacityLookahead = 2 * time.Second
 // departures of the next moments are known now: the passes whose window
 // ends within CapacityLookahead (ActiveSet.Tally). The controller admits
 // those departures as they happen, plus the gap to the capacity spread over
-// Settle; never faster than Ceiling. Recomputed every tick, it closes a gap
-// by 1/Settle of it a second, and it admits for a departure only once it is
-// due, so a cohort admitted together and leaving together is replaced as it
-// leaves, not ahead of it. It is pure: every input is an argument.
+// Settle; never faster than Ceiling. Recomputed every tick, it admits for a
+// departure only once it is due, so a cohort admitted together and leaving
+// together is replaced as it leaves, not ahead of it. It is pure: every
+// input is an argument.
 //
-// A session the origin ended is a departure due at once. The controller
-// treats it as a natural one seen on its last tick before leaving: among
-// those leaving, and still on the site, for CapacityLookahead after it
-// ended. Its place is refilled at the departures' pace, and the gap term
-// does not refill it a second time while the count the controller sees
-// (up to CapacityLookahead late) has neither it nor its replacement.
+// A rate set now takes effect a lead after the moment the count shows (on
+// a cluster, once every node has it, and the count comes late): the gap it
+// closes is the one at that moment, the count plus the admissions the
+// rates already set give before then, less the departures due before then
+// at the pace of those now (RateAhead). Without that, the gap already
+// being closed is asked for again each tick until the count shows it, so
+// the loop would overshoot unless Settle were long against the lead, and
+// a long Settle is a slow refill after the site fills or loses visitors.
+//
+// A session the origin ended is a departure due at once: among those
+// leaving for CapacityLookahead after it ended, and out of the count, as
+// its visitor is.
 type CapacityController struct {
 	// Capacity is the number of visitors the site holds at once.
 	Capacity float64
@@ -58,16 +65,22 @@ type CapacityController struct {
 }
 
 // Rate is the admissions per second that keep the active visitors at the
-// capacity, given the room's tally over CapacityLookahead: between
-// MinCapacityRate and Ceiling.
-func (c CapacityController) Rate(t Tally) float64 {
+// capacity, given the room's tally over CapacityLookahead, for a rate that
+// takes effect at once: between MinCapacityRate and Ceiling.
+func (c CapacityController) Rate(t Tally) float64 { return c.RateAhead(t, 0, 0) }
+
+// RateAhead is Rate for a rate that takes effect lead after the moment
+// the tally counts, while the rates set before it admit admitting visitors
+// in between.
+func (c CapacityController) RateAhead(t Tally, admitting float64, lead time.Duration) float64 {
 	settle := c.Settle
 	if settle <= 0 {
 		settle = DefaultCapacitySettle
 	}
-	ended := math.Max(0, t.Ended)
-	leaving := math.Max(0, t.Leaving) + ended
-	want := leaving/CapacityLookahead.Seconds() + (c.Capacity-t.Active-ended)/settle.Seconds()
+	lookahead := CapacityLookahead.Seconds()
+	departing := math.Max(0, t.Leaving) + math.Max(0, t.Ended)
+	then := t.Active + math.Max(0, admitting) - departing*math.Max(0, lead.Seconds())/lookahead
+	want := departing/lookahead + (c.Capacity-then)/settle.Seconds()
 	ceiling := c.Ceiling
 	if ceiling < MinCapacityRate || math.IsNaN(ceiling) {
 		ceiling = MinCapacityRate
@@ -76,6 +89,54 @@ func (c CapacityController) Rate(t Tally) float64 {
 		return MinCapacityRate
 	}
 	return clamp(want, MinCapacityRate, ceiling)
+}
+
+// RatePlan is the rates a capacity room set and when each takes effect:
+// what the rates already set will admit over a span (RateAhead's
+// admitting). Not safe for concurrent use.
+type RatePlan struct {
+	steps []planStep
+}
+
+type planStep struct {
+	from time.Time
+	rate float64
+}
+
+// planSteps is the most steps a plan keeps: a few ticks, longer than any
+// lead.
+const planSteps = 8
+
+// Set makes rate the plan's from from on, replacing the steps at or after it.
+func (p *RatePlan) Set(rate float64, from time.Time) {
+	keep := p.steps[:0]
+	for _, st := range p.steps {
+		if st.from.Before(from) {
+			keep = append(keep, st)
+		}
+	}
+	keep = append(keep, planStep{from: from, rate: rate})
+	if n := len(keep); n > planSteps {
+		keep = append(keep[:0], keep[n-planSteps:]...)
+	}
+	p.steps = keep
+}
+
+// Admits is the admissions the plan gives from a until b: none before its
+// first step.
+func (p *RatePlan) Admits(a, b time.Time) float64 {
+	total := 0.0
+	for i, st := range p.steps {
+		lo := later(st.from, a)
+		hi := b
+		if i+1 < len(p.steps) && p.steps[i+1].from.Before(hi) {
+			hi = p.steps[i+1].from
+		}
+		if hi.After(lo) {
+			total += st.rate * hi.Sub(lo).Seconds()
+		}
+	}
+	return total
 }
 
 // activeShards spreads the set over locks: every request with a pass

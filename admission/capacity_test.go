@@ -15,31 +15,76 @@ import (
 func TestCapacityControllerRate(t *testing.T) {
 	c := CapacityController{Capacity: 1000, Ceiling: 50, Settle: 10 * time.Second}
 	tests := []struct {
-		name  string
-		tally Tally
-		want  float64
+		name      string
+		tally     Tally
+		admitting float64
+		lead      time.Duration
+		want      float64
 	}{
-		{"at capacity admits those leaving", Tally{Active: 1000, Leaving: 6}, 3},
-		{"a gap is closed over settle", Tally{Active: 900, Leaving: 6}, 13},
-		{"a big gap stops at the ceiling", Tally{Leaving: 6}, 50},
-		{"over capacity admits less than leave", Tally{Active: 1020, Leaving: 6}, 1},
-		{"far over capacity admits almost nothing", Tally{Active: 2000, Leaving: 6}, MinCapacityRate},
-		{"full with nobody leaving", Tally{Active: 1000}, MinCapacityRate},
-		{"a negative count leaving counts as none", Tally{Active: 990, Leaving: -5}, 1},
-		{"ended sessions are departures, not a gap", Tally{Active: 996, Leaving: 6, Ended: 4}, 5},
-		{"ended sessions below capacity close the rest of the gap", Tally{Active: 890, Leaving: 6, Ended: 10}, 13 + 5},
-		{"a negative count ended counts as none", Tally{Active: 1000, Leaving: 6, Ended: -4}, 3},
-		{"NaN is the floor", Tally{Active: math.NaN(), Leaving: 3}, MinCapacityRate},
+		{name: "at capacity admits those leaving", tally: Tally{Active: 1000, Leaving: 6}, want: 3},
+		{name: "a gap is closed over settle", tally: Tally{Active: 900, Leaving: 6}, want: 13},
+		{name: "a big gap stops at the ceiling", tally: Tally{Leaving: 6}, want: 50},
+		{name: "over capacity admits less than leave", tally: Tally{Active: 1020, Leaving: 6}, want: 1},
+		{name: "far over capacity admits almost nothing", tally: Tally{Active: 2000, Leaving: 6}, want: MinCapacityRate},
+		{name: "full with nobody leaving", tally: Tally{Active: 1000}, want: MinCapacityRate},
+		{name: "a negative count leaving counts as none", tally: Tally{Active: 990, Leaving: -5}, want: 1},
+		{name: "ended sessions are departures, and out of the count", tally: Tally{Active: 996, Leaving: 6, Ended: 4}, want: 5 + 0.4},
+		{name: "ended sessions below capacity close the rest of the gap", tally: Tally{Active: 890, Leaving: 6, Ended: 10}, want: 8 + 11},
+		{name: "a negative count ended counts as none", tally: Tally{Active: 1000, Leaving: 6, Ended: -4}, want: 3},
+		{name: "NaN is the floor", tally: Tally{Active: math.NaN(), Leaving: 3}, want: MinCapacityRate},
+		{name: "at capacity through a lead: the rate under way replaces those leaving meanwhile",
+			tally: Tally{Active: 1000, Leaving: 6}, admitting: 3, lead: time.Second, want: 3},
+		{name: "admissions under way close the gap they will close",
+			tally: Tally{Active: 900, Leaving: 6}, admitting: 50, lead: time.Second, want: 3 + (1000-947)/10.0},
+		{name: "ended sessions go on at their pace through the lead",
+			tally: Tally{Active: 990, Leaving: 6, Ended: 4}, admitting: 5, lead: time.Second, want: 5 + (1000-990)/10.0},
+		{name: "departures go on at their pace over a lead beyond the lookahead",
+			tally: Tally{Active: 1000, Leaving: 6}, admitting: 15, lead: 5 * time.Second, want: 3},
+		{name: "a negative count under way counts as none",
+			tally: Tally{Active: 1000, Leaving: 6}, admitting: -3, lead: time.Second, want: 3 + 0.3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := c.Rate(tt.tally); math.Abs(got-tt.want) > 1e-9 {
-				t.Errorf("Rate(%+v) = %v, want %v", tt.tally, got, tt.want)
+			if got := c.RateAhead(tt.tally, tt.admitting, tt.lead); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("RateAhead(%+v, %v, %v) = %v, want %v", tt.tally, tt.admitting, tt.lead, got, tt.want)
 			}
 		})
 	}
 	if got := (CapacityController{Capacity: 10}).Rate(Tally{}); got != MinCapacityRate {
 		t.Errorf("no ceiling: Rate = %v, want the floor %v", got, MinCapacityRate)
+	}
+}
+
+func TestRatePlanAdmits(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	var p RatePlan
+	if got := p.Admits(at(0), at(5)); got != 0 {
+		t.Fatalf("an empty plan admits %v, want 0", got)
+	}
+	p.Set(4, at(1))
+	p.Set(2, at(3))
+	p.Set(10, at(6))
+	p.Set(6, at(5)) // replaces the step at 6
+	tests := []struct {
+		a, b, want float64
+	}{
+		{0, 1, 0},
+		{0, 2, 4},
+		{2, 4, 4 + 2},
+		{4, 7, 2 + 6*2},
+		{7, 5, 0},
+	}
+	for _, tt := range tests {
+		if got := p.Admits(at(tt.a), at(tt.b)); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("Admits(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	for i := range 3 * planSteps {
+		p.Set(1, at(float64(10+i)))
+	}
+	if len(p.steps) > planSteps {
+		t.Errorf("the plan kept %d steps, want at most %d", len(p.steps), planSteps)
 	}
 }
 
@@ -153,8 +198,9 @@ func bimodalStay(short, long time.Duration, pShort float64) stayDist {
 
 // capacitySim is a room with an endless queue under the capacity
 // controller, one tick a second: the rate set at a tick admits over the
-// next second, the controller sees the tally lag seconds late (the
-// cluster's publication and poll), and each admitted visitor presents
+// second lead seconds after the next (a cluster's rate lead, which the
+// controller knows), the controller sees the tally lag seconds late (the
+// cluster's publication and poll, which it does not know), and each admitted visitor presents
 // their pass every 1 to 20 s until their stay ends; a share of them
 // (ended) then has the origin end their session. With nodes above one,
 // each request reaches one of them at random (no affinity) and the
@@ -162,14 +208,23 @@ func bimodalStay(short, long time.Duration, pShort float64) stayDist {
 // counts summed and their sketches merged (RoomTally).
 type capacitySim struct {
 	capacity, ceiling float64
-	lag               int
-	stay              stayDist
-	ended             float64
-	nodes             int
+	lag, lead         int
+	// assumed is the lag the controller counts the admissions of, as a
+	// cluster counts CapacityLookahead's.
+	assumed int
+	stay    stayDist
+	ended   float64
+	nodes   int
 	// window is the active window, 3 min when zero; a visitor comes back
 	// every gap[0] to gap[1], 1 to 20 s when zero.
 	window time.Duration
 	gap    [2]time.Duration
+	settle time.Duration
+	// within is how near the capacity every 10 s mean must stay, ±5%
+	// when zero; fill how soon the site must reach 95% of it, twice the
+	// capacity over the ceiling when zero.
+	within float64
+	fill   time.Duration
 }
 
 // tally is the room's tally over the nodes' active sets at now.
@@ -210,14 +265,16 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 	if len(sets) > 1 {
 		truth = NewActiveSet(window)
 	}
-	ctl := CapacityController{Capacity: c.capacity, Ceiling: c.ceiling}
+	ctl := CapacityController{Capacity: c.capacity, Ceiling: c.ceiling, Settle: c.settle}
 	var pending visits
 	var tallies []Tally
-	rate, owed, next := 0.0, 0.0, 0
-	for sec := range int(length / time.Second) {
+	seconds := int(length / time.Second)
+	planned := make([]float64, seconds+c.lead+1) // the rate of each second
+	owed, next := 0.0, 0
+	for sec := range seconds {
 		start := t0.Add(time.Duration(sec) * time.Second)
 		end := start.Add(time.Second)
-		owed += rate
+		owed += planned[sec]
 		n := int(owed)
 		owed -= float64(n)
 		for i := range n {
@@ -247,7 +304,12 @@ func (c capacitySim) run(seed uint64, length time.Duration) (counts []float64, e
 		}
 		tally := c.tally(sets, end)
 		counts, tallies = append(counts, truth.Count(end)), append(tallies, tally)
-		rate = ctl.Rate(tallies[max(0, len(tallies)-1-c.lag)])
+		admitting := 0.0
+		for _, r := range planned[max(0, sec+1-c.assumed) : sec+1+c.lead] {
+			admitting += r
+		}
+		lead := time.Duration(c.lead+c.assumed) * time.Second
+		planned[sec+1+c.lead] = ctl.RateAhead(tallies[max(0, len(tallies)-1-c.lag)], admitting, lead)
 	}
 	return counts, ended
 }
@@ -294,8 +356,33 @@ func TestCapacityHoldsTheSiteAtCapacity(t *testing.T) {
 		func(t *testing.T) { checkHoldsCapacity(t, sim, seed+1) })
 }
 
+// TestCapacityRefillsThroughTheRateLead runs the controller as a cluster
+// runs it on e2e/cluster's crowd: its rate takes effect a second after it
+// is set, the count it sees is two seconds late and it counts the
+// admissions of those seconds as under way, a 5 s window, requests every
+// 0.8 to 1.2 s, 70% of stays a mean 8 s and 30% a mean 60 s. The site
+// fills within 30 s, and from the second it first reaches 95% every 10 s
+// mean stays within ±3%, with 5% and with 40% of the sessions ended by the
+// origin, and no second above +5%.
+func TestCapacityRefillsThroughTheRateLead(t *testing.T) {
+	stay := bimodalStay(8*time.Second, time.Minute, 0.7)
+	for _, ended := range []float64{0.05, 0.4} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			sim := capacitySim{capacity: 1000, ceiling: 100, lead: 1, lag: 2, assumed: 2, stay: stay, ended: ended,
+				window: 5 * time.Second, gap: [2]time.Duration{800 * time.Millisecond, 1200 * time.Millisecond},
+				within: 0.03, fill: 30 * time.Second}
+			t.Run(fmt.Sprintf("%.0f%% ended, seed %d", 100*ended, seed), func(t *testing.T) { checkHoldsCapacityFor(t, sim, seed, 5*time.Minute) })
+		}
+	}
+}
+
 func checkHoldsCapacity(t *testing.T, sim capacitySim, seed uint64) {
-	counts, ended := sim.run(seed, 40*time.Minute)
+	checkHoldsCapacityFor(t, sim, seed, 40*time.Minute)
+}
+
+func checkHoldsCapacityFor(t *testing.T, sim capacitySim, seed uint64, length time.Duration) {
+	t.Helper()
+	counts, ended := sim.run(seed, length)
 	if sim.ended > 0 && ended == 0 {
 		t.Fatal("no session was ended")
 	}
@@ -306,8 +393,12 @@ func checkHoldsCapacity(t *testing.T, sim capacitySim, seed uint64) {
 			break
 		}
 	}
-	if full < 0 || full > int(2*sim.capacity/sim.ceiling) {
-		t.Fatalf("the site filled at second %d, want within %v s (capacity over the ceiling, twice)", full, 2*sim.capacity/sim.ceiling)
+	fill := sim.fill.Seconds()
+	if fill == 0 {
+		fill = 2 * sim.capacity / sim.ceiling
+	}
+	if full < 0 || full > int(fill) {
+		t.Fatalf("the site filled at second %d, want within %v s", full, fill)
 	}
 	lo, hi, top := math.Inf(1), math.Inf(-1), 0.0
 	for s := full; s+10 <= len(counts); s++ {
@@ -322,8 +413,12 @@ func checkHoldsCapacity(t *testing.T, sim capacitySim, seed uint64) {
 		lo, hi = math.Min(lo, mean), math.Max(hi, mean)
 	}
 	t.Logf("filled at %d s; 10 s means from %.0f to %.0f, highest second %.0f (capacity %.0f); %d sessions ended", full, lo, hi, top, sim.capacity, ended)
-	if lo < 0.95*sim.capacity || hi > 1.05*sim.capacity {
-		t.Errorf("10 s means from %.0f to %.0f, want within ±5%% of %.0f", lo, hi, sim.capacity)
+	within := sim.within
+	if within == 0 {
+		within = 0.05
+	}
+	if lo < (1-within)*sim.capacity || hi > (1+within)*sim.capacity {
+		t.Errorf("10 s means from %.0f to %.0f, want within ±%.0f%% of %.0f", lo, hi, 100*within, sim.capacity)
 	}
 }
 

@@ -98,9 +98,9 @@ func TestCapacityRateFollowsTheVisitorsOnTheSite(t *testing.T) {
 		t.Error("the origin's request to end the session carried no pass")
 	}
 	// The ended session is a departure due now: the room admits for it
-	// over the lookahead, and counts its place as taken meanwhile.
+	// over the lookahead, and its place is out of the count at once.
 	lookahead := admission.CapacityLookahead.Seconds()
-	wantRate(tick(), capacity-2, 1/lookahead+1/settle)
+	wantRate(tick(), capacity-2, 1/lookahead+2/settle)
 	if st := sh.Status(e.clock.Now()).Site; st.Ended != 1 {
 		t.Errorf("site.ended = %v, want 1", st.Ended)
 	}
@@ -130,13 +130,14 @@ func TestCapacityChangeThroughTheAdminAPI(t *testing.T) {
 	e := newEnv(t, Config{Config: room.Config{Rate: 4}}, nil)
 	sh := e.gw.Room()
 	now := e.clock.Now()
+	settle := admission.DefaultCapacitySettle.Seconds()
 	for _, tc := range []struct {
 		capacity float64
 		wantErr  bool
 		rate     float64
 	}{
-		{capacity: 20, rate: 2}, // (20 - 0) / 10 s
-		{capacity: -1, wantErr: true, rate: 2},
+		{capacity: 20, rate: 20 / settle}, // the gap from an empty site
+		{capacity: -1, wantErr: true, rate: 20 / settle},
 		{capacity: 0, rate: 4},
 	} {
 		err := sh.Apply(room.RoomChange{Capacity: &tc.capacity}, now)
@@ -202,22 +203,33 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		}
 		pollAll(t, nodes, now)
 	}
+	// A rate takes effect two polls (1 s) after the tick that sets it,
+	// and the count is up to the lookahead (2 s) late: the rates set
+	// before admit over those 3 s, and the gap is what they leave. The
+	// first tick's rate is the only one set: its node alone had published,
+	// so it took effect at once, 2 s of the span.
+	span := 2*500*time.Millisecond + admission.CapacityLookahead
 	tickAll() // the first node ticks before the second published
+	before := nodes[0].sh.Status(clock.Now()).Rate
 	tickAll()
+	want := (10 - 7 - before*2) / settle
 	for i, n := range nodes {
 		st := n.sh.Status(clock.Now())
-		if !near(st.Rate, (10-7)/settle) || st.Site.Active != 7 {
-			t.Errorf("node %d: %v active at rate %v, want 7 at %v", i, st.Site.Active, st.Rate, (10-7)/settle)
+		if !near(st.Rate, want) || st.Site.Active != 7 {
+			t.Errorf("node %d: %v active at rate %v, want 7 at %v", i, st.Site.Active, st.Rate, want)
 		}
 	}
+	// A capacity set through the admin API takes effect at once, from
+	// the last count; the next tick counts what it admits over the span.
 	capacity := 27.0
 	if err := nodes[1].sh.Apply(room.RoomChange{Capacity: &capacity}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tickAll()
+	want = (capacity - 7 - (capacity-7)/settle*span.Seconds()) / settle
 	for i, n := range nodes {
-		if st := n.sh.Status(clock.Now()); st.Site.Capacity != capacity || !near(st.Rate, (capacity-7)/settle) {
-			t.Errorf("node %d: capacity %v at rate %v, want %v at %v", i, st.Site.Capacity, st.Rate, capacity, (capacity-7)/settle)
+		if st := n.sh.Status(clock.Now()); st.Site.Capacity != capacity || !near(st.Rate, want) {
+			t.Errorf("node %d: capacity %v at rate %v, want %v at %v", i, st.Site.Capacity, st.Rate, capacity, want)
 		}
 	}
 }

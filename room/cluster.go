@@ -339,6 +339,7 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	sh.setCapacityLocked(c.Capacity)
 	if c.Admit > 0 {
 		sh.admit, sh.admitFrom = c.Admit, c.AdmitFrom
+		sh.plan.Set(c.Admit, c.AdmitFrom)
 	}
 	sh.reason = c.Reason
 	sh.cluster.ticked = c.Ticked
@@ -526,7 +527,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 			}
 		}
 		sh.mu.Lock()
-		if sh.steerLocked(now.Add(sh.rateLead())) {
+		if sh.steerLocked(now.Add(-sh.countLag()), now.Add(sh.rateLead())) {
 			moved = true
 			_ = sh.rebalance(now, false)
 		}
@@ -653,6 +654,17 @@ func (sh *Shared) rateLead() time.Duration {
 		return 0
 	}
 	return 2 * time.Duration(sh.cluster.set.Poll)
+}
+
+// countLag is how late the room's count is when the ticking node steers
+// by it: the other nodes' passes as they published them up to a tick
+// before, and the visitors given a slot still on their way in
+// (admission.CapacityLookahead). A node alone counts its own at once.
+func (sh *Shared) countLag() time.Duration {
+	if sh.cluster.nodes <= 1 {
+		return 0
+	}
+	return admission.CapacityLookahead
 }
 
 // RetryPending applies a config whose commit the store refused (it was

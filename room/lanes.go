@@ -116,7 +116,7 @@ func (sh *Shared) setCapacity(capacity float64, now time.Time) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.setCapacityLocked(capacity)
-	sh.steerLocked(time.Time{})
+	sh.steerLocked(now, time.Time{})
 	return sh.rebalance(now, true)
 }
 

@@ -40,7 +40,7 @@ func (sh *Shared) Tick(now time.Time) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.tally = tally
-	sh.steerLocked(time.Time{})
+	sh.steerLocked(now, time.Time{})
 	// The rate was validated when set; rebalance cannot fail on it.
 	_ = sh.rebalance(now, false)
 }

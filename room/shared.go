@@ -55,9 +55,12 @@ type Shared struct {
 	// admitFrom is when admit starts to size the shared budget's windows:
 	// a change every node learns before it applies at every node alike.
 	admitFrom time.Time
-	tally     admission.Tally
-	reason    string // why the room is closed: "sold_out" or ""
-	obs       Observer
+	// plan is the rates admit took and from when: what the rates already
+	// set will admit before a new one takes effect.
+	plan   admission.RatePlan
+	tally  admission.Tally
+	reason string // why the room is closed: "sold_out" or ""
+	obs    Observer
 }
 
 // Observer is told of the room's state store calls and of the places
@@ -198,17 +201,25 @@ func (sh *Shared) setCapacityLocked(capacity float64) {
 func (sh *Shared) SizedByCapacity() bool { return sh.sized.Load() }
 
 // steerLocked lets the capacity controller set the room's rate from the
-// last tally, for the budget windows from from on, and reports whether it
-// moved by more than minCruiseStep (the cluster stores only such a
-// change). Callers hold sh.mu.
-func (sh *Shared) steerLocked(from time.Time) bool {
+// last tally, which counts the site as it was at counted, for the budget
+// windows from from on (at once when from is not after counted), and
+// reports whether it moved by more than minCruiseStep (the cluster stores
+// only such a change). Between the two, the rates set before admit: the
+// controller counts them. Callers hold sh.mu.
+func (sh *Shared) steerLocked(counted, from time.Time) bool {
 	if sh.capacity <= 0 {
 		return false
 	}
+	var lead time.Duration
+	admitting := 0.0
+	if from.After(counted) {
+		lead, admitting = from.Sub(counted), sh.plan.Admits(counted, from)
+	}
 	ctl := admission.CapacityController{Capacity: sh.capacity, Ceiling: sh.rate}
-	next := ctl.Rate(sh.tally)
+	next := ctl.RateAhead(sh.tally, admitting, lead)
 	moved := math.Abs(next-sh.admit) > minCruiseStep*sh.admit
 	sh.admit, sh.admitFrom = next, from
+	sh.plan.Set(next, from)
 	return moved
 }
 
