@@ -153,7 +153,7 @@ type View struct {
 	// passes every node's places).
 	KeyTop float64
 	// Short is how many present keys the fifo counter is short of its lead
-	// (fifoLead): it passes them at once, at its next tick.
+	// (fifoLead): its next tick passes them (View.fifoWhen).
 	Short float64
 }
 
