@@ -33,6 +33,18 @@ const DefaultCapacitySettle = 6 * time.Second
 // across a cluster (a node's publication, then the poll of the rate).
 const CapacityLookahead = 2 * time.Second
 
+// ClusterCountLag is how late a cluster's count of the room is, as the
+// admissions and departures it misses, for the node that ticks: its own
+// passes are in the count at once, the other nodes' as they published them,
+// up to publish before. With own the ticking node's share of the
+// admissions, the count misses the others' share of the last publish.
+func ClusterCountLag(own float64, publish time.Duration) time.Duration {
+	if math.IsNaN(own) {
+		own = 0
+	}
+	return time.Duration((1 - clamp(own, 0, 1)) * float64(publish))
+}
+
 // CapacityController sets a room's admission rate from the visitors on the
 // site. A pass stops counting a window after it was last presented, so the
 // departures of the next moments are known now: the passes whose window

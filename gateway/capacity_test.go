@@ -204,11 +204,13 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 		pollAll(t, nodes, now)
 	}
 	// A rate takes effect two polls (1 s) after the tick that sets it,
-	// and the count is up to the lookahead (2 s) late: the rates set
-	// before admit over those 3 s, and the gap is what they leave. The
-	// first tick's rate is the only one set: its node alone had published,
-	// so it took effect at once, 2 s of the span.
-	span := 2*500*time.Millisecond + admission.CapacityLookahead
+	// and the count misses the other nodes' admissions of up to a tick:
+	// with no visitor waiting at either node, the ticking node's share of
+	// them is none, so a tick (1 s). The rates set before admit over
+	// those 2 s, and the gap is what they leave. The first tick's rate is
+	// the only one set: its node alone had published, so it took effect
+	// at once, the whole span.
+	span := 2*500*time.Millisecond + admission.ClusterCountLag(0, time.Second)
 	tickAll() // the first node ticks before the second published
 	before := nodes[0].sh.Status(clock.Now()).Rate
 	tickAll()

@@ -491,7 +491,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	}
 	share := shareOf(mine, all, nodes, headroom)
 	sh.mu.Lock()
-	cl.share, cl.nodes = share, nodes
+	cl.share, cl.nodes, cl.demand = share, nodes, demandShare(mine, all)
 	_ = sh.rebalance(now, true)
 	sh.mu.Unlock()
 	if err := sh.RetryPending(ctx, now); err != nil {
@@ -657,14 +657,15 @@ func (sh *Shared) rateLead() time.Duration {
 }
 
 // countLag is how late the room's count is when the ticking node steers
-// by it: the other nodes' passes as they published them up to a tick
-// before, and the visitors given a slot still on their way in
-// (admission.CapacityLookahead). A node alone counts its own at once.
+// by it (admission.ClusterCountLag): its own passes are in it at once, the
+// other nodes' as they published them at their last tick, and those nodes
+// make the admissions in proportion to their demand. A node alone counts
+// its own at once.
 func (sh *Shared) countLag() time.Duration {
 	if sh.cluster.nodes <= 1 {
 		return 0
 	}
-	return admission.CapacityLookahead
+	return admission.ClusterCountLag(sh.cluster.demand, tickEvery)
 }
 
 // RetryPending applies a config whose commit the store refused (it was
@@ -725,6 +726,15 @@ func shareOf(mine, all float64, nodes int, headroom float64) float64 {
 		return 1 / float64(nodes)
 	}
 	return 1
+}
+
+// demandShare is this node's share of the room's demand: mine of all,
+// none when no node has any.
+func demandShare(mine, all float64) float64 {
+	if all <= 0 {
+		return 0
+	}
+	return math.Min(1, math.Max(0, mine/all))
 }
 
 // demandOf is what a lane's visitors at this node ask of its bucket, in

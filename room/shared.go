@@ -314,6 +314,9 @@ type cluster struct {
 	pending *Settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
+	// demand is this node's share of the room's demand without headroom,
+	// under Shared.mu: of the admissions, the part in its own count at once.
+	demand float64
 	// changed is when this node last saw the number of nodes change (or
 	// started); window how far back a room measures its demand. Until a
 	// window has passed since a change, every node's demand still counts
