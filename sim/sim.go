@@ -259,6 +259,32 @@ type state struct {
 	aimed time.Time
 	// claimed is set once a fifo place's claim is known (Visitor.PreQueue).
 	claimed bool
+	// slot is the slot the last busy answer named, and slotTold when
+	// that answer arrived (admittedAt).
+	slot, slotTold time.Time
+}
+
+// admittedAt is the moment the room admitted a visitor answered 200 at
+// now for a token whose checkpoint was nxt: the slot a busy answer gave
+// it, when this request presented that slot as soon as the visitor's
+// network allowed (its round trip after the answer, and the per-request
+// spread); now otherwise. The room gave the place that moment, and the
+// round trip to present it is the visitor's network, not its order: twins
+// whose only difference is that one was answered busy a moment before
+// the other found a free slot are admitted at their slots (e2e/fairness
+// measures the same).
+func (s *sale) admittedAt(st *state, nxt int64) time.Time {
+	if st.slot.IsZero() || nxt != st.slot.UnixMilli() {
+		return s.now
+	}
+	due := st.slot
+	if back := st.slotTold.Add(2 * st.delay); back.After(due) {
+		due = back
+	}
+	if s.now.After(due.Add(s.cfg.Jitter/10 + time.Millisecond)) {
+		return s.now // presented late: the lateness is the visitor's
+	}
+	return st.slot
 }
 
 // holds reports whether token is one of the versions kept: an answer that
@@ -474,10 +500,13 @@ func (s *sale) act(i int) error {
 		}
 		switch {
 		case status == http.StatusOK:
-			v.Done, v.Admitted = true, s.now.Sub(s.start)
+			v.Done, v.Admitted = true, s.admittedAt(st, h.NextAttempt).Sub(s.start)
 			return nil
 		case status == http.StatusTooManyRequests && a.Token != "":
 			s.noteClaim(v, st, a.Token)
+			if a.Outcome == "busy" {
+				st.slot, st.slotTold = time.UnixMilli(a.NextAttempt), s.now
+			}
 			next := held{answer: a, nonce: h.nonce}
 			if a.Challenge != h.Challenge || a.Difficulty != h.Difficulty {
 				if next.nonce, err = s.solve(v, a.answerChallenge()); err != nil {
