@@ -27,6 +27,9 @@ type gridShape struct {
 	logMul        float64 // ln(mul)
 	knee          float64 // the index where spacing reaches max
 	kneeOffset    float64 // F(knee)
+	// first is the grid's first index: -1 puts one point in the
+	// MinBackoff/mul before the origin, 0 none.
+	first int64
 }
 
 func newGridShape(minBackoff, maxBackoff time.Duration, share float64) gridShape {
@@ -34,6 +37,17 @@ func newGridShape(minBackoff, maxBackoff time.Duration, share float64) gridShape
 	s.logMul = math.Log(s.mul)
 	s.knee = math.Log(s.max/s.min) / s.logMul
 	s.kneeOffset = s.geometric(s.knee)
+	return s
+}
+
+// withPointBeforeOrigin is the shape with point -1, in the last
+// MinBackoff/mul before the origin (F extends below zero). A lottery
+// room's pre-queue is judged there once before the sale starts, so the
+// room knows its keys when the clock starts (Room.tickLottery) and admits
+// from the start's first moment; nothing is admitted there (walk: never
+// eligible before Opens).
+func (s gridShape) withPointBeforeOrigin() gridShape {
+	s.first = -1
 	return s
 }
 
@@ -80,11 +94,11 @@ func (c checkpoints) at(n int64) time.Time {
 
 // after is the index of the first point strictly after t.
 func (c checkpoints) after(t time.Time) int64 {
-	if t.Before(c.origin) {
-		return 0
+	if t.Before(c.at(c.first)) {
+		return c.first
 	}
-	n := max(0, int64(math.Floor(c.inverse(t.Sub(c.origin).Seconds())-c.phase))+1)
-	for n > 0 && c.at(n-1).After(t) { // rounding to milliseconds
+	n := max(c.first, int64(math.Floor(c.inverse(t.Sub(c.origin).Seconds())-c.phase))+1)
+	for n > c.first && c.at(n-1).After(t) { // rounding to milliseconds
 		n--
 	}
 	for !c.at(n).After(t) {

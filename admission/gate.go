@@ -65,7 +65,7 @@ func NewGate(keys *tokens.KeyRing, policy Policy, ledger queue.Ledger, opts ...G
 		ledger: ledger,
 		random: rand.Reader,
 	}
-	g.lotteryGrid = newGridShape(policy.MinBackoff, policy.MaxBackoff, policy.BackoffShare)
+	g.lotteryGrid = newGridShape(policy.MinBackoff, policy.MaxBackoff, policy.BackoffShare).withPointBeforeOrigin()
 	// Evenly spaced and fine: the gate names a few of a fifo draw's points
 	// (Gate.fifoNext), judging walks them all.
 	g.fifoGrid = newGridShape(fifoGrain, fifoGrain, policy.BackoffShare)

@@ -419,3 +419,73 @@ func TestLateRespacedPlaceOutlivesItsDue(t *testing.T) {
 			due.Sub(late), g.policy.TokenTTL, exp.Sub(late), due.Sub(exp))
 	}
 }
+
+// TestLotteryPreQueueJudgedBeforeTheStart: a lottery pre-queue place's
+// first checkpoint lies in the last MinBackoff before the sale start, on
+// its draw's grid; the attempt there is judged, so the room knows its key
+// when the clock starts (the keys Room.tickLottery passes at the start),
+// and it is admitted nowhere before the start: its next checkpoint is
+// after it. A token taken within MinBackoff of the start has none.
+func TestLotteryPreQueueJudgedBeforeTheStart(t *testing.T) {
+	ctx := context.Background()
+	start := t0.Add(10 * time.Minute)
+	backoff := DefaultPolicy.MinBackoff
+	tests := []struct {
+		name     string
+		issued   time.Duration // before the start
+		preStart bool          // first checkpoint before the start
+	}{
+		{"long before", 5 * time.Minute, true},
+		{"half a minute before", 30 * time.Second, true},
+		{"within a backoff", backoff / 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := testGate(t, 100)
+			room := testRoom(t, func(c *RoomConfig) {
+				c.State, c.SaleStart, c.Adaptive = StateScheduled, start, true
+			})
+			tk, err := g.Issue(room, Visitor{}, start.Add(-tt.issued))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := tk.Claims.NextAttempt()
+			if got := first.Before(start); got != tt.preStart {
+				t.Fatalf("first checkpoint %v from the start: before it %v, want %v", first.Sub(start), got, tt.preStart)
+			}
+			if !tt.preStart {
+				return
+			}
+			if first.Before(start.Add(-backoff)) {
+				t.Fatalf("first checkpoint %v before the start, want within %v", start.Sub(first), backoff)
+			}
+			d := g.Decide(ctx, room, Attempt{Token: tk.Token, Nonce: solve(t, tk.Claims), Now: first})
+			if d.Outcome != OutcomeWait {
+				t.Fatalf("at the checkpoint before the start: %v (%v), want wait", d.Outcome, d.Err)
+			}
+			if next := d.Next.Claims.NextAttempt(); next.Before(start) {
+				t.Fatalf("next checkpoint %v before the start", start.Sub(next))
+			}
+			if passed, ahead := room.presence.keys(first, 0); passed+len(ahead) != 1 {
+				t.Fatalf("keys known before the start: %d passed, %d ahead; want the place's", passed, len(ahead))
+			}
+		})
+	}
+}
+
+// TestFIFOPreQueueNotJudgedBeforeTheStart: a fifo room's pre-queue is
+// known by its claims, so its grid keeps no point before the start.
+func TestFIFOPreQueueNotJudgedBeforeTheStart(t *testing.T) {
+	g := testGate(t, 100)
+	start := t0.Add(10 * time.Minute)
+	v := View{Order: OrderFIFO, Opens: start}
+	grid := g.gridOf(&v, 0.5)
+	if got := grid.at(grid.after(start.Add(-time.Minute))); got.Before(start) {
+		t.Fatalf("fifo grid point %v before its origin", start.Sub(got))
+	}
+	v.Order = OrderLottery
+	grid = g.gridOf(&v, 0.5)
+	if got := grid.at(grid.after(start.Add(-time.Minute))); !got.Before(start) {
+		t.Fatalf("lottery grid's first point %v after its origin, want one before", got.Sub(start))
+	}
+}

@@ -9,6 +9,10 @@ import (
 // once a second.
 const lotteryTick = time.Second
 
+// lotteryStartRamp is how long a scheduled lottery room's clock takes to
+// pass the lead at the sale start (Room.publish).
+const lotteryStartRamp = 100 * time.Millisecond
+
 // tickLottery is the speed of a lottery room's adaptive clock for the next
 // second.
 //

@@ -62,3 +62,73 @@ func TestLotteryClockPassesKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestLotteryClockPassesTheLeadAtTheStart: the last tick before a sale
+// start plans the clock to pass the lead in the sale's first moments, not
+// over its first second, and to stand after it until the next tick, so
+// the first keys' places are eligible at their first checkpoints.
+func TestLotteryClockPassesTheLeadAtTheStart(t *testing.T) {
+	const rate = 10.0
+	start := t0.Add(time.Minute)
+	room := testRoom(t, func(c *RoomConfig) {
+		c.Rate, c.Adaptive, c.State, c.SaleStart = rate, true, StateScheduled, start
+	})
+	for i := range 1000 { // pre-queue keys, 0.01 apart
+		room.ObservePresent(start.Add(-time.Second), fmt.Sprint("place", i), float64(i+1)/100)
+	}
+	tick := start.Add(-400 * time.Millisecond)
+	room.Tick(tick)
+	v := room.View(tick)
+	// The grid's spacing at its origin: 2 s; the lead a spacing and a
+	// second of admissions.
+	lead := rate * (1 + 2)
+	tests := []struct {
+		at   time.Duration // after the start
+		want float64       // keys passed
+	}{
+		{-time.Millisecond, 0},
+		{lotteryStartRamp, lead},
+		{900 * time.Millisecond, lead},
+	}
+	for _, tt := range tests {
+		got := v.Clock.At(start.Add(tt.at)) * 100
+		if math.Abs(got-tt.want) > 0.5 {
+			t.Errorf("%v after the start the clock passed %.1f keys, want %v", tt.at, got, tt.want)
+		}
+	}
+}
+
+// TestLotteryClockAfterTheStartRampReportsItStands: after the start ramp a
+// scheduled lottery clock stands until a tick. A cluster ticks only when
+// NextCruise's speed moved from the speed now, so the speed now must be
+// the standing clock's, not the planned cruise: else a tick that plans the
+// same cruise (the keys ahead lie far, and both are MaxSpeed; or no key
+// and no visitor) is skipped, and the clock stands for good.
+func TestLotteryClockAfterTheStartRampReportsItStands(t *testing.T) {
+	const rate = 10.0
+	start := t0.Add(time.Minute)
+	tests := []struct {
+		name string
+		keys []float64
+	}{
+		{"the keys ahead lie far", []float64{0.5, 3, 5}},
+		{"no key", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := testRoom(t, func(c *RoomConfig) {
+				c.Rate, c.Adaptive, c.State, c.SaleStart = rate, true, StateScheduled, start
+			})
+			for i, k := range tt.keys {
+				room.ObservePresent(start.Add(-time.Second), fmt.Sprint("place", i), k)
+			}
+			pop := float64(len(tt.keys))
+			room.TickWith(start.Add(-400*time.Millisecond), pop, 0)
+			now := start.Add(time.Second)
+			next, cur := room.NextCruise(now, pop, 0)
+			if speed := room.View(now).Clock.SpeedAt(now); cur != speed {
+				t.Errorf("NextCruise: next %v, now %v; the clock runs at %v", next, cur, speed)
+			}
+		})
+	}
+}

@@ -511,7 +511,13 @@ func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cu
 		return v.Cruise, v.Cruise
 	}
 	next, _ = r.tickLottery(&v, now, population, eligible)
-	return next, v.Cruise
+	cur = v.Cruise
+	if v.State == StateScheduled && !now.Before(v.SaleStart) {
+		// Past the start ramp the clock stands until a tick (publish),
+		// whatever the cruise it was planned from.
+		cur = v.Clock.SpeedAt(now)
+	}
+	return next, cur
 }
 
 // Export is the room's control state as set (a scheduled room stays
@@ -614,6 +620,14 @@ func (r *Room) publish(v *View, now time.Time) {
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.From(now, v.Cruise)
+	case r.stored == StateScheduled && !now.After(v.SaleStart) && r.fifo == nil && r.adaptive.Load():
+		// The last tick before the start set the speed that passes the
+		// lead in the sale's first second: it passes in the first
+		// moments instead, so the places holding the first keys are
+		// found at their first checkpoints, and the sale's first budget
+		// windows are used. The next tick sets the speed from there.
+		ramp := v.Cruise * lotteryTick.Seconds() / lotteryStartRamp.Seconds()
+		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, ramp).Then(v.SaleStart.Add(lotteryStartRamp), 0)
 	case r.stored == StateScheduled && now.Before(v.SaleStart):
 		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, v.Cruise)
 	case r.stored == StateScheduled:
