@@ -269,3 +269,103 @@ func TestFreeTokensLeaveFIFOWaitsUnchanged(t *testing.T) {
 		t.Errorf("2,000 free tokens raised the next visitors' median wait from %v to %v", base, attacked)
 	}
 }
+
+// TestClusterRanksAfterTheStartFollowThePreQueue: two nodes of a scheduled
+// fifo room share a store. Node a claims pre-queue places first, so the
+// rank block it holds lies before node b's; b's pre-queue places follow.
+// A visitor who takes its token at a just before the start and first
+// presents it (its claim) just after is a later arrival: its rank follows
+// every pre-queue rank, b's included, and not the rest of a's block, and
+// it is admitted after every pre-queue place.
+func TestClusterRanksAfterTheStartFollowThePreQueue(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			store := open(t)
+			clock := newFakeClock()
+			cfg := Config{Config: room.Config{Room: "fifo", Rate: 5, QueueOrder: "fifo"}}
+			a, b := newNode(t, cfg, store, "a", clock), newNode(t, cfg, store, "b", clock)
+			nodes := []node{a, b}
+			start := clock.Now().Add(30 * time.Second).Truncate(time.Second)
+			if err := a.sh.Apply(room.RoomChange{State: ptr("scheduled"), SaleStart: ptr(start.Format(time.RFC3339))}, clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			pollAll(t, nodes, clock.Now())
+			type place struct {
+				n     node
+				token string
+				pos   int64
+				at    time.Time
+				admit time.Time
+			}
+			var places []*place
+			// Tokens first, claims (one MinBackoff after each token) in
+			// their order: a claims just before the start, b after it,
+			// and the later arrival just after the start, while a's block
+			// is younger than the age at which a node drops it.
+			type arrival struct {
+				n  node
+				tk admission.WaitToken
+			}
+			var arrivals []arrival
+			for _, at := range []struct {
+				n      node
+				issued time.Duration // from the start
+			}{{a, -2900 * time.Millisecond}, {a, -2800 * time.Millisecond}, {b, -2500 * time.Millisecond}, {a, -1800 * time.Millisecond}} {
+				clock.Set(start.Add(at.issued))
+				arrivals = append(arrivals, arrival{at.n, at.n.issue(t, clock.Now())})
+			}
+			for _, ar := range arrivals {
+				at := ar.tk.Claims.NextAttempt()
+				clock.Set(at)
+				d := ar.n.decide(t, ar.tk.Token, at)
+				if d.Claims == nil || d.Claims.Pos == 0 || d.Next.Token == "" {
+					t.Fatalf("claim at %v from the start: %v %v", at.Sub(start), d.Outcome, d.Err)
+				}
+				places = append(places, &place{n: ar.n, token: d.Next.Token, pos: d.Claims.Pos, at: d.Next.Claims.NextAttempt()})
+			}
+			late := places[len(places)-1]
+			pre := places[:len(places)-1]
+			for _, p := range pre {
+				if p.pos >= 0 || -p.pos >= late.pos {
+					t.Fatalf("ranks: pre-queue %d, later arrival %d; want the later arrival after every pre-queue rank", p.pos, late.pos)
+				}
+			}
+			for now := start.Add(-time.Second); now.Before(start.Add(time.Minute)); now = now.Add(250 * time.Millisecond) {
+				clock.Set(now)
+				pollAll(t, nodes, now)
+				if now.Sub(start)%time.Second == 0 {
+					for _, n := range nodes {
+						if err := n.sh.ClusterTick(t.Context(), now); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				for _, p := range places {
+					if !p.admit.IsZero() || p.at.After(now) {
+						continue
+					}
+					d := p.n.decide(t, p.token, now)
+					switch d.Outcome {
+					case admission.OutcomeAdmit:
+						p.admit = now
+					case admission.OutcomeBusy, admission.OutcomeWait, admission.OutcomeEarly:
+						p.token, p.at = d.Next.Token, d.Next.Claims.NextAttempt()
+					default:
+						t.Fatalf("decide: %v %v", d.Outcome, d.Err)
+					}
+				}
+			}
+			for _, p := range places {
+				if p.admit.IsZero() {
+					t.Fatalf("rank %d never admitted", p.pos)
+				}
+			}
+			for _, p := range pre {
+				if late.admit.Before(p.admit) {
+					t.Errorf("the later arrival (rank %d) admitted %v after the start, before pre-queue rank %d at %v",
+						late.pos, late.admit.Sub(start), p.pos, p.admit.Sub(start))
+				}
+			}
+		})
+	}
+}
