@@ -117,7 +117,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	}
 	if now.Before(claims.NextAttempt()) {
 		if d, moved := g.regrid(ctx, room, &view, claims, a.Token, now); moved {
-			return d
+			return room.noteDue(claims.Place(), d)
 		}
 		// Nothing to judge before the checkpoint: the same token back,
 		// without signing anything.
@@ -125,7 +125,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 		t.Estimate, t.EstimateKnown = view.EstimateWait(now)
 		return Decision{Outcome: OutcomeEarly, Next: t, RetryAfter: t.Wake.Sub(now), Claims: claims}
 	}
-	return g.judge(ctx, room, &view, claims, a.Token, now)
+	return room.noteDue(claims.Place(), g.judge(ctx, room, &view, claims, a.Token, now))
 }
 
 // regrid reschedules a place whose token names a checkpoint of a grid that

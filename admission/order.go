@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -73,6 +74,9 @@ type fifoState struct {
 	claims claimMemory
 	luck   time.Duration
 	issues *rateWindow // ranks handed out per second, for the luck span
+	// shows and noShows count the passed places admitted and those found
+	// gone, per second (fifoShowShare).
+	shows, noShows *rateWindow
 	// roomIssues is the ranks handed out per second by every node sharing
 	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
 	roomIssues atomic.Uint64
@@ -274,7 +278,7 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 }
 
 // Passed is how many places presented at this node the fifo counter has
-// passed that were not admitted (and are not late), for the room's sum
+// passed and not admitted are expected to come (fifoKeys), for the room's sum
 // (NoteRoomPassed); 0 in a lottery room.
 func (r *Room) Passed(now time.Time) float64 {
 	if r.fifo == nil {
@@ -284,7 +288,7 @@ func (r *Room) Passed(now time.Time) float64 {
 	defer r.mu.Unlock()
 	v := r.View(now)
 	passed, _ := r.fifoKeys(&v, now)
-	return float64(passed)
+	return passed
 }
 
 // NoteRoomPassed tells the room the sum of every node's Passed: the fifo
@@ -312,12 +316,57 @@ func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
 	return math.Float64frombits(r.fifo.roomPassed.Load()), true
 }
 
-// fifoKeys is how many places presented here the counter passed and not
-// admitted, passed longer ago than a late place takes to come excepted, and
-// the keys of those it has still to pass, in order. Callers hold r.mu.
-func (r *Room) fifoKeys(v *View, now time.Time) (passed int, ahead []float64) {
-	return r.presence.keysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), v.PreQueue)
+// noteDue records, in a fifo room, when a judged place was told to come
+// next (its presence's due), and returns d.
+func (r *Room) noteDue(place string, d Decision) Decision {
+	if r.fifo != nil && d.Next.Claims != nil {
+		r.presence.setDue(place, d.Next.Claims.NextAttempt())
+	}
+	return d
 }
+
+// fifoKeys is how many of the places presented here the counter passed
+// and did not admit are expected to come, and the keys of those it has
+// still to pass, in order. A place passed longer ago than a late place
+// takes to come, or that did not come when told (by the network's
+// spread), is not expected; of the others, the share that came lately
+// (fifoShowShare). Callers hold r.mu.
+func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, ahead []float64) {
+	n, ahead, missed := r.presence.keysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), v.PreQueue, now.Add(-fifoMissedAfter))
+	if missed > 0 {
+		r.fifo.noShows.add(now, float64(missed))
+	}
+	return float64(n) * r.fifoShowShare(now), ahead
+}
+
+// fifoShowShare is the share of the places the counter passed that came
+// to be admitted, over the last fifoShowWindow: admitted over admitted and
+// found gone. Places that claim and walk away hold the counter's lead
+// until they miss their moment; counting each passed place as the share
+// that comes keeps the lead's worth of places coming, so the visitors who
+// stay are admitted at the rate. 1 while none was found gone; at least
+// fifoMinShowShare.
+func (r *Room) fifoShowShare(now time.Time) float64 {
+	gone := r.fifo.noShows.rate(now)
+	if gone == 0 {
+		return 1
+	}
+	came := r.fifo.shows.rate(now)
+	return math.Max(fifoMinShowShare, came/(came+gone))
+}
+
+// fifoMissedAfter is how long after the moment it was told a fifo place
+// that has not come counts as gone (fifoKeys): a page comes at its moment,
+// its request on the way for its network's delay. One that comes later is
+// counted again from then.
+const fifoMissedAfter = lotteryTick
+
+// fifoShowWindow is how far back fifoShowShare looks.
+const fifoShowWindow = 10 * time.Second
+
+// fifoMinShowShare bounds the lead to four times its size however many
+// places walk away.
+const fifoMinShowShare = 0.25
 
 // noteKey records a post-start place's key and luck span, so the counter
 // runs as far as the key, and knows how thin keys are at the ends.
@@ -707,7 +756,7 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 			return next, true
 		}
 	}
-	return from.Add(durationOf(rest / v.Rate)), true
+	return from.Add(durationOf(rest * cmp.Or(v.Shows, 1) / v.Rate)), true
 }
 
 // pointFrom is the first checkpoint at or after target and after now.

@@ -76,7 +76,16 @@ type presence struct {
 // size when the key is read: a pre-queue place's key (its draw times P)
 // moves as the pre-queue grows until the start, so it is kept as its share,
 // not as the key it had when last seen.
-type presentKey struct{ base, share float64 }
+//
+// due is when the place was last told to come (its answer's nxt, Unix
+// nanoseconds; 0 while unknown): a fifo place that has not come by then and
+// the network's spread has left or is asleep (keysFrom).
+type presentKey struct {
+	base, share float64
+	due         int64
+	// missed marks a place keysFrom found gone, counted once.
+	missed bool
+}
 
 func (k presentKey) at(preQueue float64) float64 { return k.base + k.share*preQueue }
 
@@ -105,46 +114,72 @@ func (p *presence) see(now time.Time, place string, key presentKey) {
 	p.cur[place] = key
 }
 
+// setDue records when place was told to come next, if it is counted.
+func (p *presence) setDue(place string, due time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range []map[string]presentKey{p.cur, p.prev} {
+		if k, ok := m[place]; ok {
+			k.due = due.UnixNano()
+			m[place] = k
+			return
+		}
+	}
+}
+
 // keys splits the places seen over the last two spans at the clock reading
 // s: passed is how many have a key at or below s (eligible, not yet
 // admitted), ahead the keys above it, sorted.
 func (p *presence) keys(now time.Time, s float64) (passed int, ahead []float64) {
-	return p.keysFrom(now, math.Inf(-1), s, 0)
+	passed, ahead, _ = p.keysFrom(now, math.Inf(-1), s, 0, time.Time{})
+	return passed, ahead
 }
 
-// keysFrom is keys counting as passed only the keys above from: those the
-// clock passed since it read from. preQueue is the fifo pre-queue's size.
-func (p *presence) keysFrom(now time.Time, from, s, preQueue float64) (passed int, ahead []float64) {
+// keysFrom is keys counting as passed only the keys above from (those the
+// clock passed since it read from) of places not told to come before
+// missed: one that did not come when told is gone, and newlyMissed counts
+// those found so for the first time. preQueue is the fifo pre-queue's
+// size.
+func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed time.Time) (passed int, ahead []float64, newlyMissed int) {
 	p.mu.Lock()
 	p.rotate(now)
 	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
-	add := func(k presentKey) {
+	gone := missed.UnixNano()
+	add := func(m map[string]presentKey, place string, k presentKey) {
 		switch key := k.at(preQueue); {
 		case key > s:
 			ahead = append(ahead, key)
-		case key > from:
+		case k.due == 0 && key > from, k.due >= gone:
 			passed++
+		case k.due != 0 && !k.missed:
+			k.missed = true
+			m[place] = k
+			newlyMissed++
 		}
 	}
-	for _, key := range p.cur {
-		add(key)
+	for place, key := range p.cur {
+		add(p.cur, place, key)
 	}
 	for place, key := range p.prev {
 		if _, dup := p.cur[place]; !dup {
-			add(key)
+			add(p.prev, place, key)
 		}
 	}
 	p.mu.Unlock()
 	slices.Sort(ahead)
-	return passed, ahead
+	return passed, ahead, newlyMissed
 }
 
 // forget removes place from the count: it was admitted and waits no more.
-func (p *presence) forget(place string) {
+// It reports whether the place was counted.
+func (p *presence) forget(place string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	_, cur := p.cur[place]
+	_, prev := p.prev[place]
 	delete(p.cur, place)
 	delete(p.prev, place)
+	return cur || prev
 }
 
 // count is the number of distinct places seen in the last complete span, or

@@ -105,7 +105,7 @@ func TestPresencePreQueueKeyFollowsItsSize(t *testing.T) {
 		{10, []float64{105, 130}},
 		{100, []float64{130, 150}},
 	} {
-		passed, ahead := p.keysFrom(t0, math.Inf(-1), 100, tt.preQueue)
+		passed, ahead, _ := p.keysFrom(t0, math.Inf(-1), 100, tt.preQueue, time.Time{})
 		if passed != 0 || !slices.Equal(ahead, tt.want) {
 			t.Errorf("pre-queue of %v: passed %d, ahead %v; want 0 and %v", tt.preQueue, passed, ahead, tt.want)
 		}

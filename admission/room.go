@@ -155,6 +155,10 @@ type View struct {
 	// Short is how many present keys the fifo counter is short of its lead
 	// (fifoLead): its next tick passes them (View.fifoWhen).
 	Short float64
+	// Shows is the share of the places the fifo counter passed that came
+	// (fifoShowShare): it passes keys at the rate over it, skipping those
+	// that walked away (View.fifoWhen).
+	Shows float64
 }
 
 // maxPast is the most readings View.Past keeps: a room whose speed
@@ -349,7 +353,8 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{luck: cfg.Luck, issues: newRateWindow(fifoIssueWindow)}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: newRateWindow(fifoIssueWindow),
+			shows: newRateWindow(fifoShowWindow), noShows: newRateWindow(fifoShowWindow)}
 		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
@@ -371,6 +376,7 @@ func (r *Room) View(now time.Time) View {
 	}
 	if r.fifo != nil {
 		v.Short = r.fifoShort(&v, now)
+		v.Shows = r.fifoShowShare(now)
 	}
 	return v
 }
@@ -712,7 +718,9 @@ func (r *Room) observePreQueuePresent(now time.Time, place string, from, draw fl
 
 // observeAdmitted removes an admitted place from the population.
 func (r *Room) observeAdmitted(place string, now time.Time) {
-	r.presence.forget(place)
+	if r.presence.forget(place) && r.fifo != nil {
+		r.fifo.shows.add(now, 1)
+	}
 	r.pacer.Admitted(place, now)
 }
 
