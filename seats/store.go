@@ -2,7 +2,6 @@ package seats
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -101,18 +100,11 @@ const recordHeadSize = len(`{"claimed_at":"2006-01-02T15:04:05.999999999Z","fing
 // but the session, which CloseRecord appends: a store may build the head
 // before the write and finish it once the session is known.
 func (k *Idempotency) AppendRecordHead(b []byte, now time.Time) ([]byte, error) {
-	at, err := now.UTC().MarshalJSON()
+	b, err := appendJSONTime(append(b, `{"claimed_at":`...), now.UTC())
 	if err != nil {
 		return nil, fmt.Errorf("encoding claimed_at: %w", err)
 	}
-	fp, err := json.Marshal(k.Fingerprint)
-	if err != nil {
-		return nil, fmt.Errorf("encoding fingerprint: %w", err)
-	}
-	b = append(b, `{"claimed_at":`...)
-	b = append(b, at...)
-	b = append(b, `,"fingerprint":`...)
-	b = append(b, fp...)
+	b = AppendJSONString(append(b, `,"fingerprint":`...), k.Fingerprint)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(k.Status), 10)
 	return append(b, `,"session":`...), nil

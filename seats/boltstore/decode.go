@@ -3,6 +3,7 @@ package boltstore
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fairgate/fairgate/seats"
@@ -22,11 +23,11 @@ func decodeSeat(raw []byte, s *seats.Seat) error {
 		case "id":
 			p.str(&s.ID)
 		case "section":
-			p.str(&s.Section)
+			p.strIn(&s.Section, s.ID)
 		case "block":
-			p.str(&s.Block)
+			p.strIn(&s.Block, s.ID)
 		case "row":
-			p.str(&s.Row)
+			p.strIn(&s.Row, s.ID)
 		case "number":
 			p.int(&s.Number)
 		case "category":
@@ -34,7 +35,7 @@ func decodeSeat(raw []byte, s *seats.Seat) error {
 		case "price":
 			p.int64(&s.Price)
 		case "status":
-			p.str((*string)(&s.Status))
+			p.str((*string)(&s.Status), string(seats.Available), string(seats.Locked), string(seats.Reserved), string(seats.NotForSale))
 		case "session":
 			p.str(&s.Session)
 		case "expires_at":
@@ -67,7 +68,7 @@ func decodeSession(raw []byte, s *seats.Session) error {
 		case "token_id":
 			p.str(&s.TokenID)
 		case "state":
-			p.str((*string)(&s.State))
+			p.str((*string)(&s.State), string(seats.StateReservation), string(seats.StateCheckout), string(seats.StateFinalised), string(seats.StateCancelled))
 		case "limit":
 			p.int(&s.Limit)
 		case "seats":
@@ -173,12 +174,36 @@ func (p *scanner) raw() ([]byte, bool) {
 	return nil, false
 }
 
-func (p *scanner) str(dst *string) {
-	if s, ok := p.raw(); ok {
-		*dst = string(s)
+// str reads a string; one of known, if it is one, is used as it is
+// rather than copied (a seat's status, a session's state).
+func (p *scanner) str(dst *string, known ...string) {
+	s, ok := p.raw()
+	if !ok {
+		p.bad = true
 		return
 	}
-	p.bad = true
+	for _, k := range known {
+		if string(s) == k {
+			*dst = k
+			return
+		}
+	}
+	*dst = string(s)
+}
+
+// strIn reads a string, sharing in's bytes if in holds it: a seat's
+// section, block and row are parts of its id, decoded before them.
+func (p *scanner) strIn(dst *string, in string) {
+	s, ok := p.raw()
+	if !ok {
+		p.bad = true
+		return
+	}
+	if i := strings.Index(in, string(s)); i >= 0 && len(s) > 0 {
+		*dst = in[i : i+len(s)]
+		return
+	}
+	*dst = string(s)
 }
 
 func (p *scanner) strs(dst *[]string) {

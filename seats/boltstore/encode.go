@@ -1,143 +1,20 @@
 package boltstore
 
-import (
-	"encoding/json"
-	"strconv"
-	"time"
+import "github.com/fairgate/fairgate/seats"
 
-	"github.com/fairgate/fairgate/seats"
-)
-
-// The store's two hot values, a seat and a session, are encoded by hand:
-// every write encodes them inside its group's transaction, on the one
-// goroutine that commits, where encoding/json's reflection was a tenth of
-// that goroutine's time. The output is json.Marshal's, byte for byte
-// (TestEncodeMatchesJSON, FuzzEncodeMatchesJSON): the file's format does
-// not change, and values are still read with json.Unmarshal.
+// The store's two hot values, a seat and a session, are encoded by hand
+// (seats.AppendSeatJSON, seats.AppendSessionJSON): every write encodes them
+// inside its group's transaction, on the one goroutine that commits. The
+// output is json.Marshal's, byte for byte (TestEncodeMatchesJSON,
+// FuzzEncodeMatchesJSON): the file's format does not change, and values
+// are still read as JSON.
 
 // encodeSeat is json.Marshal(seat).
 func encodeSeat(s *seats.Seat) ([]byte, error) {
-	e := encoder{b: make([]byte, 0, 192)}
-	e.b = appendString(append(e.b, `{"id":`...), s.ID)
-	e.str(`,"section":`, s.Section)
-	e.str(`,"block":`, s.Block)
-	e.str(`,"row":`, s.Row)
-	e.int(`,"number":`, int64(s.Number))
-	e.strOmitEmpty(`,"category":`, s.Category)
-	e.int(`,"price":`, s.Price)
-	e.str(`,"status":`, string(s.Status))
-	e.strOmitEmpty(`,"session":`, s.Session)
-	e.timeOmitZero(`,"expires_at":`, s.ExpiresAt)
-	e.strOmitEmpty(`,"reservation":`, s.Reservation)
-	return e.end()
+	return seats.AppendSeatJSON(make([]byte, 0, 192), s)
 }
 
 // encodeSession is json.Marshal(sess).
 func encodeSession(s *seats.Session) ([]byte, error) {
-	e := encoder{b: make([]byte, 0, 256+24*len(s.Seats))}
-	e.b = appendString(append(e.b, `{"id":`...), s.ID)
-	e.str(`,"event":`, s.EventID)
-	e.str(`,"user":`, s.UserID)
-	e.strOmitEmpty(`,"token_id":`, s.TokenID)
-	e.str(`,"state":`, string(s.State))
-	e.int(`,"limit":`, int64(s.Limit))
-	e.key(`,"seats":`)
-	if s.Seats == nil {
-		e.b = append(e.b, "null"...)
-	} else {
-		e.b = append(e.b, '[')
-		for i, id := range s.Seats {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.b = appendString(e.b, id)
-		}
-		e.b = append(e.b, ']')
-	}
-	e.time(`,"created_at":`, s.CreatedAt)
-	e.time(`,"expires_at":`, s.ExpiresAt)
-	e.strOmitEmpty(`,"reservation":`, s.Reservation)
-	e.strOmitEmpty(`,"payment_ref":`, s.PaymentRef)
-	e.timeOmitZero(`,"finalised_at":`, s.FinalisedAt)
-	e.timeOmitZero(`,"checkout_until":`, s.CheckoutUntil)
-	return e.end()
-}
-
-// encoder appends an object's fields after its first: each key given as
-// it is written (`,"name":`, a constant copy), each value as encoding/json
-// writes it (omitempty and omitzero included). The first error (a time
-// RFC 3339 cannot write) stops it.
-type encoder struct {
-	b   []byte
-	err error
-}
-
-// key appends a field's key, given as it is written: `,"name":`.
-func (e *encoder) key(key string) {
-	e.b = append(e.b, key...)
-}
-
-func (e *encoder) str(key, s string) {
-	e.key(key)
-	e.b = appendString(e.b, s)
-}
-
-func (e *encoder) strOmitEmpty(key, s string) {
-	if s != "" {
-		e.str(key, s)
-	}
-}
-
-func (e *encoder) int(key string, n int64) {
-	e.key(key)
-	e.b = strconv.AppendInt(e.b, n, 10)
-}
-
-func (e *encoder) time(key string, t time.Time) {
-	if e.err != nil {
-		return
-	}
-	e.key(key)
-	e.b, e.err = appendTime(e.b, t)
-}
-
-func (e *encoder) timeOmitZero(key string, t time.Time) {
-	if !t.IsZero() {
-		e.time(key, t)
-	}
-}
-
-// end closes the object.
-func (e *encoder) end() ([]byte, error) {
-	if e.err != nil {
-		return nil, e.err
-	}
-	return append(e.b, '}'), nil
-}
-
-// appendString appends s as json.Marshal quotes it: ids and states are
-// plain ASCII, copied as they are; anything else (quotes, backslashes,
-// control characters, <, > and & which encoding/json escapes, non-ASCII)
-// goes through json.Marshal.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// appendTime appends t as time.Time's MarshalJSON does, with its error for
-// a time RFC 3339 cannot write.
-func appendTime(b []byte, t time.Time) ([]byte, error) {
-	b = append(b, '"')
-	b, err := t.AppendText(b)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '"'), nil
+	return seats.AppendSessionJSON(make([]byte, 0, 256+24*len(s.Seats)), s)
 }

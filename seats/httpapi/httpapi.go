@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -312,7 +313,10 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		if reply.CheckLength(w, r, maxWriteBody) != nil {
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWriteBody))
+		bp := reply.Body()
+		defer reply.PutBody(bp)
+		body, err := readAll(http.MaxBytesReader(w, r.Body, maxWriteBody), (*bp)[:0])
+		*bp = body
 		if err != nil {
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large", nil)
 			return
@@ -330,7 +334,7 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, "invalid", "Idempotency-Key is at most 200 characters", nil)
 			return
 		}
-		scope := sha256.Sum256([]byte(claims.Subject + "\x00" + r.Method + "\x00" + r.URL.Path + "\x00" + key))
+		scope := sha256.Sum256(appendScope(make([]byte, 0, 256), claims.Subject, r.Method, r.URL.Path, key))
 		scoped := hex.EncodeToString(scope[:16])
 		fp := sha256.Sum256(body)
 		fingerprint := hex.EncodeToString(fp[:16])
@@ -355,6 +359,33 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 	}
 }
 
+// readAll appends what r reads to b, as io.ReadAll does to an empty
+// slice: the handlers read into a reused buffer.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, bytes.MinRead)
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		}
+	}
+}
+
+// appendScope appends what an Idempotency-Key is scoped to: the visitor,
+// the method and the path, and the key itself, NUL-separated.
+func appendScope(b []byte, subject, method, path, key string) []byte {
+	b = append(append(b, subject...), 0)
+	b = append(append(b, method...), 0)
+	b = append(append(b, path...), 0)
+	return append(b, key...)
+}
+
 // final reports whether an answer is kept for retries: not a failure of
 // the service (5xx) nor a request to slow down (429).
 func final(status int) bool { return status < 500 && status != http.StatusTooManyRequests }
@@ -375,7 +406,7 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, key, fingerprint st
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
 	if rec.Session != nil {
-		reply.JSON(w, rec.Status, sessionView(*rec.Session))
+		writeSession(w, rec.Status, rec.Session)
 		return true
 	}
 	reply.Raw(w, rec.Status, rec.Body)
@@ -474,7 +505,7 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 		a.fail(w, err)
 		return
 	}
-	reply.JSON(w, http.StatusCreated, sessionView(sess))
+	writeSession(w, http.StatusCreated, &sess)
 }
 
 // reply returns the answer to a session call: the session, or the
@@ -486,17 +517,37 @@ func (a *API) reply(w http.ResponseWriter) func(seats.Session, error) {
 			a.fail(w, err)
 			return
 		}
-		reply.JSON(w, http.StatusOK, sessionView(sess))
+		writeSession(w, http.StatusOK, &sess)
 	}
 }
 
-// view is a session as the API shows it.
-type view struct {
-	seats.Session
-	SessionID string `json:"session"`
+// writeSession answers with a session as the API shows it: its fields and
+// its id again as "session", the bytes reply.JSON writes for
+// struct{seats.Session; SessionID string `json:"session"`} (TestWriteSession),
+// encoded by hand: every write answers with one.
+func writeSession(w http.ResponseWriter, status int, s *seats.Session) {
+	bp := answers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledAnswer {
+			answers.Put(bp)
+		}
+	}()
+	b, err := seats.AppendSessionJSON((*bp)[:0], s)
+	if err != nil {
+		reply.EncodingFailed(w)
+		return
+	}
+	b = seats.AppendJSONString(append(b[:len(b)-1], `,"session":`...), s.ID)
+	b = append(b, "}\n"...)
+	*bp = b
+	reply.Raw(w, status, b)
 }
 
-func sessionView(s seats.Session) view { return view{Session: s, SessionID: s.ID} }
+// answers are reused buffers for writeSession; one over maxPooledAnswer (a
+// session holding an unusual number of seats) is not kept.
+var answers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledAnswer = 16 << 10
 
 func (a *API) session(w http.ResponseWriter, r *http.Request) {
 	now := a.svc.Now()
