@@ -50,7 +50,9 @@ func ClusterCountLag(own float64, publish time.Duration) time.Duration {
 // departures of the next moments are known now: the passes whose window
 // ends within CapacityLookahead (ActiveSet.Tally). The controller admits
 // those departures as they happen, plus the gap to the capacity spread over
-// Settle; never faster than Ceiling. Recomputed every tick, it admits for a
+// Settle; never faster than Ceiling. It admits no visitor the site will
+// have no place for: over the capacity, it admits only for the departures
+// of the lookahead beyond the excess. Recomputed every tick, it admits for a
 // departure only once it is due, so a cohort admitted together and leaving
 // together is replaced as it leaves, not ahead of it. It is pure: every
 // input is an argument.
@@ -92,7 +94,15 @@ func (c CapacityController) RateAhead(t Tally, admitting float64, lead time.Dura
 	lookahead := CapacityLookahead.Seconds()
 	departing := math.Max(0, t.Leaving) + math.Max(0, t.Ended)
 	then := t.Active + math.Max(0, admitting) - departing*math.Max(0, lead.Seconds())/lookahead
-	want := departing/lookahead + (c.Capacity-then)/settle.Seconds()
+	gap := c.Capacity - then
+	want := departing/lookahead + gap/settle.Seconds()
+	if gap < 0 {
+		// Over the capacity the only places to admit into are those the
+		// known departures free beyond the excess: the excess comes off
+		// them, not off Settle's share, which would go on admitting into
+		// a site above its capacity.
+		want = (departing + gap) / lookahead
+	}
 	ceiling := c.Ceiling
 	if ceiling < MinCapacityRate || math.IsNaN(ceiling) {
 		ceiling = MinCapacityRate
