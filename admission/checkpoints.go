@@ -94,7 +94,7 @@ func (c checkpoints) at(n int64) time.Time {
 
 // after is the index of the first point strictly after t.
 func (c checkpoints) after(t time.Time) int64 {
-	if t.Before(c.at(c.first)) {
+	if t.Before(c.origin) && (c.first == 0 || t.Before(c.at(c.first))) {
 		return c.first
 	}
 	n := max(c.first, int64(math.Floor(c.inverse(t.Sub(c.origin).Seconds())-c.phase))+1)
