@@ -121,17 +121,26 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, dst []byte) (
 	if n := r.ContentLength; n > 0 && n <= limit {
 		dst = slices.Grow(dst, int(n)+1) // +1: room to see the end in the same read
 	}
+	dst, err := AppendAll(dst, body)
+	if err != nil {
+		BodyError(w, err)
+	}
+	return dst, err
+}
+
+// AppendAll appends what r reads to dst until EOF, as io.ReadAll does to
+// an empty slice: a caller reads into a reused buffer.
+func AppendAll(dst []byte, r io.Reader) ([]byte, error) {
 	for {
 		if len(dst) == cap(dst) {
 			dst = slices.Grow(dst, bytes.MinRead)
 		}
-		n, err := body.Read(dst[len(dst):cap(dst)])
+		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
 		switch {
 		case err == io.EOF:
 			return dst, nil
 		case err != nil:
-			BodyError(w, err)
 			return dst, err
 		}
 	}

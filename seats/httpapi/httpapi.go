@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -315,7 +314,7 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		}
 		bp := reply.Body()
 		defer reply.PutBody(bp)
-		body, err := readAll(http.MaxBytesReader(w, r.Body, maxWriteBody), (*bp)[:0])
+		body, err := reply.AppendAll((*bp)[:0], http.MaxBytesReader(w, r.Body, maxWriteBody))
 		*bp = body
 		if err != nil {
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large", nil)
@@ -356,24 +355,6 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 			}
 		}
 		rw.flush()
-	}
-}
-
-// readAll appends what r reads to b, as io.ReadAll does to an empty
-// slice: the handlers read into a reused buffer.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = slices.Grow(b, bytes.MinRead)
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		switch {
-		case err == io.EOF:
-			return b, nil
-		case err != nil:
-			return b, err
-		}
 	}
 }
 
