@@ -271,8 +271,8 @@ type state struct {
 // spread); now otherwise. The room gave the place that moment, and the
 // round trip to present it is the visitor's network, not its order: twins
 // whose only difference is that one was answered busy a moment before
-// the other found a free slot are admitted at their slots (e2e/fairness
-// measures the same).
+// the other found a free slot are admitted at their slots (as
+// e2e/fairness reads fifo's pre-queue boundary).
 func (s *sale) admittedAt(st *state, nxt int64) time.Time {
 	if st.slot.IsZero() || nxt != st.slot.UnixMilli() {
 		return s.now
