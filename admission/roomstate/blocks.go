@@ -140,34 +140,24 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// takeLocked takes one admission of window idx. Callers hold b.mu; it
-// is released during the store call, so one slow reservation does not
-// hold up the node's other admissions (each asks the store itself), and
-// taken again: what b holds may have changed meanwhile.
+// takeLocked takes one admission of window idx.
 func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
-	for b.held[idx] == 0 {
+	if b.held[idx] == 0 {
 		w := b.window(idx, rate)
 		if limit, ok := b.spent[idx]; ok && w.Limit <= limit || w.Limit == 0 {
 			return false, nil
 		}
-		b.mu.Unlock()
 		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
-		b.mu.Lock()
 		if err != nil {
 			return false, fmt.Errorf("reserving admission budget: %w", err)
-		}
-		if idx < b.cur.Load() {
-			// The window ended during the call: nobody can spend what
-			// it granted any more (forget).
-			return false, nil
 		}
 		b.held[idx] += got
 		if got < b.block {
 			b.spent[idx] = w.Limit
 		}
-		if got == 0 {
-			return false, nil
-		}
+	}
+	if b.held[idx] == 0 {
+		return false, nil
 	}
 	b.held[idx]--
 	b.given[idx]++

@@ -3,7 +3,6 @@ package roomstate_test
 import (
 	"context"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -300,59 +299,5 @@ func TestQuotaRateChangeDoesNotWaitForTheStore(t *testing.T) {
 	close(st.release)
 	if err := <-reserved; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// stallingBudgetStore holds its first ReserveBudget call until release
-// closes, and says when that call has begun.
-type stallingBudgetStore struct {
-	roomstate.Store
-	first          sync.Once
-	began, release chan struct{}
-}
-
-func (s *stallingBudgetStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
-	stall := false
-	s.first.Do(func() { stall = true })
-	if stall {
-		close(s.began)
-		<-s.release
-	}
-	return s.Store.ReserveBudget(ctx, room, w, n)
-}
-
-// A node's slow reservation at the store does not hold up its other
-// admissions: each asks the store itself (a sale's start on a slow store,
-// where every eligible place reserves at once), and both get their slots.
-func TestBudgetSlowReservationHoldsNoOtherUp(t *testing.T) {
-	st := &stallingBudgetStore{Store: openBolt(t), began: make(chan struct{}), release: make(chan struct{})}
-	b, err := roomstate.NewBudget(st, "r", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1_700_000_000, 0)
-	ctx := t.Context()
-	slow := make(chan error, 1)
-	go func() {
-		_, err := b.Reserve(ctx, now, now, roomstate.Steady(10))
-		slow <- err
-	}()
-	<-st.began
-	fast := make(chan error, 1)
-	go func() {
-		_, err := b.Reserve(ctx, now, now, roomstate.Steady(10))
-		fast <- err
-	}()
-	select {
-	case err := <-fast:
-		if err != nil {
-			t.Fatalf("the second reservation: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second reservation waited for the first one's store call")
-	}
-	close(st.release)
-	if err := <-slow; err != nil {
-		t.Fatalf("the slow reservation: %v", err)
 	}
 }
