@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fairgate/fairgate/internal/testhttp"
@@ -21,13 +23,33 @@ import (
 // and returns Caddy's answer.
 func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 	t.Helper()
-	req := testhttp.NewRequest(t, "POST", withPorts("http://localhost:ADMIN_PORT/load"), withPorts(caddyfile))
-	req.Header.Set("Content-Type", "text/caddyfile")
 	// A connection of its own, as `caddy reload` makes: a load may replace
 	// the admin server, closing the idle connections of the one before.
-	req.Close = true
-	resp, b := testhttp.Do(t, nil, req, header...)
-	return resp.StatusCode, string(b)
+	// The one before may still be closing when the next load connects: a
+	// connection it drops unanswered is tried again, a few times (loading
+	// the same config twice changes nothing).
+	const tries = 5
+	for try := 1; ; try++ {
+		req := testhttp.NewRequest(t, "POST", withPorts("http://localhost:ADMIN_PORT/load"), withPorts(caddyfile))
+		req.Header.Set("Content-Type", "text/caddyfile")
+		req.Close = true
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			if try < tries && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("reading the answer to POST /load: %v", err)
+		}
+		return resp.StatusCode, string(b)
+	}
 }
 
 // reloadConfig is a site with room "reload": options go into its block,
