@@ -23,6 +23,14 @@ import (
 // Admissions may be reserved for a later window (Reserve): a slot given
 // for a moment ahead holds its window's admission from the moment it is
 // given, so no later slot, at any node, can take it.
+//
+// Store calls are made one at a time, under the lock. A call reserves a
+// block, or one admission for itself and each taker that queued behind
+// the lock meanwhile when they are more (at most maxBatch): a node's
+// admissions then cost one store call per round of its crowd, not one
+// each, so a slow store delays each by about one call rather than by a
+// queue of them. What a batch holds beyond its takers is spent by the
+// next ones; a window admits at least Limit - nodes*(maxBatch-1) at worst.
 type Budget struct {
 	store  Store
 	room   string
@@ -43,6 +51,19 @@ type Budget struct {
 	// Written under mu, read without it (inUse): a quota's rate change
 	// must not wait for a store call under way.
 	cur atomic.Int64
+	// queued counts the takers waiting for mu.
+	queued atomic.Int64
+}
+
+// maxBatch bounds what one store call reserves for the takers queued
+// behind it: about a second of a busy node's admissions.
+const maxBatch = 64
+
+// lock takes mu, counted among the takers queued while it waits.
+func (b *Budget) lock() {
+	b.queued.Add(1)
+	b.mu.Lock()
+	b.queued.Add(-1)
 }
 
 // NewBudget returns a node's budget for room, reserving block admissions at
@@ -82,7 +103,7 @@ func (b *Budget) window(idx int64, rate float64) Window {
 // when the local one is spent. It reports false when the window's budget is
 // spent across the cluster. On an error nothing was taken.
 func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, error) {
-	b.mu.Lock()
+	b.lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
 	return b.takeLocked(ctx, b.index(now), rate)
@@ -91,7 +112,7 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 // takeIn takes one admission of the window holding at (never before now),
 // as Take; only the windows before now's are over.
 func (b *Budget) takeIn(ctx context.Context, at, now time.Time, rate float64) (bool, error) {
-	b.mu.Lock()
+	b.lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
 	return b.takeLocked(ctx, b.index(later(at, now)), rate)
@@ -117,7 +138,7 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 // was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
-	b.mu.Lock()
+	b.lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
 	from := b.index(at)
@@ -147,12 +168,13 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool,
 		if limit, ok := b.spent[idx]; ok && w.Limit <= limit || w.Limit == 0 {
 			return false, nil
 		}
-		got, err := b.store.ReserveBudget(ctx, b.room, w, b.block)
+		want := max(b.block, min(1+b.queued.Load(), maxBatch))
+		got, err := b.store.ReserveBudget(ctx, b.room, w, want)
 		if err != nil {
 			return false, fmt.Errorf("reserving admission budget: %w", err)
 		}
 		b.held[idx] += got
-		if got < b.block {
+		if got < want {
 			b.spent[idx] = w.Limit
 		}
 	}

@@ -3,6 +3,8 @@ package roomstate_test
 import (
 	"context"
 	"math"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,5 +301,78 @@ func TestQuotaRateChangeDoesNotWaitForTheStore(t *testing.T) {
 	close(st.release)
 	if err := <-reserved; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stallingBudgetStore counts budget reservations and holds its first until
+// release closes, saying when that one has begun.
+type stallingBudgetStore struct {
+	roomstate.Store
+	calls          atomic.Int64
+	began, release chan struct{}
+}
+
+func (s *stallingBudgetStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	if s.calls.Add(1) == 1 {
+		close(s.began)
+		<-s.release
+	}
+	return s.Store.ReserveBudget(ctx, room, w, n)
+}
+
+// The takers that queue behind a slow store call are served by one call
+// together, not one call each: a slow store delays a node's admissions by
+// about one call, not by a queue of them. Each gets its own admission, and
+// the window's limit holds.
+func TestBudgetTakersQueuedBehindASlowCallShareTheNext(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		queued, limit int
+		wantCalls     int64
+	}{
+		{"all fit the window", 10, 20, 2},
+		{"more than the window holds", 30, 20, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &stallingBudgetStore{Store: openBolt(t), began: make(chan struct{}), release: make(chan struct{})}
+			b, err := roomstate.NewBudget(st, "r", 1, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Unix(1_700_000_000, 0)
+			rate := float64(tc.limit)
+			took := make(chan bool, tc.queued+1)
+			take := func() {
+				ok, err := b.Take(t.Context(), now, rate)
+				if err != nil {
+					t.Error(err)
+				}
+				took <- ok
+			}
+			go take()
+			<-st.began
+			for range tc.queued {
+				go take()
+			}
+			for deadline := time.Now().Add(10 * time.Second); roomstate.BudgetQueued(b) < int64(tc.queued); {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d takers queued, want %d", roomstate.BudgetQueued(b), tc.queued)
+				}
+				runtime.Gosched()
+			}
+			close(st.release)
+			admitted := 0
+			for range tc.queued + 1 {
+				if <-took {
+					admitted++
+				}
+			}
+			if want := min(tc.queued+1, tc.limit); admitted != want {
+				t.Errorf("%d admitted, want %d", admitted, want)
+			}
+			if got := st.calls.Load(); got > tc.wantCalls {
+				t.Errorf("%d store calls for %d takers, want at most %d", got, tc.queued+1, tc.wantCalls)
+			}
+		})
 	}
 }
