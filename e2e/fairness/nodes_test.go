@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/fairgate/fairgate/admission/tokens"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -61,8 +62,8 @@ func testRoom(t *testing.T) *room {
 // weights, and a seed's arrivals do not depend on the number of nodes.
 func TestPlanSpreadsTabs(t *testing.T) {
 	r, sc := testRoom(t), scales["small"]
-	one := plan(r, sc, t0, 7, []float64{1})
-	three := plan(r, sc, t0, 7, []float64{0.6, 0.3, 0.1})
+	one := plan(r, sc, t0, 7, []float64{1}, 0)
+	three := plan(r, sc, t0, 7, []float64{0.6, 0.3, 0.1}, 0)
 	if len(one) != len(three) {
 		t.Fatalf("%d visitors on one node, %d on three", len(one), len(three))
 	}
@@ -105,5 +106,65 @@ func TestByNode(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("by node %+v, want %+v", got, want)
 		}
+	}
+}
+
+func TestLeavePlan(t *testing.T) {
+	tests := []struct {
+		name      string
+		n         int
+		share     float64
+		wantChose int
+		wantOnce  int
+	}{
+		{"nobody", 300, 0, 0, 0},
+		{"a third", 300, 0.3, 90, 45},
+		{"an odd count", 10, 0.3, 3, 2},
+		{"everyone", 8, 1, 8, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := leavePlan(tt.n, tt.share, 7)
+			chose, once := 0, 0
+			for i, k := range got {
+				switch {
+				case k == 1:
+					once++
+				case k != 0 && (k < 2 || k > 1+leaveMaxPolls):
+					t.Fatalf("visitor %d leaves after %d attempts, want 1 to %d", i, k, 1+leaveMaxPolls)
+				}
+				if k > 0 {
+					chose++
+				}
+			}
+			if len(got) != tt.n || chose != tt.wantChose || once != tt.wantOnce {
+				t.Fatalf("%d visitors, %d chosen, %d at once; want %d, %d, %d", len(got), chose, once, tt.n, tt.wantChose, tt.wantOnce)
+			}
+			if again := leavePlan(tt.n, tt.share, 7); !slices.Equal(again, got) {
+				t.Fatalf("seed 7 gave %v, then %v", got, again)
+			}
+		})
+	}
+}
+
+// TestPlanLeaversKeepTheSchedule: the leavers change no arrival.
+func TestPlanLeaversKeepTheSchedule(t *testing.T) {
+	r, sc := testRoom(t), scales["small"]
+	none := plan(r, sc, t0, 7, []float64{1}, 0)
+	some := plan(r, sc, t0, 7, []float64{1}, 0.3)
+	leaving := 0
+	for i, v := range some {
+		if none[i].ID != v.ID || !none[i].Planned.Equal(v.Planned) || none[i].LeaveAfter != 0 {
+			t.Fatalf("visitor %d: %s at %s without leavers, %s at %s with", i, none[i].ID, none[i].Planned, v.ID, v.Planned)
+		}
+		if v.LeaveAfter > 0 {
+			if v.Pair >= 0 {
+				t.Fatalf("%s has a twin and leaves", v.ID)
+			}
+			leaving++
+		}
+	}
+	if leaving != 90 {
+		t.Fatalf("%d leavers, want 90", leaving)
 	}
 }

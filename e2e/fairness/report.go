@@ -34,7 +34,20 @@ type config struct {
 	End        time.Time     `json:"end"`
 	Deadline   time.Time     `json:"deadline"`
 	Nodes      int           `json:"nodes"`
-	Weights    []float64     `json:"weights"` // each tab's chance of each node
+	Weights    []float64     `json:"weights"`           // each tab's chance of each node
+	Leavers    float64       `json:"leavers,omitempty"` // the share of visitors without a twin chosen to leave
+}
+
+// leaverRow is what the leavers did: the visitors without a twin chosen
+// to close their tab after their claim, those that did before a pass,
+// and how the visitors without a twin who stayed fared.
+type leaverRow struct {
+	Chosen        int `json:"chosen"`
+	Left          int `json:"left"`
+	LeftAtOnce    int `json:"left_after_claim"` // after the answer to their first attempt
+	AdmittedFirst int `json:"admitted_before_leaving"`
+	Stayers       int `json:"stayers"` // without a twin, and did not leave
+	StayersIn     int `json:"stayers_admitted"`
 }
 
 // nodeRow is what one node served: the tabs sent to it, and the passes
@@ -74,9 +87,11 @@ type window struct {
 	Admitted int           `json:"admitted"`
 	// Waiting counts the places of visitors following the page (honest
 	// and 5-tabs) waiting at the window's start: a late presenter or a
-	// slow poller that is not asking cannot be admitted.
+	// slow poller that is not asking cannot be admitted, nor can a
+	// visitor who left.
 	Waiting int  `json:"waiting"`
-	Counted bool `json:"counted"` // at least rate × window waiting
+	Counted bool `json:"counted"`        // at least rate × window waiting
+	Gone    int  `json:"gone,omitempty"` // places that left before the window, not admitted
 }
 
 type target struct {
@@ -98,6 +113,7 @@ type results struct {
 	Fifo            []fifoBin     `json:"fifo,omitempty"`
 	PostBeforePre   int           `json:"post_start_before_last_pre_queue"`
 	PreQueueHonest  int           `json:"pre_queue_honest"`
+	Leavers         *leaverRow    `json:"leavers,omitempty"`
 	Windows         []window      `json:"windows"`
 	ByNode          []nodeRow     `json:"by_node,omitempty"`
 	Rule            []ruleRow     `json:"rule_oracle,omitempty"`
@@ -107,9 +123,10 @@ type results struct {
 	Visitors        []*visitor    `json:"visitors"`
 }
 
-// place is one tab's token: when it was taken and when it went in.
+// place is one tab's token: when it was taken, when it went in, and when
+// its visitor left without going in.
 type place struct {
-	took, admitted time.Time
+	took, admitted, left time.Time
 }
 
 // analyse judges the run; samples are the room's serving clock, read
@@ -135,6 +152,9 @@ func analyse(vs []*visitor, c config, samples []clockSample) *results {
 		res.fifo(vs)
 	}
 	res.windows(vs)
+	if c.Leavers > 0 {
+		res.Leavers = leavers(vs)
+	}
 	if c.Nodes > 1 {
 		res.ByNode = byNode(vs, c.Nodes)
 	}
@@ -237,12 +257,13 @@ const slotPresentedWithin = time.Second
 // fifo compares how often the earlier of two honest post-start arrivals
 // Δ apart went in first with the rule 1 − ½e^(−Δ/W), and counts honest
 // post-start arrivals the room admitted before the last honest pre-queue
-// place (admittedAt: places given one slot are admitted together).
+// place (admittedAt: places given one slot are admitted together). A
+// visitor who left is in neither: the order is the stayers'.
 func (res *results) fifo(vs []*visitor) {
 	var post []*visitor
 	var lastPre time.Time
 	for _, v := range vs {
-		if v.Strategy != honest || v.Took.IsZero() {
+		if v.Strategy != honest || v.Took.IsZero() || !v.Left.IsZero() {
 			continue
 		}
 		if v.PreQueue {
@@ -300,7 +321,8 @@ func (res *results) fifo(vs []*visitor) {
 // places waiting at its start. A login is one place, however many tabs or
 // twins took tokens for it: its entry is its first token, its admission
 // the second its pass was decided (the pass's iat: the room's own clock,
-// which a loaded client's reading of its answers does not bunch).
+// which a loaded client's reading of its answers does not bunch). A
+// place whose visitor left waits until it left.
 func (res *results) windows(vs []*visitor) {
 	byLogin := map[string]*place{}
 	asks := map[string]bool{}
@@ -317,6 +339,9 @@ func (res *results) windows(vs []*visitor) {
 			if lp.took.IsZero() || (!p.took.IsZero() && p.took.Before(lp.took)) {
 				lp.took = p.took
 			}
+		}
+		if !v.Left.IsZero() {
+			lp.left = v.Left
 		}
 		for _, e := range v.Events {
 			iat := pass.IssuedAt(e.Pass)
@@ -351,9 +376,14 @@ func (res *results) windows(vs []*visitor) {
 			}
 		}
 		for _, p := range asking {
-			if p.took.Before(from) && (p.admitted.IsZero() || !p.admitted.Before(from)) {
-				w.Waiting++
+			if !p.took.Before(from) || (!p.admitted.IsZero() && p.admitted.Before(from)) {
+				continue
 			}
+			if !p.left.IsZero() && !p.left.After(from) {
+				w.Gone++
+				continue
+			}
+			w.Waiting++
 		}
 		w.Counted = w.Waiting >= need
 		res.Windows = append(res.Windows, w)
@@ -387,6 +417,36 @@ func tabPlaces(v *visitor) []place {
 		}
 	}
 	return out
+}
+
+// leavers counts the visitors without a twin chosen to leave, those that
+// left before a pass, and the admissions of those that stayed.
+func leavers(vs []*visitor) *leaverRow {
+	row := &leaverRow{}
+	for _, v := range vs {
+		if v.Pair >= 0 {
+			continue
+		}
+		if v.LeaveAfter > 0 {
+			row.Chosen++
+		}
+		switch {
+		case !v.Left.IsZero():
+			row.Left++
+			if v.LeaveAfter == 1 {
+				row.LeftAtOnce++
+			}
+		case v.LeaveAfter > 0 && !v.Admitted.IsZero():
+			row.AdmittedFirst++
+			fallthrough
+		default:
+			row.Stayers++
+			if !v.Admitted.IsZero() {
+				row.StayersIn++
+			}
+		}
+	}
+	return row
 }
 
 // byNode counts each node's tabs and the passes it gave.
@@ -472,6 +532,10 @@ func (res *results) print(w io.Writer, skip []string) int {
 		}
 	}
 	fmt.Fprintf(w, "passes per login: %s; logins with more than one: %d\n", strings.Join(hist, ", "), len(res.LoginsOverOne))
+	if l := res.Leavers; l != nil {
+		fmt.Fprintf(w, "leavers: %d of the visitors without a twin chosen to close their tab after their claim; %d left (%d right after it), %d admitted first; %d stayed, %d of them admitted\n",
+			l.Chosen, l.Left, l.LeftAtOnce, l.AdmittedFirst, l.Stayers, l.StayersIn)
+	}
 	if len(res.Fifo) > 0 {
 		fmt.Fprintf(w, "\nfifo: P(earlier honest post-start arrival admitted first), W = %s\n", c.LuckWindow)
 		fmt.Fprintf(w, "  %-8s %-13s %6s %7s %7s %7s\n", "Δ", "bin (s)", "pairs", "P", "±se", "rule")
@@ -488,14 +552,14 @@ func (res *results) print(w io.Writer, skip []string) int {
 		}
 	}
 	fmt.Fprintf(w, "\nrate use: admissions per %s window after the start (rate × window = %g)\n", windowLength, c.Rate*windowLength.Seconds())
-	fmt.Fprintf(w, "  %6s %8s %8s %7s   (waiting: places following the page, at the window's start)\n", "from", "admitted", "waiting", "share")
-	for _, win := range res.Windows {
-		mark := ""
-		if !win.Counted {
-			mark = " (fewer waiting: not counted)"
+	if c.Leavers > 0 {
+		res.printLeaverWindows(w)
+	} else {
+		fmt.Fprintf(w, "  %6s %8s %8s %7s   (waiting: places following the page, at the window's start)\n", "from", "admitted", "waiting", "share")
+		for _, win := range res.Windows {
+			fmt.Fprintf(w, "  %5.0fs %8d %8d %6.0f%%%s\n", win.From.Seconds(), win.Admitted, win.Waiting,
+				100*float64(win.Admitted)/(c.Rate*windowLength.Seconds()), notCounted(win))
 		}
-		fmt.Fprintf(w, "  %5.0fs %8d %8d %6.0f%%%s\n", win.From.Seconds(), win.Admitted, win.Waiting,
-			100*float64(win.Admitted)/(c.Rate*windowLength.Seconds()), mark)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
@@ -515,6 +579,32 @@ func (res *results) print(w io.Writer, skip []string) int {
 		fmt.Fprintf(w, "  %s %-34s %s\n", verdict, t.Name, t.Detail)
 	}
 	return failed
+}
+
+// printLeaverWindows is the rate use table of a run with leavers: the
+// places gone at each window's start, and the stayers' lowest share.
+func (res *results) printLeaverWindows(w io.Writer) {
+	need := res.Config.Rate * windowLength.Seconds()
+	fmt.Fprintf(w, "  %6s %8s %8s %6s %7s   (waiting: places following the page still there at the window's start; gone: left before it)\n", "from", "admitted", "waiting", "gone", "share")
+	lowest, counted := math.Inf(1), 0
+	for _, win := range res.Windows {
+		share := float64(win.Admitted) / need
+		fmt.Fprintf(w, "  %5.0fs %8d %8d %6d %6.0f%%%s\n", win.From.Seconds(), win.Admitted, win.Waiting, win.Gone, 100*share, notCounted(win))
+		if win.Counted {
+			counted++
+			lowest = min(lowest, share)
+		}
+	}
+	if counted > 0 {
+		fmt.Fprintf(w, "  stayers' rate use: lowest %.0f%% of the rate over %d counted windows\n", 100*lowest, counted)
+	}
+}
+
+func notCounted(win window) string {
+	if win.Counted {
+		return ""
+	}
+	return " (fewer waiting: not counted)"
 }
 
 // placeCount counts the tokens taken (every tab's first).

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -158,5 +159,118 @@ func TestAdmittedAtTheSlotTheRoomGave(t *testing.T) {
 				t.Fatalf("post-start arrivals before the pre-queue: %d, want %d", res.PostBeforePre, tt.want)
 			}
 		})
+	}
+}
+
+// leaverVisitor is a one-tab visitor without a twin chosen to leave after
+// its first attempt, that took its token at took and left at gone (or
+// went in at in, if gone is stays).
+func leaverVisitor(id string, took, gone, in float64) *visitor {
+	v := admittedVisitor(id, id, honest, -1, took, in)
+	v.LeaveAfter = 1
+	if gone != stays {
+		v.leave(at(gone))
+	}
+	return v
+}
+
+// stays is a leaver's moment of leaving when it did not leave.
+var stays = math.Inf(1)
+
+func TestRateWindowsCountOnlyThoseStillThere(t *testing.T) {
+	tests := []struct {
+		name        string
+		leftAt      float64 // when the 10 leavers left
+		wantWaiting []int
+		wantGone    []int
+		wantCounted []bool
+	}{
+		// 25 stayers and 10 leavers took places before the start; 20
+		// stayers went in in the first window, 5 from 10 s to 20 s.
+		{"left before the start", -0.5, []int{25, 5}, []int{10, 10}, []bool{false, false}},
+		{"left at the first window's start", 0, []int{25, 5}, []int{10, 10}, []bool{false, false}},
+		{"left during the first window", 5, []int{35, 5}, []int{0, 10}, []bool{true, false}},
+		{"left during the second window", 15, []int{35, 15}, []int{0, 0}, []bool{true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var vs []*visitor
+			for i := range 25 {
+				in := float64(i) / 2
+				if i >= 20 {
+					in = 10 + 2.5*float64(i-20)
+				}
+				vs = append(vs, admittedVisitor("h", fmt.Sprint("h", i), honest, -1, -1, in))
+			}
+			for i := range 10 {
+				vs = append(vs, leaverVisitor(fmt.Sprint("l", i), -1, tt.leftAt, -1))
+			}
+			res := &results{Config: config{Rate: 3, SaleStart: t0, Leavers: 0.3}}
+			res.windows(vs)
+			if len(res.Windows) != 2 {
+				t.Fatalf("windows %+v", res.Windows)
+			}
+			for i, w := range res.Windows {
+				if w.Waiting != tt.wantWaiting[i] || w.Gone != tt.wantGone[i] || w.Counted != tt.wantCounted[i] {
+					t.Errorf("window %d: waiting %d gone %d counted %v, want %d %d %v",
+						i, w.Waiting, w.Gone, w.Counted, tt.wantWaiting[i], tt.wantGone[i], tt.wantCounted[i])
+				}
+			}
+			if w := res.Windows[0]; w.Admitted != 20 {
+				t.Errorf("first window admitted %d, want 20", w.Admitted)
+			}
+		})
+	}
+}
+
+func TestFifoLeaversOutOfTheOrder(t *testing.T) {
+	tests := []struct {
+		name        string
+		leaver      *visitor
+		wantPre     int
+		wantPairs   int // in the Δ≈0.1s bin
+		wantPostPre int
+	}{
+		{"a pre-queue place that left", leaverVisitor("gone", -3, 2, -1), 1, 1, 0},
+		{"a post-start place that left", leaverVisitor("gone", 1.05, 4, -1), 1, 1, 0},
+		// Chosen to leave, went in first: it stayed, and is in the order.
+		{"admitted before it left", leaverVisitor("in", 1.05, stays, 20.5), 1, 3, 0},
+		{"admitted before it left, ahead of the pre-queue", leaverVisitor("in", 1.05, stays, 3), 1, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := []*visitor{
+				admittedVisitor("pre", "pre", honest, -1, -5, 4),
+				admittedVisitor("a", "a", honest, -1, 1.0, 21),
+				admittedVisitor("b", "b", honest, -1, 1.1, 22),
+				tt.leaver,
+			}
+			res := &results{Config: config{LuckWindow: 5 * time.Second}}
+			res.fifo(vs)
+			if res.PreQueueHonest != tt.wantPre || res.Fifo[0].Pairs != tt.wantPairs || res.PostBeforePre != tt.wantPostPre {
+				t.Fatalf("pre-queue %d, Δ≈0.1s pairs %d, post before pre %d; want %d, %d, %d",
+					res.PreQueueHonest, res.Fifo[0].Pairs, res.PostBeforePre, tt.wantPre, tt.wantPairs, tt.wantPostPre)
+			}
+		})
+	}
+}
+
+func TestLeaverRow(t *testing.T) {
+	atOnce := leaverVisitor("once", 1, 3, -1)
+	later := leaverVisitor("later", 1, 9, -1)
+	later.LeaveAfter = 4
+	twin := admittedVisitor("p-honest", "p", honest, 0, 1, 8)
+	vs := []*visitor{
+		atOnce, later,
+		leaverVisitor("first", 1, stays, 5),                // chosen, admitted before leaving
+		leaverVisitor("never", 1, stays, -1),               // chosen, still waiting at the end
+		admittedVisitor("stay", "stay", honest, -1, 1, 6),  // stayed, admitted
+		admittedVisitor("wait", "wait", honest, -1, 1, -1), // stayed, not admitted
+		twin, admittedVisitor("p-poll", "p", poll, 0, 1, 8),
+	}
+	got := *leavers(vs)
+	want := leaverRow{Chosen: 4, Left: 2, LeftAtOnce: 1, AdmittedFirst: 1, Stayers: 4, StayersIn: 2}
+	if got != want {
+		t.Fatalf("leavers %+v, want %+v", got, want)
 	}
 }

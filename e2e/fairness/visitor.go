@@ -74,8 +74,12 @@ type visitor struct {
 	Entry    *float64  `json:"srv,omitempty"`     // the first token's srv: the serving clock at entry
 	Nodes    []int     `json:"nodes"`             // each tab's node, from 0
 	Admitted time.Time `json:"admitted,omitzero"` // the first pass
-	Passes   []string  `json:"passes"`            // distinct pass ids
-	Events   []event   `json:"events"`
+	// LeaveAfter is how many attempts the visitor presents without a
+	// pass before it closes its tab (0: it stays); Left is when it did.
+	LeaveAfter int       `json:"leave_after,omitempty"`
+	Left       time.Time `json:"left,omitzero"`
+	Passes     []string  `json:"passes"` // distinct pass ids
+	Events     []event   `json:"events"`
 
 	mu         sync.Mutex
 	claimKnown bool
@@ -120,6 +124,14 @@ func (v *visitor) tookAt(t time.Time, srv float64) {
 	if v.Took.IsZero() {
 		v.Took, v.Entry = t, &srv
 	}
+}
+
+// leave records that v closed its tab at t, after an answer without a
+// pass.
+func (v *visitor) leave(t time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.Left = t
 }
 
 func (v *visitor) admitted() bool {
@@ -250,6 +262,7 @@ func (t *tab) run(ctx context.Context) {
 	t.record(e, a)
 	first := true
 	var busySlot int64 // the slot of the last busy answer, ms; 0 if none
+	presented := 0     // attempts answered without a pass
 	for ctx.Err() == nil {
 		switch {
 		case status == http.StatusOK || (status == http.StatusTooManyRequests && a.Challenge != ""):
@@ -267,6 +280,13 @@ func (t *tab) run(ctx context.Context) {
 				ne.SlotLost = next.Outcome == "wait" || (next.Outcome == "busy" && next.NextAttempt > busySlot+1000)
 			}
 			t.record(ne, next)
+			if st != http.StatusOK {
+				presented++
+				if t.v.LeaveAfter > 0 && presented >= t.v.LeaveAfter {
+					t.v.leave(ne.At)
+					return
+				}
+			}
 			// An early answer (the half round trip taken off was too
 			// much) leaves the slot as it was: the page presents again.
 			switch next.Outcome {

@@ -69,3 +69,49 @@ func TestPageFollowerCountsALostSlot(t *testing.T) {
 		})
 	}
 }
+
+// TestPageFollowerLeaves: a leaver presents its attempts, each answered
+// wait, and closes its tab after the number it was given; a stayer goes
+// on until its pass.
+func TestPageFollowerLeaves(t *testing.T) {
+	tests := []struct {
+		name         string
+		leaveAfter   int
+		wantAttempts int64
+		wantLeft     bool
+	}{
+		{"stays", 0, 5, false},
+		{"right after the claim", 1, 1, true},
+		{"after three attempts", 3, 3, true},
+		{"admitted before it would leave", 9, 5, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ans := map[string]any{"token": "tk", "challenge": "AAAAAAAAAAAAAAAAAAAAAA", "difficulty": 1, "retry_after": 0.01}
+				if r.URL.Path == "/_fairgate/admit" {
+					if n.Add(1) == 5 {
+						_ = json.NewEncoder(w).Encode(map[string]any{"admitted": true, "pass": "p"})
+						return
+					}
+					ans["outcome"] = "wait"
+					w.WriteHeader(http.StatusTooManyRequests)
+				}
+				_ = json.NewEncoder(w).Encode(ans)
+			}))
+			defer srv.Close()
+			d := &driver{client: srv.Client(), sites: []string{srv.URL}, timing: pageTiming{OneWayCap: time.Millisecond}}
+			v := &visitor{Strategy: honest, Nodes: []int{0}, LeaveAfter: tt.leaveAfter}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			d.newTab(v, 0, "login=x").run(ctx)
+			if got := n.Load(); got != tt.wantAttempts || v.Left.IsZero() != !tt.wantLeft || v.Admitted.IsZero() != tt.wantLeft {
+				t.Fatalf("attempts %d, left %v, admitted %v; want %d attempts, left %v", got, !v.Left.IsZero(), !v.Admitted.IsZero(), tt.wantAttempts, tt.wantLeft)
+			}
+			if tt.wantLeft && !v.Left.Equal(v.Events[len(v.Events)-1].At) {
+				t.Fatalf("left at %s, want its last answer's moment %s", v.Left, v.Events[len(v.Events)-1].At)
+			}
+		})
+	}
+}
