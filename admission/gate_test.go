@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -466,7 +467,7 @@ func TestLotteryPreQueueJudgedBeforeTheStart(t *testing.T) {
 			if next := d.Next.Claims.NextAttempt(); next.Before(start) {
 				t.Fatalf("next checkpoint %v before the start", start.Sub(next))
 			}
-			if passed, ahead := room.presence.keys(first, 0); passed+len(ahead) != 1 {
+			if passed, ahead, _ := room.presence.keysFrom(first, math.Inf(-1), 0, 0, time.Time{}); passed+len(ahead) != 1 {
 				t.Fatalf("keys known before the start: %d passed, %d ahead; want the place's", passed, len(ahead))
 			}
 		})

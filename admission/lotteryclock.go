@@ -59,12 +59,12 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
 	}
 	s := v.Clock.At(now)
-	passed, ahead := r.presence.keys(now, s)
+	passed, ahead := r.passedKeys(v, math.Inf(-1), now)
 	if len(ahead) == 0 {
 		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
 	}
 	scale := 1.0
-	if local := float64(passed + len(ahead)); population > local {
+	if local := r.presence.count(now); local > 0 && population > local {
 		scale = population / local
 	}
 	pace = clamp(v.Rate/(float64(len(ahead))*scale), r.controller.MinSpeed, r.controller.MaxSpeed)
@@ -72,7 +72,7 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// spacing still moves (the bucket then holds its rate).
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.spacing(now.Sub(v.Opens))).Seconds())
 	speed = r.controller.MinSpeed
-	if want := math.Round((lead - float64(passed)*scale) / scale); want >= 1 {
+	if want := math.Round((lead - passed*scale) / scale); want >= 1 {
 		k := min(int(want), len(ahead))
 		// Just past the k-th key: the clock reads it before the second ends.
 		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)

@@ -74,9 +74,6 @@ type fifoState struct {
 	claims claimMemory
 	luck   time.Duration
 	issues *rateWindow // ranks handed out per second, for the luck span
-	// shows and noShows count the passed places admitted and those found
-	// gone, per second (fifoShowShare).
-	shows, noShows *rateWindow
 	// roomIssues is the ranks handed out per second by every node sharing
 	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
 	roomIssues atomic.Uint64
@@ -316,57 +313,12 @@ func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
 	return math.Float64frombits(r.fifo.roomPassed.Load()), true
 }
 
-// noteDue records, in a fifo room, when a judged place was told to come
-// next (its presence's due), and returns d.
-func (r *Room) noteDue(place string, d Decision) Decision {
-	if r.fifo != nil && d.Next.Claims != nil {
-		r.presence.setDue(place, d.Next.Claims.NextAttempt())
-	}
-	return d
-}
-
-// fifoKeys is how many of the places presented here the counter passed
-// and did not admit are expected to come, and the keys of those it has
-// still to pass, in order. A place passed longer ago than a late place
-// takes to come, or that did not come when told (by the network's
-// spread), is not expected; of the others, the share that came lately
-// (fifoShowShare). Callers hold r.mu.
+// fifoKeys is passedKeys for the fifo counter: a place passed longer ago
+// than a late place takes to come (fifoLateAfter), its moment unknown, is
+// not expected either. Callers hold r.mu.
 func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, ahead []float64) {
-	n, ahead, missed := r.presence.keysFrom(now, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), v.PreQueue, now.Add(-fifoMissedAfter))
-	if missed > 0 {
-		r.fifo.noShows.add(now, float64(missed))
-	}
-	return float64(n) * r.fifoShowShare(now), ahead
+	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), now)
 }
-
-// fifoShowShare is the share of the places the counter passed that came
-// to be admitted, over the last fifoShowWindow: admitted over admitted and
-// found gone. Places that claim and walk away hold the counter's lead
-// until they miss their moment; counting each passed place as the share
-// that comes keeps the lead's worth of places coming, so the visitors who
-// stay are admitted at the rate. 1 while none was found gone; at least
-// fifoMinShowShare.
-func (r *Room) fifoShowShare(now time.Time) float64 {
-	gone := r.fifo.noShows.rate(now)
-	if gone == 0 {
-		return 1
-	}
-	came := r.fifo.shows.rate(now)
-	return math.Max(fifoMinShowShare, came/(came+gone))
-}
-
-// fifoMissedAfter is how long after the moment it was told a fifo place
-// that has not come counts as gone (fifoKeys): a page comes at its moment,
-// its request on the way for its network's delay. One that comes later is
-// counted again from then.
-const fifoMissedAfter = lotteryTick
-
-// fifoShowWindow is how far back fifoShowShare looks.
-const fifoShowWindow = 10 * time.Second
-
-// fifoMinShowShare bounds the lead to four times its size however many
-// places walk away.
-const fifoMinShowShare = 0.25
 
 // noteKey records a post-start place's key and luck span, so the counter
 // runs as far as the key, and knows how thin keys are at the ends.

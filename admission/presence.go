@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -127,19 +126,13 @@ func (p *presence) setDue(place string, due time.Time) {
 	}
 }
 
-// keys splits the places seen over the last two spans at the clock reading
-// s: passed is how many have a key at or below s (eligible, not yet
-// admitted), ahead the keys above it, sorted.
-func (p *presence) keys(now time.Time, s float64) (passed int, ahead []float64) {
-	passed, ahead, _ = p.keysFrom(now, math.Inf(-1), s, 0, time.Time{})
-	return passed, ahead
-}
-
-// keysFrom is keys counting as passed only the keys above from (those the
-// clock passed since it read from) of places not told to come before
-// missed: one that did not come when told is gone, and newlyMissed counts
-// those found so for the first time. preQueue is the fifo pre-queue's
-// size.
+// keysFrom splits the places seen over the last two spans at the clock
+// reading s: passed is how many have a key at or below s (eligible, not
+// yet admitted), ahead the keys above it, sorted. Passed counts only the
+// places told to come at or after missed (one that did not come when told
+// is gone, and newlyMissed counts those found so for the first time) and,
+// of those whose moment is unknown, the keys above from (those the clock
+// passed since it read from). preQueue is the fifo pre-queue's size.
 func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed time.Time) (passed int, ahead []float64, newlyMissed int) {
 	p.mu.Lock()
 	p.rotate(now)

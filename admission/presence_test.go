@@ -81,7 +81,7 @@ func TestPresence(t *testing.T) {
 		}
 	}
 	p := seen()
-	passed, ahead := p.keys(t0.Add(5*time.Second), 5)
+	passed, ahead, _ := p.keysFrom(t0.Add(5*time.Second), math.Inf(-1), 5, 0, time.Time{})
 	if passed != 2 || len(ahead) != 1 || ahead[0] != 9 {
 		t.Fatalf("Keys at 5 = %d passed, ahead %v; want 2 passed (a, hammer), ahead [9]", passed, ahead)
 	}

@@ -156,7 +156,7 @@ type View struct {
 	// (fifoLead): its next tick passes them (View.fifoWhen).
 	Short float64
 	// Shows is the share of the places the fifo counter passed that came
-	// (fifoShowShare): it passes keys at the rate over it, skipping those
+	// (Room.showShare): it passes keys at the rate over it, skipping those
 	// that walked away (View.fifoWhen).
 	Shows float64
 }
@@ -240,6 +240,7 @@ type Room struct {
 	// quota, for a place presenting late (sharedSlot).
 	shared   *queue.Grants
 	presence *presence
+	shows    shows
 	eligible *rateWindow
 	started  time.Time  // when this node's room began to observe
 	fifo     *fifoState // nil unless the order is fifo
@@ -336,6 +337,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		pacer:      queue.NewPacer(cfg.Rate, cfg.Burst, now),
 		shared:     queue.NewGrants(),
 		presence:   newPresence(cfg.Window),
+		shows:      newShows(),
 		eligible:   newRateWindow(cfg.Window),
 		started:    now,
 		policy:     cfg.Policy.withDefaults(),
@@ -353,8 +355,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		Order:       order,
 	}
 	if order == OrderFIFO {
-		r.fifo = &fifoState{luck: cfg.Luck, issues: newRateWindow(fifoIssueWindow),
-			shows: newRateWindow(fifoShowWindow), noShows: newRateWindow(fifoShowWindow)}
+		r.fifo = &fifoState{luck: cfg.Luck, issues: newRateWindow(fifoIssueWindow)}
 		r.SetRanker(cfg.Ranker)
 		v.Cruise, v.Luck = cfg.Rate, cfg.Luck
 	}
@@ -376,7 +377,7 @@ func (r *Room) View(now time.Time) View {
 	}
 	if r.fifo != nil {
 		v.Short = r.fifoShort(&v, now)
-		v.Shows = r.fifoShowShare(now)
+		v.Shows = r.showShare(now)
 	}
 	return v
 }
@@ -718,8 +719,8 @@ func (r *Room) observePreQueuePresent(now time.Time, place string, from, draw fl
 
 // observeAdmitted removes an admitted place from the population.
 func (r *Room) observeAdmitted(place string, now time.Time) {
-	if r.presence.forget(place) && r.fifo != nil {
-		r.fifo.shows.add(now, 1)
+	if r.presence.forget(place) {
+		r.shows.came.add(now, 1)
 	}
 	r.pacer.Admitted(place, now)
 }

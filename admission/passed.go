@@ -1,0 +1,66 @@
+package admission
+
+import (
+	"math"
+	"time"
+)
+
+// shows counts, per second, the places the clock passed that came to be
+// admitted and those found gone (Room.showShare).
+type shows struct{ came, gone *rateWindow }
+
+func newShows() shows {
+	return shows{came: newRateWindow(showWindow), gone: newRateWindow(showWindow)}
+}
+
+// showWindow is how far back Room.showShare looks.
+const showWindow = 10 * time.Second
+
+// minShowShare bounds the clock's lead to four times its size however
+// many places walk away.
+const minShowShare = 0.25
+
+// missedAfter is how long after the moment it was told a place that has
+// not come counts as gone (passedKeys): a page comes at its moment, its
+// request on the way for its network's delay. One that comes later is
+// counted again from then.
+const missedAfter = lotteryTick
+
+// noteDue records when a judged place was told to come next (its
+// presence's due), and returns d.
+func (r *Room) noteDue(place string, d Decision) Decision {
+	if d.Next.Claims != nil {
+		r.presence.setDue(place, d.Next.Claims.NextAttempt())
+	}
+	return d
+}
+
+// passedKeys is how many of the places presented here the clock passed
+// and did not admit are expected to come, and the keys of those it has still to pass, in order. A place that did
+// not come when told (by missedAfter) is not expected, nor is one whose
+// moment is unknown passed at or before the reading from; of the others,
+// the share that came lately (showShare). Both orders keep a lead of
+// passed places coming; one that walked away would hold its part of the
+// lead until forgotten, and the visitors who stay would go in slower
+// than the rate. Callers hold r.mu.
+func (r *Room) passedKeys(v *View, from float64, now time.Time) (expected float64, ahead []float64) {
+	n, ahead, missed := r.presence.keysFrom(now, from, v.Clock.At(now), v.PreQueue, now.Add(-missedAfter))
+	if missed > 0 {
+		r.shows.gone.add(now, float64(missed))
+	}
+	return float64(n) * r.showShare(now), ahead
+}
+
+// showShare is the share of the places the clock passed that came to be
+// admitted, over the last showWindow: admitted over admitted and found
+// gone. Counting each passed place as that share keeps the lead's worth
+// of places coming, so the visitors who stay are admitted at the rate.
+// 1 while none was found gone; at least minShowShare.
+func (r *Room) showShare(now time.Time) float64 {
+	gone := r.shows.gone.rate(now)
+	if gone == 0 {
+		return 1
+	}
+	came := r.shows.came.rate(now)
+	return math.Max(minShowShare, came/(came+gone))
+}
