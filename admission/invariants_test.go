@@ -170,8 +170,8 @@ func TestFIFOHonestPageAsksAtFewCheckpoints(t *testing.T) {
 // TestLeaversDoNotSlowTheRoom: a place that did not come when told does
 // not count towards the clock's lead, and the lead counts the passed
 // places as the share of them that comes, so places that walked away
-// cannot hold the room back, in either order: the visitors who stay are
-// admitted at the rate. In a room admitting 10 a second, 200 visitors who
+// cannot hold the room back, in either order: it admits at the rate while
+// visitors wait. In a room admitting 10 a second, 200 visitors who
 // stay arrive over 10 s; in some runs as many again, or three times as
 // many, arrive among them and leave after their first answer.
 func TestLeaversDoNotSlowTheRoom(t *testing.T) {

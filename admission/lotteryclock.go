@@ -32,8 +32,9 @@ const lotteryStartRamp = 100 * time.Millisecond
 // A place is judged only at its checkpoints, up to one spacing apart, so
 // an admission follows the passing of its key by up to that spacing. To
 // admit at the rate to the last place, the clock keeps the places passed
-// and not yet admitted (slot holders included) at the admissions of a
-// spacing and a second (the lead): each second it passes as many keys as
+// and not yet admitted that are expected to come (slot holders included;
+// Room.passedKeys, which leaves out those that walked away) at the
+// admissions of a spacing and a second (the lead): each second it passes as many keys as
 // they fall short of it, none while they exceed it. Where the keys lie thin
 // (the end of the queue) it runs faster, where they crowd slower, so it
 // releases the lead and no more from the keys it knows; a place not seen

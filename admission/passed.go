@@ -36,13 +36,14 @@ func (r *Room) noteDue(place string, d Decision) Decision {
 }
 
 // passedKeys is how many of the places presented here the clock passed
-// and did not admit are expected to come, and the keys of those it has still to pass, in order. A place that did
-// not come when told (by missedAfter) is not expected, nor is one whose
-// moment is unknown passed at or before the reading from; of the others,
-// the share that came lately (showShare). Both orders keep a lead of
-// passed places coming; one that walked away would hold its part of the
-// lead until forgotten, and the visitors who stay would go in slower
-// than the rate. Callers hold r.mu.
+// and did not admit are expected to come, and the keys of those it has
+// still to pass, in order. A place that did not come when told (by
+// missedAfter) is not expected, nor is one whose moment is unknown passed
+// at or before the reading from; of the others, the share that came
+// lately (showShare). Both orders keep a lead of passed places coming:
+// one that walked away would hold its part of the lead until forgotten,
+// and the visitors who stay would go in slower than the rate. Callers
+// hold r.mu.
 func (r *Room) passedKeys(v *View, from float64, now time.Time) (expected float64, ahead []float64) {
 	n, ahead, missed := r.presence.keysFrom(now, from, v.Clock.At(now), v.PreQueue, now.Add(-missedAfter))
 	if missed > 0 {
