@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/fairgate/fairgate/admission/queue"
 	"github.com/fairgate/fairgate/admission/tokens"
 )
@@ -87,4 +89,19 @@ func readN(t *testing.T, r io.Reader, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestAppendUUIDIsItsString: appendUUID writes what uuid.UUID.String
+// does, after what the buffer holds.
+func TestAppendUUIDIsItsString(t *testing.T) {
+	stream := newSeeded(5)
+	ids := []uuid.UUID{{}, uuid.Max, {0: 0x01, 3: 0xa0, 4: 0x0f, 7: 0xf0, 9: 0x9a, 15: 0xff}}
+	for range 50 {
+		ids = append(ids, uuid.UUID(readN(t, stream, 16)))
+	}
+	for _, id := range ids {
+		if got := string(appendUUID([]byte("x"), id)); got != "x"+id.String() {
+			t.Errorf("appendUUID(%x) = %q, want x%q", id[:], got, id.String())
+		}
+	}
 }
