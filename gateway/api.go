@@ -345,10 +345,12 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
+	// Canonical keys straight into the map (Header.Set and Add
+	// canonicalize each again): this is every waiting visitor's answer.
 	h := w.Header()
 	l, varies := g.pages.LocaleFor(r)
 	if varies {
-		h.Add("Vary", "Accept-Language")
+		h["Vary"] = append(h["Vary"], "Accept-Language")
 	}
 	body.Lang, body.Message = l.Name(), l.StateMessage(body.State, outcome, body.SaleStart)
 	body.Estimate = l.WaitText(secs, tk.EstimateKnown)
@@ -357,9 +359,9 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	// (admission.WaitToken), plain cookie text that needs no escape.
 	body.TokenPlain = true
 	addCookie(h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
-	h.Set("Cache-Control", "no-store")
+	h["Cache-Control"] = []string{"no-store"}
 	if status == http.StatusTooManyRequests {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
+		h["Retry-After"] = []string{strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds()))))}
 	}
 	httpwire.WriteTicket(w, status, &body)
 }

@@ -25,7 +25,7 @@ func clearCookie(h http.Header, r *http.Request, name string, trusted []netip.Pr
 // value's httpwire.PlainCookieText known.
 func addCookie(h http.Header, r *http.Request, name, value string, valuePlain bool, expires time.Time, trusted []netip.Prefix) {
 	if line := httpwire.CookieLine(name, value, valuePlain, expires, isTLS(r, trusted)); line != "" {
-		h.Add("Set-Cookie", line)
+		h["Set-Cookie"] = append(h["Set-Cookie"], line) // h.Add, the key canonical
 	}
 }
 

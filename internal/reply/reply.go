@@ -63,14 +63,16 @@ func EncodingFailed(w http.ResponseWriter) {
 	Fail(w, http.StatusInternalServerError, Error{Code: "internal", Message: "encoding the answer failed"})
 }
 
-// Raw writes body, JSON already encoded, as JSON does.
+// Raw writes body, JSON already encoded, as JSON does. Its keys are
+// canonical and go straight into the map, as Header.Set would put them
+// after canonicalizing each again on every answer.
 func Raw(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	if h.Get("Cache-Control") == "" {
-		h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	if v := h["Cache-Control"]; len(v) == 0 || v[0] == "" {
+		h["Cache-Control"] = []string{"no-store"}
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

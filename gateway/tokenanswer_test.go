@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"encoding/base64"
+	"math/rand/v2"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/room"
+)
+
+// tokenID is the id claim of a signed token's payload: a version 7 UUID,
+// its time bits the wall clock's (google/uuid reads it itself).
+var tokenID = regexp.MustCompile(`"jti":"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"`)
+
+// TestNewTokenAnswerBytes pins a new token's answer byte for byte: with a
+// seeded random stream and the test clock, everything but the token id
+// (and so the signature) is fixed, so the status, every header and the
+// body are compared whole with the token written as <token>, and the
+// token's own header and claims with the id written as <id>.
+func TestNewTokenAnswerBytes(t *testing.T) {
+	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}}
+	clock := newFakeClock()
+	shared, err := NewShared(cfg, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: clock.Now, Random: rand.NewChaCha8([32]byte{3})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+
+	w := httptest.NewRecorder()
+	gw.ServeHTTP(w, browserRequest("/_fairgate/token", "{}", "")())
+	token := tokenOf(t, w.Body.String())
+	var got strings.Builder
+	got.WriteString(strconv.Itoa(w.Code) + "\n")
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range w.Header() {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		for _, v := range w.Header()[k] {
+			got.WriteString(k + ": " + v + "\n")
+		}
+	}
+	got.WriteString("\n" + w.Body.String())
+	if g := strings.ReplaceAll(got.String(), token, "<token>"); g != wantNewTokenAnswer {
+		t.Errorf("answer:\n%s\nwant:\n%s", g, wantNewTokenAnswer)
+	}
+
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("token %q is not a JWS", token)
+	}
+	header, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tokenID.Match(payload) {
+		t.Fatalf("payload %s: no version 7 UUID for its id", payload)
+	}
+	if g := string(header) + "\n" + tokenID.ReplaceAllString(string(payload), `"jti":"<id>"`); g != wantNewTokenJWS {
+		t.Errorf("token:\n%s\nwant:\n%s", g, wantNewTokenJWS)
+	}
+	if _, err := gw.door.Codec().ParseWait(token, "sale", clock.Now()); err != nil {
+		t.Errorf("the token does not verify: %v", err)
+	}
+}
+
+// tokenOf is the token in a waiting answer's body.
+func tokenOf(t *testing.T, body string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `"token":"`)
+	token, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 || token == "" {
+		t.Fatalf("no token in %s", body)
+	}
+	return token
+}
+
+const wantNewTokenAnswer = `200
+Cache-Control: no-store
+Content-Length: 700
+Content-Type: application/json
+Set-Cookie: fairgate_wait_sale=<token>; Path=/; Expires=Sun, 09 Mar 2031 12:10:03 GMT; HttpOnly; SameSite=Lax
+Vary: Accept-Language
+X-Content-Type-Options: nosniff
+
+{"room":"sale","state":"queue","token":"<token>","challenge":"--ku_hvgyyzoZNKdbWRBRQ","difficulty":16,"next_attempt":1930824003025,"retry_after":3.025,"estimate_seconds":1800,"estimate_known":true,"lang":"en","message":"You're in line. This page will let you in automatically.","estimate":"about 30 min"}
+`
+
+const wantNewTokenJWS = `{"alg":"HS256","kid":"k1","typ":"JWT"}
+{"jti":"<id>","aud":"sale","sub":"anon:mq0Di-H_KQVjY2X0s7CUeg","iat":1930824000,"exp":1930824603,"lot":"5UAi+bluBEIJLBZG7zeC2w==","srv":0,"ch":"--ku_hvgyyzoZNKdbWRBRQ","dif":16,"nxt":1930824003025}`
