@@ -69,7 +69,10 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 			}
 			_ = sh.Poll(ctx, now())
 		case <-tick.C:
-			_ = sh.ClusterTick(ctx, now())
+			// A tick is not cut short when the room stops: the clock it
+			// set, which visitors may already have been told, is stored
+			// before the node exits (each store call has its deadline).
+			_ = sh.ClusterTick(context.WithoutCancel(ctx), now())
 			sh.Sweep(ctx, now())
 			sh.WriteBack(ctx, now())
 		}
