@@ -28,35 +28,24 @@ func TestPageFollowerCountsALostSlot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var n atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				ans := map[string]any{"token": "tk", "challenge": "AAAAAAAAAAAAAAAAAAAAAA", "difficulty": 1, "retry_after": 0.01}
-				if r.URL.Path == "/_fairgate/admit" {
-					i := int(n.Add(1)) - 1
-					slot := time.Now().Add(20 * time.Millisecond)
-					switch {
-					case i == 0:
-						ans["outcome"] = "busy"
-					case i-1 < len(tt.answers):
-						ans["outcome"] = tt.answers[i-1]
-						if tt.answers[i-1] == "busy" {
-							slot = slot.Add(tt.laterBy)
-						}
-					default:
-						_ = json.NewEncoder(w).Encode(map[string]any{"admitted": true, "pass": "p"})
-						return
-					}
-					ans["next_attempt"] = slot.UnixMilli()
-					w.WriteHeader(http.StatusTooManyRequests)
-				}
-				_ = json.NewEncoder(w).Encode(ans)
-			}))
-			defer srv.Close()
-			d := &driver{client: srv.Client(), sites: []string{srv.URL}, timing: pageTiming{OneWayCap: time.Millisecond}}
 			v := &visitor{Strategy: honest, Nodes: []int{0}}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			d.newTab(v, 0, "login=x").run(ctx)
+			scriptedTab(t, v, func(i int) map[string]any {
+				slot := time.Now().Add(20 * time.Millisecond)
+				ans := map[string]any{}
+				switch {
+				case i == 0:
+					ans["outcome"] = "busy"
+				case i-1 < len(tt.answers):
+					ans["outcome"] = tt.answers[i-1]
+					if tt.answers[i-1] == "busy" {
+						slot = slot.Add(tt.laterBy)
+					}
+				default:
+					return nil
+				}
+				ans["next_attempt"] = slot.UnixMilli()
+				return ans
+			})
 			lost := 0
 			for _, e := range v.Events {
 				if e.SlotLost {
@@ -87,26 +76,14 @@ func TestPageFollowerLeaves(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var n atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				ans := map[string]any{"token": "tk", "challenge": "AAAAAAAAAAAAAAAAAAAAAA", "difficulty": 1, "retry_after": 0.01}
-				if r.URL.Path == "/_fairgate/admit" {
-					if n.Add(1) == 5 {
-						_ = json.NewEncoder(w).Encode(map[string]any{"admitted": true, "pass": "p"})
-						return
-					}
-					ans["outcome"] = "wait"
-					w.WriteHeader(http.StatusTooManyRequests)
-				}
-				_ = json.NewEncoder(w).Encode(ans)
-			}))
-			defer srv.Close()
-			d := &driver{client: srv.Client(), sites: []string{srv.URL}, timing: pageTiming{OneWayCap: time.Millisecond}}
 			v := &visitor{Strategy: honest, Nodes: []int{0}, LeaveAfter: tt.leaveAfter}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			d.newTab(v, 0, "login=x").run(ctx)
-			if got := n.Load(); got != tt.wantAttempts || v.Left.IsZero() != !tt.wantLeft || v.Admitted.IsZero() != tt.wantLeft {
+			got := scriptedTab(t, v, func(i int) map[string]any {
+				if i+1 == 5 {
+					return nil
+				}
+				return map[string]any{"outcome": "wait"}
+			})
+			if got != tt.wantAttempts || v.Left.IsZero() != !tt.wantLeft || v.Admitted.IsZero() != tt.wantLeft {
 				t.Fatalf("attempts %d, left %v, admitted %v; want %d attempts, left %v", got, !v.Left.IsZero(), !v.Admitted.IsZero(), tt.wantAttempts, tt.wantLeft)
 			}
 			if tt.wantLeft && !v.Left.Equal(v.Events[len(v.Events)-1].At) {
@@ -114,4 +91,34 @@ func TestPageFollowerLeaves(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptedTab runs one tab of v against a room whose answer to the i-th
+// admit attempt (from 0) is answer's: a pass when it returns nil, else a
+// 429 with those fields added to a waiting token's. It returns how many
+// attempts the tab made.
+func scriptedTab(t *testing.T, v *visitor, answer func(i int) map[string]any) int64 {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ans := map[string]any{"token": "tk", "challenge": "AAAAAAAAAAAAAAAAAAAAAA", "difficulty": 1, "retry_after": 0.01}
+		if r.URL.Path == "/_fairgate/admit" {
+			fields := answer(int(n.Add(1)) - 1)
+			if fields == nil {
+				_ = json.NewEncoder(w).Encode(map[string]any{"admitted": true, "pass": "p"})
+				return
+			}
+			for k, x := range fields {
+				ans[k] = x
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+		_ = json.NewEncoder(w).Encode(ans)
+	}))
+	defer srv.Close()
+	d := &driver{client: srv.Client(), sites: []string{srv.URL}, timing: pageTiming{OneWayCap: time.Millisecond}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d.newTab(v, 0, "login=x").run(ctx)
+	return n.Load()
 }
