@@ -182,6 +182,9 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 	if err != nil {
 		return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)
 	}
+	if place.State != queue.PlaceWaiting {
+		room.observeFound(claims.Place())
+	}
 	switch place.State {
 	case queue.PlaceUsed:
 		return g.reused(room, place, token, claims, now)

@@ -467,8 +467,8 @@ func TestLotteryPreQueueJudgedBeforeTheStart(t *testing.T) {
 			if next := d.Next.Claims.NextAttempt(); next.Before(start) {
 				t.Fatalf("next checkpoint %v before the start", start.Sub(next))
 			}
-			if passed, ahead, _ := room.presence.keysFrom(first, math.Inf(-1), 0, 0, time.Time{}); passed+len(ahead) != 1 {
-				t.Fatalf("keys known before the start: %d passed, %d ahead; want the place's", passed, len(ahead))
+			if split := room.presence.keysFrom(first, math.Inf(-1), 0, 0, time.Time{}); split.passed+len(split.ahead) != 1 {
+				t.Fatalf("keys known before the start: %d passed, %d ahead; want the place's", split.passed, len(split.ahead))
 			}
 		})
 	}

@@ -215,24 +215,11 @@ func TestLeaversDoNotSlowTheRoom(t *testing.T) {
 					admitted = append(admitted, v.admitted)
 				}
 			}
-			slices.SortFunc(admitted, time.Time.Compare)
-			last := admitted[len(admitted)-1]
 			// From 5 s on, visitors wait until the last goes in (they
-			// arrive at twice the rate for 10 s): every 10 s window that
-			// ends 5 s before then or earlier, while the queue holds more
-			// than the rate, admits at the rate. Every admission counts:
+			// arrive at twice the rate for 10 s). Every admission counts:
 			// a visitor who meant to leave and was given a slot stays.
-			var windows []int
-			for from := t0.Add(5 * time.Second); !from.Add(15 * time.Second).After(last); from = from.Add(5 * time.Second) {
-				in := 0
-				for _, at := range admitted {
-					if !at.Before(from) && at.Before(from.Add(10*time.Second)) {
-						in++
-					}
-				}
-				windows = append(windows, in)
-			}
-			t.Logf("%d stayed, %d admitted, the last %v after the first arrival; 10 s windows every 5 s from 5 s: %v", stayed, len(admitted), last.Sub(t0), windows)
+			windows := rateWindows(admitted, t0.Add(5*time.Second))
+			t.Logf("%d stayed, %d admitted, the last %v after the first arrival; 10 s windows every 5 s from 5 s: %v", stayed, len(admitted), slices.MaxFunc(admitted, time.Time.Compare).Sub(t0), windows)
 			for i, in := range windows {
 				if in < 9*rate {
 					t.Errorf("the window from %d s admitted %d while visitors waited, want the rate's %d (-10%%)", 5+5*i, in, 10*rate)
@@ -240,6 +227,27 @@ func TestLeaversDoNotSlowTheRoom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rateWindows counts the admissions in each 10 s window, every 5 s from
+// from, that ends 5 s before the last admission or earlier: while
+// visitors still wait, each such window should admit at the rate.
+func rateWindows(admitted []time.Time, from time.Time) []int {
+	if len(admitted) == 0 {
+		return nil
+	}
+	last := slices.MaxFunc(admitted, time.Time.Compare)
+	var windows []int
+	for ; !from.Add(15 * time.Second).After(last); from = from.Add(5 * time.Second) {
+		in := 0
+		for _, at := range admitted {
+			if !at.Before(from) && at.Before(from.Add(10*time.Second)) {
+				in++
+			}
+		}
+		windows = append(windows, in)
+	}
+	return windows
 }
 
 // twinSale runs a fifo room admitting 1 a second with a crowd of 60
@@ -431,6 +439,64 @@ func TestLotteryClusterClockPassesItsShare(t *testing.T) {
 			t.Logf("population %v: %d of the ticking node's 10 places admitted in %v; the clock at %.4f", population, in, horizon.Sub(t0), room.View(horizon).Clock.At(horizon))
 			if in < 5 {
 				t.Errorf("population %v: %d of the ticking node's 10 places were admitted in %v at 1 a second, want at least 5", population, in, horizon.Sub(t0))
+			}
+		})
+	}
+}
+
+// TestFIFOPreQueueGoesFirstWhenPlacesLeave: the pre-queue goes before
+// every later arrival even when some of its places walk away. A third of
+// a scheduled room's pre-queue leaves after the answer to its claim, as
+// do a third of the arrivals after the start (who come at twice the
+// rate): the counter must not pass a later arrival's key while a
+// pre-queue place it passed is still to be found, or the later arrival
+// could take a slot first.
+func TestFIFOPreQueueGoesFirstWhenPlacesLeave(t *testing.T) {
+	const rate = 5
+	for _, leaveEvery := range []int{0, 3, 2} {
+		t.Run(fmt.Sprintf("every %d leaves", leaveEvery), func(t *testing.T) {
+			start := t0.Add(30 * time.Second)
+			g := testGate(t, 20000)
+			room := fifoRoom(t, rate, 5*time.Second, StateScheduled, start)
+			var arrivals []time.Time
+			for i := range 100 { // the pre-queue, over 25 s
+				arrivals = append(arrivals, t0.Add(time.Duration(i)*250*time.Millisecond))
+			}
+			for i := range 100 { // later arrivals, over 10 s from the start
+				arrivals = append(arrivals, start.Add(time.Duration(i)*100*time.Millisecond))
+			}
+			leaves := func(i int) bool { return leaveEvery > 0 && i%leaveEvery == 1 }
+			vs := leavingSale(t, g, room, arrivals, start.Add(10*time.Minute), leaves)
+			var lastPre time.Time
+			for i, v := range vs {
+				if v.pre && !v.admitted.IsZero() && v.admitted.After(lastPre) {
+					lastPre = v.admitted
+				}
+				if !leaves(i) && v.admitted.IsZero() {
+					t.Fatalf("visitor %d stayed and was never admitted", i)
+				}
+			}
+			ahead := 0
+			for _, v := range vs {
+				if !v.pre && !v.admitted.IsZero() && v.admitted.Before(lastPre) {
+					ahead++
+				}
+			}
+			var admitted []time.Time
+			for _, v := range vs {
+				if !v.admitted.IsZero() {
+					admitted = append(admitted, v.admitted)
+				}
+			}
+			windows := rateWindows(admitted, start)
+			t.Logf("last pre-queue place admitted %v after the start; %d later arrivals before it; 10 s windows every 5 s from the start: %v", lastPre.Sub(start), ahead, windows)
+			if ahead > 0 {
+				t.Errorf("%d later arrivals admitted before the pre-queue's last place", ahead)
+			}
+			for i, in := range windows {
+				if in < 9*rate {
+					t.Errorf("the window from %d s admitted %d while visitors waited, want the rate's %d (-10%%)", 5*i, in, 10*rate)
+				}
 			}
 		})
 	}

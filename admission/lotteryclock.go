@@ -60,7 +60,7 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
 	}
 	s := v.Clock.At(now)
-	passed, ahead := r.passedKeys(v, math.Inf(-1), now)
+	passed, _, ahead := r.passedKeys(v, math.Inf(-1), now)
 	if len(ahead) == 0 {
 		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
 	}

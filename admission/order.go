@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,13 @@ type fifoState struct {
 	// when: a sum older than roomPassedFresh is not used.
 	roomPassed   atomic.Uint64 // math.Float64bits
 	roomPassedAt atomic.Int64  // Unix nanoseconds; 0: never noted
+	// roomUnfound is how many of those were not found eligible yet, noted
+	// with them (math.Float64bits).
+	roomUnfound atomic.Uint64
+	// hold is where the last tick stopped the counter, if held (fifoHold;
+	// Room.publish sets the stop). Guarded by Room.mu.
+	hold float64
+	held bool
 	// tickPassed is the room's passed places as this node's last tick
 	// counted them, and when (tickFIFO): a node alone has no published sum.
 	tickPassed   atomic.Uint64 // math.Float64bits
@@ -275,25 +283,29 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 }
 
 // Passed is how many places presented at this node the fifo counter has
-// passed and not admitted are expected to come (fifoKeys), for the room's sum
-// (NoteRoomPassed); 0 in a lottery room.
-func (r *Room) Passed(now time.Time) float64 {
+// passed and not admitted are expected to come (fifoKeys), and how many of
+// those were not found eligible yet, for the room's sums (NoteRoomPassed);
+// 0 in a lottery room.
+func (r *Room) Passed(now time.Time) (expected, unfound float64) {
 	if r.fifo == nil {
-		return 0
+		return 0, 0
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := r.View(now)
-	passed, _ := r.fifoKeys(&v, now)
-	return passed
+	expected, n, _ := r.fifoKeys(&v, now)
+	return expected, float64(n)
 }
 
-// NoteRoomPassed tells the room the sum of every node's Passed: the fifo
+// NoteRoomPassed tells the room the sums of every node's Passed: the fifo
 // counter then keeps its lead over the room's admissions, not over its
-// node's scaled up.
-func (r *Room) NoteRoomPassed(n float64, now time.Time) {
-	if r.fifo != nil && n >= 0 && !math.IsInf(n, 0) {
+// node's scaled up, and holds at the pre-queue's end until every node
+// found its pre-queue places passed.
+func (r *Room) NoteRoomPassed(n, unfound float64, now time.Time) {
+	valid := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
+	if r.fifo != nil && valid(n) && valid(unfound) {
 		r.fifo.roomPassed.Store(math.Float64bits(n))
+		r.fifo.roomUnfound.Store(math.Float64bits(unfound))
 		r.fifo.roomPassedAt.Store(now.UnixNano())
 	}
 }
@@ -316,8 +328,29 @@ func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
 // fifoKeys is passedKeys for the fifo counter: a place passed longer ago
 // than a late place takes to come (fifoLateAfter), its moment unknown, is
 // not expected either. Callers hold r.mu.
-func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, ahead []float64) {
+func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, unfound int, ahead []float64) {
 	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), now)
+}
+
+// fifoHold is where the counter at s is to stop for now, if anywhere: at
+// the pre-queue's end while a pre-queue place it passed is still to be
+// found eligible, or one below the end is still to pass. The pre-queue
+// goes before every later arrival, and places found eligible together
+// take their slots in the order they present: a later arrival's key
+// passed with the pre-queue's last keys could take a slot before one of
+// them. Only the places not found are waited for, not their slots, so the
+// budget's next windows still go to places found. unfound counts the
+// room's (the sum over nodes, or this node's alone), ahead this node's
+// keys still to pass.
+func fifoHold(v *View, s, unfound float64, ahead []float64) (float64, bool) {
+	end := v.RankZero + v.PreQueue
+	if v.PreQueue <= 0 || s > end {
+		return 0, false
+	}
+	if unfound > 0 || (len(ahead) > 0 && ahead[0] < end) {
+		return end, true
+	}
+	return 0, false
 }
 
 // noteKey records a post-start place's key and luck span, so the counter
@@ -399,18 +432,17 @@ func (r *Room) fifoLimit(v *View) float64 {
 // every node sharing it: this node's presence sees its own share of the
 // keys, each standing for population over their number. With fixed_speed
 // it passes rate keys a second where keys are expected (see passing). It
-// also returns the room's passed places it counted (−1 when it counted
-// none), and changes nothing. Callers hold r.mu.
-func (r *Room) fifoSpeed(v *View, now time.Time, population float64) (float64, float64) {
+// changes nothing. Callers hold r.mu.
+func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	// The last tick before a sale start sets the speed the clock runs at
 	// from the start, so the first places pass at the start, not a tick
 	// after it.
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	if !r.adaptive.Load() || !running || !v.RankSet {
-		return v.passing(v.Clock.At(now)-v.RankZero, v.Rate), -1
+		return fifoPlan{speed: v.passing(v.Clock.At(now)-v.RankZero, v.Rate), passed: -1}
 	}
 	s := v.Clock.At(now)
-	passed, ahead := r.fifoKeys(v, now)
+	passed, unfound, ahead := r.fifoKeys(v, now)
 	scale := 1.0
 	if local := r.presence.count(now); local > 0 && population > local {
 		scale = population / local
@@ -418,22 +450,32 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) (float64, f
 	// The room's passed places: every node's sum when nodes publish it,
 	// else this node's, standing for population over its own count.
 	roomPassed := float64(passed) * scale
+	roomUnfound := float64(unfound)
 	sum, several := r.roomPassedNow(now)
 	if several {
 		roomPassed = sum
+		roomUnfound = math.Max(roomUnfound, math.Float64frombits(r.fifo.roomUnfound.Load()))
+	}
+	plan := fifoPlan{passed: roomPassed}
+	plan.hold, plan.held = fifoHold(v, s, roomUnfound, ahead)
+	if plan.held {
+		// Nothing past the pre-queue's end this tick: the counter stops
+		// there (Room.publish).
+		i, _ := slices.BinarySearch(ahead, plan.hold)
+		ahead = ahead[:i]
 	}
 	if len(ahead) == 0 {
 		if population > roomPassed {
 			// The places still to pass wait at other nodes, where this
 			// node sees no key: pass keys where they are expected, at the
 			// rate (never past the last key handed out, Room.publish).
-			return v.passing(s-v.RankZero, v.Rate), roomPassed
+			plan.speed = v.passing(s-v.RankZero, v.Rate)
 		}
-		return 0, roomPassed
+		return plan
 	}
 	want := math.Round((r.fifoLead(v, several) - roomPassed) / scale)
 	if want < 1 {
-		return 0, roomPassed
+		return plan
 	}
 	k := min(int(want), len(ahead))
 	// A key beyond the last rank handed out may lie behind the key of an
@@ -449,12 +491,24 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) (float64, f
 		}
 	}
 	if k == 0 {
-		return 0, roomPassed
+		return plan
 	}
 	// Just past the k-th key (by a thousandth of a rank, so that ticks
 	// closer together than lotteryTick reach it too): the counter reads it
 	// before the tick ends.
-	return (ahead[k-1] + fifoPassBy - s) / lotteryTick.Seconds(), roomPassed
+	plan.speed = (ahead[k-1] + fifoPassBy - s) / lotteryTick.Seconds()
+	return plan
+}
+
+// fifoPlan is what a tick of the fifo counter sets (Room.fifoSpeed).
+type fifoPlan struct {
+	// speed is the counter's speed from now.
+	speed float64
+	// passed is the room's passed places counted; −1 when none was.
+	passed float64
+	// hold is where the counter stops, if held (fifoHold).
+	hold float64
+	held bool
 }
 
 // fifoLead is how many places the adaptive fifo counter keeps passed and
@@ -503,12 +557,14 @@ func fifoLateAfter(Policy) time.Duration { return lotteryTick + queue.PacerSlack
 // counter aims, in ranks.
 const fifoPassBy = 1e-3
 
-// tickFIFO sets the fifo counter's speed (fifoSpeed). Callers hold r.mu.
+// tickFIFO sets the fifo counter's speed and stop (fifoSpeed). Callers
+// hold r.mu.
 func (r *Room) tickFIFO(v *View, now time.Time, population float64) {
-	var passed float64
-	v.Cruise, passed = r.fifoSpeed(v, now, population)
-	if passed >= 0 {
-		r.fifo.tickPassed.Store(math.Float64bits(passed))
+	plan := r.fifoSpeed(v, now, population)
+	v.Cruise = plan.speed
+	r.fifo.hold, r.fifo.held = plan.hold, plan.held
+	if plan.passed >= 0 {
+		r.fifo.tickPassed.Store(math.Float64bits(plan.passed))
 		r.fifo.tickPassedAt.Store(now.UnixNano())
 	}
 }
@@ -551,7 +607,8 @@ func (r *Room) FIFOTickDue(now time.Time, population, step float64, ahead time.D
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := r.View(now)
-	if cruise, _ := r.fifoSpeed(&v, now, population); math.Abs(cruise-v.Cruise) > step*v.Cruise {
+	plan := r.fifoSpeed(&v, now, population)
+	if math.Abs(plan.speed-v.Cruise) > step*v.Cruise || plan.held != r.fifo.held {
 		return true
 	}
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
@@ -646,10 +703,13 @@ func (g *Gate) fifoNext(view *View, claims *tokens.WaitClaims, now time.Time) ti
 
 // fifoApproach is when a place whose key the counter is expected to pass
 // at when comes back: at when once within two MinBackoffs of it, else
-// early by a MinBackoff or by an eighth of the time to it, if more (a
-// prediction's error grows with its reach: places missing from the keys
-// ahead pass at once), and never more than a MaxBackoff ahead. Coming
-// early costs a request; coming late costs the place its lateness.
+// early by a MinBackoff or by half the time to it, if more, and never
+// more than a MaxBackoff ahead. A prediction's error grows with its
+// reach: places missing from the keys ahead pass at once, and with half
+// the places walking away the counter runs at twice the pace predicted.
+// Coming early costs a request; coming late costs the place its
+// lateness, and in the pre-queue the room its rate (fifoHold waits for
+// it).
 func fifoApproach(when, now time.Time, p Policy) time.Time {
 	d := when.Sub(now)
 	if d <= 2*p.MinBackoff {
@@ -664,7 +724,7 @@ func fifoApproach(when, now time.Time, p Policy) time.Time {
 
 // fifoReach is how far ahead, as a multiple of its margin, a prediction
 // of the counter is trusted (fifoApproach).
-const fifoReach = 8
+const fifoReach = 2
 
 // fifoWhen predicts when the counter passes key: the keys it is short of
 // its lead (View.Short) at its next tick, then the keys expected between

@@ -454,12 +454,11 @@ func TestFIFOCounterLeadsTheRoomsPassedPlaces(t *testing.T) {
 			room.ObservePresent(now, fmt.Sprint("place-", i), v.Clock.At(now)+float64(i)+0.5)
 		}
 		if publish {
-			room.NoteRoomPassed(roomPassed, now.Add(-noted))
+			room.NoteRoomPassed(roomPassed, 0, now.Add(-noted))
 		}
 		room.mu.Lock()
 		defer room.mu.Unlock()
-		sp, _ := room.fifoSpeed(&v, now, 20)
-		return sp
+		return room.fifoSpeed(&v, now, 20).speed
 	}
 	alone, passedNone, passedLead := speed(false, 0, 0), speed(true, 0, 0), speed(true, 100, 0)
 	if stale := speed(true, 100, time.Minute); stale != alone {
@@ -499,7 +498,7 @@ func TestFIFOWhenPassesTheLeadShortAtOnce(t *testing.T) {
 			}
 			now := t0.Add(tt.at)
 			if tt.roomPassed >= 0 {
-				room.NoteRoomPassed(tt.roomPassed, now.Add(-lotteryTick))
+				room.NoteRoomPassed(tt.roomPassed, 0, now.Add(-lotteryTick))
 			}
 			v := room.View(now)
 			if math.Abs(v.Short-tt.wantShort) > 1e-9 {
@@ -527,10 +526,11 @@ func TestFIFOApproachComesEarlierTheFurtherItReaches(t *testing.T) {
 	}{
 		{d: time.Second, want: time.Second},
 		{d: 4 * time.Second, want: 4 * time.Second},
-		{d: 10 * time.Second, want: 8 * time.Second},
-		{d: 24 * time.Second, want: 21 * time.Second},
-		{d: 32 * time.Second, want: 28 * time.Second},
-		{d: 40 * time.Second, want: 30 * time.Second},
+		{d: 10 * time.Second, want: 5 * time.Second},
+		{d: 24 * time.Second, want: 12 * time.Second},
+		{d: 32 * time.Second, want: 16 * time.Second},
+		{d: 40 * time.Second, want: 20 * time.Second},
+		{d: 70 * time.Second, want: 30 * time.Second},
 		{d: 10 * time.Minute, want: 30 * time.Second},
 	}
 	for _, tt := range tests {
@@ -715,6 +715,66 @@ func TestFIFOWhenTheShortfallPassesWithinATick(t *testing.T) {
 		when, ok := v.fifoWhen(t0, tt.key)
 		if !ok || when.Sub(t0).Round(time.Millisecond) != tt.want.Round(time.Millisecond) {
 			t.Errorf("%s: key %v passes in %v, %v; want %v", tt.name, tt.key, when.Sub(t0), ok, tt.want)
+		}
+	}
+}
+
+// TestFIFOHoldsAtThePreQueueEnd: the counter stops at the pre-queue's end
+// while a pre-queue place it passed is still to be found, at this node or
+// (by the published sum) at another, or a pre-queue key is still ahead;
+// never inside or past the pre-queue otherwise.
+func TestFIFOHoldsAtThePreQueueEnd(t *testing.T) {
+	v := &View{RankZero: 10, PreQueue: 30} // the end at 40
+	tests := []struct {
+		name     string
+		view     *View
+		s        float64
+		unfound  float64
+		ahead    []float64
+		wantHeld bool
+	}{
+		{"a passed place not found", v, 39, 1, []float64{41, 42}, true},
+		{"a pre-queue key still ahead", v, 39, 0, []float64{39.5, 41}, true},
+		{"at the end, a place not found", v, 40, 2, nil, true},
+		{"every pre-queue place found", v, 40, 0, []float64{41}, false},
+		{"past the end", v, 41, 3, []float64{42}, false},
+		{"no pre-queue", &View{RankZero: 10}, 5, 3, []float64{6}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hold, held := fifoHold(tt.view, tt.s, tt.unfound, tt.ahead)
+			if held != tt.wantHeld || (held && hold != 40) {
+				t.Errorf("fifoHold = %v, %v; want held %v at 40", hold, held, tt.wantHeld)
+			}
+		})
+	}
+
+	// Through a tick: another node's place not found holds the counter
+	// this node would move past the end.
+	start := t0.Add(30 * time.Second)
+	for _, unfound := range []float64{0, 1} {
+		room := fifoRoom(t, 3, 2*time.Second, StateScheduled, start)
+		for range 5 {
+			if _, _, err := room.rank(context.Background(), t0, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := room.rank(context.Background(), start.Add(time.Second), false); err != nil {
+			t.Fatal(err)
+		}
+		now := start.Add(5 * time.Second)
+		v := room.View(now)
+		end := v.RankZero + v.PreQueue
+		room.ObservePresent(now, "later", end+0.5)
+		room.NoteRoomPassed(0, unfound, now.Add(-lotteryTick))
+		room.mu.Lock()
+		plan := room.fifoSpeed(&v, now, 1)
+		room.mu.Unlock()
+		if s := v.Clock.At(now); s > end {
+			t.Fatalf("counter at %v, past the pre-queue's end %v already", s, end)
+		}
+		if plan.held != (unfound > 0) {
+			t.Errorf("another node's %v places not found: held %v", unfound, plan.held)
 		}
 	}
 }

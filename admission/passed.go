@@ -36,20 +36,20 @@ func (r *Room) noteDue(place string, d Decision) Decision {
 }
 
 // passedKeys is how many of the places presented here the clock passed
-// and did not admit are expected to come, and the keys of those it has
-// still to pass, in order. A place that did not come when told (by
-// missedAfter) is not expected, nor is one whose moment is unknown passed
-// at or before the reading from; of the others, the share that came
-// lately (showShare). Both orders keep a lead of passed places coming:
-// one that walked away would hold its part of the lead until forgotten,
-// and the visitors who stay would go in slower than the rate. Callers
-// hold r.mu.
-func (r *Room) passedKeys(v *View, from float64, now time.Time) (expected float64, ahead []float64) {
-	n, ahead, missed := r.presence.keysFrom(now, from, v.Clock.At(now), v.PreQueue, now.Add(-missedAfter))
-	if missed > 0 {
-		r.shows.gone.add(now, float64(missed))
+// and did not admit are expected to come, how many of those were not found
+// eligible yet, and the keys of those it has still to pass, in order. A
+// place that did not come when told (by missedAfter) is not expected, nor
+// is one whose moment is unknown passed at or before the reading from; of
+// the others, the share that came lately (showShare). Both orders keep a
+// lead of passed places coming: one that walked away would hold its part
+// of the lead until forgotten, and the visitors who stay would go in
+// slower than the rate. Callers hold r.mu.
+func (r *Room) passedKeys(v *View, from float64, now time.Time) (expected float64, unfound int, ahead []float64) {
+	split := r.presence.keysFrom(now, from, v.Clock.At(now), v.PreQueue, now.Add(-missedAfter))
+	if split.newlyMissed > 0 {
+		r.shows.gone.add(now, float64(split.newlyMissed))
 	}
-	return float64(n) * r.showShare(now), ahead
+	return float64(split.passed) * r.showShare(now), split.unfound, split.ahead
 }
 
 // showShare is the share of the places the clock passed that came to be

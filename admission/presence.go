@@ -84,6 +84,9 @@ type presentKey struct {
 	due         int64
 	// missed marks a place keysFrom found gone, counted once.
 	missed bool
+	// found marks a place found eligible: it holds a slot or was admitted
+	// (markFound), so nothing it does moves it ahead of a later key.
+	found bool
 }
 
 func (k presentKey) at(preQueue float64) float64 { return k.base + k.share*preQueue }
@@ -126,28 +129,56 @@ func (p *presence) setDue(place string, due time.Time) {
 	}
 }
 
+// markFound records that place was found eligible, if it is counted.
+func (p *presence) markFound(place string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range []map[string]presentKey{p.cur, p.prev} {
+		if k, ok := m[place]; ok {
+			k.found = true
+			m[place] = k
+			return
+		}
+	}
+}
+
+// keySplit is the places seen over the last two spans, split at a clock
+// reading (presence.keysFrom).
+type keySplit struct {
+	// passed is how many have a key at or below the reading (eligible,
+	// not yet admitted) and are expected to come; unfound how many of
+	// those were not found eligible yet.
+	passed, unfound int
+	// ahead is the keys above the reading, sorted.
+	ahead []float64
+	// newlyMissed is how many places were found gone for the first time.
+	newlyMissed int
+}
+
 // keysFrom splits the places seen over the last two spans at the clock
-// reading s: passed is how many have a key at or below s (eligible, not
-// yet admitted), ahead the keys above it, sorted. Passed counts only the
-// places told to come at or after missed (one that did not come when told
-// is gone, and newlyMissed counts those found so for the first time) and,
-// of those whose moment is unknown, the keys above from (those the clock
-// passed since it read from). preQueue is the fifo pre-queue's size.
-func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed time.Time) (passed int, ahead []float64, newlyMissed int) {
+// reading s. Passed places count only if told to come at or after missed
+// (one that did not come when told is gone, and newlyMissed counts those
+// found so for the first time) or, their moment unknown, if their keys
+// lie above from (the clock passed them since it read from). preQueue is
+// the fifo pre-queue's size.
+func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed time.Time) keySplit {
 	p.mu.Lock()
 	p.rotate(now)
-	ahead = make([]float64, 0, len(p.cur)+len(p.prev))
+	split := keySplit{ahead: make([]float64, 0, len(p.cur)+len(p.prev))}
 	gone := missed.UnixNano()
 	add := func(m map[string]presentKey, place string, k presentKey) {
 		switch key := k.at(preQueue); {
 		case key > s:
-			ahead = append(ahead, key)
+			split.ahead = append(split.ahead, key)
 		case k.due == 0 && key > from, k.due >= gone:
-			passed++
+			split.passed++
+			if !k.found {
+				split.unfound++
+			}
 		case k.due != 0 && !k.missed:
 			k.missed = true
 			m[place] = k
-			newlyMissed++
+			split.newlyMissed++
 		}
 	}
 	for place, key := range p.cur {
@@ -159,8 +190,8 @@ func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed tim
 		}
 	}
 	p.mu.Unlock()
-	slices.Sort(ahead)
-	return passed, ahead, newlyMissed
+	slices.Sort(split.ahead)
+	return split
 }
 
 // forget removes place from the count: it was admitted and waits no more.

@@ -81,9 +81,13 @@ func TestPresence(t *testing.T) {
 		}
 	}
 	p := seen()
-	passed, ahead, _ := p.keysFrom(t0.Add(5*time.Second), math.Inf(-1), 5, 0, time.Time{})
-	if passed != 2 || len(ahead) != 1 || ahead[0] != 9 {
-		t.Fatalf("Keys at 5 = %d passed, ahead %v; want 2 passed (a, hammer), ahead [9]", passed, ahead)
+	split := p.keysFrom(t0.Add(5*time.Second), math.Inf(-1), 5, 0, time.Time{})
+	if split.passed != 2 || split.unfound != 2 || len(split.ahead) != 1 || split.ahead[0] != 9 {
+		t.Fatalf("Keys at 5 = %d passed (%d unfound), ahead %v; want 2 passed (a, hammer) and unfound, ahead [9]", split.passed, split.unfound, split.ahead)
+	}
+	p.markFound("a")
+	if split := p.keysFrom(t0.Add(5*time.Second), math.Inf(-1), 5, 0, time.Time{}); split.passed != 2 || split.unfound != 1 {
+		t.Fatalf("Keys at 5 after a was found = %d passed, %d unfound; want 2 and 1 (hammer)", split.passed, split.unfound)
 	}
 	p.forget("hammer")
 	if got := p.count(t0.Add(5 * time.Second)); got != 2 {
@@ -105,9 +109,9 @@ func TestPresencePreQueueKeyFollowsItsSize(t *testing.T) {
 		{10, []float64{105, 130}},
 		{100, []float64{130, 150}},
 	} {
-		passed, ahead, _ := p.keysFrom(t0, math.Inf(-1), 100, tt.preQueue, time.Time{})
-		if passed != 0 || !slices.Equal(ahead, tt.want) {
-			t.Errorf("pre-queue of %v: passed %d, ahead %v; want 0 and %v", tt.preQueue, passed, ahead, tt.want)
+		split := p.keysFrom(t0, math.Inf(-1), 100, tt.preQueue, time.Time{})
+		if split.passed != 0 || !slices.Equal(split.ahead, tt.want) {
+			t.Errorf("pre-queue of %v: passed %d, ahead %v; want 0 and %v", tt.preQueue, split.passed, split.ahead, tt.want)
 		}
 	}
 }

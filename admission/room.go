@@ -644,8 +644,12 @@ func (r *Room) publish(v *View, now time.Time) {
 	}
 	if r.fifo != nil && v.RankSet {
 		// The counter stops at the last key handed out (Tick moves the
-		// stop as places arrive).
-		if stop, ok := v.Clock.When(now, r.fifoLimit(v)); ok {
+		// stop as places arrive), or where the last tick held it.
+		limit := r.fifoLimit(v)
+		if r.fifo.held {
+			limit = math.Min(limit, r.fifo.hold)
+		}
+		if stop, ok := v.Clock.When(now, limit); ok {
 			v.Clock = v.Clock.Then(stop, 0)
 		}
 	}
@@ -729,6 +733,13 @@ func (r *Room) observeAdmitted(place string, now time.Time) {
 // ledger remembers it from then on).
 func (r *Room) observeEligible(now time.Time) {
 	r.eligible.add(now, 1)
+}
+
+// observeFound records that place holds a slot or was admitted, here or
+// at another node: the fifo counter no longer waits for it to be found
+// (fifoHold).
+func (r *Room) observeFound(place string) {
+	r.presence.markFound(place)
 }
 
 // Population is the estimated number of visitors waiting: the distinct

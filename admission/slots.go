@@ -43,6 +43,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		// stays taken, as given back another place could take it too.
 		return g.unavailable(fmt.Errorf("recording place: %w", err), claims)
 	}
+	room.observeFound(claims.Place())
 	if !fresh { // a concurrent attempt for the place got there first
 		undo()
 		if held.State == queue.PlaceUsed {

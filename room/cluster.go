@@ -400,18 +400,24 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 // (a place's luck span is the luck window times the room's rate of
 // arrivals, not its node's), and the places the counter passed here that
 // were not admitted (the counter keeps its lead over the room's
-// admissions, not over one node's scaled up).
+// admissions, not over one node's scaled up) and those of them not found
+// eligible yet (it holds at the pre-queue's end until none is left).
 func (sh *Shared) shareFIFO(ctx context.Context, l *lane, now, until time.Time) error {
 	issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
 	if err != nil {
 		return err
 	}
 	l.room.NoteRoomIssueRate(issues)
-	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), l.room.Passed(now), now, until)
+	expected, unfound := l.room.Passed(now)
+	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
 	if err != nil {
 		return err
 	}
-	l.room.NoteRoomPassed(passed, now)
+	notFound, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "unfound"), unfound, now, until)
+	if err != nil {
+		return err
+	}
+	l.room.NoteRoomPassed(passed, notFound, now)
 	return nil
 }
 
