@@ -22,7 +22,7 @@ func (g *Gate) preQueueFirst(view *View, claims *tokens.WaitClaims, now time.Tim
 	key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
 	if when, ok := view.fifoWhen(now, key); ok {
 		from := later(now, view.SaleStart)
-		if near := fifoApproach(when, from, g.policy); near.Before(from.Add(g.policy.MaxBackoff)) {
+		if near := fifoApproach(when, from, g.policy, fifoReachPre); near.Before(from.Add(g.policy.MaxBackoff)) {
 			target = near
 		}
 	}

@@ -72,8 +72,17 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// At least one place in hand, so a room admitting less than one a
 	// spacing still moves (the bucket then holds its rate).
 	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.spacing(now.Sub(v.Opens))).Seconds())
+	// The room's passed places: every node's sum when nodes publish it
+	// (a tick more of lead then, as a node's view lags the ticking node's
+	// by up to a poll), else this node's, standing for population over
+	// its own count.
+	roomPassed := passed * scale
+	if sum, several := r.roomPassedNow(now); several {
+		roomPassed = sum
+		lead += v.Rate * lotteryTick.Seconds()
+	}
 	speed = r.controller.MinSpeed
-	if want := math.Round((lead - passed*scale) / scale); want >= 1 {
+	if want := math.Round((lead - roomPassed) / scale); want >= 1 {
 		k := min(int(want), len(ahead))
 		// Just past the k-th key: the clock reads it before the second ends.
 		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)

@@ -78,18 +78,6 @@ type fifoState struct {
 	// roomIssues is the ranks handed out per second by every node sharing
 	// the room, as last published (NoteRoomIssueRate), as math.Float64bits.
 	roomIssues atomic.Uint64
-	// roomPassed is the places the counter passed and not yet admitted at
-	// every node sharing the room, as last published (NoteRoomPassed), and
-	// when: a sum older than roomPassedFresh is not used.
-	roomPassed   atomic.Uint64 // math.Float64bits
-	roomPassedAt atomic.Int64  // Unix nanoseconds; 0: never noted
-	// roomUnfound is how many of those were not found eligible yet, noted
-	// with them (math.Float64bits).
-	roomUnfound atomic.Uint64
-	// hold is where the last tick stopped the counter, if held (fifoHold;
-	// Room.publish sets the stop). Guarded by Room.mu.
-	hold float64
-	held bool
 	// tickPassed is the room's passed places as this node's last tick
 	// counted them, and when (tickFIFO): a node alone has no published sum.
 	tickPassed   atomic.Uint64 // math.Float64bits
@@ -101,6 +89,9 @@ type fifoState struct {
 	// shared is one past the highest rank handed out by any node sharing
 	// the rank counter, as last read from the store (NoteRanked).
 	shared atomic.Int64
+	// sharedPreTop is one past the highest pre-queue rank other nodes
+	// stored (View.PreTop): every node's pre-queue has the room's size.
+	sharedPreTop atomic.Int64
 	// sharedKey is the highest key other nodes stored (View.KeyTop), as
 	// math.Float64bits.
 	sharedKey atomic.Uint64
@@ -148,6 +139,10 @@ func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	}
 	return rank, r.View(now), nil
 }
+
+// preQueueTop is one past the highest pre-queue rank any node handed out,
+// as far as this node knows.
+func (f *fifoState) preQueueTop() int64 { return max(f.preTop.Load(), f.sharedPreTop.Load()) }
 
 type rankerBox struct{ r Ranker }
 
@@ -282,49 +277,6 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 	}
 }
 
-// Passed is how many places presented at this node the fifo counter has
-// passed and not admitted are expected to come (fifoKeys), and how many of
-// those were not found eligible yet, for the room's sums (NoteRoomPassed);
-// 0 in a lottery room.
-func (r *Room) Passed(now time.Time) (expected, unfound float64) {
-	if r.fifo == nil {
-		return 0, 0
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	v := r.View(now)
-	expected, n, _ := r.fifoKeys(&v, now)
-	return expected, float64(n)
-}
-
-// NoteRoomPassed tells the room the sums of every node's Passed: the fifo
-// counter then keeps its lead over the room's admissions, not over its
-// node's scaled up, and holds at the pre-queue's end until every node
-// found its pre-queue places passed.
-func (r *Room) NoteRoomPassed(n, unfound float64, now time.Time) {
-	valid := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
-	if r.fifo != nil && valid(n) && valid(unfound) {
-		r.fifo.roomPassed.Store(math.Float64bits(n))
-		r.fifo.roomUnfound.Store(math.Float64bits(unfound))
-		r.fifo.roomPassedAt.Store(now.UnixNano())
-	}
-}
-
-// roomPassedFresh is how long a noted sum of every node's passed places
-// stands: three ticks, as long as a node's published count lives in the
-// store.
-const roomPassedFresh = 3 * lotteryTick
-
-// roomPassedNow is the sum of every node's passed places, when one was
-// noted lately.
-func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
-	at := r.fifo.roomPassedAt.Load()
-	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
-		return 0, false
-	}
-	return math.Float64frombits(r.fifo.roomPassed.Load()), true
-}
-
 // fifoKeys is passedKeys for the fifo counter: a place passed longer ago
 // than a late place takes to come (fifoLateAfter), its moment unknown, is
 // not expected either. Callers hold r.mu.
@@ -342,15 +294,15 @@ func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, unfound int, ah
 // budget's next windows still go to places found. unfound counts the
 // room's (the sum over nodes, or this node's alone), ahead this node's
 // keys still to pass.
-func fifoHold(v *View, s, unfound float64, ahead []float64) (float64, bool) {
+func fifoHold(v *View, s, unfound float64, ahead []float64) float64 {
 	end := v.RankZero + v.PreQueue
 	if v.PreQueue <= 0 || s > end {
-		return 0, false
+		return 0
 	}
 	if unfound > 0 || (len(ahead) > 0 && ahead[0] < end) {
-		return end, true
+		return end
 	}
-	return 0, false
+	return 0
 }
 
 // noteKey records a post-start place's key and luck span, so the counter
@@ -402,7 +354,7 @@ func raise(x *atomic.Int64, to int64) {
 // let a later crowd in all at once.
 func (r *Room) fifoLimit(v *View) float64 {
 	f := r.fifo
-	limit := float64(f.preTop.Load() - v.RankBase)
+	limit := float64(f.preQueueTop() - v.RankBase)
 	if bits := f.maxKey.Load(); bits != 0 {
 		limit = math.Max(limit, math.Float64frombits(uint64(bits)))
 	}
@@ -439,7 +391,7 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	// after it.
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	if !r.adaptive.Load() || !running || !v.RankSet {
-		return fifoPlan{speed: v.passing(v.Clock.At(now)-v.RankZero, v.Rate), passed: -1}
+		return fifoPlan{speed: v.passing(v.Clock.At(now)-v.RankZero, v.Rate), passed: -1, hold: v.Hold}
 	}
 	s := v.Clock.At(now)
 	passed, unfound, ahead := r.fifoKeys(v, now)
@@ -454,11 +406,10 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	sum, several := r.roomPassedNow(now)
 	if several {
 		roomPassed = sum
-		roomUnfound = math.Max(roomUnfound, math.Float64frombits(r.fifo.roomUnfound.Load()))
+		roomUnfound = math.Max(roomUnfound, r.roomPassed.unfoundNow())
 	}
-	plan := fifoPlan{passed: roomPassed}
-	plan.hold, plan.held = fifoHold(v, s, roomUnfound, ahead)
-	if plan.held {
+	plan := fifoPlan{passed: roomPassed, hold: fifoHold(v, s, roomUnfound, ahead)}
+	if plan.hold > 0 {
 		// Nothing past the pre-queue's end this tick: the counter stops
 		// there (Room.publish).
 		i, _ := slices.BinarySearch(ahead, plan.hold)
@@ -506,9 +457,9 @@ type fifoPlan struct {
 	speed float64
 	// passed is the room's passed places counted; −1 when none was.
 	passed float64
-	// hold is where the counter stops, if held (fifoHold).
+	// hold is where the counter stops (fifoHold; 0: nowhere). A room not
+	// running keeps the stop it had.
 	hold float64
-	held bool
 }
 
 // fifoLead is how many places the adaptive fifo counter keeps passed and
@@ -561,8 +512,7 @@ const fifoPassBy = 1e-3
 // hold r.mu.
 func (r *Room) tickFIFO(v *View, now time.Time, population float64) {
 	plan := r.fifoSpeed(v, now, population)
-	v.Cruise = plan.speed
-	r.fifo.hold, r.fifo.held = plan.hold, plan.held
+	v.Cruise, v.Hold = plan.speed, plan.hold
 	if plan.passed >= 0 {
 		r.fifo.tickPassed.Store(math.Float64bits(plan.passed))
 		r.fifo.tickPassedAt.Store(now.UnixNano())
@@ -608,7 +558,7 @@ func (r *Room) FIFOTickDue(now time.Time, population, step float64, ahead time.D
 	defer r.mu.Unlock()
 	v := r.View(now)
 	plan := r.fifoSpeed(&v, now, population)
-	if math.Abs(plan.speed-v.Cruise) > step*v.Cruise || plan.held != r.fifo.held {
+	if math.Abs(plan.speed-v.Cruise) > step*v.Cruise || plan.hold != v.Hold {
 		return true
 	}
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Before(v.SaleStart))
@@ -695,7 +645,11 @@ func (g *Gate) fifoNext(view *View, claims *tokens.WaitClaims, now time.Time) ti
 	if view.State != StatePaused {
 		key := g.fifoKey(view, claims, g.codec.Keys().Lottery(claims.Lot))
 		if when, ok := view.fifoWhen(now, key); ok {
-			target = fifoApproach(when, now, g.policy)
+			reach := fifoReach
+			if claims.Pos < 0 {
+				reach = fifoReachPre
+			}
+			target = fifoApproach(when, now, g.policy, reach)
 		}
 	}
 	return g.pointFrom(view, claims, target, now)
@@ -703,19 +657,19 @@ func (g *Gate) fifoNext(view *View, claims *tokens.WaitClaims, now time.Time) ti
 
 // fifoApproach is when a place whose key the counter is expected to pass
 // at when comes back: at when once within two MinBackoffs of it, else
-// early by a MinBackoff or by half the time to it, if more, and never
-// more than a MaxBackoff ahead. A prediction's error grows with its
+// early by a MinBackoff or by the time to it over reach, if more, and
+// never more than a MaxBackoff ahead. A prediction's error grows with its
 // reach: places missing from the keys ahead pass at once, and with half
 // the places walking away the counter runs at twice the pace predicted.
 // Coming early costs a request; coming late costs the place its
 // lateness, and in the pre-queue the room its rate (fifoHold waits for
 // it).
-func fifoApproach(when, now time.Time, p Policy) time.Time {
+func fifoApproach(when, now time.Time, p Policy, reach int) time.Time {
 	d := when.Sub(now)
 	if d <= 2*p.MinBackoff {
 		return when
 	}
-	early := max(p.MinBackoff, d/fifoReach)
+	early := max(p.MinBackoff, d/time.Duration(reach))
 	if far := now.Add(p.MaxBackoff); far.Before(when.Add(-early)) {
 		return far
 	}
@@ -723,8 +677,13 @@ func fifoApproach(when, now time.Time, p Policy) time.Time {
 }
 
 // fifoReach is how far ahead, as a multiple of its margin, a prediction
-// of the counter is trusted (fifoApproach).
-const fifoReach = 2
+// of the counter is trusted (fifoApproach); fifoReachPre for a pre-queue
+// place, which asks again as each half of the time to its moment passes,
+// so that it follows a counter running twice as fast as predicted.
+const (
+	fifoReach    = 8
+	fifoReachPre = 2
+)
 
 // fifoWhen predicts when the counter passes key: the keys it is short of
 // its lead (View.Short) at its next tick, then the keys expected between

@@ -522,20 +522,25 @@ func TestFIFOWhenPassesTheLeadShortAtOnce(t *testing.T) {
 func TestFIFOApproachComesEarlierTheFurtherItReaches(t *testing.T) {
 	p := DefaultPolicy // MinBackoff 2 s, MaxBackoff 30 s
 	tests := []struct {
+		reach   int
 		d, want time.Duration // the predicted moment and the answer, after now
 	}{
-		{d: time.Second, want: time.Second},
-		{d: 4 * time.Second, want: 4 * time.Second},
-		{d: 10 * time.Second, want: 5 * time.Second},
-		{d: 24 * time.Second, want: 12 * time.Second},
-		{d: 32 * time.Second, want: 16 * time.Second},
-		{d: 40 * time.Second, want: 20 * time.Second},
-		{d: 70 * time.Second, want: 30 * time.Second},
-		{d: 10 * time.Minute, want: 30 * time.Second},
+		{fifoReach, time.Second, time.Second},
+		{fifoReach, 4 * time.Second, 4 * time.Second},
+		{fifoReach, 10 * time.Second, 8 * time.Second},
+		{fifoReach, 24 * time.Second, 21 * time.Second},
+		{fifoReach, 32 * time.Second, 28 * time.Second},
+		{fifoReach, 40 * time.Second, 30 * time.Second},
+		{fifoReach, 10 * time.Minute, 30 * time.Second},
+		{fifoReachPre, 4 * time.Second, 4 * time.Second},
+		{fifoReachPre, 10 * time.Second, 5 * time.Second},
+		{fifoReachPre, 24 * time.Second, 12 * time.Second},
+		{fifoReachPre, 40 * time.Second, 20 * time.Second},
+		{fifoReachPre, 70 * time.Second, 30 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := fifoApproach(t0.Add(tt.d), t0, p).Sub(t0); got != tt.want {
-			t.Errorf("expected in %v: back in %v, want %v", tt.d, got, tt.want)
+		if got := fifoApproach(t0.Add(tt.d), t0, p, tt.reach).Sub(t0); got != tt.want {
+			t.Errorf("reach %d, expected in %v: back in %v, want %v", tt.reach, tt.d, got, tt.want)
 		}
 	}
 }
@@ -742,9 +747,12 @@ func TestFIFOHoldsAtThePreQueueEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hold, held := fifoHold(tt.view, tt.s, tt.unfound, tt.ahead)
-			if held != tt.wantHeld || (held && hold != 40) {
-				t.Errorf("fifoHold = %v, %v; want held %v at 40", hold, held, tt.wantHeld)
+			want := 0.0
+			if tt.wantHeld {
+				want = 40
+			}
+			if hold := fifoHold(tt.view, tt.s, tt.unfound, tt.ahead); hold != want {
+				t.Errorf("fifoHold = %v, want %v", hold, want)
 			}
 		})
 	}
@@ -773,8 +781,8 @@ func TestFIFOHoldsAtThePreQueueEnd(t *testing.T) {
 		if s := v.Clock.At(now); s > end {
 			t.Fatalf("counter at %v, past the pre-queue's end %v already", s, end)
 		}
-		if plan.held != (unfound > 0) {
-			t.Errorf("another node's %v places not found: held %v", unfound, plan.held)
+		if held := plan.hold > 0; held != (unfound > 0) {
+			t.Errorf("another node's %v places not found: held at %v", unfound, plan.hold)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,3 +66,60 @@ func (r *Room) showShare(now time.Time) float64 {
 	came := r.shows.came.rate(now)
 	return math.Max(minShowShare, came/(came+gone))
 }
+
+// passedSum is the sums over every node sharing the room of Room.Passed,
+// as last noted (NoteRoomPassed), and when: a sum older than
+// roomPassedFresh is not used.
+type passedSum struct {
+	expected, unfound atomic.Uint64 // math.Float64bits
+	at                atomic.Int64  // Unix nanoseconds; 0: never noted
+}
+
+// roomPassedFresh is how long a noted sum of every node's passed places
+// stands: three ticks, as long as a node's published count lives in the
+// store.
+const roomPassedFresh = 3 * lotteryTick
+
+// Passed is how many places presented at this node the clock passed and
+// did not admit are expected to come (passedKeys; fifoKeys in fifo), and
+// how many of those were not found eligible yet (fifo; 0 in a lottery
+// room), for the room's sums (NoteRoomPassed).
+func (r *Room) Passed(now time.Time) (expected, unfound float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	if r.fifo == nil {
+		expected, _, _ = r.passedKeys(&v, math.Inf(-1), now)
+		return expected, 0
+	}
+	expected, n, _ := r.fifoKeys(&v, now)
+	return expected, float64(n)
+}
+
+// NoteRoomPassed tells the room the sums of every node's Passed: its
+// clock then keeps its lead over the room's admissions, not over its
+// node's scaled up, and fifo's counter holds at the pre-queue's end until
+// no node has a pre-queue place passed and not found.
+func (r *Room) NoteRoomPassed(n, unfound float64, now time.Time) {
+	valid := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+	if !valid(n) || !valid(unfound) {
+		return
+	}
+	r.roomPassed.expected.Store(math.Float64bits(n))
+	r.roomPassed.unfound.Store(math.Float64bits(unfound))
+	r.roomPassed.at.Store(now.UnixNano())
+}
+
+// roomPassedNow is the sum of every node's passed places, when one was
+// noted lately.
+func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
+	at := r.roomPassed.at.Load()
+	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
+		return 0, false
+	}
+	return math.Float64frombits(r.roomPassed.expected.Load()), true
+}
+
+// unfoundNow is the sum of every node's passed places not found eligible
+// yet, as last noted.
+func (s *passedSum) unfoundNow() float64 { return math.Float64frombits(s.unfound.Load()) }

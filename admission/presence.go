@@ -159,8 +159,10 @@ type keySplit struct {
 // reading s. Passed places count only if told to come at or after missed
 // (one that did not come when told is gone, and newlyMissed counts those
 // found so for the first time) or, their moment unknown, if their keys
-// lie above from (the clock passed them since it read from). preQueue is
-// the fifo pre-queue's size.
+// lie above from (the clock passed them since it read from); they count
+// as unfound only while their keys lie above from, so a place told a
+// moment far past its key holds nothing back for long. preQueue is the
+// fifo pre-queue's size.
 func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed time.Time) keySplit {
 	p.mu.Lock()
 	p.rotate(now)
@@ -172,7 +174,7 @@ func (p *presence) keysFrom(now time.Time, from, s, preQueue float64, missed tim
 			split.ahead = append(split.ahead, key)
 		case k.due == 0 && key > from, k.due >= gone:
 			split.passed++
-			if !k.found {
+			if !k.found && key > from {
 				split.unfound++
 			}
 		case k.due != 0 && !k.missed:

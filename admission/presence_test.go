@@ -89,6 +89,10 @@ func TestPresence(t *testing.T) {
 	if split := p.keysFrom(t0.Add(5*time.Second), math.Inf(-1), 5, 0, time.Time{}); split.passed != 2 || split.unfound != 1 {
 		t.Fatalf("Keys at 5 after a was found = %d passed, %d unfound; want 2 and 1 (hammer)", split.passed, split.unfound)
 	}
+	p.setDue("hammer", t0.Add(time.Minute)) // told a moment far past its key
+	if split := p.keysFrom(t0.Add(5*time.Second), 5, 5, 0, t0); split.passed != 1 || split.unfound != 0 {
+		t.Fatalf("Keys at 5 read from 5, hammer due in a minute = %d passed, %d unfound; want 1 (hammer, told to come) and 0 (its key passed before 5)", split.passed, split.unfound)
+	}
 	p.forget("hammer")
 	if got := p.count(t0.Add(5 * time.Second)); got != 2 {
 		t.Fatalf("Count after Forget = %v, want 2", got)

@@ -152,6 +152,15 @@ type View struct {
 	// Export and Adopt carry it between nodes, so the counter's stop
 	// passes every node's places).
 	KeyTop float64
+	// PreTop is one past the highest pre-queue rank this node knows of
+	// (fifo; Export and Adopt carry it between nodes, so every node's
+	// pre-queue, and the end its counter holds at, has the room's size).
+	PreTop int64
+	// Hold is where the fifo counter stops until every pre-queue place it
+	// passed has been found (fifoHold; 0: nowhere). It is stored with the
+	// clock, so a change any node makes (a pause, a resume) keeps the
+	// stop.
+	Hold float64
 	// Short is how many present keys the fifo counter is short of its lead
 	// (fifoLead): its next tick passes them (View.fifoWhen).
 	Short float64
@@ -241,12 +250,14 @@ type Room struct {
 	shared   *queue.Grants
 	presence *presence
 	shows    shows
-	eligible *rateWindow
-	started  time.Time  // when this node's room began to observe
-	fifo     *fifoState // nil unless the order is fifo
-	quota    atomic.Pointer[quotaBox]
-	policy   Policy
-	lastTick time.Time // the lottery clock's last tick
+	// roomPassed is every node's passed places, summed (NoteRoomPassed).
+	roomPassed passedSum
+	eligible   *rateWindow
+	started    time.Time  // when this node's room began to observe
+	fifo       *fifoState // nil unless the order is fifo
+	quota      atomic.Pointer[quotaBox]
+	policy     Policy
+	lastTick   time.Time // the lottery clock's last tick
 }
 
 // Quota is a room's admissions across every node that shares it (see
@@ -370,7 +381,7 @@ func (r *Room) View(now time.Time) View {
 		v.State = StateQueue
 	}
 	if r.fifo != nil && v.RankSet {
-		v.PreQueue = float64(max(0, r.fifo.preTop.Load()-v.RankBase))
+		v.PreQueue = float64(max(0, r.fifo.preQueueTop()-v.RankBase))
 		v.Ranked = float64(max(0, r.fifo.top.Load()-v.RankBase))
 		v.FirstLuck = math.Float64frombits(r.fifo.firstLuck.Load())
 		v.LastLuck = math.Float64frombits(r.fifo.lastLuck.Load())
@@ -417,8 +428,10 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 	if (r.stored == StateOpen || r.stored == StateClosed) && s != r.stored {
 		r.queueing = now
 		if r.fifo != nil {
-			// A new queue: ranks count from the next one taken.
-			v.RankSet = false
+			// A new queue: ranks count from the next one taken, and
+			// nothing holds its counter.
+			v.RankSet, v.Hold = false, 0
+			r.fifo.sharedPreTop.Store(0)
 			r.fifo.maxKey.Store(0)
 			r.fifo.firstLuck.Store(0)
 			r.fifo.sharedKey.Store(0)
@@ -535,7 +548,7 @@ func (r *Room) Export() (View, time.Time) {
 	defer r.mu.Unlock()
 	v := *r.view.Load()
 	if r.fifo != nil && v.RankSet {
-		v.KeyTop = r.keyTop()
+		v.KeyTop, v.PreTop = r.keyTop(), r.fifo.preQueueTop()
 	}
 	return v, r.queueing
 }
@@ -564,11 +577,15 @@ func (r *Room) Adopt(v View, queueing time.Time) error {
 		r.fifo.maxKey.Store(0)
 		r.fifo.firstLuck.Store(0)
 		r.fifo.sharedKey.Store(0)
+		r.fifo.sharedPreTop.Store(0)
 	}
 	if r.fifo != nil && v.KeyTop > math.Float64frombits(r.fifo.sharedKey.Load()) {
 		r.fifo.sharedKey.Store(math.Float64bits(v.KeyTop))
 	}
-	v.KeyTop = 0
+	if r.fifo != nil {
+		raise(&r.fifo.sharedPreTop, v.PreTop)
+	}
+	v.KeyTop, v.PreTop = 0, 0
 	v.Past = slices.Clone(v.Past)
 	r.stored, r.queueing = v.State, queueing
 	r.openBucket(v.Opens)
@@ -646,8 +663,8 @@ func (r *Room) publish(v *View, now time.Time) {
 		// The counter stops at the last key handed out (Tick moves the
 		// stop as places arrive), or where the last tick held it.
 		limit := r.fifoLimit(v)
-		if r.fifo.held {
-			limit = math.Min(limit, r.fifo.hold)
+		if v.Hold > 0 {
+			limit = math.Min(limit, v.Hold)
 		}
 		if stop, ok := v.Clock.When(now, limit); ok {
 			v.Clock = v.Clock.Then(stop, 0)

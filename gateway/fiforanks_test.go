@@ -369,3 +369,44 @@ func TestClusterRanksAfterTheStartFollowThePreQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterNodesShareThePreQueueSize: a node that handed out no
+// pre-queue rank learns the pre-queue's size from the store, so its keys
+// of pre-queue places and the end its counter holds at, were it to tick,
+// are the room's.
+func TestClusterNodesShareThePreQueueSize(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			store := open(t)
+			clock := newFakeClock()
+			cfg := Config{Config: room.Config{Room: "fifo", Rate: 5, QueueOrder: "fifo"}}
+			a, b := newNode(t, cfg, store, "a", clock), newNode(t, cfg, store, "b", clock)
+			nodes := []node{a, b}
+			start := clock.Now().Add(30 * time.Second).Truncate(time.Second)
+			if err := a.sh.Apply(room.RoomChange{State: ptr("scheduled"), SaleStart: ptr(start.Format(time.RFC3339))}, clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			pollAll(t, nodes, clock.Now())
+			for range 5 { // every pre-queue claim at a
+				tk := a.issue(t, clock.Now())
+				clock.Set(tk.Claims.NextAttempt())
+				if d := a.decide(t, tk.Token, clock.Now()); d.Claims == nil || d.Claims.Pos >= 0 {
+					t.Fatalf("claim before the start: %v %v", d.Outcome, d.Err)
+				}
+			}
+			for range 3 {
+				clock.Add(time.Second)
+				for _, n := range nodes {
+					if err := n.sh.ClusterTick(t.Context(), clock.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pollAll(t, nodes, clock.Now())
+			}
+			pa, pb := a.sh.Room.View(clock.Now()).PreQueue, b.sh.Room.View(clock.Now()).PreQueue
+			if pa < 5 || pb != pa {
+				t.Fatalf("pre-queue size: %v at the node that ranked it, %v at the other; want the same, at least 5", pa, pb)
+			}
+		})
+	}
+}

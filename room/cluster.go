@@ -349,20 +349,21 @@ func (sh *Shared) adoptLocked(c roomstate.Control, version uint64, now time.Time
 	return sh.rebalance(now, true)
 }
 
-// originOf is the fifo rank origins of a stored control state, its lanes'
-// included, in a comparable form.
+// originOf is the fifo rank origins and pre-queue tops of a stored
+// control state, its lanes' included, in a comparable form.
 func originOf(c roomstate.Control) string {
-	o := fmt.Sprint(c.RankSet, c.RankBase, c.RankZero)
+	o := fmt.Sprint(c.RankSet, c.RankBase, c.RankZero, c.PreTop)
 	for _, name := range slices.Sorted(maps.Keys(c.Lanes)) {
 		l := c.Lanes[name]
-		o += fmt.Sprint("|", name, l.RankSet, l.RankBase, l.RankZero)
+		o += fmt.Sprint("|", name, l.RankSet, l.RankBase, l.RankZero, l.PreTop)
 	}
 	return o
 }
 
 // originPending reports whether a lane of this node set a fifo rank origin
-// the store does not have yet, or handed out keys beyond where the counter
-// is about to stop. Callers hold sh.cluster.mu.
+// or handed out pre-queue ranks the store does not have yet, or handed out
+// keys beyond where the counter is about to stop. Callers hold
+// sh.cluster.mu.
 func (sh *Shared) originPending() bool {
 	now := sh.now()
 	for _, l := range sh.lanes() {
@@ -395,24 +396,29 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 	return sh.adoptLocked(c, v, now)
 }
 
-// shareFIFO publishes what a fifo lane's counter needs of every node and
-// gives the lane's room the sums: the ranks this node hands out per second
-// (a place's luck span is the luck window times the room's rate of
-// arrivals, not its node's), and the places the counter passed here that
-// were not admitted (the counter keeps its lead over the room's
-// admissions, not over one node's scaled up) and those of them not found
-// eligible yet (it holds at the pre-queue's end until none is left).
-func (sh *Shared) shareFIFO(ctx context.Context, l *lane, now, until time.Time) error {
-	issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
-	if err != nil {
-		return err
-	}
-	l.room.NoteRoomIssueRate(issues)
+// sharePassed publishes the places the lane's clock passed here that
+// were not admitted and gives the lane's room the room's sum (the clock
+// keeps its lead over the room's admissions, not over one node's scaled
+// up), in both orders. In fifo it also publishes the ranks this node
+// hands out per second (a place's luck span is the luck window times the
+// room's rate of arrivals, not its node's) and the passed places not
+// found eligible yet (the counter holds at the pre-queue's end until none
+// is left).
+func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time) error {
 	expected, unfound := l.room.Passed(now)
 	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
 	if err != nil {
 		return err
 	}
+	if l.room.View(now).Order != admission.OrderFIFO {
+		l.room.NoteRoomPassed(passed, 0, now)
+		return nil
+	}
+	issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
+	if err != nil {
+		return err
+	}
+	l.room.NoteRoomIssueRate(issues)
 	notFound, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "unfound"), unfound, now, until)
 	if err != nil {
 		return err
@@ -468,10 +474,8 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		total[i].population, total[i].eligible = p, e
 		l.roomActive.Store(p > 0 || e > 0)
 		nodes = max(nodes, n)
-		if fifo {
-			if err := sh.shareFIFO(ctx, l, now, until); err != nil {
-				return err
-			}
+		if err := sh.sharePassed(ctx, l, now, until); err != nil {
+			return err
 		}
 	}
 	if err := sh.publishActive(ctx, now, until); err != nil {

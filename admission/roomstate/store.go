@@ -66,6 +66,12 @@ type Control struct {
 	// KeyTop is the highest fifo key a node handed out, stored when the
 	// counter would stop short of it (admission.View.KeyTop).
 	KeyTop float64 `json:"key_top,omitempty"`
+	// PreTop is one past the highest fifo pre-queue rank the node that
+	// stored the state knew of (admission.View.PreTop).
+	PreTop int64 `json:"pre_top,omitempty"`
+	// Hold is where the fifo counter stops until the pre-queue it passed
+	// is found (admission.View.Hold); 0: nowhere.
+	Hold float64 `json:"hold,omitempty"`
 	// Lanes are the control states of the room's priority lanes, by name:
 	// each lane has its own clock (their Lanes and Applied are empty).
 	Lanes map[string]Control `json:"lanes,omitempty"`
@@ -88,7 +94,7 @@ func ControlOf(v admission.View, queueing time.Time) Control {
 		State: v.State, SaleStart: v.SaleStart, Rate: v.Rate, Difficulty: v.Difficulty,
 		Cruise: v.Cruise, Clock: v.Clock, Past: v.Past, Opens: v.Opens, Queueing: queueing,
 		LatestStart: v.LatestStart, RankSet: v.RankSet, RankBase: v.RankBase, RankZero: v.RankZero,
-		KeyTop: v.KeyTop,
+		KeyTop: v.KeyTop, PreTop: v.PreTop, Hold: v.Hold,
 	}
 }
 
@@ -98,7 +104,7 @@ func (c Control) View() (admission.View, time.Time) {
 	return admission.View{
 		State: c.State, SaleStart: c.SaleStart, Rate: c.Rate, Difficulty: c.Difficulty,
 		Cruise: c.Cruise, Clock: c.Clock, Past: c.Past, Opens: c.Opens, LatestStart: c.LatestStart,
-		RankSet: c.RankSet, RankBase: c.RankBase, RankZero: c.RankZero, KeyTop: c.KeyTop,
+		RankSet: c.RankSet, RankBase: c.RankBase, RankZero: c.RankZero, KeyTop: c.KeyTop, PreTop: c.PreTop, Hold: c.Hold,
 	}, c.Queueing
 }
 
