@@ -18,7 +18,7 @@ const lotteryStartRamp = 100 * time.Millisecond
 //
 // The room knows the key of every place presented to it over the last
 // window: the clock reading at which it becomes eligible (entry srv plus
-// its threshold, presence.keys). The clock is set to pass the keys of the
+// its threshold, presence.keysFrom). The clock is set to pass the keys of the
 // places waiting at the rate, the way fifo's counter passes ranks, instead
 // of at a speed guessed from a population count: that guess counts the
 // places already eligible but not yet judged as if they were still ahead
@@ -27,7 +27,8 @@ const lotteryStartRamp = 100 * time.Millisecond
 // sharing the room with others sees its own share of the keys: population
 // is the room's, over every node, and the keys this node sees stand for
 // population over their number each (a node's visitors are a sample of
-// the room's draws).
+// the room's draws); the places passed and not admitted are every node's,
+// summed (NoteRoomPassed), when nodes publish them.
 //
 // A place is judged only at its checkpoints, up to one spacing apart, so
 // an admission follows the passing of its key by up to that spacing. To
