@@ -57,9 +57,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	// Until the room has joined its store its state is the config's, not
 	// the room's: it is not what a visitor is told.
-	joined := g.shared.Joined()
-	view := g.shared.Room.View(now)
-	if joined && view.State == admission.StateClosed {
+	if g.shared.Joined() && g.shared.Room.State(now) == admission.StateClosed {
 		g.metrics.answered(endpointToken, "closed", "closed")
 		g.writeClosedJSON(w, r)
 		return
@@ -70,7 +68,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	view = g.door.View(lane, now)
+	view := g.door.View(lane, now)
 	if v, ok := httpwire.CookieValue(r, g.cookies.wait); ok && v != "" {
 		// A valid token is returned unchanged, joined or not: it was
 		// placed on the room's clock by a node that had joined.
