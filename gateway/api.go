@@ -357,7 +357,9 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	// (admission.WaitToken), plain cookie text that needs no escape.
 	body.TokenPlain = true
 	addCookie(h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
-	h["Cache-Control"] = []string{"no-store"}
+	// no-store, whatever a handler before this one set: reply.Raw, which
+	// every answer here goes through, writes it when none is set.
+	delete(h, "Cache-Control")
 	if status == http.StatusTooManyRequests {
 		h["Retry-After"] = []string{strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds()))))}
 	}
