@@ -393,6 +393,16 @@ func (r *Room) View(now time.Time) View {
 	return v
 }
 
+// State is View(now).State, without copying the rest of the view: the
+// Caddy module publishes it on every request.
+func (r *Room) State(now time.Time) State {
+	v := r.view.Load()
+	if v.State == StateScheduled && !now.Before(v.SaleStart) {
+		return StateQueue
+	}
+	return v.State
+}
+
 // Name is the room's name, the audience of its tokens.
 func (r *Room) Name() string { return r.view.Load().Name }
 

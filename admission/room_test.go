@@ -162,3 +162,22 @@ func TestCompactPastKeepsOriginsExact(t *testing.T) {
 		t.Fatalf("the past is %d bytes of JSON, over 10 KB", len(b))
 	}
 }
+
+// TestStateIsTheViews: State(now) is View(now).State in every state,
+// a scheduled room before, at and after its sale start.
+func TestStateIsTheViews(t *testing.T) {
+	start := t0.Add(time.Hour)
+	for _, s := range []State{StateOpen, StateQueue, StateScheduled, StatePaused, StateClosed} {
+		r := testRoom(t, func(c *RoomConfig) {
+			c.State = s
+			if s == StateScheduled {
+				c.SaleStart = start
+			}
+		})
+		for _, now := range []time.Time{t0, start.Add(-time.Nanosecond), start, start.Add(time.Minute)} {
+			if got, want := r.State(now), r.View(now).State; got != want {
+				t.Errorf("%s room at %v: State %q, View's %q", s, now.Sub(t0), got, want)
+			}
+		}
+	}
+}

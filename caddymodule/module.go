@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/fairgate/fairgate/admission"
 	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/gateway"
@@ -82,13 +83,15 @@ type Handler struct {
 	// is read).
 	KeysFrom string `json:"keys_from,omitempty"`
 
-	gw       *gateway.Gateway
-	room     string
-	poolKey  string
-	storeKey string
-	pooled   *pooledRoom
-	app      *App
-	logger   *zap.Logger
+	gw   *gateway.Gateway
+	room string
+	// roomValue is room as {http.waiting_room.room}'s value, boxed once.
+	roomValue any
+	poolKey   string
+	storeKey  string
+	pooled    *pooledRoom
+	app       *App
+	logger    *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -163,6 +166,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("waiting room %s: %w", h.RoomName(), err)
 	}
 	h.room = cfg.RoomName()
+	h.roomValue = h.room
 	appVal, err := ctx.App(appID)
 	if err != nil {
 		return err
@@ -370,14 +374,49 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusServiceUnavailable, fmt.Errorf("waiting room %s is not provisioned", h.room))
 	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("http.waiting_room.room", h.room)
-		repl.Set("http.waiting_room.state", string(h.gw.Room().Room.View(time.Now()).State))
+		repl.Set("http.waiting_room.room", h.roomValue)
+		repl.Set("http.waiting_room.state", boxed(stateValues, h.gw.Room().Room.State(time.Now())))
 	}
-	var nextErr error
-	h.gw.Handle(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		nextErr = next.ServeHTTP(w, r)
-	}))
-	return nextErr
+	rest := &restOfRoute{next: next}
+	h.gw.Handle(w, r, rest)
+	return rest.err
+}
+
+// restOfRoute is the rest of Caddy's route as the gateway's next handler,
+// keeping the error it returns for ServeHTTP to return.
+type restOfRoute struct {
+	next caddyhttp.Handler
+	err  error
+}
+
+func (n *restOfRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n.err = n.next.ServeHTTP(w, r)
+}
+
+// stateValues and dispositionValues are the placeholder values ServeHTTP
+// and setOutcome set on every request, each boxed once: a string boxed
+// per request is an allocation per request.
+var (
+	stateValues = boxAll(admission.StateOpen, admission.StateQueue, admission.StateScheduled,
+		admission.StatePaused, admission.StateClosed)
+	dispositionValues = boxAll(gateway.DispositionPassed, gateway.DispositionOpen, gateway.DispositionBypassed,
+		gateway.DispositionWaiting, gateway.DispositionClosed, gateway.DispositionAPI, gateway.DispositionRefused)
+)
+
+func boxAll[S ~string](all ...S) map[S]any {
+	m := make(map[S]any, len(all))
+	for _, s := range all {
+		m[s] = string(s)
+	}
+	return m
+}
+
+// boxed is s as a placeholder value: from values, else boxed now.
+func boxed[S ~string](values map[S]any, s S) any {
+	if v, ok := values[s]; ok {
+		return v
+	}
+	return string(s)
 }
 
 // clientIP is the client address Caddy determined, by its own
@@ -412,7 +451,7 @@ func expandPlaceholders(r *http.Request, s string) string {
 // setOutcome publishes what the gateway did as {http.waiting_room.outcome}.
 func setOutcome(r *http.Request, o gateway.Disposition) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("http.waiting_room.outcome", string(o))
+		repl.Set("http.waiting_room.outcome", boxed(dispositionValues, o))
 	}
 }
 

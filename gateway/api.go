@@ -57,9 +57,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	// Until the room has joined its store its state is the config's, not
 	// the room's: it is not what a visitor is told.
-	joined := g.shared.Joined()
-	view := g.shared.Room.View(now)
-	if joined && view.State == admission.StateClosed {
+	if g.shared.Joined() && g.shared.Room.State(now) == admission.StateClosed {
 		g.metrics.answered(endpointToken, "closed", "closed")
 		g.writeClosedJSON(w, r)
 		return
@@ -70,7 +68,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "identity", "login required: "+err.Error())
 		return
 	}
-	view = g.door.View(lane, now)
+	view := g.door.View(lane, now)
 	if v, ok := httpwire.CookieValue(r, g.cookies.wait); ok && v != "" {
 		// A valid token is returned unchanged, joined or not: it was
 		// placed on the room's clock by a node that had joined.
@@ -359,7 +357,9 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	// (admission.WaitToken), plain cookie text that needs no escape.
 	body.TokenPlain = true
 	addCookie(h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
-	h["Cache-Control"] = []string{"no-store"}
+	// no-store, whatever a handler before this one set: reply.Raw, which
+	// every answer here goes through, writes it when none is set.
+	delete(h, "Cache-Control")
 	if status == http.StatusTooManyRequests {
 		h["Retry-After"] = []string{strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds()))))}
 	}

@@ -76,9 +76,10 @@ type Gateway struct {
 	passes   *ristretto.Cache[string, *tokens.PassClaims]
 	pages    *pages.Pages
 	api      *http.ServeMux
-	// admitPath is the admit poll's path, the route Handle dispatches
-	// without api's pattern matching.
+	// admitPath and tokenPath are the admit poll's and the token's
+	// paths, the routes Handle dispatches without api's pattern matching.
 	admitPath string
+	tokenPath string
 	cookies   cookieNames
 	notify    func(*http.Request, Disposition)
 	opts      Options

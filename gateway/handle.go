@@ -108,7 +108,7 @@ func New(cfg Config, shared *room.Shared, opts Options) (*Gateway, error) {
 	}
 	g.cookies = cookieNames{wait: "fairgate_wait_" + s.Room, pass: "fairgate_pass_" + s.Room}
 	g.api = g.apiRoutes()
-	g.admitPath = g.cfg.Prefix + "/admit"
+	g.admitPath, g.tokenPath = g.cfg.Prefix+"/admit", g.cfg.Prefix+"/token"
 	return g, nil
 }
 
@@ -125,12 +125,19 @@ func (g *Gateway) Handle(w http.ResponseWriter, r *http.Request, next http.Handl
 	if strings.HasPrefix(r.URL.Path, g.cfg.Prefix+"/") {
 		g.notify(r, DispositionAPI)
 		// The admit poll, every waiting visitor's request every few
-		// seconds, goes straight to its handler: the mux's pattern
-		// matching was 4% of a poll, to find the route it has for
-		// exactly this method and path (apiRoutes).
-		if r.Method == http.MethodPost && r.URL.Path == g.admitPath {
-			g.serveAdmit(w, r)
-			return
+		// seconds, and the token, every visitor's first, go straight to
+		// their handlers: the mux's pattern matching was 4% of each, to
+		// find the route it has for exactly this method and path
+		// (apiRoutes).
+		if r.Method == http.MethodPost {
+			switch r.URL.Path {
+			case g.admitPath:
+				g.serveAdmit(w, r)
+				return
+			case g.tokenPath:
+				g.serveToken(w, r)
+				return
+			}
 		}
 		g.api.ServeHTTP(w, r)
 		return

@@ -33,6 +33,9 @@ func isTLS(r *http.Request, trusted []netip.Prefix) bool {
 	if r.TLS != nil {
 		return true
 	}
+	if len(trusted) == 0 { // no proxy to believe: the peer need not be parsed
+		return false
+	}
 	if peer, ok := peerIP(r); ok && trustedPeer(peer, trusted) {
 		return strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 	}

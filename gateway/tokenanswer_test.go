@@ -108,3 +108,41 @@ X-Content-Type-Options: nosniff
 
 const wantNewTokenJWS = `{"alg":"HS256","kid":"k1","typ":"JWT"}
 {"jti":"<id>","aud":"sale","sub":"anon:mq0Di-H_KQVjY2X0s7CUeg","iat":1930824000,"exp":1930824603,"lot":"5UAi+bluBEIJLBZG7zeC2w==","srv":0,"ch":"--ku_hvgyyzoZNKdbWRBRQ","dif":16,"nxt":1930824003025}`
+
+// TestWaitTokenAnswerIsNoStore: a token's answer, new or kept, is
+// no-store, whatever Cache-Control a handler before the gateway set.
+func TestWaitTokenAnswerIsNoStore(t *testing.T) {
+	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}}
+	clock := newFakeClock()
+	shared, err := NewShared(cfg, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	first := httptest.NewRecorder()
+	gw.ServeHTTP(first, browserRequest("/_fairgate/token", "{}", "")())
+	cookie := "fairgate_wait_sale=" + tokenOf(t, first.Body.String())
+	for _, tt := range []struct{ name, cookie, before string }{
+		{"new", "", ""},
+		{"new, a policy set before", "", "public, max-age=60"},
+		{"kept, a policy set before", cookie, "public, max-age=60"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			if tt.before != "" {
+				w.Header().Set("Cache-Control", tt.before)
+			}
+			gw.ServeHTTP(w, browserRequest("/_fairgate/token", "{}", tt.cookie)())
+			if got := w.Header().Values("Cache-Control"); w.Code != 200 || !slices.Equal(got, []string{"no-store"}) {
+				t.Fatalf("%d, Cache-Control %q, want 200 and no-store", w.Code, got)
+			}
+		})
+	}
+}

@@ -50,6 +50,9 @@ type KeyRing struct {
 	// request, and hmac.New allocates its two inner hashes every time.
 	lotteryMACs *macPool
 	signingMACs map[string]*macPool
+	// signing is signingMACs[signingID], found once: every token signed
+	// takes it.
+	signing *macPool
 	// order lists key ids with the signing key first, the likeliest signer.
 	order []string
 }
@@ -129,6 +132,7 @@ func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*K
 			k.order = append(k.order, id)
 		}
 	}
+	k.signing = k.signingMACs[signingID]
 	return k, nil
 }
 
@@ -200,12 +204,11 @@ func (k *KeyRing) mac(id, data string) [sha256.Size]byte {
 }
 
 // signJWS is the compact JWS header.payload.signature of payload under
-// key id, header already encoded. The token is built in the pooled HMAC's
-// input buffer: the string returned is its only allocation.
-func (k *KeyRing) signJWS(id, header string, payload []byte) string {
-	pool := k.signingMACs[id]
-	m := pool.get()
-	defer pool.put(m)
+// the signing key, header already encoded. The token is built in the
+// pooled HMAC's input buffer: the string returned is its only allocation.
+func (k *KeyRing) signJWS(header string, payload []byte) string {
+	m := k.signing.get()
+	defer k.signing.put(m)
 	enc := base64.RawURLEncoding
 	m.in = enc.AppendEncode(append(append(m.in[:0], header...), '.'), payload)
 	sig := m.sumBytes(m.in)

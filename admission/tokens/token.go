@@ -141,6 +141,8 @@ type Codec struct {
 	// signature, and a token whose header is one of them is decoded
 	// without golang-jwt (see parse).
 	headers map[string]string
+	// signHeader is the signing key's header, headers[keys.SigningID()].
+	signHeader string
 }
 
 // NewCodec returns a codec that tolerates leeway of clock skew on exp and iat.
@@ -150,6 +152,7 @@ func NewCodec(keys *KeyRing, leeway time.Duration) *Codec {
 		h, _ := json.Marshal(map[string]string{"alg": jwt.SigningMethodHS256.Alg(), "kid": id, "typ": "JWT"})
 		c.headers[id] = base64.RawURLEncoding.EncodeToString(h)
 	}
+	c.signHeader = c.headers[keys.SigningID()]
 	return c
 }
 
@@ -171,8 +174,7 @@ func (c *Codec) Sign(claims jwt.Claims) (string, error) {
 			return "", fmt.Errorf("encoding claims: %w", err)
 		}
 	}
-	id := c.keys.SigningID()
-	return c.keys.signJWS(id, c.headers[id], payload), nil
+	return c.keys.signJWS(c.signHeader, payload), nil
 }
 
 // ParseWait verifies a waiting token for room at time now.

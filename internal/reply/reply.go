@@ -65,14 +65,23 @@ func EncodingFailed(w http.ResponseWriter) {
 
 // Raw writes body, JSON already encoded, as JSON does. Its keys are
 // canonical and go straight into the map, as Header.Set would put them
-// after canonicalizing each again on every answer.
+// after canonicalizing each again on every answer. The values share one
+// array, each header a slice of it capped at its one value (so another
+// handler's append copies it): one allocation instead of four.
 func Raw(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
-	if v := h["Cache-Control"]; len(v) == 0 || v[0] == "" {
-		h["Cache-Control"] = []string{"no-store"}
+	n := 3
+	if c := h["Cache-Control"]; len(c) == 0 || c[0] == "" {
+		n++ // no-store, unless the handler set its own policy
+	}
+	v := make([]string, n)
+	v[0], v[1], v[2] = "application/json", strconv.Itoa(len(body)), "nosniff"
+	h["Content-Type"] = v[0:1:1]
+	h["Content-Length"] = v[1:2:2]
+	h["X-Content-Type-Options"] = v[2:3:3]
+	if n == 4 {
+		v[3] = "no-store"
+		h["Cache-Control"] = v[3:4:4]
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,32 @@ func TestJSON(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestRawHeadersApart adds a value to each header Raw wrote, as a later
+// handler may: the others keep theirs.
+func TestRawHeadersApart(t *testing.T) {
+	want := map[string]string{
+		"Content-Type": "application/json", "Content-Length": "2",
+		"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+	}
+	for added := range want {
+		t.Run(added, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			Raw(w, http.StatusOK, []byte("{}"))
+			h := w.Header()
+			h.Add(added, "added")
+			for name, v := range want {
+				wantValues := []string{v}
+				if name == added {
+					wantValues = append(wantValues, "added")
+				}
+				if got := h.Values(name); !slices.Equal(got, wantValues) {
+					t.Fatalf("after adding to %s: %s is %q, want %q", added, name, got, wantValues)
+				}
+			}
+		})
+	}
+}
 
 func TestFail(t *testing.T) {
 	w := httptest.NewRecorder()
