@@ -564,3 +564,51 @@ func TestFIFOPreQueueGoesFirstWhenPlacesLeave(t *testing.T) {
 		})
 	}
 }
+
+// TestFIFOFixedSpeedSetWhileHeldReleasesTheCounter: fixed_speed turned on
+// while the counter holds at the pre-queue's end (a reload, or another
+// node's stored config) releases the stop: the counter runs at the rate
+// and every place that stays is admitted.
+func TestFIFOFixedSpeedSetWhileHeldReleasesTheCounter(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  func(room *Room, now time.Time) error
+	}{
+		{"reloaded", func(room *Room, now time.Time) error { return room.SetTau(5*time.Second, false, now) }},
+		{"another node's config", func(room *Room, _ time.Time) error { return room.SetSpeedRule(5*time.Second, false) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := t0.Add(30 * time.Second)
+			g := testGate(t, 20000)
+			room := fifoRoom(t, 5, 5*time.Second, StateScheduled, start)
+			var arrivals []time.Time
+			for i := range 100 {
+				arrivals = append(arrivals, t0.Add(time.Duration(i)*250*time.Millisecond))
+			}
+			for i := range 100 {
+				arrivals = append(arrivals, start.Add(time.Duration(i)*100*time.Millisecond))
+			}
+			leaves := func(i int) bool { return i%2 == 1 }
+			set := false
+			tick := func(now time.Time) {
+				room.Tick(now)
+				if set || room.View(now).Hold == 0 {
+					return
+				}
+				set = true
+				if err := tt.set(room, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vs := tickedSale(t, g, room, arrivals, start.Add(3*time.Minute), leaves, tick)
+			if !set {
+				t.Fatal("the counter never held")
+			}
+			for i, v := range vs {
+				if !leaves(i) && v.admitted.IsZero() {
+					t.Errorf("visitor %d stayed and was never admitted in 3 minutes at 5/s", i)
+				}
+			}
+		})
+	}
+}

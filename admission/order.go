@@ -390,8 +390,13 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	// from the start, so the first places pass at the start, not a tick
 	// after it.
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
-	if !r.adaptive.Load() || !running || !v.RankSet {
-		return fifoPlan{speed: v.passing(v.Clock.At(now)-v.RankZero, v.Rate), passed: -1, hold: v.Hold}
+	adaptive := r.adaptive.Load()
+	if !adaptive || !running || !v.RankSet {
+		plan := fifoPlan{speed: v.passing(v.Clock.At(now)-v.RankZero, v.Rate), passed: -1}
+		if adaptive {
+			plan.hold = v.Hold
+		}
+		return plan
 	}
 	s := v.Clock.At(now)
 	passed, unfound, ahead := r.fifoKeys(v, now)
@@ -457,8 +462,9 @@ type fifoPlan struct {
 	speed float64
 	// passed is the room's passed places counted; −1 when none was.
 	passed float64
-	// hold is where the counter stops (fifoHold; 0: nowhere). A room not
-	// running keeps the stop it had.
+	// hold is where the counter stops (fifoHold; 0: nowhere). An adaptive
+	// room not running keeps the stop it had; with fixed_speed nothing
+	// holds.
 	hold float64
 }
 

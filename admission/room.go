@@ -832,6 +832,10 @@ func (r *Room) SetSpeedRule(tau time.Duration, adaptive bool) error {
 	return nil
 }
 
+// Adaptive reports whether the controller sets the clock's speed (false
+// with fixed_speed).
+func (r *Room) Adaptive() bool { return r.adaptive.Load() }
+
 // SetTau sets the mean wait the clock cruises at (speed 1/tau, from now) and
 // whether the controller may change that speed: a reloaded tau or
 // fixed_speed takes effect at once rather than only in a new room.
@@ -847,6 +851,9 @@ func (r *Room) SetTau(tau time.Duration, adaptive bool, now time.Time) error {
 	v.Cruise = 1 / tau.Seconds()
 	if r.fifo != nil { // the counter runs at the rate, whatever tau
 		v.Cruise = v.Rate
+	}
+	if !adaptive { // with fixed_speed nothing holds the counter (fifoHold)
+		v.Hold = 0
 	}
 	r.publish(&v, now)
 	return nil

@@ -396,29 +396,36 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 	return sh.adoptLocked(c, v, now)
 }
 
-// sharePassed publishes the places the lane's clock passed here that
-// were not admitted and gives the lane's room the room's sum (the clock
-// keeps its lead over the room's admissions, not over one node's scaled
-// up), in both orders. In fifo it also publishes the ranks this node
-// hands out per second (a place's luck span is the luck window times the
-// room's rate of arrivals, not its node's) and the passed places not
-// found eligible yet (the counter holds at the pre-queue's end until none
-// is left).
+// sharePassed publishes what the lane's clock needs of every node and
+// gives the lane's room the sums. In fifo: the ranks this node hands out
+// per second (a place's luck span is the luck window times the room's
+// rate of arrivals, not its node's). With an adaptive clock, in both
+// orders: the places the clock passed here that were not admitted (the
+// clock keeps its lead over the room's admissions, not over one node's
+// scaled up), and in fifo those of them not found eligible yet (the
+// counter holds at the pre-queue's end until none is left). A clock at a
+// fixed speed keeps no lead, and publishes no passed places.
 func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time) error {
+	fifo := l.room.View(now).Order == admission.OrderFIFO
+	if fifo {
+		issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
+		if err != nil {
+			return err
+		}
+		l.room.NoteRoomIssueRate(issues)
+	}
+	if !l.room.Adaptive() {
+		return nil
+	}
 	expected, unfound := l.room.Passed(now)
 	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
 	if err != nil {
 		return err
 	}
-	if l.room.View(now).Order != admission.OrderFIFO {
+	if !fifo {
 		l.room.NoteRoomPassed(passed, 0, now)
 		return nil
 	}
-	issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
-	if err != nil {
-		return err
-	}
-	l.room.NoteRoomIssueRate(issues)
 	notFound, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "unfound"), unfound, now, until)
 	if err != nil {
 		return err
