@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 	"github.com/fairgate/fairgate/room"
 )
@@ -280,16 +281,8 @@ func TestFreeTokensLeaveFIFOWaitsUnchanged(t *testing.T) {
 func TestClusterRanksAfterTheStartFollowThePreQueue(t *testing.T) {
 	for kind, open := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
-			store := open(t)
-			clock := newFakeClock()
-			cfg := Config{Config: room.Config{Room: "fifo", Rate: 5, QueueOrder: "fifo"}}
-			a, b := newNode(t, cfg, store, "a", clock), newNode(t, cfg, store, "b", clock)
+			clock, start, a, b := scheduledFIFOPair(t, open(t))
 			nodes := []node{a, b}
-			start := clock.Now().Add(30 * time.Second).Truncate(time.Second)
-			if err := a.sh.Apply(room.RoomChange{State: ptr("scheduled"), SaleStart: ptr(start.Format(time.RFC3339))}, clock.Now()); err != nil {
-				t.Fatal(err)
-			}
-			pollAll(t, nodes, clock.Now())
 			type place struct {
 				n     node
 				token string
@@ -377,16 +370,8 @@ func TestClusterRanksAfterTheStartFollowThePreQueue(t *testing.T) {
 func TestClusterNodesShareThePreQueueSize(t *testing.T) {
 	for kind, open := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
-			store := open(t)
-			clock := newFakeClock()
-			cfg := Config{Config: room.Config{Room: "fifo", Rate: 5, QueueOrder: "fifo"}}
-			a, b := newNode(t, cfg, store, "a", clock), newNode(t, cfg, store, "b", clock)
+			clock, _, a, b := scheduledFIFOPair(t, open(t))
 			nodes := []node{a, b}
-			start := clock.Now().Add(30 * time.Second).Truncate(time.Second)
-			if err := a.sh.Apply(room.RoomChange{State: ptr("scheduled"), SaleStart: ptr(start.Format(time.RFC3339))}, clock.Now()); err != nil {
-				t.Fatal(err)
-			}
-			pollAll(t, nodes, clock.Now())
 			for range 5 { // every pre-queue claim at a
 				tk := a.issue(t, clock.Now())
 				clock.Set(tk.Claims.NextAttempt())
@@ -409,4 +394,20 @@ func TestClusterNodesShareThePreQueueSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scheduledFIFOPair is two nodes, a and b, of a fifo room at 5/s on
+// store, which a schedules to start 30 s from the clock's now (a whole
+// second); both have read the schedule.
+func scheduledFIFOPair(t *testing.T, store roomstate.Store) (clock *fakeClock, start time.Time, a, b node) {
+	t.Helper()
+	clock = newFakeClock()
+	cfg := Config{Config: room.Config{Room: "fifo", Rate: 5, QueueOrder: "fifo"}}
+	a, b = newNode(t, cfg, store, "a", clock), newNode(t, cfg, store, "b", clock)
+	start = clock.Now().Add(30 * time.Second).Truncate(time.Second)
+	if err := a.sh.Apply(room.RoomChange{State: ptr("scheduled"), SaleStart: ptr(start.Format(time.RFC3339))}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	pollAll(t, []node{a, b}, clock.Now())
+	return clock, start, a, b
 }
