@@ -281,7 +281,7 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 // than a late place takes to come (fifoLateAfter), its moment unknown, is
 // not expected either. Callers hold r.mu.
 func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, unfound int, ahead []float64) {
-	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), now)
+	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), now)
 }
 
 // fifoHold is where the counter at s is to stop for now, if anywhere: at

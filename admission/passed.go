@@ -37,7 +37,7 @@ func (r *Room) noteDue(place string, d Decision) Decision {
 }
 
 // passedKeys is how many of the places presented here the clock passed
-// and did not admit are expected to come, how many of those were not found
+// by the reading s and did not admit are expected to come, how many of those were not found
 // eligible yet, and the keys of those it has still to pass, in order. A
 // place that did not come when told (by missedAfter) is not expected, nor
 // is one whose moment is unknown passed at or before the reading from; of
@@ -45,8 +45,8 @@ func (r *Room) noteDue(place string, d Decision) Decision {
 // lead of passed places coming: one that walked away would hold its part
 // of the lead until forgotten, and the visitors who stay would go in
 // slower than the rate. Callers hold r.mu.
-func (r *Room) passedKeys(v *View, from float64, now time.Time) (expected float64, unfound int, ahead []float64) {
-	split := r.presence.keysFrom(now, from, v.Clock.At(now), v.PreQueue, now.Add(-missedAfter))
+func (r *Room) passedKeys(v *View, from, s float64, now time.Time) (expected float64, unfound int, ahead []float64) {
+	split := r.presence.keysFrom(now, from, s, v.PreQueue, now.Add(-missedAfter))
 	if split.newlyMissed > 0 {
 		r.shows.gone.add(now, float64(split.newlyMissed))
 	}
@@ -89,7 +89,7 @@ func (r *Room) Passed(now time.Time) (expected, unfound float64) {
 	defer r.mu.Unlock()
 	v := r.View(now)
 	if r.fifo == nil {
-		expected, _, _ = r.passedKeys(&v, math.Inf(-1), now)
+		expected, _, _ = r.passedKeys(&v, math.Inf(-1), v.Clock.At(r.speedFrom(now)), now)
 		return expected, 0
 	}
 	expected, n, _ := r.fifoKeys(&v, now)

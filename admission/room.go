@@ -258,6 +258,9 @@ type Room struct {
 	quota      atomic.Pointer[quotaBox]
 	policy     Policy
 	lastTick   time.Time // the lottery clock's last tick
+	// speedDelay is how long after a tick its speed takes effect on an
+	// adaptive lottery clock (SetSpeedDelay); 0 on a node alone.
+	speedDelay time.Duration
 }
 
 // Quota is a room's admissions across every node that shares it (see
@@ -372,6 +375,29 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	}
 	r.publish(v, now)
 	return r, nil
+}
+
+// SetSpeedDelay makes the speed a tick of the adaptive lottery clock sets
+// take effect d after the tick, not at once. Nodes sharing the room judge
+// a place at a checkpoint on the clock's reading there: a speed set at
+// once reaches a node at its next poll, and a checkpoint between the tick
+// and that poll reads one value at the ticking node and another at the
+// others, so one login's tabs at two nodes can be judged apart. Set ahead
+// by more than a node's lag, every node reads every checkpoint alike. A
+// node alone needs none.
+func (r *Room) SetSpeedDelay(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.speedDelay = max(d, 0)
+}
+
+// speedFrom is when a speed the room sets at now takes effect: later by
+// the speed delay on an adaptive lottery clock. Callers hold r.mu.
+func (r *Room) speedFrom(now time.Time) time.Time {
+	if r.fifo != nil || !r.adaptive.Load() {
+		return now
+	}
+	return now.Add(r.speedDelay)
 }
 
 // View returns the control state as of now.
@@ -532,7 +558,8 @@ func (r *Room) TickWith(now time.Time, population, eligible float64) {
 }
 
 // NextCruise is the speed TickWith would set at now from these
-// observations, and the speed now; it changes nothing.
+// observations, and the speed it would replace (the clock's speed when a
+// speed set now takes effect); it changes nothing.
 func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cur float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -545,7 +572,7 @@ func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cu
 	if v.State == StateScheduled && !now.Before(v.SaleStart) {
 		// Past the start ramp the clock stands until a tick (publish),
 		// whatever the cruise it was planned from.
-		cur = v.Clock.SpeedAt(now)
+		cur = v.Clock.SpeedAt(r.speedFrom(now))
 	}
 	return next, cur
 }
@@ -651,10 +678,11 @@ func (r *Room) publish(v *View, now time.Time) {
 		v.Moved = now
 	}
 	r.openBucket(v.Opens)
+	at := r.speedFrom(now)
 	switch {
 	case r.stored == StateQueue:
-		v.Clock = v.Clock.From(now, v.Cruise)
-	case r.stored == StateScheduled && !now.After(v.SaleStart) && r.fifo == nil && r.adaptive.Load():
+		v.Clock = v.Clock.Plan(now, at, v.Cruise)
+	case r.stored == StateScheduled && !at.After(v.SaleStart) && r.fifo == nil && r.adaptive.Load():
 		// The last tick before the start set the speed that passes the
 		// lead in the sale's first second: it passes in the first
 		// moments instead, so the places holding the first keys are
@@ -662,6 +690,10 @@ func (r *Room) publish(v *View, now time.Time) {
 		// windows are used. The next tick sets the speed from there.
 		ramp := v.Cruise * lotteryTick.Seconds() / lotteryStartRamp.Seconds()
 		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, ramp).Then(v.SaleStart.Add(lotteryStartRamp), 0)
+	case r.stored == StateScheduled && at.After(now):
+		// An adaptive lottery clock closer to the start than its speed
+		// delay: the start as planned stands, the tick's speed follows.
+		v.Clock = v.Clock.Plan(now, at, v.Cruise)
 	case r.stored == StateScheduled && now.Before(v.SaleStart):
 		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, v.Cruise)
 	case r.stored == StateScheduled:

@@ -75,7 +75,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		tk, err := g.door.Resume(lane, v, who, now)
 		if err == nil {
 			g.metrics.answered(endpointToken, "issued", "kept")
-			g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
+			g.writeWaitToken(w, r, http.StatusOK, tk, view, "")
 			return
 		}
 		// An expired or foreign token just means a new one.
@@ -94,7 +94,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	g.metrics.issued.Inc()
 	g.metrics.answered(endpointToken, "issued", "new")
-	g.writeWaitToken(w, r, http.StatusOK, tk, view, now, "")
+	g.writeWaitToken(w, r, http.StatusOK, tk, view, "")
 }
 
 // joinedOr503 answers 503 with Retry-After while the room has not joined
@@ -148,7 +148,7 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		g.admit(w, r, lane, d, req.Return, now)
 	case admission.OutcomeWait, admission.OutcomeBusy, admission.OutcomeEarly:
 		g.metrics.answered(endpointAdmit, d.Outcome.String(), d.Outcome.String())
-		g.writeWaitToken(w, r, http.StatusTooManyRequests, d.Next, view, now, d.Outcome.String())
+		g.writeWaitToken(w, r, http.StatusTooManyRequests, d.Next, view, d.Outcome.String())
 	case admission.OutcomeInvalid:
 		status, code := invalidStatus(d.Err)
 		g.metrics.answered(endpointAdmit, "invalid", code)
@@ -221,7 +221,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, lane string, d a
 				return
 			}
 			g.metrics.answered(endpointAdmit, "deferred", hookReason(res.err))
-			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, g.door.View(lane, now), now, "deferred")
+			g.writeWaitToken(w, r, http.StatusTooManyRequests, back.Next, g.door.View(lane, now), "deferred")
 			return
 		default:
 			g.metrics.upstreamErrors.WithLabelValues("hook").Inc()
@@ -324,11 +324,15 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status int, tk admission.WaitToken, view admission.View, now time.Time, outcome string) {
+func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status int, tk admission.WaitToken, view admission.View, outcome string) {
 	c := tk.Claims
-	retry := c.NextAttempt().Sub(now)
+	// The page waits Retry-After from the answer: counted from the
+	// attempt, a decision that waited on the store (the start's crowd)
+	// would send the page late by that wait.
+	sent := g.now()
+	retry := c.NextAttempt().Sub(sent)
 	if !tk.Wake.IsZero() {
-		retry = tk.Wake.Sub(now) // sooner than nxt while scheduled
+		retry = tk.Wake.Sub(sent) // sooner than nxt while scheduled
 	}
 	body := ticketJSON{
 		Room: view.Name, Lane: c.Lane, State: string(view.State), Token: tk.Token,

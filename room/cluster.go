@@ -510,7 +510,11 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	sh.mu.Lock()
 	cl.share, cl.nodes, cl.demand = share, nodes, demandShare(mine, all)
 	_ = sh.rebalance(now, true)
+	lead := sh.adoptLead()
 	sh.mu.Unlock()
+	for _, l := range lanes {
+		l.room.SetSpeedDelay(lead)
+	}
 	if err := sh.RetryPending(ctx, now); err != nil {
 		return err
 	}
@@ -544,7 +548,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 			}
 		}
 		sh.mu.Lock()
-		if sh.steerLocked(now.Add(-sh.countLag()), now.Add(sh.rateLead())) {
+		if sh.steerLocked(now.Add(-sh.countLag()), now.Add(sh.adoptLead())) {
 			moved = true
 			_ = sh.rebalance(now, false)
 		}
@@ -663,10 +667,12 @@ func (sh *Shared) shareSketch(ctx context.Context, name string, sk *queue.Sketch
 	return union.Estimate(), nodes, nil
 }
 
-// rateLead is how far ahead the capacity controller's rate takes effect
-// in the shared budget: two polls, by when every node has adopted it, so
-// no window is sized by two rates. A node alone needs none.
-func (sh *Shared) rateLead() time.Duration {
+// adoptLead is how far ahead of the tick that sets them the ticking
+// node's changes take effect: two polls, by when every node has adopted
+// them. So no budget window is sized by two capacity rates, and every node
+// reads the adaptive lottery clock alike at every checkpoint
+// (admission.Room.SetSpeedDelay). A node alone needs none.
+func (sh *Shared) adoptLead() time.Duration {
 	if sh.cluster.nodes <= 1 {
 		return 0
 	}

@@ -64,6 +64,27 @@ func (c Clock) From(t time.Time, speed float64) Clock {
 	return Clock{Origin: t, Value: c.At(t), Segments: []Segment{{Start: t, Speed: speed}}}
 }
 
+// Plan returns a clock that agrees with c up to at and runs at speed
+// after it, its origin moved up to now (at is not before now; the
+// segments c had planned between them stay): a change that takes effect
+// later than it is made, so every node sharing the clock has learnt it
+// before it counts. Plan(t, t, speed) is From(t, speed).
+func (c Clock) Plan(now, at time.Time, speed float64) Clock {
+	if now.Before(c.Origin) {
+		now = c.Origin
+	}
+	if at.Before(now) {
+		at = now
+	}
+	out := Clock{Origin: now, Value: c.At(now), Segments: []Segment{{Start: now, Speed: c.SpeedAt(now)}}}
+	for _, seg := range c.Segments {
+		if seg.Start.After(now) {
+			out.Segments = append(out.Segments, seg)
+		}
+	}
+	return out.Then(at, speed)
+}
+
 // Then appends a segment starting at t (which must not be before the last
 // segment) and returns the new clock.
 func (c Clock) Then(t time.Time, speed float64) Clock {
