@@ -56,15 +56,14 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// The last tick before a sale start sets the speed the clock runs at
 	// from the start, so the first places pass at the start, not a tick
 	// after it.
-	// The speed runs from at (Room.SetSpeedDelay): the keys passed by
-	// then are counted as passed, and the lead covers the admissions
-	// until then too.
-	at := r.speedFrom(now)
-	running := v.State == StateQueue || (v.State == StateScheduled && !at.Add(lotteryTick).Before(v.SaleStart))
+	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	if !running {
 		return v.Cruise, v.Pace // the clock stands still; its speed waits for the start
 	}
-	s := v.Clock.At(at)
+	// The speed runs from at (Room.speedFrom): the keys passed by then
+	// count as passed, and the lead covers the admissions until a tick's
+	// speed takes effect.
+	s := v.Clock.At(r.speedFrom(v, now))
 	passed, _, ahead := r.passedKeys(v, math.Inf(-1), s, now)
 	if len(ahead) == 0 {
 		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
@@ -76,7 +75,7 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	pace = clamp(v.Rate/(float64(len(ahead))*scale), r.controller.MinSpeed, r.controller.MaxSpeed)
 	// At least one place in hand, so a room admitting less than one a
 	// spacing still moves (the bucket then holds its rate).
-	lead := math.Max(1, v.Rate*(lotteryTick+at.Sub(now)+r.policy.spacing(now.Sub(v.Opens))).Seconds())
+	lead := math.Max(1, v.Rate*(lotteryTick+r.speedDelay+r.policy.spacing(now.Sub(v.Opens))).Seconds())
 	// The room's passed places: every node's sum when nodes publish it
 	// (a tick more of lead then, as a node's view lags the ticking node's
 	// by up to a poll), else this node's, standing for population over

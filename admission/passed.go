@@ -89,7 +89,7 @@ func (r *Room) Passed(now time.Time) (expected, unfound float64) {
 	defer r.mu.Unlock()
 	v := r.View(now)
 	if r.fifo == nil {
-		expected, _, _ = r.passedKeys(&v, math.Inf(-1), v.Clock.At(r.speedFrom(now)), now)
+		expected, _, _ = r.passedKeys(&v, math.Inf(-1), v.Clock.At(r.speedFrom(&v, now)), now)
 		return expected, 0
 	}
 	expected, n, _ := r.fifoKeys(&v, now)

@@ -392,9 +392,14 @@ func (r *Room) SetSpeedDelay(d time.Duration) {
 }
 
 // speedFrom is when a speed the room sets at now takes effect: later by
-// the speed delay on an adaptive lottery clock. Callers hold r.mu.
-func (r *Room) speedFrom(now time.Time) time.Time {
-	if r.fifo != nil || !r.adaptive.Load() {
+// the speed delay on an adaptive lottery clock, but for the start's ramp.
+// The last tick before a sale start sets the ramp the clock runs from the
+// start (publish) on the clock as it stands: the pre-queue's keys are
+// seen in the last 1.8 s before the start, too late for a tick earlier by
+// the delay, so a node that polls after the start reads the ramp late.
+// Callers hold r.mu.
+func (r *Room) speedFrom(v *View, now time.Time) time.Time {
+	if r.fifo != nil || !r.adaptive.Load() || (r.stored == StateScheduled && !now.After(v.SaleStart)) {
 		return now
 	}
 	return now.Add(r.speedDelay)
@@ -572,7 +577,7 @@ func (r *Room) NextCruise(now time.Time, population, eligible float64) (next, cu
 	if v.State == StateScheduled && !now.Before(v.SaleStart) {
 		// Past the start ramp the clock stands until a tick (publish),
 		// whatever the cruise it was planned from.
-		cur = v.Clock.SpeedAt(r.speedFrom(now))
+		cur = v.Clock.SpeedAt(r.speedFrom(&v, now))
 	}
 	return next, cur
 }
@@ -678,11 +683,11 @@ func (r *Room) publish(v *View, now time.Time) {
 		v.Moved = now
 	}
 	r.openBucket(v.Opens)
-	at := r.speedFrom(now)
+	at := r.speedFrom(v, now)
 	switch {
 	case r.stored == StateQueue:
 		v.Clock = v.Clock.Plan(now, at, v.Cruise)
-	case r.stored == StateScheduled && !at.After(v.SaleStart) && r.fifo == nil && r.adaptive.Load():
+	case r.stored == StateScheduled && !now.After(v.SaleStart) && r.fifo == nil && r.adaptive.Load():
 		// The last tick before the start set the speed that passes the
 		// lead in the sale's first second: it passes in the first
 		// moments instead, so the places holding the first keys are
@@ -690,14 +695,10 @@ func (r *Room) publish(v *View, now time.Time) {
 		// windows are used. The next tick sets the speed from there.
 		ramp := v.Cruise * lotteryTick.Seconds() / lotteryStartRamp.Seconds()
 		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, ramp).Then(v.SaleStart.Add(lotteryStartRamp), 0)
-	case r.stored == StateScheduled && at.After(now):
-		// An adaptive lottery clock closer to the start than its speed
-		// delay: the start as planned stands, the tick's speed follows.
-		v.Clock = v.Clock.Plan(now, at, v.Cruise)
 	case r.stored == StateScheduled && now.Before(v.SaleStart):
 		v.Clock = v.Clock.From(now, 0).Then(v.SaleStart, v.Cruise)
 	case r.stored == StateScheduled:
-		v.Clock = v.Clock.From(now, v.Cruise)
+		v.Clock = v.Clock.Plan(now, at, v.Cruise)
 	default: // open, paused and closed: nobody's place moves
 		v.Clock = v.Clock.From(now, 0)
 	}
