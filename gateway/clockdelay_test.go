@@ -16,7 +16,9 @@ import (
 // nodes polling at their own phases tick an adaptive lottery clock whose
 // speed moves every second (places at every node, keys spread unevenly),
 // through a scheduled start; at every 50 ms every node must read what the
-// others read.
+// others read. (The start's ramp, which the last tick before the start
+// sets, reaches every node before the start here: a node that polls it
+// only after the start reads it late, docs/FAIRNESS.md, Known limits.)
 func TestClusterNodesReadTheLotteryClockAlike(t *testing.T) {
 	for kind, open := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
