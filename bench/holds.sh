@@ -2,12 +2,15 @@
 # Seat holds before and after: bench/holds built from a base
 # revision and from this work tree, run alternately PAIRS times with the
 # same flags, each run printed, then the median of each row's holds/s and
-# p99. The work tree's runs time the hold and its release together
-# (-timed cycle), as the base revision does, and use Go's net/http client
+# p99. Both builds run with the same flags when the base revision's
+# bench knows -client (its clients then are this one's); against an older
+# base the work tree's runs time the hold and its release together
+# (-timed cycle), as that base does, and use Go's net/http client
 # (-client net/http) as it does, without the HTTP ceiling it does not
 # know, so the two are comparable.
 # Usage: bench/holds.sh [flags both builds know: -store -endpoint -clients -hot]
 #   BASE=20fa879 PAIRS=3 DUR=10s bench/holds.sh -store bolt -clients 256
+#   BASE=main PAIRS=3 DUR=5s bench/holds.sh -store bolt -clients 64 -ceiling=false
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${BASE:-20fa879} PAIRS=${PAIRS:-3} DUR=${DUR:-10s}
@@ -17,12 +20,17 @@ mkdir "$W/base"
 git archive "$BASE" | tar -x -C "$W/base"
 (cd "$W/base" && go build -o "$W/before" ./bench/holds)
 go build -o "$W/after" ./bench/holds
+AFTER=(-timed cycle -client net/http -ceiling=false)
+usage=$("$W/before" -h 2>&1 || true)
+if grep -q -- '-client' <<<"$usage"; then
+  AFTER=()
+fi
 
 for i in $(seq "$PAIRS"); do
   echo "pair $i, before ($BASE):"
   "$W/before" -duration "$DUR" "$@" | grep '^| [a-z]' | grep -v '^| store' | tee -a "$W/before.rows"
   echo "pair $i, after:"
-  "$W/after" -duration "$DUR" -timed cycle -client net/http -ceiling=false "$@" | grep '^| [a-z]' | grep -v '^| store' | tee -a "$W/after.rows"
+  "$W/after" -duration "$DUR" ${AFTER[@]+"${AFTER[@]}"} "$@" | grep '^| [a-z]' | grep -v '^| store' | tee -a "$W/after.rows"
 done
 
 # median prints, per row (store, load, clients), the median holds/s and
