@@ -50,7 +50,8 @@ type StateStore struct {
 	BudgetBlock int64 `json:"budget_block,omitempty"`
 	// Poll is how often a node re-reads the room's control state, so a
 	// change made through any node reaches every node within about Poll.
-	// Default: 500ms (defaultPoll).
+	// On several nodes the ticking node's speeds and capacity rates take
+	// effect two polls after it sets them. Default: 500ms (defaultPoll).
 	Poll Duration `json:"poll,omitempty"`
 	// CallTimeout bounds every store call. Default: 2s
 	// (roomstate.DefaultCallTimeout).
