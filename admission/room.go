@@ -392,14 +392,15 @@ func (r *Room) SetSpeedDelay(d time.Duration) {
 }
 
 // speedFrom is when a speed the room sets at now takes effect: later by
-// the speed delay on an adaptive lottery clock, but for the start's ramp.
+// the speed delay on a lottery clock (a tick's speed, an operator's pause,
+// resume or tau alike), but for the start's ramp.
 // The last tick before a sale start sets the ramp the clock runs from the
 // start (publish) on the clock as it stands: the pre-queue's keys are
 // seen in the last 1.8 s before the start, too late for a tick earlier by
 // the delay, so a node that polls after the start reads the ramp late.
 // Callers hold r.mu.
 func (r *Room) speedFrom(v *View, now time.Time) time.Time {
-	if r.fifo != nil || !r.adaptive.Load() || (r.stored == StateScheduled && !now.After(v.SaleStart)) {
+	if r.fifo != nil || (r.stored == StateScheduled && !now.After(v.SaleStart)) {
 		return now
 	}
 	return now.Add(r.speedDelay)
@@ -666,7 +667,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	if prev := r.view.Load(); prev != nil {
 		// Keep the readings that still cover some moment of the memory:
 		// a reading holds until the next one's origin.
-		past := append(append(make([]queue.Clock, 0, len(prev.Past)+1), prev.Past...), prev.Clock)
+		past := append(append(make([]queue.Clock, 0, len(prev.Past)+1), prev.Past...), prev.Clock.Until(now))
 		cut := now.Add(-r.memory)
 		for len(past) > 1 && !past[1].Origin.After(cut) {
 			past = past[1:]
@@ -700,7 +701,7 @@ func (r *Room) publish(v *View, now time.Time) {
 	case r.stored == StateScheduled:
 		v.Clock = v.Clock.Plan(now, at, v.Cruise)
 	default: // open, paused and closed: nobody's place moves
-		v.Clock = v.Clock.From(now, 0)
+		v.Clock = v.Clock.Plan(now, at, 0)
 	}
 	if r.fifo != nil && v.RankSet {
 		// The counter stops at the last key handed out (Tick moves the

@@ -121,7 +121,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        endpoint        <url>                 # dynamodb; e.g. DynamoDB Local
 //	        node            <id>                  # default <hostname>-<pid>
 //	        budget_block    <admissions>          # default 1
-//	        poll            <duration>            # default 500ms
+//	        poll            <duration>            # default 500ms; one value for every node
 //	        call_timeout    <duration>            # default 2s
 //	        on_unavailable  refuse|local          # default refuse
 //	    }]

@@ -208,13 +208,14 @@ func TestClusterCapacityCountsEveryNode(t *testing.T) {
 	// with no visitor waiting at either node, the ticking node's share of
 	// them is none, so a tick (1 s). The rates set before admit over
 	// those 2 s, and the gap is what they leave. The first tick's rate is
-	// the only one set: its node alone had published, so it took effect
-	// at once, the whole span.
+	// the only one set: both nodes counted from their joins, so it took
+	// effect two polls after its tick, at the second tick, for the last
+	// second of the span.
 	span := 2*500*time.Millisecond + admission.ClusterCountLag(0, time.Second)
-	tickAll() // the first node ticks before the second published
+	tickAll() // the first node ticks before the second published its counts
 	before := nodes[0].sh.Status(clock.Now()).Rate
 	tickAll()
-	want := (10 - 7 - before*2) / settle
+	want := (10 - 7 - before*1) / settle
 	for i, n := range nodes {
 		st := n.sh.Status(clock.Now())
 		if !near(st.Rate, want) || st.Site.Active != 7 {

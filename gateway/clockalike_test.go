@@ -190,26 +190,6 @@ func TestClusterNodeJoiningReadsAlike(t *testing.T) {
 	}
 }
 
-// TestClusterNodesWithTheirOwnPollReadAlike: poll is a node's own setting
-// (state_store poll); the tick's speed waits two of the ticking node's
-// polls, so a node polling less often reads it late.
-func TestClusterNodesWithTheirOwnPollReadAlike(t *testing.T) {
-	store := storeKinds(t)["bolt"](t)
-	clock := newFakeClock()
-	cfg := Config{Config: room.Config{Room: "sale", State: "queue", Rate: 1000, Tau: Duration(time.Minute)}}
-	nodes := newNodes(t, cfg, store, clock, 1)
-	slow := cfg
-	slow.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused-by-tests", Node: "slow", CallTimeout: testCallTimeout, Poll: Duration(2 * time.Second)}
-	nodes = append(nodes, newNode(t, slow, store, "slow", clock))
-	pollAll(t, nodes, clock.Now())
-	r := newAlikeRun(t, clock, nodes)
-	r.polls[1] = 2 * time.Second
-	r.run(20*time.Second, nil)
-	if r.differ > 0 {
-		t.Fatalf("a node polling every 2 s read the clock apart from a node polling every 500 ms at %d moments; first %s", r.differ, r.first)
-	}
-}
-
 // slowTickStore is a real store whose every call takes delay of the test's
 // clock while slow, and which runs beforeSave just before a control save:
 // the moment another node's poll, a moment earlier, still read the old

@@ -122,6 +122,13 @@ func (sh *Shared) Join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("room %s: joining its stored state: %w", cl.key, err)
 	}
+	// Counted among the room's nodes from now, not from its first tick:
+	// the ticking node plans its changes a lead ahead only while it sees
+	// another node (adoptLead), and this one serves from here.
+	now := sh.now()
+	if err := cl.store.PublishPopulation(ctx, laneKey(cl.key, "", "demand"), cl.set.Node, 0, now.Add(3*tickEvery)); err != nil {
+		return fmt.Errorf("room %s: joining its nodes: %w", cl.key, err)
+	}
 	cl.joined.Store(true)
 	return nil
 }
@@ -563,7 +570,9 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		}
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
-				l.room.TickWith(now, total[i].population, total[i].eligible)
+				// At the moment of the tick, after this tick's store
+				// calls: a speed takes effect a lead after it.
+				l.room.TickWith(sh.now(), total[i].population, total[i].eligible)
 			}
 		}
 		cl.ticked = now

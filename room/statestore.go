@@ -51,7 +51,8 @@ type StateStore struct {
 	// Poll is how often a node re-reads the room's control state, so a
 	// change made through any node reaches every node within about Poll.
 	// On several nodes the ticking node's speeds and capacity rates take
-	// effect two polls after it sets them. Default: 500ms (defaultPoll).
+	// effect two of its polls after it sets them, so every node of a room
+	// uses one value. Default: 500ms (defaultPoll).
 	Poll Duration `json:"poll,omitempty"`
 	// CallTimeout bounds every store call. Default: 2s
 	// (roomstate.DefaultCallTimeout).

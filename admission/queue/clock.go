@@ -85,6 +85,19 @@ func (c Clock) Plan(now, at time.Time, speed float64) Clock {
 	return out.Then(at, speed)
 }
 
+// Until is c as a reading that holds until t, when the next one begins:
+// the segments it planned from t on are never read, and dropped.
+func (c Clock) Until(t time.Time) Clock {
+	segs := make([]Segment, 0, len(c.Segments))
+	for _, seg := range c.Segments {
+		if seg.Start.Before(t) {
+			segs = append(segs, seg)
+		}
+	}
+	c.Segments = segs
+	return c
+}
+
 // Then appends a segment starting at t (which must not be before the last
 // segment) and returns the new clock.
 func (c Clock) Then(t time.Time, speed float64) Clock {
