@@ -37,8 +37,9 @@ func (r *Room) noteDue(place string, d Decision) Decision {
 }
 
 // passedKeys is how many of the places presented here the clock passed
-// by the reading s and did not admit are expected to come, how many of those were not found
-// eligible yet, and the keys of those it has still to pass, in order. A
+// by the reading s and did not admit are expected to come, how many of
+// those were not found eligible yet, and the keys of those it has still to
+// pass, in order. A
 // place that did not come when told (by missedAfter) is not expected, nor
 // is one whose moment is unknown passed at or before the reading from; of
 // the others, the share that came lately (showShare). Both orders keep a

@@ -258,8 +258,8 @@ type Room struct {
 	quota      atomic.Pointer[quotaBox]
 	policy     Policy
 	lastTick   time.Time // the lottery clock's last tick
-	// speedDelay is how long after a tick its speed takes effect on an
-	// adaptive lottery clock (SetSpeedDelay); 0 on a node alone.
+	// speedDelay is how long after it is made a change of a lottery
+	// clock's speed takes effect (SetSpeedDelay); 0 on a node alone.
 	speedDelay time.Duration
 }
 
@@ -377,14 +377,14 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	return r, nil
 }
 
-// SetSpeedDelay makes the speed a tick of the adaptive lottery clock sets
-// take effect d after the tick, not at once. Nodes sharing the room judge
-// a place at a checkpoint on the clock's reading there: a speed set at
-// once reaches a node at its next poll, and a checkpoint between the tick
-// and that poll reads one value at the ticking node and another at the
-// others, so one login's tabs at two nodes can be judged apart. Set ahead
-// by more than a node's lag, every node reads every checkpoint alike. A
-// node alone needs none.
+// SetSpeedDelay makes a change of a lottery clock's speed (a tick's, a
+// pause, a resume, a new tau) take effect d after it is made, not at once.
+// Nodes sharing the room judge a place at a checkpoint on the clock's
+// reading there: a speed set at once reaches a node at its next poll, and
+// a checkpoint between the change and that poll reads one value at the
+// node that made it and another at the others, so one login's tabs at two
+// nodes can be judged apart. Set ahead by more than a node's lag, every
+// node reads every checkpoint alike. A node alone needs none.
 func (r *Room) SetSpeedDelay(d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -392,12 +392,11 @@ func (r *Room) SetSpeedDelay(d time.Duration) {
 }
 
 // speedFrom is when a speed the room sets at now takes effect: later by
-// the speed delay on a lottery clock (a tick's speed, an operator's pause,
-// resume or tau alike), but for the start's ramp.
-// The last tick before a sale start sets the ramp the clock runs from the
-// start (publish) on the clock as it stands: the pre-queue's keys are
-// seen in the last 1.8 s before the start, too late for a tick earlier by
-// the delay, so a node that polls after the start reads the ramp late.
+// the speed delay on a lottery clock, but for the start's ramp. The last
+// tick before a sale start sets the ramp the clock runs from the start
+// (publish) on the clock as it stands: the pre-queue's keys are seen in
+// the last 1.8 s before the start, too late for a tick earlier by the
+// delay, so a node that polls after the start reads the ramp late.
 // Callers hold r.mu.
 func (r *Room) speedFrom(v *View, now time.Time) time.Time {
 	if r.fifo != nil || (r.stored == StateScheduled && !now.After(v.SaleStart)) {
