@@ -101,26 +101,30 @@ type target struct {
 }
 
 type results struct {
-	Config          config        `json:"config"`
-	Wall            string        `json:"wall"`
-	Twins           []twinRow     `json:"twins"`
-	HonestExpired   int           `json:"honest_tokens_expired"`
-	SlotsLost       int           `json:"slots_lost"`
-	Admitted        int           `json:"passes"`
-	Places          int           `json:"places"`
-	LoginsOverOne   []string      `json:"logins_over_one_pass"`
-	PassesHistogram map[int]int   `json:"logins_by_passes"`
-	Fifo            []fifoBin     `json:"fifo,omitempty"`
-	PostBeforePre   int           `json:"post_start_before_last_pre_queue"`
-	PreQueueHonest  int           `json:"pre_queue_honest"`
-	Leavers         *leaverRow    `json:"leavers,omitempty"`
-	Windows         []window      `json:"windows"`
-	ByNode          []nodeRow     `json:"by_node,omitempty"`
-	Rule            []ruleRow     `json:"rule_oracle,omitempty"`
-	ClockSamples    []clockSample `json:"clock_samples,omitempty"`
-	Targets         []target      `json:"targets"`
-	Notes           []string      `json:"notes,omitempty"`
-	Visitors        []*visitor    `json:"visitors"`
+	Config          config      `json:"config"`
+	Wall            string      `json:"wall"`
+	Twins           []twinRow   `json:"twins"`
+	HonestExpired   int         `json:"honest_tokens_expired"`
+	SlotsLost       int         `json:"slots_lost"`
+	Admitted        int         `json:"passes"`
+	Places          int         `json:"places"`
+	LoginsOverOne   []string    `json:"logins_over_one_pass"`
+	PassesHistogram map[int]int `json:"logins_by_passes"`
+	Fifo            []fifoBin   `json:"fifo,omitempty"`
+	PostBeforePre   int         `json:"post_start_before_last_pre_queue"`
+	PreQueueHonest  int         `json:"pre_queue_honest"`
+	// BoundaryTrace, when later arrivals went in before the pre-queue's
+	// last place, is that place's answers and the first of those
+	// arrivals, so a rare failure can be read from the report alone.
+	BoundaryTrace []string      `json:"boundary_trace,omitempty"`
+	Leavers       *leaverRow    `json:"leavers,omitempty"`
+	Windows       []window      `json:"windows"`
+	ByNode        []nodeRow     `json:"by_node,omitempty"`
+	Rule          []ruleRow     `json:"rule_oracle,omitempty"`
+	ClockSamples  []clockSample `json:"clock_samples,omitempty"`
+	Targets       []target      `json:"targets"`
+	Notes         []string      `json:"notes,omitempty"`
+	Visitors      []*visitor    `json:"visitors"`
 }
 
 // place is one tab's token: when it was taken, when it went in, and when
@@ -250,6 +254,28 @@ func admittedAt(v *visitor) time.Time {
 	return v.Admitted
 }
 
+// maxTraced is how many later arrivals a boundary trace names.
+const maxTraced = 5
+
+// boundaryTrace is the pre-queue's last place's answers and the first
+// later arrivals admitted before it, times from the start.
+func boundaryTrace(start time.Time, last *visitor, before []*visitor) []string {
+	rel := func(t time.Time) string { return fmt.Sprintf("%+.2fs", t.Sub(start).Seconds()) }
+	out := []string{fmt.Sprintf("last pre-queue place %s (draw %.4f), admitted %s", last.ID, last.Lottery, rel(admittedAt(last)))}
+	for _, e := range last.Events {
+		line := fmt.Sprintf("  %s sent %s answered %s: %d %s", e.Path, rel(e.Sent), rel(e.At), e.Status, e.Outcome)
+		if e.Nxt != 0 {
+			line += " next " + rel(time.UnixMilli(e.Nxt))
+		}
+		out = append(out, line)
+	}
+	sort.Slice(before, func(i, j int) bool { return admittedAt(before[i]).Before(admittedAt(before[j])) })
+	for _, v := range before[:min(len(before), maxTraced)] {
+		out = append(out, fmt.Sprintf("later arrival %s took %s, admitted %s", v.ID, rel(v.Took), rel(admittedAt(v))))
+	}
+	return out
+}
+
 // slotPresentedWithin is how soon after its slot an attempt counts as
 // presented at it.
 const slotPresentedWithin = time.Second
@@ -260,8 +286,9 @@ const slotPresentedWithin = time.Second
 // place (admittedAt: places given one slot are admitted together). A
 // visitor who left is in neither: the order is the stayers'.
 func (res *results) fifo(vs []*visitor) {
-	var post []*visitor
+	var post, before []*visitor
 	var lastPre time.Time
+	var last *visitor
 	for _, v := range vs {
 		if v.Strategy != honest || v.Took.IsZero() || !v.Left.IsZero() {
 			continue
@@ -269,7 +296,7 @@ func (res *results) fifo(vs []*visitor) {
 		if v.PreQueue {
 			res.PreQueueHonest++
 			if at := admittedAt(v); at.After(lastPre) {
-				lastPre = at
+				lastPre, last = at, v
 			}
 			continue
 		}
@@ -280,7 +307,11 @@ func (res *results) fifo(vs []*visitor) {
 	for _, v := range post {
 		if admittedAt(v).Before(lastPre) {
 			res.PostBeforePre++
+			before = append(before, v)
 		}
+	}
+	if len(before) > 0 {
+		res.BoundaryTrace = boundaryTrace(res.Config.SaleStart, last, before)
 	}
 	sort.Slice(post, func(i, j int) bool { return post[i].Took.Before(post[j].Took) })
 	w := res.Config.LuckWindow.Seconds()
@@ -543,6 +574,9 @@ func (res *results) print(w io.Writer, skip []string) int {
 			fmt.Fprintf(w, "  %-8s %-13s %6d %7.3f %7.3f %7.3f\n", b.Name, fmt.Sprintf("(%g, %g]", b.Lo, b.Hi), b.Pairs, b.P, b.SE, b.Rule)
 		}
 		fmt.Fprintf(w, "  post-start arrivals admitted before the last pre-queue place (of %d honest pre-queue): %d\n", res.PreQueueHonest, res.PostBeforePre)
+		for _, line := range res.BoundaryTrace {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
 	}
 	if len(res.Rule) > 0 {
 		fmt.Fprintf(w, "\nrule oracle: admission minus the first checkpoint of the login's draw after S − srv ≥ −ln(1 − v) (clock read every %s; reported, not a target)\n", clockEvery)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,6 +93,9 @@ func TestFifoOrderAndPreQueue(t *testing.T) {
 	res.fifo(vs)
 	if res.PostBeforePre != 1 || res.PreQueueHonest != 2 {
 		t.Fatalf("post before pre %d, pre-queue %d", res.PostBeforePre, res.PreQueueHonest)
+	}
+	if tr := res.BoundaryTrace; len(tr) < 2 || !strings.Contains(tr[0], "pre2") || !strings.Contains(tr[len(tr)-1], "later arrival e") {
+		t.Fatalf("boundary trace %q: want the last pre-queue place (pre2) first and the later arrival e last", tr)
 	}
 	b := res.Fifo[0]
 	if b.Pairs != 2 || b.P != 0.5 || b.Rule < 0.509 || b.Rule > 0.511 {
