@@ -23,15 +23,20 @@ import (
 // and returns Caddy's answer.
 func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 	t.Helper()
-	// A connection of its own, as `caddy reload` makes: a load may replace
-	// the admin server, closing the idle connections of the one before.
-	// The one before may still be closing when the next load connects: a
-	// connection it drops unanswered is tried again, a few times (loading
-	// the same config twice changes nothing).
+	return adminCall(t, "POST", "/load", caddyfile, append([]string{"Content-Type", "text/caddyfile"}, header...)...)
+}
+
+// adminCall sends one request to the admin API on a connection of its
+// own, as `caddy reload` makes: a load, even one Caddy rejects, may
+// replace the admin server, closing the idle connections of the one
+// before. The one before may still be closing when the next call
+// connects: a connection it drops unanswered is tried again, a few times
+// (loading the same config twice changes nothing, a GET nothing at all).
+func adminCall(t *testing.T, method, path, body string, header ...string) (int, string) {
+	t.Helper()
 	const tries = 5
 	for try := 1; ; try++ {
-		req := testhttp.NewRequest(t, "POST", withPorts("http://localhost:ADMIN_PORT/load"), withPorts(caddyfile))
-		req.Header.Set("Content-Type", "text/caddyfile")
+		req := testhttp.NewRequest(t, method, withPorts("http://localhost:ADMIN_PORT"+path), withPorts(body))
 		req.Close = true
 		for i := 0; i+1 < len(header); i += 2 {
 			req.Header.Set(header[i], header[i+1])
@@ -46,7 +51,7 @@ func load(t *testing.T, caddyfile string, header ...string) (int, string) {
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			t.Fatalf("reading the answer to POST /load: %v", err)
+			t.Fatalf("reading the answer to %s %s: %v", method, path, err)
 		}
 		return resp.StatusCode, string(b)
 	}
@@ -66,14 +71,14 @@ func reloadConfig(origin, options, extra string) string {
 
 // roomFigures is what an operator sees of room "reload": the admin API's
 // settings and the room's gauges in /metrics.
-func roomFigures(t *testing.T, c call) string {
+func roomFigures(t *testing.T) string {
 	t.Helper()
-	code, _, room := c.do("GET", "http://localhost:ADMIN_PORT/waiting_room/rooms/reload", "")
+	code, room := adminCall(t, "GET", "/waiting_room/rooms/reload", "")
 	if code != 200 {
 		return fmt.Sprintf("no room (%d %s)", code, room)
 	}
 	settings := regexp.MustCompile(`"(state|rate|burst|difficulty|clock_speed)":[^,}]*`).FindAllString(room, -1)
-	_, _, metrics := c.do("GET", "http://localhost:ADMIN_PORT/metrics", "")
+	_, metrics := adminCall(t, "GET", "/metrics", "")
 	gauges := regexp.MustCompile(`(?m)^fairgate_(target_rate|room_state|clock_speed)\{room="reload"[^}]*\} [1-9][0-9.e+-]*$`).FindAllString(metrics, -1)
 	return strings.Join(settings, " ") + " | " + strings.Join(gauges, " ")
 }
@@ -97,7 +102,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	tester := newTester(t)
 	tester.InitServer(reloadConfig(origin.URL, "state queue\n rate 5\n tau 1m\n difficulty 4", ""), "caddyfile")
 	c := call{t: t, client: tester.Client}
-	before := roomFigures(t, c)
+	before := roomFigures(t)
 	if !strings.Contains(before, `"state":"queue"`) || !strings.Contains(before, `"rate":5`) || !strings.Contains(before, `state="queue"} 1`) {
 		t.Fatalf("room before: %s", before)
 	}
@@ -123,7 +128,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 		if bad.name == "same room, other settings" && !strings.Contains(body, `room \"reload\" is configured twice with different settings`) {
 			t.Fatalf("%s: %s", bad.name, body)
 		}
-		if after := roomFigures(t, c); after != before {
+		if after := roomFigures(t); after != before {
 			t.Fatalf("%s (Caddy said %d %s): the room changed:\nbefore %s\nafter  %s", bad.name, code, body, before, after)
 		}
 		waiting("after " + bad.name)
@@ -133,7 +138,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 	if code, body := load(t, reloadConfig(origin.URL, changed, "")); code != 200 {
 		t.Fatalf("good reload: %d %s", code, body)
 	}
-	after := roomFigures(t, c)
+	after := roomFigures(t)
 	for _, want := range []string{`"state":"open"`, `"rate":50`, `"burst":70`, `"difficulty":8`, `state="open"} 1`, `fairgate_target_rate{room="reload"} 50`} {
 		if !strings.Contains(after, want) {
 			t.Errorf("after the good reload, want %s in %s", want, after)
