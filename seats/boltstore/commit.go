@@ -68,6 +68,14 @@ type write struct {
 	done chan error
 }
 
+// answer gives the member its outcome, dropping its function first: what
+// the closure holds (a sweep's list of old records, an import's seats) is
+// garbage once its caller has the answer, not only after the next group.
+func (w *write) answer(err error) {
+	w.fn = nil
+	w.done <- err
+}
+
 // txHooks is told when the committer begins a transaction and whether
 // it committed, before any member is answered.
 type txHooks interface {
@@ -141,7 +149,6 @@ func (c *committer) run() {
 		start := time.Now()
 		c.commit(group)
 		c.busy.Add(int64(time.Since(start)))
-		clear(group) // drop the functions' closures until the next group
 	}
 }
 
@@ -167,7 +174,7 @@ func (c *committer) commit(group []*write) {
 				c.writes.Add(int64(len(group)))
 			}
 			for _, w := range group {
-				w.done <- err
+				w.answer(err)
 			}
 			return
 		}
@@ -181,7 +188,7 @@ func (c *committer) commit(group []*write) {
 			c.commits.Add(1)
 			c.writes.Add(1)
 		}
-		w.done <- err
+		w.answer(err)
 	}
 }
 

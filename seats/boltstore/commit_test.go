@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +217,41 @@ func TestWriteGivesUpBeforeItsGroup(t *testing.T) {
 		t.Fatalf("a write after close: %v", err)
 	}
 	s.commit = newCommitter(s.db, s.keys) // for Close
+}
+
+// TestAnsweredWriteHoldsNothing: once a write is answered, what its
+// function captured is garbage, whether its group committed or it failed
+// alone; the committer, waiting for the next group, keeps none of it.
+func TestAnsweredWriteHoldsNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+	}{
+		{"committed", nil},
+		{"failed", errors.New("refused")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTemp(t)
+			captured := new([1 << 16]byte)
+			collected := make(chan struct{})
+			runtime.AddCleanup(captured, func(ch chan struct{}) { close(ch) }, collected)
+			err := s.commit.do(context.Background(), func(*bolt.Tx) error {
+				captured[0]++
+				return c.err
+			})
+			if !errors.Is(err, c.err) {
+				t.Fatalf("do: %v, want %v", err, c.err)
+			}
+			runtime.GC() // one collection, at once: it must find the closure unreachable
+			waitFor(t, "the answered write's closure to be collected", func() bool {
+				select {
+				case <-collected:
+					return true
+				default:
+					return false
+				}
+			})
+		})
+	}
 }
