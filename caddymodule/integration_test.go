@@ -47,9 +47,14 @@ type call struct {
 	client *http.Client
 }
 
+// do sends one request on a connection of its own: a reload closes the
+// idle connections of the server before it, and a request sent on one
+// before the client saw it close would be reset.
 func (c call) do(method, url, body string, header ...string) (int, http.Header, string) {
 	c.t.Helper()
-	resp, b := testhttp.Do(c.t, c.client, testhttp.NewRequest(c.t, method, withPorts(url), withPorts(body)), header...)
+	req := testhttp.NewRequest(c.t, method, withPorts(url), withPorts(body))
+	req.Close = true
+	resp, b := testhttp.Do(c.t, c.client, req, header...)
 	return resp.StatusCode, resp.Header, string(b)
 }
 
