@@ -395,6 +395,7 @@ func checkCrowdHoldsCapacity(t *testing.T, c capacityCrowd, seconds []crowdSecon
 		names = append(names, fmt.Sprintf("node %d's site.active", i))
 	}
 	lo, hi, top := make([]float64, len(names)), make([]float64, len(names)), make([]float64, len(names))
+	ceilingBound := 0
 	for i := range names {
 		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
 	}
@@ -412,14 +413,29 @@ func checkCrowdHoldsCapacity(t *testing.T, c capacityCrowd, seconds []crowdSecon
 			continue
 		}
 		means := make([]float64, len(names))
+		// A window in which the room admitted at its ceiling shows the
+		// operator's limit, not the room's: departures that outrun the
+		// ceiling (short stays, sessions ended) leave the site under its
+		// capacity however the rate is set. Only its top is judged.
+		atCeiling := false
 		for _, sec := range seconds[s : s+10] {
+			atCeiling = atCeiling || sec.rate >= c.ceiling
 			for i, v := range series(sec) {
 				means[i] += v / 10
 			}
 		}
-		for i, m := range means {
-			lo[i], hi[i] = math.Min(lo[i], m), math.Max(hi[i], m)
+		if atCeiling {
+			ceilingBound++
 		}
+		for i, m := range means {
+			if !atCeiling {
+				lo[i] = math.Min(lo[i], m)
+			}
+			hi[i] = math.Max(hi[i], m)
+		}
+	}
+	if ceilingBound > 0 {
+		t.Logf("%d of the 10 s windows had the room at its ceiling (%.0f/s): their floor not judged", ceilingBound, c.ceiling)
 	}
 	for i, name := range names {
 		t.Logf("%s: from second %d, 10 s means %.1f to %.1f, highest second %.0f (capacity %.0f)",
