@@ -386,18 +386,10 @@ func TestEndpointCheckJSON(t *testing.T) {
 		prefix  string
 		refused bool
 	}{{"/_fairgate", true}, {"/a/_fairgate", false}} {
-		req, _ := http.NewRequest("POST", withPorts("http://localhost:ADMIN_PORT/load"), strings.NewReader(withPorts(config(tc.prefix))))
-		req.Header.Set("Content-Type", "application/json")
-		req.Close = true // a connection of its own, as in load
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		refused := resp.StatusCode != 200
-		if refused != tc.refused || (refused && !strings.Contains(string(body), "its endpoints under prefix "+tc.prefix+" are not routed to it")) {
-			t.Fatalf("prefix %s: Caddy answered %d %s", tc.prefix, resp.StatusCode, body)
+		code, body := adminCall(t, "POST", "/load", config(tc.prefix), "Content-Type", "application/json")
+		refused := code != 200
+		if refused != tc.refused || (refused && !strings.Contains(body, "its endpoints under prefix "+tc.prefix+" are not routed to it")) {
+			t.Fatalf("prefix %s: Caddy answered %d %s", tc.prefix, code, body)
 		}
 	}
 	c := call{t: t, client: tester.Client}
