@@ -115,6 +115,7 @@ func (g *Gate) Decide(ctx context.Context, room *Room, a Attempt) Decision {
 	if view.State == StateClosed {
 		return Decision{Outcome: OutcomeClosed, Claims: claims}
 	}
+	g.lapseSlots(ctx, room, &view, now)
 	if now.Before(claims.NextAttempt()) {
 		if d, moved := g.regrid(ctx, room, &view, claims, a.Token, now); moved {
 			return room.noteDue(claims.Place(), d)
@@ -190,14 +191,24 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 		return g.reused(room, place, token, claims, now)
 	case queue.PlaceReserved:
 		if now.Before(place.Slot) {
+			room.slots.watch(claims.Place(), place.Slot, chargedSlot(place), ceilMilli(place.Slot))
 			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
 			// place keeps its slot and asks again at its next checkpoint.
-			return g.wait(view, claims, OutcomeBusy, g.recheck(view, claims, now), now)
+			next := g.recheck(view, claims, now)
+			room.slots.watch(claims.Place(), place.Slot, chargedSlot(place), next)
+			return g.wait(view, claims, OutcomeBusy, next, now)
 		}
 		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, chargedSlot(place), now)
+	case queue.PlaceLapsed:
+		// It held a slot and came back after it lapsed: eligible then,
+		// it takes a new admission at that slot, on credit (lapse.go).
+		if view.State == StatePaused || view.State == StateScheduled {
+			return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
+		}
+		return g.reserve(ctx, room, view, claims, token, place.Slot, place.Slot, now)
 	}
 	claimed := false
 	if view.Order == OrderFIFO && claims.Pos == 0 {
@@ -245,7 +256,7 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 		// pause instead of running out under a page that follows it.
 		return g.wait(view, claims, OutcomeWait, g.recheck(view, claims, now), now)
 	}
-	return g.reserve(ctx, room, view, claims, token, at, now)
+	return g.reserve(ctx, room, view, claims, token, at, time.Time{}, now)
 }
 
 // tokenDigest identifies one version of a waiting token in the ledger's

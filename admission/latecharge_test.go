@@ -12,8 +12,8 @@ import (
 // (the start of its first window with an admission left), recording the
 // slots it is given back.
 type windowBudget struct {
-	open    time.Time
-	refunds []time.Time
+	open            time.Time
+	refunds, lapses []time.Time
 }
 
 func (b *windowBudget) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
@@ -21,6 +21,8 @@ func (b *windowBudget) Reserve(_ context.Context, at, now time.Time) (time.Time,
 }
 
 func (b *windowBudget) Refund(slot time.Time) { b.refunds = append(b.refunds, slot) }
+
+func (b *windowBudget) Lapse(slot, _ time.Time) { b.lapses = append(b.lapses, slot) }
 
 // TestALatePresenterRefusedGivesBackTheSlotItWasCharged: on a shared quota
 // a place presenting late takes the slot it would have had, passed

@@ -249,7 +249,9 @@ type Room struct {
 	// quota, for a place presenting late (sharedSlot).
 	shared   *queue.Grants
 	presence *presence
-	shows    shows
+	// slots are the slots this node told holders to come for (lapse.go).
+	slots *slotWatch
+	shows shows
 	// roomPassed is every node's passed places, summed (NoteRoomPassed).
 	roomPassed passedSum
 	eligible   *rateWindow
@@ -279,6 +281,10 @@ type Quota interface {
 	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, shared bool, err error)
 	// Refund gives back the admission of a slot that will not be used.
 	Refund(slot time.Time)
+	// Lapse gives back the admission of a slot whose holder never came:
+	// to the slot's window if it has not ended, else to now's, which then
+	// admits one more than its share (the slot's admitted one fewer).
+	Lapse(slot, now time.Time)
 }
 
 // QuotaSpentError is a Quota's answer when it gives no slot ahead and the
@@ -351,6 +357,7 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 		pacer:      queue.NewPacer(cfg.Rate, cfg.Burst, now),
 		shared:     queue.NewGrants(),
 		presence:   newPresence(cfg.Window),
+		slots:      newSlotWatch(),
 		shows:      newShows(),
 		eligible:   newRateWindow(cfg.Window),
 		started:    now,
@@ -761,6 +768,16 @@ func (r *Room) unpaceSlot(place string, now time.Time) { r.pacer.GiveBack(place,
 
 // refundAdmission gives back an admission that did not go through.
 func (r *Room) refundAdmission(now time.Time) { r.bucket.Refund(now) }
+
+// reissue gives back the admission a lapsed slot took, that of charged:
+// to the shared quota when the room has one, else to this node's bucket.
+func (r *Room) reissue(charged, now time.Time) {
+	if q := r.sharedQuota(); q != nil {
+		q.Lapse(charged, now)
+		return
+	}
+	r.refundAdmission(now)
+}
 
 // BucketLevel is the number of admissions available right now.
 func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }

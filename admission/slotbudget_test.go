@@ -12,9 +12,9 @@ import (
 // budgetUntil is a shared budget spent until open; err, when set, is what
 // it answers instead.
 type budgetUntil struct {
-	open          time.Time
-	err           error
-	took, refunds int
+	open                  time.Time
+	err                   error
+	took, refunds, lapses int
 }
 
 func (b *budgetUntil) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
@@ -26,6 +26,8 @@ func (b *budgetUntil) Reserve(_ context.Context, at, now time.Time) (time.Time, 
 }
 
 func (b *budgetUntil) Refund(time.Time) { b.refunds++ }
+
+func (b *budgetUntil) Lapse(time.Time, time.Time) { b.lapses++ }
 
 // TestASlotTakesItsBudgetWhenGiven: a place found eligible takes its
 // admission from the room's shared budget at once, in the first window
@@ -138,7 +140,7 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 
 // refundLog is a shared budget that always has an admission at the moment
 // asked and records the slots it gives and gets back.
-type refundLog struct{ given, refunded []time.Time }
+type refundLog struct{ given, refunded, lapsed []time.Time }
 
 func (b *refundLog) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
 	slot := later(at, now)
@@ -148,13 +150,15 @@ func (b *refundLog) Reserve(_ context.Context, at, now time.Time) (time.Time, bo
 
 func (b *refundLog) Refund(slot time.Time) { b.refunded = append(b.refunded, slot) }
 
+func (b *refundLog) Lapse(slot, _ time.Time) { b.lapsed = append(b.lapsed, slot) }
+
 // TestARequeueGivesBackItsSlotsAdmission: a place admitted from a slot
 // that the hook turns away gives back the admission of its slot's budget
 // window, not one of the window it was admitted in: a place that
 // presented late would otherwise give back an admission nobody took
 // there, and the node would admit one more than that window's limit.
 func TestARequeueGivesBackItsSlotsAdmission(t *testing.T) {
-	for _, late := range []time.Duration{0, 30 * time.Second} {
+	for _, late := range []time.Duration{0, slotGrace - time.Second} {
 		t.Run(late.String(), func(t *testing.T) {
 			ctx := context.Background()
 			h := holdingASlot(t, Visitor{})

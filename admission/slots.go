@@ -12,10 +12,11 @@ import (
 
 // reserve gives the eligible place its slot (Gate.slot) and records it in
 // the ledger: admitted now, or holding the slot, with the slot charged
-// when that is another (Place.Charged). When it is due the place
+// when that is another (Place.Charged). A place whose slot lapsed
+// (lapsed, else zero) takes its turn at that slot. When it is due the place
 // passes the pacer like every slot holder: a crowd presenting late at once
 // is spaced at the rate, not admitted beside the bucket.
-func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, found, now time.Time) Decision {
+func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, found, lapsed, now time.Time) Decision {
 	want, err := g.usedBy(token, now)
 	if err != nil {
 		return g.unavailable(err, claims)
@@ -29,6 +30,11 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(spent.Retry), now)
 	case err != nil:
 		return g.unavailable(err, claims)
+	}
+	if !lapsed.IsZero() && lapsed.Before(missed) {
+		// Its slot lapsed while it was away: its turn is that slot, on
+		// credit, as a late holder's (lapse.go).
+		missed, slot, backdated = lapsed, later(lapsed, now), true
 	}
 	if slot.After(now) || backdated {
 		want = queue.Place{State: queue.PlaceReserved, Slot: slot}
@@ -58,6 +64,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		d.Slot = charged
 		return d
 	case slot.After(now):
+		room.slots.watch(claims.Place(), slot, charged, ceilMilli(slot))
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
 	return g.useSlot(ctx, room, view, claims, token, slot, missed, charged, now)
@@ -72,6 +79,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 // ledger holds the place reserved at slot until its pass is recorded.
 func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, charged, now time.Time) Decision {
 	if due, ok := room.paceSlot(claims.Place(), missed, now); !ok {
+		room.slots.watch(claims.Place(), slot, charged, ceilMilli(due))
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	used, err := g.usedBy(token, now)
@@ -103,6 +111,7 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		// holds it again at once). The place is kept; it asks again.
 		return g.unavailable(errPlaceReleased, claims)
 	}
+	room.slots.forget(claims.Place())
 	d := g.pass(room, claims, used, now)
 	d.Slot = charged
 	return d

@@ -150,6 +150,14 @@ func (l *lazyStore) MayHoldPlace(room, id string) bool {
 	return st == nil || roomstate.MayHoldPlace(st, room, id)
 }
 
+func (l *lazyStore) LapsePlace(ctx context.Context, room, id string, slot, now time.Time) (bool, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return false, err
+	}
+	return st.LapsePlace(ctx, room, id, slot, now)
+}
+
 func (l *lazyStore) ReleasePlace(ctx context.Context, room, id string) error {
 	st, err := l.get(ctx)
 	if err != nil {

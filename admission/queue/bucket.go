@@ -23,7 +23,7 @@ type Bucket struct {
 	// opens is when the queue the bucket serves opened (OpenAt): the
 	// bucket holds nothing it refilled before then.
 	opens time.Time
-	// granted keeps the slots handed out (for lateMemory in
+	// granted keeps the slots handed out (for LateMemory in
 	// NewRememberingBucket's, none in newBucket's).
 	granted grants
 }
@@ -149,9 +149,9 @@ func (b *Bucket) Burst() float64 {
 }
 
 // NewRememberingBucket is a room's admission bucket: full, keeping its slots
-// for lateMemory.
+// for LateMemory.
 func NewRememberingBucket(rate, burst float64, now time.Time) *Bucket {
 	b := newBucket(rate, burst, now)
-	b.granted.memory = lateMemory
+	b.granted.memory = LateMemory
 	return b
 }

@@ -7,17 +7,17 @@ import (
 	"time"
 )
 
-// lateMemory is the most lateness a room makes up for a place that
+// LateMemory is the most lateness a room makes up for a place that
 // presents late: a background tab whose timers fire once a minute, with
 // room to spare. A place found eligible at a checkpoint it presented late
 // for takes the slot it would have had (Bucket.ReserveFor; later than this,
-// as if found lateMemory ago, at worst as if found now), from a node's
+// as if found LateMemory ago, at worst as if found now), from a node's
 // own bucket or from the shared quota (Grants.Take). Each costs a room 16
 // bytes per admission of that span.
-const lateMemory = 5 * time.Minute
+const LateMemory = 5 * time.Minute
 
 // Grants are the slots a node's places took from a room's shared quota,
-// kept for lateMemory: a place that presents late for the moment it was
+// kept for LateMemory: a place that presents late for the moment it was
 // found eligible takes the slot of the first one given since, as
 // Bucket.ReserveFor does for the slots of a node's own bucket. It is safe
 // for concurrent use.
@@ -27,7 +27,7 @@ type Grants struct {
 }
 
 // NewGrants returns an empty record of a room's shared slots.
-func NewGrants() *Grants { return &Grants{g: grants{memory: lateMemory}} }
+func NewGrants() *Grants { return &Grants{g: grants{memory: LateMemory}} }
 
 // Take records slot, given at now by the shared quota for a place found
 // eligible at found, and returns when the place is due: the slot of the

@@ -24,13 +24,17 @@ const (
 	PlaceReserved
 	// PlaceUsed: the place was admitted; no version of its token admits again.
 	PlaceUsed
+	// PlaceLapsed: the place held the slot Place.Slot and did not come
+	// for it; its admission went to others. Coming back, it takes a new
+	// one at that slot, on credit (Hold replaces the record).
+	PlaceLapsed
 )
 
 // Place is the ledger's record of one place (a waiting token's id, the same
 // in every version of the token).
 type Place struct {
 	State PlaceState
-	Slot  time.Time // for PlaceReserved
+	Slot  time.Time // for PlaceReserved and PlaceLapsed
 	// Charged is, for PlaceReserved, the slot whose admission of the
 	// room's shared budget the place took, when not Slot: a late
 	// presenter holds the earlier slot it would have had, charged to the
@@ -56,8 +60,8 @@ type Ledger interface {
 	// Lookup returns the record of place id (PlaceWaiting if there is none).
 	Lookup(ctx context.Context, id string) (Place, error)
 	// Hold records p for place id until the given time, unless the place
-	// already has a record: it returns the record that stands and whether
-	// it is p.
+	// already has a record other than a lapsed one: it returns the record
+	// that stands and whether it is p.
 	Hold(ctx context.Context, id string, p Place, until time.Time) (Place, bool, error)
 	// Use turns a reserved place into used (the record used, whose By,
 	// Pass and At it keeps), reporting false if it was not reserved
@@ -66,6 +70,11 @@ type Ledger interface {
 	// Release forgets a place whose admission did not go through (the
 	// admission hook turned it away), so it may wait and try again.
 	Release(ctx context.Context, id string) error
+	// Lapse turns a place that still holds the reserved slot slot unused
+	// (its holder did not come for it) into lapsed, keeping the slot and
+	// the record's expiry, reporting whether it did: false when the place
+	// was used meanwhile, or holds another slot.
+	Lapse(ctx context.Context, id string, slot time.Time) (bool, error)
 }
 
 // MemoryLedger is a bounded Ledger in process memory for one node. Records
@@ -100,7 +109,7 @@ func (l *MemoryLedger) Lookup(_ context.Context, id string) (Place, error) {
 func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Time) (Place, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r, ok := l.places[id]; ok {
+	if r, ok := l.places[id]; ok && r.place.State != PlaceLapsed {
 		return r.place, false, nil
 	}
 	l.forgetExpired(l.now())
@@ -137,6 +146,19 @@ func (l *MemoryLedger) Release(_ context.Context, id string) error {
 	defer l.mu.Unlock()
 	delete(l.places, id)
 	return nil
+}
+
+// Lapse implements Ledger.
+func (l *MemoryLedger) Lapse(_ context.Context, id string, slot time.Time) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.places[id]
+	if !ok || r.place.State != PlaceReserved || !r.place.Slot.Equal(slot) {
+		return false, nil
+	}
+	r.place = Place{State: PlaceLapsed, Slot: slot}
+	l.places[id] = r
+	return true, nil
 }
 
 // Len is the number of places remembered.

@@ -85,3 +85,58 @@ func TestMemoryLedger(t *testing.T) {
 		t.Fatalf("released place kept: %v", p)
 	}
 }
+
+// TestMemoryLedgerLapse: a place lapses only while it holds the very slot
+// reserved and unused; a lapsed place reads so, with its slot, and a hold
+// replaces it.
+func TestMemoryLedgerLapse(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_900_000_000, 0)
+	slot := now.Add(time.Second)
+	tests := []struct {
+		name   string
+		held   Place
+		use    bool
+		slot   time.Time
+		lapsed bool
+	}{
+		{"reserved at the slot", Place{State: PlaceReserved, Slot: slot}, false, slot, true},
+		{"reserved at another slot", Place{State: PlaceReserved, Slot: slot}, false, slot.Add(time.Millisecond), false},
+		{"used", Place{State: PlaceReserved, Slot: slot}, true, slot, false},
+		{"used outright", Place{State: PlaceUsed}, false, time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewMemoryLedger(10, func() time.Time { return now })
+			if _, fresh, err := l.Hold(ctx, "p", tt.held, now.Add(time.Hour)); err != nil || !fresh {
+				t.Fatalf("hold: %v %v", fresh, err)
+			}
+			if tt.use {
+				if ok, err := l.Use(ctx, "p", Place{By: "v1"}); err != nil || !ok {
+					t.Fatalf("use: %v %v", ok, err)
+				}
+			}
+			before, _ := l.Lookup(ctx, "p")
+			lapsed, err := l.Lapse(ctx, "p", tt.slot)
+			if err != nil || lapsed != tt.lapsed {
+				t.Fatalf("Lapse = %v, %v; want %v", lapsed, err, tt.lapsed)
+			}
+			after, _ := l.Lookup(ctx, "p")
+			want := before
+			if tt.lapsed {
+				want = Place{State: PlaceLapsed, Slot: tt.slot}
+			}
+			if after != want {
+				t.Fatalf("after the lapse the place reads %+v, want %+v", after, want)
+			}
+			again := Place{State: PlaceReserved, Slot: slot.Add(time.Minute)}
+			if _, fresh, err := l.Hold(ctx, "p", again, now.Add(time.Hour)); err != nil || fresh != tt.lapsed {
+				t.Fatalf("hold after the lapse: fresh %v, %v; want %v", fresh, err, tt.lapsed)
+			}
+		})
+	}
+	l := NewMemoryLedger(10, func() time.Time { return now })
+	if lapsed, err := l.Lapse(ctx, "unknown", slot); err != nil || lapsed {
+		t.Fatalf("Lapse of an unknown place = %v, %v", lapsed, err)
+	}
+}

@@ -48,6 +48,16 @@ func (b *Backlog) use(id string, p queue.Place) {
 	b.places[id] = cur
 }
 
+// lapse forgets a place reserved in memory whose slot lapsed: there is
+// nothing to write back.
+func (b *Backlog) lapse(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.places[id]; ok && cur.place.State == queue.PlaceReserved {
+		delete(b.places, id)
+	}
+}
+
 // Len is the number of places waiting to be written.
 func (b *Backlog) Len() int {
 	b.mu.Lock()

@@ -229,6 +229,24 @@ func (b *Budget) Refund(at time.Time) {
 	}
 }
 
+// Lapse puts back one admission taken for slot whose holder never came:
+// as Refund while slot's window lasts; once it has ended, into now's
+// window, which then admits one more than its limit, as slot's admitted
+// one fewer. An admission that lapses is not lost to the rate.
+func (b *Budget) Lapse(slot, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forget(b.index(now))
+	if idx := b.index(slot); idx >= b.cur.Load() {
+		if b.given[idx] > 0 {
+			b.given[idx]--
+			b.held[idx]++
+		}
+		return
+	}
+	b.held[b.index(now)]++
+}
+
 // returnHeld gives the unspent rest of the blocks this node holds back to the
 // store, so other nodes can spend it.
 func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {

@@ -376,3 +376,60 @@ func TestBudgetTakersQueuedBehindASlowCallShareTheNext(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetLapse: a lapsed slot's admission goes back to its own window
+// while that lasts (the node that gave it spends it there), and once that
+// window has ended into the window of the lapse, which then gives one
+// admission more than its limit; the windows after it keep theirs.
+func TestBudgetLapse(t *testing.T) {
+	const rate = 3.0
+	at := time.Unix(1_700_000_000, 200_000_000)
+	tests := []struct {
+		name      string
+		lapseAt   time.Duration // after at: when the slot lapses
+		wantExtra int64         // admissions the lapse's window gives beyond its limit
+	}{
+		{"while the slot's window lasts", 500 * time.Millisecond, 0},
+		{"after the slot's window", 5 * time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openBolt(t)
+			b, err := roomstate.NewBudget(st, "room", 1, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			// The slot's window spent: three slots given at its start.
+			var slot time.Time
+			for range int(rate) {
+				if slot, err = b.Reserve(ctx, at, at, roomstate.Steady(rate)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := at.Add(tt.lapseAt)
+			b.Lapse(slot, now)
+			if tt.wantExtra == 0 {
+				got, err := b.Reserve(ctx, slot, now, roomstate.Steady(rate))
+				if err != nil || !got.Equal(now) {
+					t.Fatalf("after the lapse, the slot's window gives %v, %v; want the moment asked, %v", got, err, now)
+				}
+				return
+			}
+			given := 0
+			for {
+				got, err := b.Reserve(ctx, now, now, roomstate.Steady(rate))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Truncate(time.Second) != now.Truncate(time.Second) {
+					break
+				}
+				given++
+			}
+			if want := int(rate) + int(tt.wantExtra); given != want {
+				t.Fatalf("the window of the lapse gave %d slots, want %d", given, want)
+			}
+		})
+	}
+}

@@ -179,6 +179,15 @@ func (g *Guard) ReleasePlace(ctx context.Context, room, id string) error {
 	})
 }
 
+// LapsePlace implements Store.
+func (g *Guard) LapsePlace(ctx context.Context, room, id string, slot, now time.Time) (lapsed bool, err error) {
+	err = g.call(ctx, "lapse_place", func(ctx context.Context) error {
+		lapsed, err = g.Store.LapsePlace(ctx, room, id, slot, now)
+		return err
+	})
+	return lapsed, err
+}
+
 // PublishPopulation implements Store.
 func (g *Guard) PublishPopulation(ctx context.Context, room, node string, value float64, until time.Time) error {
 	return g.call(ctx, "publish_population", func(ctx context.Context) error {
@@ -289,6 +298,19 @@ func (l FallbackLedger) useLocal(ctx context.Context, id string, p queue.Place) 
 func (l FallbackLedger) Release(ctx context.Context, id string) error {
 	_ = l.Local.Release(ctx, id)
 	return l.Shared.Release(ctx, id)
+}
+
+// Lapse implements queue.Ledger: a slot reserved in memory (while the
+// store failed) lapses there, as it would have in the store.
+func (l FallbackLedger) Lapse(ctx context.Context, id string, slot time.Time) (bool, error) {
+	if lp, _ := l.Local.Lookup(ctx, id); lp.State == queue.PlaceReserved {
+		lapsed, err := l.Local.Lapse(ctx, id, slot)
+		if err == nil && lapsed && l.Backlog != nil {
+			l.Backlog.lapse(id)
+		}
+		return lapsed, err
+	}
+	return l.Shared.Lapse(ctx, id, slot)
 }
 
 var (

@@ -44,4 +44,9 @@ func (l *Ledger) Release(ctx context.Context, id string) error {
 	return l.store.ReleasePlace(ctx, l.room, id)
 }
 
+// Lapse implements queue.Ledger.
+func (l *Ledger) Lapse(ctx context.Context, id string, slot time.Time) (bool, error) {
+	return l.store.LapsePlace(ctx, l.room, id, slot, l.now())
+}
+
 var _ queue.Ledger = (*Ledger)(nil)

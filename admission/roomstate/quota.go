@@ -209,6 +209,12 @@ func (q *Quota) Refund(slot time.Time) {
 	b.Refund(slot)
 }
 
+// Lapse implements admission.Quota.
+func (q *Quota) Lapse(slot, now time.Time) {
+	b, _ := q.current()
+	b.Lapse(slot, now)
+}
+
 // Return gives the unspent rest of this node's blocks back to the store.
 func (q *Quota) Return(ctx context.Context) error {
 	b, rates := q.current()

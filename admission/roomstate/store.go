@@ -138,8 +138,8 @@ type Store interface {
 	ReturnBudget(ctx context.Context, room string, w Window, n int64) error
 
 	// HoldPlace records p for place id until the given time, unless the
-	// place has a record unexpired at now: it returns the record that
-	// stands and whether it is p. Exactly one of any number of concurrent
+	// place has a record unexpired at now other than a lapsed one: it
+	// returns the record that stands and whether it is p. Exactly one of any number of concurrent
 	// calls for the same id wins. Holding queue.PlaceUsed consumes the
 	// place outright.
 	HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error)
@@ -152,6 +152,11 @@ type Store interface {
 	// ReleasePlace forgets a place whose admission was refused after the
 	// decision, so it may wait and try again.
 	ReleasePlace(ctx context.Context, room, id string) error
+	// LapsePlace turns place id into lapsed (queue.PlaceLapsed, keeping
+	// its slot and expiry) if it holds the reserved slot slot at now,
+	// unused, reporting whether it did. Exactly one of it and any number
+	// of concurrent UsePlace calls for the place wins.
+	LapsePlace(ctx context.Context, room, id string, slot, now time.Time) (bool, error)
 
 	// PublishPopulation stores node's own population observation, valid
 	// until the given time. Each node writes only its own item.

@@ -224,7 +224,7 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p queue.Place, u
 	err := s.batch(ctx, "holding place "+id, func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(ledgerBucket)
 		k := subKey(room, id)
-		if cur, _, ok := decodePlace(b.Get(k), now); ok {
+		if cur, _, ok := decodePlace(b.Get(k), now); ok && cur.State != queue.PlaceLapsed {
 			standing, won = cur, false
 			return nil, nil
 		}
@@ -282,6 +282,25 @@ func (s *Store) ReleasePlace(ctx context.Context, room, id string) error {
 		s.places.deleted(placeKey{room, id})
 	}
 	return err
+}
+
+// LapsePlace implements roomstate.Store.
+func (s *Store) LapsePlace(ctx context.Context, room, id string, slot, now time.Time) (bool, error) {
+	var lapsed bool
+	err := s.batch(ctx, "lapsing place "+id, func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(ledgerBucket)
+		k := subKey(room, id)
+		cur, until, ok := decodePlace(b.Get(k), now)
+		lapsed = ok && cur.State == queue.PlaceReserved && cur.Slot.Equal(slot)
+		if !lapsed {
+			return nil, nil
+		}
+		return nil, b.Put(k, encodePlace(queue.Place{State: queue.PlaceLapsed, Slot: slot}, time.Unix(0, until)))
+	})
+	if err != nil {
+		return false, err // op may still run past its deadline: read none of its results
+	}
+	return lapsed, nil
 }
 
 // MayHoldPlace implements roomstate.PlaceIndex from memory: false only if

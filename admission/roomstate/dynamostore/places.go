@@ -22,7 +22,9 @@ func (s *Store) HoldPlace(ctx context.Context, room, id string, p queue.Place, u
 		slot = p.Slot.UnixNano()
 	}
 	expr, err := build(expression.NewBuilder().
-		WithCondition(expression.AttributeNotExists(pkName).Or(untilName.LessThanEqual(expression.Value(now.UnixMilli())))).
+		WithCondition(expression.AttributeNotExists(pkName).
+			Or(untilName.LessThanEqual(expression.Value(now.UnixMilli()))).
+			Or(stateName.Equal(expression.Value(int64(queue.PlaceLapsed))))).
 		WithUpdate(charged(usedBy(expression.
 			Set(untilName, expression.Value(until.UnixMilli())).
 			Set(ttlName, expression.Value(ttl(until))).
@@ -131,6 +133,28 @@ func (s *Store) LookupPlace(ctx context.Context, room, id string, now time.Time)
 		return queue.Place{}, nil
 	}
 	return it.place(), nil
+}
+
+// LapsePlace implements roomstate.Store: one conditional update.
+func (s *Store) LapsePlace(ctx context.Context, room, id string, slot, now time.Time) (bool, error) {
+	expr, err := build(expression.NewBuilder().
+		WithCondition(stateName.Equal(expression.Value(int64(queue.PlaceReserved))).
+			And(slotName.Equal(expression.Value(slot.UnixNano()))).
+			And(untilName.GreaterThan(expression.Value(now.UnixMilli())))).
+		WithUpdate(expression.Set(stateName, expression.Value(int64(queue.PlaceLapsed))).Remove(chargedName)))
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	_, err = s.db.UpdateItem(ctx, s.update(usedKey(room, id), expr))
+	if conditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.wrap(ctx, "lapsing place "+id, err)
+	}
+	return true, nil
 }
 
 // ReleasePlace implements roomstate.Store.

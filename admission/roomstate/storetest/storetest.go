@@ -44,6 +44,8 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"PlaceRacedUse", testPlaceRacedUse},
 		{"PlaceRecordsWhoUsedIt", testPlaceUsedBy},
 		{"PlaceRecordsItsChargedSlot", testPlaceCharged},
+		{"PlaceLapse", testPlaceLapse},
+		{"PlaceRacedLapseAndUse", testPlaceRacedLapseAndUse},
 		{"BudgetNeverExceedsLimit", testBudgetRace},
 		{"BudgetReturn", testBudgetReturn},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
@@ -286,6 +288,113 @@ func testPlaceHoldUse(t *testing.T, s roomstate.Store, room string) {
 	}
 	if ok, err := s.UsePlace(c, room, "late", queue.Place{}, T0.Add(2*time.Second)); err != nil || ok {
 		t.Fatalf("UsePlace of an expired reservation = %v, %v; want false", ok, err)
+	}
+}
+
+// testPlaceLapse: a place still holding the slot it is lapsed for, unused
+// and unexpired, reads lapsed with that slot, and a hold replaces it (of
+// holds raced, exactly one); any other record stands.
+func testPlaceLapse(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	until := T0.Add(time.Hour)
+	slot := T0.Add(1500 * time.Millisecond)
+	reserved := queue.Place{State: queue.PlaceReserved, Slot: slot}
+	charged := queue.Place{State: queue.PlaceReserved, Slot: slot, Charged: slot.Add(2 * time.Second)}
+	tests := []struct {
+		name   string
+		held   *queue.Place // nil: no record
+		until  time.Time
+		used   bool // the place was used after its hold
+		slot   time.Time
+		lapsed bool
+	}{
+		{"reserved at the slot", &reserved, until, false, slot, true},
+		{"reserved at the slot, charged another", &charged, until, false, slot, true},
+		{"reserved at another slot", &reserved, until, false, slot.Add(time.Millisecond), false},
+		{"used", &reserved, until, true, slot, false},
+		{"used outright", &queue.Place{State: queue.PlaceUsed}, until, false, time.Time{}, false},
+		{"expired", &reserved, T0.Add(time.Second), false, slot, false},
+		{"unknown", nil, until, false, slot, false},
+	}
+	now := T0.Add(2 * time.Second)
+	for i, tt := range tests {
+		id := fmt.Sprintf("lapse-%d", i)
+		if tt.held != nil {
+			if _, won, err := s.HoldPlace(c, room, id, *tt.held, tt.until, T0); err != nil || !won {
+				t.Fatalf("%s: HoldPlace = %v, %v", tt.name, won, err)
+			}
+		}
+		if tt.used {
+			if ok, err := s.UsePlace(c, room, id, queue.Place{By: "v1"}, T0); err != nil || !ok {
+				t.Fatalf("%s: UsePlace = %v, %v", tt.name, ok, err)
+			}
+		}
+		before, err := s.LookupPlace(c, room, id, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lapsed, err := s.LapsePlace(c, room, id, tt.slot, now)
+		if err != nil || lapsed != tt.lapsed {
+			t.Fatalf("%s: LapsePlace = %v, %v; want %v", tt.name, lapsed, err, tt.lapsed)
+		}
+		after, err := s.LookupPlace(c, room, id, now)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case tt.lapsed && (after != queue.Place{State: queue.PlaceLapsed, Slot: slot}):
+			t.Fatalf("%s: lapsed, the place reads %+v, want lapsed at %v", tt.name, after, slot)
+		case !tt.lapsed && after != before:
+			t.Fatalf("%s: not lapsed, the place reads %+v, want %+v as before", tt.name, after, before)
+		}
+		if !tt.lapsed {
+			continue
+		}
+		if ok, err := s.UsePlace(c, room, id, queue.Place{By: "v1"}, now); err != nil || ok {
+			t.Fatalf("%s: UsePlace of a lapsed place = %v, %v; want false", tt.name, ok, err)
+		}
+		again := queue.Place{State: queue.PlaceReserved, Slot: slot.Add(5 * time.Second)}
+		wins := race(t, 8, func() (bool, error) {
+			_, won, err := s.HoldPlace(c, room, id, again, until, now)
+			return won, err
+		})
+		if wins != 1 {
+			t.Fatalf("%s: %d of 8 holds raced over the lapsed place won, want one", tt.name, wins)
+		}
+		if p, err := s.LookupPlace(c, room, id, now); err != nil || p != again {
+			t.Fatalf("%s: held again after its lapse, the place reads %+v, %v; want %+v", tt.name, p, err, again)
+		}
+	}
+}
+
+// testPlaceRacedLapseAndUse: of a lapse and a use of one reservation raced,
+// exactly one wins, and the place reads as the winner left it.
+func testPlaceRacedLapseAndUse(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	slot := T0.Add(time.Second)
+	for i := range 20 {
+		id := fmt.Sprintf("raced-lapse-%d", i)
+		if _, won, err := s.HoldPlace(c, room, id, queue.Place{State: queue.PlaceReserved, Slot: slot}, T0.Add(time.Hour), T0); err != nil || !won {
+			t.Fatalf("HoldPlace = %v, %v", won, err)
+		}
+		var usedOK, lapsedOK bool
+		var useErr, lapseErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { usedOK, useErr = s.UsePlace(c, room, id, queue.Place{By: "v1"}, T0.Add(2*time.Second)) })
+		wg.Go(func() { lapsedOK, lapseErr = s.LapsePlace(c, room, id, slot, T0.Add(2*time.Second)) })
+		wg.Wait()
+		if useErr != nil || lapseErr != nil {
+			t.Fatalf("use: %v; lapse: %v", useErr, lapseErr)
+		}
+		if usedOK == lapsedOK {
+			t.Fatalf("%s: used %v, lapsed %v; want exactly one", id, usedOK, lapsedOK)
+		}
+		p, err := s.LookupPlace(c, room, id, T0.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]queue.PlaceState{true: queue.PlaceUsed, false: queue.PlaceLapsed}[usedOK]; p.State != want {
+			t.Fatalf("%s: used %v, the place reads %+v", id, usedOK, p)
+		}
 	}
 }
 

@@ -1,0 +1,150 @@
+package admission
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// A slot is kept for its holder until it is used or its holder is
+// slotGrace late for the moment it was last told to come: then the node
+// that told it marks the place lapsed in the ledger, if it still holds
+// that slot unused (queue.Ledger.Lapse), and gives the slot's admission
+// back to the room (Room.reissue). A visitor who walked away with a slot
+// would otherwise cost the room that admission while others wait. A
+// holder that comes back later (a background tab's timer fires late), at
+// any node, takes a new admission and is served at the slot it held, on
+// credit, as a late holder always was (Gate.reserve, Gate.useSlot): it
+// loses its lateness and nothing else, and the room admits it once.
+//
+// slotGrace is far more than an honest page is late for its slot (its
+// network's spread, a second, and its request's wait on the store at a
+// crowd's peak); a slot's admission that lapses is given back to the
+// budget window of the lapse, at most slotGrace after the slot's.
+const slotGrace = 4 * time.Second
+
+// lapseBatch is the most lapses one attempt carries out (each is a ledger
+// write): a crowd of them is spread over the attempts of the moment.
+const lapseBatch = 4
+
+// maxWatched bounds the slots a node watches: beyond it a slot given is
+// kept until it expires, as if it were never watched.
+const maxWatched = 1 << 17
+
+// slotWatch is the slots this node told holders to come for, by the
+// moment each lapses.
+type slotWatch struct {
+	mu     sync.Mutex
+	places map[string]watched
+	order  lapseHeap
+}
+
+// watched is a place's slot, the slot whose admission it took (charged,
+// as queue.Place.Charged but never zero) and when it lapses.
+type watched struct {
+	slot, charged, lapses time.Time
+}
+
+func newSlotWatch() *slotWatch { return &slotWatch{places: map[string]watched{}} }
+
+// watch records that place, holding slot charged the admission of
+// charged, was told to come at told: it lapses slotGrace after the latest
+// moment it was told.
+func (w *slotWatch) watch(place string, slot, charged, told time.Time) {
+	lapses := told.Add(slotGrace)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cur, ok := w.places[place]; ok && cur.slot.Equal(slot) && !cur.lapses.Before(lapses) {
+		return
+	}
+	if _, ok := w.places[place]; !ok && len(w.places) >= maxWatched {
+		return
+	}
+	w.places[place] = watched{slot: slot, charged: charged, lapses: lapses}
+	heap.Push(&w.order, lapseEntry{place: place, at: lapses})
+	if len(w.order) > 2*len(w.places)+compactAt {
+		w.compact()
+	}
+}
+
+// forget stops watching place: its slot was used.
+func (w *slotWatch) forget(place string) {
+	w.mu.Lock()
+	delete(w.places, place)
+	w.mu.Unlock()
+}
+
+// due takes up to n places whose slots lapsed by now off the watch.
+func (w *slotWatch) due(now time.Time, n int) []lapsing {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []lapsing
+	for len(out) < n && len(w.order) > 0 && !w.order[0].at.After(now) {
+		e := heap.Pop(&w.order).(lapseEntry)
+		cur, ok := w.places[e.place]
+		if !ok || !cur.lapses.Equal(e.at) {
+			continue // forgotten, or told a later moment since
+		}
+		delete(w.places, e.place)
+		out = append(out, lapsing{place: e.place, slot: cur.slot, charged: cur.charged})
+	}
+	return out
+}
+
+// lapsing is a place whose slot lapsed.
+type lapsing struct {
+	place         string
+	slot, charged time.Time
+}
+
+// compactAt is how many stale entries (forgotten, or told again since)
+// the heap may hold beyond twice the watched places before it is rebuilt.
+const compactAt = 1024
+
+func (w *slotWatch) compact() {
+	order := make(lapseHeap, 0, len(w.places))
+	for place, cur := range w.places {
+		order = append(order, lapseEntry{place: place, at: cur.lapses})
+	}
+	heap.Init(&order)
+	w.order = order
+}
+
+type lapseEntry struct {
+	place string
+	at    time.Time
+}
+
+type lapseHeap []lapseEntry
+
+func (h lapseHeap) Len() int           { return len(h) }
+func (h lapseHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h lapseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lapseHeap) Push(x any)        { *h = append(*h, x.(lapseEntry)) }
+func (h *lapseHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// lapseSlots carries out the lapses due at now, at most lapseBatch. While
+// the room is paused nobody can use a slot: a lapse due then waits until
+// its holder, told to come after the pause, could have come (MaxBackoff
+// after the moment, and the grace).
+func (g *Gate) lapseSlots(ctx context.Context, room *Room, view *View, now time.Time) {
+	for _, l := range room.slots.due(now, lapseBatch) {
+		if view.State == StatePaused {
+			room.slots.watch(l.place, l.slot, l.charged, now.Add(g.policy.MaxBackoff))
+			continue
+		}
+		lapsed, err := g.ledger.Lapse(ctx, l.place, l.slot)
+		if err != nil || !lapsed {
+			// Used (here or at another node), or the store failed: the
+			// slot is kept, as it was before slots lapsed.
+			continue
+		}
+		room.reissue(l.charged, now)
+	}
+}
