@@ -190,18 +190,19 @@ func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens
 	case queue.PlaceUsed:
 		return g.reused(room, place, token, claims, now)
 	case queue.PlaceReserved:
+		held := room.heldSlot(place)
 		if now.Before(place.Slot) {
-			room.slots.watch(claims.Place(), place.Slot, chargedSlot(place), ceilMilli(place.Slot))
+			room.slots.watch(claims.Place(), held, ceilMilli(place.Slot))
 			return g.wait(view, claims, OutcomeBusy, ceilMilli(place.Slot), now)
 		}
 		if view.State == StatePaused {
 			// Nobody is admitted while paused, slot holders neither: the
 			// place keeps its slot and asks again at its next checkpoint.
 			next := g.recheck(view, claims, now)
-			room.slots.watch(claims.Place(), place.Slot, chargedSlot(place), next)
+			room.slots.watch(claims.Place(), held, next)
 			return g.wait(view, claims, OutcomeBusy, next, now)
 		}
-		return g.useSlot(ctx, room, view, claims, token, place.Slot, place.Slot, chargedSlot(place), now)
+		return g.useSlot(ctx, room, view, claims, token, held, place.Slot, now)
 	case queue.PlaceLapsed:
 		// It held a slot and came back after it lapsed: eligible then,
 		// it takes a new admission at that slot, on credit (lapse.go).

@@ -40,28 +40,40 @@ type slotWatch struct {
 	order  lapseHeap
 }
 
-// watched is a place's slot, the slot whose admission it took (charged,
-// as queue.Place.Charged but never zero) and when it lapses.
+// heldSlot is a slot a place holds: when it is, the slot whose admission
+// it took (charged, as queue.Place.Charged but never zero), and whether
+// that admission is the shared quota's (else this node's bucket's).
+type heldSlot struct {
+	slot, charged time.Time
+	shared        bool
+}
+
+// watched is a place's slot and when it lapses.
 type watched struct {
-	slot, charged, lapses time.Time
+	heldSlot
+	lapses time.Time
 }
 
 func newSlotWatch() *slotWatch { return &slotWatch{places: map[string]watched{}} }
 
-// watch records that place, holding slot charged the admission of
-// charged, was told to come at told: it lapses slotGrace after the latest
-// moment it was told.
-func (w *slotWatch) watch(place string, slot, charged, told time.Time) {
+// watch records that place, holding held, was told to come at told: it
+// lapses slotGrace after the latest moment it was told. Watched already
+// at that slot, it keeps whose admission the slot took: the node that
+// gave the slot knew.
+func (w *slotWatch) watch(place string, held heldSlot, told time.Time) {
 	lapses := told.Add(slotGrace)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if cur, ok := w.places[place]; ok && cur.slot.Equal(slot) && !cur.lapses.Before(lapses) {
+	cur, ok := w.places[place]
+	switch {
+	case ok && cur.slot.Equal(held.slot) && !cur.lapses.Before(lapses):
+		return
+	case ok && cur.slot.Equal(held.slot):
+		held = cur.heldSlot
+	case !ok && len(w.places) >= maxWatched:
 		return
 	}
-	if _, ok := w.places[place]; !ok && len(w.places) >= maxWatched {
-		return
-	}
-	w.places[place] = watched{slot: slot, charged: charged, lapses: lapses}
+	w.places[place] = watched{heldSlot: held, lapses: lapses}
 	heap.Push(&w.order, lapseEntry{place: place, at: lapses})
 	if len(w.order) > 2*len(w.places)+compactAt {
 		w.compact()
@@ -87,15 +99,15 @@ func (w *slotWatch) due(now time.Time, n int) []lapsing {
 			continue // forgotten, or told a later moment since
 		}
 		delete(w.places, e.place)
-		out = append(out, lapsing{place: e.place, slot: cur.slot, charged: cur.charged})
+		out = append(out, lapsing{place: e.place, heldSlot: cur.heldSlot})
 	}
 	return out
 }
 
 // lapsing is a place whose slot lapsed.
 type lapsing struct {
-	place         string
-	slot, charged time.Time
+	place string
+	heldSlot
 }
 
 // compactAt is how many stale entries (forgotten, or told again since)
@@ -129,22 +141,28 @@ func (h *lapseHeap) Pop() any {
 	return e
 }
 
-// lapseSlots carries out the lapses due at now, at most lapseBatch. While
-// the room is paused nobody can use a slot: a lapse due then waits until
-// its holder, told to come after the pause, could have come (MaxBackoff
-// after the moment, and the grace).
+// lapseSlots carries out the lapses due at now, at most lapseBatch, in
+// the attempt that finds them due: whether that attempt's visitor stays
+// for its answer is nothing to the lapse, which runs to its end (within
+// the store's own deadline) and, when the store fails, is tried again a
+// grace later. While the room is paused nobody can use a slot: a lapse
+// due then waits until its holder, told to come after the pause, could
+// have come (MaxBackoff after the moment, and the grace).
 func (g *Gate) lapseSlots(ctx context.Context, room *Room, view *View, now time.Time) {
+	ctx = context.WithoutCancel(ctx)
 	for _, l := range room.slots.due(now, lapseBatch) {
 		if view.State == StatePaused {
-			room.slots.watch(l.place, l.slot, l.charged, now.Add(g.policy.MaxBackoff))
+			room.slots.watch(l.place, l.heldSlot, now.Add(g.policy.MaxBackoff))
 			continue
 		}
 		lapsed, err := g.ledger.Lapse(ctx, l.place, l.slot)
-		if err != nil || !lapsed {
-			// Used (here or at another node), or the store failed: the
-			// slot is kept, as it was before slots lapsed.
-			continue
+		switch {
+		case err != nil:
+			room.slots.watch(l.place, l.heldSlot, now)
+		case lapsed:
+			room.reissue(l.heldSlot, now)
 		}
-		room.reissue(l.charged, now)
+		// Not lapsed: used (here or at another node) or given another
+		// slot; nothing to give back.
 	}
 }

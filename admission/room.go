@@ -769,14 +769,22 @@ func (r *Room) unpaceSlot(place string, now time.Time) { r.pacer.GiveBack(place,
 // refundAdmission gives back an admission that did not go through.
 func (r *Room) refundAdmission(now time.Time) { r.bucket.Refund(now) }
 
-// reissue gives back the admission a lapsed slot took, that of charged:
-// to the shared quota when the room has one, else to this node's bucket.
-func (r *Room) reissue(charged, now time.Time) {
-	if q := r.sharedQuota(); q != nil {
-		q.Lapse(charged, now)
+// reissue gives back the admission a lapsed slot took: to the shared
+// quota when it was the quota's, else to this node's bucket.
+func (r *Room) reissue(held heldSlot, now time.Time) {
+	if q := r.sharedQuota(); q != nil && held.shared {
+		q.Lapse(held.charged, now)
 		return
 	}
 	r.refundAdmission(now)
+}
+
+// heldSlot is the slot a reserved place holds, as the ledger records it:
+// its admission the shared quota's when the room has one (a slot this
+// node's bucket gave while the store was out of reach is watched as such
+// where it was given, slotWatch.watch).
+func (r *Room) heldSlot(p queue.Place) heldSlot {
+	return heldSlot{slot: p.Slot, charged: chargedSlot(p), shared: r.sharedQuota() != nil}
 }
 
 // BucketLevel is the number of admissions available right now.

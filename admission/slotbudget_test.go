@@ -294,7 +294,7 @@ func TestLatenessCountsFromTheLaterOfFoundAndTold(t *testing.T) {
 				room.sharedSlot(s(g[0]), s(g[1]), s(g[0]))
 			}
 			gate := testGate(t, 100)
-			due, missed, charged, backdated, _, err := gate.slot(context.Background(), room, s(tt.found), s(tt.told), s(tt.now))
+			due, missed, charged, backdated, _, _, err := gate.slot(context.Background(), room, s(tt.found), s(tt.told), s(tt.now), s(tt.now))
 			if err != nil {
 				t.Fatal(err)
 			}

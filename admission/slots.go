@@ -21,8 +21,13 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot, missed, charged, backdated, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now)
+	slot, missed, charged, backdated, shared, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now, now)
 	var spent *QuotaSpentError
+	if errors.As(err, &spent) && !lapsed.IsZero() {
+		// Its turn is due (its slot, on credit): it takes the budget's
+		// next window's admission rather than wait to ask for one.
+		slot, missed, charged, backdated, shared, undo, err = g.slot(ctx, room, found, claims.NextAttempt(), spent.Retry, now)
+	}
 	switch {
 	case errors.As(err, &spent):
 		// No slot ahead: the place holds nothing and is judged again
@@ -64,10 +69,10 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		d.Slot = charged
 		return d
 	case slot.After(now):
-		room.slots.watch(claims.Place(), slot, charged, ceilMilli(slot))
+		room.slots.watch(claims.Place(), heldSlot{slot, charged, shared}, ceilMilli(slot))
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.useSlot(ctx, room, view, claims, token, slot, missed, charged, now)
+	return g.useSlot(ctx, room, view, claims, token, heldSlot{slot, charged, shared}, missed, now)
 }
 
 // useSlot admits a place whose slot is due: at the rate the room has now
@@ -77,9 +82,10 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 // of the room's shared budget when it was given, that of the slot charged
 // (Gate.slot), which the decision names for a Requeue to give back. The
 // ledger holds the place reserved at slot until its pass is recorded.
-func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, slot, missed, charged, now time.Time) Decision {
+func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, held heldSlot, missed, now time.Time) Decision {
+	slot, charged := held.slot, held.charged
 	if due, ok := room.paceSlot(claims.Place(), missed, now); !ok {
-		room.slots.watch(claims.Place(), slot, charged, ceilMilli(due))
+		room.slots.watch(claims.Place(), held, ceilMilli(due))
 		return g.respaced(view, claims, slot, ceilMilli(due), now)
 	}
 	used, err := g.usedBy(token, now)
@@ -132,16 +138,17 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // had then, missed (it loses its lateness, not the slots given meanwhile;
 // Room.sharedSlot, Room.reserveAdmission), which may come before the
 // quota's or the bucket's own next one. charged is the slot whose
-// admission was taken: the quota's, whatever slot the place is given.
-func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time) (slot, missed, charged time.Time, backdated bool, undo func(), err error) {
+// admission was taken: the quota's, whatever slot the place is given
+// (shared), from the quota's first window with an admission from at on.
+func (g *Gate) slot(ctx context.Context, room *Room, found, told, at, now time.Time) (slot, missed, charged time.Time, backdated, shared bool, undo func(), err error) {
 	if q := room.sharedQuota(); q != nil {
-		slot, shared, err := q.Reserve(ctx, now, now)
+		slot, shared, err := q.Reserve(ctx, at, now)
 		var spent *QuotaSpentError
 		switch {
 		case errors.As(err, &spent):
-			return time.Time{}, time.Time{}, time.Time{}, false, nil, err
+			return time.Time{}, time.Time{}, time.Time{}, false, false, nil, err
 		case err != nil:
-			return time.Time{}, time.Time{}, time.Time{}, false, nil, fmt.Errorf("taking admission budget: %w", err)
+			return time.Time{}, time.Time{}, time.Time{}, false, false, nil, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {
 			// Late is late for the moment it was told: a node tells a
@@ -149,12 +156,12 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, told, now time.Time)
 			// by up to a poll, so a place found eligible before it was
 			// told to come is on time at that moment.
 			missed, backdated := room.sharedSlot(later(found, told), slot, now)
-			return later(missed, now), missed, slot, backdated, func() { q.Refund(slot) }, nil
+			return later(missed, now), missed, slot, backdated, true, func() { q.Refund(slot) }, nil
 		}
 	}
 	missed, backdated = room.reserveAdmission(found, now)
 	slot = later(missed, now)
-	return slot, missed, slot, backdated, func() { room.refundAdmission(now) }, nil
+	return slot, missed, slot, backdated, false, func() { room.refundAdmission(now) }, nil
 }
 
 // holdAgain moves the admission of a place the hook refused, taken for

@@ -109,8 +109,14 @@ func (l *MemoryLedger) Lookup(_ context.Context, id string) (Place, error) {
 func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Time) (Place, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r, ok := l.places[id]; ok && r.place.State != PlaceLapsed {
+	r, ok := l.places[id]
+	switch {
+	case ok && r.place.State != PlaceLapsed:
 		return r.place, false, nil
+	case ok: // the lapsed record is replaced: no room taken
+		l.places[id] = record{place: p, until: until}
+		heap.Push(&l.order, expiring{id: id, until: until})
+		return p, true, nil
 	}
 	l.forgetExpired(l.now())
 	if len(l.order) > 2*len(l.places)+compactSlack {

@@ -140,3 +140,30 @@ func TestMemoryLedgerLapse(t *testing.T) {
 		t.Fatalf("Lapse of an unknown place = %v, %v", lapsed, err)
 	}
 }
+
+// TestHoldReplacingALapsedPlaceNeedsNoRoom: Hold replaces a lapsed record
+// (the holder is back and takes its turn on credit) in a full ledger: it
+// adds no record.
+func TestHoldReplacingALapsedPlaceNeedsNoRoom(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_900_000_000, 0)
+	slot := now.Add(time.Second)
+	for _, capacity := range []int{1, 3} {
+		l := NewMemoryLedger(capacity, func() time.Time { return now })
+		for i := range capacity - 1 {
+			if _, fresh, err := l.Hold(ctx, string(rune('a'+i)), Place{State: PlaceUsed}, now.Add(time.Hour)); err != nil || !fresh {
+				t.Fatalf("filling: %v %v", fresh, err)
+			}
+		}
+		if _, fresh, err := l.Hold(ctx, "p", Place{State: PlaceReserved, Slot: slot}, now.Add(time.Hour)); err != nil || !fresh {
+			t.Fatalf("hold: %v %v", fresh, err)
+		}
+		if ok, err := l.Lapse(ctx, "p", slot); err != nil || !ok {
+			t.Fatalf("lapse: %v %v", ok, err)
+		}
+		again := Place{State: PlaceReserved, Slot: slot.Add(10 * time.Second)}
+		if _, fresh, err := l.Hold(ctx, "p", again, now.Add(time.Hour)); err != nil || !fresh {
+			t.Errorf("capacity %d, full: a hold replacing the lapsed place: fresh %v, %v; want it held (%d live before and after)", capacity, fresh, err, l.Len())
+		}
+	}
+}
