@@ -281,9 +281,10 @@ type Quota interface {
 	Reserve(ctx context.Context, at, now time.Time) (slot time.Time, shared bool, err error)
 	// Refund gives back the admission of a slot that will not be used.
 	Refund(slot time.Time)
-	// Lapse gives back the admission of a slot whose holder never came:
-	// to the slot's window if it has not ended, else to now's, which then
-	// admits one more than its share (the slot's admitted one fewer).
+	// Lapse gives back the admission of a slot whose holder never came,
+	// at the end of the line: to the latest window holding slots given
+	// here (now's when none are ahead), which then admits one more than
+	// its share (the slot's admitted one fewer).
 	Lapse(slot, now time.Time)
 }
 

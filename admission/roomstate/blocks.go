@@ -229,22 +229,27 @@ func (b *Budget) Refund(at time.Time) {
 	}
 }
 
-// Lapse puts back one admission taken for slot whose holder never came:
-// as Refund while slot's window lasts; once it has ended, into now's
-// window, which then admits one more than its limit, as slot's admitted
-// one fewer. An admission that lapses is not lost to the rate.
+// Lapse puts back one admission taken for slot whose holder never came,
+// at the end of the line: into the latest window from now's on that this
+// budget gave slots in (now's when it gave none ahead), which then admits
+// one more than its limit, as slot's admitted one fewer. An admission that
+// lapses is not lost to the rate, and goes to the next place found after
+// every slot given before it: put back into now's window while later ones
+// hold slots, it would let that place in ahead of their holders.
 func (b *Budget) Lapse(slot, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
-	if idx := b.index(slot); idx >= b.cur.Load() {
-		if b.given[idx] > 0 {
-			b.given[idx]--
-			b.held[idx]++
+	tail := b.index(now)
+	for idx, n := range b.given {
+		if n > 0 && idx > tail {
+			tail = idx
 		}
-		return
 	}
-	b.held[b.index(now)]++
+	if idx := b.index(slot); idx == tail && b.given[idx] > 0 {
+		b.given[idx]--
+	}
+	b.held[tail]++
 }
 
 // returnHeld gives the unspent rest of the blocks this node holds back to the

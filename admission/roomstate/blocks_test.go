@@ -377,20 +377,23 @@ func TestBudgetTakersQueuedBehindASlowCallShareTheNext(t *testing.T) {
 	}
 }
 
-// TestBudgetLapse: a lapsed slot's admission goes back to its own window
-// while that lasts (the node that gave it spends it there), and once that
-// window has ended into the window of the lapse, which then gives one
-// admission more than its limit; the windows after it keep theirs.
+// TestBudgetLapse: a lapsed slot's admission goes back at the end of the
+// line: into the latest window this budget gave slots in, or the window
+// of the lapse when it gave none ahead, which then gives one admission
+// more than its limit; a place asking now goes in no sooner than the
+// slots given before it.
 func TestBudgetLapse(t *testing.T) {
 	const rate = 3.0
 	at := time.Unix(1_700_000_000, 200_000_000)
 	tests := []struct {
-		name      string
-		lapseAt   time.Duration // after at: when the slot lapses
-		wantExtra int64         // admissions the lapse's window gives beyond its limit
+		name    string
+		lapseAt time.Duration // after at: when the slot lapses
+		ahead   int           // slots given at the lapse before it, from its window on
+		extraIn time.Duration // after the lapse's window: the window given one more
 	}{
-		{"while the slot's window lasts", 500 * time.Millisecond, 0},
-		{"after the slot's window", 5 * time.Second, 1},
+		{"in the slot's window, nothing given after it", 500 * time.Millisecond, 0, 0},
+		{"after the slot's window, nothing given ahead", 5 * time.Second, 0, 0},
+		{"after the slot's window, slots given a window ahead", 5 * time.Second, 5, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,35 +403,45 @@ func TestBudgetLapse(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := t.Context()
-			// The slot's window spent: three slots given at its start.
-			var slot time.Time
-			for range int(rate) {
-				if slot, err = b.Reserve(ctx, at, at, roomstate.Steady(rate)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			now := at.Add(tt.lapseAt)
-			b.Lapse(slot, now)
-			if tt.wantExtra == 0 {
-				got, err := b.Reserve(ctx, slot, now, roomstate.Steady(rate))
-				if err != nil || !got.Equal(now) {
-					t.Fatalf("after the lapse, the slot's window gives %v, %v; want the moment asked, %v", got, err, now)
-				}
-				return
-			}
-			given := 0
-			for {
-				got, err := b.Reserve(ctx, now, now, roomstate.Steady(rate))
+			reserve := func(now time.Time) time.Time {
+				t.Helper()
+				slot, err := b.Reserve(ctx, now, now, roomstate.Steady(rate))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Truncate(time.Second) != now.Truncate(time.Second) {
-					break
-				}
-				given++
+				return slot
 			}
-			if want := int(rate) + int(tt.wantExtra); given != want {
-				t.Fatalf("the window of the lapse gave %d slots, want %d", given, want)
+			// The slot's window spent: three slots given at its start.
+			perWindow := map[int64]int{}
+			var slot time.Time
+			for range int(rate) {
+				slot = reserve(at)
+				perWindow[slot.Unix()]++
+			}
+			now := at.Add(tt.lapseAt)
+			for range tt.ahead {
+				perWindow[reserve(now).Unix()]++
+			}
+			b.Lapse(slot, now)
+			// Every window from the lapse's on, filled to its end.
+			var tail time.Time
+			for range 2*int(rate) + 1 - tt.ahead {
+				got := reserve(now)
+				if got.Before(tail) {
+					t.Fatalf("a slot at %v after one at %v", got, tail)
+				}
+				tail = got
+				perWindow[got.Unix()]++
+			}
+			extra := now.Truncate(time.Second).Add(tt.extraIn).Unix()
+			for w := now.Unix(); w <= now.Unix()+1; w++ {
+				want := int(rate)
+				if w == extra {
+					want++
+				}
+				if perWindow[w] != want {
+					t.Fatalf("window %+ds gave %d slots, want %d (by window: %v)", w-now.Unix(), perWindow[w], want, perWindow)
+				}
 			}
 		})
 	}
