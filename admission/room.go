@@ -282,9 +282,9 @@ type Quota interface {
 	// Refund gives back the admission of a slot that will not be used.
 	Refund(slot time.Time)
 	// Lapse gives back the admission of a slot whose holder never came,
-	// at the end of the line: to the latest window holding slots given
-	// here (now's when none are ahead), which then admits one more than
-	// its share (the slot's admitted one fewer).
+	// at the end of the line: to the window after the latest one holding
+	// slots given here, which then admits one more than its share (the
+	// slot's admitted one fewer).
 	Lapse(slot, now time.Time)
 }
 

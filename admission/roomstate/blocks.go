@@ -230,12 +230,13 @@ func (b *Budget) Refund(at time.Time) {
 }
 
 // Lapse puts back one admission taken for slot whose holder never came,
-// at the end of the line: into the latest window from now's on that this
-// budget gave slots in (now's when it gave none ahead), which then admits
-// one more than its limit, as slot's admitted one fewer. An admission that
-// lapses is not lost to the rate, and goes to the next place found after
-// every slot given before it: put back into now's window while later ones
-// hold slots, it would let that place in ahead of their holders.
+// at the end of the line: into the window after the latest one from
+// now's on that this budget gave slots in, which then admits one more
+// than its limit, as slot's admitted one fewer. An admission that lapses
+// is not lost to the rate, and goes to a place found after every slot
+// given before it, in a window of its own: put back into now's window
+// while later ones hold slots, it would let the next place found in ahead
+// of their holders, and into the latest one, beside them.
 func (b *Budget) Lapse(slot, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -246,10 +247,7 @@ func (b *Budget) Lapse(slot, now time.Time) {
 			tail = idx
 		}
 	}
-	if idx := b.index(slot); idx == tail && b.given[idx] > 0 {
-		b.given[idx]--
-	}
-	b.held[tail]++
+	b.held[tail+1]++
 }
 
 // returnHeld gives the unspent rest of the blocks this node holds back to the

@@ -378,10 +378,9 @@ func TestBudgetTakersQueuedBehindASlowCallShareTheNext(t *testing.T) {
 }
 
 // TestBudgetLapse: a lapsed slot's admission goes back at the end of the
-// line: into the latest window this budget gave slots in, or the window
-// of the lapse when it gave none ahead, which then gives one admission
-// more than its limit; a place asking now goes in no sooner than the
-// slots given before it.
+// line: into the window after the latest one this budget gave slots in,
+// which then gives one admission more than its limit; a place asking now
+// goes in no sooner than the slots given before it, nor beside them.
 func TestBudgetLapse(t *testing.T) {
 	const rate = 3.0
 	at := time.Unix(1_700_000_000, 200_000_000)
@@ -391,9 +390,9 @@ func TestBudgetLapse(t *testing.T) {
 		ahead   int           // slots given at the lapse before it, from its window on
 		extraIn time.Duration // after the lapse's window: the window given one more
 	}{
-		{"in the slot's window, nothing given after it", 500 * time.Millisecond, 0, 0},
-		{"after the slot's window, nothing given ahead", 5 * time.Second, 0, 0},
-		{"after the slot's window, slots given a window ahead", 5 * time.Second, 5, time.Second},
+		{"in the slot's window, nothing given after it", 500 * time.Millisecond, 0, time.Second},
+		{"after the slot's window, nothing given ahead", 5 * time.Second, 0, time.Second},
+		{"after the slot's window, slots given a window ahead", 5 * time.Second, 5, 2 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -425,7 +424,7 @@ func TestBudgetLapse(t *testing.T) {
 			b.Lapse(slot, now)
 			// Every window from the lapse's on, filled to its end.
 			var tail time.Time
-			for range 2*int(rate) + 1 - tt.ahead {
+			for range 3*int(rate) + 1 - tt.ahead {
 				got := reserve(now)
 				if got.Before(tail) {
 					t.Fatalf("a slot at %v after one at %v", got, tail)
@@ -434,7 +433,7 @@ func TestBudgetLapse(t *testing.T) {
 				perWindow[got.Unix()]++
 			}
 			extra := now.Truncate(time.Second).Add(tt.extraIn).Unix()
-			for w := now.Unix(); w <= now.Unix()+1; w++ {
+			for w := now.Unix(); w <= now.Unix()+2; w++ {
 				want := int(rate)
 				if w == extra {
 					want++
