@@ -20,8 +20,8 @@ import (
 //
 // slotGrace is far more than an honest page is late for its slot (its
 // network's spread, a second, and its request's wait on the store at a
-// crowd's peak); a slot's admission that lapses is given back to the
-// budget window of the lapse, at most slotGrace after the slot's.
+// crowd's peak), and short enough that the room has the admission back
+// while the visitors behind the holder still wait.
 const slotGrace = 4 * time.Second
 
 // lapseBatch is the most lapses one attempt carries out (each is a ledger
