@@ -254,14 +254,37 @@ func admittedAt(v *visitor) time.Time {
 	return v.Admitted
 }
 
+// placeAdmitted returns when the room admitted a visitor's place: the
+// earliest admittedAt of its login's tabs, the visitor's and its twin's.
+// The order is of places: a login is one place, so whichever of its tabs
+// is let in first admits it, and the others follow on its pass.
+func placeAdmitted(vs []*visitor) func(*visitor) time.Time {
+	first := map[string]time.Time{}
+	for _, v := range vs {
+		if v.Admitted.IsZero() {
+			continue
+		}
+		at := admittedAt(v)
+		if cur, ok := first[v.Login]; !ok || at.Before(cur) {
+			first[v.Login] = at
+		}
+	}
+	return func(v *visitor) time.Time {
+		if at, ok := first[v.Login]; ok {
+			return at
+		}
+		return admittedAt(v)
+	}
+}
+
 // maxTraced is how many later arrivals a boundary trace names.
 const maxTraced = 5
 
 // boundaryTrace is the pre-queue's last place's answers and the first
 // later arrivals admitted before it, times from the start.
-func boundaryTrace(start time.Time, last *visitor, before []*visitor) []string {
+func boundaryTrace(start time.Time, last *visitor, before []*visitor, admitted func(*visitor) time.Time) []string {
 	rel := func(t time.Time) string { return fmt.Sprintf("%+.2fs", t.Sub(start).Seconds()) }
-	out := []string{fmt.Sprintf("last pre-queue place %s (draw %.4f), admitted %s", last.ID, last.Lottery, rel(admittedAt(last)))}
+	out := []string{fmt.Sprintf("last pre-queue place %s (draw %.4f), admitted %s", last.ID, last.Lottery, rel(admitted(last)))}
 	for _, e := range last.Events {
 		line := fmt.Sprintf("  %s sent %s answered %s: %d %s", e.Path, rel(e.Sent), rel(e.At), e.Status, e.Outcome)
 		if e.Nxt != 0 {
@@ -269,9 +292,9 @@ func boundaryTrace(start time.Time, last *visitor, before []*visitor) []string {
 		}
 		out = append(out, line)
 	}
-	sort.Slice(before, func(i, j int) bool { return admittedAt(before[i]).Before(admittedAt(before[j])) })
+	sort.Slice(before, func(i, j int) bool { return admitted(before[i]).Before(admitted(before[j])) })
 	for _, v := range before[:min(len(before), maxTraced)] {
-		out = append(out, fmt.Sprintf("later arrival %s took %s, admitted %s", v.ID, rel(v.Took), rel(admittedAt(v))))
+		out = append(out, fmt.Sprintf("later arrival %s took %s, admitted %s", v.ID, rel(v.Took), rel(admitted(v))))
 	}
 	return out
 }
@@ -283,19 +306,21 @@ const slotPresentedWithin = time.Second
 // fifo compares how often the earlier of two honest post-start arrivals
 // Δ apart went in first with the rule 1 − ½e^(−Δ/W), and counts honest
 // post-start arrivals the room admitted before the last honest pre-queue
-// place (admittedAt: places given one slot are admitted together). A
-// visitor who left is in neither: the order is the stayers'.
+// place (placeAdmitted: places given one slot are admitted together, and
+// a place with a twin is admitted with whichever of its tabs goes in
+// first). A visitor who left is in neither: the order is the stayers'.
 func (res *results) fifo(vs []*visitor) {
 	var post, before []*visitor
 	var lastPre time.Time
 	var last *visitor
+	place := placeAdmitted(vs)
 	for _, v := range vs {
 		if v.Strategy != honest || v.Took.IsZero() || !v.Left.IsZero() {
 			continue
 		}
 		if v.PreQueue {
 			res.PreQueueHonest++
-			if at := admittedAt(v); at.After(lastPre) {
+			if at := place(v); at.After(lastPre) {
 				lastPre, last = at, v
 			}
 			continue
@@ -305,13 +330,13 @@ func (res *results) fifo(vs []*visitor) {
 		}
 	}
 	for _, v := range post {
-		if admittedAt(v).Before(lastPre) {
+		if place(v).Before(lastPre) {
 			res.PostBeforePre++
 			before = append(before, v)
 		}
 	}
 	if len(before) > 0 {
-		res.BoundaryTrace = boundaryTrace(res.Config.SaleStart, last, before)
+		res.BoundaryTrace = boundaryTrace(res.Config.SaleStart, last, before, place)
 	}
 	sort.Slice(post, func(i, j int) bool { return post[i].Took.Before(post[j].Took) })
 	w := res.Config.LuckWindow.Seconds()

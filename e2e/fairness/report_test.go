@@ -103,6 +103,32 @@ func TestFifoOrderAndPreQueue(t *testing.T) {
 	}
 }
 
+func TestFifoBoundaryIsOfPlaces(t *testing.T) {
+	tests := []struct {
+		name   string
+		twinIn float64 // the pre-queue place's twin's pass; -1: none
+		want   int     // post-start arrivals before the last pre-queue place
+	}{
+		{"the honest tab goes in last", -1, 1},
+		{"its twin admits the place first", 10, 0},
+		{"its twin goes in after the honest tab", 30, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := []*visitor{
+				admittedVisitor("pre", "p", honest, 0, -4, 20),
+				admittedVisitor("twin", "p", hoard, 0, 1, tt.twinIn),
+				admittedVisitor("post", "q", honest, -1, 2, 15),
+			}
+			res := &results{Config: config{LuckWindow: 5 * time.Second}}
+			res.fifo(vs)
+			if res.PostBeforePre != tt.want || res.PreQueueHonest != 1 {
+				t.Fatalf("post before pre %d, pre-queue %d; want %d, 1", res.PostBeforePre, res.PreQueueHonest, tt.want)
+			}
+		})
+	}
+}
+
 func TestRateWindowsCountPageFollowers(t *testing.T) {
 	var vs []*visitor
 	// 40 honest places waiting from before the start, 30 admitted in the
