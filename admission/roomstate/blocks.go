@@ -134,8 +134,8 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 
 // Reserve takes one admission for a slot at or after at (never before now):
 // from the window holding it, or the first later one with budget left.
-// The slot is at, or that window's start when later. On an error nothing
-// was taken.
+// The slot is at, or, in a window ahead of now's, its place in the order
+// given (spaced), when later. On an error nothing was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
 	b.lock()
@@ -143,15 +143,35 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 	b.forget(b.index(now))
 	from := b.index(at)
 	for idx := from; idx < from+budgetLookahead; idx++ {
-		ok, err := b.takeLocked(ctx, idx, rate(b.start(idx)))
+		r := rate(b.start(idx))
+		ok, err := b.takeLocked(ctx, idx, r)
 		if err != nil {
 			return time.Time{}, err
 		}
 		if ok {
-			return later(at, b.start(idx)), nil
+			if idx == b.index(now) {
+				return at, nil
+			}
+			return later(at, b.spaced(idx, r)), nil
 		}
 	}
 	return time.Time{}, errBudgetSpent
+}
+
+// spaced is the slot of the admission of window idx just handed out: the
+// window's start plus its place among the window's admissions this budget
+// handed out, at the window's rate. Slots given ahead then fall due in the
+// order they were given, a window's limit spread over it, rather than all
+// at its start, where places found apart would tie and go in in the order
+// their requests happened to be served. An admission past the limit (one
+// that lapsed and was put back) shares the window's last slot.
+func (b *Budget) spaced(idx int64, rate float64) time.Time {
+	limit := b.window(idx, rate).Limit
+	k := min(b.given[idx]-1, limit-1)
+	if limit <= 0 || k <= 0 {
+		return b.start(idx)
+	}
+	return b.start(idx).Add(time.Duration(float64(b.length) * float64(k) / float64(limit)))
 }
 
 func later(a, b time.Time) time.Time {
