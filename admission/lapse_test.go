@@ -58,6 +58,9 @@ func TestASlotLapsesWhenItsHolderDoesNotCome(t *testing.T) {
 			if want := map[bool]float64{true: 1, false: 0}[tt.lapsed]; gain != want {
 				t.Fatalf("the bucket gained %v admissions, want %v", gain, want)
 			}
+			if want := map[bool]int64{true: 1, false: 0}[tt.lapsed]; h.room.SlotsLapsed() != want {
+				t.Fatalf("SlotsLapsed %d, want %d", h.room.SlotsLapsed(), want)
+			}
 			if !tt.lapsed {
 				return
 			}

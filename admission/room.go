@@ -251,7 +251,9 @@ type Room struct {
 	presence *presence
 	// slots are the slots this node told holders to come for (lapse.go).
 	slots *slotWatch
-	shows shows
+	// lapsed counts the slots this node lapsed.
+	lapsed atomic.Int64
+	shows  shows
 	// roomPassed is every node's passed places, summed (NoteRoomPassed).
 	roomPassed passedSum
 	eligible   *rateWindow
@@ -773,6 +775,7 @@ func (r *Room) refundAdmission(now time.Time) { r.bucket.Refund(now) }
 // reissue gives back the admission a lapsed slot took: to the shared
 // quota when it was the quota's, else to this node's bucket.
 func (r *Room) reissue(held heldSlot, now time.Time) {
+	r.lapsed.Add(1)
 	if q := r.sharedQuota(); q != nil && held.shared {
 		q.Lapse(held.charged, now)
 		return
@@ -787,6 +790,10 @@ func (r *Room) reissue(held heldSlot, now time.Time) {
 func (r *Room) heldSlot(p queue.Place) heldSlot {
 	return heldSlot{slot: p.Slot, charged: chargedSlot(p), shared: r.sharedQuota() != nil}
 }
+
+// SlotsLapsed is how many slots this node lapsed: their holders did not
+// come, and their admissions went back.
+func (r *Room) SlotsLapsed() int64 { return r.lapsed.Load() }
 
 // BucketLevel is the number of admissions available right now.
 func (r *Room) BucketLevel(now time.Time) float64 { return r.bucket.Level(now) }

@@ -256,7 +256,7 @@ type roomCollector struct {
 	now                                  func() time.Time
 	speed, bucket, population, rate, st  *prometheus.Desc
 	laneRate, laneBucket, lanePopulation *prometheus.Desc
-	active, capacity, ceiling            *prometheus.Desc
+	active, capacity, ceiling, lapsed    *prometheus.Desc
 }
 
 // laneLabel is a lane's `lane` label value: its name, or `default`.
@@ -283,12 +283,13 @@ func newRoomCollector(shared *room.Shared, now func() time.Time) *roomCollector 
 		lanePopulation: prometheus.NewDesc("fairgate_lane_waiting_estimate", "Estimated visitors waiting in a lane.", []string{"lane"}, roomLabel),
 		active:         prometheus.NewDesc("fairgate_active_visitors", "Visitors on the site at the last tick: passes presented within active_window (every node's with capacity on a state store, else this node's).", nil, roomLabel),
 		capacity:       prometheus.NewDesc("fairgate_capacity", "Active visitors the room admits up to; 0 when it admits at its rate.", nil, roomLabel),
+		lapsed:         prometheus.NewDesc("fairgate_slots_lapsed_total", "Slots this node lapsed because their holders did not come, every lane's: their admissions went back to the room.", nil, roomLabel),
 		ceiling:        prometheus.NewDesc("fairgate_rate_ceiling", "The configured rate: with capacity, the most the capacity controller may set fairgate_target_rate to.", nil, roomLabel),
 	}
 }
 
 func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st, c.laneRate, c.laneBucket, c.lanePopulation, c.active, c.capacity, c.ceiling} {
+	for _, d := range []*prometheus.Desc{c.speed, c.bucket, c.population, c.rate, c.st, c.laneRate, c.laneBucket, c.lanePopulation, c.active, c.capacity, c.ceiling, c.lapsed} {
 		ch <- d
 	}
 }
@@ -305,12 +306,15 @@ func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, site.Active)
 	ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, site.Capacity)
 	ch <- prometheus.MustNewConstMetric(c.ceiling, prometheus.GaugeValue, site.Ceiling)
+	var lapsed int64
 	c.shared.EachLane(func(lane string, r *admission.Room) {
+		lapsed += r.SlotsLapsed()
 		name := laneLabel(lane)
 		ch <- prometheus.MustNewConstMetric(c.laneRate, prometheus.GaugeValue, r.View(now).Rate, name)
 		ch <- prometheus.MustNewConstMetric(c.laneBucket, prometheus.GaugeValue, r.BucketLevel(now), name)
 		ch <- prometheus.MustNewConstMetric(c.lanePopulation, prometheus.GaugeValue, r.Population(now), name)
 	})
+	ch <- prometheus.MustNewConstMetric(c.lapsed, prometheus.CounterValue, float64(lapsed))
 	for _, s := range []admission.State{admission.StateOpen, admission.StateQueue, admission.StateScheduled, admission.StatePaused, admission.StateClosed} {
 		val := 0.0
 		if s == v.State {

@@ -47,6 +47,9 @@ type Budget struct {
 	// given counts the admissions handed out, less those refunded, by
 	// window: a refund gives back only what was handed out there.
 	given map[int64]int64
+	// extra counts the lapsed admissions put back in a window (Lapse),
+	// which admits as many more than its limit.
+	extra map[int64]int64
 	// cur is the window of the latest moment seen: earlier ones are over.
 	// Written under mu, read without it (inUse): a quota's rate change
 	// must not wait for a store call under way.
@@ -77,7 +80,7 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 		return nil, fmt.Errorf("budget window must be at least 1ms, not %v", length)
 	}
 	return &Budget{store: store, room: room, block: block, length: length,
-		held: map[int64]int64{}, spent: map[int64]int64{}, given: map[int64]int64{}}, nil
+		held: map[int64]int64{}, spent: map[int64]int64{}, given: map[int64]int64{}, extra: map[int64]int64{}}, nil
 }
 
 // WindowAt is the budget window containing now for the given target rate
@@ -160,18 +163,17 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 
 // spaced is the slot of the admission of window idx just handed out: the
 // window's start plus its place among the window's admissions this budget
-// handed out, at the window's rate. Slots given ahead then fall due in the
-// order they were given, a window's limit spread over it, rather than all
-// at its start, where places found apart would tie and go in in the order
-// their requests happened to be served. An admission past the limit (one
-// that lapsed and was put back) shares the window's last slot.
+// handed out, its limit and the lapsed ones put back there spread evenly
+// over it. Slots given ahead then fall due in the order they were given,
+// rather than all at the window's start, where places found apart would
+// tie and go in in the order their requests happened to be served.
 func (b *Budget) spaced(idx int64, rate float64) time.Time {
-	limit := b.window(idx, rate).Limit
-	k := min(b.given[idx]-1, limit-1)
-	if limit <= 0 || k <= 0 {
+	n := b.window(idx, rate).Limit + b.extra[idx]
+	k := min(b.given[idx]-1, n-1)
+	if k <= 0 {
 		return b.start(idx)
 	}
-	return b.start(idx).Add(time.Duration(float64(b.length) * float64(k) / float64(limit)))
+	return b.start(idx).Add(time.Duration(float64(b.length) * float64(k) / float64(n)))
 }
 
 func later(a, b time.Time) time.Time {
@@ -228,6 +230,11 @@ func (b *Budget) forget(cur int64) {
 			delete(b.given, idx)
 		}
 	}
+	for idx := range b.extra {
+		if idx < cur {
+			delete(b.extra, idx)
+		}
+	}
 }
 
 // inUse is the start of the earliest window this budget may still give
@@ -250,13 +257,15 @@ func (b *Budget) Refund(at time.Time) {
 }
 
 // Lapse puts back one admission taken for slot whose holder never came,
-// at the end of the line: into the window after the latest one from
-// now's on that this budget gave slots in, which then admits one more
-// than its limit, as slot's admitted one fewer. An admission that lapses
-// is not lost to the rate, and goes to a place found after every slot
-// given before it, in a window of its own: put back into now's window
-// while later ones hold slots, it would let the next place found in ahead
-// of their holders, and into the latest one, beside them.
+// at the end of the line: into the first window after the latest one from
+// now's on that this budget gave slots in and not given a lapsed one yet,
+// which then admits one more than its limit, as slot's admitted one
+// fewer. An admission that lapses is not lost to the rate, and goes to a
+// place found after every slot given before it, in a window of its own:
+// put back into now's window while later ones hold slots, it would let
+// the next place found in ahead of their holders, and into the latest
+// one, beside them. Slots lapsing together are put back one a window, so
+// their windows admit at about the rate, not in a crowd.
 func (b *Budget) Lapse(slot, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -267,7 +276,12 @@ func (b *Budget) Lapse(slot, now time.Time) {
 			tail = idx
 		}
 	}
-	b.held[tail+1]++
+	idx := tail + 1
+	for b.extra[idx] > 0 {
+		idx++
+	}
+	b.extra[idx]++
+	b.held[idx]++
 }
 
 // returnHeld gives the unspent rest of the blocks this node holds back to the

@@ -175,8 +175,9 @@ func TestRanksDropOnceForALaggingClock(t *testing.T) {
 
 // Nodes reserving slots ahead of now share each window's limit: together
 // they never hold more than a window grants, every slot lies in the window
-// that granted it (its start, or the moment asked), and a refunded slot's
-// admission is taken by the next node's reservation there.
+// that granted it (the moment asked, or, each node giving one a window
+// here, the window's start), and a refunded slot's admission is taken by
+// the next node's reservation there.
 func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 	st := openBolt(t)
 	const rate, nodes = 3.0, 3
@@ -443,5 +444,51 @@ func TestBudgetLapse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Slots a budget gives in a window ahead of now fall due in the order
+// given, spread evenly over the window (its limit and the lapsed
+// admissions put back there); in now's window a slot is the moment asked.
+// Slots lapsing together are put back one a window.
+func TestBudgetSpacesSlotsAhead(t *testing.T) {
+	const rate = 4.0
+	now := time.Unix(1_700_000_000, 100_000_000)
+	second := func(n int64) time.Time { return time.Unix(1_700_000_000+n, 0) }
+	at := func(w int64, frac float64) time.Time {
+		return second(w).Add(time.Duration(frac * float64(time.Second)))
+	}
+	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserve := func() time.Time {
+		t.Helper()
+		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slot
+	}
+	var got []time.Time
+	for range 8 {
+		got = append(got, reserve())
+	}
+	b.Lapse(got[0], now)
+	b.Lapse(got[1], now)
+	for range 10 {
+		got = append(got, reserve())
+	}
+	want := []time.Time{
+		now, now, now, now, // now's window: at once
+		at(1, 0), at(1, 0.25), at(1, 0.5), at(1, 0.75),
+		// Two lapsed: one more in each of the next two windows.
+		at(2, 0), at(2, 0.2), at(2, 0.4), at(2, 0.6), at(2, 0.8),
+		at(3, 0), at(3, 0.2), at(3, 0.4), at(3, 0.6), at(3, 0.8),
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(second(0)), want[i].Sub(second(0)), got)
+		}
 	}
 }
