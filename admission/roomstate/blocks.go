@@ -37,25 +37,43 @@ type Budget struct {
 	block  int64
 	length time.Duration
 
-	mu   sync.Mutex
-	held map[int64]int64 // reserved from the store, not handed out, by window
-	// spent marks windows the store granted less than a block: used up
-	// at the limit kept. Refusals there cost no request until the rate
-	// raises the window's limit (budget another node returns later is not
-	// seen).
-	spent map[int64]int64
-	// given counts the admissions handed out, less those refunded, by
-	// window: a refund gives back only what was handed out there.
-	given map[int64]int64
-	// extra counts the lapsed admissions put back in a window (Lapse),
-	// which admits as many more than its limit.
-	extra map[int64]int64
+	mu      sync.Mutex
+	windows map[int64]*budgetWindow // by index, from cur's on
 	// cur is the window of the latest moment seen: earlier ones are over.
 	// Written under mu, read without it (inUse): a quota's rate change
 	// must not wait for a store call under way.
 	cur atomic.Int64
 	// queued counts the takers waiting for mu.
 	queued atomic.Int64
+}
+
+// budgetWindow is what a budget knows of one window.
+type budgetWindow struct {
+	held int64 // reserved from the store, not handed out
+	// spent marks a window the store granted less than a block: used up
+	// at the limit kept (spentAt). Refusals there cost no request until
+	// the rate raises the window's limit (budget another node returns
+	// later is not seen).
+	spent   bool
+	spentAt int64
+	// given counts the admissions handed out, less those refunded: a
+	// refund gives back only what was handed out there.
+	given int64
+	// extra counts the lapsed admissions put back here (Lapse), which
+	// admits as many more than its limit.
+	extra int64
+	// ahead marks a window this budget gave slots in before it came.
+	ahead bool
+}
+
+// record is window idx's record, made when first needed.
+func (b *Budget) record(idx int64) *budgetWindow {
+	w, ok := b.windows[idx]
+	if !ok {
+		w = &budgetWindow{}
+		b.windows[idx] = w
+	}
+	return w
 }
 
 // maxBatch bounds what one store call reserves for the takers queued
@@ -80,7 +98,7 @@ func NewBudget(store Store, room string, block int64, length time.Duration) (*Bu
 		return nil, fmt.Errorf("budget window must be at least 1ms, not %v", length)
 	}
 	return &Budget{store: store, room: room, block: block, length: length,
-		held: map[int64]int64{}, spent: map[int64]int64{}, given: map[int64]int64{}, extra: map[int64]int64{}}, nil
+		windows: map[int64]*budgetWindow{}}, nil
 }
 
 // WindowAt is the budget window containing now for the given target rate
@@ -137,8 +155,11 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 
 // Reserve takes one admission for a slot at or after at (never before now):
 // from the window holding it, or the first later one with budget left.
-// The slot is at, or, in a window ahead of now's, its place in the order
-// given (spaced), when later. On an error nothing was taken.
+// The slot is at, or its place in the window in the order given
+// (spaced) when later, in a window this budget gave slots in ahead of it:
+// so a place found once the window has come does not go before one
+// given a slot there earlier. In a window nobody was given a slot ahead
+// in, an admission is at once (the burst). On an error nothing was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
 	b.lock()
@@ -152,7 +173,9 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 			return time.Time{}, err
 		}
 		if ok {
-			if idx == b.index(now) {
+			if w := b.record(idx); idx > b.index(now) {
+				w.ahead = true
+			} else if !w.ahead {
 				return at, nil
 			}
 			return later(at, b.spaced(idx, r)), nil
@@ -168,8 +191,9 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 // rather than all at the window's start, where places found apart would
 // tie and go in in the order their requests happened to be served.
 func (b *Budget) spaced(idx int64, rate float64) time.Time {
-	n := b.window(idx, rate).Limit + b.extra[idx]
-	k := min(b.given[idx]-1, n-1)
+	w := b.record(idx)
+	n := b.window(idx, rate).Limit + w.extra
+	k := min(w.given-1, n-1)
 	if k <= 0 {
 		return b.start(idx)
 	}
@@ -185,9 +209,10 @@ func later(a, b time.Time) time.Time {
 
 // takeLocked takes one admission of window idx.
 func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
-	if b.held[idx] == 0 {
+	bw := b.record(idx)
+	if bw.held == 0 {
 		w := b.window(idx, rate)
-		if limit, ok := b.spent[idx]; ok && w.Limit <= limit || w.Limit == 0 {
+		if bw.spent && w.Limit <= bw.spentAt || w.Limit == 0 {
 			return false, nil
 		}
 		want := max(b.block, min(1+b.queued.Load(), maxBatch))
@@ -195,16 +220,16 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool,
 		if err != nil {
 			return false, fmt.Errorf("reserving admission budget: %w", err)
 		}
-		b.held[idx] += got
+		bw.held += got
 		if got < want {
-			b.spent[idx] = w.Limit
+			bw.spent, bw.spentAt = true, w.Limit
 		}
 	}
-	if b.held[idx] == 0 {
+	if bw.held == 0 {
 		return false, nil
 	}
-	b.held[idx]--
-	b.given[idx]++
+	bw.held--
+	bw.given++
 	return true, nil
 }
 
@@ -215,24 +240,9 @@ func (b *Budget) forget(cur int64) {
 		return
 	}
 	b.cur.Store(cur)
-	for idx := range b.held {
+	for idx := range b.windows {
 		if idx < cur {
-			delete(b.held, idx)
-		}
-	}
-	for idx := range b.spent {
-		if idx < cur {
-			delete(b.spent, idx)
-		}
-	}
-	for idx := range b.given {
-		if idx < cur {
-			delete(b.given, idx)
-		}
-	}
-	for idx := range b.extra {
-		if idx < cur {
-			delete(b.extra, idx)
+			delete(b.windows, idx)
 		}
 	}
 }
@@ -250,9 +260,9 @@ func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if idx >= b.cur.Load() && b.given[idx] > 0 {
-		b.given[idx]--
-		b.held[idx]++
+	if w, ok := b.windows[idx]; ok && idx >= b.cur.Load() && w.given > 0 {
+		w.given--
+		w.held++
 	}
 }
 
@@ -271,17 +281,18 @@ func (b *Budget) Lapse(slot, now time.Time) {
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
 	tail := b.index(now)
-	for idx, n := range b.given {
-		if n > 0 && idx > tail {
+	for idx, w := range b.windows {
+		if w.given > 0 && idx > tail {
 			tail = idx
 		}
 	}
 	idx := tail + 1
-	for b.extra[idx] > 0 {
+	for b.record(idx).extra > 0 {
 		idx++
 	}
-	b.extra[idx]++
-	b.held[idx]++
+	w := b.record(idx)
+	w.extra++
+	w.held++
 }
 
 // returnHeld gives the unspent rest of the blocks this node holds back to the
@@ -289,14 +300,14 @@ func (b *Budget) Lapse(slot, now time.Time) {
 func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for idx, n := range b.held {
-		if n == 0 {
+	for idx, w := range b.windows {
+		if w.held == 0 {
 			continue
 		}
-		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate(b.start(idx))), n); err != nil {
+		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate(b.start(idx))), w.held); err != nil {
 			return fmt.Errorf("returning admission budget: %w", err)
 		}
-		delete(b.held, idx)
+		w.held = 0
 	}
 	return nil
 }

@@ -449,46 +449,47 @@ func TestBudgetLapse(t *testing.T) {
 
 // Slots a budget gives in a window ahead of now fall due in the order
 // given, spread evenly over the window (its limit and the lapsed
-// admissions put back there); in now's window a slot is the moment asked.
+// admissions put back there), and so do the window's later ones once it
+// has come; in a window given no slot ahead an admission is at once.
 // Slots lapsing together are put back one a window.
 func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	const rate = 4.0
-	now := time.Unix(1_700_000_000, 100_000_000)
-	second := func(n int64) time.Time { return time.Unix(1_700_000_000+n, 0) }
+	base := time.Unix(1_700_000_000, 0)
 	at := func(w int64, frac float64) time.Time {
-		return second(w).Add(time.Duration(frac * float64(time.Second)))
+		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
 	}
 	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reserve := func() time.Time {
-		t.Helper()
-		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slot
-	}
 	var got []time.Time
-	for range 8 {
-		got = append(got, reserve())
+	reserve := func(n int, now time.Time) {
+		t.Helper()
+		for range n {
+			slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, slot)
+		}
 	}
-	b.Lapse(got[0], now)
-	b.Lapse(got[1], now)
-	for range 10 {
-		got = append(got, reserve())
-	}
+	reserve(6, at(0, 0.1))
+	reserve(1, at(1, 0.1)) // window 1 has come, its first two given ahead
+	b.Lapse(got[0], at(1, 0.1))
+	b.Lapse(got[1], at(1, 0.1))
+	reserve(11, at(1, 0.1))
 	want := []time.Time{
-		now, now, now, now, // now's window: at once
-		at(1, 0), at(1, 0.25), at(1, 0.5), at(1, 0.75),
+		at(0, 0.1), at(0, 0.1), at(0, 0.1), at(0, 0.1), // at once
+		at(1, 0), at(1, 0.25), // ahead
+		at(1, 0.5), // after them, not at once
+		at(1, 0.75),
 		// Two lapsed: one more in each of the next two windows.
 		at(2, 0), at(2, 0.2), at(2, 0.4), at(2, 0.6), at(2, 0.8),
 		at(3, 0), at(3, 0.2), at(3, 0.4), at(3, 0.6), at(3, 0.8),
 	}
 	for i := range want {
 		if !got[i].Equal(want[i]) {
-			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(second(0)), want[i].Sub(second(0)), got)
+			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(base), want[i].Sub(base), got)
 		}
 	}
 }
