@@ -157,7 +157,7 @@ func TestCaddyIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := strings.Replace(siteConfig(origin.URL, "header X-Reloaded yes"), "state open", "state open\n\t\twaiting_page "+page, 1)
-	code, _, body = c.do("POST", "http://localhost:ADMIN_PORT/load", broken, "Content-Type", "text/caddyfile")
+	code, body = adminCall(t, "POST", "/load", broken, "Content-Type", "text/caddyfile")
 	if code < 400 || !strings.Contains(body, page) || !strings.Contains(body, "waiting.html:3") {
 		t.Fatalf("broken waiting_page reload: %d %s", code, body)
 	}

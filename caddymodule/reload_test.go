@@ -148,7 +148,7 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 		t.Fatalf("open room after the good reload: %d %s", code, body)
 	}
 	// tau 5s with fixed_speed: a queue's clock runs at 1/5 s.
-	if code, _, body := c.do("POST", "http://localhost:ADMIN_PORT/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
+	if code, body := adminCall(t, "POST", "/waiting_room/rooms/reload", `{"state":"queue"}`); code != 200 || !strings.Contains(body, `"clock_speed":0.2,`) {
 		t.Fatalf("clock after tau 5s, fixed_speed: %d %s", code, body)
 	}
 }
