@@ -12,8 +12,9 @@
 # token expires, no slot is lost, one pass per login, and in fifo no later
 # arrival before the pre-queue's last place. LEAVERS=0.3 has 30% of the
 # fifo probe's visitors walk away, which is when the counter must hold for
-# the pre-queue: that held in all but one of about fifteen runs
-# (docs/FAIRNESS.md, Known limits), so it is not the default here.
+# the pre-queue and lapsed slots must give their admissions back: it is
+# not the default here, having held in too few runs yet to be enforced
+# on every commit (docs/FAIRNESS.md, Known limits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=$(mktemp -d)
