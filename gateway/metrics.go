@@ -306,15 +306,13 @@ func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, site.Active)
 	ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, site.Capacity)
 	ch <- prometheus.MustNewConstMetric(c.ceiling, prometheus.GaugeValue, site.Ceiling)
-	var lapsed int64
 	c.shared.EachLane(func(lane string, r *admission.Room) {
-		lapsed += r.SlotsLapsed()
 		name := laneLabel(lane)
 		ch <- prometheus.MustNewConstMetric(c.laneRate, prometheus.GaugeValue, r.View(now).Rate, name)
 		ch <- prometheus.MustNewConstMetric(c.laneBucket, prometheus.GaugeValue, r.BucketLevel(now), name)
 		ch <- prometheus.MustNewConstMetric(c.lanePopulation, prometheus.GaugeValue, r.Population(now), name)
 	})
-	ch <- prometheus.MustNewConstMetric(c.lapsed, prometheus.CounterValue, float64(lapsed))
+	ch <- prometheus.MustNewConstMetric(c.lapsed, prometheus.CounterValue, float64(c.shared.SlotsLapsed()))
 	for _, s := range []admission.State{admission.StateOpen, admission.StateQueue, admission.StateScheduled, admission.StatePaused, admission.StateClosed} {
 		val := 0.0
 		if s == v.State {

@@ -170,6 +170,16 @@ func (sh *Shared) EachLane(f func(name string, r *admission.Room)) {
 	}
 }
 
+// SlotsLapsed is how many slots this node lapsed in the room, every
+// lane's, those of lanes since removed included: it never goes down.
+func (sh *Shared) SlotsLapsed() int64 {
+	n := sh.lapsedGone.Load()
+	for _, l := range sh.lanes() {
+		n += l.room.SlotsLapsed()
+	}
+	return n
+}
+
 // laneKey is where a lane's per-node observations are published.
 func laneKey(room, lane, what string) string {
 	if lane == "" {

@@ -50,6 +50,11 @@ func (sh *Shared) reconfigure(s Settings, now time.Time) error {
 				return fmt.Errorf("applying lanes: %w", err)
 			}
 		}
+		for _, p := range prev {
+			if !slices.ContainsFunc(lanes, func(l *lane) bool { return l.room == p.room }) {
+				sh.lapsedGone.Add(p.room.SlotsLapsed())
+			}
+		}
 		sh.lanesNow.Store(&lanes)
 	}
 	if want.state != sh.applied.state || !want.saleStart.Equal(sh.applied.saleStart) {

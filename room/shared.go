@@ -36,6 +36,8 @@ type Shared struct {
 	generated *tokens.KeyRing
 
 	lanesNow atomic.Pointer[[]*lane]
+	// lapsedGone counts the slots lapsed in lanes a reload removed.
+	lapsedGone atomic.Int64
 
 	// active counts the passes presented at this node within the active
 	// window: the visitors on the site, in every sizing mode.

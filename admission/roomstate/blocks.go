@@ -64,6 +64,9 @@ type budgetWindow struct {
 	extra int64
 	// ahead marks a window this budget gave slots in before it came.
 	ahead bool
+	// last is the latest spaced slot handed out: a later one never falls
+	// due before it, whatever refunds or a new rate do to the spacing.
+	last time.Time
 }
 
 // record is window idx's record, made when first needed.
@@ -159,7 +162,9 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 // (spaced) when later, in a window this budget gave slots in ahead of it:
 // so a place found once the window has come does not go before one
 // given a slot there earlier. In a window nobody was given a slot ahead
-// in, an admission is at once (the burst). On an error nothing was taken.
+// in, an admission is at once (the burst), and a slot asked for a moment
+// ahead is that moment when its place in line has come by then: it holds
+// no place in line. On an error nothing was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
 	b.lock()
@@ -172,14 +177,20 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 		if err != nil {
 			return time.Time{}, err
 		}
-		if ok {
-			if w := b.record(idx); idx > b.index(now) {
-				w.ahead = true
-			} else if !w.ahead {
-				return at, nil
-			}
-			return later(at, b.spaced(idx, r)), nil
+		if !ok {
+			continue
 		}
+		w, spaced := b.record(idx), b.spaced(idx, r)
+		switch {
+		case idx > b.index(now) && idx == from && !at.Before(spaced):
+			return at, nil
+		case idx > b.index(now):
+			w.ahead = true
+		case !w.ahead:
+			return at, nil
+		}
+		w.last = later(later(at, spaced), w.last)
+		return w.last, nil
 	}
 	return time.Time{}, errBudgetSpent
 }
@@ -209,6 +220,9 @@ func later(a, b time.Time) time.Time {
 
 // takeLocked takes one admission of window idx.
 func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
+	if _, ok := b.windows[idx]; !ok && b.window(idx, rate).Limit == 0 {
+		return false, nil // nothing to take, and no record kept of it
+	}
 	bw := b.record(idx)
 	if bw.held == 0 {
 		w := b.window(idx, rate)

@@ -493,3 +493,86 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 		}
 	}
 }
+
+// A slot given ahead never falls due before one given there earlier and
+// still held, whatever happens between: a rate rise for the windows ahead
+// (more admissions to space), or refunds of the slots before it. A slot
+// asked for a moment ahead (a requeue's) holds no place in line: the
+// window it falls in still admits at once when it comes. A window of no
+// admission keeps no record.
+func TestBudgetSpacingKeepsOrder(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	at := func(w int64, frac float64) time.Time {
+		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
+	}
+	now := at(0, 0.1)
+	tests := []struct {
+		name    string
+		between func(b *roomstate.Budget, given []time.Time, rate *float64)
+	}{
+		{"the rate rises", func(_ *roomstate.Budget, _ []time.Time, rate *float64) { *rate = 8 }},
+		{"the two slots before it are refunded", func(b *roomstate.Budget, given []time.Time, _ *float64) {
+			b.Refund(given[4])
+			b.Refund(given[5])
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rate := 4.0
+			rates := func(start time.Time) float64 {
+				if start.Before(at(1, 0)) {
+					return 4
+				}
+				return rate
+			}
+			var given []time.Time
+			for range 7 { // four at once, three ahead in window 1
+				slot, err := b.Reserve(t.Context(), now, now, rates)
+				if err != nil {
+					t.Fatal(err)
+				}
+				given = append(given, slot)
+			}
+			tt.between(b, given, &rate)
+			slot, err := b.Reserve(t.Context(), now, now, rates)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held := given[6]; slot.Before(held) {
+				t.Fatalf("a slot given after one at %v falls due before it, at %v", held.Sub(base), slot.Sub(base))
+			}
+		})
+	}
+	t.Run("a requeue's moment ahead", func(t *testing.T) {
+		b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slot, err := b.Reserve(t.Context(), at(1, 0.5), now, roomstate.Steady(4)); err != nil || !slot.Equal(at(1, 0.5)) {
+			t.Fatalf("requeued at %v, %v; want the moment asked", slot.Sub(base), err)
+		}
+		come := at(1, 0.01)
+		for i := range 3 {
+			slot, err := b.Reserve(t.Context(), come, come, roomstate.Steady(4))
+			if err != nil || !slot.Equal(come) {
+				t.Fatalf("admission %d of the window at %v (%v), want at once", i, slot.Sub(base), err)
+			}
+		}
+	})
+	t.Run("no admission to take", func(t *testing.T) {
+		b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Reserve(t.Context(), now, now, roomstate.Steady(0)); err == nil {
+			t.Fatal("a slot at rate 0")
+		}
+		if n := roomstate.BudgetWindows(b); n > 1 {
+			t.Fatalf("%d window records kept after a look-ahead that found nothing", n)
+		}
+	})
+}

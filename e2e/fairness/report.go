@@ -310,7 +310,7 @@ const slotPresentedWithin = time.Second
 // a place with a twin is admitted with whichever of its tabs goes in
 // first). A visitor who left is in neither: the order is the stayers'.
 func (res *results) fifo(vs []*visitor) {
-	var post, before []*visitor
+	var post, placed, before []*visitor
 	var lastPre time.Time
 	var last *visitor
 	place := placeAdmitted(vs)
@@ -325,11 +325,14 @@ func (res *results) fifo(vs []*visitor) {
 			}
 			continue
 		}
+		if !place(v).IsZero() {
+			placed = append(placed, v)
+		}
 		if !v.Admitted.IsZero() {
 			post = append(post, v)
 		}
 	}
-	for _, v := range post {
+	for _, v := range placed {
 		if place(v).Before(lastPre) {
 			res.PostBeforePre++
 			before = append(before, v)

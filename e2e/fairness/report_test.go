@@ -113,6 +113,19 @@ func TestFifoBoundaryIsOfPlaces(t *testing.T) {
 		{"its twin admits the place first", 10, 0},
 		{"its twin goes in after the honest tab", 30, 1},
 	}
+	// A later arrival let in only through its twin is judged too.
+	t.Run("a later arrival in through its twin alone", func(t *testing.T) {
+		vs := []*visitor{
+			admittedVisitor("pre", "p", honest, -1, -4, 20),
+			admittedVisitor("post", "q", honest, 0, 2, -1),
+			admittedVisitor("twin", "q", hoard, 0, 2, 15),
+		}
+		res := &results{Config: config{LuckWindow: 5 * time.Second}}
+		res.fifo(vs)
+		if res.PostBeforePre != 1 {
+			t.Fatalf("post before pre %d, want 1", res.PostBeforePre)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vs := []*visitor{
