@@ -3,7 +3,9 @@ package admission
 import (
 	"container/heap"
 	"context"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +40,10 @@ type slotWatch struct {
 	mu     sync.Mutex
 	places map[string]watched
 	order  lapseHeap
+	// next is when the earliest entry of order lapses (Unix ns;
+	// math.MaxInt64 when none), read without mu: every attempt asks
+	// whether anything is due, and almost always nothing is.
+	next atomic.Int64
 }
 
 // heldSlot is a slot a place holds: when it is, the slot whose admission
@@ -54,7 +60,20 @@ type watched struct {
 	lapses time.Time
 }
 
-func newSlotWatch() *slotWatch { return &slotWatch{places: map[string]watched{}} }
+func newSlotWatch() *slotWatch {
+	w := &slotWatch{places: map[string]watched{}}
+	w.next.Store(math.MaxInt64)
+	return w
+}
+
+// noteNext sets next from order's earliest entry; under mu.
+func (w *slotWatch) noteNext() {
+	if len(w.order) == 0 {
+		w.next.Store(math.MaxInt64)
+		return
+	}
+	w.next.Store(w.order[0].at.UnixNano())
+}
 
 // watch records that place, holding held, was told to come at told: it
 // lapses slotGrace after the latest moment it was told. Watched already
@@ -78,6 +97,7 @@ func (w *slotWatch) watch(place string, held heldSlot, told time.Time) {
 	if len(w.order) > 2*len(w.places)+compactAt {
 		w.compact()
 	}
+	w.noteNext()
 }
 
 // forget stops watching place: its slot was used.
@@ -89,8 +109,12 @@ func (w *slotWatch) forget(place string) {
 
 // due takes up to n places whose slots lapsed by now off the watch.
 func (w *slotWatch) due(now time.Time, n int) []lapsing {
+	if now.UnixNano() < w.next.Load() {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer w.noteNext()
 	var out []lapsing
 	for len(out) < n && len(w.order) > 0 && !w.order[0].at.After(now) {
 		e := heap.Pop(&w.order).(lapseEntry)
