@@ -107,10 +107,40 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // sight (no controller, not in the admin API) until that config runs.
 type pooledRoom struct {
 	shared *room.Shared
+	// active is closed once the room is live. Caddy serves a config from
+	// opening its listeners until `started`, when the room joins its
+	// store: a request in that moment waits for the join (activationWait
+	// at most) rather than being told the room is starting.
+	active chan struct{}
 	mu     sync.Mutex
 	live   bool
 	stop   context.CancelFunc
 	done   chan struct{}
+}
+
+// activationWait bounds how long a request waits for its config to start:
+// a config Caddy rolls back never starts.
+const activationWait = 2 * time.Second
+
+// testHookAwaiting is called when a request starts waiting for its room.
+var testHookAwaiting = func() {}
+
+// awaitActive returns once the room is live, ctx is done or
+// activationWait has passed.
+func (p *pooledRoom) awaitActive(ctx context.Context) {
+	select {
+	case <-p.active:
+		return
+	default:
+	}
+	testHookAwaiting()
+	t := time.NewTimer(activationWait)
+	defer t.Stop()
+	select {
+	case <-p.active:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // activate joins the room's stored state, starts the room's controller and
@@ -137,6 +167,7 @@ func (p *pooledRoom) activate(log *zap.Logger) {
 	}()
 	rooms.Put(p.shared)
 	p.live, p.stop = true, stop
+	close(p.active)
 }
 
 // Destruct stops the room's controller when its last handler is gone,
@@ -213,7 +244,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		return &pooledRoom{shared: sh}, nil
+		return &pooledRoom{shared: sh, active: make(chan struct{})}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.room, err)
@@ -372,6 +403,9 @@ func (h *Handler) Cleanup() error {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if h.gw == nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, fmt.Errorf("waiting room %s is not provisioned", h.room))
+	}
+	if h.pooled != nil {
+		h.pooled.awaitActive(r.Context())
 	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.waiting_room.room", h.roomValue)

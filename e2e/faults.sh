@@ -211,7 +211,7 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | 
 cat "$T/table"
 for f in "$T"/reloads.json "$T"/origin.json "$T"/origin-proxy.json "$T"/hook.json "$T"/hook-proxy.json "$T"/seats.json "$T"/keys.json.out "$T"/restart.json "$T"/sigkill.json; do
   [ -f "$f" ] || continue
-  grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed 's/^/  first failures: /' || true
+  grep -o '"samples":.*' "$f" | grep -v '"samples":null' | sed "s|^|  first failures in $(basename "$f"): |" || true
 done
 if [ "$failed" -ne 0 ]; then echo "--- faults caddy log (errors)"; grep -iE 'panic|"level":"error"' "$T/caddy.log" | tail -10; fi
 summary

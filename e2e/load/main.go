@@ -87,8 +87,8 @@ type counts struct {
 	PlainFailed  atomic.Int64 `json:"-"`
 	PlainConn    atomic.Int64 `json:"-"`
 	mu           sync.Mutex
-	samples      []string
-	used         io.Writer // admitted tokens, one JSON line each
+	samples      map[*atomic.Int64][]string // the first few failures of each kind
+	used         io.Writer                  // admitted tokens, one JSON line each
 	sales        []sale
 }
 
@@ -113,14 +113,39 @@ func (c *counts) failure(plain bool, err error, what string) {
 	}
 }
 
-// fail records a failure and keeps the first few for the report.
+// fail records a failure and keeps the first few of its kind for the
+// report, so that one HTTP failure is not hidden behind a restart's
+// connection errors.
 func (c *counts) fail(n *atomic.Int64, what string) {
 	n.Add(1)
 	c.mu.Lock()
-	if len(c.samples) < 5 {
-		c.samples = append(c.samples, what)
+	defer c.mu.Unlock()
+	if c.samples == nil {
+		c.samples = make(map[*atomic.Int64][]string)
 	}
-	c.mu.Unlock()
+	if len(c.samples[n]) < 5 {
+		c.samples[n] = append(c.samples[n], what)
+	}
+}
+
+// sampled is the report's first failures by kind, kinds without failures left out.
+func (c *counts) sampled() map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kinds := map[string]*atomic.Int64{
+		"failed": &c.Failed, "lost": &c.Lost, "double": &c.Double, "conn_errors": &c.ConnErrors,
+		"plain_failed": &c.PlainFailed, "plain_conn_errors": &c.PlainConn, "origin_errors": &c.OriginErrors,
+	}
+	out := make(map[string][]string)
+	for name, n := range kinds {
+		if len(c.samples[n]) > 0 {
+			out[name] = c.samples[n]
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func main() {
@@ -225,14 +250,14 @@ func main() {
 	figures := map[string]any{
 		"requests": c.Requests.Load(), "failed": c.Failed.Load(), "origin_errors": c.OriginErrors.Load(),
 		"admitted": c.Admitted.Load(), "lost": c.Lost.Load(), "double": c.Double.Load(), "deferred": c.Deferred.Load(),
-		"conn_errors": c.ConnErrors.Load(), "plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "plain_conn_errors": c.PlainConn.Load(), "samples": c.samples,
+		"conn_errors": c.ConnErrors.Load(), "plain_requests": c.PlainReqs.Load(), "plain_failed": c.PlainFailed.Load(), "plain_conn_errors": c.PlainConn.Load(), "samples": c.sampled(),
 	}
 	if buy != nil {
 		audit, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := c.audit(audit, client, *seatsURL, *event, figures); err != nil {
 			c.fail(&c.Failed, "audit: "+err.Error())
-			figures["failed"], figures["samples"] = c.Failed.Load(), c.samples
+			figures["failed"], figures["samples"] = c.Failed.Load(), c.sampled()
 		}
 		figures["seats_unavailable"], figures["resumed"], figures["confirmed"] = c.SeatsDown.Load(), c.Resumed.Load(), len(c.sales)
 		figures["seat_taken"] = c.Taken.Load()
