@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // A slot is kept for its holder until it is used or its holder is
@@ -39,7 +41,7 @@ const maxWatched = 1 << 17
 type slotWatch struct {
 	mu     sync.Mutex
 	places map[string]watched
-	order  lapseHeap
+	order  queue.DueHeap
 	// next is when the earliest entry of order lapses (Unix ns;
 	// math.MaxInt64 when none), read without mu: every attempt asks
 	// whether anything is due, and almost always nothing is.
@@ -72,7 +74,7 @@ func (w *slotWatch) noteNext() {
 		w.next.Store(math.MaxInt64)
 		return
 	}
-	w.next.Store(w.order[0].at.UnixNano())
+	w.next.Store(w.order[0].At.UnixNano())
 }
 
 // watch records that place, holding held, was told to come at told: it
@@ -93,7 +95,7 @@ func (w *slotWatch) watch(place string, held heldSlot, told time.Time) {
 		return
 	}
 	w.places[place] = watched{heldSlot: held, lapses: lapses}
-	heap.Push(&w.order, lapseEntry{place: place, at: lapses})
+	heap.Push(&w.order, queue.Due{ID: place, At: lapses})
 	if len(w.order) > 2*len(w.places)+compactAt {
 		w.compact()
 	}
@@ -116,14 +118,14 @@ func (w *slotWatch) due(now time.Time, n int) []lapsing {
 	defer w.mu.Unlock()
 	defer w.noteNext()
 	var out []lapsing
-	for len(out) < n && len(w.order) > 0 && !w.order[0].at.After(now) {
-		e := heap.Pop(&w.order).(lapseEntry)
-		cur, ok := w.places[e.place]
-		if !ok || !cur.lapses.Equal(e.at) {
+	for len(out) < n && len(w.order) > 0 && !w.order[0].At.After(now) {
+		e := heap.Pop(&w.order).(queue.Due)
+		cur, ok := w.places[e.ID]
+		if !ok || !cur.lapses.Equal(e.At) {
 			continue // forgotten, or told a later moment since
 		}
-		delete(w.places, e.place)
-		out = append(out, lapsing{place: e.place, heldSlot: cur.heldSlot})
+		delete(w.places, e.ID)
+		out = append(out, lapsing{place: e.ID, heldSlot: cur.heldSlot})
 	}
 	return out
 }
@@ -139,30 +141,11 @@ type lapsing struct {
 const compactAt = 1024
 
 func (w *slotWatch) compact() {
-	order := make(lapseHeap, 0, len(w.places))
+	order := make([]queue.Due, 0, len(w.places))
 	for place, cur := range w.places {
-		order = append(order, lapseEntry{place: place, at: cur.lapses})
+		order = append(order, queue.Due{ID: place, At: cur.lapses})
 	}
-	heap.Init(&order)
-	w.order = order
-}
-
-type lapseEntry struct {
-	place string
-	at    time.Time
-}
-
-type lapseHeap []lapseEntry
-
-func (h lapseHeap) Len() int           { return len(h) }
-func (h lapseHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h lapseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *lapseHeap) Push(x any)        { *h = append(*h, x.(lapseEntry)) }
-func (h *lapseHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+	w.order = queue.DueHeapOf(order)
 }
 
 // lapseSlots carries out the lapses due at now, at most lapseBatch, in

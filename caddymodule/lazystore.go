@@ -101,10 +101,10 @@ func (l *lazyStore) SaveControl(ctx context.Context, room string, c roomstate.Co
 	return st.SaveControl(ctx, room, c, prev)
 }
 
-func (l *lazyStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+func (l *lazyStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	st, err := l.get(ctx)
 	if err != nil {
-		return 0, err
+		return roomstate.Grant{}, err
 	}
 	return st.ReserveBudget(ctx, room, w, n)
 }

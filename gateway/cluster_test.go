@@ -473,9 +473,9 @@ func (f *flakyStore) LookupPlace(ctx context.Context, room, id string, now time.
 	return f.Store.LookupPlace(ctx, room, id, now)
 }
 
-func (f *flakyStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+func (f *flakyStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	if f.down.Load() {
-		return 0, errCut
+		return roomstate.Grant{}, errCut
 	}
 	return f.Store.ReserveBudget(ctx, room, w, n)
 }

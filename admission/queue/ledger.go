@@ -84,7 +84,7 @@ type MemoryLedger struct {
 	capacity int
 	now      func() time.Time
 	places   map[string]record
-	order    expiryHeap
+	order    DueHeap
 }
 
 type record struct {
@@ -115,7 +115,7 @@ func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Ti
 		return r.place, false, nil
 	case ok: // the lapsed record is replaced: no room taken
 		l.places[id] = record{place: p, until: until}
-		heap.Push(&l.order, expiring{id: id, until: until})
+		heap.Push(&l.order, Due{ID: id, At: until})
 		return p, true, nil
 	}
 	l.forgetExpired(l.now())
@@ -126,7 +126,7 @@ func (l *MemoryLedger) Hold(_ context.Context, id string, p Place, until time.Ti
 		return Place{}, false, ErrLedgerFull
 	}
 	l.places[id] = record{place: p, until: until}
-	heap.Push(&l.order, expiring{id: id, until: until})
+	heap.Push(&l.order, Due{ID: id, At: until})
 	return p, true, nil
 }
 
@@ -175,10 +175,10 @@ func (l *MemoryLedger) Len() int {
 }
 
 func (l *MemoryLedger) forgetExpired(now time.Time) {
-	for len(l.order) > 0 && l.order[0].until.Before(now) {
-		e := heap.Pop(&l.order).(expiring)
-		if r, ok := l.places[e.id]; ok && r.until.Equal(e.until) {
-			delete(l.places, e.id)
+	for len(l.order) > 0 && l.order[0].At.Before(now) {
+		e := heap.Pop(&l.order).(Due)
+		if r, ok := l.places[e.ID]; ok && r.until.Equal(e.At) {
+			delete(l.places, e.ID)
 		}
 	}
 }
@@ -191,30 +191,11 @@ const compactSlack = 1024
 
 // compact rebuilds the expiry heap from the live records.
 func (l *MemoryLedger) compact() {
-	order := make(expiryHeap, 0, len(l.places))
+	order := make([]Due, 0, len(l.places))
 	for id, r := range l.places {
-		order = append(order, expiring{id: id, until: r.until})
+		order = append(order, Due{ID: id, At: r.until})
 	}
-	heap.Init(&order)
-	l.order = order
-}
-
-type expiring struct {
-	id    string
-	until time.Time
-}
-
-type expiryHeap []expiring
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiring)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+	l.order = DueHeapOf(order)
 }
 
 // SetCapacity changes how many live ids the ledger may hold. Below the

@@ -62,8 +62,14 @@ type budgetWindow struct {
 	// extra counts the lapsed admissions put back here (Lapse), which
 	// admits as many more than its limit.
 	extra int64
-	// ahead marks a window this budget gave slots in before it came.
+	// ahead marks a window slots were given in before it came: by this
+	// budget, or by any node as the store's last grant here said.
 	ahead bool
+	// next and end are the places in the window's order, across the
+	// cluster, of the admissions held from the store: next to end-1.
+	// Admissions held beyond them (refunded, or lapsed ones put back) are
+	// placed after the limit, over counting them.
+	next, end, over int64
 	// last is the latest spaced slot handed out: a later one never falls
 	// due before it, whatever refunds or a new rate do to the spacing.
 	last time.Time
@@ -130,7 +136,8 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 	b.lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
-	return b.takeLocked(ctx, b.index(now), rate)
+	_, ok, err := b.takeLocked(ctx, b.index(now), rate, false)
+	return ok, err
 }
 
 // takeIn takes one admission of the window holding at (never before now),
@@ -139,7 +146,8 @@ func (b *Budget) takeIn(ctx context.Context, at, now time.Time, rate float64) (b
 	b.lock()
 	defer b.mu.Unlock()
 	b.forget(b.index(now))
-	return b.takeLocked(ctx, b.index(later(at, now)), rate)
+	_, ok, err := b.takeLocked(ctx, b.index(later(at, now)), rate, false)
+	return ok, err
 }
 
 // budgetLookahead is how many windows past its moment Reserve looks for
@@ -158,13 +166,15 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 
 // Reserve takes one admission for a slot at or after at (never before now):
 // from the window holding it, or the first later one with budget left.
-// The slot is at, or its place in the window in the order given
-// (spaced) when later, in a window this budget gave slots in ahead of it:
-// so a place found once the window has come does not go before one
-// given a slot there earlier. In a window nobody was given a slot ahead
-// in, an admission is at once (the burst), and a slot asked for a moment
-// ahead is that moment when its place in line has come by then: it holds
-// no place in line. On an error nothing was taken.
+// The slot is at, or its place in the window in the order the store
+// granted the window's admissions across the cluster (spaced) when later,
+// in a window any node gave slots in ahead of it (as the store's grant
+// says, or this budget did): so a place found once the window has come,
+// at whichever node, does not go before one given a slot there earlier.
+// In a window nobody was given a slot ahead in, an admission is at once
+// (the burst), and a slot asked for a moment ahead is that moment when
+// its place in line has come by then: it holds no place in line. On an
+// error nothing was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
 	b.lock()
@@ -173,14 +183,17 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 	from := b.index(at)
 	for idx := from; idx < from+budgetLookahead; idx++ {
 		r := rate(b.start(idx))
-		ok, err := b.takeLocked(ctx, idx, r)
+		// Only a slot pushed past the window asked for marks its window
+		// ahead in the store: a moment ahead whose place in line has come
+		// by then holds none (below), and the window keeps its burst.
+		pos, ok, err := b.takeLocked(ctx, idx, r, idx > from && idx > b.index(now))
 		if err != nil {
 			return time.Time{}, err
 		}
 		if !ok {
 			continue
 		}
-		w, spaced := b.record(idx), b.spaced(idx, r)
+		w, spaced := b.record(idx), b.spaced(idx, r, pos)
 		switch {
 		case idx > b.index(now) && idx == from && !at.Before(spaced):
 			return at, nil
@@ -195,16 +208,16 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 	return time.Time{}, errBudgetSpent
 }
 
-// spaced is the slot of the admission of window idx just handed out: the
-// window's start plus its place among the window's admissions this budget
-// handed out, its limit and the lapsed ones put back there spread evenly
-// over it. Slots given ahead then fall due in the order they were given,
-// rather than all at the window's start, where places found apart would
-// tie and go in in the order their requests happened to be served.
-func (b *Budget) spaced(idx int64, rate float64) time.Time {
-	w := b.record(idx)
-	n := b.window(idx, rate).Limit + w.extra
-	k := min(w.given-1, n-1)
+// spaced is the slot of the admission of window idx at place pos in the
+// window's order across the cluster: the window's start plus pos, its
+// limit and the lapsed ones put back here spread evenly over it. Slots
+// given ahead then fall due in the order the store granted them, at
+// whichever node, rather than all at the window's start, where places
+// found apart would tie and go in in the order their requests happened to
+// be served.
+func (b *Budget) spaced(idx int64, rate float64, pos int64) time.Time {
+	n := b.window(idx, rate).Limit + b.record(idx).extra
+	k := min(pos, n-1)
 	if k <= 0 {
 		return b.start(idx)
 	}
@@ -218,33 +231,55 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// takeLocked takes one admission of window idx.
-func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64) (bool, error) {
+// takeLocked takes one admission of window idx and returns its place in
+// the window's order. A store reservation marks the window ahead when
+// ahead is set.
+func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead bool) (int64, bool, error) {
 	if _, ok := b.windows[idx]; !ok && b.window(idx, rate).Limit == 0 {
-		return false, nil // nothing to take, and no record kept of it
+		return 0, false, nil // nothing to take, and no record kept of it
 	}
 	bw := b.record(idx)
-	if bw.held == 0 {
+	// Admissions held without a place in the window's order (lapsed ones
+	// put back, refunded ones) go after the limit: taken before the store
+	// is spent, they would fall due after places granted later.
+	if bw.next == bw.end {
 		w := b.window(idx, rate)
 		if bw.spent && w.Limit <= bw.spentAt || w.Limit == 0 {
-			return false, nil
+			return b.takeOver(idx, rate)
 		}
+		w.Ahead = ahead
 		want := max(b.block, min(1+b.queued.Load(), maxBatch))
-		got, err := b.store.ReserveBudget(ctx, b.room, w, want)
+		g, err := b.store.ReserveBudget(ctx, b.room, w, want)
 		if err != nil {
-			return false, fmt.Errorf("reserving admission budget: %w", err)
+			return 0, false, fmt.Errorf("reserving admission budget: %w", err)
 		}
-		bw.held += got
-		if got < want {
+		bw.held += g.N
+		bw.next, bw.end = g.First, g.First+g.N
+		bw.ahead = bw.ahead || g.Ahead
+		if g.N < want {
 			bw.spent, bw.spentAt = true, w.Limit
 		}
-	}
-	if bw.held == 0 {
-		return false, nil
+		if g.N == 0 {
+			return b.takeOver(idx, rate)
+		}
 	}
 	bw.held--
 	bw.given++
-	return true, nil
+	bw.next++
+	return bw.next - 1, true, nil
+}
+
+// takeOver takes one of window idx's admissions held beyond the places
+// the store granted, placed after the window's limit.
+func (b *Budget) takeOver(idx int64, rate float64) (int64, bool, error) {
+	bw := b.record(idx)
+	if bw.held == 0 {
+		return 0, false, nil
+	}
+	bw.held--
+	bw.given++
+	bw.over++
+	return b.window(idx, rate).Limit + bw.over - 1, true, nil
 }
 
 // forget drops what is held of windows before cur: nobody can spend it any

@@ -175,9 +175,9 @@ func TestRanksDropOnceForALaggingClock(t *testing.T) {
 
 // Nodes reserving slots ahead of now share each window's limit: together
 // they never hold more than a window grants, every slot lies in the window
-// that granted it (the moment asked, or, each node giving one a window
-// here, the window's start), and a refunded slot's admission is taken by
-// the next node's reservation there.
+// that granted it (the moment asked, or the window's start plus its place
+// in the window's order across the nodes, each place once), and a
+// refunded slot's admission is taken by the next node's reservation there.
 func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 	st := openBolt(t)
 	const rate, nodes = 3.0, 3
@@ -192,6 +192,7 @@ func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 	}
 	ctx := t.Context()
 	perWindow := map[int64]int{}
+	places := map[time.Time]bool{}
 	var last time.Time
 	for i := range 30 {
 		slot, err := budgets[i%nodes].Reserve(ctx, now, now, roomstate.Steady(rate))
@@ -201,8 +202,12 @@ func TestBudgetReservesAheadWithinEachWindow(t *testing.T) {
 		if slot.Before(last) || slot.Before(now) {
 			t.Fatalf("slot %d at %v, after %v (asked at %v)", i, slot, last, now)
 		}
-		if w := slot.Truncate(time.Second); !slot.Equal(now) && !slot.Equal(w) {
-			t.Fatalf("slot %d at %v: neither the moment asked nor a window's start", i, slot)
+		if !slot.Equal(now) {
+			place := slot.Sub(slot.Truncate(time.Second)).Seconds() * rate
+			if math.Abs(place-math.Round(place)) > 1e-6 || places[slot] {
+				t.Fatalf("slot %d at %v: neither the moment asked nor a place of its window not given before", i, slot)
+			}
+			places[slot] = true
 		}
 		last = slot
 		perWindow[slot.Unix()]++
@@ -232,7 +237,7 @@ type budgetCalls struct {
 	reserves int
 }
 
-func (c *budgetCalls) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+func (c *budgetCalls) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	c.reserves++
 	return c.Store.ReserveBudget(ctx, room, w, n)
 }
@@ -266,7 +271,7 @@ type blockedBudget struct {
 	entered, release chan struct{}
 }
 
-func (b *blockedBudget) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+func (b *blockedBudget) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	b.entered <- struct{}{}
 	<-b.release
 	return b.Store.ReserveBudget(ctx, room, w, n)
@@ -313,7 +318,7 @@ type stallingBudgetStore struct {
 	began, release chan struct{}
 }
 
-func (s *stallingBudgetStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+func (s *stallingBudgetStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	if s.calls.Add(1) == 1 {
 		close(s.began)
 		<-s.release
@@ -486,6 +491,54 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 		// Two lapsed: one more in each of the next two windows.
 		at(2, 0), at(2, 0.2), at(2, 0.4), at(2, 0.6), at(2, 0.8),
 		at(3, 0), at(3, 0.2), at(3, 0.4), at(3, 0.6), at(3, 0.8),
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(base), want[i].Sub(base), got)
+		}
+	}
+}
+
+// The spacing of a window's slots is the cluster's: a node that gave no
+// slot ahead in a window another node did spaces its own there after the
+// other's, in the order the store granted them, rather than admitting at
+// once ahead of their holders.
+func TestBudgetSpacingIsTheClusters(t *testing.T) {
+	const rate = 4.0
+	base := time.Unix(1_700_000_000, 0)
+	at := func(w int64, frac float64) time.Time {
+		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
+	}
+	st := openBolt(t)
+	var nodes [2]*roomstate.Budget
+	for i := range nodes {
+		b, err := roomstate.NewBudget(st, "room", 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = b
+	}
+	var got []time.Time
+	reserve := func(node, n int, now time.Time) {
+		t.Helper()
+		for range n {
+			slot, err := nodes[node].Reserve(t.Context(), now, now, roomstate.Steady(rate))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, slot)
+		}
+	}
+	reserve(0, 6, at(0, 0.1)) // four at once, two ahead in window 1
+	reserve(1, 1, at(1, 0.1)) // window 1 has come: after them
+	reserve(0, 1, at(1, 0.1))
+	reserve(1, 1, at(2, 0.1)) // window 2: nobody gave a slot ahead, at once
+	want := []time.Time{
+		at(0, 0.1), at(0, 0.1), at(0, 0.1), at(0, 0.1),
+		at(1, 0), at(1, 0.25),
+		at(1, 0.5),
+		at(1, 0.75),
+		at(2, 0.1),
 	}
 	for i := range want {
 		if !got[i].Equal(want[i]) {

@@ -42,9 +42,9 @@ func (f *flaky) UsePlace(ctx context.Context, room, id string, p queue.Place, no
 	return f.Store.UsePlace(ctx, room, id, p, now)
 }
 
-func (f *flaky) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+func (f *flaky) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	if f.down {
-		return 0, errDown
+		return roomstate.Grant{}, errDown
 	}
 	return f.Store.ReserveBudget(ctx, room, w, n)
 }
@@ -360,8 +360,8 @@ func TestQuotaNowOnlyTakesNothingAhead(t *testing.T) {
 	}
 	wg.Wait()
 	next := roomstate.Window{Index: now.Unix() + 1, Limit: 2, Expires: now.Add(time.Minute)}
-	if got, err := st.ReserveBudget(ctx, "r", next, 2); err != nil || got != 2 {
-		t.Fatalf("the next window has %d of 2 left (%v): the refused attempts took the rest", got, err)
+	if got, err := st.ReserveBudget(ctx, "r", next, 2); err != nil || got.N != 2 {
+		t.Fatalf("the next window has %d of 2 left (%v): the refused attempts took the rest", got.N, err)
 	}
 }
 

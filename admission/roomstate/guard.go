@@ -126,7 +126,7 @@ func (g *Guard) SaveControl(ctx context.Context, room string, c Control, prev ui
 }
 
 // ReserveBudget implements Store.
-func (g *Guard) ReserveBudget(ctx context.Context, room string, w Window, n int64) (got int64, err error) {
+func (g *Guard) ReserveBudget(ctx context.Context, room string, w Window, n int64) (got Grant, err error) {
 	err = g.call(ctx, "reserve_budget", func(ctx context.Context) error {
 		got, err = g.Store.ReserveBudget(ctx, room, w, n)
 		return err

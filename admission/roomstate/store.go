@@ -111,11 +111,24 @@ func (c Control) View() (admission.View, time.Time) {
 // Window is one admission-budget window of a room: at most Limit
 // admissions may be reserved in it. Index identifies it (e.g. the window's
 // start in Unix seconds divided by its length); Expires is when the store
-// may forget it.
+// may forget it. Ahead marks a reservation made before the window begins
+// (slots given for a moment ahead): once such a reservation is granted,
+// the store keeps that mark on the window.
 type Window struct {
 	Index   int64
 	Limit   int64
 	Expires time.Time
+	Ahead   bool
+}
+
+// Grant is what ReserveBudget granted: N admissions, whose places in the
+// window's order, across every node, are First to First+N-1 (First counts
+// what the window had granted before, less what was returned); Ahead
+// reports whether any reservation granted in the window, this one
+// included, was made ahead of it.
+type Grant struct {
+	N, First int64
+	Ahead    bool
 }
 
 // Store is the room state shared by every node. Every method is atomic and
@@ -130,10 +143,10 @@ type Store interface {
 	SaveControl(ctx context.Context, room string, c Control, prev uint64) (uint64, error)
 
 	// ReserveBudget takes up to n admissions from the window's budget and
-	// returns how many it got (0 when the window is spent). The sum of
+	// returns the grant (N is 0 when the window is spent). The sum of
 	// everything granted in a window, less what was returned, never exceeds
 	// w.Limit, however many nodes race.
-	ReserveBudget(ctx context.Context, room string, w Window, n int64) (int64, error)
+	ReserveBudget(ctx context.Context, room string, w Window, n int64) (Grant, error)
 	// ReturnBudget gives back n admissions reserved in window w and not spent.
 	ReturnBudget(ctx context.Context, room string, w Window, n int64) error
 

@@ -119,26 +119,26 @@ func (s *Store) SaveControl(ctx context.Context, room string, c roomstate.Contro
 	return version, nil
 }
 
-// ReserveBudget implements roomstate.Store.
-func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
-	var got int64
+// ReserveBudget implements roomstate.Store. A window's value is what it
+// granted (less what was returned), with aheadBit set once a reservation
+// was made ahead of it, and its expiry.
+func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
+	var g roomstate.Grant
 	err := s.batch(ctx, "reserving budget", func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(budgetBucket)
 		k := windowKey(room, w.Index)
-		used := int64(0)
-		if raw := b.Get(k); len(raw) == 16 {
-			used = int64(binary.BigEndian.Uint64(raw))
-		}
-		got = max(0, min(n, w.Limit-used))
-		if got == 0 {
+		used, ahead := budgetValue(b.Get(k))
+		g = roomstate.Grant{N: max(0, min(n, w.Limit-used)), First: used, Ahead: ahead}
+		if g.N == 0 {
 			return nil, nil
 		}
-		return nil, b.Put(k, pair(uint64(used+got), w.Expires))
+		g.Ahead = ahead || w.Ahead
+		return nil, b.Put(k, budgetPair(used+g.N, g.Ahead, w.Expires))
 	})
 	if err != nil {
-		return 0, err // op may still run past its deadline: read none of its results
+		return roomstate.Grant{}, err // op may still run past its deadline: read none of its results
 	}
-	return got, nil
+	return g, nil
 }
 
 // ReturnBudget implements roomstate.Store.
@@ -150,9 +150,29 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 		if len(raw) != 16 {
 			return nil, nil
 		}
-		used := int64(binary.BigEndian.Uint64(raw))
-		return nil, b.Put(k, pair(uint64(max(0, used-n)), w.Expires))
+		used, ahead := budgetValue(raw)
+		return nil, b.Put(k, budgetPair(max(0, used-n), ahead, w.Expires))
 	})
+}
+
+// aheadBit marks, in a budget window's count, a window slots were given
+// ahead in.
+const aheadBit = 1 << 63
+
+func budgetValue(raw []byte) (used int64, ahead bool) {
+	if len(raw) != 16 {
+		return 0, false
+	}
+	v := binary.BigEndian.Uint64(raw)
+	return int64(v &^ aheadBit), v&aheadBit != 0
+}
+
+func budgetPair(used int64, ahead bool, expires time.Time) []byte {
+	v := uint64(used)
+	if ahead {
+		v |= aheadBit
+	}
+	return pair(v, expires)
 }
 
 // A place record is until (8 bytes), state (1), slot (8), big-endian;

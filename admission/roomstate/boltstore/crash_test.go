@@ -79,7 +79,7 @@ read:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := crashWindow.Limit - left; used < granted {
+	if used := crashWindow.Limit - left.N; used < granted {
 		t.Errorf("the budget on disk records %d used, but the child was granted %d", used, granted)
 	}
 	next, err := s.ReserveRanks(ctx, "crash", 1)
@@ -103,8 +103,8 @@ func TestCrashChild(t *testing.T) {
 	ctx := context.Background()
 	crashtest.Work(16, func(w, i int) bool {
 		got, err := s.ReserveBudget(ctx, "crash", crashWindow, 1)
-		if err != nil || got != 1 {
-			t.Errorf("ReserveBudget = %d, %v", got, err)
+		if err != nil || got.N != 1 {
+			t.Errorf("ReserveBudget = %+v, %v", got, err)
 			return false
 		}
 		id := fmt.Sprintf("w%d-%d", w, i)
@@ -118,7 +118,7 @@ func TestCrashChild(t *testing.T) {
 			t.Errorf("ReserveRanks: %v", err)
 			return false
 		}
-		crashtest.Printf("ADMITTED %s %d %d", id, got, rank)
+		crashtest.Printf("ADMITTED %s %d %d", id, got.N, rank)
 		return true
 	})
 }

@@ -35,8 +35,9 @@ type controlItem struct {
 // budgetItem is one budget window: how much of its limit is reserved.
 type budgetItem struct {
 	itemKey
-	Used int64 `dynamodbav:"used"`
-	TTL  int64 `dynamodbav:"ttl"`
+	Used  int64 `dynamodbav:"used"`
+	Ahead bool  `dynamodbav:"ahead,omitempty"` // a reservation was made ahead of the window
+	TTL   int64 `dynamodbav:"ttl"`
 }
 
 // placeItem is a used place id: its queue.PlaceState, its slot (Unix
@@ -124,6 +125,7 @@ var (
 	pkName      = expression.Name("pk")
 	versionName = expression.Name("version")
 	usedName    = expression.Name("used")
+	aheadName   = expression.Name("ahead")
 	ttlName     = expression.Name("ttl")
 	untilName   = expression.Name("until")
 	stateName   = expression.Name("state")

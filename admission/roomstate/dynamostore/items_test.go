@@ -38,8 +38,8 @@ func TestItemLayout(t *testing.T) {
 	if _, err := s.SaveControl(ctx, room, control, 1); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 4); n != 4 || err != nil {
-		t.Fatalf("ReserveBudget = %d, %v", n, err)
+	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 4); n.N != 4 || err != nil {
+		t.Fatalf("ReserveBudget = %+v, %v", n, err)
 	}
 	if _, ok, err := s.HoldPlace(ctx, room, "p1", queue.Place{State: queue.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {
 		t.Fatalf("HoldPlace = %v, %v", ok, err)
@@ -105,8 +105,8 @@ func TestItemLayout(t *testing.T) {
 	if sum, nodes, err := s.Population(ctx, room, storetest.T0); err != nil || sum != 2.75 || nodes != 1 {
 		t.Errorf("Population = %v, %d, %v", sum, nodes, err)
 	}
-	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 8); n != 6 || err != nil {
-		t.Errorf("ReserveBudget past the limit = %d, %v, want the 6 left", n, err)
+	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 8); n.N != 6 || err != nil {
+		t.Errorf("ReserveBudget past the limit = %+v, %v, want the 6 left", n, err)
 	}
 }
 

@@ -102,14 +102,20 @@ func (s *Store) UsePlace(ctx context.Context, room, id string, p queue.Place, no
 	if err != nil {
 		return false, err
 	}
+	return s.conditionalUpdate(ctx, usedKey(room, id), expr, "using place "+id)
+}
+
+// conditionalUpdate applies expr to key within the store's deadline,
+// reporting whether its condition held.
+func (s *Store) conditionalUpdate(ctx context.Context, key itemKey, expr expression.Expression, what string) (bool, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	_, err = s.db.UpdateItem(ctx, s.update(usedKey(room, id), expr))
+	_, err := s.db.UpdateItem(ctx, s.update(key, expr))
 	if conditionFailed(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, s.wrap(ctx, "using place "+id, err)
+		return false, s.wrap(ctx, what, err)
 	}
 	return true, nil
 }
@@ -145,16 +151,7 @@ func (s *Store) LapsePlace(ctx context.Context, room, id string, slot, now time.
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	_, err = s.db.UpdateItem(ctx, s.update(usedKey(room, id), expr))
-	if conditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, s.wrap(ctx, "lapsing place "+id, err)
-	}
-	return true, nil
+	return s.conditionalUpdate(ctx, usedKey(room, id), expr, "lapsing place "+id)
 }
 
 // ReleasePlace implements roomstate.Store.

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"PlaceRacedLapseAndUse", testPlaceRacedLapseAndUse},
 		{"BudgetNeverExceedsLimit", testBudgetRace},
 		{"BudgetReturn", testBudgetReturn},
+		{"BudgetAhead", testBudgetAhead},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
 		{"PopulationSum", testPopulation},
 		{"SketchPerNode", testSketches},
@@ -527,25 +528,29 @@ func testBudgetRace(t *testing.T, s roomstate.Store, room string) {
 	const limit, nodes, block = 100, 8, 7
 	w := window(1, limit)
 	granted := make([]int64, nodes)
+	places := make([][]int64, nodes) // the places in the window's order each node was granted
 	var wg sync.WaitGroup
 	for n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				got, err := s.ReserveBudget(c, room, w, block)
+				g, err := s.ReserveBudget(c, room, w, block)
 				if err != nil {
 					t.Errorf("node %d: %v", n, err)
 					return
 				}
-				if got < 0 || got > block {
-					t.Errorf("node %d got %d of a block of %d", n, got, block)
+				if g.N < 0 || g.N > block {
+					t.Errorf("node %d got %d of a block of %d", n, g.N, block)
 					return
 				}
-				if got == 0 {
+				if g.N == 0 {
 					return
 				}
-				granted[n] += got
+				granted[n] += g.N
+				for i := range g.N {
+					places[n] = append(places[n], g.First+i)
+				}
 			}
 		}()
 	}
@@ -557,31 +562,87 @@ func testBudgetRace(t *testing.T, s roomstate.Store, room string) {
 	if total != limit {
 		t.Fatalf("racing nodes reserved %d of a window of %d (per node %v)", total, limit, granted)
 	}
-	if got, err := s.ReserveBudget(c, room, window(2, 3), block); err != nil || got != 3 {
-		t.Fatalf("the next window granted %d, %v; want its own limit 3", got, err)
+	seen := make(map[int64]int)
+	for n, ps := range places {
+		for _, p := range ps {
+			if p < 0 || p >= limit {
+				t.Fatalf("node %d was granted place %d of a window of %d", n, p, limit)
+			}
+			if other, dup := seen[p]; dup {
+				t.Fatalf("place %d in the window's order granted to nodes %d and %d", p, other, n)
+			}
+			seen[p] = n
+		}
 	}
-	if got, err := s.ReserveBudget(c, room+"-other", w, block); err != nil || got != block {
-		t.Fatalf("another room's window granted %d, %v; want %d", got, err, block)
+	if g, err := s.ReserveBudget(c, room, window(2, 3), block); err != nil || g.N != 3 || g.First != 0 {
+		t.Fatalf("the next window granted %+v, %v; want its own limit 3 from place 0", g, err)
+	}
+	if g, err := s.ReserveBudget(c, room+"-other", w, block); err != nil || g.N != block || g.First != 0 {
+		t.Fatalf("another room's window granted %+v, %v; want %d from place 0", g, err, block)
 	}
 }
 
 func testBudgetReturn(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	w := window(7, 10)
-	if got, err := s.ReserveBudget(c, room, w, 8); err != nil || got != 8 {
-		t.Fatalf("ReserveBudget = %d, %v; want 8", got, err)
+	for _, step := range []struct {
+		give        int64 // returned before the reservation
+		ask         int64
+		want, first int64
+	}{
+		{ask: 8, want: 8, first: 0},
+		{ask: 8, want: 2, first: 8},
+		{give: 5, ask: 8, want: 5, first: 5},
+		{ask: 1, want: 0, first: 10},
+	} {
+		if step.give > 0 {
+			if err := s.ReturnBudget(c, room, w, step.give); err != nil {
+				t.Fatalf("ReturnBudget: %v", err)
+			}
+		}
+		if g, err := s.ReserveBudget(c, room, w, step.ask); err != nil || g.N != step.want || g.First != step.first || g.Ahead {
+			t.Fatalf("ReserveBudget(%d) after returning %d = %+v, %v; want %d from place %d, not ahead", step.ask, step.give, g, err, step.want, step.first)
+		}
 	}
-	if got, err := s.ReserveBudget(c, room, w, 8); err != nil || got != 2 {
-		t.Fatalf("ReserveBudget of the rest = %d, %v; want 2", got, err)
+}
+
+// testBudgetAhead: a reservation made ahead of its window and granted
+// marks the window, for every later grant there, whatever is returned; one
+// that finds the window spent does not.
+func testBudgetAhead(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	w, ahead := window(9, 4), window(9, 4)
+	ahead.Ahead = true
+	for i, step := range []struct {
+		w         roomstate.Window
+		ask, give int64 // give: returned after the reservation
+		want      roomstate.Grant
+	}{
+		{w: w, ask: 1, want: roomstate.Grant{N: 1}},
+		{w: ahead, ask: 1, want: roomstate.Grant{N: 1, First: 1, Ahead: true}},
+		{w: w, ask: 1, give: 1, want: roomstate.Grant{N: 1, First: 2, Ahead: true}},
+		{w: w, ask: 1, want: roomstate.Grant{N: 1, First: 2, Ahead: true}},
+	} {
+		g, err := s.ReserveBudget(c, room, step.w, step.ask)
+		if err != nil || g != step.want {
+			t.Fatalf("step %d: ReserveBudget = %+v, %v; want %+v", i, g, err, step.want)
+		}
+		if step.give > 0 {
+			if err := s.ReturnBudget(c, room, step.w, step.give); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if err := s.ReturnBudget(c, room, w, 5); err != nil {
-		t.Fatalf("ReturnBudget: %v", err)
+	spent, spentAhead := window(10, 2), window(10, 2)
+	spentAhead.Ahead = true
+	if g, err := s.ReserveBudget(c, room, spent, 2); err != nil || g != (roomstate.Grant{N: 2}) {
+		t.Fatalf("ReserveBudget = %+v, %v; want 2, not ahead", g, err)
 	}
-	if got, err := s.ReserveBudget(c, room, w, 8); err != nil || got != 5 {
-		t.Fatalf("ReserveBudget after a return = %d, %v; want 5", got, err)
+	if g, err := s.ReserveBudget(c, room, spentAhead, 1); err != nil || g != (roomstate.Grant{First: 2}) {
+		t.Fatalf("ReserveBudget ahead in a spent window = %+v, %v; want none, not marked", g, err)
 	}
-	if got, err := s.ReserveBudget(c, room, w, 1); err != nil || got != 0 {
-		t.Fatalf("ReserveBudget of a spent window = %d, %v; want 0", got, err)
+	if g, err := s.ReserveBudget(c, room, spent, 1); err != nil || g != (roomstate.Grant{First: 2}) {
+		t.Fatalf("ReserveBudget in a spent window asked ahead = %+v, %v; want none, not ahead", g, err)
 	}
 }
 
