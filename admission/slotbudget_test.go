@@ -294,10 +294,11 @@ func TestLatenessCountsFromTheLaterOfFoundAndTold(t *testing.T) {
 				room.sharedSlot(s(g[0]), s(g[1]), s(g[0]))
 			}
 			gate := testGate(t, 100)
-			due, missed, charged, backdated, _, _, err := gate.slot(context.Background(), room, s(tt.found), s(tt.told), s(tt.now), s(tt.now))
+			gv, err := gate.slot(context.Background(), room, s(tt.found), s(tt.told), s(tt.now), s(tt.now))
 			if err != nil {
 				t.Fatal(err)
 			}
+			due, missed, charged, backdated := gv.slot, gv.missed, gv.charged, gv.backdated
 			if !missed.Equal(s(tt.want)) || !due.Equal(s(tt.wantDue)) || backdated != tt.wantBackdated {
 				t.Fatalf("found at %vs, told %vs, presented at %vs: slot %v due %v (backdated %v), want %vs due %vs (%v)",
 					tt.found, tt.told, tt.now, missed.Sub(t0), due.Sub(t0), backdated, tt.want, tt.wantDue, tt.wantBackdated)

@@ -21,12 +21,12 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
-	slot, missed, charged, backdated, shared, undo, err := g.slot(ctx, room, found, claims.NextAttempt(), now, now)
+	gv, err := g.slot(ctx, room, found, claims.NextAttempt(), now, now)
 	var spent *QuotaSpentError
 	if errors.As(err, &spent) && !lapsed.IsZero() {
 		// Its turn is due (its slot, on credit): it takes the budget's
 		// next window's admission rather than wait to ask for one.
-		slot, missed, charged, backdated, shared, undo, err = g.slot(ctx, room, found, claims.NextAttempt(), spent.Retry, now)
+		gv, err = g.slot(ctx, room, found, claims.NextAttempt(), spent.Retry, now)
 	}
 	switch {
 	case errors.As(err, &spent):
@@ -36,12 +36,13 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	case err != nil:
 		return g.unavailable(err, claims)
 	}
-	if !lapsed.IsZero() && lapsed.Before(missed) {
+	if !lapsed.IsZero() && lapsed.Before(gv.missed) {
 		// Its slot lapsed while it was away: its turn is that slot, on
 		// credit, as a late holder's (lapse.go).
-		missed, slot, backdated = lapsed, later(lapsed, now), true
+		gv.missed, gv.slot, gv.backdated = lapsed, later(lapsed, now), true
 	}
-	if slot.After(now) || backdated {
+	slot, charged := gv.slot, gv.charged
+	if slot.After(now) || gv.backdated {
 		want = queue.Place{State: queue.PlaceReserved, Slot: slot}
 		if !charged.Equal(slot) {
 			want.Charged = charged
@@ -56,7 +57,7 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 	}
 	room.observeFound(claims.Place())
 	if !fresh { // a concurrent attempt for the place got there first
-		undo()
+		gv.undo()
 		if held.State == queue.PlaceUsed {
 			return g.reused(room, held, token, claims, now)
 		}
@@ -69,10 +70,10 @@ func (g *Gate) reserve(ctx context.Context, room *Room, view *View, claims *toke
 		d.Slot = charged
 		return d
 	case slot.After(now):
-		room.slots.watch(claims.Place(), heldSlot{slot, charged, shared}, ceilMilli(slot))
+		room.slots.watch(claims.Place(), gv.heldSlot, ceilMilli(slot))
 		return g.wait(view, claims, OutcomeBusy, ceilMilli(slot), now)
 	}
-	return g.useSlot(ctx, room, view, claims, token, heldSlot{slot, charged, shared}, missed, now)
+	return g.useSlot(ctx, room, view, claims, token, gv.heldSlot, gv.missed, now)
 }
 
 // useSlot admits a place whose slot is due: at the rate the room has now
@@ -140,15 +141,15 @@ var errPlaceReleased = errors.New("place released while it was being used")
 // quota's or the bucket's own next one. charged is the slot whose
 // admission was taken: the quota's, whatever slot the place is given
 // (shared), from the quota's first window with an admission from at on.
-func (g *Gate) slot(ctx context.Context, room *Room, found, told, at, now time.Time) (slot, missed, charged time.Time, backdated, shared bool, undo func(), err error) {
+func (g *Gate) slot(ctx context.Context, room *Room, found, told, at, now time.Time) (given, error) {
 	if q := room.sharedQuota(); q != nil {
 		slot, shared, err := q.Reserve(ctx, at, now)
 		var spent *QuotaSpentError
 		switch {
 		case errors.As(err, &spent):
-			return time.Time{}, time.Time{}, time.Time{}, false, false, nil, err
+			return given{}, err
 		case err != nil:
-			return time.Time{}, time.Time{}, time.Time{}, false, false, nil, fmt.Errorf("taking admission budget: %w", err)
+			return given{}, fmt.Errorf("taking admission budget: %w", err)
 		}
 		if shared {
 			// Late is late for the moment it was told: a node tells a
@@ -156,12 +157,25 @@ func (g *Gate) slot(ctx context.Context, room *Room, found, told, at, now time.T
 			// by up to a poll, so a place found eligible before it was
 			// told to come is on time at that moment.
 			missed, backdated := room.sharedSlot(later(found, told), slot, now)
-			return later(missed, now), missed, slot, backdated, true, func() { q.Refund(slot) }, nil
+			return given{heldSlot: heldSlot{slot: later(missed, now), charged: slot, shared: true},
+				missed: missed, backdated: backdated, undo: func() { q.Refund(slot) }}, nil
 		}
 	}
-	missed, backdated = room.reserveAdmission(found, now)
-	slot = later(missed, now)
-	return slot, missed, slot, backdated, false, func() { room.refundAdmission(now) }, nil
+	missed, backdated := room.reserveAdmission(found, now)
+	slot := later(missed, now)
+	return given{heldSlot: heldSlot{slot: slot, charged: slot},
+		missed: missed, backdated: backdated, undo: func() { room.refundAdmission(now) }}, nil
+}
+
+// given is a slot Gate.slot gave: the slot held; missed, the slot the
+// place would have had when it presented late (at or before the slot);
+// backdated, whether it lies before the slot's own moment; undo, which
+// gives the admission back.
+type given struct {
+	heldSlot
+	missed    time.Time
+	backdated bool
+	undo      func()
 }
 
 // holdAgain moves the admission of a place the hook refused, taken for
