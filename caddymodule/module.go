@@ -107,15 +107,17 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // sight (no controller, not in the admin API) until that config runs.
 type pooledRoom struct {
 	shared *room.Shared
-	// active is closed once the room is live. Caddy serves a config from
-	// opening its listeners until `started`, when the room joins its
-	// store: a request in that moment waits for the join (activationWait
-	// at most) rather than being told the room is starting.
-	active chan struct{}
-	mu     sync.Mutex
-	live   bool
-	stop   context.CancelFunc
-	done   chan struct{}
+	// active is closed once the room is live and its first config
+	// applied. Caddy serves a config from opening its listeners until
+	// `started`, when the room joins its store: a request in that moment
+	// waits for the join (activationWait at most) rather than being told
+	// the room is starting.
+	active     chan struct{}
+	activeOnce sync.Once
+	mu         sync.Mutex
+	live       bool
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // activationWait bounds how long a request waits for its config to start:
@@ -167,8 +169,10 @@ func (p *pooledRoom) activate(log *zap.Logger) {
 	}()
 	rooms.Put(p.shared)
 	p.live, p.stop = true, stop
-	close(p.active)
 }
+
+// markActive lets the requests waiting for the room through.
+func (p *pooledRoom) markActive() { p.activeOnce.Do(func() { close(p.active) }) }
 
 // Destruct stops the room's controller when its last handler is gone,
 // and waits for it: it gives its budget back to the store first.
@@ -299,6 +303,7 @@ func (h *Handler) activate() {
 	if err := h.gw.ApplyConfig(); err != nil {
 		h.logger.Error("applying the room's settings", zap.String("room", h.room), zap.Error(err))
 	}
+	h.pooled.markActive()
 	emitStateChange(h.app, before, h.pooled.shared.Status(time.Now()), "config")
 }
 

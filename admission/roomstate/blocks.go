@@ -273,7 +273,7 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 // the store granted, placed after the window's limit.
 func (b *Budget) takeOver(idx int64, rate float64) (int64, bool, error) {
 	bw := b.record(idx)
-	if bw.held == 0 {
+	if bw.held <= 0 {
 		return 0, false, nil
 	}
 	bw.held--
@@ -356,7 +356,9 @@ func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate(b.start(idx))), w.held); err != nil {
 			return fmt.Errorf("returning admission budget: %w", err)
 		}
-		w.held = 0
+		// Places given back are the store's again: a take after the
+		// return (a request still in flight) asks the store anew.
+		w.held, w.next = 0, w.end
 	}
 	return nil
 }

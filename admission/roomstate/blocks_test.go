@@ -499,6 +499,46 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	}
 }
 
+// Admissions a node gave back (its room stopping) are the store's again:
+// a request still in flight at that node afterwards asks the store, and
+// the nodes together admit no more than the window's limit.
+func TestBudgetReturnedIsNotGivenAgain(t *testing.T) {
+	st := openBolt(t)
+	ctx := t.Context()
+	var nodes [2]*roomstate.Quota
+	for i := range nodes {
+		q, err := roomstate.NewQuota(st, "r", 8, 10, 10, false) // 1 s windows of 10, blocks of 8
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	now := time.Unix(1_700_000_000, 100_000_000)
+	win := now.Truncate(time.Second)
+	in := 0
+	reserve := func(node, n int) {
+		t.Helper()
+		for range n {
+			slot, _, err := nodes[node].Reserve(ctx, now, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slot.Before(win) && slot.Before(win.Add(time.Second)) {
+				in++
+			}
+		}
+	}
+	reserve(0, 1) // node 0 holds 7 more
+	if err := nodes[0].Return(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reserve(1, 9)
+	reserve(0, 20)
+	if in != 10 {
+		t.Fatalf("a window of 10 admitted %d across the nodes", in)
+	}
+}
+
 // The spacing of a window's slots is the cluster's: a node that gave no
 // slot ahead in a window another node did spaces its own there after the
 // other's, in the order the store granted them, rather than admitting at

@@ -111,6 +111,7 @@ type results struct {
 	LoginsOverOne   []string    `json:"logins_over_one_pass"`
 	PassesHistogram map[int]int `json:"logins_by_passes"`
 	Fifo            []fifoBin   `json:"fifo,omitempty"`
+	FifoDeciles     []decile    `json:"fifo_deciles,omitempty"`
 	PostBeforePre   int         `json:"post_start_before_last_pre_queue"`
 	PreQueueHonest  int         `json:"pre_queue_honest"`
 	// BoundaryTrace, when later arrivals went in before the pre-queue's
@@ -374,6 +375,52 @@ func (res *results) fifo(vs []*visitor) {
 		}
 	}
 	res.Fifo = bins
+	res.FifoDeciles = deciles(post, res.Config.SaleStart)
+}
+
+// decile is a tenth of the honest post-start arrivals admitted, in
+// arrival order: when they arrived, and their mean admission and wait.
+type decile struct {
+	From     time.Duration `json:"from"` // first arrival, after the sale start
+	To       time.Duration `json:"to"`   // last arrival
+	N        int           `json:"n"`
+	Admitted time.Duration `json:"mean_admitted"` // after the sale start
+	Wait     time.Duration `json:"mean_wait"`
+}
+
+// deciles splits post (in arrival order) into tenths. In fifo each
+// tenth goes in after the one before, to within the luck a window adds,
+// which a tenth's mean mostly averages away: its mean admission is not
+// earlier. Its mean wait need not rise (a queue that drains shortens it).
+func deciles(post []*visitor, start time.Time) []decile {
+	if len(post) < 10 {
+		return nil
+	}
+	out := make([]decile, 10)
+	for i := range out {
+		part := post[i*len(post)/10 : (i+1)*len(post)/10]
+		d := &out[i]
+		d.From, d.To, d.N = part[0].Took.Sub(start), part[len(part)-1].Took.Sub(start), len(part)
+		var admitted, wait time.Duration
+		for _, v := range part {
+			admitted += v.Admitted.Sub(start)
+			wait += v.Admitted.Sub(v.Took)
+		}
+		d.Admitted, d.Wait = admitted/time.Duration(len(part)), wait/time.Duration(len(part))
+	}
+	return out
+}
+
+// decilesInOrder counts the tenths whose mean admission is more than
+// maxAhead before the one before them.
+func decilesInOrder(ds []decile) int {
+	bad := 0
+	for i := 1; i < len(ds); i++ {
+		if ds[i].Admitted < ds[i-1].Admitted-maxAhead {
+			bad++
+		}
+	}
+	return bad
 }
 
 // windows counts admissions in each 10 s window after the start, and the
@@ -546,6 +593,9 @@ func (res *results) judge() {
 	}
 	if res.Config.Order == "fifo" {
 		add("fifo post-start before pre-queue", res.PostBeforePre == 0, "%d", res.PostBeforePre)
+		bad := decilesInOrder(res.FifoDeciles)
+		add("fifo tenths in arrival order", len(res.FifoDeciles) > 0 && bad == 0,
+			"%d of %d tenths of the post-start arrivals admitted on average more than %s before the tenth before them", bad, len(res.FifoDeciles), maxAhead)
 	}
 	need := res.Config.Rate * windowLength.Seconds()
 	bad, counted := 0, 0
@@ -604,6 +654,12 @@ func (res *results) print(w io.Writer, skip []string) int {
 		fmt.Fprintf(w, "  post-start arrivals admitted before the last pre-queue place (of %d honest pre-queue): %d\n", res.PreQueueHonest, res.PostBeforePre)
 		for _, line := range res.BoundaryTrace {
 			fmt.Fprintf(w, "    %s\n", line)
+		}
+		if len(res.FifoDeciles) > 0 {
+			fmt.Fprintf(w, "  by tenth of the honest post-start arrivals admitted: arrived, mean admission, mean wait (after the sale start)\n")
+			for _, d := range res.FifoDeciles {
+				fmt.Fprintf(w, "    %7s to %7s  %4d  %8s  %8s\n", secsText(d.From), secsText(d.To), d.N, secsText(d.Admitted), secsText(d.Wait))
+			}
 		}
 	}
 	if len(res.Rule) > 0 {

@@ -103,6 +103,49 @@ func TestFifoOrderAndPreQueue(t *testing.T) {
 	}
 }
 
+// Tenths of the post-start arrivals, in arrival order: a tenth admitted
+// on average more than a second before the tenth before it fails the
+// target; within a second, or waiting less as a queue drains, does not.
+func TestFifoTenthsInArrivalOrder(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      func(i int) float64 // the i-th of 20 arrivals (one a second from 1 s) goes in then
+		wantBad int
+	}{
+		{"in order", func(i int) float64 { return 50 + float64(i) }, 0},
+		{"a draining queue: waits fall", func(i int) float64 { return 40 + 1.5*float64(i) }, 0},
+		{"a tenth 0.9 s early", func(i int) float64 {
+			if i/2 == 5 {
+				return 50 + float64(i) - 2.9
+			}
+			return 50 + float64(i)
+		}, 0},
+		{"a tenth 2 s before the one before", func(i int) float64 {
+			if i/2 == 5 {
+				return 50 + float64(i) - 4
+			}
+			return 50 + float64(i)
+		}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var vs []*visitor
+			for i := range 20 {
+				id := fmt.Sprintf("v%d", i)
+				vs = append(vs, admittedVisitor(id, id, honest, -1, 1+float64(i), tt.in(i)))
+			}
+			res := &results{Config: config{Order: "fifo", LuckWindow: 5 * time.Second, SaleStart: t0}}
+			res.fifo(vs)
+			if len(res.FifoDeciles) != 10 || res.FifoDeciles[0].N != 2 {
+				t.Fatalf("tenths %+v, want 10 of 2", res.FifoDeciles)
+			}
+			if got := decilesInOrder(res.FifoDeciles); got != tt.wantBad {
+				t.Fatalf("%d tenths out of order, want %d (%+v)", got, tt.wantBad, res.FifoDeciles)
+			}
+		})
+	}
+}
+
 func TestFifoBoundaryIsOfPlaces(t *testing.T) {
 	tests := []struct {
 		name   string
