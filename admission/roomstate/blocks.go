@@ -251,6 +251,9 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 		want := max(b.block, min(1+b.queued.Load(), maxBatch))
 		g, err := b.store.ReserveBudget(ctx, b.room, w, want)
 		if err != nil {
+			if pos, ok, _ := b.takeOver(idx, rate); ok {
+				return pos, true, nil // one this node holds already serves while the store fails
+			}
 			return 0, false, fmt.Errorf("reserving admission budget: %w", err)
 		}
 		bw.held += g.N

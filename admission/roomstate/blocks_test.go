@@ -539,6 +539,30 @@ func TestBudgetReturnedIsNotGivenAgain(t *testing.T) {
 	}
 }
 
+// An admission a node holds without a place in the window's order (one
+// refunded) is spent after the store's, but when the store fails it
+// serves at once: the store already counted it.
+func TestBudgetRefundServesWhileTheStoreFails(t *testing.T) {
+	st := &flaky{Store: openBolt(t)}
+	b, err := roomstate.NewBudget(st, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 100_000_000)
+	ok, err := b.Take(t.Context(), now, 10)
+	if err != nil || !ok {
+		t.Fatalf("Take = %v, %v", ok, err)
+	}
+	b.Refund(now)
+	st.down = true
+	if ok, err := b.Take(t.Context(), now, 10); err != nil || !ok {
+		t.Fatalf("Take with a refunded admission held while the store fails = %v, %v; want it served", ok, err)
+	}
+	if _, err := b.Take(t.Context(), now, 10); err == nil {
+		t.Fatal("Take with nothing held while the store fails: no error")
+	}
+}
+
 // The spacing of a window's slots is the cluster's: a node that gave no
 // slot ahead in a window another node did spaces its own there after the
 // other's, in the order the store granted them, rather than admitting at
