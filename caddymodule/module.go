@@ -127,7 +127,7 @@ const activationWait = 2 * time.Second
 // testHookAwaiting is called when a request starts waiting for its room.
 var testHookAwaiting = func() {}
 
-// awaitActive returns once the room is live, ctx is done or
+// awaitActive returns once the room is active (markActive), ctx is done or
 // activationWait has passed.
 func (p *pooledRoom) awaitActive(ctx context.Context) {
 	select {

@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fairgate/fairgate/internal/testhttp"
 )
@@ -164,8 +166,13 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 	}))
 	defer origin.Close()
 	upstream := strings.TrimPrefix(origin.URL, "http://")
+	// Each config marks its answers, so a check can tell its answer from
+	// the config before's: for a moment after a load, Caddy may still
+	// serve a new connection on the servers it is stopping.
+	loads := 0
 	site := func(body string) string {
-		return testCaddyfile("", strings.ReplaceAll(body, "ORIGIN", upstream)+"\n")
+		loads++
+		return testCaddyfile("", fmt.Sprintf("header X-Test-Config %d\n", loads)+strings.ReplaceAll(body, "ORIGIN", upstream)+"\n")
 	}
 	room := func(matcher, prefix string) string {
 		opts := "keys_from {env.FAIRGATE_IT_KEYS}\n\t\tdifficulty 4"
@@ -214,17 +221,27 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("config refused: %d %s", code, body)
 			}
-			c := call{t: t, client: tester.Client}
 			if tc.token == "" {
 				return
 			}
-			if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/a/shop", "", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
+			c := call{t: t, client: tester.Client}
+			loaded := strconv.Itoa(loads)
+			do := func(method, url string, header ...string) (int, string) {
+				t.Helper()
+				for deadline := time.Now().Add(5 * time.Second); ; {
+					code, h, body := c.do(method, url, "", header...)
+					if h.Get("X-Test-Config") == loaded || time.Now().After(deadline) {
+						return code, body
+					}
+				}
+			}
+			if code, body := do("GET", "http://localhost:HTTP_PORT/a/shop", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
 				t.Fatalf("matched path: %d %s", code, body)
 			}
-			if code, _, body := c.do("GET", "http://localhost:HTTP_PORT/b", ""); code != 200 || body != "origin" {
+			if code, body := do("GET", "http://localhost:HTTP_PORT/b"); code != 200 || body != "origin" {
 				t.Fatalf("unmatched path: %d %s", code, body)
 			}
-			if code, _, body := c.do("POST", "http://localhost:HTTP_PORT"+tc.token, ""); code != 200 || !strings.Contains(body, `"challenge"`) {
+			if code, body := do("POST", "http://localhost:HTTP_PORT"+tc.token); code != 200 || !strings.Contains(body, `"challenge"`) {
 				t.Fatalf("the room's token endpoint %s: %d %s", tc.token, code, body)
 			}
 		})
