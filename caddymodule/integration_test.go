@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // noSkip turns caddytest's silent skip (when Caddy cannot start) into a
@@ -56,6 +57,19 @@ func (c call) do(method, url, body string, header ...string) (int, http.Header, 
 	req.Close = true
 	resp, b := testhttp.Do(c.t, c.client, req, header...)
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// doAfterLoad is do for a check right after a load: for a moment after a
+// load Caddy may still serve a new connection on the servers it is
+// stopping, so an answer want rejects is asked again, for 5 s at most.
+func (c call) doAfterLoad(method, url, body string, want func(code int, body string) bool) (int, string) {
+	c.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		code, _, got := c.do(method, url, body)
+		if want(code, got) || time.Now().After(deadline) {
+			return code, got
+		}
+	}
 }
 
 // TestCaddyIntegration runs Caddy in process with the module: the flow,
