@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
@@ -22,12 +21,7 @@ import (
 // token asked then waits for the join and is issued, not answered 503
 // "starting".
 func TestRequestBeforeStartWaitsForTheJoin(t *testing.T) {
-	keys := tokens.KeysConfig{
-		Signing: "k1",
-		Keys:    map[string]string{"k1": "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
-		Lottery: "bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ==",
-	}
-	cfg := gateway.Config{Config: room.Config{Room: "sale", State: "queue", Keys: keys,
+	cfg := gateway.Config{Config: room.Config{Room: "sale", State: "queue", Keys: testKeys,
 		StateStore: &room.StateStore{Type: room.StoreBolt, Path: filepath.Join(t.TempDir(), "rooms.db")}}}
 	st, err := cfg.SettleStateStore("")
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/gateway"
 	"github.com/fairgate/fairgate/room"
 )
@@ -50,12 +49,7 @@ func BenchmarkServeHTTPTokenNew(b *testing.B) {
 // the module's options, its room "sale" in state.
 func gatewayHandler(tb testing.TB, state string) *Handler {
 	tb.Helper()
-	keys := tokens.KeysConfig{
-		Signing: "k1",
-		Keys:    map[string]string{"k1": "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
-		Lottery: "bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ==",
-	}
-	cfg := gateway.Config{Config: room.Config{Room: "sale", State: state, Keys: keys, Tau: gateway.Duration(30 * time.Minute), FixedSpeed: true}}
+	cfg := gateway.Config{Config: room.Config{Room: "sale", State: state, Keys: testKeys, Tau: gateway.Duration(30 * time.Minute), FixedSpeed: true}}
 	shared, err := gateway.NewShared(cfg, time.Now)
 	if err != nil {
 		tb.Fatal(err)

@@ -26,7 +26,21 @@ func (n noSkip) Skipf(format string, args ...any) {
 func (n noSkip) SkipNow()         { n.T.Fatal("caddytest would skip") }
 func (n noSkip) Skip(args ...any) { n.T.Fatal(append([]any{"caddytest would skip:"}, args...)...) }
 
-const testKeysJSON = `{"signing":"k1","keys":{"k1":"c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},"lottery":"bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ=="}`
+// testKeys are the tests' keys; testKeysJSON is them as keys_from reads them.
+var (
+	testKeys = tokens.KeysConfig{
+		Signing: "k1",
+		Keys:    map[string]string{"k1": "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"},
+		Lottery: "bG90dGVyeS1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OQ==",
+	}
+	testKeysJSON = func() string {
+		b, err := json.Marshal(testKeys)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}()
+)
 
 func siteConfig(origin, extra string) string {
 	return testCaddyfile("\tmetrics\n", fmt.Sprintf(`	header >X-Queue-Outcome {http.waiting_room.outcome}
