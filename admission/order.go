@@ -281,7 +281,7 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 // than a late place takes to come (fifoLateAfter), its moment unknown, is
 // not expected either. Callers hold r.mu.
 func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, unfound int, ahead []float64) {
-	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter(r.policy))), v.Clock.At(now), now)
+	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter)), v.Clock.At(now), now)
 }
 
 // fifoHold is where the counter at s is to stop for now, if anywhere: at
@@ -505,10 +505,10 @@ func (r *Room) fifoShort(v *View, now time.Time) float64 {
 
 // fifoLateAfter is how long after the counter passed its key a place that
 // follows its answers has come: it is told the moment the counter is
-// expected to pass it, which may be a tick off, and the network spreads
-// its arrival by up to queue.PacerSlack. Later, it is asleep or gone, and holds
-// the room back no more (it is served from its moment when it comes).
-func fifoLateAfter(Policy) time.Duration { return lotteryTick + queue.PacerSlack }
+// expected to pass it, which may be a tick off. Later, it is late or gone
+// and holds the room back no more: when it comes it is served from its
+// moment (fifoFound), and loses its lateness only.
+const fifoLateAfter = lotteryTick
 
 // fifoPassBy is how far past the last key it means to pass the fifo
 // counter aims, in ranks.

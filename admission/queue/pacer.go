@@ -44,11 +44,11 @@ type Pacer struct {
 }
 
 // PacerSlack is how much of the rate the pacer's burst holds at least: the
-// spread of slot holders' arrivals (their network) that it absorbs. A
-// second is too little for holders arriving bunched at a low rate (a fifo
-// room at 2/s loses admissions in its windows, sim.TestFairnessFIFO); two
-// absorb it, at the cost of letting a rate cut admit two seconds more at
-// the old spacing.
+// spread of slot holders' arrivals (their network) that it absorbs, and
+// the credit a late holder may take (without it, a holder presenting late
+// is re-spaced behind holders on time: gateway.TestLatePresenterLosesItsLateness,
+// gateway.TestLateSlotHolderTakesItsTurnOnCredit). Its cost: a rate cut
+// admits two seconds more at the old spacing.
 const PacerSlack = 2 * time.Second
 
 // PacerRaceWait is how much later a version of a place is asked to come
