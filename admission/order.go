@@ -504,11 +504,14 @@ func (r *Room) fifoShort(v *View, now time.Time) float64 {
 }
 
 // fifoLateAfter is how long after the counter passed its key a place that
-// follows its answers has come: it is told the moment the counter is
-// expected to pass it, which may be a tick off. Later, it is late or gone
-// and holds the room back no more: when it comes it is served from its
-// moment (fifoFound), and loses its lateness only.
-const fifoLateAfter = lotteryTick
+// follows its answers may still come: it is told the moment the counter is
+// expected to pass it, which may be a tick off, and a place up to
+// queue.PacerSlack late is served as asked, not from its moment, so the
+// counter must not release the pre-queue's end before then. It also lets
+// each node count a place not found in more than one of its published
+// sums. Later, the place is asleep or gone, and holds the room back no
+// more (it is served from its moment when it comes).
+const fifoLateAfter = lotteryTick + queue.PacerSlack
 
 // fifoPassBy is how far past the last key it means to pass the fifo
 // counter aims, in ranks.
