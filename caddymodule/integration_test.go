@@ -76,11 +76,11 @@ func (c call) do(method, url, body string, header ...string) (int, http.Header, 
 // doAfterLoad is do for a check right after a load: for a moment after a
 // load Caddy may still serve a new connection on the servers it is
 // stopping, so an answer want rejects is asked again, for 5 s at most.
-func (c call) doAfterLoad(method, url, body string, want func(code int, body string) bool) (int, string) {
+func (c call) doAfterLoad(method, url, body string, want func(code int, h http.Header, body string) bool, header ...string) (int, string) {
 	c.t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		code, _, got := c.do(method, url, body)
-		if want(code, got) || time.Now().After(deadline) {
+		code, h, got := c.do(method, url, body, header...)
+		if want(code, h, got) || time.Now().After(deadline) {
 			return code, got
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/fairgate/fairgate/internal/testhttp"
 )
@@ -146,8 +145,8 @@ func TestRejectedReloadChangesNothing(t *testing.T) {
 			t.Errorf("after the good reload, want %s in %s", want, after)
 		}
 	}
-	open := func(code int, body string) bool { return code == 200 && body == "origin" }
-	if code, body := c.doAfterLoad("GET", "http://localhost:HTTP_PORT/shop", "", open); !open(code, body) {
+	open := func(code int, _ http.Header, body string) bool { return code == 200 && body == "origin" }
+	if code, body := c.doAfterLoad("GET", "http://localhost:HTTP_PORT/shop", "", open); !open(code, nil, body) {
 		t.Fatalf("open room after the good reload: %d %s", code, body)
 	}
 	// tau 5s with fixed_speed: a queue's clock runs at 1/5 s.
@@ -227,22 +226,14 @@ func TestMatcherKeepsEndpointsReachable(t *testing.T) {
 			}
 			c := call{t: t, client: tester.Client}
 			loaded := strconv.Itoa(loads)
-			do := func(method, url string, header ...string) (int, string) {
-				t.Helper()
-				for deadline := time.Now().Add(5 * time.Second); ; {
-					code, h, body := c.do(method, url, "", header...)
-					if h.Get("X-Test-Config") == loaded || time.Now().After(deadline) {
-						return code, body
-					}
-				}
-			}
-			if code, body := do("GET", "http://localhost:HTTP_PORT/a/shop", "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
+			ours := func(_ int, h http.Header, _ string) bool { return h.Get("X-Test-Config") == loaded }
+			if code, body := c.doAfterLoad("GET", "http://localhost:HTTP_PORT/a/shop", "", ours, "Accept", "application/json"); code != 429 || !strings.Contains(body, "waiting_room") {
 				t.Fatalf("matched path: %d %s", code, body)
 			}
-			if code, body := do("GET", "http://localhost:HTTP_PORT/b"); code != 200 || body != "origin" {
+			if code, body := c.doAfterLoad("GET", "http://localhost:HTTP_PORT/b", "", ours); code != 200 || body != "origin" {
 				t.Fatalf("unmatched path: %d %s", code, body)
 			}
-			if code, body := do("POST", "http://localhost:HTTP_PORT"+tc.token); code != 200 || !strings.Contains(body, `"challenge"`) {
+			if code, body := c.doAfterLoad("POST", "http://localhost:HTTP_PORT"+tc.token, "", ours); code != 200 || !strings.Contains(body, `"challenge"`) {
 				t.Fatalf("the room's token endpoint %s: %d %s", tc.token, code, body)
 			}
 		})
@@ -411,8 +402,10 @@ func TestEndpointCheckJSON(t *testing.T) {
 		}
 	}
 	c := call{t: t, client: tester.Client}
-	issued := func(code int, body string) bool { return code == 200 && strings.Contains(body, `"challenge"`) }
-	if code, body := c.doAfterLoad("POST", "http://localhost:HTTP_PORT/a/_fairgate/token", "", issued); !issued(code, body) {
+	issued := func(code int, _ http.Header, body string) bool {
+		return code == 200 && strings.Contains(body, `"challenge"`)
+	}
+	if code, body := c.doAfterLoad("POST", "http://localhost:HTTP_PORT/a/_fairgate/token", "", issued); !issued(code, nil, body) {
 		t.Fatalf("token under /a/_fairgate: %d %s", code, body)
 	}
 }
