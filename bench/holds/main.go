@@ -418,9 +418,11 @@ func report(kind, mode string, clients int, duration time.Duration, r result) fl
 		float64(len(r.lat))/duration.Seconds(), float64(r.ok)/duration.Seconds(), pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), r.lost, r.failed,
 		r.cpu.Seconds()/duration.Seconds(), perHold)
 	if n := r.groups.Commits - r.groups0.Commits; n > 0 {
-		fmt.Printf("|   | %s: bbolt group commits | | %.0f/s | | %.1f writes, %.1f pages each | committer busy %.0f%% (in bbolt's commit %.0f%%) | | | | |\n", mode,
-			float64(n)/r.elapsed.Seconds(), float64(r.groups.Writes-r.groups0.Writes)/float64(n), float64(r.groups.Pages-r.groups0.Pages)/float64(n),
-			100*(r.groups.Busy-r.groups0.Busy).Seconds()/r.elapsed.Seconds(), 100*(r.groups.Syncing-r.groups0.Syncing).Seconds()/r.elapsed.Seconds())
+		g, g0 := r.groups, r.groups0
+		fmt.Printf("|   | %s: group commits | | %.0f/s | | %.1f writes, %.1f KiB logged each | committer busy %.0f%% (writing the log %.0f%%) | %.1f checkpoints/s, %.0f pages each | | | |\n", mode,
+			float64(n)/r.elapsed.Seconds(), float64(g.Writes-g0.Writes)/float64(n), float64(g.Logged-g0.Logged)/1024/float64(n),
+			100*(g.Busy-g0.Busy).Seconds()/r.elapsed.Seconds(), 100*(g.Syncing-g0.Syncing).Seconds()/r.elapsed.Seconds(),
+			float64(g.Checkpoints-g0.Checkpoints)/r.elapsed.Seconds(), float64(g.Pages-g0.Pages)/float64(max(1, g.Checkpoints-g0.Checkpoints)))
 	}
 	return float64(len(r.lat)+r.ok) / duration.Seconds()
 }

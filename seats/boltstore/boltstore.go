@@ -1,9 +1,11 @@
-// Package boltstore is the seat service's embedded store: one bbolt file.
-// Every change applies the domain's rule inside a bbolt transaction, and
-// concurrent changes are group-committed by the store's committer (one
-// transaction and one fsync for every write waiting, commit.go), so
-// throughput does not pay a disk flush per request. A write is answered
-// after its group's commit returned, so a crash loses nothing answered.
+// Package boltstore is the seat service's embedded store: one bbolt file
+// and its log. Every change applies the domain's rule over a snapshot of
+// the store, and concurrent changes are group-committed by the store's
+// committer (one log record and one fdatasync for every write waiting,
+// commit.go), so throughput does not pay a disk flush per request. A write
+// is answered after its group's record is synced, so a crash loses nothing
+// answered; bbolt takes the logged changes in checkpoints behind the
+// writes (wal.go), and the reads see them before it does (overlay.go).
 package boltstore
 
 import (
@@ -37,6 +39,7 @@ var (
 // Store is a seats.Store on a bbolt file.
 type Store struct {
 	db     *bolt.DB
+	log    *wal
 	commit *committer
 	keys   *keyIndex
 	stop   chan struct{}
@@ -54,7 +57,8 @@ const sweepEvery = 10 * time.Minute
 // platforms, bbolt's default elsewhere.
 const initialMmap = 1 << 30 * (strconv.IntSize / 64)
 
-// Open opens (or creates) the store at path.
+// Open opens (or creates) the store at path, and its log (path-log.0 and
+// path-log.1), applying to bbolt whatever the log holds that it does not.
 func Open(path string) (*Store, error) {
 	// The freelist is rebuilt on open rather than written with every
 	// commit, and kept as a map: a commit writes only the pages it changed.
@@ -65,12 +69,24 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	log, err := openWAL(path)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	keys := newKeyIndex()
+	var seq uint64
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, importsBucket} {
+		for _, b := range [][]byte{eventsBucket, seatsBucket, sessionsBucket, liveBucket, tokensBucket, importsBucket, metaBucket, keyLogBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		if err := checkFormat(tx); err != nil {
+			return err
+		}
+		if seq, err = replay(tx, log); err != nil {
+			return fmt.Errorf("applying the log: %w", err)
 		}
 		if err := openKeys(tx, keys); err != nil {
 			return err
@@ -78,21 +94,22 @@ func Open(path string) (*Store, error) {
 		return dropImports(tx)
 	})
 	if err != nil {
+		log.close()
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, commit: newCommitter(db, keys), keys: keys, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, log: log, commit: newCommitter(db, log, seq, keys), keys: keys, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.sweep(time.Now)
 	return s, nil
 }
 
 // Close stops the sweeper and the committer (after the group in
-// progress) and closes the file.
+// progress), checkpoints the log into bbolt and closes the files.
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
-	s.commit.close()
-	return s.db.Close()
+	err := s.commit.close()
+	return errors.Join(err, s.log.close(), s.db.Close())
 }
 
 // sweep deletes expired idempotency records until Close.
@@ -111,11 +128,15 @@ func (s *Store) sweep(now func() time.Time) {
 }
 
 // PurgeKeys deletes the idempotency records claimed before cutoff and
-// returns how many it deleted. It finds them in a read transaction, beside
-// the writes, and deletes them purgeChunk at a time as members of group
-// commits, so a day's records never hold bbolt's one writer lock, and the
-// writes waiting behind it, for the length of a scan.
+// returns how many it deleted. It checkpoints the log, finds the records
+// in a bbolt read transaction, beside the writes, and deletes them
+// purgeChunk at a time as members of group commits, so a day's records
+// never hold the committer, and the writes waiting behind it, for the
+// length of a scan.
 func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
+	if err := s.commit.Flush(context.Background()); err != nil {
+		return 0, fmt.Errorf("checkpointing before a purge: %w", err)
+	}
 	type logged struct {
 		key []byte
 		seq uint64
@@ -146,9 +167,9 @@ func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
 	}
 	n := 0
 	for chunk := range slices.Chunk(old, purgeChunk) {
-		err := s.commit.do(context.Background(), func(tx *bolt.Tx) error {
+		err := s.commit.do(context.Background(), func(t *txn) error {
 			for _, r := range chunk {
-				if err := s.dropKey(tx, r.key, r.seq); err != nil {
+				if err := s.dropKey(t, r.key, r.seq); err != nil {
 					return err
 				}
 			}
@@ -168,8 +189,8 @@ const purgeChunk = 1000
 // Event implements seats.Store.
 func (s *Store) Event(_ context.Context, id string) (seats.Event, error) {
 	var ev seats.Event
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return getJSON(tx.Bucket(eventsBucket), id, &ev, "event")
+	err := s.commit.read(func(r *snapshot) error {
+		return getJSON(r, string(eventsBucket), id, &ev, "event")
 	})
 	return ev, err
 }
@@ -198,11 +219,15 @@ func (s *Store) page(event, section, after string, limit int) ([]seats.Seat, str
 		out        []seats.Seat
 		last, next string
 	)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(seatsBucket).Bucket([]byte(event))
-		if b == nil || tx.Bucket(eventsBucket).Get([]byte(event)) == nil { // none, or not imported yet
+	err := s.commit.read(func(r *snapshot) error {
+		bucket := seatsOf(event)
+		b := bucketOf(r.tx, bucket)
+		if b == nil || r.get(string(eventsBucket), event) == nil { // none, or not imported yet
 			return fmt.Errorf("event %s: %w", event, seats.ErrNotFound)
 		}
+		// The log changes seats, never adds or deletes them: a page is
+		// bbolt's keys, each with its value as logged if it was.
+		changed := r.touches(bucket)
 		prefix := []byte(section + "-")
 		c := b.Cursor()
 		k, v := c.Seek(prefix)
@@ -215,6 +240,11 @@ func (s *Store) page(event, section, after string, limit int) ([]seats.Seat, str
 			if limit > 0 && len(out) == limit {
 				next = last
 				return nil
+			}
+			if changed {
+				if c, ok := r.logged(place{bucket, string(k)}); ok && !c.deleted {
+					v = c.value
+				}
 			}
 			var seat seats.Seat
 			if err := decodeSeat(v, &seat); err != nil {
@@ -236,36 +266,36 @@ func (s *Store) CreateSession(ctx context.Context, sess seats.Session, now time.
 	if err != nil {
 		return err
 	}
-	return s.batch(ctx, func(tx *bolt.Tx) error {
-		if used, err := s.keyUsed(tx, k); err != nil || used {
+	return s.batch(ctx, func(t *txn) error {
+		if used, err := s.keyUsed(t, k); err != nil || used {
 			return cmp.Or(err, seats.ErrKeyUsed)
 		}
-		if id := tx.Bucket(tokensBucket).Get([]byte(sess.TokenID)); sess.TokenID != "" && id != nil {
+		if id := t.get(string(tokensBucket), sess.TokenID); sess.TokenID != "" && id != nil {
 			return seats.ErrTokenUsed
 		}
 		liveKey := sess.UserID + "\x00" + sess.EventID
-		if id := tx.Bucket(liveBucket).Get([]byte(liveKey)); id != nil {
+		if id := t.get(string(liveBucket), liveKey); id != nil {
 			var other seats.Session
-			if err := getSession(tx, string(id), &other); err == nil && other.Live(now) {
+			if err := getSession(t, string(id), &other); err == nil && other.Live(now) {
 				return &seats.SessionExistsError{Session: other.ID}
 			}
 		}
-		if err := tx.Bucket(liveBucket).Put([]byte(liveKey), []byte(sess.ID)); err != nil {
+		if err := t.put(string(liveBucket), liveKey, []byte(sess.ID)); err != nil {
 			return err
 		}
 		if sess.TokenID != "" {
-			if err := tx.Bucket(tokensBucket).Put([]byte(sess.TokenID), []byte(sess.ID)); err != nil {
+			if err := t.put(string(tokensBucket), sess.TokenID, []byte(sess.ID)); err != nil {
 				return err
 			}
 		}
-		return s.putSession(tx, sess, k)
+		return s.putSession(t, sess, k)
 	})
 }
 
 // Session implements seats.Store.
 func (s *Store) Session(_ context.Context, id string) (seats.Session, error) {
 	var sess seats.Session
-	err := s.db.View(func(tx *bolt.Tx) error { return getSession(tx, id, &sess) })
+	err := s.commit.read(func(r *snapshot) error { return getSession(r, id, &sess) })
 	return sess, err
 }
 
@@ -305,8 +335,8 @@ func (s *Store) Cancel(ctx context.Context, session string, now time.Time, key *
 }
 
 // change loads a session and seats (nil ids: the seats it holds), applies
-// a rule and writes back what it changed, in one group-committed
-// transaction with the request's idempotency record, if any. A rule's
+// a rule and writes back what it changed, in one group commit with the
+// request's idempotency record, if any. A rule's
 // refusal is a result, not a failed transaction, so it does not roll back
 // the other writes of its group.
 func (s *Store) change(ctx context.Context, session string, ids []string, now time.Time, key *seats.Idempotency, rule func(*seats.Session, []*seats.Seat) error) (seats.Session, error) {
@@ -316,9 +346,9 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 	if err != nil {
 		return seats.Session{}, err
 	}
-	err = s.batch(ctx, func(tx *bolt.Tx) error {
+	err = s.batch(ctx, func(t *txn) error {
 		refused = nil
-		used, err := s.keyUsed(tx, k)
+		used, err := s.keyUsed(t, k)
 		if err != nil {
 			return err
 		}
@@ -327,12 +357,12 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 			return nil
 		}
 		var sess seats.Session
-		if err := getSession(tx, session, &sess); err != nil {
+		if err := getSession(t, session, &sess); err != nil {
 			refused = err
 			return nil
 		}
-		b := tx.Bucket(seatsBucket).Bucket([]byte(sess.EventID))
-		if b == nil {
+		bucket := seatsOf(sess.EventID)
+		if !t.bucketExists(bucket) {
 			return fmt.Errorf("seats of event %s are missing", sess.EventID)
 		}
 		want := ids
@@ -341,7 +371,7 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 		}
 		list := make([]*seats.Seat, len(want))
 		for i, id := range want {
-			if v := b.Get([]byte(id)); v != nil {
+			if v := t.get(bucket, id); v != nil {
 				list[i] = new(seats.Seat)
 				if err := decodeSeat(v, list[i]); err != nil {
 					return fmt.Errorf("seat %s: %w", id, err)
@@ -354,13 +384,13 @@ func (s *Store) change(ctx context.Context, session string, ids []string, now ti
 		}
 		for _, seat := range list {
 			if seat != nil {
-				if err := putSeat(b, seat); err != nil {
+				if err := putSeat(t, bucket, seat); err != nil {
 					return err
 				}
 			}
 		}
 		out = sess
-		return s.putSession(tx, sess, k)
+		return s.putSession(t, sess, k)
 	})
 	if err != nil {
 		return seats.Session{}, err
@@ -388,11 +418,11 @@ func (s *Store) PutKey(ctx context.Context, key string, rec seats.KeyRecord) err
 		return fmt.Errorf("encoding idempotency record: %w", err)
 	}
 	k := &keyed{key: key, hash: hashKey(key)}
-	return s.batch(ctx, func(tx *bolt.Tx) error {
-		if used, err := s.keyUsed(tx, k); err != nil || used {
+	return s.batch(ctx, func(t *txn) error {
+		if used, err := s.keyUsed(t, k); err != nil || used {
 			return cmp.Or(err, seats.ErrKeyUsed)
 		}
-		return s.appendKey(tx, k.hash, entry(key, raw))
+		return s.appendKey(t, k.hash, entry(key, raw))
 	})
 }
 
@@ -418,22 +448,22 @@ func newKeyed(key *seats.Idempotency, now time.Time) (*keyed, error) {
 	return &keyed{key: key.Key, hash: hashKey(key.Key), head: head}, nil
 }
 
-// keyUsed reports, inside the committing transaction, whether a write's
-// key (if any) has a record.
-func (s *Store) keyUsed(tx *bolt.Tx, k *keyed) (bool, error) {
+// keyUsed reports, inside a group, whether a write's key (if any) has a
+// record.
+func (s *Store) keyUsed(t *txn, k *keyed) (bool, error) {
 	if k == nil {
 		return false, nil
 	}
-	return s.used(tx, k.key, k.hash)
+	return s.used(t, k.key, k.hash)
 }
 
 // batch runs fn in a group commit, passing domain errors through: a
 // refusal is fn's result, not a failure that would roll back its group.
-func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) batch(ctx context.Context, fn func(*txn) error) error {
 	var domain error
-	err := s.commit.do(ctx, func(tx *bolt.Tx) error {
+	err := s.commit.do(ctx, func(t *txn) error {
 		domain = nil
-		err := fn(tx)
+		err := fn(t)
 		var exists *seats.SessionExistsError
 		if errors.Is(err, seats.ErrTokenUsed) || errors.Is(err, seats.ErrKeyUsed) || errors.As(err, &exists) {
 			domain = err
@@ -449,7 +479,7 @@ func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 // putSession writes a session and, with key, the write's idempotency
 // record, encoding the session once for both.
-func (s *Store) putSession(tx *bolt.Tx, sess seats.Session, key *keyed) error {
+func (s *Store) putSession(t *txn, sess seats.Session, key *keyed) error {
 	raw, err := encodeSession(&sess)
 	if err != nil {
 		return fmt.Errorf("encoding session %s: %w", sess.ID, err)
@@ -457,24 +487,31 @@ func (s *Store) putSession(tx *bolt.Tx, sess seats.Session, key *keyed) error {
 	if key != nil {
 		// A fresh entry each run: a member may run again after a rollback.
 		e := seats.CloseRecord(append(make([]byte, 0, len(key.head)+len(raw)+1), key.head...), raw)
-		if err := s.appendKey(tx, key.hash, e); err != nil {
+		if err := s.appendKey(t, key.hash, e); err != nil {
 			return err
 		}
 	}
-	return tx.Bucket(sessionsBucket).Put([]byte(sess.ID), raw)
+	return t.put(string(sessionsBucket), sess.ID, raw)
 }
 
-func putSeat(b *bolt.Bucket, seat *seats.Seat) error {
+// putSeat writes a seat into its event's bucket.
+func putSeat(t *txn, bucket string, seat *seats.Seat) error {
 	raw, err := encodeSeat(seat)
 	if err != nil {
 		return fmt.Errorf("encoding seat %s: %w", seat.ID, err)
 	}
-	return b.Put([]byte(seat.ID), raw)
+	return t.put(bucket, seat.ID, raw)
+}
+
+// getter reads a key's value: a snapshot, or a group's txn (its own
+// changes included).
+type getter interface {
+	get(bucket, key string) []byte
 }
 
 // getSession reads a session (decodeSession); ErrNotFound if there is none.
-func getSession(tx *bolt.Tx, id string, sess *seats.Session) error {
-	raw := tx.Bucket(sessionsBucket).Get([]byte(id))
+func getSession(g getter, id string, sess *seats.Session) error {
+	raw := g.get(string(sessionsBucket), id)
 	if raw == nil {
 		return fmt.Errorf("session %s: %w", id, seats.ErrNotFound)
 	}
@@ -484,8 +521,8 @@ func getSession(tx *bolt.Tx, id string, sess *seats.Session) error {
 	return nil
 }
 
-func getJSON(b *bolt.Bucket, key string, v any, what string) error {
-	raw := b.Get([]byte(key))
+func getJSON(g getter, bucket, key string, v any, what string) error {
+	raw := g.get(bucket, key)
 	if raw == nil {
 		return fmt.Errorf("%s %s: %w", what, key, seats.ErrNotFound)
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/fairgate/fairgate/seats"
 	"github.com/fairgate/fairgate/seats/storetest"
 )
@@ -47,7 +45,7 @@ func TestPurgeKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.commit.do(ctx, func(tx *bolt.Tx) error {
+	err = s.commit.do(ctx, func(tx *txn) error {
 		for i := range many {
 			key := fmt.Sprint("old-", i)
 			if err := s.appendKey(tx, hashKey(key), entry(key, raw)); err != nil {

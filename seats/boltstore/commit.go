@@ -2,98 +2,152 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// maxGroup caps the writes of one group commit: a group's transaction
-// holds every member's dirty pages until its commit.
+// maxGroup caps the writes of one group commit.
 const maxGroup = 512
+
+// A memtable is checkpointed into bbolt once its records reach
+// checkpointBytes of the log, or checkpointAge after its first: bbolt's
+// commit is paid once for many groups, whose writes often fall on the
+// same pages. Writes wait for the checkpoint in progress once maxLogged
+// bytes are logged and not yet in bbolt, so a slow disk bounds the memory
+// the overlay takes. A checkpoint that fails (its transaction, or its
+// sync) is tried again every checkpointRetry; the log keeps its changes
+// meanwhile.
+const (
+	checkpointBytes = 4 << 20
+	checkpointAge   = 200 * time.Millisecond
+	maxLogged       = 64 << 20
+	checkpointRetry = time.Second
+)
 
 // errClosed answers a write that arrives after Close.
 var errClosed = errors.New("seat store closed")
 
 // committer group-commits writes. One goroutine takes the writes that are
-// waiting, runs their functions one after the other in one bbolt
-// transaction and commits it with one fsync; every member then gets its
-// own answer. There is no timer: an idle committer commits a lone write at
-// once, and under load a group is whatever arrived during the commit
-// before it, so it grows with the load and the fsync is shared by more
-// writes exactly when there are more. (bbolt's DB.Batch waits up to
-// MaxBatchDelay to gather a group and then queues whole groups behind the
-// commit in progress, which splits the load into more, smaller commits.)
+// waiting, runs their functions one after the other over one snapshot
+// (each sees the changes of those before it), writes the group's changes
+// as one log record with one fdatasync (wal.go), adds them to the overlay
+// the reads consult (overlay.go), and answers every member. There is no
+// timer: an idle committer commits a lone write at once, and under load a
+// group is whatever arrived during the commit before it, so it grows with
+// the load and the sync is shared by more writes exactly when there are
+// more. Another goroutine checkpoints the overlay into bbolt behind it.
 //
 // A member whose function fails (an error from bbolt or a corrupt value:
-// a rule's refusal is a result, not a failure) may have written part of its
-// change, so the group's transaction is rolled back, the failed member runs
-// again alone and gets its own error, and the others run again together:
-// functions must be safe to run again (they reset what they report). An
-// answered write is on disk; no member is answered before the group's
-// commit, and a failed commit fails every member.
+// a rule's refusal is a result, not a failure) may have changed part of
+// what it meant to, so the group's changes are dropped, the failed member
+// runs again alone and gets its own error, and the others run again
+// together: functions must be safe to run again (they reset what they
+// report). An answered write is in the log, synced; no member is answered
+// before its group's record is, and a failed record fails every member.
 type committer struct {
-	db *bolt.DB
-	// hooks learns of every transaction's start and end (the store's
-	// in-memory index of idempotency records follows its commits).
+	db  *bolt.DB
+	log *wal
+	// hooks learns of every group's start and end (the store's in-memory
+	// index of idempotency records follows what is logged).
 	hooks txHooks
 	// queue is unbuffered: a waiting write is a sender blocked on it, so a
 	// write that was never received can give up (its context, Close) with
 	// nothing written, and one that was received always runs (its done
 	// channel is buffered: the answer never waits for a reader).
 	queue chan *write
-	stop  chan struct{}
-	done  chan struct{}
+	// flushes asks for everything logged to be checkpointed into bbolt.
+	flushes chan chan error
+	stop    chan struct{}
+	done    chan struct{}
+
+	// mu guards mem's changes and both memtables' places: mem is what the
+	// committing goroutine adds to, frozen the one a checkpoint is
+	// applying (nil when none is).
+	mu          sync.RWMutex
+	mem, frozen *memtable
+	// The committing goroutine's: the last record's number, the buffer a
+	// record is encoded in, and whether a checkpoint it handed off has not
+	// yet reported.
+	seq           uint64
+	buf           []byte
+	checkpointing bool
+	// toCheckpoint hands the checkpointer a frozen memtable; checkpointed
+	// is its report (nil, or its error once quit made it give up).
+	toCheckpoint chan *memtable
+	checkpointed chan error
+	quit         chan struct{}
+	checkpointer chan struct{} // closed when the checkpointer has stopped
+
 	// commits and writes count group commits and their members since Open;
 	// busy is the time spent running and committing groups, in ns, and
-	// syncing the part of it spent in bbolt's Commit (writing the dirty
-	// pages and the meta page, each followed by an fdatasync).
-	// pages counts the pages the commits wrote (bbolt's TxStats.Write:
-	// the meta page and every dirty page, an overflow run counted once).
-	commits, writes, busy, syncing, pages atomic.Int64
+	// syncing the part of it spent writing and syncing their records;
+	// logged counts the records' bytes. checkpoints counts checkpoints,
+	// failed the attempts that failed, and pages the pages they wrote
+	// (bbolt's TxStats.Write: the meta page and every dirty page).
+	commits, writes, busy, syncing, logged atomic.Int64
+	checkpoints, failed, pages             atomic.Int64
 	// waiting counts writes blocked on queue and taken the writes taken
 	// from it (tests wait for a full group).
 	waiting, taken atomic.Int64
 	// afterMember, in tests, runs after member i of a group of n ran,
-	// inside the group's transaction (the crash test dies there).
+	// before the group's record is written (the crash test dies there).
 	afterMember func(i, n int)
 }
 
 // write is one member of a group commit.
 type write struct {
-	fn   func(*bolt.Tx) error
+	fn   func(*txn) error
 	done chan error
 }
 
 // answer gives the member its outcome, dropping its function first: what
-// the closure holds (a sweep's list of old records, an import's seats) is
-// garbage once its caller has the answer, not only after the next group.
+// the closure holds (a sweep's list of old records) is garbage once its
+// caller has the answer, not only after the next group.
 func (w *write) answer(err error) {
 	w.fn = nil
 	w.done <- err
 }
 
-// txHooks is told when the committer begins a transaction and whether
-// it committed, before any member is answered.
+// txHooks is told when the committer begins a group and whether its
+// changes were logged, before any member is answered.
 type txHooks interface {
 	begin()
 	end(committed bool)
 }
 
-func newCommitter(db *bolt.DB, hooks txHooks) *committer {
-	c := &committer{db: db, hooks: hooks, queue: make(chan *write), stop: make(chan struct{}), done: make(chan struct{})}
+// newCommitter starts committing after the log record seq, with bbolt
+// holding every record up to it.
+func newCommitter(db *bolt.DB, log *wal, seq uint64, hooks txHooks) *committer {
+	c := &committer{
+		db: db, log: log, seq: seq, hooks: hooks,
+		queue: make(chan *write), flushes: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{}),
+		mem:          newMemtable(),
+		toCheckpoint: make(chan *memtable, 1), checkpointed: make(chan error, 1), quit: make(chan struct{}), checkpointer: make(chan struct{}),
+	}
+	go c.checkpointLoop()
 	go c.run()
 	return c
 }
 
-// close stops the committer once the group in progress is answered; later
-// writes get errClosed.
-func (c *committer) close() {
+// close stops the committer once the group in progress is answered (later
+// writes get errClosed) and checkpoints what is logged, so that a store
+// closed cleanly is whole in its bbolt file. If that checkpoint fails, the
+// log still holds the changes for the next Open.
+func (c *committer) close() error {
 	close(c.stop)
 	<-c.done
+	close(c.quit) // a checkpoint failing now gives up after one more try
+	err := c.flush()
+	close(c.toCheckpoint)
+	<-c.checkpointer
+	return err
 }
 
 // do runs fn in a group commit and returns its error once the group is
@@ -104,7 +158,7 @@ func (c *committer) close() {
 // the record if it committed. (The API runs writes under their own
 // WriteTimeout, not the client's cancellation, so this is a stuck disk's
 // answer, never a hang.)
-func (c *committer) do(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (c *committer) do(ctx context.Context, fn func(*txn) error) error {
 	w := &write{fn: fn, done: make(chan error, 1)}
 	c.waiting.Add(1)
 	select {
@@ -133,6 +187,15 @@ func (c *committer) run() {
 		case w := <-c.queue:
 			c.taken.Add(1)
 			group = append(group[:0], w)
+		case reply := <-c.flushes:
+			reply <- c.flush()
+			continue
+		case err := <-c.checkpointed:
+			c.checkpointing = false
+			if err == nil {
+				c.maybeCheckpoint()
+			}
+			continue
 		case <-c.stop:
 			return
 		}
@@ -149,16 +212,19 @@ func (c *committer) run() {
 		start := time.Now()
 		c.commit(group)
 		c.busy.Add(int64(time.Since(start)))
+		if !c.maybeCheckpoint() {
+			return
+		}
 	}
 }
 
-// commit runs a group in one transaction and answers each member.
+// commit runs a group and answers each member.
 func (c *committer) commit(group []*write) {
 	for len(group) > 0 {
 		failed, ferr := -1, error(nil)
-		err := c.update(func(tx *bolt.Tx) error {
+		err := c.update(func(t *txn) error {
 			for i, w := range group {
-				if ferr = call(w.fn, tx); ferr != nil {
+				if ferr = call(w.fn, t); ferr != nil {
 					failed = i
 					return ferr
 				}
@@ -178,12 +244,12 @@ func (c *committer) commit(group []*write) {
 			}
 			return
 		}
-		// The transaction is rolled back: the failed member alone gets
+		// The group's changes are dropped: the failed member alone gets
 		// its error (run again by itself, it may as well succeed: then it
 		// is committed like any write), the rest go again.
 		w := group[failed]
 		group = slices.Delete(slices.Clone(group), failed, failed+1)
-		err = c.update(func(tx *bolt.Tx) error { return call(w.fn, tx) })
+		err = c.update(func(t *txn) error { return call(w.fn, t) })
 		if err == nil {
 			c.commits.Add(1)
 			c.writes.Add(1)
@@ -192,38 +258,205 @@ func (c *committer) commit(group []*write) {
 	}
 }
 
-// update is bbolt's DB.Update, counting the time its Commit takes and
-// telling the hooks.
-func (c *committer) update(fn func(*bolt.Tx) error) error {
-	tx, err := c.db.Begin(true)
+// update runs fn over a snapshot and, if it succeeds, logs its changes
+// (a group that changed nothing has nothing to log) and adds them to the
+// overlay, telling the hooks.
+func (c *committer) update(fn func(*txn) error) error {
+	snap, err := c.snapshot(true)
 	if err != nil {
 		return err
 	}
+	defer snap.tx.Rollback()
+	t := &txn{snapshot: snap, changes: map[place]change{}}
 	c.hooks.begin()
 	committed := false
 	defer func() { c.hooks.end(committed) }()
-	defer func() {
-		if tx.DB() != nil { // not committed: a panic in bbolt
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
+	if err := fn(t); err != nil {
 		return err
 	}
-	start := time.Now()
-	err = tx.Commit()
-	c.syncing.Add(int64(time.Since(start)))
-	if err == nil {
-		committed = true
-		stats := tx.Stats()
-		c.pages.Add(stats.GetWrite())
+	if len(t.changes) > 0 {
+		if err := c.logChanges(t.changes); err != nil {
+			return err
+		}
 	}
-	return err
+	committed = true
+	return nil
+}
+
+// logChanges writes a group's changes as the next log record, synced,
+// and then adds them to the overlay.
+func (c *committer) logChanges(changes map[place]change) error {
+	c.buf = encodeRecord(c.buf[:0], c.seq+1, changes)
+	start := time.Now()
+	err := c.log.append(c.buf)
+	c.syncing.Add(int64(time.Since(start)))
+	n := len(c.buf)
+	if cap(c.buf) > 1<<20 { // a purge's large record: not kept for the next
+		c.buf = nil
+	}
+	if err != nil {
+		return err
+	}
+	c.seq++
+	c.logged.Add(int64(n))
+	c.mu.Lock()
+	c.mem.add(changes, c.seq, n, start)
+	c.mu.Unlock()
+	return nil
+}
+
+// maybeCheckpoint hands the overlay to the checkpointer once it is large
+// or old enough and no checkpoint is in progress. Past maxLogged it waits
+// for the one in progress first; false if Close stopped it waiting.
+func (c *committer) maybeCheckpoint() bool {
+	if c.mem.bytes == 0 {
+		return true
+	}
+	if c.checkpointing {
+		if c.mem.bytes < maxLogged {
+			return true
+		}
+		select {
+		case err := <-c.checkpointed:
+			c.checkpointing = false
+			if err != nil {
+				return true
+			}
+		case <-c.stop:
+			return false
+		}
+	}
+	if c.mem.bytes >= checkpointBytes || time.Since(c.mem.since) >= checkpointAge {
+		c.freeze()
+	}
+	return true
+}
+
+// freeze hands the overlay to the checkpointer and starts a new one, its
+// records in the other log file. No checkpoint is in progress: the other
+// file's records are all in bbolt.
+func (c *committer) freeze() {
+	m := c.mem
+	c.mu.Lock()
+	c.frozen, c.mem = m, newMemtable()
+	c.mu.Unlock()
+	c.log.turn()
+	c.checkpointing = true
+	c.toCheckpoint <- m
+}
+
+// flush checkpoints everything logged, waiting for it.
+func (c *committer) flush() error {
+	if c.checkpointing {
+		c.checkpointing = false
+		if err := <-c.checkpointed; err != nil {
+			return err
+		}
+	}
+	if c.mem.bytes == 0 {
+		return nil
+	}
+	c.freeze()
+	c.checkpointing = false
+	return <-c.checkpointed
+}
+
+// Flush checkpoints everything logged into the bbolt file (the store's
+// reads do not need it: they see the log's changes), waiting for it.
+func (c *committer) Flush(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case c.flushes <- reply:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting to checkpoint: %w", ctx.Err())
+	case <-c.stop:
+		return errClosed
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for a checkpoint: %w", ctx.Err())
+	}
+}
+
+// checkpointLoop applies each frozen memtable to bbolt, trying again until it
+// succeeds or quit, then drops it from the overlay and reports.
+func (c *committer) checkpointLoop() {
+	defer close(c.checkpointer)
+	for m := range c.toCheckpoint {
+		err := c.checkpoint(m)
+		for err != nil {
+			c.failed.Add(1)
+			select {
+			case <-time.After(checkpointRetry):
+				err = c.checkpoint(m)
+				continue
+			case <-c.quit:
+			}
+			break
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.frozen = nil
+			c.mu.Unlock()
+		}
+		c.checkpointed <- err
+	}
+}
+
+// checkpoint applies a memtable's changes to bbolt in one synced
+// transaction, with the number of its last record.
+func (c *committer) checkpoint(m *memtable) error {
+	tx, err := c.db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := apply(tx, m.changes, m.last); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	c.checkpoints.Add(1)
+	stats := tx.Stats()
+	c.pages.Add(stats.GetWrite())
+	return nil
+}
+
+// apply puts changes into bbolt, in key order, and records that the log
+// is applied up to the record last.
+func apply(tx *bolt.Tx, changes map[place]change, last uint64) error {
+	var (
+		name string
+		b    *bolt.Bucket
+	)
+	for _, p := range sortedPlaces(changes) {
+		if b == nil || p.bucket != name {
+			if name, b = p.bucket, bucketOf(tx, p.bucket); b == nil {
+				return fmt.Errorf("bucket %q is missing", p.bucket)
+			}
+			if p.bucket == string(keyLogBucket) {
+				b.FillPercent = 1 // only ever appended to
+			}
+		}
+		ch := changes[p]
+		var err error
+		if ch.deleted {
+			err = b.Delete([]byte(p.key))
+		} else {
+			err = b.Put([]byte(p.key), ch.value)
+		}
+		if err != nil {
+			return fmt.Errorf("%q in %q: %w", p.key, p.bucket, err)
+		}
+	}
+	return tx.Bucket(metaBucket).Put(appliedKey, binary.BigEndian.AppendUint64(nil, last))
 }
 
 // call runs a member's function, turning a panic into its error.
-func call(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+func call(fn func(*txn) error, tx *txn) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)
@@ -232,27 +465,34 @@ func call(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
 	return fn(tx)
 }
 
-// Stats are a store's group commits since Open.
+// Stats are a store's group commits and checkpoints since Open.
 type Stats struct {
-	// Commits is how many transactions committed writes; Writes is how
-	// many writes they held (Writes/Commits is the mean group size).
+	// Commits is how many groups were logged; Writes is how many writes
+	// they held (Writes/Commits is the mean group size).
 	Commits, Writes int64
 	// Busy is how long the committer spent running and committing groups:
 	// over a stretch of time, the share of it the one committing goroutine
 	// was busy. Near 100% the commits bound the store's throughput; well
 	// below, something else does.
 	Busy time.Duration
-	// Syncing is the part of Busy spent in bbolt's commit: writing the
-	// group's pages and its meta page, each followed by an fdatasync. The
-	// rest is the members' functions (reads, rules, encoding, puts) and
-	// beginning the transaction.
+	// Syncing is the part of Busy spent writing the groups' log records,
+	// each followed by an fdatasync. The rest is the members' functions
+	// (reads, rules, encoding) and encoding the records.
 	Syncing time.Duration
-	// Pages is how many pages the commits wrote, each meta page included:
-	// a commit's fdatasync takes longer the more pages it flushes.
-	Pages int64
+	// Logged is the bytes of the records.
+	Logged int64
+	// Checkpoints is how many checkpoints applied the log to bbolt, and
+	// Pages the pages they wrote, each meta page included; FailedCheckpoints
+	// counts the attempts that failed (each is tried again).
+	Checkpoints, Pages, FailedCheckpoints int64
 }
 
 // Stats returns the store's group-commit counts.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commit.commits.Load(), Writes: s.commit.writes.Load(), Busy: time.Duration(s.commit.busy.Load()), Syncing: time.Duration(s.commit.syncing.Load()), Pages: s.commit.pages.Load()}
+	c := s.commit
+	return Stats{
+		Commits: c.commits.Load(), Writes: c.writes.Load(),
+		Busy: time.Duration(c.busy.Load()), Syncing: time.Duration(c.syncing.Load()), Logged: c.logged.Load(),
+		Checkpoints: c.checkpoints.Load(), Pages: c.pages.Load(), FailedCheckpoints: c.failed.Load(),
+	}
 }

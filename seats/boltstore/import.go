@@ -18,10 +18,14 @@ import (
 const importChunk = 2000
 
 // PutEvent implements seats.Store. The import is claimed (importsBucket),
-// its seats are written importChunk at a time, each chunk a member of a
-// group commit like any other write, and the event is stored last, in a
-// small write of its own: until then Event and SectionSeats do not find
-// it, so no session can open half-way through. An import that fails, or
+// its seats are written importChunk at a time, each chunk a bbolt
+// transaction of its own beside the log (the writes on other events never
+// wait for one: they wait for the log, and checkpoints for one chunk at
+// most), and the event is stored last, in a small transaction of its own:
+// until then Event and SectionSeats do not find it, so no session can
+// open half-way through. An import's transactions are synced by bbolt, and
+// the log never holds its keys: the event's seats are in bbolt before any
+// session can change them. An import that fails, or
 // that ctx ends, is deleted; one cut off by a crash is deleted when the
 // store is next opened.
 //
@@ -37,25 +41,25 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 	if err != nil {
 		return fmt.Errorf("encoding event %s: %w", ev.ID, err)
 	}
-	if err := s.claim(ctx, ev.ID); err != nil {
+	if err := s.claim(ev.ID); err != nil {
 		return err
 	}
 	if err := s.putSeats(ctx, ev.ID, list); err != nil {
-		s.abandon(ctx, ev.ID)
+		s.abandon(ev.ID)
 		return fmt.Errorf("importing the seats of %s: %w", ev.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
-		s.abandon(ctx, ev.ID)
+		s.abandon(ev.ID)
 		return fmt.Errorf("publishing event %s: %w", ev.ID, err)
 	}
-	err = s.commit.do(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(importsBucket).Delete([]byte(ev.ID)); err != nil {
 			return err
 		}
 		return tx.Bucket(eventsBucket).Put([]byte(ev.ID), raw)
 	})
 	if err != nil {
-		s.abandon(ctx, ev.ID)
+		s.abandon(ev.ID)
 		return fmt.Errorf("publishing event %s: %w", ev.ID, err)
 	}
 	return nil
@@ -65,9 +69,9 @@ func (s *Store) PutEvent(ctx context.Context, ev seats.Event, list []seats.Seat)
 // ErrExists if the event, or an import of it, is there. Like the publish,
 // it is not given up once asked (ctx is checked before): its outcome must
 // be known, to be undone or not.
-func (s *Store) claim(ctx context.Context, id string) error {
+func (s *Store) claim(id string) error {
 	var refused error
-	err := s.commit.do(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		refused = nil
 		if tx.Bucket(eventsBucket).Get([]byte(id)) != nil || tx.Bucket(importsBucket).Get([]byte(id)) != nil {
 			refused = fmt.Errorf("event %s (or its import in progress): %w", id, seats.ErrExists)
@@ -93,9 +97,10 @@ func (s *Store) claim(ctx context.Context, id string) error {
 // values to grow as they are held and sold.
 const importFill = 0.9
 
-// putSeats writes an import's seats in key order, a chunk per write. A
-// chunk is encoded before it joins a group, keeping the group short, and
-// only then: the import holds one chunk's encoding at a time.
+// putSeats writes an import's seats in key order, a chunk per
+// transaction. A chunk is encoded before its transaction, keeping the
+// writer lock short, and only then: the import holds one chunk's encoding
+// at a time.
 func (s *Store) putSeats(ctx context.Context, event string, list []seats.Seat) error {
 	order := make([]int, len(list))
 	for i := range order {
@@ -116,7 +121,7 @@ func (s *Store) putSeats(ctx context.Context, event string, list []seats.Seat) e
 			keys, values = append(keys, []byte(list[i].ID)), append(values, raw)
 		}
 		chunk = chunk[len(keys):]
-		err := s.commit.do(ctx, func(tx *bolt.Tx) error {
+		err := s.db.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket(seatsBucket).Bucket([]byte(event))
 			if b == nil {
 				return fmt.Errorf("seats of %s are missing", event)
@@ -139,10 +144,9 @@ func (s *Store) putSeats(ctx context.Context, event string, list []seats.Seat) e
 	return nil
 }
 
-// abandon deletes a failed import's seats and mark, even though ctx has
-// ended. If it fails too, the next Open deletes them.
-func (s *Store) abandon(ctx context.Context, id string) {
-	_ = s.commit.do(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
+// abandon deletes a failed import's seats and mark. If it fails too, the next Open deletes them.
+func (s *Store) abandon(id string) {
+	_ = s.db.Update(func(tx *bolt.Tx) error {
 		return dropImport(tx, []byte(id))
 	})
 }

@@ -122,7 +122,11 @@ func TestOpenDropsCutImports(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return putSeat(b, &seats.Seat{ID: "S1-1-1-1", Section: "S1", Block: "1", Row: "1", Number: 1, Status: seats.Available})
+		raw, err := encodeSeat(&seats.Seat{ID: "S1-1-1-1", Section: "S1", Block: "1", Row: "1", Number: 1, Status: seats.Available})
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("S1-1-1-1"), raw)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -52,9 +52,9 @@ func hashKey(key string) keyHash {
 }
 
 // keyIndex finds a record's place in the log by its key. The committed
-// entries are read by any goroutine; the pending ones, a transaction's own
-// puts and deletes, belong to the committing goroutine, which alone writes
-// the log, and join the committed ones once its transaction committed.
+// entries are read by any goroutine; the pending ones, a group's own puts
+// and deletes, belong to the committing goroutine, which alone writes the
+// log, and join the committed ones once its group is logged.
 type keyIndex struct {
 	mu  sync.RWMutex
 	seq map[keyHash]uint64 // committed: key → its record's sequence number
@@ -139,14 +139,6 @@ func (x *keyIndex) inTx(h keyHash) (uint64, bool) {
 	return x.seq[h], x.seq[h] != 0 // only this goroutine writes seq: no lock
 }
 
-// keyLog is the log bucket of a write transaction, filled to the brim:
-// records are only ever appended at its end and deleted from its start.
-func keyLog(tx *bolt.Tx) *bolt.Bucket {
-	b := tx.Bucket(keyLogBucket)
-	b.FillPercent = 1
-	return b
-}
-
 func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), n) }
 
 // entry is a log entry: the key and the record's JSON.
@@ -172,13 +164,13 @@ func splitEntry(v []byte) (key, rec []byte, err error) {
 	return v[w : w+int(n)], v[w+int(n):], nil
 }
 
-// used reports, inside the committing transaction, whether key has a record.
-func (s *Store) used(tx *bolt.Tx, key string, h keyHash) (bool, error) {
+// used reports, inside a group, whether key has a record.
+func (s *Store) used(t *txn, key string, h keyHash) (bool, error) {
 	n, ok := s.keys.inTx(h)
 	if !ok {
 		return false, nil
 	}
-	v := tx.Bucket(keyLogBucket).Get(seqKey(n))
+	v := t.get(string(keyLogBucket), string(seqKey(n)))
 	if v == nil { // not in the log: no record
 		return false, nil
 	}
@@ -189,11 +181,10 @@ func (s *Store) used(tx *bolt.Tx, key string, h keyHash) (bool, error) {
 	return string(k) == key, nil
 }
 
-// appendKey appends a key's log entry (its hash h), inside the committing
-// transaction.
-func (s *Store) appendKey(tx *bolt.Tx, h keyHash, entry []byte) error {
+// appendKey appends a key's log entry (its hash h), inside a group.
+func (s *Store) appendKey(t *txn, h keyHash, entry []byte) error {
 	n := s.keys.next
-	if err := keyLog(tx).Put(seqKey(n), entry); err != nil {
+	if err := t.put(string(keyLogBucket), string(seqKey(n)), entry); err != nil {
 		return err
 	}
 	s.keys.next++
@@ -202,9 +193,9 @@ func (s *Store) appendKey(tx *bolt.Tx, h keyHash, entry []byte) error {
 }
 
 // dropKey deletes the record at n, key's (nil: an entry unreadable, so
-// not indexed), inside the committing transaction.
-func (s *Store) dropKey(tx *bolt.Tx, key []byte, n uint64) error {
-	if err := keyLog(tx).Delete(seqKey(n)); err != nil || key == nil {
+// not indexed), inside a group.
+func (s *Store) dropKey(t *txn, key []byte, n uint64) error {
+	if err := t.delete(string(keyLogBucket), string(seqKey(n))); err != nil || key == nil {
 		return err
 	}
 	h := hashKey(string(key))
@@ -220,8 +211,8 @@ func (s *Store) record(key string) (rec []byte, found bool, err error) {
 	if !ok {
 		return nil, false, nil
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(keyLogBucket).Get(seqKey(n))
+	err = s.commit.read(func(snap *snapshot) error {
+		v := snap.get(string(keyLogBucket), string(seqKey(n)))
 		if v == nil { // purged since the lookup
 			return nil
 		}
@@ -237,22 +228,21 @@ func (s *Store) record(key string) (rec []byte, found bool, err error) {
 	return rec, found, err
 }
 
-// openKeys checks the file's format, moves an older layout's records into
-// the log, and reads the log into the index. It runs in Open's transaction.
-func openKeys(tx *bolt.Tx, x *keyIndex) error {
-	meta, err := tx.CreateBucketIfNotExists(metaBucket)
-	if err != nil {
-		return err
-	}
-	if v := meta.Get(formatKey); v != nil {
+// checkFormat refuses a file of a later layout than this version's. It
+// runs in Open's transaction, before anything else reads the file.
+func checkFormat(tx *bolt.Tx) error {
+	if v := tx.Bucket(metaBucket).Get(formatKey); v != nil {
 		if got, err := strconv.Atoi(string(v)); err != nil || got > format {
 			return fmt.Errorf("the file's format is %q, this version reads at most %d: open it with a later fairgate", v, format)
 		}
 	}
-	log, err := tx.CreateBucketIfNotExists(keyLogBucket)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// openKeys moves an older layout's records into the log, and reads the
+// log into the index. It runs in Open's transaction, after checkFormat.
+func openKeys(tx *bolt.Tx, x *keyIndex) error {
+	meta, log := tx.Bucket(metaBucket), tx.Bucket(keyLogBucket)
 	if err := migrateKeys(tx, log); err != nil {
 		return fmt.Errorf("moving idempotency records into the log: %w", err)
 	}
@@ -261,7 +251,7 @@ func openKeys(tx *bolt.Tx, x *keyIndex) error {
 	}
 	// An entry that cannot be read is left out of the index (no lookup
 	// finds it; the sweep deletes it), not a reason to refuse the file.
-	err = log.ForEach(func(k, v []byte) error {
+	err := log.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return nil
 		}

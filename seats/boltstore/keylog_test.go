@@ -27,13 +27,13 @@ func TestKeysOfRolledBackGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := errors.New("broken")
-	put := func(key string, fail bool) func(*bolt.Tx) error {
+	put := func(key string, fail bool) func(*txn) error {
 		raw, err := json.Marshal(seats.KeyRecord{ClaimedAt: storetest.T0, Fingerprint: key, Status: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return func(tx *bolt.Tx) error {
-			if err := s.appendKey(tx, hashKey(key), entry(key, raw)); err != nil {
+		return func(t *txn) error {
+			if err := s.appendKey(t, hashKey(key), entry(key, raw)); err != nil {
 				return err
 			}
 			if fail {
@@ -210,6 +210,9 @@ func TestUnreadableLogEntry(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	if err := s.PutKey(ctx, "k", seats.KeyRecord{ClaimedAt: storetest.T0.Add(seats.KeyTTL), Status: 409}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.commit.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
