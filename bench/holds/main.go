@@ -423,6 +423,9 @@ func report(kind, mode string, clients int, duration time.Duration, r result) fl
 			float64(n)/r.elapsed.Seconds(), float64(g.Writes-g0.Writes)/float64(n), float64(g.Logged-g0.Logged)/1024/float64(n),
 			100*(g.Busy-g0.Busy).Seconds()/r.elapsed.Seconds(), 100*(g.Syncing-g0.Syncing).Seconds()/r.elapsed.Seconds(),
 			float64(g.Checkpoints-g0.Checkpoints)/r.elapsed.Seconds(), float64(g.Pages-g0.Pages)/float64(max(1, g.Checkpoints-g0.Checkpoints)))
+		if failed := g.FailedCheckpoints - g0.FailedCheckpoints; failed > 0 {
+			fmt.Fprintf(os.Stderr, "holds: %s: %d checkpoints failed (each was tried again)\n", mode, failed)
+		}
 	}
 	return float64(len(r.lat)+r.ok) / duration.Seconds()
 }

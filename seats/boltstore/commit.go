@@ -17,13 +17,14 @@ import (
 const maxGroup = 512
 
 // A memtable is checkpointed into bbolt once its records reach
-// checkpointBytes of the log, or checkpointAge after its first: bbolt's
-// commit is paid once for many groups, whose writes often fall on the
-// same pages. Writes wait for the checkpoint in progress once maxLogged
-// bytes are logged and not yet in bbolt, so a slow disk bounds the memory
-// the overlay takes. A checkpoint that fails (its transaction, or its
-// sync) is tried again every checkpointRetry; the log keeps its changes
-// meanwhile.
+// checkpointBytes of the log, or once a group ends checkpointAge after its
+// first: bbolt's commit is paid once for many groups, whose writes often
+// fall on the same pages. (An idle store's overlay waits for the next
+// write, or Close: it costs only memory, the log has it.) Writes wait for
+// the checkpoint in progress once maxLogged bytes are logged and not yet
+// in bbolt, so a slow disk bounds the memory the overlay takes. A
+// checkpoint that fails (its transaction, or its sync) is tried again
+// every checkpointRetry; the log keeps its changes meanwhile.
 const (
 	checkpointBytes = 4 << 20
 	checkpointAge   = 200 * time.Millisecond
@@ -467,8 +468,9 @@ func call(fn func(*txn) error, tx *txn) (err error) {
 
 // Stats are a store's group commits and checkpoints since Open.
 type Stats struct {
-	// Commits is how many groups were logged; Writes is how many writes
-	// they held (Writes/Commits is the mean group size).
+	// Commits is how many groups committed (one that changed nothing
+	// writes no record); Writes is how many writes they held
+	// (Writes/Commits is the mean group size).
 	Commits, Writes int64
 	// Busy is how long the committer spent running and committing groups:
 	// over a stretch of time, the share of it the one committing goroutine

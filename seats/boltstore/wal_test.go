@@ -24,7 +24,7 @@ func someChanges(seq uint64) map[place]change {
 	return map[place]change{
 		{string(sessionsBucket), fmt.Sprint("S", seq)}: {value: []byte(fmt.Sprint(`{"id":"S`, seq, `"}`))},
 		{seatsOf("ev"), "A-1-1-1"}:                     {value: []byte{}},
-		{string(keyLogBucket), string(seqKey(seq))}:     {deleted: true},
+		{string(keyLogBucket), string(seqKey(seq))}:    {deleted: true},
 	}
 }
 
