@@ -101,11 +101,18 @@ func seatsServe(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return usageErr("--store %q: want bolt or dynamodb", *storeKind)
 	}
-	defer store.Close()
 	log, err := zap.NewProduction()
 	if err != nil {
+		store.Close()
 		return err
 	}
+	defer func() {
+		// A store that cannot checkpoint at shutdown keeps its writes in its
+		// log for the next start: said, not fatal.
+		if err := store.Close(); err != nil {
+			log.Error("closing the seat store", zap.Error(err))
+		}
+	}()
 	api := httpapi.New(seats.NewService(store, time.Now), httpapi.Config{
 		Codec: tokens.NewCodec(ring, admission.DefaultPolicy.Leeway), Room: *room,
 		DefaultEvent: events[0], Events: events, PaymentKey: paymentKey, AdminToken: *adminToken, Logger: log,

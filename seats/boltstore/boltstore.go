@@ -104,11 +104,13 @@ func Open(path string) (*Store, error) {
 }
 
 // Close stops the sweeper and the committer (after the group in
-// progress), checkpoints the log into bbolt and closes the files.
+// progress), checkpoints the log into bbolt and closes the files. The
+// committer stops before the sweeper is waited for: a sweep waiting on it
+// gets errClosed rather than holding Close up.
 func (s *Store) Close() error {
 	close(s.stop)
-	<-s.done
 	err := s.commit.close()
+	<-s.done
 	return errors.Join(err, s.log.close(), s.db.Close())
 }
 
@@ -134,7 +136,9 @@ func (s *Store) sweep(now func() time.Time) {
 // never hold the committer, and the writes waiting behind it, for the
 // length of a scan.
 func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
-	if err := s.commit.Flush(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), purgeFlushTimeout)
+	defer cancel()
+	if err := s.commit.Flush(ctx); err != nil {
 		return 0, fmt.Errorf("checkpointing before a purge: %w", err)
 	}
 	type logged struct {
@@ -185,6 +189,11 @@ func (s *Store) PurgeKeys(cutoff time.Time) (int, error) {
 
 // purgeChunk is how many old records one group-commit member deletes.
 const purgeChunk = 1000
+
+// purgeFlushTimeout bounds the wait for the checkpoint a purge starts
+// with: a disk that fails checkpoints fails the sweep, which the next
+// tick tries again.
+const purgeFlushTimeout = time.Minute
 
 // Event implements seats.Store.
 func (s *Store) Event(_ context.Context, id string) (seats.Event, error) {

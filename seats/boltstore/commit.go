@@ -64,7 +64,7 @@ type committer struct {
 	// channel is buffered: the answer never waits for a reader).
 	queue chan *write
 	// flushes asks for everything logged to be checkpointed into bbolt.
-	flushes chan chan error
+	flushes chan flushRequest
 	stop    chan struct{}
 	done    chan struct{}
 
@@ -85,6 +85,11 @@ type committer struct {
 	checkpointed chan error
 	quit         chan struct{}
 	checkpointer chan struct{} // closed when the checkpointer has stopped
+	// failing is the last checkpoint attempt's error while it is tried
+	// again (nil once one succeeds); cleared counts the frozen memtables
+	// dropped, so a snapshot can tell that one was dropped while it began.
+	failing atomic.Pointer[error]
+	cleared atomic.Uint64
 
 	// commits and writes count group commits and their members since Open;
 	// busy is the time spent running and committing groups, in ns, and
@@ -100,6 +105,14 @@ type committer struct {
 	// afterMember, in tests, runs after member i of a group of n ran,
 	// before the group's record is written (the crash test dies there).
 	afterMember func(i, n int)
+	// beforeCheckpoint, in tests, fails a checkpoint with its error.
+	beforeCheckpoint func() error
+}
+
+// flushRequest is a Flush waiting for its answer.
+type flushRequest struct {
+	ctx   context.Context
+	reply chan error
 }
 
 // write is one member of a group commit.
@@ -128,7 +141,7 @@ type txHooks interface {
 func newCommitter(db *bolt.DB, log *wal, seq uint64, hooks txHooks) *committer {
 	c := &committer{
 		db: db, log: log, seq: seq, hooks: hooks,
-		queue: make(chan *write), flushes: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{}),
+		queue: make(chan *write), flushes: make(chan flushRequest), stop: make(chan struct{}), done: make(chan struct{}),
 		mem:          newMemtable(),
 		toCheckpoint: make(chan *memtable, 1), checkpointed: make(chan error, 1), quit: make(chan struct{}), checkpointer: make(chan struct{}),
 	}
@@ -145,7 +158,7 @@ func (c *committer) close() error {
 	close(c.stop)
 	<-c.done
 	close(c.quit) // a checkpoint failing now gives up after one more try
-	err := c.flush()
+	err := c.flush(context.Background(), nil)
 	close(c.toCheckpoint)
 	<-c.checkpointer
 	return err
@@ -183,18 +196,28 @@ func (c *committer) do(ctx context.Context, fn func(*txn) error) error {
 func (c *committer) run() {
 	defer close(c.done)
 	group := make([]*write, 0, maxGroup)
+	// idle checkpoints an overlay no write followed for checkpointAge.
+	idle := time.NewTimer(checkpointAge)
+	idle.Stop()
+	defer idle.Stop()
 	for {
 		select {
 		case w := <-c.queue:
 			c.taken.Add(1)
 			group = append(group[:0], w)
-		case reply := <-c.flushes:
-			reply <- c.flush()
+		case req := <-c.flushes:
+			req.reply <- c.flush(req.ctx, c.stop)
 			continue
 		case err := <-c.checkpointed:
 			c.checkpointing = false
-			if err == nil {
-				c.maybeCheckpoint()
+			if err == nil && !c.maybeCheckpoint() {
+				return
+			}
+			c.rearm(idle)
+			continue
+		case <-idle.C:
+			if !c.maybeCheckpoint() {
+				return
 			}
 			continue
 		case <-c.stop:
@@ -216,6 +239,15 @@ func (c *committer) run() {
 		if !c.maybeCheckpoint() {
 			return
 		}
+		c.rearm(idle)
+	}
+}
+
+// rearm sets the idle timer when the overlay holds changes no checkpoint
+// has taken.
+func (c *committer) rearm(idle *time.Timer) {
+	if c.mem.bytes > 0 && !c.checkpointing {
+		idle.Reset(checkpointAge)
 	}
 }
 
@@ -272,7 +304,12 @@ func (c *committer) update(fn func(*txn) error) error {
 	c.hooks.begin()
 	committed := false
 	defer func() { c.hooks.end(committed) }()
-	if err := fn(t); err != nil {
+	err = fn(t)
+	// Done with bbolt before taking the lock: a commit that remaps the
+	// file waits for every read transaction, and readers may wait for
+	// the lock. (Nothing put aliases bbolt's memory: txn.put.)
+	_ = snap.tx.Rollback()
+	if err != nil {
 		return err
 	}
 	if len(t.changes) > 0 {
@@ -287,7 +324,7 @@ func (c *committer) update(fn func(*txn) error) error {
 // logChanges writes a group's changes as the next log record, synced,
 // and then adds them to the overlay.
 func (c *committer) logChanges(changes map[place]change) error {
-	c.buf = encodeRecord(c.buf[:0], c.seq+1, changes)
+	c.buf = c.log.encode(c.buf[:0], c.seq+1, changes)
 	start := time.Now()
 	err := c.log.append(c.buf)
 	c.syncing.Add(int64(time.Since(start)))
@@ -317,14 +354,10 @@ func (c *committer) maybeCheckpoint() bool {
 		if c.mem.bytes < maxLogged {
 			return true
 		}
-		select {
-		case err := <-c.checkpointed:
-			c.checkpointing = false
-			if err != nil {
-				return true
-			}
-		case <-c.stop:
+		if err := c.awaitCheckpoint(context.Background(), c.stop); errors.Is(err, errClosed) {
 			return false
+		} else if err != nil {
+			return true
 		}
 	}
 	if c.mem.bytes >= checkpointBytes || time.Since(c.mem.since) >= checkpointAge {
@@ -346,11 +379,17 @@ func (c *committer) freeze() {
 	c.toCheckpoint <- m
 }
 
-// flush checkpoints everything logged, waiting for it.
-func (c *committer) flush() error {
+// flush checkpoints everything logged, waiting for it. While a
+// checkpoint is being tried again it answers that checkpoint's error at
+// once, and it stops waiting when ctx ends or stop closes (errClosed; nil
+// stop: never): the writes wait behind a flush, never behind a failing
+// disk for longer than the flush's own deadline.
+func (c *committer) flush(ctx context.Context, stop <-chan struct{}) error {
 	if c.checkpointing {
-		c.checkpointing = false
-		if err := <-c.checkpointed; err != nil {
+		if err := c.failing.Load(); err != nil && stop != nil {
+			return *err
+		}
+		if err := c.awaitCheckpoint(ctx, stop); err != nil {
 			return err
 		}
 	}
@@ -358,8 +397,21 @@ func (c *committer) flush() error {
 		return nil
 	}
 	c.freeze()
-	c.checkpointing = false
-	return <-c.checkpointed
+	return c.awaitCheckpoint(ctx, stop)
+}
+
+// awaitCheckpoint waits for the checkpoint in progress to report, for ctx
+// to end or for stop to close (nil: no stop).
+func (c *committer) awaitCheckpoint(ctx context.Context, stop <-chan struct{}) error {
+	select {
+	case err := <-c.checkpointed:
+		c.checkpointing = false
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for a checkpoint: %w", ctx.Err())
+	case <-stop:
+		return errClosed
+	}
 }
 
 // Flush checkpoints everything logged into the bbolt file (the store's
@@ -367,7 +419,7 @@ func (c *committer) flush() error {
 func (c *committer) Flush(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {
-	case c.flushes <- reply:
+	case c.flushes <- flushRequest{ctx, reply}:
 	case <-ctx.Done():
 		return fmt.Errorf("waiting to checkpoint: %w", ctx.Err())
 	case <-c.stop:
@@ -389,6 +441,8 @@ func (c *committer) checkpointLoop() {
 		err := c.checkpoint(m)
 		for err != nil {
 			c.failed.Add(1)
+			failure := err
+			c.failing.Store(&failure)
 			select {
 			case <-time.After(checkpointRetry):
 				err = c.checkpoint(m)
@@ -398,8 +452,10 @@ func (c *committer) checkpointLoop() {
 			break
 		}
 		if err == nil {
+			c.failing.Store(nil)
 			c.mu.Lock()
 			c.frozen = nil
+			c.cleared.Add(1)
 			c.mu.Unlock()
 		}
 		c.checkpointed <- err
@@ -409,6 +465,11 @@ func (c *committer) checkpointLoop() {
 // checkpoint applies a memtable's changes to bbolt in one synced
 // transaction, with the number of its last record.
 func (c *committer) checkpoint(m *memtable) error {
+	if c.beforeCheckpoint != nil {
+		if err := c.beforeCheckpoint(); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	}
 	tx, err := c.db.Begin(true)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)

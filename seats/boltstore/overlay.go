@@ -39,9 +39,13 @@ func (m *memtable) add(changes map[place]change, seq uint64, n int, now time.Tim
 }
 
 // snapshot is what a read sees: the changes logged and not yet in bbolt,
-// newest first, over a bbolt read transaction begun at the same moment.
-// A checkpoint drops its memtable only after its transaction committed, so
-// whatever a snapshot's memtables lack, its transaction has.
+// newest first, over a bbolt read transaction. A checkpoint drops its
+// memtable only after its transaction committed, and a snapshot whose
+// transaction began before a memtable was dropped and whose memtables
+// were taken after is taken again, so whatever a snapshot's memtables
+// lack, its transaction has. The current memtable is read as it is at
+// each lookup: a read sees every change logged before it began, and may
+// see some logged while it runs (each of them durable).
 type snapshot struct {
 	c           *committer
 	mem, frozen *memtable
@@ -61,15 +65,24 @@ func (c *committer) read(fn func(*snapshot) error) error {
 	return fn(s)
 }
 
+// snapshot begins a snapshot. bbolt's Begin is not called under the lock:
+// it can wait for a commit that remaps the file, which waits for every
+// read transaction, whose readers may wait for the lock.
 func (c *committer) snapshot(own bool) (*snapshot, error) {
-	c.mu.RLock()
-	mem, frozen := c.mem, c.frozen
-	tx, err := c.db.Begin(false)
-	c.mu.RUnlock()
-	if err != nil {
-		return nil, fmt.Errorf("reading the store: %w", err)
+	for {
+		dropped := c.cleared.Load()
+		tx, err := c.db.Begin(false)
+		if err != nil {
+			return nil, fmt.Errorf("reading the store: %w", err)
+		}
+		c.mu.RLock()
+		mem, frozen := c.mem, c.frozen
+		c.mu.RUnlock()
+		if c.cleared.Load() == dropped {
+			return &snapshot{c: c, mem: mem, frozen: frozen, tx: tx, own: own}, nil
+		}
+		_ = tx.Rollback() // a checkpoint's memtable was dropped in between
 	}
-	return &snapshot{c: c, mem: mem, frozen: frozen, tx: tx, own: own}, nil
 }
 
 // get is a key's value (nil if it has none), valid while the snapshot is.
@@ -123,8 +136,9 @@ func (s *snapshot) touches(bucket string) bool {
 func (s *snapshot) bucketExists(bucket string) bool { return bucketOf(s.tx, bucket) != nil }
 
 // txn is a group's view while its members run: its own changes over a
-// snapshot. What it puts is the txn's from then on: callers do not change
-// a value after putting it.
+// snapshot. What it puts is the txn's from then on, and outlives the
+// snapshot's bbolt transaction: callers do not change a value after
+// putting it, and never put a slice that get returned from bbolt.
 type txn struct {
 	*snapshot
 	changes map[place]change

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,10 +35,13 @@ import (
 // The log is two files, written in turn: a checkpoint's changes are the
 // records of one file, and the next records go to the other, from its
 // start. A file is never truncated; what is left of an earlier turn after
-// the last record is told apart by its sequence numbers (each record's is
-// the one before it plus one), and a record cut short by a crash by its
-// checksum. Open applies every record after the last one bbolt holds, in
-// one synced transaction, before anything is read.
+// the last record is told apart by the turn's salt (a random number each
+// turn draws and each of its records carries, so no bytes written before
+// the turn, a client's included, can pass for one of its records) and by
+// the sequence numbers (each record's is the one before it plus one), and
+// a record cut short by a crash by its checksum. Open applies every
+// record after the last one bbolt holds, in one synced transaction,
+// before anything is read.
 
 // appliedKey, in metaBucket, is the sequence number of the last log
 // record a checkpoint applied.
@@ -73,12 +77,14 @@ func bucketOf(tx *bolt.Tx, name string) *bolt.Bucket {
 	return tx.Bucket([]byte(name))
 }
 
-// encodeRecord appends the record of changes, numbered seq, to b: its
-// header, the number, the count, then each change (a flag, the bucket,
-// the key and, unless deleted, the value), in key order.
-func encodeRecord(b []byte, seq uint64, changes map[place]change) []byte {
+// encodeRecord appends the record of changes, numbered seq, of the turn
+// salt, to b: its header, the salt, the number, the count, then each
+// change (a flag, the bucket, the key and, unless deleted, the value), in
+// key order.
+func encodeRecord(b []byte, salt, seq uint64, changes map[place]change) []byte {
 	start := len(b)
 	b = append(b, make([]byte, recordHeader)...)
+	b = binary.BigEndian.AppendUint64(b, salt)
 	b = binary.BigEndian.AppendUint64(b, seq)
 	b = binary.AppendUvarint(b, uint64(len(changes)))
 	for _, p := range sortedPlaces(changes) {
@@ -122,16 +128,17 @@ func sortedPlaces(changes map[place]change) []place {
 
 // record is a log record read back.
 type record struct {
-	seq     uint64
-	changes map[place]change
+	salt, seq uint64
+	changes   map[place]change
 }
 
 var errBadRecord = errors.New("malformed log record")
 
 // readRecords reads a log file's run of records from its start: each
-// whole, with a good checksum, numbered one after the one before it.
-// The first that is not ends the run (the end of what was written, a
-// record a crash cut short, or what an earlier turn left).
+// whole, with a good checksum, of the first one's turn and numbered one
+// after the one before it. The first that is not ends the run (the end of
+// what was written, a record a crash cut short, or what an earlier turn
+// left).
 func readRecords(data []byte) []record {
 	var out []record
 	for len(data) >= recordHeader {
@@ -144,7 +151,7 @@ func readRecords(data []byte) []record {
 			break
 		}
 		rec, err := decodeRecord(payload)
-		if err != nil || (len(out) > 0 && rec.seq != out[len(out)-1].seq+1) {
+		if err != nil || (len(out) > 0 && (rec.salt != out[0].salt || rec.seq != out[len(out)-1].seq+1)) {
 			break
 		}
 		out = append(out, rec)
@@ -156,11 +163,11 @@ func readRecords(data []byte) []record {
 // decodeRecord is encodeRecord's inverse, for a payload whose checksum
 // held.
 func decodeRecord(p []byte) (record, error) {
-	if len(p) < 8 {
+	if len(p) < 16 {
 		return record{}, errBadRecord
 	}
-	rec := record{seq: binary.BigEndian.Uint64(p)}
-	p = p[8:]
+	rec := record{salt: binary.BigEndian.Uint64(p), seq: binary.BigEndian.Uint64(p[8:])}
+	p = p[16:]
 	count, w := binary.Uvarint(p)
 	if w <= 0 || count > uint64(len(p)) {
 		return record{}, errBadRecord
@@ -199,12 +206,18 @@ func cutBytes(p []byte) (field, rest []byte, ok bool) {
 	return p[w : w+int(n)], p[w+int(n):], true
 }
 
-// wal is the log's two files and where the next record goes. It belongs
-// to the committing goroutine.
+// wal is the log's two files, where the next record goes and the turn's
+// salt. It belongs to the committing goroutine.
 type wal struct {
 	files [2]*os.File
 	cur   int
 	off   int64
+	salt  uint64
+	// sync is fdatasync (tests make it fail).
+	sync func(*os.File) error
+	// broken is set when a failed record could not be unmade: every
+	// later append fails with it, until the store is opened again.
+	broken error
 }
 
 // logPaths are the log files of the store at path.
@@ -212,7 +225,7 @@ func logPaths(path string) [2]string { return [2]string{path + "-log.0", path + 
 
 // openWAL opens (or creates) the log files of the store at path.
 func openWAL(path string) (*wal, error) {
-	w := &wal{}
+	w := &wal{salt: rand.Uint64(), sync: fdatasync}
 	created := false
 	for i, p := range logPaths(path) {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
@@ -259,25 +272,45 @@ func (w *wal) readAll() ([]record, error) {
 	return out, nil
 }
 
-// append writes rec at the current file's end and syncs it. A record
-// that fails is written again in the same place by the next append, so a
-// failed write never leaves a record after it that recovery would reach.
-func (w *wal) append(rec []byte) error {
-	f := w.files[w.cur]
-	if _, err := f.WriteAt(rec, w.off); err != nil {
-		return fmt.Errorf("writing log %s: %w", f.Name(), err)
-	}
-	if err := fdatasync(f); err != nil {
-		return fmt.Errorf("syncing log %s: %w", f.Name(), err)
-	}
-	w.off += int64(len(rec))
-	return nil
+// encode appends the record of changes, numbered seq, in this turn.
+func (w *wal) encode(b []byte, seq uint64, changes map[place]change) []byte {
+	return encodeRecord(b, w.salt, seq, changes)
 }
 
-// turn starts writing the other file, from its start: everything in it
-// must be applied to bbolt already.
+// append writes rec at the current file's end and syncs it. A record
+// whose write or sync failed may be on the disk all the same: its header
+// is overwritten with a length no record has, and synced, so neither
+// Open nor a later turn finds it (the next record goes in its place). If
+// that fails too, the log refuses every later record.
+func (w *wal) append(rec []byte) error {
+	if w.broken != nil {
+		return w.broken
+	}
+	f := w.files[w.cur]
+	if len(rec)-recordHeader > maxRecord {
+		return fmt.Errorf("a log record of %d bytes: at most %d", len(rec), maxRecord)
+	}
+	_, err := f.WriteAt(rec, w.off)
+	if err == nil {
+		err = w.sync(f)
+	}
+	if err == nil {
+		w.off += int64(len(rec))
+		return nil
+	}
+	err = fmt.Errorf("writing log %s: %w", f.Name(), err)
+	unmade := binary.BigEndian.AppendUint32(make([]byte, 0, recordHeader), maxRecord+1)
+	unmade = append(unmade, 0, 0, 0, 0)
+	if _, uerr := f.WriteAt(unmade, w.off); uerr != nil || w.sync(f) != nil {
+		w.broken = fmt.Errorf("the log cannot be written until the store is opened again: %w", err)
+	}
+	return err
+}
+
+// turn starts writing the other file, from its start, with a new salt:
+// everything in it must be applied to bbolt already.
 func (w *wal) turn() {
-	w.cur, w.off = 1-w.cur, 0
+	w.cur, w.off, w.salt = 1-w.cur, 0, rand.Uint64()
 }
 
 func (w *wal) close() error {
@@ -311,6 +344,9 @@ func replay(tx *bolt.Tx, log *wal) (uint64, error) {
 	}
 	slices.SortFunc(todo, func(a, b record) int { return cmp.Compare(a.seq, b.seq) })
 	for i, r := range todo {
+		if i > 0 && r.seq == todo[i-1].seq {
+			return 0, fmt.Errorf("the log has record %d twice", r.seq)
+		}
 		if want := applied + 1 + uint64(i); r.seq != want {
 			return 0, fmt.Errorf("the log lacks record %d (bbolt holds up to %d, the log has %d next)", want, applied, r.seq)
 		}

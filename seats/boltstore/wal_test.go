@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,11 +32,12 @@ func someChanges(seq uint64) map[place]change {
 // TestReadRecords: a log file's run of records ends at the first record
 // that is cut short, fails its checksum or does not follow the one before.
 func TestReadRecords(t *testing.T) {
+	const salt = 0x5a17
 	var three []byte
 	for seq := uint64(7); seq < 10; seq++ {
-		three = encodeRecord(three, seq, someChanges(seq))
+		three = encodeRecord(three, salt, seq, someChanges(seq))
 	}
-	last := len(encodeRecord(nil, 9, someChanges(9)))
+	last := len(encodeRecord(nil, salt, 9, someChanges(9)))
 	flip := func(b []byte, i int) []byte { b = slices.Clone(b); b[i] ^= 1; return b }
 	cases := []struct {
 		name string
@@ -49,8 +51,10 @@ func TestReadRecords(t *testing.T) {
 		{"the last's header alone", three[:len(three)-last+recordHeader], []uint64{7, 8}},
 		{"a bit flipped in the last", flip(three, len(three)-2), []uint64{7, 8}},
 		{"a bit flipped in the first", flip(three, recordHeader+3), nil},
-		{"an earlier turn's record after", encodeRecord(slices.Clone(three), 2, someChanges(2)), []uint64{7, 8, 9}},
-		{"a later number after a gap", encodeRecord(slices.Clone(three), 11, someChanges(11)), []uint64{7, 8, 9}},
+		{"an earlier turn's record after", encodeRecord(slices.Clone(three), salt+1, 2, someChanges(2)), []uint64{7, 8, 9}},
+		{"another turn's record numbered next", encodeRecord(slices.Clone(three), salt+1, 10, someChanges(10)), []uint64{7, 8, 9}},
+		{"the next record", encodeRecord(slices.Clone(three), salt, 10, someChanges(10)), []uint64{7, 8, 9, 10}},
+		{"a later number after a gap", encodeRecord(slices.Clone(three), salt, 11, someChanges(11)), []uint64{7, 8, 9}},
 		{"a length beyond the data", binary.BigEndian.AppendUint32(nil, 1<<20), nil},
 	}
 	for _, c := range cases {
@@ -77,14 +81,14 @@ func sameChanges(a, b map[place]change) bool {
 // FuzzReadRecords: no bytes make the reader panic, and what it reads
 // encodes back to the bytes it read.
 func FuzzReadRecords(f *testing.F) {
-	f.Add(encodeRecord(nil, 1, someChanges(1)))
-	f.Add(encodeRecord(encodeRecord(nil, 1, someChanges(1)), 2, nil))
+	f.Add(encodeRecord(nil, 3, 1, someChanges(1)))
+	f.Add(encodeRecord(encodeRecord(nil, 3, 1, someChanges(1)), 3, 2, nil))
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs := readRecords(data)
 		var again []byte
 		for _, r := range recs {
-			again = encodeRecord(again, r.seq, r.changes)
+			again = encodeRecord(again, r.salt, r.seq, r.changes)
 		}
 		if len(recs) > 0 && !bytes.Equal(again, data[:len(again)]) {
 			t.Fatalf("records read re-encode differently")
@@ -96,14 +100,12 @@ func FuzzReadRecords(f *testing.F) {
 // order, from either file; it ignores what bbolt holds already and what an
 // earlier turn left, and refuses a log with a record missing.
 func TestReplay(t *testing.T) {
-	// Each record sets key k to its own number: the last applied wins.
-	rec := func(seq uint64) []byte {
-		return encodeRecord(nil, seq, map[place]change{{string(sessionsBucket), "k"}: {value: fmt.Append(nil, seq)}})
-	}
+	// Each record sets key k to its own number: the last applied wins. A
+	// run's records share a turn's salt, its first number's.
 	run := func(seqs ...uint64) []byte {
 		var b []byte
 		for _, s := range seqs {
-			b = append(b, rec(s)...)
+			b = encodeRecord(b, seqs[0], s, map[place]change{{string(sessionsBucket), "k"}: {value: fmt.Append(nil, s)}})
 		}
 		return b
 	}
@@ -120,6 +122,7 @@ func TestReplay(t *testing.T) {
 		{"some applied", 2, [2][]byte{run(1, 2, 3), nil}, "3"},
 		{"an earlier turn's records after the current", 3, [2][]byte{append(run(4, 5), run(1, 2)...), run(3)}, "5"},
 		{"a record missing", 0, [2][]byte{run(5, 6), run(1, 2, 3)}, "lacks record 4"},
+		{"a record twice", 0, [2][]byte{run(3, 4), run(1, 2, 3)}, "record 3 twice"},
 		{"the first missing", 1, [2][]byte{run(3)}, "lacks record 2"},
 	}
 	for _, c := range cases {
@@ -145,7 +148,7 @@ func TestReplay(t *testing.T) {
 				}
 			}
 			s, err = Open(path)
-			if strings.HasPrefix(c.want, "lacks") {
+			if strings.Contains(c.want, "record") {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					if err == nil {
 						s.Close()
@@ -357,5 +360,86 @@ func TestReadsSeeTheLog(t *testing.T) {
 		if err := decodeSeat(before.get(seatsOf("ev"), seat), &got); err != nil || got.Status != seats.Locked {
 			t.Errorf("the snapshot from before the checkpoint: seat %s %v, %v", seat, got.Status, err)
 		}
+	}
+}
+
+// TestFailingCheckpoints: while checkpoints fail, writes are still
+// answered and read back (the log and the overlay hold them); Close
+// gives up on the checkpoint promptly with its error, and the next Open
+// takes everything from the log.
+func TestFailingCheckpoints(t *testing.T) {
+	s, path := openNew(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	s.commit.beforeCheckpoint = func() error {
+		if failing.Load() {
+			return errors.New("the disk refuses")
+		}
+		return nil
+	}
+	ev := storetest.Event("ev")
+	ev.HoldWindow = seats.Duration(time.Hour)
+	svc := seats.NewService(s, func() time.Time { return storetest.T0 })
+	if _, err := svc.CreateEvent(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	held := heldWrites(t, svc, 0, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.commit.Flush(ctx); err == nil {
+		t.Fatal("a checkpoint succeeded on a disk that refuses them")
+	}
+	waitFor(t, "a checkpoint to fail", func() bool { return s.Stats().FailedCheckpoints > 0 })
+	maps.Copy(held, heldWrites(t, svc, 5, 3))
+	checkHeld(t, s, held, true)
+
+	start := time.Now()
+	if err := s.Close(); err == nil {
+		t.Fatal("Close reported no error with its checkpoint refused")
+	}
+	if took := time.Since(start); took > 3*checkpointRetry {
+		t.Fatalf("Close took %v with checkpoints failing", took)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	checkHeld(t, r, held, true)
+}
+
+// TestFailedSyncLeavesNoRecord: a record whose sync failed (its bytes may
+// be on the disk all the same) fails its writes, and neither the next
+// record in its place, nor a turn of the log, nor reopening brings it
+// back; the next writes go on.
+func TestFailedSyncLeavesNoRecord(t *testing.T) {
+	s, svc, path := newEventStore(t)
+	kept := heldWrites(t, svc, 0, 3)
+	var fail atomic.Bool
+	s.log.sync = func(f *os.File) error {
+		if fail.CompareAndSwap(true, false) {
+			return errors.New("the disk refuses")
+		}
+		return fdatasync(f)
+	}
+	fail.Store(true)
+	ctx := context.Background()
+	sess, err := svc.OpenSession(ctx, "ev", "lost", "t-lost", storetest.T0, nil)
+	if err == nil {
+		t.Fatalf("a write whose sync failed was answered: %+v", sess)
+	}
+	flush(t, s) // the log turns to its other file at once
+	maps.Copy(kept, heldWrites(t, svc, 3, 4))
+	copied := crashCopy(t, s, path)
+	r, err := Open(copied)
+	if err != nil {
+		t.Fatalf("reopening after a failed sync: %v", err)
+	}
+	defer r.Close()
+	checkHeld(t, r, kept, true)
+	// Had the failed write come back, its waiting token would be used.
+	again := seats.NewService(r, func() time.Time { return storetest.T0 })
+	if _, err := again.OpenSession(ctx, "ev", "lost", "t-lost", storetest.T0, nil); err != nil {
+		t.Fatalf("the failed write's token, used again after reopening: %v", err)
 	}
 }
