@@ -254,3 +254,63 @@ func TestAnsweredWriteHoldsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRemapDuringAGroup: a checkpoint that grows the file past its mapping
+// remaps it, which waits for every read transaction, the committer's
+// group's included; a read beginning meanwhile waits for the remap. None
+// of the three may wait for another in a circle. (A small mapping, as a
+// file past its first 1 GiB has: each growth remaps.)
+func TestRemapDuringAGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seats.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{metaBucket, sessionsBucket} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := openWAL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCommitter(db, log, 0, newKeyIndex())
+	inGroup, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c.afterMember = func(i, n int) { once.Do(func() { close(inGroup); <-release }) }
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- c.do(context.Background(), func(t *txn) error { return t.put(string(sessionsBucket), "a", []byte("x")) })
+	}()
+	<-inGroup // the group holds its read transaction
+	big := newMemtable()
+	big.add(map[place]change{{string(sessionsBucket), "big"}: {value: make([]byte, 8<<20)}}, 0, 8<<20, time.Now())
+	checkpointed := make(chan error, 1)
+	go func() { checkpointed <- c.checkpoint(big) }()
+	time.Sleep(100 * time.Millisecond) // the checkpoint reaches its remap
+	read := make(chan error, 1)
+	go func() { read <- c.read(func(*snapshot) error { return nil }) }()
+	time.Sleep(100 * time.Millisecond) // the read reaches bbolt's Begin
+	close(release)
+	timeout := time.After(10 * time.Second)
+	for _, ch := range []chan error{wrote, checkpointed, read} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timeout: // nothing is closed: it would wait as well
+			t.Fatal("the group, the checkpoint and the read wait for each other")
+		}
+	}
+	if err := errors.Join(c.close(), log.close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
