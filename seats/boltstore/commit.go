@@ -18,9 +18,9 @@ const maxGroup = 512
 
 // A memtable is checkpointed into bbolt once its records reach
 // checkpointBytes of the log, or once a group ends checkpointAge after its
-// first: bbolt's commit is paid once for many groups, whose writes often
-// fall on the same pages. (An idle store's overlay waits for the next
-// write, or Close: it costs only memory, the log has it.) Writes wait for
+// first, or checkpointAge after the last group when no other follows:
+// bbolt's commit is paid once for many groups, whose writes often fall on
+// the same pages. Writes wait for
 // the checkpoint in progress once maxLogged bytes are logged and not yet
 // in bbolt, so a slow disk bounds the memory the overlay takes. A
 // checkpoint that fails (its transaction, or its sync) is tried again
@@ -433,8 +433,8 @@ func (c *committer) Flush(ctx context.Context) error {
 	}
 }
 
-// checkpointLoop applies each frozen memtable to bbolt, trying again until it
-// succeeds or quit, then drops it from the overlay and reports.
+// checkpointLoop applies each frozen memtable to bbolt, trying again
+// until it succeeds or quit, then drops it from the overlay and reports.
 func (c *committer) checkpointLoop() {
 	defer close(c.checkpointer)
 	for m := range c.toCheckpoint {
