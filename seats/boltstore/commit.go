@@ -85,11 +85,13 @@ type committer struct {
 	checkpointed chan error
 	quit         chan struct{}
 	checkpointer chan struct{} // closed when the checkpointer has stopped
-	// failing is the last checkpoint attempt's error while it is tried
-	// again (nil once one succeeds); cleared counts the frozen memtables
-	// dropped, so a snapshot can tell that one was dropped while it began.
-	failing atomic.Pointer[error]
-	cleared atomic.Uint64
+	// failedAttempt tells the committing goroutine of a failed attempt
+	// of the checkpoint in progress (sent without waiting: one is
+	// enough), so a flush answers it rather than hold the writes; cleared
+	// counts the frozen memtables dropped, so a snapshot can tell that one
+	// was dropped while it began.
+	failedAttempt chan error
+	cleared       atomic.Uint64
 
 	// commits and writes count group commits and their members since Open;
 	// busy is the time spent running and committing groups, in ns, and
@@ -143,7 +145,7 @@ func newCommitter(db *bolt.DB, log *wal, seq uint64, hooks txHooks) *committer {
 		db: db, log: log, seq: seq, hooks: hooks,
 		queue: make(chan *write), flushes: make(chan flushRequest), stop: make(chan struct{}), done: make(chan struct{}),
 		mem:          newMemtable(),
-		toCheckpoint: make(chan *memtable, 1), checkpointed: make(chan error, 1), quit: make(chan struct{}), checkpointer: make(chan struct{}),
+		toCheckpoint: make(chan *memtable, 1), checkpointed: make(chan error, 1), failedAttempt: make(chan error, 1), quit: make(chan struct{}), checkpointer: make(chan struct{}),
 	}
 	go c.checkpointLoop()
 	go c.run()
@@ -209,7 +211,7 @@ func (c *committer) run() {
 			req.reply <- c.flush(req.ctx, c.stop)
 			continue
 		case err := <-c.checkpointed:
-			c.checkpointing = false
+			c.reported()
 			if err == nil && !c.maybeCheckpoint() {
 				return
 			}
@@ -354,7 +356,7 @@ func (c *committer) maybeCheckpoint() bool {
 		if c.mem.bytes < maxLogged {
 			return true
 		}
-		if err := c.awaitCheckpoint(context.Background(), c.stop); errors.Is(err, errClosed) {
+		if err := c.awaitCheckpoint(context.Background(), c.stop, false); errors.Is(err, errClosed) {
 			return false
 		} else if err != nil {
 			return true
@@ -379,17 +381,16 @@ func (c *committer) freeze() {
 	c.toCheckpoint <- m
 }
 
-// flush checkpoints everything logged, waiting for it. While a
-// checkpoint is being tried again it answers that checkpoint's error at
-// once, and it stops waiting when ctx ends or stop closes (errClosed; nil
-// stop: never): the writes wait behind a flush, never behind a failing
-// disk for longer than the flush's own deadline.
+// flush checkpoints everything logged, waiting for it. It stops waiting
+// when ctx ends or stop closes (errClosed), and, with a stop, when an
+// attempt of the checkpoint fails, answering its error (the checkpoint
+// goes on being tried): the writes wait behind a flush, never behind a
+// failing disk. Without a stop (Close's last flush) it waits for the
+// checkpoint's report.
 func (c *committer) flush(ctx context.Context, stop <-chan struct{}) error {
+	failFast := stop != nil
 	if c.checkpointing {
-		if err := c.failing.Load(); err != nil && stop != nil {
-			return *err
-		}
-		if err := c.awaitCheckpoint(ctx, stop); err != nil {
+		if err := c.awaitCheckpoint(ctx, stop, failFast); err != nil {
 			return err
 		}
 	}
@@ -397,20 +398,43 @@ func (c *committer) flush(ctx context.Context, stop <-chan struct{}) error {
 		return nil
 	}
 	c.freeze()
-	return c.awaitCheckpoint(ctx, stop)
+	return c.awaitCheckpoint(ctx, stop, failFast)
 }
 
 // awaitCheckpoint waits for the checkpoint in progress to report, for ctx
-// to end or for stop to close (nil: no stop).
-func (c *committer) awaitCheckpoint(ctx context.Context, stop <-chan struct{}) error {
+// to end or for stop to close (nil: no stop), and, if failFast, for one
+// of its attempts to fail.
+func (c *committer) awaitCheckpoint(ctx context.Context, stop <-chan struct{}, failFast bool) error {
+	var failed <-chan error
+	if failFast {
+		failed = c.failedAttempt
+	}
+	select { // a report already in wins over a failure before it
+	case err := <-c.checkpointed:
+		c.reported()
+		return err
+	default:
+	}
 	select {
 	case err := <-c.checkpointed:
-		c.checkpointing = false
+		c.reported()
+		return err
+	case err := <-failed:
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for a checkpoint: %w", ctx.Err())
 	case <-stop:
 		return errClosed
+	}
+}
+
+// reported takes the checkpoint's report: none is in progress, and its
+// failed attempts are old news.
+func (c *committer) reported() {
+	c.checkpointing = false
+	select {
+	case <-c.failedAttempt:
+	default:
 	}
 }
 
@@ -441,8 +465,10 @@ func (c *committer) checkpointLoop() {
 		err := c.checkpoint(m)
 		for err != nil {
 			c.failed.Add(1)
-			failure := err
-			c.failing.Store(&failure)
+			select {
+			case c.failedAttempt <- err:
+			default:
+			}
 			select {
 			case <-time.After(checkpointRetry):
 				err = c.checkpoint(m)
@@ -452,7 +478,6 @@ func (c *committer) checkpointLoop() {
 			break
 		}
 		if err == nil {
-			c.failing.Store(nil)
 			c.mu.Lock()
 			c.frozen = nil
 			c.cleared.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -308,6 +309,78 @@ func TestRemapDuringAGroup(t *testing.T) {
 			}
 		case <-timeout: // nothing is closed: it would wait as well
 			t.Fatal("the group, the checkpoint and the read wait for each other")
+		}
+	}
+	if err := errors.Join(c.close(), log.close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRemapWhileAGroupSyncs: a read holds its transaction; a group is in
+// its log sync; a checkpoint's remap waits for the read; a second read
+// begins. The group then publishes while the first read looks up the
+// overlay: neither may wait on the other's lock. (A read that began
+// bbolt's transaction under the overlay's lock would close the circle.)
+func TestRemapWhileAGroupSyncs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seats.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{metaBucket, sessionsBucket} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := openWAL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCommitter(db, log, 0, newKeyIndex())
+	holding, lookUp := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- c.read(func(s *snapshot) error {
+			close(holding)
+			<-lookUp
+			s.get(string(sessionsBucket), "a")
+			return nil
+		})
+	}()
+	<-holding
+	syncing, synced := make(chan struct{}), make(chan struct{})
+	log.sync = func(f *os.File) error { close(syncing); <-synced; return fdatasync(f) }
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- c.do(context.Background(), func(t *txn) error { return t.put(string(sessionsBucket), "a", []byte("x")) })
+	}()
+	<-syncing
+	big := newMemtable()
+	big.add(map[place]change{{string(sessionsBucket), "big"}: {value: make([]byte, 8<<20)}}, 0, 8<<20, time.Now())
+	checkpointed := make(chan error, 1)
+	go func() { checkpointed <- c.checkpoint(big) }()
+	time.Sleep(100 * time.Millisecond) // the checkpoint reaches its remap
+	second := make(chan error, 1)
+	go func() { second <- c.read(func(*snapshot) error { return nil }) }()
+	time.Sleep(100 * time.Millisecond) // the second read reaches bbolt's Begin
+	close(synced)
+	time.Sleep(100 * time.Millisecond) // the group reaches the overlay's lock
+	close(lookUp)
+	timeout := time.After(10 * time.Second)
+	for _, ch := range []chan error{first, checkpointed, second, wrote} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timeout: // nothing is closed: it would wait as well
+			t.Fatal("the reads, the group and the checkpoint wait for each other")
 		}
 	}
 	if err := errors.Join(c.close(), log.close(), db.Close()); err != nil {

@@ -303,6 +303,7 @@ func (w *wal) append(rec []byte) error {
 	unmade = append(unmade, 0, 0, 0, 0)
 	if _, uerr := f.WriteAt(unmade, w.off); uerr != nil || w.sync(f) != nil {
 		w.broken = fmt.Errorf("the log cannot be written until the store is opened again: %w", err)
+		return fmt.Errorf("%w (the record could not be unmade: it may be applied when the store is opened again)", err)
 	}
 	return err
 }

@@ -417,6 +417,28 @@ func TestFailingCheckpoints(t *testing.T) {
 	waitFor(t, "a checkpoint to fail", func() bool { return s.Stats().FailedCheckpoints > 0 })
 	maps.Copy(held, heldWrites(t, svc, 5, 3))
 	checkHeld(t, s, held, true)
+	// A flush with all the time in the world (the sweep's) answers the
+	// failure at once, and writes go on beside it.
+	flushed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		flushed <- s.commit.Flush(ctx)
+	}()
+	beside, cancel := context.WithTimeout(context.Background(), 10*checkpointRetry)
+	defer cancel()
+	if _, err := svc.OpenSession(beside, "ev", "beside", "t-beside", storetest.T0, nil); err != nil {
+		t.Fatalf("a write beside the flush: %v", err)
+	}
+	select {
+	case err := <-flushed:
+		if err == nil {
+			t.Fatal("a flush succeeded on a disk that refuses checkpoints")
+		}
+	case <-time.After(10 * checkpointRetry):
+		t.Fatal("a flush waited for a checkpoint that keeps failing")
+	}
+	maps.Copy(held, heldWrites(t, svc, 10, 2))
 
 	start := time.Now()
 	if err := s.Close(); err == nil {
@@ -435,36 +457,51 @@ func TestFailingCheckpoints(t *testing.T) {
 
 // TestFailedSyncLeavesNoRecord: a record whose sync failed (its bytes may
 // be on the disk all the same) fails its writes, and neither the next
-// record in its place, nor a turn of the log, nor reopening brings it
-// back; the next writes go on.
+// record written in its place, nor a turn of the log to the other file,
+// nor reopening brings it back; the next writes go on.
 func TestFailedSyncLeavesNoRecord(t *testing.T) {
-	s, svc, path := newEventStore(t)
-	kept := heldWrites(t, svc, 0, 3)
-	var fail atomic.Bool
-	s.log.sync = func(f *os.File) error {
-		if fail.CompareAndSwap(true, false) {
-			return errors.New("the disk refuses")
-		}
-		return fdatasync(f)
-	}
-	fail.Store(true)
-	ctx := context.Background()
-	sess, err := svc.OpenSession(ctx, "ev", "lost", "t-lost", storetest.T0, nil)
-	if err == nil {
-		t.Fatalf("a write whose sync failed was answered: %+v", sess)
-	}
-	flush(t, s) // the log turns to its other file at once
-	maps.Copy(kept, heldWrites(t, svc, 3, 4))
-	copied := crashCopy(t, s, path)
-	r, err := Open(copied)
-	if err != nil {
-		t.Fatalf("reopening after a failed sync: %v", err)
-	}
-	defer r.Close()
-	checkHeld(t, r, kept, true)
-	// Had the failed write come back, its waiting token would be used.
-	again := seats.NewService(r, func() time.Time { return storetest.T0 })
-	if _, err := again.OpenSession(ctx, "ev", "lost", "t-lost", storetest.T0, nil); err != nil {
-		t.Fatalf("the failed write's token, used again after reopening: %v", err)
+	for _, turn := range []bool{false, true} {
+		t.Run(fmt.Sprint("turn ", turn), func(t *testing.T) {
+			s, svc, path := newEventStore(t)
+			var held atomic.Bool
+			s.commit.beforeCheckpoint = func() error {
+				if held.Load() {
+					return errors.New("held back")
+				}
+				return nil
+			}
+			kept := heldWrites(t, svc, 0, 3)
+			var fail atomic.Bool
+			s.log.sync = func(f *os.File) error {
+				if fail.CompareAndSwap(true, false) {
+					return errors.New("the disk refuses")
+				}
+				return fdatasync(f)
+			}
+			fail.Store(true)
+			ctx := context.Background()
+			if sess, err := svc.OpenSession(ctx, "ev", "lost", "t-lost", storetest.T0, nil); err == nil {
+				t.Fatalf("a write whose sync failed was answered: %+v", sess)
+			}
+			if turn {
+				flush(t, s) // the log turns to its other file at once
+			}
+			// Held back from here, so that the failed record's number is
+			// not yet applied when the copy is opened.
+			held.Store(true)
+			maps.Copy(kept, heldWrites(t, svc, 3, 4))
+			copied := crashCopy(t, s, path)
+			r, err := Open(copied)
+			if err != nil {
+				t.Fatalf("reopening after a failed sync: %v", err)
+			}
+			defer r.Close()
+			checkHeld(t, r, kept, true)
+			// Had the failed write come back, its waiting token would be used.
+			again := seats.NewService(r, func() time.Time { return storetest.T0 })
+			if _, err := again.OpenSession(ctx, "ev", "lost", "t-lost", storetest.T0, nil); err != nil {
+				t.Fatalf("the failed write's token, used again after reopening: %v", err)
+			}
+		})
 	}
 }
