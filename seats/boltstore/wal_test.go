@@ -298,6 +298,19 @@ func TestCrashKeepsLoggedWrites(t *testing.T) {
 	if n := unapplied(t, copied); n < 8 {
 		t.Fatalf("the log holds %d records bbolt lacks, want the last 8 writes' at least", n)
 	}
+	var salts []uint64 // each file's turn
+	for _, p := range logPaths(copied) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recs := readRecords(data); len(recs) > 0 {
+			salts = append(salts, recs[0].salt)
+		}
+	}
+	if len(salts) != 2 || salts[0] == salts[1] {
+		t.Fatalf("the two files' turns have salts %x, want two different", salts)
+	}
 
 	r, err := Open(copied)
 	if err != nil {
@@ -503,5 +516,19 @@ func TestFailedSyncLeavesNoRecord(t *testing.T) {
 				t.Fatalf("the failed write's token, used again after reopening: %v", err)
 			}
 		})
+	}
+}
+
+// TestQuietStoreIsCheckpointed: the overlay of a store no write follows
+// is checkpointed all the same, checkpointAge after its last write.
+func TestQuietStoreIsCheckpointed(t *testing.T) {
+	s, svc, _ := newEventStore(t)
+	before := s.Stats().Checkpoints
+	heldWrites(t, svc, 0, 1)
+	waitFor(t, "the quiet store's checkpoint", func() bool { return s.Stats().Checkpoints > before })
+	var inBolt bool
+	_ = s.db.View(func(tx *bolt.Tx) error { inBolt = tx.Bucket(sessionsBucket).Stats().KeyN == 1; return nil })
+	if !inBolt {
+		t.Fatal("the checkpoint did not take the write into bbolt")
 	}
 }
