@@ -262,27 +262,7 @@ func TestAnsweredWriteHoldsNothing(t *testing.T) {
 // of the three may wait for another in a circle. (A small mapping, as a
 // file past its first 1 GiB has: each growth remaps.)
 func TestRemapDuringAGroup(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seats.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{metaBucket, sessionsBucket} {
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := openWAL(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCommitter(db, log, 0, newKeyIndex())
+	c, log, db := remappingCommitter(t)
 	inGroup, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	c.afterMember = func(i, n int) { once.Do(func() { close(inGroup); <-release }) }
@@ -291,29 +271,14 @@ func TestRemapDuringAGroup(t *testing.T) {
 		wrote <- c.do(context.Background(), func(t *txn) error { return t.put(string(sessionsBucket), "a", []byte("x")) })
 	}()
 	<-inGroup // the group holds its read transaction
-	big := newMemtable()
-	big.add(map[place]change{{string(sessionsBucket), "big"}: {value: make([]byte, 8<<20)}}, 0, 8<<20, time.Now())
 	checkpointed := make(chan error, 1)
-	go func() { checkpointed <- c.checkpoint(big) }()
+	go func() { checkpointed <- c.checkpoint(growing()) }()
 	time.Sleep(100 * time.Millisecond) // the checkpoint reaches its remap
 	read := make(chan error, 1)
 	go func() { read <- c.read(func(*snapshot) error { return nil }) }()
 	time.Sleep(100 * time.Millisecond) // the read reaches bbolt's Begin
 	close(release)
-	timeout := time.After(10 * time.Second)
-	for _, ch := range []chan error{wrote, checkpointed, read} {
-		select {
-		case err := <-ch:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-timeout: // nothing is closed: it would wait as well
-			t.Fatal("the group, the checkpoint and the read wait for each other")
-		}
-	}
-	if err := errors.Join(c.close(), log.close(), db.Close()); err != nil {
-		t.Fatal(err)
-	}
+	allReturn(t, "the group, the checkpoint and the read", c, log, db, wrote, checkpointed, read)
 }
 
 // TestRemapWhileAGroupSyncs: a read holds its transaction; a group is in
@@ -322,27 +287,7 @@ func TestRemapDuringAGroup(t *testing.T) {
 // overlay: neither may wait on the other's lock. (A read that began
 // bbolt's transaction under the overlay's lock would close the circle.)
 func TestRemapWhileAGroupSyncs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seats.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{metaBucket, sessionsBucket} {
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := openWAL(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCommitter(db, log, 0, newKeyIndex())
+	c, log, db := remappingCommitter(t)
 	holding, lookUp := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
@@ -361,10 +306,8 @@ func TestRemapWhileAGroupSyncs(t *testing.T) {
 		wrote <- c.do(context.Background(), func(t *txn) error { return t.put(string(sessionsBucket), "a", []byte("x")) })
 	}()
 	<-syncing
-	big := newMemtable()
-	big.add(map[place]change{{string(sessionsBucket), "big"}: {value: make([]byte, 8<<20)}}, 0, 8<<20, time.Now())
 	checkpointed := make(chan error, 1)
-	go func() { checkpointed <- c.checkpoint(big) }()
+	go func() { checkpointed <- c.checkpoint(growing()) }()
 	time.Sleep(100 * time.Millisecond) // the checkpoint reaches its remap
 	second := make(chan error, 1)
 	go func() { second <- c.read(func(*snapshot) error { return nil }) }()
@@ -372,15 +315,58 @@ func TestRemapWhileAGroupSyncs(t *testing.T) {
 	close(synced)
 	time.Sleep(100 * time.Millisecond) // the group reaches the overlay's lock
 	close(lookUp)
+	allReturn(t, "the reads, the group and the checkpoint", c, log, db, first, checkpointed, second, wrote)
+}
+
+// remappingCommitter is a committer on a new file mapped only as large as
+// it is, as a file past its first 1 GiB is: each growth remaps it. The
+// caller closes the three (not on a failure: they would wait as well).
+func remappingCommitter(t *testing.T) (*committer, *wal, *bolt.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "seats.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{metaBucket, sessionsBucket} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := openWAL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCommitter(db, log, 0, newKeyIndex()), log, db
+}
+
+// growing is a memtable whose checkpoint grows the file past its mapping.
+func growing() *memtable {
+	m := newMemtable()
+	m.add(map[place]change{{string(sessionsBucket), "big"}: {value: make([]byte, 8<<20)}}, 0, 8<<20, time.Now())
+	return m
+}
+
+// allReturn waits up to 10 s for each of what returns, failing if one
+// errs or they wait for each other, then closes the remapping committer's
+// three (on a failure nothing is closed: it would wait as well).
+func allReturn(t *testing.T, what string, c *committer, log *wal, db *bolt.DB, done ...chan error) {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
-	for _, ch := range []chan error{first, checkpointed, second, wrote} {
+	for _, ch := range done {
 		select {
 		case err := <-ch:
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-timeout: // nothing is closed: it would wait as well
-			t.Fatal("the reads, the group and the checkpoint wait for each other")
+		case <-timeout:
+			t.Fatalf("%s wait for each other", what)
 		}
 	}
 	if err := errors.Join(c.close(), log.close(), db.Close()); err != nil {

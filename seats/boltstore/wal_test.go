@@ -292,7 +292,7 @@ func TestCrashKeepsLoggedWrites(t *testing.T) {
 		maps.Copy(held, heldWrites(t, svc, turn*5, 5))
 		flush(t, s)
 	}
-	s.commit.beforeCheckpoint = func() error { return errors.New("held back") }
+	holdCheckpoints(s, true)
 	maps.Copy(held, heldWrites(t, svc, 20, 8)) // logged, not checkpointed
 	copied := crashCopy(t, s, path)
 	if n := unapplied(t, copied); n < 8 {
@@ -329,7 +329,7 @@ func TestCrashKeepsLoggedWrites(t *testing.T) {
 // never answered) is dropped whole, and every record before it is kept.
 func TestCrashCutsTheLastRecord(t *testing.T) {
 	s, svc, path := newEventStore(t)
-	s.commit.beforeCheckpoint = func() error { return errors.New("held back") } // the log alone has them
+	holdCheckpoints(s, true) // the log alone has them
 	kept := heldWrites(t, svc, 0, 5)
 	lost := heldWrites(t, svc, 5, 1)
 	copied := crashCopy(t, s, path)
@@ -377,14 +377,7 @@ func TestCrashCutsTheLastRecord(t *testing.T) {
 // committed.
 func TestReadsSeeTheLog(t *testing.T) {
 	s, svc, _ := newEventStore(t)
-	var holdBack atomic.Bool
-	holdBack.Store(true)
-	s.commit.beforeCheckpoint = func() error {
-		if holdBack.Load() {
-			return errors.New("held back")
-		}
-		return nil
-	}
+	holdBack := holdCheckpoints(s, true)
 	held := heldWrites(t, svc, 0, 3)
 	var inBolt int
 	_ = s.db.View(func(tx *bolt.Tx) error { inBolt = tx.Bucket(sessionsBucket).Stats().KeyN; return nil })
@@ -418,14 +411,7 @@ func TestReadsSeeTheLog(t *testing.T) {
 // takes everything from the log.
 func TestFailingCheckpoints(t *testing.T) {
 	s, path := openNew(t)
-	var failing atomic.Bool
-	failing.Store(true)
-	s.commit.beforeCheckpoint = func() error {
-		if failing.Load() {
-			return errors.New("the disk refuses")
-		}
-		return nil
-	}
+	holdCheckpoints(s, true)
 	ev := storetest.Event("ev")
 	ev.HoldWindow = seats.Duration(time.Hour)
 	svc := seats.NewService(s, func() time.Time { return storetest.T0 })
@@ -487,13 +473,7 @@ func TestFailedSyncLeavesNoRecord(t *testing.T) {
 	for _, turn := range []bool{false, true} {
 		t.Run(fmt.Sprint("turn ", turn), func(t *testing.T) {
 			s, svc, path := newEventStore(t)
-			var held atomic.Bool
-			s.commit.beforeCheckpoint = func() error {
-				if held.Load() {
-					return errors.New("held back")
-				}
-				return nil
-			}
+			held := holdCheckpoints(s, false)
 			kept := heldWrites(t, svc, 0, 3)
 			var fail atomic.Bool
 			s.log.sync = func(f *os.File) error {
@@ -542,4 +522,18 @@ func TestQuietStoreIsCheckpointed(t *testing.T) {
 	if !inBolt {
 		t.Fatal("the checkpoint did not take the write into bbolt")
 	}
+}
+
+// holdCheckpoints makes the store's checkpoints fail while the returned
+// switch is on (it starts as on says): the log alone keeps the writes.
+func holdCheckpoints(s *Store, on bool) *atomic.Bool {
+	held := new(atomic.Bool)
+	held.Store(on)
+	s.commit.beforeCheckpoint = func() error {
+		if held.Load() {
+			return errors.New("checkpoints held back")
+		}
+		return nil
+	}
+	return held
 }
