@@ -612,7 +612,7 @@ func (res *results) judge() {
 		add("fifo post-start before pre-queue", res.PostBeforePre == 0, "%d", res.PostBeforePre)
 		bad := decilesInOrder(res.FifoDeciles, res.Config.LuckWindow)
 		add("fifo tenths in arrival order", len(res.FifoDeciles) > 0 && bad == 0,
-			"%d of %d tenths of the post-start arrivals admitted on average before the tenth before them by more than %d standard errors of W (%s)", bad, len(res.FifoDeciles), tenthsSigmas, res.Config.LuckWindow)
+			"%d of %d tenths of the post-start arrivals admitted on average before the tenth before them by more than their luck allows (%d·W·√(1/a + 1/b), W = %s)", bad, len(res.FifoDeciles), tenthsSigmas, res.Config.LuckWindow)
 	}
 	need := res.Config.Rate * windowLength.Seconds()
 	bad, counted := 0, 0
