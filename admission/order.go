@@ -285,24 +285,31 @@ func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, unfound int, ah
 }
 
 // fifoHold is where the counter at s is to stop for now, if anywhere: at
-// the pre-queue's end while a pre-queue place it passed is still to be
-// found eligible, or one below the end is still to pass. The pre-queue
-// goes before every later arrival, and places found eligible together
-// take their slots in the order they present: a later arrival's key
-// passed with the pre-queue's last keys could take a slot before one of
-// them. Only the places not found are waited for, not their slots, so the
-// budget's next windows still go to places found. unfound counts the
-// room's (the sum over nodes, or this node's alone), ahead this node's
-// keys still to pass.
-func fifoHold(v *View, s, unfound float64, ahead []float64) float64 {
+// the pre-queue's end while places hold it there (holding, the room's sum
+// of holdingEnd). The pre-queue goes before every later arrival, and
+// places found eligible together take their slots in the order they
+// present: a later arrival's key passed with the pre-queue's last keys
+// could take a slot before one of them. Only the places not found are
+// waited for, not their slots, so the budget's next windows still go to
+// places found.
+func fifoHold(v *View, s, holding float64) float64 {
 	end := v.RankZero + v.PreQueue
-	if v.PreQueue <= 0 || s > end {
+	if v.PreQueue <= 0 || s > end || holding <= 0 {
 		return 0
 	}
-	if unfound > 0 || (len(ahead) > 0 && ahead[0] < end) {
-		return end
-	}
-	return 0
+	return end
+}
+
+// holdingEnd is how many of a node's places hold the counter at the
+// pre-queue's end: those it passed that are still to be found (unfound),
+// and the pre-queue keys still ahead of it. A node sees the counter move a
+// poll after the ticking node moved it and publishes its count once a
+// tick: counting only the keys it saw passed, a pre-queue place passed in
+// that lag would hold nothing, and later arrivals passed with it could be
+// found first.
+func holdingEnd(v *View, unfound int, ahead []float64) int {
+	below, _ := slices.BinarySearch(ahead, v.RankZero+v.PreQueue)
+	return unfound + below
 }
 
 // noteKey records a post-start place's key and luck span, so the counter
@@ -407,13 +414,13 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	// The room's passed places: every node's sum when nodes publish it,
 	// else this node's, standing for population over its own count.
 	roomPassed := float64(passed) * scale
-	roomUnfound := float64(unfound)
+	holding := float64(holdingEnd(v, unfound, ahead))
 	sum, several := r.roomPassedNow(now)
 	if several {
 		roomPassed = sum
-		roomUnfound = math.Max(roomUnfound, r.roomPassed.unfoundNow())
+		holding = math.Max(holding, r.roomPassed.holdingNow())
 	}
-	plan := fifoPlan{passed: roomPassed, hold: fifoHold(v, s, roomUnfound, ahead)}
+	plan := fifoPlan{passed: roomPassed, hold: fifoHold(v, s, holding)}
 	if plan.hold > 0 {
 		// Nothing past the pre-queue's end this tick: the counter stops
 		// there (Room.publish).

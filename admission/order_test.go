@@ -725,8 +725,8 @@ func TestFIFOWhenTheShortfallPassesWithinATick(t *testing.T) {
 }
 
 // TestFIFOHoldsAtThePreQueueEnd: the counter stops at the pre-queue's end
-// while a pre-queue place it passed is still to be found, at this node or
-// (by the published sum) at another, or a pre-queue key is still ahead;
+// while a pre-queue place it passed is still to be found or a pre-queue
+// key is still ahead, at this node or (by the published sum) at another;
 // never inside or past the pre-queue otherwise.
 func TestFIFOHoldsAtThePreQueueEnd(t *testing.T) {
 	v := &View{RankZero: 10, PreQueue: 30} // the end at 40
@@ -751,8 +751,42 @@ func TestFIFOHoldsAtThePreQueueEnd(t *testing.T) {
 			if tt.wantHeld {
 				want = 40
 			}
-			if hold := fifoHold(tt.view, tt.s, tt.unfound, tt.ahead); hold != want {
+			holding := math.Max(tt.unfound, float64(holdingEnd(tt.view, 0, tt.ahead)))
+			if hold := fifoHold(tt.view, tt.s, holding); hold != want {
 				t.Errorf("fifoHold = %v, want %v", hold, want)
+			}
+		})
+	}
+
+	// What a node publishes: its pre-queue keys still to pass hold the end
+	// too, so a place whose key it has not seen passed yet (its view lags
+	// the ticking node's) holds the counter there.
+	for _, tt := range []struct {
+		name    string
+		draw    float64 // a pre-queue place's, or -1 for a later arrival's key
+		wantMin float64
+	}{
+		{"published: a pre-queue key still to pass", 0.99, 1},
+		{"published: a later arrival's key still to pass", -1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := t0.Add(30 * time.Second)
+			room := fifoRoom(t, 3, 2*time.Second, StateScheduled, start)
+			for range 5 {
+				if _, _, err := room.rank(context.Background(), t0, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := start.Add(time.Second)
+			v := room.View(now)
+			if tt.draw >= 0 {
+				room.observePreQueuePresent(now, "pre", v.RankZero, tt.draw)
+			} else {
+				room.ObservePresent(now, "later", v.RankZero+v.PreQueue+0.5)
+			}
+			_, holding := room.Passed(now)
+			if (holding >= 1) != (tt.wantMin >= 1) {
+				t.Errorf("published %v places holding the end, want at least %v", holding, tt.wantMin)
 			}
 		})
 	}

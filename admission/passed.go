@@ -72,7 +72,7 @@ func (r *Room) showShare(now time.Time) float64 {
 // as last noted (NoteRoomPassed), and when: a sum older than
 // roomPassedFresh is not used.
 type passedSum struct {
-	expected, unfound atomic.Uint64 // math.Float64bits
+	expected, holding atomic.Uint64 // math.Float64bits
 	at                atomic.Int64  // Unix nanoseconds; 0: never noted
 }
 
@@ -83,9 +83,9 @@ const roomPassedFresh = 3 * lotteryTick
 
 // Passed is how many places presented at this node the clock passed and
 // did not admit are expected to come (passedKeys; fifoKeys in fifo), and
-// how many of those were not found eligible yet (fifo; 0 in a lottery
-// room), for the room's sums (NoteRoomPassed).
-func (r *Room) Passed(now time.Time) (expected, unfound float64) {
+// how many places hold the fifo counter at the pre-queue's end
+// (holdingEnd; 0 in a lottery room), for the room's sums (NoteRoomPassed).
+func (r *Room) Passed(now time.Time) (expected, holding float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := r.View(now)
@@ -93,21 +93,21 @@ func (r *Room) Passed(now time.Time) (expected, unfound float64) {
 		expected, _, _ = r.passedKeys(&v, math.Inf(-1), v.Clock.At(r.speedFrom(&v, now)), now)
 		return expected, 0
 	}
-	expected, n, _ := r.fifoKeys(&v, now)
-	return expected, float64(n)
+	expected, n, ahead := r.fifoKeys(&v, now)
+	return expected, float64(holdingEnd(&v, n, ahead))
 }
 
 // NoteRoomPassed tells the room the sums of every node's Passed: its
 // clock then keeps its lead over the room's admissions, not over its
 // node's scaled up, and fifo's counter holds at the pre-queue's end until
-// no node has a pre-queue place passed and not found.
-func (r *Room) NoteRoomPassed(n, unfound float64, now time.Time) {
+// no node has a place holding it there.
+func (r *Room) NoteRoomPassed(n, holding float64, now time.Time) {
 	valid := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
-	if !valid(n) || !valid(unfound) {
+	if !valid(n) || !valid(holding) {
 		return
 	}
 	r.roomPassed.expected.Store(math.Float64bits(n))
-	r.roomPassed.unfound.Store(math.Float64bits(unfound))
+	r.roomPassed.holding.Store(math.Float64bits(holding))
 	r.roomPassed.at.Store(now.UnixNano())
 }
 
@@ -121,6 +121,6 @@ func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
 	return math.Float64frombits(r.roomPassed.expected.Load()), true
 }
 
-// unfoundNow is the sum of every node's passed places not found eligible
-// yet, as last noted.
-func (s *passedSum) unfoundNow() float64 { return math.Float64frombits(s.unfound.Load()) }
+// holdingNow is the sum of every node's places holding the fifo counter at
+// the pre-queue's end (holdingEnd), as last noted.
+func (s *passedSum) holdingNow() float64 { return math.Float64frombits(s.holding.Load()) }

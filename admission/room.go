@@ -156,8 +156,8 @@ type View struct {
 	// (fifo; Export and Adopt carry it between nodes, so every node's
 	// pre-queue, and the end its counter holds at, has the room's size).
 	PreTop int64
-	// Hold is where the fifo counter stops until every pre-queue place it
-	// passed has been found (fifoHold; 0: nowhere). It is stored with the
+	// Hold is where the fifo counter stops until every pre-queue place
+	// has been found (fifoHold; 0: nowhere). It is stored with the
 	// clock, so a change any node makes (a pause, a resume) keeps the
 	// stop.
 	Hold float64

@@ -76,6 +76,12 @@ const testCallTimeout = Duration(10 * time.Second)
 
 func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock *fakeClock) node {
 	t.Helper()
+	return newNodeWith(t, cfg, store, name, clock, Options{})
+}
+
+// newNodeWith is newNode with options (its clock and registry set here).
+func newNodeWith(t *testing.T, cfg Config, store roomstate.Store, name string, clock *fakeClock, opts Options) node {
+	t.Helper()
 	if cfg.Keys.Signing == "" {
 		cfg.Keys = testKeys
 	}
@@ -90,7 +96,8 @@ func newNode(t *testing.T, cfg Config, store roomstate.Store, name string, clock
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	gw, err := New(cfg, sh, Options{Now: clock.Now, Registerer: reg})
+	opts.Now, opts.Registerer = clock.Now, reg
+	gw, err := New(cfg, sh, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -409,9 +409,10 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 // rate of arrivals, not its node's). With an adaptive clock, in both
 // orders: the places the clock passed here that were not admitted (the
 // clock keeps its lead over the room's admissions, not over one node's
-// scaled up), and in fifo those of them not found eligible yet (the
-// counter holds at the pre-queue's end until none is left). A clock at a
-// fixed speed keeps no lead, and publishes no passed places.
+// scaled up), and in fifo the places holding the counter at the
+// pre-queue's end (those passed and not found eligible yet, and the
+// pre-queue keys still to pass: it holds there until none is left). A
+// clock at a fixed speed keeps no lead, and publishes no passed places.
 func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time) error {
 	fifo := l.room.View(now).Order == admission.OrderFIFO
 	if fifo {
@@ -424,7 +425,7 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 	if !l.room.Adaptive() {
 		return nil
 	}
-	expected, unfound := l.room.Passed(now)
+	expected, holding := l.room.Passed(now)
 	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
 	if err != nil {
 		return err
@@ -433,11 +434,11 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 		l.room.NoteRoomPassed(passed, 0, now)
 		return nil
 	}
-	notFound, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "unfound"), unfound, now, until)
+	held, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "holding"), holding, now, until)
 	if err != nil {
 		return err
 	}
-	l.room.NoteRoomPassed(passed, notFound, now)
+	l.room.NoteRoomPassed(passed, held, now)
 	return nil
 }
 

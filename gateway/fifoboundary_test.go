@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/room"
+)
+
+// TestClusterFIFOPreQueueGoesFirst: three nodes on one store, a scheduled
+// fifo room whose pre-queue and later arrivals are spread 60/30/10 over
+// them, each node polling every 250ms and ticking every second on its own
+// phase, some places walking away after their claims. Pages come to their
+// checkpoints up to most of a second late (within missedAfter: on time)
+// and to their slots when told, so no later arrival may go in before a
+// pre-queue place, whichever node found either. The draws are seeded: the
+// same worlds every run. "a third leaving, seed 34" let five later
+// arrivals in first, up to 2.65 s, while a node published only the
+// pre-queue places it had seen passed.
+func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of three nodes")
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	phases := [3]time.Duration{0, ms(300), ms(650)}
+	tests := []boundaryWorld{
+		{name: "nobody leaving", seed: 1, phases: phases},
+		{name: "a third leaving", seed: 2, leave: 0.3, phases: phases},
+		{name: "half leaving", seed: 3, leave: 0.5, phases: phases},
+		{name: "a third leaving, seed 34", seed: 34, leave: 0.3, phases: phases},
+		{name: "a third leaving, other phases", seed: 5, leave: 0.3, phases: [3]time.Duration{ms(100), ms(450), ms(800)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// boundaryWorld is a world of TestClusterFIFOPreQueueGoesFirst: 40
+// pre-queue places and 40 later arrivals at 3 admissions a second.
+type boundaryWorld struct {
+	name   string
+	seed   uint64
+	leave  float64          // the share of places leaving after their claims
+	phases [3]time.Duration // each node's poll and tick phase, on the 50ms grid
+	block  int64            // budget_block, when not the default
+}
+
+const (
+	boundaryRate     = 3
+	boundaryPlaces   = 40
+	boundaryLateness = 900 * time.Millisecond // a page's at a checkpoint, up to
+	boundaryStep     = 50 * time.Millisecond
+)
+
+// boundaryVisitor is one place of a boundaryWorld.
+type boundaryVisitor struct {
+	node            int
+	issue, at       time.Time // its token's, its next request's
+	token           string
+	leaves, claimed bool
+	pos             int64
+	admitted        time.Time
+	trace           []string
+}
+
+func (tt boundaryWorld) run(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(tt.seed, 7))
+	clock := newFakeClock()
+	cfg := Config{Config: room.Config{Room: "fifo", Rate: boundaryRate, QueueOrder: "fifo"}}
+	store := storeKinds(t)["bolt"](t)
+	nodes := make([]node, 3)
+	for i := range nodes {
+		var seed [32]byte
+		seed[0], seed[1] = byte(tt.seed), byte(i)
+		name := fmt.Sprint("node", i)
+		cfg.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout, BudgetBlock: tt.block}
+		nodes[i] = newNodeWith(t, cfg, store, name, clock, Options{Random: rand.NewChaCha8(seed)})
+	}
+	start := clock.Now().Add(40 * time.Second).Truncate(time.Second)
+	if err := nodes[0].sh.Apply(room.RoomChange{State: ptr("scheduled"), SaleStart: ptr(start.Format(time.RFC3339))}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	pollAll(t, nodes, clock.Now())
+	vs := tt.visitors(rnd, start)
+	waiting := func() bool {
+		return slices.ContainsFunc(vs, func(v *boundaryVisitor) bool { return v.admitted.IsZero() && !(v.leaves && v.claimed) })
+	}
+	end := start.Add(2 * time.Minute)
+	for now := clock.Now().Truncate(boundaryStep); now.Before(end) && waiting(); now = now.Add(boundaryStep) {
+		clock.Set(now)
+		for i, n := range nodes {
+			since := now.Sub(start) - tt.phases[i]
+			if since%(250*time.Millisecond) == 0 {
+				if err := n.sh.Poll(t.Context(), now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if since%time.Second == 0 {
+				if err := n.sh.ClusterTick(t.Context(), now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, v := range vs {
+			v.step(t, nodes[v.node], rnd, start, now)
+		}
+	}
+	var last *boundaryVisitor // the pre-queue's last place admitted
+	for _, v := range vs {
+		switch {
+		case v.leaves && v.claimed:
+		case v.admitted.IsZero():
+			t.Fatalf("rank %d (node %d) never admitted: %v", v.pos, v.node, v.trace)
+		case v.pos < 0 && (last == nil || v.admitted.After(last.admitted)):
+			last = v
+		}
+	}
+	for _, v := range vs {
+		if v.pos > 0 && !v.admitted.IsZero() && v.admitted.Before(last.admitted) {
+			t.Errorf("later arrival rank %d (node %d) admitted at +%v, before the pre-queue's last place (node %d) at +%v\n  it: %v\n  the pre-queue's: %v",
+				v.pos, v.node, v.admitted.Sub(start), last.node, last.admitted.Sub(start), v.trace, last.trace)
+		}
+	}
+}
+
+// visitors are the world's places: the pre-queue's tokens taken over the
+// 25 s from 30 s before the start, the later arrivals' over the time
+// half their number takes to admit at the rate from the start.
+func (tt boundaryWorld) visitors(rnd *rand.Rand, start time.Time) []*boundaryVisitor {
+	node := func() int {
+		switch x := rnd.Float64(); {
+		case x < 0.6:
+			return 0
+		case x < 0.9:
+			return 1
+		}
+		return 2
+	}
+	var vs []*boundaryVisitor
+	for i := range 2 * boundaryPlaces {
+		var at time.Time
+		if i < boundaryPlaces {
+			at = start.Add(-30*time.Second + time.Duration(rnd.Float64()*float64(25*time.Second)))
+		} else {
+			at = start.Add(time.Duration(rnd.Float64() * boundaryPlaces / boundaryRate / 2 * float64(time.Second)))
+		}
+		vs = append(vs, &boundaryVisitor{node: node(), issue: at, leaves: rnd.Float64() < tt.leave})
+	}
+	return vs
+}
+
+// step takes the visitor's token, or makes its request, when due at now.
+func (v *boundaryVisitor) step(t *testing.T, n node, rnd *rand.Rand, start, now time.Time) {
+	t.Helper()
+	switch {
+	case v.token == "" && !v.issue.After(now):
+		tk := n.issue(t, now)
+		v.token, v.at = tk.Token, tk.Claims.NextAttempt()
+		return
+	case v.token == "" || !v.admitted.IsZero() || v.at.After(now) || (v.claimed && v.leaves):
+		return
+	}
+	d := n.decide(t, v.token, now)
+	v.trace = append(v.trace, fmt.Sprintf("+%v %v", now.Sub(start), d.Outcome))
+	if d.Claims != nil && d.Claims.Pos != 0 {
+		v.claimed, v.pos = true, d.Claims.Pos
+	}
+	switch d.Outcome {
+	case admission.OutcomeAdmit:
+		v.admitted = now
+	case admission.OutcomeBusy:
+		v.token, v.at = d.Next.Token, d.Next.Claims.NextAttempt()
+	case admission.OutcomeWait, admission.OutcomeEarly:
+		late := time.Duration(rnd.Float64() * float64(boundaryLateness))
+		v.token, v.at = d.Next.Token, d.Next.Claims.NextAttempt().Add(late)
+	default:
+		t.Fatalf("decide: %v %v", d.Outcome, d.Err)
+	}
+}
