@@ -434,7 +434,10 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 		l.room.NoteRoomPassed(passed, 0, now)
 		return nil
 	}
-	held, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "holding"), holding, now, until)
+	// Stored as "unfound", the item nodes of the previous release add
+	// their places passed and not found to (a part of this count): in a
+	// rolling upgrade every node adds to one sum.
+	held, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "unfound"), holding, now, until)
 	if err != nil {
 		return err
 	}
