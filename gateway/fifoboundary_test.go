@@ -18,9 +18,10 @@ import (
 // checkpoints up to most of a second late (within missedAfter: on time)
 // and to their slots when told, so no later arrival may go in before a
 // pre-queue place, whichever node found either. The draws are seeded: the
-// same worlds every run. "a third leaving, seed 34" let five later
-// arrivals in first, up to 2.65 s, while a node published only the
-// pre-queue places it had seen passed.
+// same worlds every run. In "a pre-queue key passed in a node's lag" the
+// ticking node's counter passes a pre-queue place's key a poll before
+// that place's node sees it: the place must hold the end all the same
+// (holdingEnd).
 func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of three nodes")
@@ -31,7 +32,7 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 		{name: "nobody leaving", seed: 1, phases: phases},
 		{name: "a third leaving", seed: 2, leave: 0.3, phases: phases},
 		{name: "half leaving", seed: 3, leave: 0.5, phases: phases},
-		{name: "a third leaving, seed 34", seed: 34, leave: 0.3, phases: phases},
+		{name: "a pre-queue key passed in a node's lag", seed: 34, leave: 0.3, phases: phases},
 		{name: "a third leaving, other phases", seed: 5, leave: 0.3, phases: [3]time.Duration{ms(100), ms(450), ms(800)}},
 	}
 	for _, tt := range tests {
