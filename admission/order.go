@@ -436,8 +436,17 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 		}
 		return plan
 	}
-	want := math.Round((r.fifoLead(v, several) - roomPassed) / scale)
+	short := r.fifoLead(v, several) - roomPassed
+	want := math.Round(short / scale)
 	if want < 1 {
+		if short >= 1 && population > roomPassed {
+			// Each of this node's keys stands for more places than the
+			// lead lacks (few of the room's places are here): passing
+			// none, it would wait for admissions that come only once it
+			// passes more. It passes keys where they are expected, at
+			// the rate, as when it sees none.
+			plan.speed = v.passing(s-v.RankZero, v.Rate)
+		}
 		return plan
 	}
 	k := min(int(want), len(ahead))
