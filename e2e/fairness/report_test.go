@@ -107,12 +107,11 @@ func TestFifoOrderAndPreQueue(t *testing.T) {
 }
 
 // Tenths of the post-start arrivals, in arrival order: a tenth admitted
-// on average before the tenth before it by more than its luck allows
-// fails the target; within that, or waiting less as a queue drains, does
-// not.
+// on average before an earlier tenth by more than their luck allows fails
+// the target; within that, or waiting less as a queue drains, does not.
 func TestFifoTenthsInArrivalOrder(t *testing.T) {
-	early := func(by float64) func(i int) float64 { // the sixth tenth goes in by seconds before the fifth
-
+	// early: the sixth tenth goes in by seconds before the fifth.
+	early := func(by float64) func(i int) float64 {
 		return func(i int) float64 {
 			if i/2 == 5 {
 				return 50 + float64(i) - 2 - by
@@ -152,59 +151,82 @@ func TestFifoTenthsInArrivalOrder(t *testing.T) {
 	}
 }
 
-// The rule alone passes the tenths check: at the small scale (a
-// pre-queue, then arrivals over 50 s with exponential luck, admitted in
-// key order at the rate, some leaving), 500 runs with no tenth
-// flagged. A fixed second flags a few percent of the same runs.
+// The tenths check against the rule and against broken orders, at the
+// small scale (a pre-queue, then arrivals over 50 s with exponential
+// luck, admitted at the rate, some leaving), 250 runs each: the rule in
+// key order is never flagged (a fixed second flags a few percent of its
+// runs); the same places served in reverse arrival order always are, and
+// served at random, most runs are.
 func TestFifoTenthsToleranceKeepsTheRule(t *testing.T) {
 	const (
-		runs   = 500
+		runs   = 250
 		w      = 5 * time.Second
 		rate   = 3.0
 		pre    = 140
 		post   = 140
 		window = 50.0
 	)
+	orders := []struct {
+		name    string
+		order   func(rng *rand.Rand, ps []rulePlace)
+		atLeast float64 // the share of runs flagged
+		atMost  float64
+	}{
+		{"the rule", func(*rand.Rand, []rulePlace) {}, 0, 0},
+		{"reversed", func(_ *rand.Rand, ps []rulePlace) {
+			slices.SortFunc(ps, func(a, b rulePlace) int { return cmp.Compare(b.arrived, a.arrived) })
+		}, 1, 1},
+		{"at random", func(rng *rand.Rand, ps []rulePlace) {
+			rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+		}, 0.5, 1},
+	}
 	for _, leavers := range []float64{0, 0.3} {
-		t.Run(fmt.Sprintf("leavers %.1f", leavers), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, uint64(leavers*10)))
-			flagged, flaggedBySecond := 0, 0
-			for range runs {
-				ds := ruleTenths(rng, w, rate, pre, post, window, leavers)
-				if decilesInOrder(ds, w) > 0 {
-					flagged++
-				}
-				for i := 1; i < len(ds); i++ {
-					if ds[i].Admitted < ds[i-1].Admitted-maxAhead {
-						flaggedBySecond++
-						break
+		for _, o := range orders {
+			t.Run(fmt.Sprintf("%s, leavers %.1f", o.name, leavers), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, uint64(leavers*10)))
+				flagged, flaggedBySecond := 0, 0
+				for range runs {
+					ds := ruleTenths(rng, w, rate, pre, post, window, leavers, o.order)
+					if decilesInOrder(ds, w) > 0 {
+						flagged++
+					}
+					for i := 1; i < len(ds); i++ {
+						if ds[i].Admitted < ds[i-1].Admitted-maxAhead {
+							flaggedBySecond++
+							break
+						}
 					}
 				}
-			}
-			if flagged > 0 {
-				t.Fatalf("the rule itself flagged in %d of %d runs", flagged, runs)
-			}
-			t.Logf("a fixed %s would flag %d of %d runs", maxAhead, flaggedBySecond, runs)
-		})
+				share := float64(flagged) / runs
+				if share < o.atLeast || share > o.atMost {
+					t.Fatalf("flagged in %d of %d runs, want a share in [%v, %v]", flagged, runs, o.atLeast, o.atMost)
+				}
+				t.Logf("flagged in %d of %d runs; a fixed %s between neighbours would flag %d", flagged, runs, maxAhead, flaggedBySecond)
+			})
+		}
 	}
 }
 
-// ruleTenths admits, by fifo's rule, a pre-queue and then post arrivals
-// spread evenly at random over window seconds after the start, each with
-// a key of its arrival plus exponential luck of mean w, in key order at
-// most rate a second, a share of leavers never admitted; and returns the
-// tenths of the post-start arrivals admitted.
-func ruleTenths(rng *rand.Rand, w time.Duration, rate float64, pre, post int, window, leavers float64) []decile {
-	type place struct{ arrived, key float64 }
-	var places []place
+// rulePlace is a place of ruleTenths: when it arrived, and its key.
+type rulePlace struct{ arrived, key float64 }
+
+// ruleTenths admits a pre-queue and then post arrivals spread evenly at
+// random over window seconds after the start, each with a key of its
+// arrival plus exponential luck of mean w, a share of leavers never
+// admitted, in key order (then rearranged by order) at most rate a
+// second, no place before its key; and returns the tenths of the
+// post-start arrivals admitted.
+func ruleTenths(rng *rand.Rand, w time.Duration, rate float64, pre, post int, window, leavers float64, order func(*rand.Rand, []rulePlace)) []decile {
+	var places []rulePlace
 	for range post {
 		a := rng.Float64() * window
 		if rng.Float64() < leavers {
 			continue
 		}
-		places = append(places, place{a, a + rng.ExpFloat64()*w.Seconds()})
+		places = append(places, rulePlace{a, a + rng.ExpFloat64()*w.Seconds()})
 	}
-	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(a.key, b.key) })
+	slices.SortFunc(places, func(a, b rulePlace) int { return cmp.Compare(a.key, b.key) })
+	order(rng, places)
 	next := float64(pre) * (1 - leavers) / rate
 	var vs []*visitor
 	for i, p := range places {
