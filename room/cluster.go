@@ -434,16 +434,19 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 		l.room.NoteRoomPassed(passed, 0, now)
 		return nil
 	}
-	// Stored as "unfound", the item nodes of the previous release add
-	// their places passed and not found to (a part of this count): in a
-	// rolling upgrade every node adds to one sum.
-	held, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "unfound"), holding, now, until)
+	held, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, holdingItem), holding, now, until)
 	if err != nil {
 		return err
 	}
 	l.room.NoteRoomPassed(passed, held, now)
 	return nil
 }
+
+// holdingItem names the store item of the fifo places holding the
+// counter at the pre-queue's end. A node that counts only its places
+// passed and not found (a part of what holdingEnd counts) adds to the
+// same item, so nodes of both kinds in one room share one sum.
+const holdingItem = "unfound"
 
 // publishSum publishes this node's value under key and reads the sum over
 // every node.
