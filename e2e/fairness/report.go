@@ -114,6 +114,9 @@ type results struct {
 	FifoDeciles     []decile    `json:"fifo_deciles,omitempty"`
 	PostBeforePre   int         `json:"post_start_before_last_pre_queue"`
 	PreQueueHonest  int         `json:"pre_queue_honest"`
+	// StayersWaiting counts the honest visitors who took a token and
+	// never left, and whose place the room had not admitted by the end.
+	StayersWaiting int `json:"stayers_not_admitted"`
 	// BoundaryTrace, when later arrivals went in before the pre-queue's
 	// last place, is that place's answers and the first of those
 	// arrivals, so a rare failure can be read from the report alone.
@@ -153,6 +156,7 @@ func analyse(vs []*visitor, c config, samples []clockSample) *results {
 		}
 	}
 	res.passes(vs)
+	res.StayersWaiting = stayersWaiting(vs)
 	if c.Order == "fifo" {
 		res.fifo(vs)
 	}
@@ -298,6 +302,20 @@ func boundaryTrace(start time.Time, last *visitor, before []*visitor, admitted f
 		out = append(out, fmt.Sprintf("later arrival %s took %s, admitted %s", v.ID, rel(v.Took), rel(admitted(v))))
 	}
 	return out
+}
+
+// stayersWaiting counts the honest visitors who took a token, did not
+// leave, and whose place was not admitted: a room that stops admitting
+// before its last place shows here, however well it kept the order.
+func stayersWaiting(vs []*visitor) int {
+	place := placeAdmitted(vs)
+	n := 0
+	for _, v := range vs {
+		if v.Strategy == honest && !v.Took.IsZero() && v.Left.IsZero() && place(v).IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // slotPresentedWithin is how soon after its slot an attempt counts as
@@ -604,6 +622,7 @@ func (res *results) judge() {
 	add("honest tokens expired", res.HonestExpired == 0, "%d", res.HonestExpired)
 	add("slots lost", res.SlotsLost == 0, "%d", res.SlotsLost)
 	add("passes per login", len(res.LoginsOverOne) == 0, "%d logins with more than one pass", len(res.LoginsOverOne))
+	add("stayers admitted", res.StayersWaiting == 0, "%d honest visitors who stayed not admitted by the run's end", res.StayersWaiting)
 	for _, b := range res.Fifo {
 		// A small run's few pairs cannot measure P to ±0.05: it is held
 		// to three standard errors where they are wider.
@@ -653,7 +672,7 @@ func (res *results) print(w io.Writer, skip []string) int {
 		fmt.Fprintf(w, "  %-16s %5d %5d %9s %9s %9s %8d %12d %12d\n", r.Strategy, r.Pairs, r.Both,
 			secsText(r.Median), secsText(r.Min), secsText(r.Max), r.Ahead, r.HonestMissing, r.StratMissing)
 	}
-	fmt.Fprintf(w, "\nhonest tokens expired: %d\nslots lost: %d\n", res.HonestExpired, res.SlotsLost)
+	fmt.Fprintf(w, "\nhonest tokens expired: %d\nslots lost: %d\nhonest visitors who stayed, not admitted: %d\n", res.HonestExpired, res.SlotsLost, res.StayersWaiting)
 	var hist []string
 	for n := range 10 {
 		if k := res.PassesHistogram[n]; k > 0 {

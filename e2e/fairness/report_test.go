@@ -452,3 +452,38 @@ func TestLeaverRow(t *testing.T) {
 		t.Fatalf("leavers %+v, want %+v", got, want)
 	}
 }
+
+func TestStayersWaiting(t *testing.T) {
+	tests := []struct {
+		name string
+		vs   []*visitor
+		want int
+	}{
+		{"every stayer admitted", []*visitor{
+			admittedVisitor("a", "a", honest, -1, 1, 6),
+			admittedVisitor("b", "b", honest, -1, -2, 3),
+		}, 0},
+		{"a stayer still waiting", []*visitor{
+			admittedVisitor("a", "a", honest, -1, 1, 6),
+			admittedVisitor("b", "b", honest, -1, 2, -1),
+		}, 1},
+		{"a leaver is not waiting", []*visitor{
+			leaverVisitor("gone", 1, 3, -1),
+		}, 0},
+		{"a place its twin took in is admitted", []*visitor{
+			admittedVisitor("p-honest", "p", honest, 0, 1, -1),
+			admittedVisitor("p-poll", "p", poll, 0, 1, 8),
+		}, 0},
+		{"a strategy twin alone is not counted", []*visitor{
+			admittedVisitor("p-honest", "p", honest, 0, 1, 8),
+			admittedVisitor("p-late", "q", poll, 0, 1, -1),
+		}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stayersWaiting(tt.vs); got != tt.want {
+				t.Fatalf("stayers waiting %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
