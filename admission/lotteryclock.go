@@ -3,6 +3,8 @@ package admission
 import (
 	"math"
 	"time"
+
+	"github.com/fairgate/fairgate/admission/queue"
 )
 
 // lotteryTick is the period tickLottery plans for: Room.Tick runs about
@@ -28,7 +30,10 @@ const lotteryStartRamp = 100 * time.Millisecond
 // is the room's, over every node, and the keys this node sees stand for
 // population over their number each (a node's visitors are a sample of
 // the room's draws); the places passed and not admitted are every node's,
-// summed (NoteRoomPassed), when nodes publish them.
+// summed (NoteRoomPassed), when nodes publish them. Where this node's keys
+// are too few to stand for the room's (fewer than two would cover what the
+// lead lacks, or none is ahead), the clock passes what the lead lacks
+// where the room's keys are expected instead (expectedPassing).
 //
 // A place is judged only at its checkpoints, up to one spacing apart, so
 // an admission follows the passing of its key by up to that spacing. To
@@ -65,14 +70,10 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// speed takes effect.
 	s := v.Clock.At(r.speedFrom(v, now))
 	passed, _, ahead := r.passedKeys(v, math.Inf(-1), s, now)
-	if len(ahead) == 0 {
-		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
-	}
 	scale := 1.0
 	if local := r.presence.count(now); local > 0 && population > local {
 		scale = population / local
 	}
-	pace = clamp(v.Rate/(float64(len(ahead))*scale), r.controller.MinSpeed, r.controller.MaxSpeed)
 	// At least one place in hand, so a room admitting less than one a
 	// spacing still moves (the bucket then holds its rate).
 	lead := math.Max(1, v.Rate*(lotteryTick+r.speedDelay+r.policy.spacing(now.Sub(v.Opens))).Seconds())
@@ -81,17 +82,48 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// by up to a poll), else this node's, standing for population over
 	// its own count.
 	roomPassed := passed * scale
-	if sum, several := r.roomPassedNow(now); several {
+	sum, several := r.roomPassedNow(now)
+	if several {
 		roomPassed = sum
 		lead += v.Rate * lotteryTick.Seconds()
 	}
+	short := lead - roomPassed
+	// When few or none of the room's places are here (they wait at other
+	// nodes), this node's keys are too coarse to stand for what the lead
+	// lacks: each stands for scale places, so passing one passes anywhere
+	// from none to many of them, and passing none the clock would wait for
+	// admissions that come only once it passes more. It passes keys where
+	// the room's are expected then (expectedPassing). Not before the
+	// start: the population counts the places presented lately, and before
+	// the start few present.
+	behind := short >= 1 && population > roomPassed && !now.Before(v.SaleStart)
+	if len(ahead) == 0 {
+		if several && behind {
+			return expectedPassing(short, population-roomPassed, r.controller), 0
+		}
+		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
+	}
+	pace = clamp(v.Rate/(float64(len(ahead))*scale), r.controller.MinSpeed, r.controller.MaxSpeed)
+	if behind && scale > 1 && math.Round(short/scale) < 2 {
+		return expectedPassing(short, population-roomPassed, r.controller), pace
+	}
 	speed = r.controller.MinSpeed
-	if want := math.Round((lead - roomPassed) / scale); want >= 1 {
+	if want := math.Round(short / scale); want >= 1 {
 		k := min(int(want), len(ahead))
 		// Just past the k-th key: the clock reads it before the second ends.
 		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)
 	}
 	return clamp(speed, r.controller.MinSpeed, r.controller.MaxSpeed), pace
+}
+
+// expectedPassing is the clock speed that passes, over the next second,
+// the keys of short of the waiting places not yet passed, where they are
+// expected: a place not passed has a threshold of mean one clock unit
+// left whatever it waited (memorylessness), so a clock moving x passes
+// 1 − e^(−x) of them.
+func expectedPassing(short, waiting float64, c queue.Controller) float64 {
+	share := min(short/waiting, 1)
+	return clamp(-math.Log1p(-share)/lotteryTick.Seconds(), c.MinSpeed, c.MaxSpeed)
 }
 
 // spacing is the time between a draw's checkpoints at since after the

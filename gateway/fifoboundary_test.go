@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -43,6 +44,30 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 	}
 }
 
+// TestClusterLotteryKeepsTheRate: worlds of
+// TestClusterFIFOPreQueueGoesFirst in a lottery room, nobody leaving, most
+// with their places spread 10/30/60 so that the node ticking first holds
+// few of them: the clock must pass the places waiting at the other nodes
+// at the rate, from the start to the last place. A node whose keys each
+// stand for many of the room's places passes where the room's keys are
+// expected (expectedPassing).
+func TestClusterLotteryKeepsTheRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("half a minute of three nodes")
+	}
+	phases := [3]time.Duration{0, 300 * time.Millisecond, 650 * time.Millisecond}
+	few := [3]float64{0.1, 0.3, 0.6}
+	tests := []boundaryWorld{
+		{name: "the ticking node's places few, a stall at the end", seed: 11, phases: phases, order: "lottery", shares: few},
+		{name: "the ticking node's places few, a slow start", seed: 12, phases: phases, order: "lottery", shares: few},
+		{name: "the ticking node's places few, a stall mid-way", seed: 20, phases: phases, order: "lottery", shares: few},
+		{name: "the ticking node's places most, a slow end", seed: 11, phases: phases, order: "lottery"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}
+
 // boundaryWorld is a world of TestClusterFIFOPreQueueGoesFirst: 40
 // pre-queue places and 40 later arrivals at 3 admissions a second.
 type boundaryWorld struct {
@@ -50,7 +75,19 @@ type boundaryWorld struct {
 	seed   uint64
 	leave  float64          // the share of places leaving after their claims
 	phases [3]time.Duration // each node's poll and tick phase, on the 50ms grid
+	order  string           // the queue order; fifo when empty
+	shares [3]float64       // each node's share of the places; 60/30/10 when zero
 }
+
+// Rate targets of a world where nobody leaves: every window of
+// rateWindow admits at least rateShare of the rate while a window of the
+// rate waits, and the last place goes in within rateTail of the time its
+// places take at the rate.
+const (
+	rateWindow = 5 * time.Second
+	rateShare  = 0.8
+	rateTail   = 3 * time.Second
+)
 
 const (
 	boundaryRate     = 3
@@ -73,7 +110,8 @@ type boundaryVisitor struct {
 func (tt boundaryWorld) run(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(tt.seed, 7))
 	clock := newFakeClock()
-	cfg := Config{Config: room.Config{Room: "fifo", Rate: boundaryRate, QueueOrder: "fifo"}}
+	order := cmp.Or(tt.order, "fifo")
+	cfg := Config{Config: room.Config{Room: order, Rate: boundaryRate, QueueOrder: order}}
 	store := storeKinds(t)["bolt"](t)
 	nodes := make([]node, 3)
 	for i := range nodes {
@@ -122,8 +160,11 @@ func (tt boundaryWorld) run(t *testing.T) {
 			last = v
 		}
 	}
-	if last == nil {
-		return // every pre-queue place left: no boundary to hold
+	if tt.leave == 0 {
+		checkRate(t, vs, start)
+	}
+	if order != "fifo" || last == nil {
+		return // no pre-queue, or every place of it left: no boundary to hold
 	}
 	for _, v := range vs {
 		if v.pos > 0 && !v.admitted.IsZero() && v.admitted.Before(last.admitted) {
@@ -133,15 +174,49 @@ func (tt boundaryWorld) run(t *testing.T) {
 	}
 }
 
+// checkRate holds a world where nobody leaves to the rate targets.
+func checkRate(t *testing.T, vs []*boundaryVisitor, start time.Time) {
+	t.Helper()
+	var last time.Time
+	for _, v := range vs {
+		if v.admitted.After(last) {
+			last = v.admitted
+		}
+	}
+	window := int(boundaryRate * rateWindow.Seconds())
+	for from := start; from.Before(last); from = from.Add(rateWindow) {
+		to := from.Add(rateWindow)
+		waiting, admitted := 0, 0
+		for _, v := range vs {
+			if v.issue.Before(from) && !v.admitted.Before(from) {
+				waiting++
+			}
+			if !v.admitted.Before(from) && v.admitted.Before(to) {
+				admitted++
+			}
+		}
+		if waiting >= window && float64(admitted) < rateShare*float64(window) {
+			t.Errorf("+%v to +%v: %d admitted of %d waiting, want at least %.0f%% of %d", from.Sub(start), to.Sub(start), admitted, waiting, 100*rateShare, window)
+		}
+	}
+	if due := start.Add(time.Duration(float64(len(vs)) / boundaryRate * float64(time.Second))).Add(rateTail); last.After(due) {
+		t.Errorf("the last place admitted at +%v, want by +%v", last.Sub(start), due.Sub(start))
+	}
+}
+
 // visitors are the world's places: the pre-queue's tokens taken over the
 // 25 s from 30 s before the start, the later arrivals' over the time
 // half their number takes to admit at the rate from the start.
 func (tt boundaryWorld) visitors(rnd *rand.Rand, start time.Time) []*boundaryVisitor {
+	shares := tt.shares
+	if shares == [3]float64{} {
+		shares = [3]float64{0.6, 0.3, 0.1}
+	}
 	node := func() int {
 		switch x := rnd.Float64(); {
-		case x < 0.6:
+		case x < shares[0]:
 			return 0
-		case x < 0.9:
+		case x < shares[0]+shares[1]:
 			return 1
 		}
 		return 2
