@@ -9,7 +9,8 @@
 # windows, fifo's P rows), whose margins at this small scale on a shared
 # 2-core machine are within its noise (docs/FAIRNESS.md, "How it is
 # checked"), so the run enforces what holds by construction: no honest
-# token expires, no slot is lost, one pass per login, and in fifo no later
+# token expires, no slot is lost, one pass per login, every honest visitor
+# who stayed is admitted by the run's end, and in fifo no later
 # arrival before the pre-queue's last place, and no tenth of the later
 # arrivals in before the tenth before it. 30% of the fifo probe's
 # visitors walk away (LEAVERS, 0.3 by default), which is when the counter
@@ -17,8 +18,8 @@
 # back. The fifo probe runs twice: on one node (a bolt file), and on three
 # `fairgate proxy` nodes sharing DynamoDB Local, the tabs spread 60/30/10,
 # where one login's tabs at different nodes must still hold one place, one
-# slot and one pass, no honest token may expire, and the tenths go in in
-# arrival order. There the pre-queue's boundary holds to within a batch of
+# slot and one pass, no honest token may expire, every stayer goes in, and
+# the tenths go in in arrival order. There the pre-queue's boundary holds to within a batch of
 # the shared budget (docs/FAIRNESS.md, Known limits): reported, not
 # enforced.
 set -euo pipefail
