@@ -30,10 +30,11 @@ const lotteryStartRamp = 100 * time.Millisecond
 // is the room's, over every node, and the keys this node sees stand for
 // population over their number each (a node's visitors are a sample of
 // the room's draws); the places passed and not admitted are every node's,
-// summed (NoteRoomPassed), when nodes publish them. Where this node's keys
-// are too few to stand for the room's (fewer than two would cover what the
-// lead lacks, or none is ahead), the clock passes what the lead lacks
-// where the room's keys are expected instead (expectedPassing).
+// summed (NoteRoomPassed), when nodes publish them. Where places wait at
+// other nodes and this node's keys are too few to stand for them (fewer
+// than two would cover what the lead lacks, or none is ahead), the clock
+// passes what the lead lacks where the room's keys are expected instead
+// (expectedPassing).
 //
 // A place is judged only at its checkpoints, up to one spacing apart, so
 // an admission follows the passing of its key by up to that spacing. To
@@ -45,9 +46,9 @@ const lotteryStartRamp = 100 * time.Millisecond
 // (the end of the queue) it runs faster, where they crowd slower, so it
 // releases the lead and no more from the keys it knows; a place not seen
 // yet (its first checkpoint still ahead) may become eligible with them, and
-// then waits for a slot in the order found. Without any key ahead it falls
-// back to the controller (queue.Controller.Next on the population and the
-// eligible rate).
+// then waits for a slot in the order found. Without any key ahead, and
+// none known to wait at other nodes, it falls back to the controller
+// (queue.Controller.Next on the population and the eligible rate).
 //
 // Nothing here depends on which places ask when: keys are counted once per
 // place, whatever it presents, and a place counts only once it presented a
@@ -70,8 +71,9 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// speed takes effect.
 	s := v.Clock.At(r.speedFrom(v, now))
 	passed, _, ahead := r.passedKeys(v, math.Inf(-1), s, now)
+	local := r.presence.count(now)
 	scale := 1.0
-	if local := r.presence.count(now); local > 0 && population > local {
+	if local > 0 && population > local {
 		scale = population / local
 	}
 	// At least one place in hand, so a room admitting less than one a
@@ -88,24 +90,26 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 		lead += v.Rate * lotteryTick.Seconds()
 	}
 	short := lead - roomPassed
-	// When few or none of the room's places are here (they wait at other
-	// nodes), this node's keys are too coarse to stand for what the lead
-	// lacks: each stands for scale places, so passing one passes anywhere
-	// from none to many of them, and passing none the clock would wait for
-	// admissions that come only once it passes more. It passes keys where
-	// the room's are expected then (expectedPassing). Not before the
-	// start: the population counts the places presented lately, and before
-	// the start few present.
-	behind := short >= 1 && population > roomPassed && !now.Before(v.SaleStart)
+	// When places wait at other nodes and few or none of the room's are
+	// here, this node's keys are too coarse to stand for what the lead
+	// lacks: each stands for scale places, a sample of the room's draws,
+	// so passing one passes anywhere from none to many of them (fifo's
+	// ranks, dense and known, need no such margin), and passing none the
+	// clock would wait for admissions that come only once it passes more.
+	// It passes keys where the room's are expected then (expectedPassing).
+	// Not before the start: the tick before it sees only the part of the
+	// pre-queue that has presented at its last checkpoint.
+	waiting := population - roomPassed
+	elsewhere := population > local && short >= 1 && waiting >= 1 && !now.Before(v.SaleStart)
 	if len(ahead) == 0 {
-		if several && behind {
-			return expectedPassing(short, population-roomPassed, r.controller), 0
+		if several && elsewhere {
+			return expectedPassing(short, waiting, r.controller), 0
 		}
 		return r.controller.Next(v.Cruise, v.Rate, population, eligible), 0
 	}
 	pace = clamp(v.Rate/(float64(len(ahead))*scale), r.controller.MinSpeed, r.controller.MaxSpeed)
-	if behind && scale > 1 && math.Round(short/scale) < 2 {
-		return expectedPassing(short, population-roomPassed, r.controller), pace
+	if elsewhere && math.Round(short/scale) < 2 {
+		return expectedPassing(short, waiting, r.controller), pace
 	}
 	speed = r.controller.MinSpeed
 	if want := math.Round(short / scale); want >= 1 {

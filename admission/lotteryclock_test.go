@@ -132,3 +132,59 @@ func TestLotteryClockAfterTheStartRampReportsItStands(t *testing.T) {
 		})
 	}
 }
+
+// TestLotteryClockWithFewKeysHere: on a node holding few of a shared
+// room's places, or none, the clock passes what the lead lacks where the
+// room's keys are expected (expectedPassing): a key of this node stands
+// for many places, and waiting for it would stall the places at the
+// other nodes. With keys enough here, or with every place here (a node
+// alone on its store), or before the start, it keeps its own rules.
+func TestLotteryClockWithFewKeysHere(t *testing.T) {
+	const rate = 10.0
+	at := t0.Add(10 * time.Second)
+	// The grid's spacing 10 s after it opened: 2 s + a tenth of 10 s; a
+	// second more of lead where nodes publish their passed places.
+	lead := rate * (1 + 3 + 1)
+	tests := []struct {
+		name       string
+		start      time.Duration // sale start after at; 0: not scheduled
+		passed     int           // this node's places passed, just presented
+		ahead      int           // this node's keys ahead, 0.01 apart
+		population float64       // the room's, every node's
+		want       float64       // speed; -1: the controller's
+	}{
+		{"no key here, places elsewhere", 0, 0, 0, 100, -math.Log1p(-lead / 100)},
+		{"one key here for a hundred places", 0, 0, 1, 100, -math.Log1p(-lead / 100)},
+		{"keys enough here", 0, 0, 50, 100, lead / 2 / 100},
+		{"every place here, none ahead", 0, 10, 0, 10, -1},
+		{"before the start", 500 * time.Millisecond, 0, 0, 100, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := testRoom(t, func(c *RoomConfig) {
+				c.Rate, c.Adaptive = rate, true
+				if tt.start > 0 {
+					c.State, c.SaleStart = StateScheduled, at.Add(tt.start)
+				}
+			})
+			s := room.View(at).Clock.At(at)
+			for i := range tt.passed {
+				room.ObservePresent(at, fmt.Sprint("passed", i), s-float64(i+1)/1000)
+			}
+			for i := range tt.ahead {
+				room.ObservePresent(at, fmt.Sprint("ahead", i), s+float64(i+1)/100)
+			}
+			before := room.View(at).Cruise
+			room.NoteRoomPassed(0, 0, at) // the nodes' sum: none passed
+			room.TickWith(at, tt.population, 0)
+			got := room.View(at).Cruise
+			want := tt.want
+			if want < 0 {
+				want = room.controller.Next(before, rate, tt.population, 0)
+			}
+			if math.Abs(got-want) > 1e-6*want {
+				t.Fatalf("speed %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -137,12 +137,14 @@ type place struct {
 	took, admitted, left time.Time
 }
 
-// analyse judges the run; samples are the room's serving clock, read
-// through the run (the rule oracle's, lottery only).
+// analyse judges the run; samples are the room's serving clock (fifo's
+// counter), read through the run: the lottery's rule oracle reads them,
+// and the report keeps them in both orders.
 func analyse(vs []*visitor, c config, samples []clockSample) *results {
 	res := &results{Config: c, Visitors: vs, PassesHistogram: map[int]int{}, Places: placeCount(vs)}
+	res.ClockSamples = samples
 	if c.Order == "lottery" && len(samples) > 0 {
-		res.Rule, res.ClockSamples = ruleOracle(vs, samples), samples
+		res.Rule = ruleOracle(vs, samples)
 	}
 	res.twins(vs)
 	for _, v := range vs {
