@@ -156,8 +156,12 @@ func (w *slotWatch) compact() {
 // due then waits until its holder, told to come after the pause, could
 // have come (MaxBackoff after the moment, and the grace).
 func (g *Gate) lapseSlots(ctx context.Context, room *Room, view *View, now time.Time) {
+	due := room.slots.due(now, lapseBatch)
+	if len(due) == 0 {
+		return // nearly every attempt: detaching ctx would allocate for nothing
+	}
 	ctx = context.WithoutCancel(ctx)
-	for _, l := range room.slots.due(now, lapseBatch) {
+	for _, l := range due {
 		if view.State == StatePaused {
 			room.slots.watch(l.place, l.heldSlot, now.Add(g.policy.MaxBackoff))
 			continue
