@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/base64"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/tokens"
 	"github.com/fairgate/fairgate/room"
 )
 
@@ -146,3 +149,95 @@ func TestWaitTokenAnswerIsNoStore(t *testing.T) {
 		})
 	}
 }
+
+// TestPollAnswerBytes pins the admit poll's "keep waiting" answer byte
+// for byte, as TestNewTokenAnswerBytes pins a new token's, with and
+// without a Vary and a Set-Cookie from a handler before the gateway (kept,
+// and added to); each header it writes is apart from the others.
+func TestPollAnswerBytes(t *testing.T) {
+	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}}
+	clock := newFakeClock()
+	shared, err := NewShared(cfg, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: clock.Now, Random: rand.NewChaCha8([32]byte{5})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	tk, err := gw.door.Issue(t.Context(), "", admission.Visitor{}, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, err := tokens.Solve(t.Context(), tk.Claims.Ch, tk.Claims.Dif)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(tk.Claims.NextAttempt())
+	poll := browserRequest("/_fairgate/admit", `{"nonce":"`+strconv.FormatUint(nonce, 10)+`"}`, "fairgate_wait_sale="+tk.Token)
+
+	before := "Set-Cookie: theme=dark\nVary: Accept-Encoding\n"
+	for name, set := range map[string]bool{"a Vary and a cookie before": true, "nothing before": false} {
+		t.Run(name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			want := wantPollAnswer
+			if set {
+				w.Header()["Vary"] = []string{"Accept-Encoding"}
+				w.Header()["Set-Cookie"] = []string{"theme=dark"}
+			} else {
+				for line := range strings.Lines(before) {
+					want = strings.Replace(want, line, "", 1)
+				}
+			}
+			gw.ServeHTTP(w, poll())
+			token := tokenOf(t, w.Body.String())
+			var got strings.Builder
+			got.WriteString(strconv.Itoa(w.Code) + "\n")
+			for _, k := range slices.Sorted(maps.Keys(w.Header())) {
+				for _, v := range w.Header()[k] {
+					got.WriteString(k + ": " + v + "\n")
+				}
+			}
+			got.WriteString("\n" + w.Body.String())
+			if g := strings.ReplaceAll(got.String(), token, "<token>"); g != want {
+				t.Fatalf("answer:\n%s\nwant:\n%s", g, want)
+			}
+
+			h := w.Header()
+			answered := maps.Clone(h)
+			for k := range answered {
+				answered[k] = slices.Clone(answered[k])
+			}
+			for k := range answered {
+				h.Add(k, "added")
+				for name, v := range answered {
+					if name == k {
+						v = append(slices.Clone(v), "added")
+					}
+					if got := h[name]; !slices.Equal(got, v) {
+						t.Fatalf("after adding to %s: %s is %q, want %q", k, name, got, v)
+					}
+				}
+				h[k] = answered[k]
+			}
+		})
+	}
+}
+
+const wantPollAnswer = `429
+Cache-Control: no-store
+Content-Length: 717
+Content-Type: application/json
+Retry-After: 3
+Set-Cookie: theme=dark
+Set-Cookie: fairgate_wait_sale=<token>; Path=/; Expires=Sun, 09 Mar 2031 12:10:04 GMT; HttpOnly; SameSite=Lax
+Vary: Accept-Encoding
+Vary: Accept-Language
+X-Content-Type-Options: nosniff
+
+{"room":"sale","state":"queue","token":"<token>","challenge":"N5AR5AKZQvoUuBPn1PWNLQ","difficulty":16,"next_attempt":1930824004672,"retry_after":2.243,"estimate_seconds":1800,"estimate_known":true,"outcome":"wait","lang":"en","message":"You're in line. This page will let you in automatically.","estimate":"about 30 min"}
+`
