@@ -347,12 +347,16 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	if !view.SaleStart.IsZero() {
 		body.SaleStart = view.SaleStart.UTC().Format(time.RFC3339)
 	}
-	// Canonical keys straight into the map (Header.Set and Add
-	// canonicalize each again): this is every waiting visitor's answer.
-	h := w.Header()
+	// This is every waiting visitor's answer: its Vary, Set-Cookie and,
+	// when it is told to wait, Retry-After in one array (answerHeaders).
+	own := 2
+	if status == http.StatusTooManyRequests {
+		own++
+	}
+	h := answerHeaders{h: w.Header(), v: make([]string, 0, own)}
 	l, varies := g.pages.LocaleFor(r)
 	if varies {
-		h["Vary"] = append(h["Vary"], "Accept-Language")
+		h.add("Vary", "Accept-Language")
 	}
 	body.Lang, body.Message = l.Name(), l.StateMessage(body.State, outcome, body.SaleStart)
 	body.Estimate = l.WaitText(secs, tk.EstimateKnown)
@@ -360,12 +364,12 @@ func (g *Gateway) writeWaitToken(w http.ResponseWriter, r *http.Request, status 
 	// a token the gate signed or verified is base64url and dots
 	// (admission.WaitToken), plain cookie text that needs no escape.
 	body.TokenPlain = true
-	addCookie(h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
+	addCookie(&h, r, g.cookies.wait, tk.Token, body.TokenPlain, c.Expiry(), g.cfg.trusted)
 	// no-store, whatever a handler before this one set: reply.Raw, which
 	// every answer here goes through, writes it when none is set.
-	delete(h, "Cache-Control")
+	delete(h.h, "Cache-Control")
 	if status == http.StatusTooManyRequests {
-		h["Retry-After"] = []string{strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds()))))}
+		h.set("Retry-After", strconv.Itoa(int(math.Ceil(math.Max(1, retry.Seconds())))))
 	}
 	httpwire.WriteTicket(w, status, &body)
 }

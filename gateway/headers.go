@@ -43,3 +43,30 @@ func hasOwnHeader(h http.Header, name string) bool {
 	}
 	return false
 }
+
+// answerHeaders adds headers to an answer by their canonical keys, as
+// Header.Add and Set would after canonicalizing each again. The values it
+// adds to headers the answer does not have yet share one array, as
+// reply.Raw's do, each header a slice capped at its own value (so another
+// handler's append copies it): the waiting answer's three are one
+// allocation instead of three.
+type answerHeaders struct {
+	h http.Header
+	v []string
+}
+
+// add is h.Add(key, value).
+func (a *answerHeaders) add(key, value string) {
+	if old := a.h[key]; len(old) > 0 {
+		a.h[key] = append(old, value)
+		return
+	}
+	a.set(key, value)
+}
+
+// set is h.Set(key, value).
+func (a *answerHeaders) set(key, value string) {
+	a.v = append(a.v, value)
+	n := len(a.v)
+	a.h[key] = a.v[n-1 : n : n]
+}

@@ -13,19 +13,19 @@ import (
 // setCookie sets a per-room cookie: HttpOnly, SameSite=Lax, Secure under TLS.
 // An empty value deletes it.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, expires time.Time, trusted []netip.Prefix) {
-	addCookie(w.Header(), r, name, value, httpwire.PlainCookieText(value), expires, trusted)
+	addCookie(&answerHeaders{h: w.Header()}, r, name, value, httpwire.PlainCookieText(value), expires, trusted)
 }
 
 // clearCookie adds to answer headers h the line that deletes cookie name.
 func clearCookie(h http.Header, r *http.Request, name string, trusted []netip.Prefix) {
-	addCookie(h, r, name, "", httpwire.PlainCookieText(""), time.Unix(0, 0), trusted)
+	addCookie(&answerHeaders{h: h}, r, name, "", httpwire.PlainCookieText(""), time.Unix(0, 0), trusted)
 }
 
 // addCookie is setCookie for an answer writing its headers through h, the
 // value's httpwire.PlainCookieText known.
-func addCookie(h http.Header, r *http.Request, name, value string, valuePlain bool, expires time.Time, trusted []netip.Prefix) {
+func addCookie(h *answerHeaders, r *http.Request, name, value string, valuePlain bool, expires time.Time, trusted []netip.Prefix) {
 	if line := httpwire.CookieLine(name, value, valuePlain, expires, isTLS(r, trusted)); line != "" {
-		h["Set-Cookie"] = append(h["Set-Cookie"], line) // h.Add, the key canonical
+		h.add("Set-Cookie", line)
 	}
 }
 
