@@ -30,6 +30,25 @@ func testCookieLine(t *testing.T) {
 	}
 }
 
+// TestPlainCookieText: every byte, at every place of the eight a step
+// and of the tail, is plain exactly when it is a letter, a digit or -._.
+func TestPlainCookieText(t *testing.T) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._"
+	if !PlainCookieText("") || !PlainCookieText(alphabet) {
+		t.Fatal("the alphabet is not plain")
+	}
+	for c := range 256 {
+		want := strings.IndexByte(alphabet, byte(c)) >= 0
+		for i := range 19 {
+			b := []byte(strings.Repeat("a", 19))
+			b[i] = byte(c)
+			if got := PlainCookieText(string(b)); got != want {
+				t.Fatalf("PlainCookieText(%q) = %v, want %v", b, got, want)
+			}
+		}
+	}
+}
+
 func checkCookieValue(t *testing.T, name string, lines []string) {
 	t.Helper()
 	r, _ := http.NewRequest("GET", "/", nil)
