@@ -325,5 +325,12 @@ func (p *Pages) LocaleFor(r *http.Request) (*Locale, bool) {
 	if p.forced != nil {
 		return p.forced, false
 	}
-	return Choose(r.Header.Get("Accept-Language")), true
+	// The key canonical, straight from the map: Header.Get would
+	// canonicalize it again on every waiting answer, for most of the
+	// choice's cost.
+	var accept string
+	if v := r.Header["Accept-Language"]; len(v) > 0 {
+		accept = v[0]
+	}
+	return Choose(accept), true
 }
