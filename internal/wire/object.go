@@ -294,14 +294,6 @@ func isZero(p any) bool {
 	return false
 }
 
-// plainText reports whether json.Marshal writes s as it is, quoted. It
-// looks each byte up in AppendString's table: every claim string of every
-// token signed passes through here.
-func plainText(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !safeASCII[s[i]] {
-			return false
-		}
-	}
-	return true
-}
+// plainText reports whether json.Marshal writes s as it is, quoted:
+// every claim string of every token signed passes through here.
+func plainText(s string) bool { return NoneMarked(s, &notAsIs) }

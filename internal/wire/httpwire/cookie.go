@@ -65,22 +65,10 @@ func appendCookieDate(b []byte, t time.Time) []byte {
 }
 
 // PlainCookieText reports whether s is made only of letters, digits and
-// -._ : valid in a cookie name and value as they are. It reads eight
-// bytes a step without a branch between them: the value is a token of
-// some 600 bytes on every poll.
-func PlainCookieText(s string) bool {
-	var other byte
-	for ; len(s) >= 8; s = s[8:] {
-		other |= notPlainCookie[s[0]] | notPlainCookie[s[1]] | notPlainCookie[s[2]] | notPlainCookie[s[3]] |
-			notPlainCookie[s[4]] | notPlainCookie[s[5]] | notPlainCookie[s[6]] | notPlainCookie[s[7]]
-	}
-	for i := 0; i < len(s); i++ {
-		other |= notPlainCookie[s[i]]
-	}
-	return other == 0
-}
+// -._ : valid in a cookie name and value as they are.
+func PlainCookieText(s string) bool { return wire.NoneMarked(s, &notPlainCookie) }
 
-// notPlainCookie is 1 for a byte outside PlainCookieText's alphabet.
+// notPlainCookie marks the bytes outside PlainCookieText's alphabet.
 var notPlainCookie = func() (t [256]byte) {
 	for c := range 256 {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
