@@ -32,9 +32,9 @@ const lotteryStartRamp = 100 * time.Millisecond
 // the room's draws); the places passed and not admitted are every node's,
 // summed (NoteRoomPassed), when nodes publish them. Where places wait at
 // other nodes and this node's keys are too few to stand for them (fewer
-// than two would cover what the lead lacks, none is ahead, or they run out
-// before it is made up), the clock passes what the lead lacks where the
-// room's keys are expected instead (expectedPassing).
+// than two would cover what the lead lacks, or none is ahead), the clock
+// passes what the lead lacks where the room's keys are expected instead
+// (expectedPassing).
 //
 // A place is judged only at its checkpoints, up to one spacing apart, so
 // an admission follows the passing of its key by up to that spacing. To
@@ -116,11 +116,6 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 		k := min(int(want), len(ahead))
 		// Just past the k-th key: the clock reads it before the second ends.
 		speed = (ahead[k-1] - s) / lotteryTick.Seconds() * (1 + 1e-9)
-		if k < int(want) && elsewhere {
-			// This node's keys run out before the lead is made up: the
-			// rest is passed where the room's keys are expected.
-			speed = math.Max(speed, expectedPassing(short, waiting, r.controller))
-		}
 	}
 	return clamp(speed, r.controller.MinSpeed, r.controller.MaxSpeed), pace
 }
