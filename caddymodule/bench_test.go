@@ -106,8 +106,13 @@ func BenchmarkServeHTTPPollWait(b *testing.B) {
 		now.Store(&at)
 		body := `{"nonce":"` + strconv.FormatUint(nonce, 10) + `"}`
 		proto := post("/_fairgate/admit", "fairgate_wait_sale="+answer.Token, int64(len(body)))
+		w.body.Reset()
 		if serve(proto, body, w); w.status != http.StatusTooManyRequests {
 			continue // admitted at its first checkpoint: another draw
+		}
+		if !strings.Contains(w.body.String(), `"outcome":"wait"`) {
+			// An early answer is a 429 too, and cheaper: judged, or no row.
+			b.Fatalf("the poll was not judged at its checkpoint: %s", w.body.String())
 		}
 		w.keep = false
 		b.ReportAllocs()

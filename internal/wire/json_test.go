@@ -3,7 +3,9 @@ package wire
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func jsonOf(t testing.TB, v any) string {
@@ -38,6 +40,36 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 	}
 	if got := string(AppendBool(AppendInt(nil, -42), true)); got != "-42true" {
 		t.Errorf("AppendInt, AppendBool = %s", got)
+	}
+}
+
+// TestAppendStringEveryByteAnywhere: AppendString and plainText read
+// eight bytes a step, then the rest one by one (NoneMarked): every byte,
+// and every sequence encoding/json treats apart, at every position of the
+// steps and the rest, is written as encoding/json writes it, and counted
+// plain only when encoding/json writes it as it is (and, in ASCII,
+// always then).
+func TestAppendStringEveryByteAnywhere(t *testing.T) {
+	var pieces []string
+	for c := range 256 {
+		pieces = append(pieces, string([]byte{byte(c)}))
+	}
+	pieces = append(pieces, "\u2028", "\u2029", "é", "\xe2\x80")
+	const n = 18 // two eight-byte steps and a rest of two
+	for _, piece := range pieces {
+		for at := 0; at+len(piece) <= n; at++ {
+			s := strings.Repeat("a", at) + piece + strings.Repeat("a", n-at-len(piece))
+			want := jsonOf(t, s)
+			if got := string(AppendString(nil, s)); got != want {
+				t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+			}
+			// Plain only where encoding/json writes s as it is; beyond
+			// ASCII it may say no (the careful path writes the same).
+			asIs := want == `"`+s+`"`
+			if got := plainText(s); got && !asIs || !got && asIs && piece[0] < utf8.RuneSelf {
+				t.Fatalf("plainText(%q) = %v; encoding/json writes %s", s, got, want)
+			}
+		}
 	}
 }
 
