@@ -8,12 +8,12 @@
 # reported but not enforced: by default every timing target (twins, rate
 # windows, fifo's P rows), whose margins at this small scale on a shared
 # 2-core machine are within its noise (docs/FAIRNESS.md, "How it is
-# checked"), so the run enforces what holds by construction: no honest
-# token expires, no slot is lost, one pass per login, and in fifo no later
+# checked"), so the run enforces what holds by construction (no honest
+# token expires, no slot is lost, one pass per login; in fifo no later
 # arrival before the pre-queue's last place, and no tenth of the later
-# arrivals in before the tenth before it; and every honest visitor who
-# stayed admitted by the run's deadline, which leaves 30% and a minute
-# over the time the rate takes. 30% of the fifo probe's
+# arrivals in before an earlier tenth) and every honest visitor who stayed
+# admitted by the run's deadline (30% and a minute over the time the rate
+# takes). 30% of the fifo probe's
 # visitors walk away (LEAVERS, 0.3 by default), which is when the counter
 # must hold for the pre-queue and lapsed slots must give their admissions
 # back. The fifo probe runs twice: on one node (a bolt file), and on three

@@ -69,8 +69,9 @@ func TestClusterLotteryKeepsTheRate(t *testing.T) {
 	}
 }
 
-// boundaryWorld is a world of TestClusterFIFOPreQueueGoesFirst: 40
-// pre-queue places and 40 later arrivals at 3 admissions a second.
+// boundaryWorld is a world of TestClusterFIFOPreQueueGoesFirst and
+// TestClusterLotteryKeepsTheRate: 40 places taken before a scheduled
+// start (fifo's pre-queue) and 40 after it, at 3 admissions a second.
 type boundaryWorld struct {
 	name   string
 	seed   uint64
