@@ -532,7 +532,10 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	if err := sh.RetryPending(ctx, now); err != nil {
 		return err
 	}
-	if fifo && now.Sub(cl.ticked) >= tickEvery*9/10 {
+	cl.mu.Lock()
+	ticking := now.Sub(cl.ticked) >= tickEvery*9/10 // a poll may adopt another node's tick meanwhile
+	cl.mu.Unlock()
+	if fifo && ticking {
 		// About to tick: the counter may run as far as the ranks every
 		// node handed out (a read of the shared counter, which takes none).
 		for _, l := range lanes {

@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
@@ -48,11 +49,35 @@ func (sh *Shared) Tick(now time.Time) {
 // runCluster keeps the room in step with its store until ctx ends: it
 // polls the control state every poll period and ticks once a second.
 func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
-	cl := sh.cluster
-	poll := time.NewTicker(time.Duration(cl.set.Poll))
+	poll := time.NewTicker(time.Duration(sh.cluster.set.Poll))
 	defer poll.Stop()
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
+	sh.runClusterOn(ctx, now, poll.C, tick.C)
+}
+
+// runClusterOn is runCluster on the given poll and tick signals. Polls run
+// on a goroutine of their own: a tick makes a dozen store calls, and a
+// poll waiting behind them would adopt another node's tick late, this
+// node reading the room's clock ahead of or behind the room's meanwhile.
+func (sh *Shared) runClusterOn(ctx context.Context, now func() time.Time, polls, ticks <-chan time.Time) {
+	cl := sh.cluster
+	var polling sync.WaitGroup
+	defer polling.Wait()
+	polling.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-polls:
+				if !cl.joined.Load() {
+					_ = sh.Join(ctx)
+					continue
+				}
+				_ = sh.Poll(ctx, now())
+			}
+		}
+	})
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,13 +87,7 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 			}
 			cancel()
 			return
-		case <-poll.C:
-			if !cl.joined.Load() {
-				_ = sh.Join(ctx)
-				continue
-			}
-			_ = sh.Poll(ctx, now())
-		case <-tick.C:
+		case <-ticks:
 			// A tick is not cut short when the room stops: the clock it
 			// set, which visitors may already have been told, is stored
 			// before the node exits (each store call has its deadline).

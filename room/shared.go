@@ -312,7 +312,7 @@ type cluster struct {
 	// joined: the stored state was adopted (or this node's stored). Set
 	// under mu; read without it on the request path.
 	joined  atomic.Bool
-	ticked  time.Time
+	ticked  time.Time // when a node last ticked for the cluster, under mu
 	pending *Settings // a config the store could not take yet
 	share   float64   // this node's share of the rate, under Shared.mu
 	nodes   int
