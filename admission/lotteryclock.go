@@ -78,7 +78,7 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	}
 	// At least one place in hand, so a room admitting less than one a
 	// spacing still moves (the bucket then holds its rate).
-	lead := math.Max(1, v.Rate*(lotteryTick+r.speedDelay+r.policy.spacing(now.Sub(v.Opens))).Seconds())
+	lead := math.Max(1, v.Rate*(lotteryTick+r.delay()+r.policy.spacing(now.Sub(v.Opens))).Seconds())
 	// The room's passed places: every node's sum when nodes publish it
 	// (a tick more of lead then, as a node's view lags the ticking node's
 	// by up to a poll), else this node's, standing for population over

@@ -281,7 +281,7 @@ func (r *Room) NoteRoomIssueRate(rate float64) {
 // than a late place takes to come (fifoLateAfter), its moment unknown, is
 // not expected either. Callers hold r.mu.
 func (r *Room) fifoKeys(v *View, now time.Time) (passed float64, unfound int, ahead []float64) {
-	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter)), v.Clock.At(now), now)
+	return r.passedKeys(v, v.ClockAt(now.Add(-fifoLateAfter)), v.Clock.At(r.speedFrom(v, now)), now)
 }
 
 // fifoHold is where the counter at s is to stop for now, if anywhere: at
@@ -302,11 +302,11 @@ func fifoHold(v *View, s, holding float64) float64 {
 
 // holdingEnd is how many of a node's places hold the counter at the
 // pre-queue's end: those it passed that are still to be found (unfound),
-// and the pre-queue keys still ahead of it. A node sees the counter move a
-// poll after the ticking node moved it and publishes its count once a
-// tick: counting only the keys it saw passed, a pre-queue place passed in
-// that lag would hold nothing, and later arrivals passed with it could be
-// found first.
+// and the pre-queue keys still ahead of it. A node publishes its count
+// once a tick, and may learn a tick later than it takes effect (a poll
+// slower than the speed's delay): counting only the keys it saw passed, a
+// pre-queue place passed in that lag would hold nothing, and later
+// arrivals passed with it could be found first.
 func holdingEnd(v *View, unfound int, ahead []float64) int {
 	below, _ := slices.BinarySearch(ahead, v.RankZero+v.PreQueue)
 	return unfound + below
@@ -399,13 +399,15 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	running := v.State == StateQueue || (v.State == StateScheduled && !now.Add(lotteryTick).Before(v.SaleStart))
 	adaptive := r.adaptive.Load()
 	if !adaptive || !running || !v.RankSet {
-		plan := fifoPlan{speed: v.passing(v.Clock.At(now)-v.RankZero, v.Rate), passed: -1}
+		plan := fifoPlan{speed: v.passing(v.Clock.At(r.speedFrom(v, now))-v.RankZero, v.Rate), passed: -1}
 		if adaptive {
 			plan.hold = v.Hold
 		}
 		return plan
 	}
-	s := v.Clock.At(now)
+	// The speed runs from at (Room.speedFrom): the keys passed by then
+	// count as passed, and the lead covers the admissions until then.
+	s := v.Clock.At(r.speedFrom(v, now))
 	passed, unfound, ahead := r.fifoKeys(v, now)
 	scale := 1.0
 	if local := r.presence.count(now); local > 0 && population > local {
@@ -485,13 +487,12 @@ type fifoPlan struct {
 }
 
 // fifoLead is how many places the adaptive fifo counter keeps passed and
-// not yet admitted: a tick and a MinBackoff of the rate, so a place told
-// the moment its key is passed comes while the places before it are
-// admitted. On several nodes a node's view of the counter lags the
-// ticking node's by up to a poll, and the passed places are summed once a
-// tick: a tick more covers that.
+// not yet admitted: a tick, the speed's delay and a MinBackoff of the
+// rate, so a place told the moment its key is passed comes while the
+// places before it are admitted. On several nodes the passed places are
+// summed once a tick: a tick more covers that.
 func (r *Room) fifoLead(v *View, several bool) float64 {
-	lead := math.Max(1, v.Rate*(lotteryTick+r.policy.MinBackoff).Seconds())
+	lead := math.Max(1, v.Rate*(lotteryTick+r.delay()+r.policy.MinBackoff).Seconds())
 	if several {
 		lead += v.Rate * lotteryTick.Seconds()
 	}
@@ -734,12 +735,13 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	// The keys the counter is short of its lead pass at its next tick, at
 	// once. After the start that tick's plan says when: a counter running
 	// passes them along its clock; one standing at its stop moves at its
-	// next tick only (within a tick), and reaches them over the tick
-	// after it. Predicted at once, their pages would come back every
-	// fifoGrain until then.
+	// next tick only (within a tick, and its change takes effect the
+	// speed's delay after it), and reaches them over the tick after it.
+	// Predicted at once, their pages would come back every fifoGrain
+	// until then.
 	rest := math.Max(0, ahead-v.Short)
 	if v.Short > 0 && from.Equal(now) {
-		next := from.Add(lotteryTick)
+		next := from.Add(lotteryTick + v.Delay)
 		switch {
 		case v.Clock.SpeedAt(from) == 0:
 			from = next

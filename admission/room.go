@@ -164,6 +164,10 @@ type View struct {
 	// Short is how many present keys the fifo counter is short of its lead
 	// (fifoLead): its next tick passes them (View.fifoWhen).
 	Short float64
+	// Delay is how long after a tick its change of the fifo counter
+	// takes effect (Room.SetSpeedDelay): the next tick's plan runs from
+	// then (View.fifoWhen).
+	Delay time.Duration
 	// Shows is the share of the places the fifo counter passed that came
 	// (Room.showShare): it passes keys at the rate over it, skipping those
 	// that walked away (View.fifoWhen).
@@ -262,9 +266,10 @@ type Room struct {
 	quota      atomic.Pointer[quotaBox]
 	policy     Policy
 	lastTick   time.Time // the lottery clock's last tick
-	// speedDelay is how long after it is made a change of a lottery
-	// clock's speed takes effect (SetSpeedDelay); 0 on a node alone.
-	speedDelay time.Duration
+	// speedDelay is how long after it is made a change of the clock
+	// takes effect (SetSpeedDelay), in nanoseconds; 0 on a node alone.
+	// Read without mu by View (fifoShort).
+	speedDelay atomic.Int64
 }
 
 // Quota is a room's admissions across every node that shares it (see
@@ -387,32 +392,35 @@ func NewRoom(cfg RoomConfig, now time.Time) (*Room, error) {
 	return r, nil
 }
 
-// SetSpeedDelay makes a change of a lottery clock's speed (a tick's, a
-// pause, a resume, a new tau) take effect d after it is made, not at once.
-// Nodes sharing the room judge a place at a checkpoint on the clock's
-// reading there: a speed set at once reaches a node at its next poll, and
-// a checkpoint between the change and that poll reads one value at the
-// node that made it and another at the others, so one login's tabs at two
-// nodes can be judged apart. Set ahead by more than a node's lag, every
-// node reads every checkpoint alike. A node alone needs none.
+// SetSpeedDelay makes a change of the clock's speed, or of where fifo's
+// counter stops (a tick's, a pause, a resume, a new tau), take effect d
+// after it is made, not at once. Nodes sharing the room judge a place at a
+// checkpoint on the clock's reading there: a speed set at once reaches a
+// node at its next poll, and a checkpoint between the change and that
+// poll reads one value at the node that made it and another at the
+// others, so one login's tabs at two nodes can be judged apart, and in
+// fifo a node reading ahead finds its places eligible before places the
+// room passed first. Set ahead by more than a node's lag, every node
+// reads every checkpoint alike. A node alone needs none.
 func (r *Room) SetSpeedDelay(d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.speedDelay = max(d, 0)
+	r.speedDelay.Store(int64(max(d, 0)))
 }
 
+// delay is the speed delay (SetSpeedDelay).
+func (r *Room) delay() time.Duration { return time.Duration(r.speedDelay.Load()) }
+
 // speedFrom is when a speed the room sets at now takes effect: later by
-// the speed delay on a lottery clock, but for the start's ramp. The last
-// tick before a sale start sets the ramp the clock runs from the start
-// (publish) on the clock as it stands: the pre-queue's keys are seen in
-// the last 1.8 s before the start, too late for a tick earlier by the
-// delay, so a node that polls after the start reads the ramp late.
-// Callers hold r.mu.
+// the speed delay, but for the start's speed. The last tick before a sale
+// start sets the speed the clock runs at from the start (publish) on the
+// clock as it stands: the pre-queue's keys are seen in the last 1.8 s
+// before the start, too late for a tick earlier by the delay, so a node
+// that polls after the start reads the start's speed late. Callers hold
+// r.mu.
 func (r *Room) speedFrom(v *View, now time.Time) time.Time {
-	if r.fifo != nil || (r.stored == StateScheduled && !now.After(v.SaleStart)) {
+	if r.stored == StateScheduled && !now.After(v.SaleStart) {
 		return now
 	}
-	return now.Add(r.speedDelay)
+	return now.Add(r.delay())
 }
 
 // View returns the control state as of now.
@@ -430,6 +438,7 @@ func (r *Room) View(now time.Time) View {
 	if r.fifo != nil {
 		v.Short = r.fifoShort(&v, now)
 		v.Shows = r.showShare(now)
+		v.Delay = r.delay()
 	}
 	return v
 }
@@ -714,12 +723,13 @@ func (r *Room) publish(v *View, now time.Time) {
 	}
 	if r.fifo != nil && v.RankSet {
 		// The counter stops at the last key handed out (Tick moves the
-		// stop as places arrive), or where the last tick held it.
+		// stop as places arrive), or where the last tick held it: from
+		// when the change takes effect, as its speed.
 		limit := r.fifoLimit(v)
 		if v.Hold > 0 {
 			limit = math.Min(limit, v.Hold)
 		}
-		if stop, ok := v.Clock.When(now, limit); ok {
+		if stop, ok := v.Clock.When(at, limit); ok {
 			v.Clock = v.Clock.Then(stop, 0)
 		}
 	}

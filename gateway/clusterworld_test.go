@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -38,6 +39,8 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 		{name: "a pre-queue key passed in a node's lag", seed: 34, leave: 0.3, phases: phases},
 		{name: "nobody leaving, the ticking node's places few", seed: 28, phases: phases},
 		{name: "a third leaving, other phases", seed: 5, leave: 0.3, phases: [3]time.Duration{ms(100), ms(450), ms(800)}},
+		{name: "nobody leaving, slow ticks", seed: 1, phases: phases, poll: ms(500), tickTakes: ms(400)},
+		{name: "a third leaving, slow ticks", seed: 2, leave: 0.3, phases: phases, poll: ms(500), tickTakes: ms(400)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
@@ -79,6 +82,11 @@ type boundaryWorld struct {
 	phases [3]time.Duration // each node's poll and tick phase, on the 50ms grid
 	order  string           // the queue order; fifo when empty
 	shares [3]float64       // each node's share of the places; 60/30/10 when zero
+	// poll is each node's poll period, on the 50ms grid; 250ms when zero.
+	poll time.Duration
+	// tickTakes is how long a node's cluster tick's store calls take, on
+	// the 50ms grid: the tick's change is made that long after it began.
+	tickTakes time.Duration
 }
 
 // Rate targets of a world where nobody leaves: every window of
@@ -145,18 +153,39 @@ func (tt boundaryWorld) run(t *testing.T) {
 		return slices.ContainsFunc(vs, func(v *boundaryVisitor) bool { return v.admitted.IsZero() && !(v.leaves && v.claimed) })
 	}
 	end := start.Add(2 * time.Minute)
+	// Each node polls every poll and ticks every second on its own phase;
+	// a tick's change is made tickTakes after the tick began (its store
+	// calls), while the node's polls go on (room.Shared.Run).
+	poll := cmp.Or(tt.poll, 250*time.Millisecond)
+	apart := 0
 	for now := clock.Now().Truncate(boundaryStep); now.Before(end) && waiting(); now = now.Add(boundaryStep) {
 		clock.Set(now)
 		for i, n := range nodes {
 			since := now.Sub(start) - tt.phases[i]
-			if since%(250*time.Millisecond) == 0 {
+			if since%poll == 0 {
 				if err := n.sh.Poll(t.Context(), now); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if since%time.Second == 0 {
+			if (since-tt.tickTakes)%time.Second == 0 {
 				if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 					t.Fatal(err)
+				}
+			}
+		}
+		// Every node reads the room's clock alike: a place is judged on
+		// its node's reading, and the order is the room's. From a poll
+		// after the start: the last tick before it sets the start's speed
+		// at once, and a node may learn it only after the start
+		// (docs/FAIRNESS.md, Known limits).
+		want := nodes[0].sh.Room.View(now).Clock.At(now)
+		for j, n := range nodes[1:] {
+			if !now.After(start.Add(poll)) {
+				break
+			}
+			if got := n.sh.Room.View(now).Clock.At(now); math.Abs(got-want) > 1e-6 {
+				if apart++; apart <= 3 {
+					t.Errorf("+%v: node %d reads the clock at %.4f, node 0 at %.4f", now.Sub(start), j+1, got, want)
 				}
 			}
 		}
@@ -176,6 +205,9 @@ func (tt boundaryWorld) run(t *testing.T) {
 	}
 	if tt.leave == 0 {
 		checkRate(t, vs, start)
+	}
+	if apart > 0 {
+		t.Errorf("the nodes read the clock apart at %d moments", apart)
 	}
 	for _, v := range vs {
 		if v.slotAhead > slotsWithin {
