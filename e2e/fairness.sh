@@ -21,8 +21,8 @@
 # where one login's tabs at different nodes must still hold one place, one
 # slot and one pass, no honest token may expire, every stayer goes in, the
 # tenths go in in arrival order, and no later arrival goes in before the
-# pre-queue's last place (which holds there to within a batch of the shared
-# budget: docs/FAIRNESS.md, Known limits).
+# pre-queue's last place (which holds there to within budget_block - 1
+# admissions, none by default: docs/FAIRNESS.md, Known limits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source e2e/lib.sh

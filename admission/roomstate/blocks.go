@@ -29,8 +29,12 @@ import (
 // the lock meanwhile when they are more (at most maxBatch): a node's
 // admissions then cost one store call per round of its crowd, not one
 // each, so a slow store delays each by about one call rather than by a
-// queue of them. What a batch holds beyond its takers is spent by the
-// next ones; a window admits at least Limit - nodes*(maxBatch-1) at worst.
+// queue of them. What a batch holds beyond its takers in a window whose
+// slots are spaced goes back to the store once they are served
+// (returnBatch): held, it would give a place this node finds later an
+// earlier slot than one another node found meanwhile and was given the
+// next window. Elsewhere the next takers spend it; a window admits at
+// least Limit - nodes*(maxBatch-1) at worst.
 type Budget struct {
 	store  Store
 	room   string
@@ -45,6 +49,10 @@ type Budget struct {
 	cur atomic.Int64
 	// queued counts the takers waiting for mu.
 	queued atomic.Int64
+	// round counts, under mu, the takers still to be served of the last
+	// batch (the one that reserved it included): the last one returns
+	// what the batch left (returnBatch).
+	round int64
 }
 
 // budgetWindow is what a budget knows of one window.
@@ -96,6 +104,40 @@ func (b *Budget) lock() {
 	b.queued.Add(-1)
 }
 
+// unlock releases mu after a taker was served; the last taker of a batch
+// returns what the batch left first.
+func (b *Budget) unlock(ctx context.Context) {
+	defer b.mu.Unlock()
+	if b.round == 0 {
+		return
+	}
+	if b.round--; b.round == 0 {
+		b.returnBatch(ctx)
+	}
+}
+
+// returnBatch gives back to the store the admissions this budget holds
+// beyond a block's rest in windows whose slots are spaced (ahead of now,
+// or given ahead in): another node's place found after the batch then
+// takes them, in its order, instead of a place this node finds later. A
+// return that fails keeps them. Callers hold mu.
+func (b *Budget) returnBatch(ctx context.Context) {
+	cur := b.cur.Load()
+	for idx, w := range b.windows {
+		extra := w.end - w.next - (b.block - 1)
+		if extra <= 0 || (idx <= cur && !w.ahead) {
+			continue
+		}
+		// A return names the window's item; its limit plays no part.
+		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra); err != nil {
+			continue
+		}
+		w.held -= extra
+		w.next += extra
+		w.spent = false // the store holds them again: the next taker here asks it
+	}
+}
+
 // NewBudget returns a node's budget for room, reserving block admissions at
 // a time in windows of the given length (the limit of a window is the
 // target rate times its length).
@@ -134,7 +176,7 @@ func (b *Budget) window(idx int64, rate float64) Window {
 // spent across the cluster. On an error nothing was taken.
 func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, error) {
 	b.lock()
-	defer b.mu.Unlock()
+	defer b.unlock(ctx)
 	b.forget(b.index(now))
 	_, ok, err := b.takeLocked(ctx, b.index(now), rate, false)
 	return ok, err
@@ -144,7 +186,7 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 // as Take; only the windows before now's are over.
 func (b *Budget) takeIn(ctx context.Context, at, now time.Time, rate float64) (bool, error) {
 	b.lock()
-	defer b.mu.Unlock()
+	defer b.unlock(ctx)
 	b.forget(b.index(now))
 	_, ok, err := b.takeLocked(ctx, b.index(later(at, now)), rate, false)
 	return ok, err
@@ -178,7 +220,7 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
 	b.lock()
-	defer b.mu.Unlock()
+	defer b.unlock(ctx)
 	b.forget(b.index(now))
 	from := b.index(at)
 	for idx := from; idx < from+budgetLookahead; idx++ {
@@ -258,6 +300,11 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 		}
 		bw.held += g.N
 		bw.next, bw.end = g.First, g.First+g.N
+		if want > b.block {
+			// A batch: the takers queued behind this call take it, then
+			// the last of them returns what they left (unlock).
+			b.round = 1 + b.queued.Load()
+		}
 		bw.ahead = bw.ahead || g.Ahead
 		if g.N < want {
 			bw.spent, bw.spentAt = true, w.Limit

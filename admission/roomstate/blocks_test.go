@@ -693,3 +693,93 @@ func TestBudgetSpacingKeepsOrder(t *testing.T) {
 		}
 	})
 }
+
+// What a batch reserved for the takers queued behind a slow call and they
+// did not take, in a window whose slots are spaced, goes back to the
+// store once they are served: a place this node finds later does not take
+// an earlier slot there than a place another node found meanwhile.
+func TestBudgetBatchLeftoversGoBack(t *testing.T) {
+	const rate = 4.0
+	base := time.Unix(1_700_000_000, 0)
+	at := func(w int64, frac float64) time.Time {
+		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
+	}
+	bolt := openBolt(t)
+	st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{})}
+	batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := at(0, 0.1)
+	for range 4 { // window 0 spent at the other node
+		if _, err := other.Reserve(t.Context(), now, now, roomstate.Steady(rate)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A place found at the batching node waits on the store for window 0
+	// while four takers of the current window queue behind it; the store
+	// grants all of window 1 to them, and only the place takes of it.
+	first := make(chan time.Time, 1)
+	go func() {
+		slot, err := batching.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- slot
+	}()
+	<-st.began
+	const queued = 4
+	took := make(chan bool, queued)
+	for range queued {
+		go func() {
+			ok, err := batching.Take(t.Context(), now, rate)
+			if err != nil {
+				t.Error(err)
+			}
+			took <- ok
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); roomstate.BudgetQueued(batching) < queued; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d takers queued, want %d", roomstate.BudgetQueued(batching), queued)
+		}
+		runtime.Gosched()
+	}
+	close(st.release)
+	if got := <-first; !got.Equal(at(1, 0)) {
+		t.Fatalf("the batching node's place at %v, want the start of window 1", got.Sub(base))
+	}
+	for range queued {
+		if <-took {
+			t.Fatal("a taker of the spent window 0 was admitted")
+		}
+	}
+	// The other node finds a place, then the batching node another.
+	found := at(0, 0.3)
+	then, err := other.Reserve(t.Context(), found, found, roomstate.Steady(rate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := at(0, 0.5)
+	last, err := batching.Reserve(t.Context(), later, later, roomstate.Steady(rate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Before(then) {
+		t.Errorf("a place found at %v took the slot at %v, before the slot at %v of one found at %v", later.Sub(base), last.Sub(base), then.Sub(base), found.Sub(base))
+	}
+	// What went back is not lost, though the batch found the window
+	// spent: window 1 still admits its limit.
+	end := at(0, 0.7)
+	slot, err := batching.Reserve(t.Context(), end, end, roomstate.Steady(rate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slot.Before(at(2, 0)) {
+		t.Errorf("window 1's fourth admission at %v, want in window 1", slot.Sub(base))
+	}
+}
