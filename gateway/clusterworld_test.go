@@ -19,13 +19,12 @@ import (
 // phase, some places walking away after their claims. Pages come to their
 // checkpoints up to most of a second late (within missedAfter: on time)
 // and to their slots when told, so no later arrival may go in before a
-// pre-queue place, whichever node found either. The draws are seeded: the
-// same worlds every run. In "a pre-queue key passed in a node's lag" the
-// ticking node's counter passes a pre-queue place's key a poll before
-// that place's node sees it: the place must hold the end all the same
-// (holdingEnd). In "the ticking node's places few" the node that ticks
-// holds one of the room's 29 waiting places near the end: the counter
-// must still move on for the places at the other nodes.
+// pre-queue place, whichever node found either, and every node reads the
+// counter alike. The draws are seeded: the same worlds every run. In "the
+// ticking node's places few" the node that ticks holds one of the room's
+// 29 waiting places near the end: the counter must still move on for the
+// places at the other nodes. In the "slow ticks" worlds each node polls
+// at the default period and its ticks' store calls take 400ms.
 func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of three nodes")
@@ -36,7 +35,7 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 		{name: "nobody leaving", seed: 1, phases: phases},
 		{name: "a third leaving", seed: 2, leave: 0.3, phases: phases},
 		{name: "half leaving", seed: 3, leave: 0.5, phases: phases},
-		{name: "a pre-queue key passed in a node's lag", seed: 34, leave: 0.3, phases: phases},
+		{name: "a third leaving, seed 34", seed: 34, leave: 0.3, phases: phases},
 		{name: "nobody leaving, the ticking node's places few", seed: 28, phases: phases},
 		{name: "a third leaving, other phases", seed: 5, leave: 0.3, phases: [3]time.Duration{ms(100), ms(450), ms(800)}},
 		{name: "nobody leaving, slow ticks", seed: 1, phases: phases, poll: ms(500), tickTakes: ms(400)},
@@ -52,7 +51,7 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 // with their places spread 10/30/60 so that the node ticking first holds
 // few of them: the clock must pass the places waiting at the other nodes
 // at the rate, from the start to the last place, and no more than its
-// lead ahead (slotsWithin). A node whose keys each stand for many of the
+// lead ahead (slotsWithin), every node reading it alike. A node whose keys each stand for many of the
 // room's places passes where the room's keys are expected
 // (expectedPassing).
 func TestClusterLotteryKeepsTheRate(t *testing.T) {
