@@ -187,7 +187,7 @@ func (k *KeyRing) signer(token string) string {
 	copy(given[:], sig)
 	for _, id := range k.order {
 		sum := k.mac(id, token[:dot])
-		base64.RawURLEncoding.Encode(want[:], sum[:])
+		appendBase64URL(want[:0], sum[:])
 		if subtle.ConstantTimeCompare(given[:len(sig)], want[:len(sig)]) == 1 {
 			return id
 		}
@@ -209,10 +209,9 @@ func (k *KeyRing) mac(id, data string) [sha256.Size]byte {
 func (k *KeyRing) signJWS(header string, payload []byte) string {
 	m := k.signing.get()
 	defer k.signing.put(m)
-	enc := base64.RawURLEncoding
-	m.in = enc.AppendEncode(append(append(m.in[:0], header...), '.'), payload)
+	m.in = appendBase64URL(append(append(m.in[:0], header...), '.'), payload)
 	sig := m.sumBytes(m.in)
-	m.in = enc.AppendEncode(append(m.in, '.'), sig[:])
+	m.in = appendBase64URL(append(m.in, '.'), sig[:])
 	return string(m.in)
 }
 
