@@ -84,9 +84,12 @@ func decodeValue(b string, i int, p any) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		f, err := strconv.ParseFloat(b[i:end], 64)
-		if err != nil {
-			return 0, false
+		f, ok := wholeFloat(b[i:end])
+		if !ok {
+			var err error
+			if f, err = strconv.ParseFloat(b[i:end], 64); err != nil {
+				return 0, false
+			}
 		}
 		*p = f
 		return end, true
@@ -147,7 +150,7 @@ func integer(b string, i int) (int64, int, bool) {
 			return 0, 0, false
 		}
 		d := uint64(c - '0')
-		if u > (limit-d)/10 {
+		if k >= maxSafeDigits && u > (limit-d)/10 {
 			return 0, 0, false
 		}
 		u = u*10 + d
@@ -156,6 +159,30 @@ func integer(b string, i int) (int64, int, bool) {
 		return -int64(u), end, true
 	}
 	return int64(u), end, true
+}
+
+// maxSafeDigits is how many decimal digits always fit an int64 (10^18 <
+// 2^63): integer checks for overflow past them only.
+const maxSafeDigits = 18
+
+// wholeFloat is the float64 of a JSON number that is digits only, at most
+// 15 of them (10^15 < 2^53: float64 holds it exactly, as
+// strconv.ParseFloat returns it); it reports false for anything else (a
+// sign, a fraction, an exponent). A claim such as srv is most often 0,
+// and ParseFloat's generality was most of reading it.
+func wholeFloat(s string) (float64, bool) {
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var u uint64
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	return float64(u), true
 }
 
 // number returns the end of the JSON number at b[i]:

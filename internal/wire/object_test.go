@@ -52,7 +52,7 @@ func FuzzDecodeObject(f *testing.F) {
 // TestIntegerMatchesParseInt: integer reads what strconv.ParseInt reads of
 // a JSON number, at the edges of int64 too.
 func TestIntegerMatchesParseInt(t *testing.T) {
-	for _, s := range []string{"0", "-0", "7", "-7", "1795441192869", "9223372036854775807", "9223372036854775808",
+	for _, s := range []string{"0", "-0", "7", "-7", "1795441192869", "999999999999999999", "-999999999999999999", "9223372036854775807", "9223372036854775808",
 		"-9223372036854775808", "-9223372036854775809", "18446744073709551616", "99999999999999999999", "1.0", "1e3", "-"} {
 		n, end, ok := integer(s, 0)
 		want, err := strconv.ParseInt(s, 10, 64)
@@ -61,6 +61,26 @@ func TestIntegerMatchesParseInt(t *testing.T) {
 		}
 		if ok != (err == nil) || ok && (n != want || end != len(s)) {
 			t.Errorf("integer(%q) = %d, %d, %v; ParseInt %d, %v", s, n, end, ok, want, err)
+		}
+	}
+}
+
+// TestWholeFloatMatchesParseFloat: wholeFloat reads digits only, at most
+// 15, as strconv.ParseFloat reads them, and leaves anything else to it.
+func TestWholeFloatMatchesParseFloat(t *testing.T) {
+	for _, tc := range []struct {
+		s  string
+		ok bool
+	}{
+		{"0", true}, {"7", true}, {"1930824000", true}, {"999999999999999", true},
+		{"9999999999999999", false}, {"", false}, {"-0", false}, {"-7", false}, {"0.5", false}, {"1e3", false},
+	} {
+		f, ok := wholeFloat(tc.s)
+		if ok != tc.ok {
+			t.Errorf("wholeFloat(%q) reports %v, want %v", tc.s, ok, tc.ok)
+		}
+		if want, _ := strconv.ParseFloat(tc.s, 64); ok && f != want {
+			t.Errorf("wholeFloat(%q) = %v, ParseFloat %v", tc.s, f, want)
 		}
 	}
 }
