@@ -49,12 +49,11 @@ type KeyRing struct {
 	// lotteryMACs and signingMACs pool keyed HMACs: one is needed per
 	// request, and hmac.New allocates its two inner hashes every time.
 	lotteryMACs *macPool
-	signingMACs map[string]*macPool
-	// signing is signingMACs[signingID], found once: every token signed
-	// takes it.
-	signing *macPool
-	// order lists key ids with the signing key first, the likeliest signer.
-	order []string
+	// order lists key ids with the signing key first, the likeliest signer;
+	// signingMACs are their pools in the same order, so that no signature
+	// looks its key up by id.
+	order       []string
+	signingMACs []*macPool
 }
 
 // Environment resolves `env:` and `file:` secret references. The zero value
@@ -121,18 +120,17 @@ func NewKeyRing(signingID string, secrets map[string][]byte, lottery []byte) (*K
 	for id, s := range secrets {
 		copied[id] = append([]byte(nil), s...)
 	}
-	k := &KeyRing{signingID: signingID, secrets: copied, lottery: append([]byte(nil), lottery...),
-		signingMACs: make(map[string]*macPool, len(copied))}
+	k := &KeyRing{signingID: signingID, secrets: copied, lottery: append([]byte(nil), lottery...)}
 	k.lotteryMACs = newMACPool(k.lottery)
 	k.order = append(k.order, signingID)
 	for _, id := range k.ids() {
-		secret := copied[id]
-		k.signingMACs[id] = newMACPool(secret)
 		if id != signingID {
 			k.order = append(k.order, id)
 		}
 	}
-	k.signing = k.signingMACs[signingID]
+	for _, id := range k.order {
+		k.signingMACs = append(k.signingMACs, newMACPool(copied[id]))
+	}
 	return k, nil
 }
 
@@ -171,44 +169,37 @@ func (k *KeyRing) Draw(lot string) Draw {
 // Lottery returns the lottery number of a ticket under this ring's lottery key.
 func (k *KeyRing) Lottery(lot string) float64 { return k.Draw(lot).Number }
 
-// signer returns the id of the ring key that made the HS256 signature of
-// a compact JWS, or "" if none did. It allocates nothing, so forged tokens
-// are turned away before any JSON is decoded.
-func (k *KeyRing) signer(token string) string {
+// signer returns the position in order of the ring key that made the
+// HS256 signature of a compact JWS, or -1 if none did. It allocates
+// nothing, so forged tokens are turned away before any JSON is decoded.
+func (k *KeyRing) signer(token string) int {
 	dot := strings.LastIndexByte(token, '.')
 	if dot < 0 {
-		return ""
+		return -1
 	}
 	var given, want [64]byte
 	sig := token[dot+1:]
 	if len(sig) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
-		return ""
+		return -1
 	}
 	copy(given[:], sig)
-	for _, id := range k.order {
-		sum := k.mac(id, token[:dot])
+	for i, pool := range k.signingMACs {
+		sum := pool.sumString(token[:dot])
 		appendBase64URL(want[:0], sum[:])
 		if subtle.ConstantTimeCompare(given[:len(sig)], want[:len(sig)]) == 1 {
-			return id
+			return i
 		}
 	}
-	return ""
-}
-
-// mac is the HMAC-SHA256 of data under key id, from the key's pool.
-func (k *KeyRing) mac(id, data string) [sha256.Size]byte {
-	pool := k.signingMACs[id]
-	m := pool.get()
-	defer pool.put(m)
-	return m.sumString(data)
+	return -1
 }
 
 // signJWS is the compact JWS header.payload.signature of payload under
 // the signing key, header already encoded. The token is built in the
 // pooled HMAC's input buffer: the string returned is its only allocation.
 func (k *KeyRing) signJWS(header string, payload []byte) string {
-	m := k.signing.get()
-	defer k.signing.put(m)
+	signing := k.signingMACs[0] // the signing key is first in order
+	m := signing.get()
+	defer signing.put(m)
 	m.in = appendBase64URL(append(append(m.in[:0], header...), '.'), payload)
 	sig := m.sumBytes(m.in)
 	m.in = appendBase64URL(append(m.in, '.'), sig[:])
@@ -246,6 +237,13 @@ func (p *macPool) put(m *macState) {
 	if cap(m.in) <= maxPooledMACInput {
 		p.pool.Put(m)
 	}
+}
+
+// sumString is the HMAC of s under the pool's key.
+func (p *macPool) sumString(s string) [sha256.Size]byte {
+	m := p.get()
+	defer p.put(m)
+	return m.sumString(s)
 }
 
 // sumBytes is the HMAC of data.

@@ -136,23 +136,24 @@ type PassClaims struct {
 type Codec struct {
 	keys   *KeyRing
 	leeway time.Duration
-	// headers are the encoded JOSE headers the codec writes, by key id.
-	// They never change: encoding each once saves a map marshal per
+	// headers are the encoded JOSE headers the codec writes, one per key
+	// in the ring's order (KeyRing.order), as signer names keys. They
+	// never change: encoding each once saves a map marshal per
 	// signature, and a token whose header is one of them is decoded
 	// without golang-jwt (see parse).
-	headers map[string]string
-	// signHeader is the signing key's header, headers[keys.SigningID()].
+	headers []string
+	// signHeader is the signing key's header, headers[0].
 	signHeader string
 }
 
 // NewCodec returns a codec that tolerates leeway of clock skew on exp and iat.
 func NewCodec(keys *KeyRing, leeway time.Duration) *Codec {
-	c := &Codec{keys: keys, leeway: leeway, headers: make(map[string]string, len(keys.order))}
+	c := &Codec{keys: keys, leeway: leeway}
 	for _, id := range keys.order {
 		h, _ := json.Marshal(map[string]string{"alg": jwt.SigningMethodHS256.Alg(), "kid": id, "typ": "JWT"})
-		c.headers[id] = base64.RawURLEncoding.EncodeToString(h)
+		c.headers = append(c.headers, base64.RawURLEncoding.EncodeToString(h))
 	}
-	c.signHeader = c.headers[keys.SigningID()]
+	c.signHeader = c.headers[0] // the signing key is first in order
 	return c
 }
 
@@ -216,12 +217,12 @@ func (c *Codec) parse(token, room string, now time.Time, claims jwt.Claims) erro
 	if len(token) > maxTokenBytes {
 		return fmt.Errorf("%w: longer than %d bytes", ErrMalformed, maxTokenBytes)
 	}
-	kid := c.keys.signer(token)
-	if kid == "" {
+	signer := c.keys.signer(token)
+	if signer < 0 {
 		return c.classifyUnsigned(token)
 	}
 	header, rest, _ := strings.Cut(token, ".")
-	if header != c.headers[kid] {
+	if header != c.headers[signer] {
 		return c.parseJWT(token, room, now, claims)
 	}
 	payload, _, _ := strings.Cut(rest, ".")

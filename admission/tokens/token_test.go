@@ -143,6 +143,16 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := retired.ParseWait(tok, "sale", t0); !errors.Is(err, errUnknownKey) {
 		t.Fatalf("token of a retired key: %v, want errUnknownKey", err)
 	}
+	// signer names a key by its position: the codec's header there must
+	// name the same key, or every token of it goes the slow way.
+	for i, id := range rotated.keys.order {
+		if h := rotated.headers[i]; !strings.Contains(string(mustDecodeHeader(t, h+".")), `"kid":"`+id+`"`) {
+			t.Errorf("header %d names %s, want %q", i, mustDecodeHeader(t, h+"."), id)
+		}
+	}
+	if got := rotated.keys.signer(tok); got < 0 || rotated.keys.order[got] != "k1" {
+		t.Fatalf("signer of the old token: %d, want k1's position", got)
+	}
 }
 
 func mustDecodeHeader(t *testing.T, tok string) []byte {
