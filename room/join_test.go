@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
+	"github.com/fairgate/fairgate/admission/roomstate"
 	"github.com/fairgate/fairgate/admission/roomstate/boltstore"
 )
 
@@ -26,19 +27,7 @@ func TestAJoiningNodeSizesTheWindowsBeforeAdmitFromByTheStoredRate(t *testing.T)
 	clock := func() time.Time { return now }
 	node := func(name string) *Shared {
 		t.Helper()
-		cfg := Config{Room: "cap", Capacity: 100, Rate: 20, StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: name}}
-		st, err := cfg.SettleStateStore("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sh, err := NewSharedOn(t.Context(), cfg, st, store, clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sh.Join(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return sh
+		return joinedNode(t, Config{Room: "cap", Capacity: 100, Rate: 20}, name, store, clock)
 	}
 	a, b := node("a"), node("b")
 	// The site fills: the controller's rate falls every tick, stored for
@@ -86,4 +75,22 @@ func TestAJoiningNodeSizesTheWindowsBeforeAdmitFromByTheStoredRate(t *testing.T)
 	if float64(got) > limit {
 		t.Errorf("the joined node took %d admissions of the window it joined in, want at most %v (the stored rate %v/s)", got, limit, admit)
 	}
+}
+
+// joinedNode is cfg's room state as node name on store, joined.
+func joinedNode(t *testing.T, cfg Config, name string, store roomstate.Store, clock func() time.Time) *Shared {
+	t.Helper()
+	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", Node: name}
+	st, err := cfg.SettleStateStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := NewSharedOn(t.Context(), cfg, st, store, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Join(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return sh
 }

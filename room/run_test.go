@@ -47,23 +47,8 @@ func TestAPollIsNotHeldBehindATick(t *testing.T) {
 	slow := &stallingStore{Store: bolt, stalled: make(chan struct{}, 1), release: make(chan struct{})}
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
-	node := func(name string, store roomstate.Store) *Shared {
-		t.Helper()
-		cfg := Config{Room: "sale", Rate: 5, StateStore: &StateStore{Type: StoreBolt, Path: "unused", Node: name}}
-		st, err := cfg.SettleStateStore("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sh, err := NewSharedOn(t.Context(), cfg, st, store, clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sh.Join(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return sh
-	}
-	a, b := node("a", slow), node("b", bolt)
+	cfg := Config{Room: "sale", Rate: 5}
+	a, b := joinedNode(t, cfg, "a", slow, clock), joinedNode(t, cfg, "b", bolt, clock)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	polls, ticks := make(chan time.Time), make(chan time.Time)

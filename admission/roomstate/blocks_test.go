@@ -459,10 +459,7 @@ func TestBudgetLapse(t *testing.T) {
 // Slots lapsing together are put back one a window.
 func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	const rate = 4.0
-	base := time.Unix(1_700_000_000, 0)
-	at := func(w int64, frac float64) time.Time {
-		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
-	}
+	base, at := windowBase, inWindow
 	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -569,10 +566,7 @@ func TestBudgetRefundServesWhileTheStoreFails(t *testing.T) {
 // once ahead of their holders.
 func TestBudgetSpacingIsTheClusters(t *testing.T) {
 	const rate = 4.0
-	base := time.Unix(1_700_000_000, 0)
-	at := func(w int64, frac float64) time.Time {
-		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
-	}
+	base, at := windowBase, inWindow
 	st := openBolt(t)
 	var nodes [2]*roomstate.Budget
 	for i := range nodes {
@@ -618,10 +612,7 @@ func TestBudgetSpacingIsTheClusters(t *testing.T) {
 // window it falls in still admits at once when it comes. A window of no
 // admission keeps no record.
 func TestBudgetSpacingKeepsOrder(t *testing.T) {
-	base := time.Unix(1_700_000_000, 0)
-	at := func(w int64, frac float64) time.Time {
-		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
-	}
+	base, at := windowBase, inWindow
 	now := at(0, 0.1)
 	tests := []struct {
 		name    string
@@ -700,10 +691,7 @@ func TestBudgetSpacingKeepsOrder(t *testing.T) {
 // an earlier slot there than a place another node found meanwhile.
 func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 	const rate = 4.0
-	base := time.Unix(1_700_000_000, 0)
-	at := func(w int64, frac float64) time.Time {
-		return base.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
-	}
+	base, at := windowBase, inWindow
 	bolt := openBolt(t)
 	st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{})}
 	batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
@@ -782,4 +770,13 @@ func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 	if !slot.Before(at(2, 0)) {
 		t.Errorf("window 1's fourth admission at %v, want in window 1", slot.Sub(base))
 	}
+}
+
+// windowBase is the start of the 1 s budget window 0 in the tests that
+// name moments by window (inWindow).
+var windowBase = time.Unix(1_700_000_000, 0)
+
+// inWindow is the moment frac of the way into the 1 s window w.
+func inWindow(w int64, frac float64) time.Time {
+	return windowBase.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
 }
