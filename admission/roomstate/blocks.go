@@ -105,7 +105,10 @@ func (b *Budget) lock() {
 }
 
 // unlock releases mu after a taker was served; the last taker of a batch
-// returns what the batch left first.
+// returns what the batch left first. A newcomer that takes mu before a
+// taker queued for the batch counts as one of its takers: the one left
+// out asks the store anew, which costs a call. Waiting for the queue to
+// empty instead could hold the rest for as long as a crowd lasts.
 func (b *Budget) unlock(ctx context.Context) {
 	defer b.mu.Unlock()
 	if b.round == 0 {
@@ -119,9 +122,15 @@ func (b *Budget) unlock(ctx context.Context) {
 // returnBatch gives back to the store the admissions this budget holds
 // beyond a block's rest in windows whose slots are spaced (ahead of now,
 // or given ahead in): another node's place found after the batch then
-// takes them, in its order, instead of a place this node finds later. A
-// return that fails keeps them. Callers hold mu.
+// takes them, in its order, instead of a place this node finds later. It
+// gives back the last places held, so those it keeps stay the window's
+// next ones. A return whose outcome is unknown counts as made: the
+// store may have them, and holding them here too could admit more than
+// the window's limit; only a store the guard did not ask keeps them.
+// The request that returns them may be gone: the call is its own.
+// Callers hold mu.
 func (b *Budget) returnBatch(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
 	cur := b.cur.Load()
 	for idx, w := range b.windows {
 		extra := w.end - w.next - (b.block - 1)
@@ -129,12 +138,15 @@ func (b *Budget) returnBatch(ctx context.Context) {
 			continue
 		}
 		// A return names the window's item; its limit plays no part.
-		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra); err != nil {
+		err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra)
+		if errors.Is(err, ErrUnavailable) {
 			continue
 		}
 		w.held -= extra
-		w.next += extra
-		w.spent = false // the store holds them again: the next taker here asks it
+		w.end -= extra
+		if err == nil {
+			w.spent = false // the store holds them again: the next taker here asks it
+		}
 	}
 }
 

@@ -316,6 +316,16 @@ type stallingBudgetStore struct {
 	roomstate.Store
 	calls          atomic.Int64
 	began, release chan struct{}
+	// returnFails makes each return and then answers an error, as a
+	// store whose deadline fires after its write.
+	returnFails bool
+}
+
+func (s *stallingBudgetStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n int64) error {
+	if err := s.Store.ReturnBudget(ctx, room, w, n); err != nil || !s.returnFails {
+		return err
+	}
+	return context.DeadlineExceeded
 }
 
 func (s *stallingBudgetStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
@@ -688,87 +698,106 @@ func TestBudgetSpacingKeepsOrder(t *testing.T) {
 // What a batch reserved for the takers queued behind a slow call and they
 // did not take, in a window whose slots are spaced, goes back to the
 // store once they are served: a place this node finds later does not take
-// an earlier slot there than a place another node found meanwhile.
+// an earlier slot there than a place another node found meanwhile. A
+// return the store made and answered with an error counts as made: the
+// window never admits more than its limit.
 func TestBudgetBatchLeftoversGoBack(t *testing.T) {
-	const rate = 4.0
-	base, at := windowBase, inWindow
-	bolt := openBolt(t)
-	st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{})}
-	batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := at(0, 0.1)
-	for range 4 { // window 0 spent at the other node
-		if _, err := other.Reserve(t.Context(), now, now, roomstate.Steady(rate)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A place found at the batching node waits on the store for window 0
-	// while four takers of the current window queue behind it; the store
-	// grants all of window 1 to them, and only the place takes of it.
-	first := make(chan time.Time, 1)
-	go func() {
-		slot, err := batching.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-		if err != nil {
-			t.Error(err)
-		}
-		first <- slot
-	}()
-	<-st.began
-	const queued = 4
-	took := make(chan bool, queued)
-	for range queued {
-		go func() {
-			ok, err := batching.Take(t.Context(), now, rate)
+	for _, tt := range []struct {
+		name    string
+		unknown bool // the store makes the return and answers an error
+		full    int  // window 1's admissions, at least
+	}{
+		{name: "returned", full: 4},
+		{name: "its outcome unknown", unknown: true, full: 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const rate = 4.0
+			base, at := windowBase, inWindow
+			bolt := openBolt(t)
+			st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{}), returnFails: tt.unknown}
+			batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
 			if err != nil {
-				t.Error(err)
+				t.Fatal(err)
 			}
-			took <- ok
-		}()
-	}
-	for deadline := time.Now().Add(10 * time.Second); roomstate.BudgetQueued(batching) < queued; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d takers queued, want %d", roomstate.BudgetQueued(batching), queued)
-		}
-		runtime.Gosched()
-	}
-	close(st.release)
-	if got := <-first; !got.Equal(at(1, 0)) {
-		t.Fatalf("the batching node's place at %v, want the start of window 1", got.Sub(base))
-	}
-	for range queued {
-		if <-took {
-			t.Fatal("a taker of the spent window 0 was admitted")
-		}
-	}
-	// The other node finds a place, then the batching node another.
-	found := at(0, 0.3)
-	then, err := other.Reserve(t.Context(), found, found, roomstate.Steady(rate))
-	if err != nil {
-		t.Fatal(err)
-	}
-	later := at(0, 0.5)
-	last, err := batching.Reserve(t.Context(), later, later, roomstate.Steady(rate))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last.Before(then) {
-		t.Errorf("a place found at %v took the slot at %v, before the slot at %v of one found at %v", later.Sub(base), last.Sub(base), then.Sub(base), found.Sub(base))
-	}
-	// What went back is not lost, though the batch found the window
-	// spent: window 1 still admits its limit.
-	end := at(0, 0.7)
-	slot, err := batching.Reserve(t.Context(), end, end, roomstate.Steady(rate))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slot.Before(at(2, 0)) {
-		t.Errorf("window 1's fourth admission at %v, want in window 1", slot.Sub(base))
+			other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reserve := func(b *roomstate.Budget, now time.Time) time.Time {
+				t.Helper()
+				slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slot
+			}
+			now := at(0, 0.1)
+			for range 4 { // window 0 spent at the other node
+				reserve(other, now)
+			}
+			// A place found at the batching node waits on the store for
+			// window 0 while four takers of the current window queue
+			// behind it; the store grants all of window 1 to them, and
+			// only the place takes of it.
+			first := make(chan time.Time, 1)
+			go func() {
+				slot, err := batching.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+				if err != nil {
+					t.Error(err)
+				}
+				first <- slot
+			}()
+			<-st.began
+			const queued = 4
+			took := make(chan bool, queued)
+			for range queued {
+				go func() {
+					ok, err := batching.Take(t.Context(), now, rate)
+					if err != nil {
+						t.Error(err)
+					}
+					took <- ok
+				}()
+			}
+			for deadline := time.Now().Add(10 * time.Second); roomstate.BudgetQueued(batching) < queued; {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d takers queued, want %d", roomstate.BudgetQueued(batching), queued)
+				}
+				runtime.Gosched()
+			}
+			close(st.release)
+			slots := []time.Time{<-first}
+			if !slots[0].Equal(at(1, 0)) {
+				t.Fatalf("the batching node's place at %v, want the start of window 1", slots[0].Sub(base))
+			}
+			for range queued {
+				if <-took {
+					t.Fatal("a taker of the spent window 0 was admitted")
+				}
+			}
+			// The other node finds a place, then the batching node another.
+			found, later := at(0, 0.3), at(0, 0.5)
+			then := reserve(other, found)
+			last := reserve(batching, later)
+			if last.Before(then) {
+				t.Errorf("a place found at %v took the slot at %v, before the slot at %v of one found at %v", later.Sub(base), last.Sub(base), then.Sub(base), found.Sub(base))
+			}
+			// Both nodes go on finding places: window 1 admits its limit
+			// when what went back is not lost, and never more.
+			slots = append(slots, then, last)
+			for i := range 6 {
+				slots = append(slots, reserve([]*roomstate.Budget{batching, other}[i%2], at(0, 0.7)))
+			}
+			in := 0
+			for _, slot := range slots {
+				if !slot.Before(at(1, 0)) && slot.Before(at(2, 0)) {
+					in++
+				}
+			}
+			if in > 4 || in < tt.full {
+				t.Errorf("window 1 admitted %d, want %d to 4 (its limit)", in, tt.full)
+			}
+		})
 	}
 }
 
