@@ -132,7 +132,11 @@ func (r *Room) rank(ctx context.Context, now time.Time, pre bool) (int64, View, 
 	if !r.view.Load().RankSet {
 		r.mu.Lock()
 		if v := *r.view.Load(); !v.RankSet {
+			// The counter stands at the origin from now: with no key
+			// before it, the speed it ran at until a change takes effect
+			// (speedFrom) would pass the first arrivals at once.
 			v.RankSet, v.RankBase, v.RankZero = true, rank, v.Clock.At(now)
+			v.Clock = v.Clock.From(now, 0)
 			r.publish(&v, now)
 		}
 		r.mu.Unlock()

@@ -820,3 +820,30 @@ func TestFIFOHoldsAtThePreQueueEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOFirstRankStopsTheCounter: the counter runs fast while no key
+// lies ahead; the first rank taken in a running room sets its origin
+// there, and the counter stands at it until a tick moves it, on a node
+// alone and on one whose changes take effect two polls later.
+func TestFIFOFirstRankStopsTheCounter(t *testing.T) {
+	for _, delay := range []time.Duration{0, time.Second} {
+		t.Run(fmt.Sprint("delay ", delay), func(t *testing.T) {
+			room := fifoRoom(t, 20, 5*time.Second, StateQueue, time.Time{})
+			room.SetSpeedDelay(delay)
+			now := t0
+			for range 5 { // no places: the counter runs where keys would be
+				now = now.Add(time.Second)
+				room.Tick(now)
+			}
+			if _, _, err := room.rank(t.Context(), now, false); err != nil {
+				t.Fatal(err)
+			}
+			v := room.View(now)
+			for _, after := range []time.Duration{0, delay / 2, delay, 2 * delay} {
+				if got := v.Clock.At(now.Add(after)) - v.RankZero; got > 1 {
+					t.Errorf("%v after the first rank the counter stands %.1f ranks past its origin, want at most 1", after, got)
+				}
+			}
+		})
+	}
+}
