@@ -374,7 +374,7 @@ func originOf(c roomstate.Control) string {
 func (sh *Shared) originPending() bool {
 	now := sh.now()
 	for _, l := range sh.lanes() {
-		if l.room.KeyTopDue(now, 2*tickEvery) {
+		if l.room.KeyTopDue(now, sh.changeAhead()) {
 			return true
 		}
 	}
@@ -557,7 +557,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
 				if fifo {
-					moved = moved || l.room.FIFOTickDue(now, total[i].population, minCruiseStep, 2*tickEvery)
+					moved = moved || l.room.FIFOTickDue(now, total[i].population, minCruiseStep, sh.changeAhead())
 					continue
 				}
 				next, cur := l.room.NextCruise(now, total[i].population, total[i].eligible)
@@ -684,6 +684,14 @@ func (sh *Shared) shareSketch(ctx context.Context, name string, sk *queue.Sketch
 		nodes++
 	}
 	return union.Estimate(), nodes, nil
+}
+
+// changeAhead is how far ahead a fifo node looks for the counter's stop
+// (KeyTopDue, FIFOTickDue): past the next tick and the speed's delay
+// (adoptLead, at most two polls), as a change made now takes effect no
+// sooner.
+func (sh *Shared) changeAhead() time.Duration {
+	return max(2*tickEvery, tickEvery+2*time.Duration(sh.cluster.set.Poll))
 }
 
 // adoptLead is how far ahead of the tick that sets them the ticking

@@ -63,7 +63,6 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 func (sh *Shared) runClusterOn(ctx context.Context, now func() time.Time, polls, ticks <-chan time.Time) {
 	cl := sh.cluster
 	var polling sync.WaitGroup
-	defer polling.Wait()
 	polling.Go(func() {
 		for {
 			select {
@@ -81,6 +80,7 @@ func (sh *Shared) runClusterOn(ctx context.Context, now func() time.Time, polls,
 	for {
 		select {
 		case <-ctx.Done():
+			polling.Wait() // no poll adopts a state while the budget goes back
 			ret, cancel := context.WithTimeout(context.Background(), time.Duration(cl.set.CallTimeout))
 			for _, l := range sh.lanes() {
 				_ = l.quota.Return(ret)
