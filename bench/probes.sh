@@ -4,9 +4,11 @@
 # per target, how many runs met it. The README's test command runs one
 # small run of each kind (e2e/fairness.sh), whose timing targets are
 # within a single run's noise: this is how their rates are measured.
-# Each run writes OUT/probe-ORDER-Nn-SEED.txt (the probe's report) and
-# .json (its raw results); a run whose report is complete is not run
-# again, so the script can be stopped and restarted.
+# Each run writes OUT/probe-ORDER-SCALE-Nn[-wWEIGHTS][-lLEAVERS]-SEED.txt
+# (the probe's report) and .json (its raw results), OUT relative to the
+# repository; a run whose report is complete is not run again, so the
+# script can be stopped and restarted, and runs of other settings sit
+# beside it.
 #
 # Usage: bench/probes.sh [OUT]          run what is missing, then summarise
 #        bench/probes.sh summary [OUT]  summarise what OUT holds
@@ -41,7 +43,10 @@ run_all() {
   for seed in $SEEDS; do
     for order in $ORDERS; do
       for n in $NODES; do
-        local base=$OUT/probe-$order-N$n-$seed
+        local kind=$order-$SCALE-N$n
+        if [ -n "$WEIGHTS" ] && [ "$n" -gt 1 ]; then kind+=-w${WEIGHTS//,/.}; fi
+        if [ "$order" = fifo ]; then kind+=-l$LEAVERS; fi
+        local base=$OUT/probe-$kind-$seed
         complete "$base.txt" && continue
         local args=(-repo . -bin "$bin" -scale "$SCALE" -order "$order" -seed "$seed" -nodes "$n" -json "$base.json")
         if [ "$order" = fifo ]; then args+=(-leavers "$LEAVERS"); fi
@@ -73,12 +78,11 @@ summary() {
     local run
     run=$(basename "$f" .txt)
     run=${run#probe-}
-    sed -n '/^targets:/,$p' "$f" | awk -v run="$run" '
+    sed -n '/^targets:/,$p' "$f" | awk -v kind="${run%-*}" -v seed="${run##*-}" '
       /^  (ok|FAILED|skipped) / {
-        name = substr($0, 11, 34); sub(/ +$/, "", name)
         verdict = substr($0, 3, 7); sub(/ +$/, "", verdict)
-        split(run, p, "-"); kind = p[1] " " p[2]
-        print kind "\t" name "\t" verdict "\t" p[3]
+        name = substr($0, 11); sub(/  +[^ ].*$/, "", name)
+        print kind "\t" name "\t" verdict "\t" seed
       }'
   done | awk -F'\t' '
     {
@@ -88,10 +92,10 @@ summary() {
       if ($3 == "ok") met[key]++; else failed[key] = failed[key] " " $4
     }
     END {
-      printf "%-12s %-34s %5s  %s\n", "kind", "target", "met", "seeds failing"
+      printf "%-24s %-34s %5s  %s\n", "kind", "target", "met", "seeds failing"
       for (i = 1; i <= n; i++) {
         split(order[i], k, "\t")
-        printf "%-12s %-34s %2d/%-2d %s\n", k[1], k[2], met[order[i]], runs[order[i]], failed[order[i]]
+        printf "%-24s %-34s %2d/%-2d %s\n", k[1], k[2], met[order[i]], runs[order[i]], failed[order[i]]
       }
     }'
 }

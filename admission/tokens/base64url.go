@@ -12,8 +12,7 @@ const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 // base64.RawURLEncoding.AppendEncode appends. Six bytes, read as one
 // big-endian word, make eight characters a step, where the standard
 // encoder reads three bytes for four: every poll encodes a token's
-// claims and signature, and the standard encoder took a third of
-// signing them.
+// claims and signature, and encoding is a large part of signing them.
 func appendBase64URL(dst, src []byte) []byte {
 	n := base64.RawURLEncoding.EncodedLen(len(src))
 	dst = slices.Grow(dst, n)

@@ -130,9 +130,9 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // integer reads a JSON number at b[i] that is a whole int64: a sign and
-// digits, read here (strconv.ParseInt's generality was most of reading a
-// token's five integers); a fraction or an exponent is refused, as
-// ParseInt refuses it.
+// digits, read here (strconv.ParseInt's generality would be most of
+// reading a token's five integers); a fraction or an exponent is
+// refused, as ParseInt refuses it.
 func integer(b string, i int) (int64, int, bool) {
 	end, ok := number(b, i)
 	if !ok {
@@ -169,7 +169,7 @@ const maxSafeDigits = 18
 // 15 of them (10^15 < 2^53: float64 holds it exactly, as
 // strconv.ParseFloat returns it); it reports false for anything else (a
 // sign, a fraction, an exponent). A claim such as srv is most often 0,
-// and ParseFloat's generality was most of reading it.
+// and ParseFloat's generality would be most of reading it.
 func wholeFloat(s string) (float64, bool) {
 	if len(s) == 0 || len(s) > 15 {
 		return 0, false
