@@ -9,7 +9,8 @@
 # windows, fifo's P rows), whose margins at this small scale on a shared
 # 2-core machine are within its noise (docs/FAIRNESS.md, "How it is
 # checked"), so the run enforces what holds by construction (no honest
-# token expires, no slot is lost, one pass per login; in fifo no later
+# token expires, no slot is lost, one pass per login, the room's clock
+# never read running back; in fifo no later
 # arrival before the pre-queue's last place, and no tenth of the later
 # arrivals in before an earlier tenth) and every honest visitor who stayed
 # admitted by the run's deadline (30% and a minute over the time the rate
@@ -20,7 +21,9 @@
 # `fairgate proxy` nodes sharing DynamoDB Local, the tabs spread 60/30/10,
 # where one login's tabs at different nodes must still hold one place, one
 # slot and one pass, no honest token may expire, every stayer goes in, the
-# tenths go in in arrival order, and no later arrival goes in before the
+# first node's reading of the counter never steps back (a node that
+# learnt a tick late would), the tenths go in in arrival order, and no
+# later arrival goes in before the
 # pre-queue's last place (which holds there to within budget_block - 1
 # admissions, none by default: 0 in 12 three-node runs, docs/FAIRNESS.md,
 # Known limits).

@@ -320,6 +320,24 @@ func stayersWaiting(vs []*visitor) int {
 	return n
 }
 
+// stepsBack counts the readings of the room's clock below the one before,
+// and the largest fall. A clock never runs back, so a fall is a node that
+// read the clock ahead of the room's (it learnt a tick after the tick
+// took effect) and judged its places on that reading meanwhile.
+func stepsBack(samples []clockSample) (n int, most float64) {
+	for i := 1; i < len(samples); i++ {
+		if fall := samples[i-1].S - samples[i].S; fall > clockFallTolerance {
+			n++
+			most = max(most, fall)
+		}
+	}
+	return n, most
+}
+
+// clockFallTolerance is the fall of a clock reading taken for rounding
+// (the admin API prints the clock in full; the clock itself never falls).
+const clockFallTolerance = 1e-6
+
 // slotPresentedWithin is how soon after its slot an attempt counts as
 // presented at it.
 const slotPresentedWithin = time.Second
@@ -625,6 +643,8 @@ func (res *results) judge() {
 	add("slots lost", res.SlotsLost == 0, "%d", res.SlotsLost)
 	add("passes per login", len(res.LoginsOverOne) == 0, "%d logins with more than one pass", len(res.LoginsOverOne))
 	add("stayers admitted", res.StayersWaiting == 0, "%d honest visitors who stayed not admitted by the run's end", res.StayersWaiting)
+	backs, most := stepsBack(res.ClockSamples)
+	add("clock never steps back", backs == 0, "%d of %d readings of the room's clock at node 1 below the one before (the largest by %.3f)", backs, len(res.ClockSamples), most)
 	for _, b := range res.Fifo {
 		// A small run's few pairs cannot measure P to ±0.05: it is held
 		// to three standard errors where they are wider.

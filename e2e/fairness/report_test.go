@@ -487,3 +487,32 @@ func TestStayersWaiting(t *testing.T) {
 		})
 	}
 }
+
+func TestStepsBack(t *testing.T) {
+	at := func(s ...float64) []clockSample {
+		out := make([]clockSample, len(s))
+		for i, v := range s {
+			out[i] = clockSample{At: time.Unix(int64(i), 0), S: v}
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		samples []clockSample
+		n       int
+		most    float64
+	}{
+		{"none sampled", nil, 0, 0},
+		{"running and standing", at(0, 0, 1.5, 3, 3, 7), 0, 0},
+		{"a rounding's fall", at(2, 2-1e-9, 3), 0, 0},
+		{"two falls", at(0, 4, 3.5, 5, 2, 6), 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, most := stepsBack(tt.samples)
+			if n != tt.n || math.Abs(most-tt.most) > 1e-12 {
+				t.Fatalf("stepsBack = %d, %v; want %d, %v", n, most, tt.n, tt.most)
+			}
+		})
+	}
+}
