@@ -27,20 +27,8 @@ var tokenID = regexp.MustCompile(`"jti":"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[8
 // body are compared whole with the token written as <token>, and the
 // token's own header and claims with the id written as <id>.
 func TestNewTokenAnswerBytes(t *testing.T) {
-	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}}
 	clock := newFakeClock()
-	shared, err := NewShared(cfg, clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := New(cfg, shared, Options{Now: clock.Now, Random: rand.NewChaCha8([32]byte{3})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.ApplyConfig(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
+	gw := seededGateway(t, clock, 3)
 
 	w := httptest.NewRecorder()
 	gw.ServeHTTP(w, browserRequest("/_fairgate/token", "{}", "")())
@@ -155,20 +143,8 @@ func TestWaitTokenAnswerIsNoStore(t *testing.T) {
 // without a Vary and a Set-Cookie from a handler before the gateway (kept,
 // and added to); each header it writes is apart from the others.
 func TestPollAnswerBytes(t *testing.T) {
-	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}}
 	clock := newFakeClock()
-	shared, err := NewShared(cfg, clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := New(cfg, shared, Options{Now: clock.Now, Random: rand.NewChaCha8([32]byte{5})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.ApplyConfig(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
+	gw := seededGateway(t, clock, 5)
 	tk, err := gw.door.Issue(t.Context(), "", admission.Visitor{}, clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -241,3 +217,23 @@ X-Content-Type-Options: nosniff
 
 {"room":"sale","state":"queue","token":"<token>","challenge":"N5AR5AKZQvoUuBPn1PWNLQ","difficulty":16,"next_attempt":1930824004672,"retry_after":2.243,"estimate_seconds":1800,"estimate_known":true,"outcome":"wait","lang":"en","message":"You're in line. This page will let you in automatically.","estimate":"about 30 min"}
 `
+
+// seededGateway is a room at a fixed speed on clock whose random stream
+// is seeded: every answer's bytes but a token's id are the same each run.
+func seededGateway(t *testing.T, clock *fakeClock, seed byte) *Gateway {
+	t.Helper()
+	cfg := Config{Config: room.Config{Room: "sale", Keys: testKeys, Tau: Duration(30 * time.Minute), FixedSpeed: true}}
+	shared, err := NewShared(cfg, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := New(cfg, shared, Options{Now: clock.Now, Random: rand.NewChaCha8([32]byte{seed})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.ApplyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	return gw
+}
