@@ -574,6 +574,45 @@ func (r *Room) KeyTopDue(now time.Time, ahead time.Duration) bool {
 	return running && v.RankSet && v.Clock.SpeedAt(soon) == 0 && v.Clock.At(soon)-v.RankZero < r.keyTop()
 }
 
+// heldAtEnd reports whether the fifo counter stands at the pre-queue's
+// end at now, held there (fifoHold) rather than at the last key.
+func (v *View) heldAtEnd(now time.Time) bool {
+	return v.Hold > 0 && v.Clock.At(now) >= v.Hold-fifoPassBy
+}
+
+// HoldFound reports whether the fifo counter stands held at the
+// pre-queue's end and no place at this node holds it there any more: the
+// node then ticks at once (room.Shared.TickWanted) rather than at its next
+// tick, so the room releases the counter without waiting for the ticks'
+// cadence while its rate goes unused.
+func (r *Room) HoldFound(now time.Time) bool {
+	if r.fifo == nil || !r.adaptive.Load() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	if !v.heldAtEnd(now) {
+		return false
+	}
+	_, unfound, ahead := r.fifoKeys(&v, now)
+	return holdingEnd(&v, unfound, ahead) == 0
+}
+
+// ReleasesHold reports whether a tick now, from the population of every
+// node, would release the fifo counter standing held at the pre-queue's
+// end: a node ticks for the cluster then even if another node ticked less
+// than a tick ago.
+func (r *Room) ReleasesHold(now time.Time, population float64) bool {
+	if r.fifo == nil || !r.adaptive.Load() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	return v.heldAtEnd(now) && r.fifoSpeed(&v, now, population).hold == 0
+}
+
 // FIFOTickDue reports whether a tick of a fifo room, from the population
 // of every node, would change what its clock says: the counter's speed by
 // more than step (relative), or, while the room runs, the stop the counter

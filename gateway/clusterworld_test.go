@@ -20,7 +20,8 @@ import (
 // checkpoints up to most of a second late (within missedAfter: on time)
 // and to their slots when told, so no later arrival may go in before a
 // pre-queue place, whichever node found either, and every node reads the
-// counter alike. The draws are seeded: the same worlds every run. In "the
+// counter alike. Where nobody leaves, the counter held at the pre-queue's
+// end moves on within releaseWithin of its last place found. The draws are seeded: the same worlds every run. In "the
 // ticking node's places few" the node that ticks holds one of the room's
 // 29 waiting places near the end: the counter must still move on for the
 // places at the other nodes. In the "slow ticks" worlds each node polls
@@ -88,6 +89,20 @@ type boundaryWorld struct {
 	tickTakes time.Duration
 }
 
+// nodePoll is the nodes' own poll period (the default), which sets how
+// far ahead of its tick a change takes effect (two polls). The harness
+// polls them at the world's poll.
+const nodePoll = 500 * time.Millisecond
+
+// releaseWithin is how soon after the pre-queue's last place is found
+// (or the counter reaches the pre-queue's end, if later) the counter moves
+// on: the next poll of that place's node sees none of its places holding
+// the counter, and ticks at once (room.Shared.TickWanted); its change takes
+// effect two node polls later, read on the harness's 50ms grid.
+func (tt boundaryWorld) releaseWithin(poll time.Duration) time.Duration {
+	return poll + tt.tickTakes + 2*nodePoll + boundaryStep
+}
+
 // Rate targets of a world where nobody leaves: every window of
 // rateWindow admits at least rateShare of the rate while a window of the
 // rate waits, and the last place goes in within rateTail of the time its
@@ -121,7 +136,7 @@ type boundaryVisitor struct {
 	token           string
 	leaves, claimed bool
 	pos             int64
-	admitted        time.Time
+	found, admitted time.Time // first answered busy or admitted; admitted
 	// slotAhead is the furthest ahead of its answer a slot it was given
 	// lay.
 	slotAhead time.Duration
@@ -139,7 +154,7 @@ func (tt boundaryWorld) run(t *testing.T) {
 		var seed [32]byte
 		seed[0], seed[1] = byte(tt.seed), byte(i)
 		name := fmt.Sprint("node", i)
-		cfg.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout}
+		cfg.StateStore = &room.StateStore{Type: room.StoreBolt, Path: "unused-by-tests", Node: name, CallTimeout: testCallTimeout, Poll: room.Duration(nodePoll)}
 		nodes[i] = newNodeWith(t, cfg, store, name, clock, Options{Random: rand.NewChaCha8(seed)})
 	}
 	start := clock.Now().Add(40 * time.Second).Truncate(time.Second)
@@ -152,11 +167,14 @@ func (tt boundaryWorld) run(t *testing.T) {
 		return slices.ContainsFunc(vs, func(v *boundaryVisitor) bool { return v.admitted.IsZero() && !(v.leaves && v.claimed) })
 	}
 	end := start.Add(2 * time.Minute)
-	// Each node polls every poll and ticks every second on its own phase;
-	// a tick's change is made tickTakes after the tick began (its store
-	// calls), while the node's polls go on (room.Shared.Run).
+	// Each node polls every poll and ticks every second on its own phase,
+	// and at once when a poll wants it; a tick's change is made tickTakes
+	// after the tick began (its store calls), while the node's polls go on
+	// (room.Shared.Run).
 	poll := cmp.Or(tt.poll, 250*time.Millisecond)
 	apart := 0
+	wanted := make([]time.Time, len(nodes)) // when a wanted tick's change is made
+	var atEnd, pastEnd time.Time            // node 0's counter at the pre-queue's end, and past it
 	for now := clock.Now().Truncate(boundaryStep); now.Before(end) && waiting(); now = now.Add(boundaryStep) {
 		clock.Set(now)
 		for i, n := range nodes {
@@ -165,8 +183,13 @@ func (tt boundaryWorld) run(t *testing.T) {
 				if err := n.sh.Poll(t.Context(), now); err != nil {
 					t.Fatal(err)
 				}
+				if n.sh.TickWanted() && wanted[i].IsZero() {
+					wanted[i] = now.Add(tt.tickTakes)
+				}
 			}
-			if (since-tt.tickTakes)%time.Second == 0 {
+			regular := (since-tt.tickTakes)%time.Second == 0
+			if regular || (!wanted[i].IsZero() && !now.Before(wanted[i])) {
+				wanted[i] = time.Time{}
 				if err := n.sh.ClusterTick(t.Context(), now); err != nil {
 					t.Fatal(err)
 				}
@@ -177,7 +200,16 @@ func (tt boundaryWorld) run(t *testing.T) {
 		// after the start: the last tick before it sets the start's speed
 		// at once, and a node may learn it only after the start
 		// (docs/FAIRNESS.md, Known limits).
-		want := nodes[0].sh.Room.View(now).Clock.At(now)
+		v0 := nodes[0].sh.Room.View(now)
+		want := v0.Clock.At(now)
+		if end := v0.RankZero + v0.PreQueue; v0.PreQueue > 0 {
+			if atEnd.IsZero() && want >= end-1e-6 {
+				atEnd = now
+			}
+			if pastEnd.IsZero() && want > end+1e-6 {
+				pastEnd = now
+			}
+		}
 		for j, n := range nodes[1:] {
 			if !now.After(start.Add(poll)) {
 				break
@@ -193,7 +225,11 @@ func (tt boundaryWorld) run(t *testing.T) {
 		}
 	}
 	var last *boundaryVisitor // the pre-queue's last place admitted
+	lastFound := atEnd        // or found, if later
 	for _, v := range vs {
+		if v.pos < 0 && v.found.After(lastFound) {
+			lastFound = v.found
+		}
 		switch {
 		case v.leaves && v.claimed:
 		case v.admitted.IsZero():
@@ -215,6 +251,10 @@ func (tt boundaryWorld) run(t *testing.T) {
 	}
 	if order != "fifo" || last == nil {
 		return // no pre-queue, or every place of it left: no boundary to hold
+	}
+	if within := tt.releaseWithin(poll); tt.leave == 0 && (pastEnd.IsZero() || pastEnd.Sub(lastFound) > within) {
+		t.Errorf("the counter moved past the pre-queue's end at +%v, %v after its last place was found, want within %v",
+			pastEnd.Sub(start), pastEnd.Sub(lastFound), within)
 	}
 	for _, v := range vs {
 		if v.pos > 0 && !v.admitted.IsZero() && v.admitted.Before(last.admitted) {
@@ -299,6 +339,9 @@ func (v *boundaryVisitor) step(t *testing.T, n node, rnd *rand.Rand, start, now 
 	v.trace = append(v.trace, fmt.Sprintf("+%v %v", now.Sub(start), d.Outcome))
 	if d.Claims != nil && d.Claims.Pos != 0 {
 		v.claimed, v.pos = true, d.Claims.Pos
+	}
+	if (d.Outcome == admission.OutcomeAdmit || d.Outcome == admission.OutcomeBusy) && v.found.IsZero() {
+		v.found = now
 	}
 	switch d.Outcome {
 	case admission.OutcomeAdmit:

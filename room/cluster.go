@@ -393,6 +393,21 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	if err := sh.adoptNewer(c, v, now); err != nil {
+		return err
+	}
+	for _, l := range sh.lanes() {
+		if l.holding.Load() && l.room.HoldFound(now) {
+			cl.tickWanted.Store(true)
+		}
+	}
+	return nil
+}
+
+// adoptNewer adopts a stored control state read at version v, unless this
+// node has a newer one.
+func (sh *Shared) adoptNewer(c roomstate.Control, v uint64, now time.Time) error {
+	cl := sh.cluster
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if v <= cl.version {
@@ -401,6 +416,17 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	return sh.adoptLocked(c, v, now)
+}
+
+// TickWanted reports, once, whether a poll found that the fifo counter
+// stands held at the pre-queue's end and this node's places, which held it
+// there as last published, no longer do: a tick now publishes that and,
+// when no node's places hold it, releases the counter (ClusterTick) a
+// tick's cadence sooner than the next tick would, which is rate the room
+// does not use. Run ticks then; a caller running the room in its own time
+// asks after each Poll.
+func (sh *Shared) TickWanted() bool {
+	return sh.cluster != nil && sh.cluster.tickWanted.Swap(false)
 }
 
 // sharePassed publishes what the lane's clock needs of every node and
@@ -438,6 +464,7 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 	if err != nil {
 		return err
 	}
+	l.holding.Store(holding > 0)
 	l.room.NoteRoomPassed(passed, held, now)
 	return nil
 }
@@ -532,8 +559,20 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	if err := sh.RetryPending(ctx, now); err != nil {
 		return err
 	}
+	// A tick that releases a fifo counter held at the pre-queue's end is
+	// made at once, whenever another node ticked: the counter stands
+	// there, and the room's rate goes unused until it moves on.
+	releases := func() bool {
+		for i, l := range lanes {
+			if fifo && l.room.ReleasesHold(now, total[i].population) {
+				return true
+			}
+		}
+		return false
+	}
+	releasing := releases()
 	cl.mu.Lock()
-	ticking := now.Sub(cl.ticked) >= tickEvery*9/10 // a poll may adopt another node's tick meanwhile
+	ticking := releasing || now.Sub(cl.ticked) >= tickEvery*9/10 // a poll may adopt another node's tick meanwhile
 	cl.mu.Unlock()
 	if fifo && ticking {
 		// About to tick: the counter may run as far as the ranks every
@@ -547,7 +586,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		}
 	}
 	return sh.commit(ctx, now, func() error {
-		if now.Sub(cl.ticked) < tickEvery*9/10 {
+		if now.Sub(cl.ticked) < tickEvery*9/10 && !(releasing && releases()) {
 			if fifo && sh.originPending() {
 				return nil // store the rank origin this node set
 			}

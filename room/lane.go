@@ -26,6 +26,9 @@ type lane struct {
 	// roomActive is whether the lane had visitors at any node at the
 	// last cluster tick (always false without a store).
 	roomActive atomic.Bool
+	// holding is whether this node last published places holding the
+	// lane's fifo counter at the pre-queue's end (Shared.sharePassed).
+	holding atomic.Bool
 }
 
 // laneShares are the shares of the default lane and then of each rule.

@@ -62,6 +62,7 @@ func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 // node reading the room's clock ahead of or behind the room's meanwhile.
 func (sh *Shared) runClusterOn(ctx context.Context, now func() time.Time, polls, ticks <-chan time.Time) {
 	cl := sh.cluster
+	soon := make(chan struct{}, 1) // a tick wanted before the next (TickWanted)
 	var polling sync.WaitGroup
 	polling.Go(func() {
 		for {
@@ -74,6 +75,12 @@ func (sh *Shared) runClusterOn(ctx context.Context, now func() time.Time, polls,
 					continue
 				}
 				_ = sh.Poll(ctx, now())
+				if sh.TickWanted() {
+					select {
+					case soon <- struct{}{}:
+					default:
+					}
+				}
 			}
 		}
 	})
@@ -87,6 +94,8 @@ func (sh *Shared) runClusterOn(ctx context.Context, now func() time.Time, polls,
 			}
 			cancel()
 			return
+		case <-soon:
+			_ = sh.ClusterTick(context.WithoutCancel(ctx), now())
 		case <-ticks:
 			// A tick is not cut short when the room stops: the clock it
 			// set, which visitors may already have been told, is stored

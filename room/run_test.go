@@ -82,3 +82,40 @@ func TestAPollIsNotHeldBehindATick(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A poll that wants a tick (TickWanted) gets one at once, not at the next
+// tick's signal: the room's rate goes unused while it waits.
+func TestAWantedTickDoesNotWaitForTheNextTick(t *testing.T) {
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bolt.Close() })
+	watched := &stallingStore{Store: bolt, stalled: make(chan struct{}, 1), release: make(chan struct{})}
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	a := joinedNode(t, Config{Room: "sale", Rate: 5}, "a", watched, clock)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	polls := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		a.runClusterOn(ctx, clock, polls, nil) // no tick signal ever comes
+		close(done)
+	}()
+	watched.stall.Store(true) // a tick's first store write reports
+	a.cluster.tickWanted.Store(true)
+	polls <- now
+	select {
+	case <-watched.stalled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wanted tick waited for the next tick's signal")
+	}
+	if a.TickWanted() {
+		t.Error("a tick wanted once is still wanted after it ran")
+	}
+	watched.stall.Store(false)
+	close(watched.release)
+	cancel()
+	<-done
+}

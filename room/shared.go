@@ -335,6 +335,9 @@ type cluster struct {
 	// backlog holds the places admitted from memory while the store
 	// failed (on_unavailable local), written back by the room's loop.
 	backlog *roomstate.Backlog
+	// tickWanted: a poll found that this node's places no longer hold a
+	// lane's fifo counter at the pre-queue's end (Shared.TickWanted).
+	tickWanted atomic.Bool
 }
 
 // sweeper is a store whose owner deletes its expired items (boltstore).
