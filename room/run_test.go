@@ -35,16 +35,23 @@ func (s *stallingStore) PublishPopulation(ctx context.Context, key, node string,
 	return s.Store.PublishPopulation(ctx, key, node, v, until)
 }
 
-// A node whose tick waits on a slow store still polls: it adopts another
-// node's change while the tick's store calls are under way, not after
-// them.
-func TestAPollIsNotHeldBehindATick(t *testing.T) {
+// stallingBolt is a bolt store in the test's directory, and a
+// stallingStore over it.
+func stallingBolt(t *testing.T) (roomstate.Store, *stallingStore) {
+	t.Helper()
 	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bolt.Close() })
-	slow := &stallingStore{Store: bolt, stalled: make(chan struct{}, 1), release: make(chan struct{})}
+	return bolt, &stallingStore{Store: bolt, stalled: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+// A node whose tick waits on a slow store still polls: it adopts another
+// node's change while the tick's store calls are under way, not after
+// them.
+func TestAPollIsNotHeldBehindATick(t *testing.T) {
+	bolt, slow := stallingBolt(t)
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	cfg := Config{Room: "sale", Rate: 5}
@@ -86,12 +93,7 @@ func TestAPollIsNotHeldBehindATick(t *testing.T) {
 // A poll that wants a tick (TickWanted) gets one at once, not at the next
 // tick's signal: the room's rate goes unused while it waits.
 func TestAWantedTickDoesNotWaitForTheNextTick(t *testing.T) {
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
-	watched := &stallingStore{Store: bolt, stalled: make(chan struct{}, 1), release: make(chan struct{})}
+	_, watched := stallingBolt(t)
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	a := joinedNode(t, Config{Room: "sale", Rate: 5}, "a", watched, clock)
