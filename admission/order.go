@@ -580,12 +580,12 @@ func (v *View) heldAtEnd(now time.Time) bool {
 	return v.Hold > 0 && v.Clock.At(now) >= v.Hold-fifoPassBy
 }
 
-// HoldFound reports whether the fifo counter stands held at the
+// HoldFreedHere reports whether the fifo counter stands held at the
 // pre-queue's end and no place at this node holds it there any more: the
 // node then ticks at once (room.Shared.TickWanted) rather than at its next
 // tick, so the room releases the counter without waiting for the ticks'
 // cadence while its rate goes unused.
-func (r *Room) HoldFound(now time.Time) bool {
+func (r *Room) HoldFreedHere(now time.Time) bool {
 	if r.fifo == nil || !r.adaptive.Load() {
 		return false
 	}

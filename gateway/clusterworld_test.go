@@ -21,11 +21,12 @@ import (
 // and to their slots when told, so no later arrival may go in before a
 // pre-queue place, whichever node found either, and every node reads the
 // counter alike. Where nobody leaves, the counter held at the pre-queue's
-// end moves on within releaseWithin of its last place found. The draws are seeded: the same worlds every run. In "the
-// ticking node's places few" the node that ticks holds one of the room's
-// 29 waiting places near the end: the counter must still move on for the
-// places at the other nodes. In the "slow ticks" worlds each node polls
-// at the default period and its ticks' store calls take 400ms.
+// end moves on within releaseWithin of its last place found. The draws
+// are seeded: the same worlds every run. In "the ticking node's places
+// few" the node that ticks holds one of the room's 29 waiting places near
+// the end: the counter must still move on for the places at the other
+// nodes. In the "slow ticks" worlds each node polls at the default period
+// and its ticks' store calls take 400ms.
 func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of three nodes")
@@ -136,7 +137,9 @@ type boundaryVisitor struct {
 	token           string
 	leaves, claimed bool
 	pos             int64
-	found, admitted time.Time // first answered busy or admitted; admitted
+	// found is when it was first answered busy or admitted: found
+	// eligible.
+	found, admitted time.Time
 	// slotAhead is the furthest ahead of its answer a slot it was given
 	// lay.
 	slotAhead time.Duration
@@ -202,11 +205,11 @@ func (tt boundaryWorld) run(t *testing.T) {
 		// (docs/FAIRNESS.md, Known limits).
 		v0 := nodes[0].sh.Room.View(now)
 		want := v0.Clock.At(now)
-		if end := v0.RankZero + v0.PreQueue; v0.PreQueue > 0 {
-			if atEnd.IsZero() && want >= end-1e-6 {
+		if preEnd := v0.RankZero + v0.PreQueue; v0.PreQueue > 0 {
+			if atEnd.IsZero() && want >= preEnd-1e-6 {
 				atEnd = now
 			}
-			if pastEnd.IsZero() && want > end+1e-6 {
+			if pastEnd.IsZero() && want > preEnd+1e-6 {
 				pastEnd = now
 			}
 		}

@@ -381,9 +381,11 @@ func (sh *Shared) originPending() bool {
 	return originOf(sh.exportControl()) != sh.cluster.storedOrigin
 }
 
-// Poll adopts the stored control state if another node changed it. Run
-// calls it every poll period; a caller running the room in its own time
-// calls it itself. A room on memory has nothing to poll.
+// Poll adopts the stored control state if another node changed it, and
+// notes when this node's places stopped holding a fifo counter at the
+// pre-queue's end (TickWanted). Run calls it every poll period; a caller
+// running the room in its own time calls it itself, and ClusterTick after
+// it when TickWanted says so. A room on memory has nothing to poll.
 func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
 	if cl == nil {
@@ -397,8 +399,9 @@ func (sh *Shared) Poll(ctx context.Context, now time.Time) error {
 		return err
 	}
 	for _, l := range sh.lanes() {
-		if l.holding.Load() && l.room.HoldFound(now) {
+		if l.holding.Load() && l.room.HoldFreedHere(now) {
 			cl.tickWanted.Store(true)
+			break
 		}
 	}
 	return nil
@@ -420,11 +423,11 @@ func (sh *Shared) adoptNewer(c roomstate.Control, v uint64, now time.Time) error
 
 // TickWanted reports, once, whether a poll found that the fifo counter
 // stands held at the pre-queue's end and this node's places, which held it
-// there as last published, no longer do: a tick now publishes that and,
-// when no node's places hold it, releases the counter (ClusterTick) a
-// tick's cadence sooner than the next tick would, which is rate the room
-// does not use. Run ticks then; a caller running the room in its own time
-// asks after each Poll.
+// there as last published, no longer do. A tick now publishes that and,
+// when no node's places hold it, releases the counter (ClusterTick) up to
+// a tick sooner than the next tick would: the room admits nobody while
+// the counter stands there. Run ticks then; a caller running the room in
+// its own time asks after each Poll.
 func (sh *Shared) TickWanted() bool {
 	return sh.cluster != nil && sh.cluster.tickWanted.Swap(false)
 }
@@ -487,10 +490,12 @@ func (sh *Shared) publishSum(ctx context.Context, key string, v float64, now, un
 }
 
 // ClusterTick publishes this node's observations, lets the controller run
-// for the cluster when no node did within the last tick, and sets this
+// for the cluster when no node did within the last tick or when its tick
+// releases a fifo counter held at the pre-queue's end, and sets this
 // node's share of the rate from every node's demand. Run calls it once a
-// tick on a state store, as Tick on memory; a caller running the room in
-// its own time calls it itself. On memory it does nothing.
+// tick on a state store, as Tick on memory, and when a poll wants it
+// (TickWanted); a caller running the room in its own time calls it
+// itself. On memory it does nothing.
 func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	cl := sh.cluster
 	if cl == nil {

@@ -12,7 +12,8 @@ import (
 // ends. One goroutine per room, whichever front door owns it. On a state
 // store it also keeps the room in step with the other nodes: polling the
 // control state, publishing this node's observations, and ticking for the
-// cluster when no other node did.
+// cluster when no other node did (or at once, to release a fifo counter
+// held at the pre-queue's end: TickWanted).
 func (sh *Shared) Run(ctx context.Context, now func() time.Time) {
 	if sh.cluster != nil {
 		sh.runCluster(ctx, now)
@@ -47,7 +48,8 @@ func (sh *Shared) Tick(now time.Time) {
 }
 
 // runCluster keeps the room in step with its store until ctx ends: it
-// polls the control state every poll period and ticks once a second.
+// polls the control state every poll period and ticks once a second, and
+// after a poll that wants a tick (TickWanted).
 func (sh *Shared) runCluster(ctx context.Context, now func() time.Time) {
 	poll := time.NewTicker(time.Duration(sh.cluster.set.Poll))
 	defer poll.Stop()
