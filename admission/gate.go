@@ -25,7 +25,8 @@ var ErrLane = errors.New("token belongs to another lane")
 
 // Gate issues waiting tokens and decides admission attempts. It holds no
 // per-visitor state: everything about a waiting place is in its token, except
-// the ledger of places admitted or holding an admission slot.
+// the ledger of places admitted or holding an admission slot (and, while
+// one is judged, that it is).
 type Gate struct {
 	codec  *tokens.Codec
 	policy Policy
@@ -36,6 +37,8 @@ type Gate struct {
 	lotteryGrid, fifoGrid gridShape
 	// noTabPasses: see WithoutTabPasses.
 	noTabPasses bool
+	// turns judges a place's attempts at this node one at a time.
+	turns *Turns
 }
 
 // GateOption configures a Gate.
@@ -57,6 +60,12 @@ func WithoutTabPasses() GateOption {
 	return func(g *Gate) { g.noTabPasses = true }
 }
 
+// WithTurns makes the gate take a place's turns from t, shared with the
+// other gates over its ledger at this node.
+func WithTurns(t *Turns) GateOption {
+	return func(g *Gate) { g.turns = t }
+}
+
 // NewGate returns a gate signing with keys and remembering used tokens in ledger.
 func NewGate(keys *tokens.KeyRing, policy Policy, ledger queue.Ledger, opts ...GateOption) *Gate {
 	policy = policy.withDefaults()
@@ -65,6 +74,7 @@ func NewGate(keys *tokens.KeyRing, policy Policy, ledger queue.Ledger, opts ...G
 		policy: policy,
 		ledger: ledger,
 		random: rand.Reader,
+		turns:  NewTurns(),
 	}
 	g.lotteryGrid = newGridShape(policy.MinBackoff, policy.MaxBackoff, policy.BackoffShare).withPointBeforeOrigin()
 	// Evenly spaced and fine: the gate names a few of a fifo draw's points

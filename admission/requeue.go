@@ -19,6 +19,11 @@ import (
 // admitted it.
 func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now time.Time) Decision {
 	claims := admitted.Claims
+	end, err := g.turns.take(ctx, claims.Place())
+	if err != nil {
+		return g.unavailable(err, claims)
+	}
+	defer end()
 	view := room.View(now)
 	next := g.recheck(&view, claims, now)
 	// Used becomes reserved: two steps, as the ledger has no swap. Between

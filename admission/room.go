@@ -777,7 +777,7 @@ func (r *Room) paceSlot(place string, slot, now time.Time) (time.Time, bool) {
 
 // unpaceSlot gives back what paceSlot took for an attempt it passed whose
 // admission did not go through.
-func (r *Room) unpaceSlot(place string, now time.Time) { r.pacer.GiveBack(place, now) }
+func (r *Room) unpaceSlot(now time.Time) { r.pacer.GiveBack(now) }
 
 // refundAdmission gives back an admission that did not go through.
 func (r *Room) refundAdmission(now time.Time) { r.bucket.Refund(now) }

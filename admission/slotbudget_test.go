@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,12 +115,15 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			h := holdingASlot(t, tt.who)
+			// The other node: its own gate and room over the shared ledger.
+			otherGate := NewGate(testRing(t, "k1", "k1"), Policy{}, h.ledger)
 			other := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
 			slot := h.busy.Next.Claims.NextAttempt()
 			h.now = slot
+			before := h.room.pacer.Level(slot)
 			var winner Decision
 			h.ledger.race = func() {
-				winner = h.gate.Decide(ctx, other, Attempt{Token: h.first.Token, Nonce: h.nonce, Visitor: tt.who, Now: slot})
+				winner = otherGate.Decide(ctx, other, Attempt{Token: h.first.Token, Nonce: h.nonce, Visitor: tt.who, Now: slot})
 			}
 			loser := h.gate.Decide(ctx, h.room, Attempt{Token: h.busy.Next.Token, Nonce: h.nonce, Visitor: tt.who, Now: slot})
 			if winner.Outcome != OutcomeAdmit {
@@ -131,8 +135,8 @@ func TestARacingVersionGetsAnotherVersionsPassOnlyForItsLogin(t *testing.T) {
 			if loser.Outcome == OutcomeAdmit && loser.PassClaims.ID != winner.PassClaims.ID {
 				t.Fatalf("the login's other version got pass %s, want the winner's %s", loser.PassClaims.ID, winner.PassClaims.ID)
 			}
-			if n := h.room.pacer.InFlight(); n != 0 {
-				t.Fatalf("%d places in flight on the losing node", n)
+			if after := h.room.pacer.Level(slot); after != before {
+				t.Fatalf("the losing node's pacer held %.3f tokens before and %.3f after: want the loser's token given back", before, after)
 			}
 		})
 	}
@@ -308,4 +312,110 @@ func TestLatenessCountsFromTheLaterOfFoundAndTold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lookupBarrier is a ledger that closes all once want look-ups of a round
+// were made.
+type lookupBarrier struct {
+	*queue.MemoryLedger
+	mu        sync.Mutex
+	want, got int
+	all       chan struct{}
+}
+
+func (l *lookupBarrier) round(want int) {
+	l.want, l.got, l.all = want, 0, make(chan struct{})
+}
+
+func (l *lookupBarrier) Lookup(ctx context.Context, id string) (queue.Place, error) {
+	l.mu.Lock()
+	if l.got++; l.got == l.want {
+		close(l.all)
+	}
+	l.mu.Unlock()
+	return l.MemoryLedger.Lookup(ctx, id)
+}
+
+// racedBudget is a shared budget with an admission at the moment asked
+// that gives it only once every attempt of the round has looked its place
+// up, or after a bound: attempts judged side by side all take one then.
+type racedBudget struct {
+	ledger        *lookupBarrier
+	mu            sync.Mutex
+	took, refunds int
+}
+
+func (b *racedBudget) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
+	select {
+	case <-b.ledger.all:
+	case <-time.After(time.Second): // judged one after another
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.took++
+	return later(at, now), true, nil
+}
+
+func (b *racedBudget) Refund(time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refunds++
+}
+
+func (b *racedBudget) Lapse(time.Time, time.Time) {}
+
+// TestALoginsTabsPresentingTogetherTakeOneAdmission: six tabs of one login,
+// each with its own token, present together at every checkpoint at one
+// node. When the place is found eligible one tab takes the budget's
+// admission; the others find the place used and take none, so none is
+// given back to go to a place this node finds later (on several nodes,
+// after places found sooner elsewhere were given later slots).
+func TestALoginsTabsPresentingTogetherTakeOneAdmission(t *testing.T) {
+	const tabs = 6
+	ctx := context.Background()
+	ledger := &lookupBarrier{MemoryLedger: queue.NewMemoryLedger(100, func() time.Time { return t0 })}
+	gate := NewGate(testRing(t, "k1", "k1"), Policy{}, ledger, WithRandom(newSeeded(7)))
+	room := testRoom(t, func(c *RoomConfig) { c.Rate = 1; c.Burst = 1 })
+	budget := &racedBudget{ledger: ledger}
+	room.SetQuota(budget)
+	who := Visitor{Subject: "user-1"}
+	versions, nonces := make([]string, tabs), make([]string, tabs)
+	var at time.Time
+	for i := range tabs {
+		tk, err := gate.Issue(room, who, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[i], nonces[i], at = tk.Token, solve(t, tk.Claims), tk.Claims.NextAttempt()
+	}
+	for range 1000 {
+		ledger.round(tabs)
+		ds := make([]Decision, tabs)
+		var wg sync.WaitGroup
+		for i := range tabs {
+			wg.Go(func() {
+				ds[i] = gate.Decide(ctx, room, Attempt{Token: versions[i], Nonce: nonces[i], Visitor: who, Now: at})
+			})
+		}
+		wg.Wait()
+		if ds[0].Outcome != OutcomeWait {
+			for i, d := range ds {
+				if d.Outcome != OutcomeAdmit || d.PassClaims.ID != ds[0].PassClaims.ID {
+					t.Fatalf("tab %d: %v (%v), want admitted with the login's one pass", i, d.Outcome, d.Err)
+				}
+			}
+			if budget.took != 1 || budget.refunds != 0 {
+				t.Fatalf("the tabs took %d admissions and gave %d back, want 1 and 0", budget.took, budget.refunds)
+			}
+			return
+		}
+		for i, d := range ds {
+			if d.Outcome != OutcomeWait || !d.Next.Claims.NextAttempt().Equal(ds[0].Next.Claims.NextAttempt()) {
+				t.Fatalf("tab %d: %v at %v, want waiting with tab 0 (%v)", i, d.Outcome, d.Next.Claims, ds[0].Next.Claims)
+			}
+			versions[i] = d.Next.Token
+		}
+		at = ds[0].Next.Claims.NextAttempt()
+	}
+	t.Fatal("never found eligible")
 }

@@ -91,19 +91,19 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 	}
 	used, err := g.usedBy(token, now)
 	if err != nil {
-		room.unpaceSlot(claims.Place(), now)
+		room.unpaceSlot(now)
 		return g.unavailable(err, claims)
 	}
 	ok, err := g.ledger.Use(ctx, claims.Place(), used)
 	switch {
 	case err != nil:
-		room.unpaceSlot(claims.Place(), now)
+		room.unpaceSlot(now)
 		return g.unavailable(fmt.Errorf("using reserved place: %w", err), claims)
 	case !ok:
 		// Another version of the place got there first: the login's
 		// other tab, or the answer to this one's lost attempt. The
 		// place's one admission of the shared budget went with it.
-		room.unpaceSlot(claims.Place(), now)
+		room.unpaceSlot(now)
 		held, err := g.ledger.Lookup(ctx, claims.Place())
 		if err != nil {
 			return g.unavailable(fmt.Errorf("looking up place: %w", err), claims)

@@ -28,6 +28,9 @@ type Shared struct {
 	// memory is the ledger of state_store memory, and the fallback of
 	// on_unavailable local.
 	memory *queue.MemoryLedger
+	// turns judges a place's attempts one at a time at this node, through
+	// every door.
+	turns *admission.Turns
 	// cluster links the room to its state store; nil on memory.
 	cluster *cluster
 	clock   func() time.Time
@@ -135,6 +138,7 @@ func newShared(cfg Config, clock func() time.Time) (*Shared, error) {
 		Room:    lanes[0].room,
 		Ledger:  memory,
 		memory:  memory,
+		turns:   admission.NewTurns(),
 		clock:   clock,
 		applied: appliedOf(s),
 		rate:    s.Rate,

@@ -24,21 +24,15 @@ import (
 //
 // Every token taken is held by one thing at a time: a re-spaced slot still
 // to come (due), or the one attempt that passed, until its place is
-// admitted or the attempt gives it back (GiveBack). While an attempt for a
-// place holds a token, another version of the place (a tab of the same
-// login, presented at the same slot) takes none: it is told to come back a
-// moment later, when the first has either admitted the place (and it gets
-// the same pass) or given the token back (and it passes in its turn), or
-// could no longer be in flight (pacerInFlight). A place is one admission,
-// so it is never re-spaced behind itself.
+// admitted or the attempt gives it back (GiveBack). A place's attempts are
+// judged one at a time at a node (admission.Turns), so a version presented
+// beside another finds the place admitted rather than taking a token of
+// its own: a place is one admission, never re-spaced behind itself.
 type Pacer struct {
 	mu     sync.Mutex
 	bucket *Bucket
 	due    map[string]time.Time // re-spaced slots still to come
-	// inflight holds, per place, when the attempt that passed and has
-	// neither admitted it nor given its token back passed.
-	inflight map[string]time.Time
-	purged   time.Time
+	purged time.Time
 	// rate and burst as last set (the bucket's burst is pacerBurst's).
 	rate, burst float64
 }
@@ -51,25 +45,13 @@ type Pacer struct {
 // admits two seconds more at the old spacing.
 const PacerSlack = 2 * time.Second
 
-// PacerRaceWait is how much later a version of a place is asked to come
-// back while another version's admission of the place is in flight: about
-// one ledger write.
-const PacerRaceWait = 100 * time.Millisecond
-
-// pacerInFlight is how long an attempt that passed holds off its place's
-// other versions: far longer than its ledger writes take, so that one that
-// never settled (a panic in a store call) does not hold the place forever.
-// Past it, another version takes a token of its own, and the one of the two
-// that loses the ledger's Use gives it back.
-const pacerInFlight = 10 * time.Second
-
 // pacerForget is how long past its due a re-spaced slot is remembered for
 // a place that did not come back for it.
 const pacerForget = time.Hour
 
 // NewPacer returns a pacer at rate, its burst at least PacerSlack of it.
 func NewPacer(rate, burst float64, now time.Time) *Pacer {
-	return &Pacer{bucket: newBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, inflight: map[string]time.Time{}, rate: rate, burst: burst}
+	return &Pacer{bucket: newBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
@@ -113,22 +95,19 @@ func (p *Pacer) SetRate(rate, burst float64, now time.Time) {
 func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if since, ok := p.inflight[place]; ok && now.Sub(since) < pacerInFlight {
-		return now.Add(PacerRaceWait), false
-	}
 	if due, ok := p.due[place]; ok {
 		if now.Before(due) {
 			return due, false
 		}
 		delete(p.due, place) // this attempt holds the slot's token now
-		return p.passed(place, now)
+		return now, true
 	}
 	due := p.bucket.reserve(now)
 	if !due.After(now) {
-		return p.passed(place, now)
+		return now, true
 	}
 	if now.Sub(slot) > PacerSlack && p.rate > 0 && due.Sub(now).Seconds() <= pacerBurst(p.rate, p.burst)/p.rate {
-		return p.passed(place, now)
+		return now, true
 	}
 	if now.Sub(p.purged) > pacerForget {
 		p.purged = now
@@ -137,29 +116,17 @@ func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 				delete(p.due, id)
 			}
 		}
-		for id, since := range p.inflight {
-			if now.Sub(since) > pacerForget {
-				delete(p.inflight, id)
-			}
-		}
 	}
 	p.due[place] = due
 	return due, false
 }
 
-// passed records an attempt for place that holds a token now.
-func (p *Pacer) passed(place string, now time.Time) (time.Time, bool) {
-	p.inflight[place] = now
-	return now, true
-}
-
-// GiveBack returns the token an attempt for place that passed holds: its
-// admission did not go through.
-func (p *Pacer) GiveBack(place string, now time.Time) {
+// GiveBack returns the token an attempt that passed holds: its admission
+// did not go through.
+func (p *Pacer) GiveBack(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bucket.Refund(now)
-	delete(p.inflight, place)
 }
 
 // Admitted forgets place's re-spaced slot, if a version of its token
@@ -168,7 +135,6 @@ func (p *Pacer) GiveBack(place string, now time.Time) {
 func (p *Pacer) Admitted(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.inflight, place)
 	if _, ok := p.due[place]; ok {
 		delete(p.due, place)
 		p.bucket.Refund(now)
@@ -178,11 +144,3 @@ func (p *Pacer) Admitted(place string, now time.Time) {
 // Level is the number of the pacer's tokens available at now (negative:
 // the debt of the re-spaced slots not yet due).
 func (p *Pacer) Level(now time.Time) float64 { return p.bucket.Level(now) }
-
-// InFlight is how many places have an attempt that passed the pacer and
-// has neither admitted its place nor given its token back.
-func (p *Pacer) InFlight() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.inflight)
-}
