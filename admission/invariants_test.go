@@ -418,9 +418,13 @@ func TestRacingClaimsOfOnePlaceAreAnsweredAlike(t *testing.T) {
 		answers := make([]Decision, n)
 		var wg sync.WaitGroup
 		for i := range n {
+			// Each racer on a gate of its own, as at another node: one
+			// gate's turns would judge them one after another.
+			racer := *g
+			racer.turns = NewTurns()
 			wg.Go(func() {
 				at := tk.Claims.NextAttempt().Add(time.Duration(i) * 20 * time.Millisecond)
-				answers[i] = g.Decide(context.Background(), room, Attempt{Token: tk.Token, Nonce: nonce, Visitor: who, Now: at})
+				answers[i] = racer.Decide(context.Background(), room, Attempt{Token: tk.Token, Nonce: nonce, Visitor: who, Now: at})
 			})
 		}
 		wg.Wait()

@@ -19,7 +19,11 @@ import (
 // admitted it.
 func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now time.Time) Decision {
 	claims := admitted.Claims
-	end, err := g.turns.take(ctx, claims.Place())
+	// The requeue runs to its end whether the visitor waits for its
+	// answer or not: stopped between its steps it would leave the place
+	// used without a pass delivered. Each store call has its own deadline.
+	ctx = context.WithoutCancel(ctx)
+	end, _, err := g.turns.take(ctx, claims.Place())
 	if err != nil {
 		return g.unavailable(err, claims)
 	}

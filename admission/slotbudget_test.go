@@ -338,7 +338,8 @@ func (l *lookupBarrier) Lookup(ctx context.Context, id string) (queue.Place, err
 
 // racedBudget is a shared budget with an admission at the moment asked
 // that gives it only once every attempt of the round has looked its place
-// up, or after a bound: attempts judged side by side all take one then.
+// up, or after 250 ms (attempts judged one after another never all look
+// it up first): attempts judged side by side all take one then.
 type racedBudget struct {
 	ledger        *lookupBarrier
 	mu            sync.Mutex
@@ -348,7 +349,7 @@ type racedBudget struct {
 func (b *racedBudget) Reserve(_ context.Context, at, now time.Time) (time.Time, bool, error) {
 	select {
 	case <-b.ledger.all:
-	case <-time.After(time.Second): // judged one after another
+	case <-time.After(250 * time.Millisecond): // judged one after another
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

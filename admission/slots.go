@@ -114,8 +114,9 @@ func (g *Gate) useSlot(ctx context.Context, room *Room, view *View, claims *toke
 		case queue.PlaceReserved:
 			return g.wait(view, claims, OutcomeBusy, ceilMilli(later(held.Slot, now)), now)
 		}
-		// Released since its look-up: a requeue under way (Gate.Requeue
-		// holds it again at once). The place is kept; it asks again.
+		// Released since its look-up: a requeue under way at another node
+		// (Gate.Requeue holds it again at once). The place is kept; it
+		// asks again.
 		return g.unavailable(errPlaceReleased, claims)
 	}
 	room.slots.forget(claims.Place())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestATurnEndsForTheNextAttemptOrItsContext: a place's second attempt
@@ -12,23 +13,25 @@ import (
 func TestATurnEndsForTheNextAttemptOrItsContext(t *testing.T) {
 	ctx := context.Background()
 	tt := NewTurns()
-	end, err := tt.take(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
+	end, waited, err := tt.take(ctx, "a")
+	if err != nil || waited {
+		t.Fatalf("the first attempt: waited %v, %v", waited, err)
 	}
-	endB, err := tt.take(ctx, "b")
-	if err != nil {
-		t.Fatalf("another place waited: %v", err)
+	endB, waited, err := tt.take(ctx, "b")
+	if err != nil || waited {
+		t.Fatalf("another place: waited %v, %v", waited, err)
 	}
 	endB()
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := tt.take(gone, "a"); !errors.Is(err, context.Canceled) {
+	if _, _, err := tt.take(gone, "a"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a second attempt with its context ended: %v, want canceled", err)
 	}
-	taken := make(chan error)
+	taken := make(chan error, 1)
+	bounded, cancelWait := context.WithTimeout(ctx, 10*time.Second) // a turn never ended fails, not hangs
+	defer cancelWait()
 	go func() {
-		end2, err := tt.take(ctx, "a")
+		end2, _, err := tt.take(bounded, "a")
 		if err == nil {
 			end2()
 		}

@@ -164,8 +164,15 @@ func (g *Gateway) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		g.writeClosedJSON(w, r)
 	default:
 		reason := "ledger"
-		if d.Outcome != admission.OutcomeUnavailable {
+		switch {
+		case d.Outcome != admission.OutcomeUnavailable:
 			reason = "unavailable"
+		case r.Context().Err() != nil:
+			// The visitor went away while its attempt waited: nothing
+			// failed, and nobody reads the answer.
+			g.metrics.answered(endpointAdmit, d.Outcome.String(), "canceled")
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the request ended before its answer")
+			return
 		}
 		g.metrics.answered(endpointAdmit, d.Outcome.String(), reason)
 		g.log.Error("admission unavailable", zap.String("room", g.cfg.Room), zap.Error(d.Err))

@@ -165,6 +165,7 @@ var answerSeries = []answerKey{
 	{endpointAdmit, "closed", "closed"},
 	{endpointAdmit, "unavailable", "starting"},
 	{endpointAdmit, "unavailable", "ledger"},
+	{endpointAdmit, "unavailable", "canceled"},
 	{endpointAdmit, "unavailable", "hook_failed"},
 	{endpointAdmit, "unavailable", "requeue"},
 	{endpointAdmit, "error", "internal"},

@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fairgate/fairgate/admission"
@@ -27,7 +28,7 @@ func (sh *Shared) Door(s Settings, opts ...admission.GateOption) (d *Door, gener
 	if err != nil {
 		return nil, false, fmt.Errorf("loading keys: %w", err)
 	}
-	return &Door{shared: sh, gate: admission.NewGate(ring, s.policy(), sh.Ledger, append(opts, admission.WithTurns(sh.turns))...)}, generated, nil
+	return &Door{shared: sh, gate: admission.NewGate(ring, s.policy(), sh.Ledger, slices.Concat(opts, []admission.GateOption{admission.WithTurns(sh.turns)})...)}, generated, nil
 }
 
 // View is the named lane's room as it stands at now.

@@ -129,9 +129,9 @@ func (p *Pacer) GiveBack(now time.Time) {
 	p.bucket.Refund(now)
 }
 
-// Admitted forgets place's re-spaced slot, if a version of its token
-// presented with the admitted one took one, and returns its token: the
-// place is in and will not come for it.
+// Admitted forgets place's re-spaced slot, if a version of its token took
+// one (here, while another version was admitted at another node), and
+// returns its token: the place is in and will not come for it.
 func (p *Pacer) Admitted(place string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
