@@ -287,21 +287,34 @@ func placeAdmitted(vs []*visitor) func(*visitor) time.Time {
 // maxTraced is how many later arrivals a boundary trace names.
 const maxTraced = 5
 
-// boundaryTrace is the pre-queue's last place's answers and the first
-// later arrivals admitted before it, times from the start.
+// boundaryTrace is the pre-queue's last place's answers and those of the
+// first later arrivals admitted before it, each with the node that gave
+// it (which node found a place eligible is what tells an order the store
+// kept from one a node's held admissions turned), times from the start.
 func boundaryTrace(start time.Time, last *visitor, before []*visitor, admitted func(*visitor) time.Time) []string {
 	rel := func(t time.Time) string { return fmt.Sprintf("%+.2fs", t.Sub(start).Seconds()) }
 	out := []string{fmt.Sprintf("last pre-queue place %s (draw %.4f), admitted %s", last.ID, last.Lottery, rel(admitted(last)))}
-	for _, e := range last.Events {
+	out = append(out, eventLines(last, rel)...)
+	sort.Slice(before, func(i, j int) bool { return admitted(before[i]).Before(admitted(before[j])) })
+	for _, v := range before[:min(len(before), maxTraced)] {
+		out = append(out, fmt.Sprintf("later arrival %s took %s, admitted %s", v.ID, rel(v.Took), rel(admitted(v))))
+		out = append(out, eventLines(v, rel)...)
+	}
+	return out
+}
+
+// eventLines are v's requests and answers, each with its tab's node.
+func eventLines(v *visitor, rel func(time.Time) string) []string {
+	out := make([]string, 0, len(v.Events))
+	for _, e := range v.Events {
 		line := fmt.Sprintf("  %s sent %s answered %s: %d %s", e.Path, rel(e.Sent), rel(e.At), e.Status, e.Outcome)
 		if e.Nxt != 0 {
 			line += " next " + rel(time.UnixMilli(e.Nxt))
 		}
+		if e.Tab >= 0 && e.Tab < len(v.Nodes) {
+			line += fmt.Sprintf(" (node %d)", v.Nodes[e.Tab]+1)
+		}
 		out = append(out, line)
-	}
-	sort.Slice(before, func(i, j int) bool { return admitted(before[i]).Before(admitted(before[j])) })
-	for _, v := range before[:min(len(before), maxTraced)] {
-		out = append(out, fmt.Sprintf("later arrival %s took %s, admitted %s", v.ID, rel(v.Took), rel(admitted(v))))
 	}
 	return out
 }

@@ -92,13 +92,17 @@ func TestFifoOrderAndPreQueue(t *testing.T) {
 		// Post-start, admitted before the last pre-queue place.
 		admittedVisitor("e", "e", honest, -1, 60, 10),
 	}
+	vs[len(vs)-1].Nodes = []int{2} // its one tab at the third node
 	res := &results{Config: config{LuckWindow: 5 * time.Second}}
 	res.fifo(vs)
 	if res.PostBeforePre != 1 || res.PreQueueHonest != 2 {
 		t.Fatalf("post before pre %d, pre-queue %d", res.PostBeforePre, res.PreQueueHonest)
 	}
-	if tr := res.BoundaryTrace; len(tr) < 2 || !strings.Contains(tr[0], "pre2") || !strings.Contains(tr[len(tr)-1], "later arrival e") {
-		t.Fatalf("boundary trace %q: want the last pre-queue place (pre2) first and the later arrival e last", tr)
+	if tr := res.BoundaryTrace; len(tr) < 2 || !strings.Contains(tr[0], "pre2") || !slices.ContainsFunc(tr[1:], func(l string) bool { return strings.Contains(l, "later arrival e") }) {
+		t.Fatalf("boundary trace %q: want the last pre-queue place (pre2) first and the later arrival e after it", tr)
+	}
+	if tr := res.BoundaryTrace; !strings.HasSuffix(tr[len(tr)-1], "(node 3)") {
+		t.Fatalf("boundary trace %q: want the later arrival's answers last, each with its node (3)", tr)
 	}
 	b := res.Fifo[0]
 	if b.Pairs != 2 || b.P != 0.5 || b.Rule < 0.509 || b.Rule > 0.511 {
