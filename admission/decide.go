@@ -177,14 +177,11 @@ func (g *Gate) regrid(ctx context.Context, room *Room, view *View, claims *token
 // judge decides an attempt at or after its checkpoint; token is the
 // version presented (a used place's record names the one admitted).
 func (g *Gate) judge(ctx context.Context, room *Room, view *View, claims *tokens.WaitClaims, token string, now time.Time) Decision {
-	end, waited, err := g.turns.take(ctx, claims.Place())
+	end, err := g.turns.take(ctx, claims.Place())
 	if err != nil {
 		return g.unavailable(err, claims)
 	}
 	defer end()
-	if waited {
-		*view = room.View(now) // a pause or close made meanwhile holds
-	}
 	// The ledger first: a used or reserved place is answered from its
 	// record, whatever version of its token is presented.
 	place, err := g.ledger.Lookup(ctx, claims.Place())

@@ -23,7 +23,7 @@ func (g *Gate) Requeue(ctx context.Context, room *Room, admitted Decision, now t
 	// answer or not: stopped between its steps it would leave the place
 	// used without a pass delivered. Each store call has its own deadline.
 	ctx = context.WithoutCancel(ctx)
-	end, _, err := g.turns.take(ctx, claims.Place())
+	end, err := g.turns.take(ctx, claims.Place())
 	if err != nil {
 		return g.unavailable(err, claims)
 	}

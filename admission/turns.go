@@ -23,9 +23,8 @@ type Turns struct {
 // NewTurns returns turns with no place judged.
 func NewTurns() *Turns { return &Turns{busy: make(map[string]chan struct{})} }
 
-// take waits for place's turn, until ctx ends, and returns how to end it
-// and whether it waited.
-func (t *Turns) take(ctx context.Context, place string) (end func(), waited bool, err error) {
+// take waits for place's turn, until ctx ends, and returns how to end it.
+func (t *Turns) take(ctx context.Context, place string) (end func(), err error) {
 	for {
 		t.mu.Lock()
 		other, ok := t.busy[place]
@@ -38,14 +37,13 @@ func (t *Turns) take(ctx context.Context, place string) (end func(), waited bool
 				delete(t.busy, place)
 				t.mu.Unlock()
 				close(done)
-			}, waited, nil
+			}, nil
 		}
 		t.mu.Unlock()
-		waited = true
 		select {
 		case <-other:
 		case <-ctx.Done():
-			return nil, true, fmt.Errorf("waiting for another attempt of the place: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("waiting for another attempt of the place: %w", context.Cause(ctx))
 		}
 	}
 }

@@ -13,25 +13,25 @@ import (
 func TestATurnEndsForTheNextAttemptOrItsContext(t *testing.T) {
 	ctx := context.Background()
 	tt := NewTurns()
-	end, waited, err := tt.take(ctx, "a")
-	if err != nil || waited {
-		t.Fatalf("the first attempt: waited %v, %v", waited, err)
+	end, err := tt.take(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
 	}
-	endB, waited, err := tt.take(ctx, "b")
-	if err != nil || waited {
-		t.Fatalf("another place: waited %v, %v", waited, err)
+	endB, err := tt.take(ctx, "b")
+	if err != nil {
+		t.Fatalf("another place waited: %v", err)
 	}
 	endB()
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := tt.take(gone, "a"); !errors.Is(err, context.Canceled) {
+	if _, err := tt.take(gone, "a"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a second attempt with its context ended: %v, want canceled", err)
 	}
 	taken := make(chan error, 1)
 	bounded, cancelWait := context.WithTimeout(ctx, 10*time.Second) // a turn never ended fails, not hangs
 	defer cancelWait()
 	go func() {
-		end2, _, err := tt.take(bounded, "a")
+		end2, err := tt.take(bounded, "a")
 		if err == nil {
 			end2()
 		}
