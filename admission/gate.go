@@ -61,7 +61,7 @@ func WithoutTabPasses() GateOption {
 }
 
 // WithTurns makes the gate take a place's turns from t, shared with the
-// other gates over its ledger at this node.
+// other gates judging the room's places at this node (Turns).
 func WithTurns(t *Turns) GateOption {
 	return func(g *Gate) { g.turns = t }
 }
