@@ -161,6 +161,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		LuckWindow: waitroom.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
 		Nodes: o.nodes, Weights: weights, Leavers: o.leavers}, clock.all())
 	res.Wall = time.Since(started).Round(time.Second).String()
+	res.NodeLog = r.problems()
 	res.Notes = append(res.Notes, notes...)
 	if runCtx.Err() != nil && time.Now().After(end) {
 		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(saleStart)))

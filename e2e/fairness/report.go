@@ -120,15 +120,22 @@ type results struct {
 	// BoundaryTrace, when later arrivals went in before the pre-queue's
 	// last place, is that place's answers and the first of those
 	// arrivals, so a rare failure can be read from the report alone.
-	BoundaryTrace []string      `json:"boundary_trace,omitempty"`
-	Leavers       *leaverRow    `json:"leavers,omitempty"`
-	Windows       []window      `json:"windows"`
-	ByNode        []nodeRow     `json:"by_node,omitempty"`
-	Rule          []ruleRow     `json:"rule_oracle,omitempty"`
-	ClockSamples  []clockSample `json:"clock_samples,omitempty"`
-	Targets       []target      `json:"targets"`
-	Notes         []string      `json:"notes,omitempty"`
-	Visitors      []*visitor    `json:"visitors"`
+	BoundaryTrace []string `json:"boundary_trace,omitempty"`
+	// SlotTrace, when slots were lost, is the answers of the first
+	// visitors who lost one, each with its node.
+	SlotTrace []string `json:"slot_trace,omitempty"`
+	// NodeLog is each node's warnings and errors (the first few), kept
+	// for a failed run's report: a stalled store or a node's refusals
+	// show there, not in the visitors' answers.
+	NodeLog      []string      `json:"node_log,omitempty"`
+	Leavers      *leaverRow    `json:"leavers,omitempty"`
+	Windows      []window      `json:"windows"`
+	ByNode       []nodeRow     `json:"by_node,omitempty"`
+	Rule         []ruleRow     `json:"rule_oracle,omitempty"`
+	ClockSamples []clockSample `json:"clock_samples,omitempty"`
+	Targets      []target      `json:"targets"`
+	Notes        []string      `json:"notes,omitempty"`
+	Visitors     []*visitor    `json:"visitors"`
 }
 
 // place is one tab's token: when it was taken, when it went in, and when
@@ -147,6 +154,7 @@ func analyse(vs []*visitor, c config, samples []clockSample) *results {
 		res.Rule = ruleOracle(vs, samples)
 	}
 	res.twins(vs)
+	var lost []*visitor
 	for _, v := range vs {
 		for _, e := range v.Events {
 			if v.followsPage() && e.Expired {
@@ -156,6 +164,12 @@ func analyse(vs []*visitor, c config, samples []clockSample) *results {
 				res.SlotsLost++
 			}
 		}
+		if slices.ContainsFunc(v.Events, func(e event) bool { return e.SlotLost }) {
+			lost = append(lost, v)
+		}
+	}
+	if len(lost) > 0 {
+		res.SlotTrace = slotTrace(c.SaleStart, lost)
 	}
 	res.passes(vs)
 	res.StayersWaiting = stayersWaiting(vs)
@@ -303,6 +317,24 @@ func boundaryTrace(start time.Time, last *visitor, before []*visitor, admitted f
 	return out
 }
 
+// slotTrace is the answers of the first visitors (by the moment of their
+// first lost slot) who were answered wait, or a later slot, at a slot a
+// busy answer gave them, times from the start.
+func slotTrace(start time.Time, lost []*visitor) []string {
+	rel := func(t time.Time) string { return fmt.Sprintf("%+.2fs", t.Sub(start).Seconds()) }
+	firstLost := func(v *visitor) time.Time {
+		i := slices.IndexFunc(v.Events, func(e event) bool { return e.SlotLost })
+		return v.Events[i].At
+	}
+	sort.Slice(lost, func(i, j int) bool { return firstLost(lost[i]).Before(firstLost(lost[j])) })
+	var out []string
+	for _, v := range lost[:min(len(lost), maxTraced)] {
+		out = append(out, fmt.Sprintf("%s (%s, took %s) lost a slot at %s", v.ID, v.Strategy, rel(v.Took), rel(firstLost(v))))
+		out = append(out, eventLines(v, rel)...)
+	}
+	return out
+}
+
 // eventLines are v's requests and answers, each with its tab's node.
 func eventLines(v *visitor, rel func(time.Time) string) []string {
 	out := make([]string, 0, len(v.Events))
@@ -313,6 +345,9 @@ func eventLines(v *visitor, rel func(time.Time) string) []string {
 		}
 		if e.Tab >= 0 && e.Tab < len(v.Nodes) {
 			line += fmt.Sprintf(" (node %d)", v.Nodes[e.Tab]+1)
+		}
+		if e.SlotLost {
+			line += " LOST"
 		}
 		out = append(out, line)
 	}
@@ -707,7 +742,11 @@ func (res *results) print(w io.Writer, skip []string) int {
 		fmt.Fprintf(w, "  %-16s %5d %5d %9s %9s %9s %8d %12d %12d\n", r.Strategy, r.Pairs, r.Both,
 			secsText(r.Median), secsText(r.Min), secsText(r.Max), r.Ahead, r.HonestMissing, r.StratMissing)
 	}
-	fmt.Fprintf(w, "\nhonest tokens expired: %d\nslots lost: %d\nhonest visitors who stayed, not admitted: %d\n", res.HonestExpired, res.SlotsLost, res.StayersWaiting)
+	fmt.Fprintf(w, "\nhonest tokens expired: %d\nslots lost: %d\n", res.HonestExpired, res.SlotsLost)
+	for _, line := range res.SlotTrace {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+	fmt.Fprintf(w, "honest visitors who stayed, not admitted: %d\n", res.StayersWaiting)
 	var hist []string
 	for n := range 10 {
 		if k := res.PassesHistogram[n]; k > 0 {
@@ -769,6 +808,12 @@ func (res *results) print(w io.Writer, skip []string) int {
 			failed++
 		}
 		fmt.Fprintf(w, "  %s %-34s %s\n", verdict, t.Name, t.Detail)
+	}
+	if failed > 0 && len(res.NodeLog) > 0 {
+		fmt.Fprintf(w, "\nnodes' warnings and errors:\n")
+		for _, line := range res.NodeLog {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
 	}
 	return failed
 }

@@ -80,6 +80,25 @@ func TestPassesPerLogin(t *testing.T) {
 	}
 }
 
+func TestLostSlotsAreTracedWithTheirNodes(t *testing.T) {
+	kept := admittedVisitor("kept", "k", honest, -1, 1, 9)
+	lost := admittedVisitor("lost", "l", honest, -1, 2, 12)
+	lost.Nodes = []int{1}
+	lost.record(event{Path: "/admit", Status: 429, Outcome: "busy", At: at(3), Nxt: at(6).UnixMilli()})
+	lost.record(event{Path: "/admit", Status: 429, Outcome: "wait", At: at(6), SlotLost: true})
+	res := analyse([]*visitor{kept, lost}, config{Order: "lottery", SaleStart: at(0)}, nil)
+	if res.SlotsLost != 1 {
+		t.Fatalf("slots lost %d, want 1", res.SlotsLost)
+	}
+	tr := res.SlotTrace
+	if len(tr) < 2 || !strings.HasPrefix(tr[0], "lost ") || slices.ContainsFunc(tr, func(l string) bool { return strings.Contains(l, "kept") }) {
+		t.Fatalf("slot trace %q: want the visitor who lost a slot, and only it", tr)
+	}
+	if !slices.ContainsFunc(tr, func(l string) bool { return strings.HasSuffix(l, "wait (node 2) LOST") }) {
+		t.Fatalf("slot trace %q: want the lost answer marked, with its node (2)", tr)
+	}
+}
+
 func TestFifoOrderAndPreQueue(t *testing.T) {
 	vs := []*visitor{
 		admittedVisitor("pre1", "p1", honest, -1, -5, 3),

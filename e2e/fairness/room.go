@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -259,6 +260,36 @@ func (r *room) stop() {
 		defer cancel()
 		_ = r.origin.Shutdown(ctx)
 	}
+}
+
+// maxLogLines is how many of its warnings and errors a node's log gives
+// the report.
+const maxLogLines = 10
+
+// problems is the first warnings and errors of each node's log (zap's
+// JSON lines), each line named by its node, and how many more there were.
+func (r *room) problems() []string {
+	var out []string
+	for i, path := range r.logPaths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			out = append(out, fmt.Sprintf("node %d: %v", i+1, err))
+			continue
+		}
+		n := 0
+		for line := range strings.Lines(string(b)) {
+			if !strings.Contains(line, `"level":"warn"`) && !strings.Contains(line, `"level":"error"`) {
+				continue
+			}
+			if n++; n <= maxLogLines {
+				out = append(out, fmt.Sprintf("node %d: %s", i+1, strings.TrimSpace(line)))
+			}
+		}
+		if n > maxLogLines {
+			out = append(out, fmt.Sprintf("node %d: %d more", i+1, n-maxLogLines))
+		}
+	}
+	return out
 }
 
 // login is the site's login cookie for subject, an HS256 JWT the room's
