@@ -13,14 +13,16 @@ import (
 // A slot is a time, fixed when the bucket gave it at the rate of that
 // moment. Cut the rate and the slots already given would still come due
 // at the old spacing. So a place arriving at its slot also takes one from
-// the pacer, a second bucket at the current rate: while the slots come at
-// the rate (the bucket's own spacing), it always has one, as its burst
-// covers the network's spread of the arrivals; after a cut it re-spaces the
-// remaining slot holders at the new rate, each in the order it presented
-// at its slot, so nobody overtakes a slot due before theirs (they cannot
-// present before it). A re-spaced due time is remembered per place, so
-// every version of its token is given the same one, and each place takes
-// from the pacer once.
+// the pacer, a second bucket at the current rate, counted at its slot
+// (Pass): while the slots come at the rate (the bucket's own spacing), it
+// always has one, as its burst covers the network's spread of the
+// arrivals and counting at the slot covers holders bunched by a stall (a
+// node or its visitors starved of CPU for seconds); after a cut it
+// re-spaces the remaining slot holders at the new rate, each in the order
+// it presented at its slot, so nobody overtakes a slot due before theirs
+// (they cannot present before it). A re-spaced due time is remembered per
+// place, so every version of its token is given the same one, and each
+// place takes from the pacer once.
 //
 // Every token taken is held by one thing at a time: a re-spaced slot still
 // to come (due), or the one attempt that passed, until its place is
@@ -85,6 +87,16 @@ func (p *Pacer) SetRate(rate, burst float64, now time.Time) {
 // Pass reports whether place, whose slot came at slot, may be admitted
 // now; if not, when its re-spaced slot is.
 //
+// The pacer counts a holder at its slot, not when it arrived, up to
+// PacerSlack before now: lateness within the slack is not the holder's
+// (the network's spread, or a stall of the node or of its visitors, whose
+// holders then arrive together), and counted on arrival a stall's
+// holders overdrew the pacer, so every holder after them was re-spaced
+// by the stall for as long as slots kept coming at the rate. Counting
+// further back would let a crowd presenting late go in beside the rate.
+// So a stall of up to the slack plus the burst (four seconds at the
+// least burst) costs no slot.
+//
 // A holder presenting more than PacerSlack after its slot takes its token
 // on credit, the pacer owing at most a burst. Re-spaced by a second, such
 // a page (a background tab whose timers fire once a minute) would come
@@ -102,7 +114,7 @@ func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 		delete(p.due, place) // this attempt holds the slot's token now
 		return now, true
 	}
-	due := p.bucket.reserve(now)
+	due := p.bucket.reserve(later(earlier(slot, now), now.Add(-PacerSlack)))
 	if !due.After(now) {
 		return now, true
 	}
@@ -119,6 +131,14 @@ func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 	}
 	p.due[place] = due
 	return due, false
+}
+
+// earlier is the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // GiveBack returns the token an attempt that passed holds: its admission

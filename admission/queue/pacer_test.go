@@ -93,6 +93,48 @@ func TestPacerCreditsALateHolder(t *testing.T) {
 	}
 }
 
+// TestPacerCountsSlotsAtTheirOwnTime: holders of slots given at the rate
+// pass however their arrivals bunch within the pacer's reach (a node or
+// its visitors stalled for up to the slack plus the burst, every holder
+// of the stall presenting at its end); beyond it, and for slots given
+// faster than the rate however punctually they come, holders are
+// re-spaced.
+func TestPacerCountsSlotsAtTheirOwnTime(t *testing.T) {
+	const rate = 3 // a burst of 6: two seconds of the rate
+	tests := []struct {
+		name      string
+		spacing   time.Duration // between the slots given
+		stallFrom int           // the first holder caught by the stall
+		stall     time.Duration // its holders present at its end
+		respaced  bool
+	}{
+		{"on time", time.Second / rate, 0, 0, false},
+		{"a three-second stall", time.Second / rate, 30, 3 * time.Second, false},
+		{"a ten-second stall", time.Second / rate, 30, 10 * time.Second, true},
+		{"slots at twice the rate, on time", time.Second / (2 * rate), 0, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPacer(rate, 1, t0)
+			stallEnd := t0.Add(time.Duration(tt.stallFrom)*tt.spacing + tt.stall)
+			respaced := 0
+			for i := range 90 {
+				slot := t0.Add(time.Duration(i) * tt.spacing)
+				now := slot
+				if tt.stall > 0 && i >= tt.stallFrom && slot.Before(stallEnd) {
+					now = stallEnd
+				}
+				if _, ok := p.Pass(fmt.Sprint("holder-", i), slot, now); !ok {
+					respaced++
+				}
+			}
+			if got := respaced > 0; got != tt.respaced {
+				t.Fatalf("%d of 90 holders re-spaced; want some: %v", respaced, tt.respaced)
+			}
+		})
+	}
+}
+
 // TestPacerTakesOneTokenPerAttempt: an attempt that passes takes a token
 // and one whose admission did not go through gives it back; a place
 // admitted with a re-spaced slot still to come gives back that slot's.
