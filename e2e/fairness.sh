@@ -17,7 +17,10 @@
 # takes). 30% of the fifo probe's
 # visitors walk away (LEAVERS, 0.3 by default), which is when the counter
 # must hold for the pre-queue and lapsed slots must give their admissions
-# back. The fifo probe runs twice: on one node (a bolt file), and on three
+# back. The fifo probe runs twice: on one node (a bolt file), stopped
+# (SIGSTOP) for STALL (2s by default) 20 s after the start, as a machine
+# starving it of CPU would, so its slot holders present together and must
+# keep their slots; and on three
 # `fairgate proxy` nodes sharing DynamoDB Local, the tabs spread 60/30/10,
 # where one login's tabs at different nodes must still hold one place, one
 # slot and one pass, no honest token may expire, every stayer goes in, the
@@ -40,7 +43,7 @@ fi
 go build -o "$W/probe" ./e2e/fairness
 ddb=$(dynamodb_dir)
 "$W/probe" -scale small -order lottery -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo}" > "$W/lottery.txt" 2>&1 & pids+=($!)
-"$W/probe" -scale small -order fifo -leavers "${LEAVERS-0.3}" -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo P}" > "$W/fifo.txt" 2>&1 & pids+=($!)
+"$W/probe" -scale small -order fifo -leavers "${LEAVERS-0.3}" -stall "${STALL-2s}" -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo P}" > "$W/fifo.txt" 2>&1 & pids+=($!)
 "$W/probe" -scale small -order fifo -leavers "${LEAVERS-0.3}" -nodes 3 -dynamodb-jar "$ddb" -bin "$FAIRGATE" -check -skip "${SKIP-twin,rate windows,fifo P}" > "$W/fifo-3-nodes.txt" 2>&1 & pids+=($!)
 status=0
 for pid in "${pids[@]}"; do

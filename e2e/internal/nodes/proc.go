@@ -84,6 +84,26 @@ func Start(name, dir, logPath string, env []string, bin string, args ...string) 
 	return p, nil
 }
 
+// Pause stops the process group (SIGSTOP) for d, then continues it
+// (SIGCONT), as a machine starving the process of CPU would: its
+// requests wait, and its timers fire late. It continues the process
+// early if ctx ends.
+func (p *Proc) Pause(ctx context.Context, d time.Duration) error {
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stopping %s: %w", p.Name, err)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("continuing %s: %w", p.Name, err)
+	}
+	return nil
+}
+
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
