@@ -289,9 +289,9 @@ type Quota interface {
 	// Refund gives back the admission of a slot that will not be used.
 	Refund(slot time.Time)
 	// Lapse gives back the admission of a slot whose holder never came,
-	// at the end of the line: to the window after the latest one holding
-	// slots given here, which then admits one more than its share (the
-	// slot's admitted one fewer).
+	// at the end of the line: to the window the next place found is
+	// given, across the cluster, which then admits one more than its
+	// share (the slot's admitted one fewer).
 	Lapse(slot, now time.Time)
 }
 

@@ -53,6 +53,10 @@ type Budget struct {
 	// batch (the one that reserved it included): the last one returns
 	// what the batch left (returnBatch).
 	round int64
+	// spare counts, under mu, the admissions given back here (Lapse)
+	// still to be returned to the store, one with a grant in each window
+	// (giveSpare); spareIn is the window the last one went to.
+	spare, spareIn int64
 }
 
 // budgetWindow is what a budget knows of one window.
@@ -67,16 +71,13 @@ type budgetWindow struct {
 	// given counts the admissions handed out, less those refunded: a
 	// refund gives back only what was handed out there.
 	given int64
-	// extra counts the lapsed admissions put back here (Lapse), which
-	// admits as many more than its limit.
-	extra int64
 	// ahead marks a window slots were given in before it came: by this
 	// budget, or by any node as the store's last grant here said.
 	ahead bool
 	// next and end are the places in the window's order, across the
 	// cluster, of the admissions held from the store: next to end-1.
-	// Admissions held beyond them (refunded, or lapsed ones put back) are
-	// placed after the limit, over counting them.
+	// Admissions held beyond them (refunded) are placed after the limit,
+	// over counting them.
 	next, end, over int64
 	// last is the latest spaced slot handed out: a later one never falls
 	// due before it, whatever refunds or a new rate do to the spacing.
@@ -264,13 +265,13 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 
 // spaced is the slot of the admission of window idx at place pos in the
 // window's order across the cluster: the window's start plus pos, its
-// limit and the lapsed ones put back here spread evenly over it. Slots
+// limit spread evenly over it. Slots
 // given ahead then fall due in the order the store granted them, at
 // whichever node, rather than all at the window's start, where places
 // found apart would tie and go in in the order their requests happened to
 // be served.
 func (b *Budget) spaced(idx int64, rate float64, pos int64) time.Time {
-	n := b.window(idx, rate).Limit + b.record(idx).extra
+	n := b.window(idx, rate).Limit
 	k := min(pos, n-1)
 	if k <= 0 {
 		return b.start(idx)
@@ -293,9 +294,9 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 		return 0, false, nil // nothing to take, and no record kept of it
 	}
 	bw := b.record(idx)
-	// Admissions held without a place in the window's order (lapsed ones
-	// put back, refunded ones) go after the limit: taken before the store
-	// is spent, they would fall due after places granted later.
+	// Admissions held without a place in the window's order (refunded
+	// ones) go after the limit: taken before the store is spent, they
+	// would fall due after places granted later.
 	if bw.next == bw.end {
 		w := b.window(idx, rate)
 		if bw.spent && w.Limit <= bw.spentAt || w.Limit == 0 {
@@ -324,6 +325,7 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 		if g.N == 0 {
 			return b.takeOver(idx, rate)
 		}
+		b.giveSpare(ctx, idx, bw)
 	}
 	bw.held--
 	bw.given++
@@ -377,33 +379,40 @@ func (b *Budget) Refund(at time.Time) {
 	}
 }
 
-// Lapse puts back one admission taken for slot whose holder never came,
-// at the end of the line: into the first window after the latest one from
-// now's on that this budget gave slots in and not given a lapsed one yet,
-// which then admits one more than its limit, as slot's admitted one
-// fewer. An admission that lapses is not lost to the rate, and goes to a
-// place found after every slot given before it, in a window of its own:
-// put back into now's window while later ones hold slots, it would let
-// the next place found in ahead of their holders, and into the latest
-// one, beside them. Slots lapsing together are put back one a window, so
-// their windows admit at about the rate, not in a crowd.
-func (b *Budget) Lapse(slot, now time.Time) {
+// Lapse gives back one admission taken for a slot whose holder never
+// came. It goes back to the store with the next grant this budget makes
+// (giveSpare), in that grant's window: at the end of the line across the
+// cluster, after every slot given anywhere before it. Kept at this node,
+// after the latest window it gave slots in, it would fall due before
+// slots other nodes gave meanwhile wherever this node lags them (a node
+// the balancer sends few visitors), for a place found after theirs.
+func (b *Budget) Lapse() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.forget(b.index(now))
-	tail := b.index(now)
-	for idx, w := range b.windows {
-		if w.given > 0 && idx > tail {
-			tail = idx
-		}
+	b.spare++
+}
+
+// giveSpare returns one of the admissions given back here (Lapse) to the
+// store, in window idx, where the store has just granted this budget
+// admissions: the window the next place found anywhere is given, whose
+// limit it raises by one (the admission returned is granted next, at the
+// place in the window's order of the one just granted: a tie, never
+// before a slot given earlier). One a window, so admissions lapsing
+// together are spread over the windows the crowd is given, not heaped
+// into one. A return whose outcome is unknown counts as made
+// (returnBatch). Callers hold mu.
+func (b *Budget) giveSpare(ctx context.Context, idx int64, bw *budgetWindow) {
+	if b.spare == 0 || idx <= b.spareIn {
+		return
 	}
-	idx := tail + 1
-	for b.record(idx).extra > 0 {
-		idx++
+	err := b.store.ReturnBudget(context.WithoutCancel(ctx), b.room, b.window(idx, 0), 1)
+	if errors.Is(err, ErrUnavailable) {
+		return
 	}
-	w := b.record(idx)
-	w.extra++
-	w.held++
+	b.spare, b.spareIn = b.spare-1, idx
+	if err == nil {
+		bw.spent = false // the store holds one again: the next taker here asks it
+	}
 }
 
 // returnHeld gives the unspent rest of the blocks this node holds back to the

@@ -394,9 +394,9 @@ func TestBudgetTakersQueuedBehindASlowCallShareTheNext(t *testing.T) {
 }
 
 // TestBudgetLapse: a lapsed slot's admission goes back at the end of the
-// line: into the window after the latest one this budget gave slots in,
-// which then gives one admission more than its limit; a place asking now
-// goes in no sooner than the slots given before it, nor beside them.
+// line: to the store, into the window of the next grant, which then gives
+// one admission more than its limit; a place asking now goes in no
+// sooner than the slots given before it.
 func TestBudgetLapse(t *testing.T) {
 	const rate = 3.0
 	at := time.Unix(1_700_000_000, 200_000_000)
@@ -406,9 +406,9 @@ func TestBudgetLapse(t *testing.T) {
 		ahead   int           // slots given at the lapse before it, from its window on
 		extraIn time.Duration // after the lapse's window: the window given one more
 	}{
-		{"in the slot's window, nothing given after it", 500 * time.Millisecond, 0, time.Second},
-		{"after the slot's window, nothing given ahead", 5 * time.Second, 0, time.Second},
-		{"after the slot's window, slots given a window ahead", 5 * time.Second, 5, 2 * time.Second},
+		{"in the slot's window, spent", 500 * time.Millisecond, 0, time.Second},
+		{"after the slot's window, nothing given ahead", 5 * time.Second, 0, 0},
+		{"after the slot's window, slots given a window ahead", 5 * time.Second, 5, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -437,7 +437,7 @@ func TestBudgetLapse(t *testing.T) {
 			for range tt.ahead {
 				perWindow[reserve(now).Unix()]++
 			}
-			b.Lapse(slot, now)
+			b.Lapse()
 			// Every window from the lapse's on, filled to its end.
 			var tail time.Time
 			for range 3*int(rate) + 1 - tt.ahead {
@@ -463,10 +463,10 @@ func TestBudgetLapse(t *testing.T) {
 }
 
 // Slots a budget gives in a window ahead of now fall due in the order
-// given, spread evenly over the window (its limit and the lapsed
-// admissions put back there), and so do the window's later ones once it
-// has come; in a window given no slot ahead an admission is at once.
-// Slots lapsing together are put back one a window.
+// given, spread evenly over the window's limit, and so do the window's
+// later ones once it has come; in a window given no slot ahead an
+// admission is at once. Slots lapsing together are put back one a window,
+// each granted beside the slot its window gave before it.
 func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	const rate = 4.0
 	base, at := windowBase, inWindow
@@ -487,17 +487,18 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	}
 	reserve(6, at(0, 0.1))
 	reserve(1, at(1, 0.1)) // window 1 has come, its first two given ahead
-	b.Lapse(got[0], at(1, 0.1))
-	b.Lapse(got[1], at(1, 0.1))
+	b.Lapse()
+	b.Lapse()
 	reserve(11, at(1, 0.1))
 	want := []time.Time{
 		at(0, 0.1), at(0, 0.1), at(0, 0.1), at(0, 0.1), // at once
 		at(1, 0), at(1, 0.25), // ahead
 		at(1, 0.5), // after them, not at once
-		at(1, 0.75),
-		// Two lapsed: one more in each of the next two windows.
-		at(2, 0), at(2, 0.2), at(2, 0.4), at(2, 0.6), at(2, 0.8),
-		at(3, 0), at(3, 0.2), at(3, 0.4), at(3, 0.6), at(3, 0.8),
+		// Two lapsed: one more in each of the next two windows granted,
+		// beside the slot granted before it.
+		at(1, 0.75), at(1, 0.75),
+		at(2, 0), at(2, 0), at(2, 0.25), at(2, 0.5), at(2, 0.75),
+		at(3, 0), at(3, 0.25), at(3, 0.5), at(3, 0.75),
 	}
 	for i := range want {
 		if !got[i].Equal(want[i]) {
@@ -808,4 +809,47 @@ var windowBase = time.Unix(1_700_000_000, 0)
 // inWindow is the moment frac of the way into the 1 s window w.
 func inWindow(w int64, frac float64) time.Time {
 	return windowBase.Add(time.Duration(w)*time.Second + time.Duration(frac*float64(time.Second)))
+}
+
+// A slot lapsing at a node that gave no slot in the windows other nodes
+// filled meanwhile goes back after every slot given anywhere: the place
+// that node finds next is not given an earlier slot than places other
+// nodes found before it.
+func TestALaggingNodesLapseGoesAfterEveryNodesSlots(t *testing.T) {
+	const rate = 3.0
+	st := openBolt(t)
+	var nodes [2]*roomstate.Budget
+	for i := range nodes {
+		b, err := roomstate.NewBudget(st, "room", 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = b
+	}
+	reserve := func(b *roomstate.Budget, now time.Time) time.Time {
+		t.Helper()
+		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slot
+	}
+	now := inWindow(0, 0.1)
+	reserve(nodes[1], now) // the lagging node's one slot, which lapses
+	var latest time.Time
+	for range 11 { // the busy node fills windows 0 to 3
+		latest = later(latest, reserve(nodes[0], now))
+	}
+	now = inWindow(0, 0.5)
+	nodes[1].Lapse()
+	if got := reserve(nodes[1], now); got.Before(latest) {
+		t.Fatalf("the place the lagging node found after the lapse is given %v, before a slot given earlier at %v", got.Sub(windowBase), latest.Sub(windowBase))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -210,9 +210,9 @@ func (q *Quota) Refund(slot time.Time) {
 }
 
 // Lapse implements admission.Quota.
-func (q *Quota) Lapse(slot, now time.Time) {
+func (q *Quota) Lapse(time.Time, time.Time) {
 	b, _ := q.current()
-	b.Lapse(slot, now)
+	b.Lapse()
 }
 
 // Return gives the unspent rest of this node's blocks back to the store.
