@@ -138,10 +138,10 @@ func TestLatePresenterLosesItsLateness(t *testing.T) {
 // outage, a laptop lid). Each takes the slot it would have had, which has
 // passed, so each is due at once: they pass the pacer like slot holders
 // presenting late, and are admitted at the room's rate (10/s) after the
-// bursts of the bucket (1) and the pacer (two seconds of the rate), not all
-// at once beside the bucket.
+// bursts of the bucket (1) and the pacer (its bucket: four seconds of the
+// rate), not all at once beside the bucket.
 func TestLateCrowdIsSpacedAtTheRate(t *testing.T) {
-	const n, rate, bursts = 200, 10, 1 + 2*10
+	const n, rate, bursts = 200, 10, 1 + 4*10 // the pacer's burst and a stall's two seconds more
 	var crowd time.Time
 	ps := playLate(t, n, func(ps []*presenter, i, attempt int, due time.Time) time.Time {
 		if crowd.IsZero() {
@@ -188,13 +188,14 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-// TestRespacedSlotsFollowARateCut: 60 visitors present a minute late at one
-// moment (rate 10/s): 21 go in, the pacer re-spaces the rest at 10/s. The
-// rate is then cut to 1/s. The re-spaced slots follow the cut: at most 7
-// come in within 5 s of it.
+// TestRespacedSlotsFollowARateCut: 80 visitors present a minute late at one
+// moment (rate 10/s): 41 go in, the pacer re-spaces the rest at 10/s. The
+// rate is then cut to 1/s. The re-spaced slots follow the cut: at most 9
+// (the new rate's five and the pacer's bucket at it) come in within 5 s of
+// it.
 func TestRespacedSlotsFollowARateCut(t *testing.T) {
 	e := newEnv(t, Config{Config: room.Config{Room: "sale", State: "queue", Tau: Duration(time.Millisecond), FixedSpeed: true, Rate: 10, Burst: 1}}, nil)
-	const n = 60
+	const n = 80
 	tabs, tks := make([]*tab, n), make([]ticketJSON, n)
 	var late time.Time
 	for i := range tabs {
@@ -215,8 +216,8 @@ func TestRespacedSlotsFollowARateCut(t *testing.T) {
 			t.Fatalf("visitor %d: %d %+v", i, status, tk)
 		}
 	}
-	if len(waiting) < n-22 {
-		t.Fatalf("%d re-spaced, want about %d", len(waiting), n-21)
+	if len(waiting) < n-42 {
+		t.Fatalf("%d re-spaced, want about %d", len(waiting), n-41)
 	}
 	rate, burst := 1.0, 1.0
 	if err := e.gw.Room().Apply(room.RoomChange{Rate: &rate, Burst: &burst}, late); err != nil {
@@ -243,7 +244,7 @@ func TestRespacedSlotsFollowARateCut(t *testing.T) {
 		}
 	}
 	t.Logf("re-spaced slots admitted in the 5 s after the cut: %d", inFirst5s)
-	if inFirst5s > 5+2 {
+	if inFirst5s > 5+4 {
 		t.Errorf("%d admitted in the 5 s after cutting the rate to 1/s: the re-spaced slots kept the old spacing", inFirst5s)
 	}
 }
@@ -251,15 +252,16 @@ func TestRespacedSlotsFollowARateCut(t *testing.T) {
 // TestLateSlotHolderTakesItsTurnOnCredit: a slot holder presenting its
 // slot 10 s late, just after a late crowd drained the pacer, is admitted
 // on credit while the pacer's debt stays within its burst (two seconds of
-// the rate), and re-spaced beyond it: re-spaced by half a second, a page
-// whose timers fire once a minute would come back a minute later.
+// the rate, beyond its bucket of four), and re-spaced beyond it:
+// re-spaced by half a second, a page whose timers fire once a minute
+// would come back a minute later.
 func TestLateSlotHolderTakesItsTurnOnCredit(t *testing.T) {
 	tests := []struct {
 		crowd    int
 		admitted bool
 	}{
-		{25, true},  // 21 of the crowd in at once, the pacer 0.4 s in debt
-		{60, false}, // the pacer 4 s in debt: more than its burst
+		{45, true},  // 41 of the crowd in at once, the pacer 0.4 s in debt
+		{80, false}, // the pacer 3.9 s in debt: more than its burst
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("crowd of %d", tt.crowd), func(t *testing.T) {

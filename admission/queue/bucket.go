@@ -33,12 +33,12 @@ func newBucket(rate, burst float64, now time.Time) *Bucket {
 	return &Bucket{rate: rate, burst: burst, tokens: burst, last: now}
 }
 
-// reserve takes one token at at, going into debt if there is none, and
-// returns when the token is (or was) there: at if the bucket had one.
-// Reservations are served in the order they are made, so whoever asks
-// first, not most often, goes first.
-func (b *Bucket) reserve(at time.Time) time.Time {
-	due, _ := b.ReserveFor(at, at)
+// reserve takes one token, going into debt if there is none, and returns
+// when the token is (or was) there: now if the bucket had one. Reservations
+// are served in the order they are made, so whoever asks first, not most
+// often, goes first.
+func (b *Bucket) reserve(now time.Time) time.Time {
+	due, _ := b.ReserveFor(now, now)
 	return due
 }
 
@@ -63,10 +63,7 @@ func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool
 	b.tokens--
 	slot := now
 	if b.tokens < 0 {
-		// A debt is owed from the last refill, which a reservation asked
-		// for an earlier moment does not move: the bucket's time never
-		// runs back.
-		slot = b.last.Add(durationOf(-b.tokens / b.rate))
+		slot = now.Add(durationOf(-b.tokens / b.rate))
 	}
 	if b.granted.memory <= 0 {
 		return slot, false

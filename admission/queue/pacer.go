@@ -13,16 +13,14 @@ import (
 // A slot is a time, fixed when the bucket gave it at the rate of that
 // moment. Cut the rate and the slots already given would still come due
 // at the old spacing. So a place arriving at its slot also takes one from
-// the pacer, a second bucket at the current rate, counted at its slot
-// (Pass): while the slots come at the rate (the bucket's own spacing), it
-// always has one, as its burst covers the network's spread of the
-// arrivals and counting at the slot covers holders bunched by a stall (a
-// node or its visitors starved of CPU for seconds); after a cut it
-// re-spaces the remaining slot holders at the new rate, each in the order
-// it presented at its slot, so nobody overtakes a slot due before theirs
-// (they cannot present before it). A re-spaced due time is remembered per
-// place, so every version of its token is given the same one, and each
-// place takes from the pacer once.
+// the pacer, a second bucket at the current rate: while the slots come at
+// the rate (the bucket's own spacing), it always has one, as it holds the
+// network's spread of the arrivals and the holders a stall bunched
+// (pacerStall); after a cut it re-spaces the remaining slot holders at the
+// new rate, each in the order it presented at its slot, so nobody
+// overtakes a slot due before theirs (they cannot present before it). A
+// re-spaced due time is remembered per place, so every version of its
+// token is given the same one, and each place takes from the pacer once.
 //
 // Every token taken is held by one thing at a time: a re-spaced slot still
 // to come (due), or the one attempt that passed, until its place is
@@ -35,7 +33,7 @@ type Pacer struct {
 	bucket *Bucket
 	due    map[string]time.Time // re-spaced slots still to come
 	purged time.Time
-	// rate and burst as last set (the bucket's burst is pacerBurst's).
+	// rate and burst as last set (the bucket holds pacerCap of them).
 	rate, burst float64
 }
 
@@ -47,17 +45,36 @@ type Pacer struct {
 // admits two seconds more at the old spacing.
 const PacerSlack = 2 * time.Second
 
+// pacerStall is how much of the rate the pacer's bucket holds beyond its
+// burst: the slot holders a stall bunched (a node, or its visitors,
+// starved of CPU for seconds, whose holders then come together), on top
+// of the network's spread. The bucket refills during the stall like any
+// lull, so holders of slots given at the rate pass together however they
+// are served, until the stall's holders are more than the bucket holds;
+// past it, every holder after them is re-spaced by the excess for as long
+// as slots keep falling due at the rate (the pacer is paid back only when
+// they come slower). Credit (Pass) is still bounded by the burst alone.
+// Its cost: a rate cut, or a crowd presenting late, admits this much more
+// at once.
+const pacerStall = PacerSlack
+
 // pacerForget is how long past its due a re-spaced slot is remembered for
 // a place that did not come back for it.
 const pacerForget = time.Hour
 
 // NewPacer returns a pacer at rate, its burst at least PacerSlack of it.
 func NewPacer(rate, burst float64, now time.Time) *Pacer {
-	return &Pacer{bucket: newBucket(rate, pacerBurst(rate, burst), now), due: map[string]time.Time{}, rate: rate, burst: burst}
+	return &Pacer{bucket: newBucket(rate, pacerCap(rate, burst), now), due: map[string]time.Time{}, rate: rate, burst: burst}
 }
 
 func pacerBurst(rate, burst float64) float64 {
 	return math.Max(math.Max(1, burst), rate*PacerSlack.Seconds())
+}
+
+// pacerCap is what the pacer's bucket holds: its burst and pacerStall of
+// the rate.
+func pacerCap(rate, burst float64) float64 {
+	return pacerBurst(rate, burst) + rate*pacerStall.Seconds()
 }
 
 // SetRate changes the pacer's rate. The re-spaced slots still to come were
@@ -77,7 +94,7 @@ func (p *Pacer) SetRate(rate, burst float64, now time.Time) {
 			p.bucket.Refund(now)
 		}
 	}
-	p.bucket.SetRate(rate, pacerBurst(rate, burst), now)
+	p.bucket.SetRate(rate, pacerCap(rate, burst), now)
 	slices.SortFunc(ahead, func(a, b string) int { return p.due[a].Compare(p.due[b]) })
 	for _, place := range ahead {
 		p.due[place] = p.bucket.reserve(now)
@@ -86,16 +103,6 @@ func (p *Pacer) SetRate(rate, burst float64, now time.Time) {
 
 // Pass reports whether place, whose slot came at slot, may be admitted
 // now; if not, when its re-spaced slot is.
-//
-// The pacer counts a holder at its slot, not when it arrived, up to
-// PacerSlack before now: lateness within the slack is not the holder's
-// (the network's spread, or a stall of the node or of its visitors, whose
-// holders then arrive together), and counted on arrival a stall's
-// holders overdrew the pacer, so every holder after them was re-spaced
-// by the stall for as long as slots kept coming at the rate. Counting
-// further back would let a crowd presenting late go in beside the rate.
-// So a stall of up to the slack plus the burst (four seconds at the
-// least burst) costs no slot.
 //
 // A holder presenting more than PacerSlack after its slot takes its token
 // on credit, the pacer owing at most a burst. Re-spaced by a second, such
@@ -114,7 +121,7 @@ func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 		delete(p.due, place) // this attempt holds the slot's token now
 		return now, true
 	}
-	due := p.bucket.reserve(later(earlier(slot, now), now.Add(-PacerSlack)))
+	due := p.bucket.reserve(now)
 	if !due.After(now) {
 		return now, true
 	}
@@ -131,14 +138,6 @@ func (p *Pacer) Pass(place string, slot, now time.Time) (time.Time, bool) {
 	}
 	p.due[place] = due
 	return due, false
-}
-
-// earlier is the earlier of a and b.
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // GiveBack returns the token an attempt that passed holds: its admission

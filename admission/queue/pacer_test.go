@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -13,7 +15,7 @@ func TestPacerRespacesOnARateChange(t *testing.T) {
 	p := NewPacer(10, 1, t0)
 	admitted := 0
 	var dues []time.Time
-	for i := range 25 {
+	for i := range 45 {
 		due, ok := p.Pass(fmt.Sprint("place-", i), t0, t0)
 		if ok {
 			admitted++
@@ -21,33 +23,33 @@ func TestPacerRespacesOnARateChange(t *testing.T) {
 		}
 		dues = append(dues, due)
 	}
-	if admitted != 20 || len(dues) != 5 { // the burst: two seconds of the rate
-		t.Fatalf("admitted %d at once, %d re-spaced; want 20 and 5", admitted, len(dues))
+	if admitted != 40 || len(dues) != 5 { // the burst, two seconds of the rate, and a stall's two more
+		t.Fatalf("admitted %d at once, %d re-spaced; want 40 and 5", admitted, len(dues))
 	}
 	p.SetRate(10, 1, t0)
 	for i, want := range dues {
-		if got, _ := p.Pass(fmt.Sprint("place-", 20+i), t0, t0); !got.Equal(want) {
-			t.Fatalf("the rate set again unchanged moved place %d from %v to %v", 20+i, want.Sub(t0), got.Sub(t0))
+		if got, _ := p.Pass(fmt.Sprint("place-", 40+i), t0, t0); !got.Equal(want) {
+			t.Fatalf("the rate set again unchanged moved place %d from %v to %v", 40+i, want.Sub(t0), got.Sub(t0))
 		}
 	}
 	cut := t0
 	p.SetRate(1, 1, cut)
 	prev := cut
 	for i := range dues {
-		got, ok := p.Pass(fmt.Sprint("place-", 20+i), t0, cut)
+		got, ok := p.Pass(fmt.Sprint("place-", 40+i), t0, cut)
 		if ok || got.Sub(prev) < 900*time.Millisecond {
-			t.Fatalf("after the cut, place %d due %v after the one before it (admitted now: %v); want about a second", 20+i, got.Sub(prev), ok)
+			t.Fatalf("after the cut, place %d due %v after the one before it (admitted now: %v); want about a second", 40+i, got.Sub(prev), ok)
 		}
 		prev = got
 	}
 }
 
-// TestPacerCreditsALateHolder: with the pacer's burst spent, a holder
+// TestPacerCreditsALateHolder: with the pacer's bucket spent, a holder
 // presenting more than pacerSlack after its slot goes in on credit, down
 // to the pacer owing a burst; a holder on time, or within the slack, is
 // re-spaced; and what was lent is paid back by the holders after it.
 func TestPacerCreditsALateHolder(t *testing.T) {
-	const rate = 10 // a burst of 20: two seconds of the rate
+	const rate = 10 // a burst of 20, two seconds of the rate, in a bucket of 40
 	tests := []struct {
 		name     string
 		late     time.Duration // how long after its slot each holder presents
@@ -62,7 +64,7 @@ func TestPacerCreditsALateHolder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPacer(rate, 1, t0)
-			for i := range 20 {
+			for i := range 40 {
 				if _, ok := p.Pass(fmt.Sprint("burst-", i), t0, t0); !ok {
 					t.Fatalf("burst holder %d re-spaced", i)
 				}
@@ -93,40 +95,64 @@ func TestPacerCreditsALateHolder(t *testing.T) {
 	}
 }
 
-// TestPacerCountsSlotsAtTheirOwnTime: holders of slots given at the rate
-// pass however their arrivals bunch within the pacer's reach (a node or
-// its visitors stalled for up to the slack plus the burst, every holder
-// of the stall presenting at its end); beyond it, and for slots given
-// faster than the rate however punctually they come, holders are
-// re-spaced.
-func TestPacerCountsSlotsAtTheirOwnTime(t *testing.T) {
-	const rate = 3 // a burst of 6: two seconds of the rate
+// TestPacerAbsorbsAStall: holders of slots given at the rate that a stall
+// bunched (every holder due during it presenting at its end) pass
+// together, whatever order they are served in and whether an attempt
+// gives its token back, and the holders after them pass at their slots;
+// a stall longer than the bucket holds re-spaces them, as do slots given
+// faster than the rate however punctually they come.
+func TestPacerAbsorbsAStall(t *testing.T) {
+	const rate = 3 // a bucket of 12: a burst of 6, two seconds of the rate, and a stall's 6
 	tests := []struct {
-		name      string
-		spacing   time.Duration // between the slots given
-		stallFrom int           // the first holder caught by the stall
-		stall     time.Duration // its holders present at its end
-		respaced  bool
+		name     string
+		spacing  time.Duration // between the slots given
+		stall    time.Duration // from holder 30's slot
+		order    func([]int)   // the stall's holders, as served
+		giveBack bool          // the first one served gives its token back
+		respaced bool
 	}{
-		{"on time", time.Second / rate, 0, 0, false},
-		{"a three-second stall", time.Second / rate, 30, 3 * time.Second, false},
-		{"a ten-second stall", time.Second / rate, 30, 10 * time.Second, true},
-		{"slots at twice the rate, on time", time.Second / (2 * rate), 0, 0, true},
+		{"on time", time.Second / rate, 0, nil, false, false},
+		{"a three-second stall, in slot order", time.Second / rate, 3 * time.Second, nil, false, false},
+		{"a three-second stall, latest slot first", time.Second / rate, 3 * time.Second, func(ids []int) { slices.Reverse(ids) }, false, false},
+		{"a three-second stall, shuffled", time.Second / rate, 3 * time.Second, func(ids []int) {
+			r := rand.New(rand.NewPCG(1, 2))
+			r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		}, false, false},
+		{"a three-second stall, an attempt giving its token back", time.Second / rate, 3 * time.Second, nil, true, false},
+		{"a five-second stall", time.Second / rate, 5 * time.Second, nil, false, true},
+		{"slots at twice the rate, on time", time.Second / (2 * rate), 0, nil, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPacer(rate, 1, t0)
-			stallEnd := t0.Add(time.Duration(tt.stallFrom)*tt.spacing + tt.stall)
+			slot := func(i int) time.Time { return t0.Add(time.Duration(i) * tt.spacing) }
+			stallEnd := slot(30).Add(tt.stall)
+			var stalled []int
 			respaced := 0
-			for i := range 90 {
-				slot := t0.Add(time.Duration(i) * tt.spacing)
-				now := slot
-				if tt.stall > 0 && i >= tt.stallFrom && slot.Before(stallEnd) {
-					now = stallEnd
-				}
-				if _, ok := p.Pass(fmt.Sprint("holder-", i), slot, now); !ok {
+			pass := func(i int, now time.Time) {
+				if _, ok := p.Pass(fmt.Sprint("holder-", i), slot(i), now); !ok {
 					respaced++
 				}
+			}
+			for i := range 90 {
+				if tt.stall > 0 && i >= 30 && slot(i).Before(stallEnd) {
+					stalled = append(stalled, i)
+					continue
+				}
+				if len(stalled) > 0 { // the stall ends: its holders first
+					if tt.order != nil {
+						tt.order(stalled)
+					}
+					for k, j := range stalled {
+						pass(j, stallEnd)
+						if k == 0 && tt.giveBack {
+							p.GiveBack(stallEnd)
+							pass(j, stallEnd)
+						}
+					}
+					stalled = nil
+				}
+				pass(i, slot(i))
 			}
 			if got := respaced > 0; got != tt.respaced {
 				t.Fatalf("%d of 90 holders re-spaced; want some: %v", respaced, tt.respaced)
