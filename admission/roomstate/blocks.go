@@ -55,8 +55,10 @@ type Budget struct {
 	round int64
 	// spare counts, under mu, the admissions given back here (Lapse)
 	// still to be returned to the store, one with a grant in each window
-	// (giveSpare); spareIn is the window the last one went to.
+	// (giveSpare); spareIn is the window the last one went to, spareAt
+	// when the latest was given back.
 	spare, spareIn int64
+	spareAt        time.Time
 }
 
 // budgetWindow is what a budget knows of one window.
@@ -386,11 +388,21 @@ func (b *Budget) Refund(at time.Time) {
 // after the latest window it gave slots in, it would fall due before
 // slots other nodes gave meanwhile wherever this node lags them (a node
 // the balancer sends few visitors), for a place found after theirs.
-func (b *Budget) Lapse() {
+// Spares this budget has not returned when it is replaced (a window
+// length change) or returns what it holds (its room stopping) are lost,
+// one admission each.
+func (b *Budget) Lapse(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.spare++
+	b.spareAt = now
 }
+
+// spareLife is how long admissions given back wait for a grant to go with:
+// past it, the crowd they were given back for has gone (this node found
+// no place meanwhile), and they are dropped rather than raise the limit
+// of a window a later crowd is given.
+const spareLife = time.Minute
 
 // giveSpare returns one of the admissions given back here (Lapse) to the
 // store, in window idx, where the store has just granted this budget
@@ -403,6 +415,10 @@ func (b *Budget) Lapse() {
 // (returnBatch). Callers hold mu.
 func (b *Budget) giveSpare(ctx context.Context, idx int64, bw *budgetWindow) {
 	if b.spare == 0 || idx <= b.spareIn {
+		return
+	}
+	if b.inUse().Sub(b.spareAt) > spareLife {
+		b.spare = 0
 		return
 	}
 	err := b.store.ReturnBudget(context.WithoutCancel(ctx), b.room, b.window(idx, 0), 1)

@@ -428,16 +428,14 @@ func TestBudgetLapse(t *testing.T) {
 			}
 			// The slot's window spent: three slots given at its start.
 			perWindow := map[int64]int{}
-			var slot time.Time
 			for range int(rate) {
-				slot = reserve(at)
-				perWindow[slot.Unix()]++
+				perWindow[reserve(at).Unix()]++
 			}
 			now := at.Add(tt.lapseAt)
 			for range tt.ahead {
 				perWindow[reserve(now).Unix()]++
 			}
-			b.Lapse()
+			b.Lapse(now)
 			// Every window from the lapse's on, filled to its end.
 			var tail time.Time
 			for range 3*int(rate) + 1 - tt.ahead {
@@ -487,8 +485,8 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	}
 	reserve(6, at(0, 0.1))
 	reserve(1, at(1, 0.1)) // window 1 has come, its first two given ahead
-	b.Lapse()
-	b.Lapse()
+	b.Lapse(at(1, 0.1))
+	b.Lapse(at(1, 0.1))
 	reserve(11, at(1, 0.1))
 	want := []time.Time{
 		at(0, 0.1), at(0, 0.1), at(0, 0.1), at(0, 0.1), // at once
@@ -841,9 +839,47 @@ func TestALaggingNodesLapseGoesAfterEveryNodesSlots(t *testing.T) {
 		latest = later(latest, reserve(nodes[0], now))
 	}
 	now = inWindow(0, 0.5)
-	nodes[1].Lapse()
-	if got := reserve(nodes[1], now); got.Before(latest) {
+	nodes[1].Lapse(now)
+	got := reserve(nodes[1], now)
+	if got.Before(latest) {
 		t.Fatalf("the place the lagging node found after the lapse is given %v, before a slot given earlier at %v", got.Sub(windowBase), latest.Sub(windowBase))
+	}
+	// The lapsed admission is the window's one more, for a place found at
+	// either node.
+	in := 1
+	for range int(rate) + 1 {
+		if slot := reserve(nodes[0], now); slot.Before(inWindow(got.Unix()-windowBase.Unix()+1, 0)) {
+			in++
+		}
+	}
+	if in != int(rate)+1 {
+		t.Fatalf("the window the lapsed admission went to gave %d slots, want its limit and one more (%d)", in, int(rate)+1)
+	}
+}
+
+// A lapsed admission given back with a grant that spent its window (a
+// block larger than what the window had left) is taken there by the next
+// place this node finds: the node asks the store again.
+func TestALapsedAdmissionReturnedToASpentWindowIsTaken(t *testing.T) {
+	const rate = 3.0
+	b, err := roomstate.NewBudget(openBolt(t), "room", 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := inWindow(0, 0.1)
+	b.Lapse(now)
+	in := 0
+	for range int(rate) + 2 {
+		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slot.Before(inWindow(1, 0)) {
+			in++
+		}
+	}
+	if in != int(rate)+1 {
+		t.Fatalf("window 0 gave %d, want its limit and the lapsed one (%d)", in, int(rate)+1)
 	}
 }
 

@@ -210,9 +210,9 @@ func (q *Quota) Refund(slot time.Time) {
 }
 
 // Lapse implements admission.Quota.
-func (q *Quota) Lapse(time.Time, time.Time) {
+func (q *Quota) Lapse(_, now time.Time) {
 	b, _ := q.current()
-	b.Lapse()
+	b.Lapse(now)
 }
 
 // Return gives the unspent rest of this node's blocks back to the store.

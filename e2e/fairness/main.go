@@ -157,14 +157,14 @@ func run(ctx context.Context, o options) (*results, error) {
 	clockCtx, stopClock := context.WithCancel(runCtx)
 	clockDone := make(chan struct{})
 	go func() { defer close(clockDone); clock.run(clockCtx, r.admins[0]) }()
+	stallCtx, stopStall := context.WithCancel(runCtx)
 	stallDone := make(chan error, 1)
-	go func() { stallDone <- stallNode(runCtx, r, saleStart.Add(stallAt), o.stall) }()
+	go func() { stallDone <- stallNode(stallCtx, r, saleStart.Add(stallAt), o.stall) }()
 	d.drive(runCtx, vs)
+	stopStall()
 	stopClock()
 	<-clockDone
-	if err := <-stallDone; err != nil {
-		return nil, err
-	}
+	stallErr := <-stallDone
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
@@ -174,7 +174,10 @@ func run(ctx context.Context, o options) (*results, error) {
 	res.Wall = time.Since(started).Round(time.Second).String()
 	res.NodeLog = r.problems()
 	res.Notes = append(res.Notes, notes...)
-	if o.stall > 0 {
+	switch {
+	case stallErr != nil:
+		res.Notes = append(res.Notes, fmt.Sprintf("the stall asked for did not happen as asked: %v", stallErr))
+	case o.stall > 0:
 		res.Notes = append(res.Notes, fmt.Sprintf("node 1 was stopped for %s from %s after the sale start", o.stall, stallAt))
 	}
 	if runCtx.Err() != nil && time.Now().After(end) {
@@ -184,14 +187,15 @@ func run(ctx context.Context, o options) (*results, error) {
 }
 
 // stallNode stops the room's first node for d at at (nothing when d is
-// 0), unless ctx ends first.
+// 0), and continues it early if ctx ends; it reports a stall that ctx
+// ended before it began.
 func stallNode(ctx context.Context, r *room, at time.Time, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
 	sleepUntil(ctx, at)
 	if ctx.Err() != nil {
-		return nil
+		return errors.New("the run ended before it")
 	}
 	return r.procs[0].Pause(ctx, d)
 }

@@ -124,8 +124,8 @@ type results struct {
 	// SlotTrace, when slots were lost, is the answers of the first
 	// visitors who lost one, each with its node.
 	SlotTrace []string `json:"slot_trace,omitempty"`
-	// NodeLog is each node's warnings and errors (the first few), kept
-	// for a failed run's report: a stalled store or a node's refusals
+	// NodeLog is each node's warnings and errors (the first few), which
+	// a failed run's report prints: a stalled store or a node's refusals
 	// show there, not in the visitors' answers.
 	NodeLog      []string      `json:"node_log,omitempty"`
 	Leavers      *leaverRow    `json:"leavers,omitempty"`
@@ -326,7 +326,7 @@ func slotTrace(start time.Time, lost []*visitor) []string {
 		i := slices.IndexFunc(v.Events, func(e event) bool { return e.SlotLost })
 		return v.Events[i].At
 	}
-	sort.Slice(lost, func(i, j int) bool { return firstLost(lost[i]).Before(firstLost(lost[j])) })
+	slices.SortFunc(lost, func(a, b *visitor) int { return firstLost(a).Compare(firstLost(b)) })
 	var out []string
 	for _, v := range lost[:min(len(lost), maxTraced)] {
 		out = append(out, fmt.Sprintf("%s (%s, took %s) lost a slot at %s", v.ID, v.Strategy, rel(v.Took), rel(firstLost(v))))
