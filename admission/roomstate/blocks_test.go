@@ -576,15 +576,7 @@ func TestBudgetRefundServesWhileTheStoreFails(t *testing.T) {
 func TestBudgetSpacingIsTheClusters(t *testing.T) {
 	const rate = 4.0
 	base, at := windowBase, inWindow
-	st := openBolt(t)
-	var nodes [2]*roomstate.Budget
-	for i := range nodes {
-		b, err := roomstate.NewBudget(st, "room", 1, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = b
-	}
+	nodes := twoNodes(t)
 	var got []time.Time
 	reserve := func(node, n int, now time.Time) {
 		t.Helper()
@@ -722,14 +714,7 @@ func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reserve := func(b *roomstate.Budget, now time.Time) time.Time {
-				t.Helper()
-				slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return slot
-			}
+			reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
 			now := at(0, 0.1)
 			for range 4 { // window 0 spent at the other node
 				reserve(other, now)
@@ -815,23 +800,8 @@ func inWindow(w int64, frac float64) time.Time {
 // nodes found before it.
 func TestALaggingNodesLapseGoesAfterEveryNodesSlots(t *testing.T) {
 	const rate = 3.0
-	st := openBolt(t)
-	var nodes [2]*roomstate.Budget
-	for i := range nodes {
-		b, err := roomstate.NewBudget(st, "room", 1, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = b
-	}
-	reserve := func(b *roomstate.Budget, now time.Time) time.Time {
-		t.Helper()
-		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slot
-	}
+	nodes := twoNodes(t)
+	reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
 	now := inWindow(0, 0.1)
 	reserve(nodes[1], now) // the lagging node's one slot, which lapses
 	var latest time.Time
