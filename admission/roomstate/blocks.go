@@ -411,8 +411,8 @@ const spareLife = time.Minute
 // place in the window's order of the one just granted: a tie, never
 // before a slot given earlier). One a window, so admissions lapsing
 // together are spread over the windows the crowd is given, not heaped
-// into one. A return whose outcome is unknown counts as made
-// (returnBatch). Callers hold mu.
+// into one. It costs the grant's taker one more store call. A return
+// whose outcome is unknown counts as made (returnBatch). Callers hold mu.
 func (b *Budget) giveSpare(ctx context.Context, idx int64, bw *budgetWindow) {
 	if b.spare == 0 || idx <= b.spareIn {
 		return
