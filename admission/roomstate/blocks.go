@@ -267,11 +267,10 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 
 // spaced is the slot of the admission of window idx at place pos in the
 // window's order across the cluster: the window's start plus pos, its
-// limit spread evenly over it. Slots
-// given ahead then fall due in the order the store granted them, at
-// whichever node, rather than all at the window's start, where places
-// found apart would tie and go in in the order their requests happened to
-// be served.
+// limit spread evenly over it. Slots given ahead then fall due in the
+// order the store granted them, at whichever node, rather than all at the
+// window's start, where places found apart would tie and go in in the
+// order their requests happened to be served.
 func (b *Budget) spaced(idx int64, rate float64, pos int64) time.Time {
 	n := b.window(idx, rate).Limit
 	k := min(pos, n-1)
