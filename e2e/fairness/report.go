@@ -306,7 +306,7 @@ const maxTraced = 5
 // it (which node found a place eligible is what tells an order the store
 // kept from one a node's held admissions turned), times from the start.
 func boundaryTrace(start time.Time, last *visitor, before []*visitor, admitted func(*visitor) time.Time) []string {
-	rel := func(t time.Time) string { return fmt.Sprintf("%+.2fs", t.Sub(start).Seconds()) }
+	rel := since(start)
 	out := []string{fmt.Sprintf("last pre-queue place %s (draw %.4f), admitted %s", last.ID, last.Lottery, rel(admitted(last)))}
 	out = append(out, eventLines(last, rel)...)
 	sort.Slice(before, func(i, j int) bool { return admitted(before[i]).Before(admitted(before[j])) })
@@ -321,7 +321,7 @@ func boundaryTrace(start time.Time, last *visitor, before []*visitor, admitted f
 // first lost slot) who were answered wait, or a later slot, at a slot a
 // busy answer gave them, times from the start.
 func slotTrace(start time.Time, lost []*visitor) []string {
-	rel := func(t time.Time) string { return fmt.Sprintf("%+.2fs", t.Sub(start).Seconds()) }
+	rel := since(start)
 	firstLost := func(v *visitor) time.Time {
 		i := slices.IndexFunc(v.Events, func(e event) bool { return e.SlotLost })
 		return v.Events[i].At
@@ -333,6 +333,11 @@ func slotTrace(start time.Time, lost []*visitor) []string {
 		out = append(out, eventLines(v, rel)...)
 	}
 	return out
+}
+
+// since writes a moment as the seconds from start.
+func since(start time.Time) func(time.Time) string {
+	return func(t time.Time) string { return secsText(t.Sub(start)) }
 }
 
 // eventLines are v's requests and answers, each with its tab's node.
