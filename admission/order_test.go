@@ -847,3 +847,75 @@ func TestFIFOFirstRankStopsTheCounter(t *testing.T) {
 		})
 	}
 }
+
+// TestFIFOPredictionsUseTheRoomsShowShare: the share of passed places
+// that come is the room's once the nodes' sums are noted, so a node that
+// sees few places (none found gone yet) tells a key the same moment as a
+// node that sees many; a sum noted too long ago stands for nothing, and a
+// node's own counts are read afresh between notes.
+func TestFIFOPredictionsUseTheRoomsShowShare(t *testing.T) {
+	const rate = 3.0
+	at := t0.Add(2 * time.Second)
+	node := func(came, gone float64) *Room {
+		room := fifoRoom(t, rate, 2*time.Second, StateQueue, time.Time{})
+		for i := range 100 {
+			if _, _, err := room.rank(context.Background(), t0.Add(time.Duration(i)*10*time.Millisecond), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		room.shows.came.add(at, came)
+		room.shows.gone.add(at, gone)
+		return room
+	}
+	now := t0.Add(3 * time.Second)
+	const key = 60.0
+	predict := func(room *Room) (float64, time.Duration) {
+		v := room.View(now)
+		when, ok := v.fifoWhen(now, key)
+		if !ok {
+			t.Fatal("no prediction")
+		}
+		return v.Shows, when.Sub(now)
+	}
+	// Over showWindow: the busy node 0.6 came and 0.4 gone a second, the
+	// quiet one 0.1 and none; the room 0.7 and 0.4.
+	busy, quiet := node(6, 4), node(1, 0)
+	note := func(noted time.Duration) {
+		for _, room := range []*Room{busy, quiet} {
+			room.otherShows = showSum{}
+			if noted >= 0 {
+				came, gone := room.ShowRates(now)
+				room.NoteRoomShows(0.7, 0.4, [2]float64{came, gone}, now.Add(-noted))
+			}
+		}
+	}
+	roomShare := 0.7 / 1.1
+	tests := []struct {
+		name      string
+		noted     time.Duration // how long before now the sums were noted; <0: never
+		wantBusy  float64
+		wantQuiet float64
+	}{
+		{"each node's own", -1, 0.6, 1},
+		{"the room's", lotteryTick, roomShare, roomShare},
+		{"a stale sum", time.Minute, 0.6, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			note(tt.noted)
+			bs, bw := predict(busy)
+			qs, qw := predict(quiet)
+			if math.Abs(bs-tt.wantBusy) > 1e-9 || math.Abs(qs-tt.wantQuiet) > 1e-9 {
+				t.Fatalf("shares: busy node %v, quiet node %v; want %v, %v", bs, qs, tt.wantBusy, tt.wantQuiet)
+			}
+			if same := bw == qw; same != (tt.wantBusy == tt.wantQuiet) {
+				t.Fatalf("key %v predicted in %v at the busy node, %v at the quiet one", key, bw, qw)
+			}
+		})
+	}
+	note(lotteryTick)
+	quiet.shows.gone.add(at, 1)
+	if got, want := quiet.View(now).Shows, 0.7/1.2; math.Abs(got-want) > 1e-9 {
+		t.Errorf("a place found gone since the note: the quiet node's share %v, want %v", got, want)
+	}
+}

@@ -56,16 +56,60 @@ func (r *Room) passedKeys(v *View, from, s float64, now time.Time) (expected flo
 
 // showShare is the share of the places the clock passed that came to be
 // admitted, over the last showWindow: admitted over admitted and found
-// gone. Counting each passed place as that share keeps the lead's worth
-// of places coming, so the visitors who stay are admitted at the rate.
-// 1 while none was found gone; at least minShowShare.
+// gone, in the room (this node's counts now, and the other nodes' as last
+// noted: NoteRoomShows), else at this node. Counting each passed place as
+// that share keeps the lead's worth of places coming, so the visitors who
+// stay are admitted at the rate; fifo's predictions pass keys at the rate
+// over it (View.fifoWhen), so every node tells a key the same moment, a
+// node that sees few places included. 1 while none was found gone; at
+// least minShowShare.
 func (r *Room) showShare(now time.Time) float64 {
-	gone := r.shows.gone.rate(now)
+	came, gone := r.ShowRates(now)
+	if otherCame, otherGone, ok := r.otherShows.now(now); ok {
+		came, gone = came+otherCame, gone+otherGone
+	}
 	if gone == 0 {
 		return 1
 	}
-	came := r.shows.came.rate(now)
 	return math.Max(minShowShare, came/(came+gone))
+}
+
+// ShowRates is how many of the places the clock passed came to be
+// admitted at this node per second over the last showWindow, and how many
+// were found gone here, for the room's sums (NoteRoomShows).
+func (r *Room) ShowRates(now time.Time) (came, gone float64) {
+	return r.shows.came.rate(now), r.shows.gone.rate(now)
+}
+
+// NoteRoomShows tells the room the sums of every node's ShowRates, this
+// node's among them as mine: the other nodes' part is kept, and this
+// node's own counts are read afresh each time (showShare).
+func (r *Room) NoteRoomShows(came, gone float64, mine [2]float64, now time.Time) {
+	came, gone = came-mine[0], gone-mine[1]
+	valid := func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
+	if !valid(came) || !valid(gone) {
+		return
+	}
+	r.otherShows.came.Store(math.Float64bits(math.Max(0, came)))
+	r.otherShows.gone.Store(math.Float64bits(math.Max(0, gone)))
+	r.otherShows.at.Store(now.UnixNano())
+}
+
+// showSum is what the other nodes sharing the room counted of
+// Room.ShowRates, as last noted (NoteRoomShows), and when: a sum older
+// than roomPassedFresh is not used.
+type showSum struct {
+	came, gone atomic.Uint64 // math.Float64bits
+	at         atomic.Int64  // Unix nanoseconds; 0: never noted
+}
+
+// now is the sums, when they were noted lately.
+func (s *showSum) now(now time.Time) (came, gone float64, ok bool) {
+	at := s.at.Load()
+	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
+		return 0, 0, false
+	}
+	return math.Float64frombits(s.came.Load()), math.Float64frombits(s.gone.Load()), true
 }
 
 // passedSum is the sums over every node sharing the room of Room.Passed,

@@ -260,6 +260,8 @@ type Room struct {
 	shows  shows
 	// roomPassed is every node's passed places, summed (NoteRoomPassed).
 	roomPassed passedSum
+	// otherShows is the other nodes' ShowRates, summed (NoteRoomShows).
+	otherShows showSum
 	eligible   *rateWindow
 	started    time.Time  // when this node's room began to observe
 	fifo       *fifoState // nil unless the order is fifo

@@ -436,12 +436,16 @@ func (sh *Shared) TickWanted() bool {
 // gives the lane's room the sums. In fifo: the ranks this node hands out
 // per second (a place's luck span is the luck window times the room's
 // rate of arrivals, not its node's). With an adaptive clock, in both
-// orders: the places the clock passed here that were not admitted (the
-// clock keeps its lead over the room's admissions, not over one node's
-// scaled up), and in fifo the places holding the counter at the
-// pre-queue's end (those passed and not found eligible yet, and the
-// pre-queue keys still to pass: it holds there until none is left). A
-// clock at a fixed speed keeps no lead, and publishes no passed places.
+// orders: how many of the places the clock passed came and how many were
+// found gone (the lead, and fifo's predictions, count the room's share of
+// those that come, not one node's: a node that sees few places would
+// learn a share of its own from a handful), the places the clock passed
+// here that were not admitted (the clock keeps its lead over the room's
+// admissions, not over one node's scaled up), and in fifo the places
+// holding the counter at the pre-queue's end (those passed and not found
+// eligible yet, and the pre-queue keys still to pass: it holds there
+// until none is left). A clock at a fixed speed keeps no lead, and
+// publishes none of these.
 func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time) error {
 	fifo := l.room.View(now).Order == admission.OrderFIFO
 	if fifo {
@@ -454,6 +458,16 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 	if !l.room.Adaptive() {
 		return nil
 	}
+	came, gone := l.room.ShowRates(now)
+	roomCame, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "came"), came, now, until)
+	if err != nil {
+		return err
+	}
+	roomGone, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "gone"), gone, now, until)
+	if err != nil {
+		return err
+	}
+	l.room.NoteRoomShows(roomCame, roomGone, [2]float64{came, gone}, now)
 	expected, holding := l.room.Passed(now)
 	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
 	if err != nil {
