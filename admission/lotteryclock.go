@@ -84,7 +84,7 @@ func (r *Room) tickLottery(v *View, now time.Time, population, eligible float64)
 	// by up to a poll), else this node's, standing for population over
 	// its own count.
 	roomPassed := passed * scale
-	sum, several := r.roomPassedNow(now)
+	sum, _, several := r.roomPassedNow(now)
 	if several {
 		roomPassed = sum
 		lead += v.Rate * lotteryTick.Seconds()

@@ -421,10 +421,10 @@ func (r *Room) fifoSpeed(v *View, now time.Time, population float64) fifoPlan {
 	// else this node's, standing for population over its own count.
 	roomPassed := float64(passed) * scale
 	holding := float64(holdingEnd(v, unfound, ahead))
-	sum, several := r.roomPassedNow(now)
+	sum, held, several := r.roomPassedNow(now)
 	if several {
 		roomPassed = sum
-		holding = math.Max(holding, r.roomPassed.holdingNow())
+		holding = math.Max(holding, held)
 	}
 	plan := fifoPlan{passed: roomPassed, hold: fifoHold(v, s, holding)}
 	if plan.hold > 0 {
@@ -514,11 +514,11 @@ func (r *Room) fifoShort(v *View, now time.Time) float64 {
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
 		return r.fifoLead(v, false)
 	}
-	if sum, ok := r.roomPassedNow(now); ok {
+	if sum, _, ok := r.roomPassedNow(now); ok {
 		return math.Max(0, r.fifoLead(v, true)-sum)
 	}
 	at := r.fifo.tickPassedAt.Load()
-	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
+	if at == 0 || now.Sub(time.Unix(0, at)) > roomSumsFresh {
 		return 0
 	}
 	return math.Max(0, r.fifoLead(v, false)-math.Float64frombits(r.fifo.tickPassed.Load()))

@@ -882,10 +882,10 @@ func TestFIFOPredictionsUseTheRoomsShowShare(t *testing.T) {
 	busy, quiet := node(6, 4), node(1, 0)
 	note := func(noted time.Duration) {
 		for _, room := range []*Room{busy, quiet} {
-			room.otherShows = showSum{}
+			room.otherShows = roomSums{}
 			if noted >= 0 {
 				came, gone := room.ShowRates(now)
-				room.NoteRoomShows(0.7, 0.4, [2]float64{came, gone}, now.Add(-noted))
+				room.NoteOtherShows(0.7-came, 0.4-gone, now.Add(-noted))
 			}
 		}
 	}

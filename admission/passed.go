@@ -57,15 +57,16 @@ func (r *Room) passedKeys(v *View, from, s float64, now time.Time) (expected flo
 // showShare is the share of the places the clock passed that came to be
 // admitted, over the last showWindow: admitted over admitted and found
 // gone, in the room (this node's counts now, and the other nodes' as last
-// noted: NoteRoomShows), else at this node. Counting each passed place as
+// noted: NoteOtherShows), else at this node. Counting each passed place as
 // that share keeps the lead's worth of places coming, so the visitors who
 // stay are admitted at the rate; fifo's predictions pass keys at the rate
-// over it (View.fifoWhen), so every node tells a key the same moment, a
-// node that sees few places included. 1 while none was found gone; at
-// least minShowShare.
+// over it (View.fifoWhen), so a node that sees few places predicts about
+// as the others do, not from a handful of its own. The counts are of
+// visits: a place that presented at several nodes counts at each. 1 while
+// none was found gone; at least minShowShare.
 func (r *Room) showShare(now time.Time) float64 {
 	came, gone := r.ShowRates(now)
-	if otherCame, otherGone, ok := r.otherShows.now(now); ok {
+	if otherCame, otherGone, ok := r.otherShows.fresh(now); ok {
 		came, gone = came+otherCame, gone+otherGone
 	}
 	if gone == 0 {
@@ -76,54 +77,47 @@ func (r *Room) showShare(now time.Time) float64 {
 
 // ShowRates is how many of the places the clock passed came to be
 // admitted at this node per second over the last showWindow, and how many
-// were found gone here, for the room's sums (NoteRoomShows).
+// were found gone here, for the room's sums (NoteOtherShows).
 func (r *Room) ShowRates(now time.Time) (came, gone float64) {
 	return r.shows.came.rate(now), r.shows.gone.rate(now)
 }
 
-// NoteRoomShows tells the room the sums of every node's ShowRates, this
-// node's among them as mine: the other nodes' part is kept, and this
-// node's own counts are read afresh each time (showShare).
-func (r *Room) NoteRoomShows(came, gone float64, mine [2]float64, now time.Time) {
-	came, gone = came-mine[0], gone-mine[1]
-	valid := func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
-	if !valid(came) || !valid(gone) {
+// NoteOtherShows tells the room the sums of the other nodes' ShowRates:
+// this node's own counts are read afresh each time (showShare).
+func (r *Room) NoteOtherShows(came, gone float64, now time.Time) {
+	r.otherShows.note(math.Max(0, came), math.Max(0, gone), now)
+}
+
+// roomSums is two sums over the nodes sharing a room, as last noted, and
+// when: a note older than roomSumsFresh stands for nothing.
+type roomSums struct {
+	a, b atomic.Uint64 // math.Float64bits
+	at   atomic.Int64  // Unix nanoseconds; 0: never noted
+}
+
+// roomSumsFresh is how long a noted sum stands: three ticks, as long as a
+// node's published value lives in the store.
+const roomSumsFresh = 3 * lotteryTick
+
+// note records a and b at now, unless either is negative or not finite.
+func (s *roomSums) note(a, b float64, now time.Time) {
+	valid := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+	if !valid(a) || !valid(b) {
 		return
 	}
-	r.otherShows.came.Store(math.Float64bits(math.Max(0, came)))
-	r.otherShows.gone.Store(math.Float64bits(math.Max(0, gone)))
-	r.otherShows.at.Store(now.UnixNano())
+	s.a.Store(math.Float64bits(a))
+	s.b.Store(math.Float64bits(b))
+	s.at.Store(now.UnixNano())
 }
 
-// showSum is what the other nodes sharing the room counted of
-// Room.ShowRates, as last noted (NoteRoomShows), and when: a sum older
-// than roomPassedFresh is not used.
-type showSum struct {
-	came, gone atomic.Uint64 // math.Float64bits
-	at         atomic.Int64  // Unix nanoseconds; 0: never noted
-}
-
-// now is the sums, when they were noted lately.
-func (s *showSum) now(now time.Time) (came, gone float64, ok bool) {
+// fresh is the sums, when they were noted within roomSumsFresh of now.
+func (s *roomSums) fresh(now time.Time) (a, b float64, ok bool) {
 	at := s.at.Load()
-	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
+	if at == 0 || now.Sub(time.Unix(0, at)) > roomSumsFresh {
 		return 0, 0, false
 	}
-	return math.Float64frombits(s.came.Load()), math.Float64frombits(s.gone.Load()), true
+	return math.Float64frombits(s.a.Load()), math.Float64frombits(s.b.Load()), true
 }
-
-// passedSum is the sums over every node sharing the room of Room.Passed,
-// as last noted (NoteRoomPassed), and when: a sum older than
-// roomPassedFresh is not used.
-type passedSum struct {
-	expected, holding atomic.Uint64 // math.Float64bits
-	at                atomic.Int64  // Unix nanoseconds; 0: never noted
-}
-
-// roomPassedFresh is how long a noted sum of every node's passed places
-// stands: three ticks, as long as a node's published count lives in the
-// store.
-const roomPassedFresh = 3 * lotteryTick
 
 // Passed is how many places presented at this node the clock passed and
 // did not admit are expected to come (passedKeys; fifoKeys in fifo), and
@@ -146,25 +140,12 @@ func (r *Room) Passed(now time.Time) (expected, holding float64) {
 // node's scaled up, and fifo's counter holds at the pre-queue's end until
 // no node has a place holding it there.
 func (r *Room) NoteRoomPassed(n, holding float64, now time.Time) {
-	valid := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
-	if !valid(n) || !valid(holding) {
-		return
-	}
-	r.roomPassed.expected.Store(math.Float64bits(n))
-	r.roomPassed.holding.Store(math.Float64bits(holding))
-	r.roomPassed.at.Store(now.UnixNano())
+	r.roomPassed.note(n, holding, now)
 }
 
-// roomPassedNow is the sum of every node's passed places, when one was
-// noted lately.
-func (r *Room) roomPassedNow(now time.Time) (float64, bool) {
-	at := r.roomPassed.at.Load()
-	if at == 0 || now.Sub(time.Unix(0, at)) > roomPassedFresh {
-		return 0, false
-	}
-	return math.Float64frombits(r.roomPassed.expected.Load()), true
+// roomPassedNow is the sum of every node's passed places, and of their
+// places holding the fifo counter at the pre-queue's end (holdingEnd),
+// when they were noted lately.
+func (r *Room) roomPassedNow(now time.Time) (expected, holding float64, ok bool) {
+	return r.roomPassed.fresh(now)
 }
-
-// holdingNow is the sum of every node's places holding the fifo counter at
-// the pre-queue's end (holdingEnd), as last noted.
-func (s *passedSum) holdingNow() float64 { return math.Float64frombits(s.holding.Load()) }

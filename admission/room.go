@@ -258,10 +258,10 @@ type Room struct {
 	// lapsed counts the slots this node lapsed.
 	lapsed atomic.Int64
 	shows  shows
-	// roomPassed is every node's passed places, summed (NoteRoomPassed).
-	roomPassed passedSum
-	// otherShows is the other nodes' ShowRates, summed (NoteRoomShows).
-	otherShows showSum
+	// roomPassed is every node's Passed, summed (NoteRoomPassed).
+	roomPassed roomSums
+	// otherShows is the other nodes' ShowRates, summed (NoteOtherShows).
+	otherShows roomSums
 	eligible   *rateWindow
 	started    time.Time  // when this node's room began to observe
 	fifo       *fifoState // nil unless the order is fifo

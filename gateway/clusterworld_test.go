@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -37,10 +38,10 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 		{name: "nobody leaving", seed: 1, phases: phases},
 		{name: "a third leaving", seed: 2, leave: 0.3, phases: phases},
 		// Half the pre-queue walking away holds the counter at the
-		// pre-queue's end until their moments pass (docs/FAIRNESS.md,
-		// Known limits): over seeds 1 to 16 the window holding that end
-		// admitted 9 of 15 or more, and fewer than 12 in 6 of them.
-		{name: "half leaving", seed: 3, leave: 0.5, phases: phases, rateShare: 0.6},
+		// pre-queue's end until their moments pass: the windows it stands
+		// there in admit less (docs/FAIRNESS.md, Known limits;
+		// docs/runs/2026-11-28-room-show-share.md).
+		{name: "half leaving", seed: 3, leave: 0.5, phases: phases, holdShare: 0.6},
 		{name: "a third leaving, seed 34", seed: 34, leave: 0.3, phases: phases},
 		{name: "nobody leaving, the ticking node's places few", seed: 28, phases: phases},
 		{name: "a third leaving, other phases", seed: 5, leave: 0.3, phases: [3]time.Duration{ms(100), ms(450), ms(800)}},
@@ -48,9 +49,23 @@ func TestClusterFIFOPreQueueGoesFirst(t *testing.T) {
 		{name: "a third leaving, slow ticks", seed: 2, leave: 0.3, phases: phases, poll: ms(500), tickTakes: ms(400)},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, tt.run)
+		if *worldSeeds <= 0 {
+			t.Run(tt.name, tt.run)
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := range uint64(*worldSeeds) {
+				tt.seed = seed + 1
+				t.Run(fmt.Sprint("seed_", tt.seed), tt.run)
+			}
+		})
 	}
 }
+
+// worldSeeds plays each world of TestClusterFIFOPreQueueGoesFirst with
+// seeds 1 to N instead of its own one: how often a world's draws miss
+// its targets (docs/runs/2026-11-28-room-show-share.md).
+var worldSeeds = flag.Int("world.seeds", 0, "play each fifo cluster world with seeds 1 to N")
 
 // TestClusterLotteryKeepsTheRate: worlds of
 // TestClusterFIFOPreQueueGoesFirst in a lottery room, nobody leaving, most
@@ -92,9 +107,10 @@ type boundaryWorld struct {
 	// tickTakes is how long a node's cluster tick's store calls take, on
 	// the 50ms grid: the tick's change is made that long after it began.
 	tickTakes time.Duration
-	// rateShare is the share of the rate every window admits while a
-	// window's worth waits; the constant rateShare when zero.
-	rateShare float64
+	// holdShare is the share of the rate a window admits while a
+	// window's worth waits, when the fifo counter stands at the
+	// pre-queue's end in it; rateShare when zero.
+	holdShare float64
 }
 
 // nodePoll is the nodes' own poll period (the default), which sets how
@@ -248,7 +264,7 @@ func (tt boundaryWorld) run(t *testing.T) {
 			last = v
 		}
 	}
-	checkRate(t, vs, start, cmp.Or(tt.rateShare, rateShare))
+	checkRate(t, vs, start, [2]time.Time{atEnd, pastEnd}, cmp.Or(tt.holdShare, rateShare))
 	if apart > 0 {
 		t.Errorf("the nodes read the clock apart at %d moments", apart)
 	}
@@ -272,8 +288,10 @@ func (tt boundaryWorld) run(t *testing.T) {
 	}
 }
 
-// checkRate holds a world to the rate targets.
-func checkRate(t *testing.T, vs []*boundaryVisitor, start time.Time, share float64) {
+// checkRate holds a world to the rate targets: a window that overlaps
+// hold (the counter standing at the pre-queue's end, from hold[0] until
+// hold[1] or the end; none when hold[0] is zero) to holdShare.
+func checkRate(t *testing.T, vs []*boundaryVisitor, start time.Time, hold [2]time.Time, holdShare float64) {
 	t.Helper()
 	var last time.Time
 	for _, v := range vs {
@@ -292,6 +310,10 @@ func checkRate(t *testing.T, vs []*boundaryVisitor, start time.Time, share float
 			if !v.admitted.Before(from) && v.admitted.Before(to) {
 				admitted++
 			}
+		}
+		share := rateShare
+		if !hold[0].IsZero() && hold[0].Before(to) && (hold[1].IsZero() || hold[1].After(from)) {
+			share = holdShare
 		}
 		if waiting >= window && float64(admitted) < share*float64(window) {
 			t.Errorf("+%v to +%v: %d admitted of %d waiting, want at least %.0f%% of %d", from.Sub(start), to.Sub(start), admitted, waiting, 100*share, window)

@@ -436,20 +436,21 @@ func (sh *Shared) TickWanted() bool {
 // gives the lane's room the sums. In fifo: the ranks this node hands out
 // per second (a place's luck span is the luck window times the room's
 // rate of arrivals, not its node's). With an adaptive clock, in both
-// orders: how many of the places the clock passed came and how many were
-// found gone (the lead, and fifo's predictions, count the room's share of
-// those that come, not one node's: a node that sees few places would
-// learn a share of its own from a handful), the places the clock passed
-// here that were not admitted (the clock keeps its lead over the room's
-// admissions, not over one node's scaled up), and in fifo the places
-// holding the counter at the pre-queue's end (those passed and not found
-// eligible yet, and the pre-queue keys still to pass: it holds there
-// until none is left). A clock at a fixed speed keeps no lead, and
-// publishes none of these.
+// orders: the places the clock passed here that were not admitted (the
+// clock keeps its lead over the room's admissions, not over one node's
+// scaled up); in fifo the places holding the counter at the pre-queue's
+// end (those passed and not found eligible yet, and the pre-queue keys
+// still to pass: it holds there until none is left); and how many of the
+// places the clock passed came and how many were found gone (the lead,
+// and fifo's predictions, count the room's share of those that come, not
+// one node's: a node that sees few places would learn a share of its own
+// from a handful). The shares go last: a store that fails them has the
+// others published. A clock at a fixed speed keeps no lead, and publishes
+// none of these.
 func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time) error {
 	fifo := l.room.View(now).Order == admission.OrderFIFO
 	if fifo {
-		issues, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
+		issues, _, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "issues"), l.room.IssueRate(now), now, until)
 		if err != nil {
 			return err
 		}
@@ -458,31 +459,41 @@ func (sh *Shared) sharePassed(ctx context.Context, l *lane, now, until time.Time
 	if !l.room.Adaptive() {
 		return nil
 	}
-	came, gone := l.room.ShowRates(now)
-	roomCame, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "came"), came, now, until)
-	if err != nil {
-		return err
-	}
-	roomGone, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "gone"), gone, now, until)
-	if err != nil {
-		return err
-	}
-	l.room.NoteRoomShows(roomCame, roomGone, [2]float64{came, gone}, now)
 	expected, holding := l.room.Passed(now)
-	passed, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
+	passed, nodes, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "passed"), expected, now, until)
 	if err != nil {
 		return err
 	}
-	if !fifo {
-		l.room.NoteRoomPassed(passed, 0, now)
-		return nil
+	held := 0.0
+	if fifo {
+		if held, _, err = sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, holdingItem), holding, now, until); err != nil {
+			return err
+		}
+		l.holding.Store(holding > 0)
 	}
-	held, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, holdingItem), holding, now, until)
-	if err != nil {
-		return err
-	}
-	l.holding.Store(holding > 0)
 	l.room.NoteRoomPassed(passed, held, now)
+	return sh.shareShows(ctx, l, nodes, now, until)
+}
+
+// shareShows publishes how many of the places the clock passed came to be
+// admitted here and how many were found gone, and gives the lane's room
+// the other nodes' sums: only when as many nodes published them as
+// published their passed places (nodes), so a node of a version that
+// does not publish them leaves each node its own share rather than a
+// part of the room's.
+func (sh *Shared) shareShows(ctx context.Context, l *lane, nodes int, now, until time.Time) error {
+	came, gone := l.room.ShowRates(now)
+	roomCame, cameBy, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "came"), came, now, until)
+	if err != nil {
+		return err
+	}
+	roomGone, goneBy, err := sh.publishSum(ctx, laneKey(sh.cluster.key, l.name, "gone"), gone, now, until)
+	if err != nil {
+		return err
+	}
+	if cameBy == nodes && goneBy == nodes {
+		l.room.NoteOtherShows(roomCame-came, roomGone-gone, now)
+	}
 	return nil
 }
 
@@ -494,13 +505,12 @@ const holdingItem = "unfound"
 
 // publishSum publishes this node's value under key and reads the sum over
 // every node.
-func (sh *Shared) publishSum(ctx context.Context, key string, v float64, now, until time.Time) (float64, error) {
+func (sh *Shared) publishSum(ctx context.Context, key string, v float64, now, until time.Time) (sum float64, nodes int, err error) {
 	cl := sh.cluster
 	if err := cl.store.PublishPopulation(ctx, key, cl.set.Node, v, until); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	sum, _, err := cl.store.Population(ctx, key, now)
-	return sum, err
+	return cl.store.Population(ctx, key, now)
 }
 
 // ClusterTick publishes this node's observations, lets the controller run
