@@ -18,9 +18,9 @@ import (
 // tickEvery is the controller's period, for the whole cluster.
 const tickEvery = time.Second
 
-// StoreCool is how long a node stops asking a store that failed before it
-// tries again: a down store costs one call deadline per StoreCool, not one
-// per request.
+// StoreCool is how long a node waits before trying again a store whose
+// call failed quickly (refused, throttled, a 5xx): such a store is asked
+// once per StoreCool, not once per request (roomstate.Guard).
 const StoreCool = time.Second
 
 // SweepEvery is how often a room's loop sweeps its store's expired items.
@@ -911,7 +911,8 @@ type ClusterStatus struct {
 	// control state since this node started: it issues no new tokens and
 	// admits nobody until then.
 	Joined bool `json:"joined"`
-	// Failing is true while the store failed within the last second.
+	// Failing is true from a failure of the store until a call is
+	// answered.
 	Failing bool `json:"failing"`
 	// OnUnavailable is what the room does while the store fails.
 	OnUnavailable string `json:"on_unavailable"`

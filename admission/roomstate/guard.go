@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fairgate/fairgate/admission/queue"
 )
 
-// ErrUnavailable means a guarded store failed recently and is not asked
-// again until its cool-down ends.
+// ErrUnavailable means a guarded store failed and this call did not ask
+// it: another call was trying it and had no answer in time, or its
+// cool-down had not ended.
 var ErrUnavailable = errors.New("room state store unavailable")
 
 // Observer is told of every store call: its operation, how long it took
@@ -20,18 +22,36 @@ var ErrUnavailable = errors.New("room state store unavailable")
 type Observer func(op string, took time.Duration, err error)
 
 // Guard wraps a store so a failing store costs the request path one call
-// deadline per cool-down, not one per request: after a failure every call
-// fails at once with ErrUnavailable until cool has passed, then the next
-// call tries the store again. Only a failure of the store itself trips it
-// (see Unwell). It reports each call to observe.
+// at a time, not one per request: after a failure, one call tries the
+// store; the others wait up to trialWait for its answer, then fail with
+// ErrUnavailable, until a call is answered. A call that failed at its
+// deadline has already waited, so the next call may try at once (a slow
+// store is asked one call deadline at a time); after a quick failure
+// (refused, throttled, a 5xx) the next try waits for cool. So a node that
+// stopped running for a moment (starved of CPU, paused), whose calls in
+// flight then end at their deadlines together, serves again as soon as one
+// call is answered, the requests sent to it meanwhile included. Only a
+// failure of the store itself trips it (see Unwell). It reports each call
+// to observe.
 type Guard struct {
 	Store
 	observe Observer
 	cool    time.Duration
 	now     func() time.Time
 	timeout time.Duration // per call, when set (SetCallTimeout)
-	down    atomic.Int64  // unix nanos until which calls fail fast
+	wait    time.Duration // trialWait; a test may shorten it
+	down    atomic.Int64  // unix nanos before which no call tries the store
+	failed  atomic.Bool   // no call was answered since the last failure
+	waiting atomic.Int64  // calls waiting for the call trying the store
+	mu      sync.Mutex
+	trial   chan struct{} // closed when the call trying the store ends; nil if none
 }
+
+// trialWait is how long a call waits for the call trying a store that
+// failed: long enough for a store that answers to answer it (a node
+// resuming after a stall is sent at once every request sent meanwhile),
+// short enough that a store that is down holds each request only briefly.
+const trialWait = 250 * time.Millisecond
 
 // SetCallTimeout bounds every call through the guard, within the store's
 // own deadline: a room's call_timeout, when rooms share one opened store.
@@ -43,17 +63,19 @@ func NewGuard(store Store, cool time.Duration, now func() time.Time, observe Obs
 	if observe == nil {
 		observe = func(string, time.Duration, error) {}
 	}
-	return &Guard{Store: store, observe: observe, cool: cool, now: now}
+	return &Guard{Store: store, observe: observe, cool: cool, now: now, wait: trialWait}
 }
 
-// Failing reports whether the store failed within the cool-down.
-func (g *Guard) Failing() bool { return g.now().UnixNano() < g.down.Load() }
+// Failing reports whether the store failed and no call was answered since.
+func (g *Guard) Failing() bool { return g.failed.Load() }
 
 func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) error) error {
-	if g.Failing() {
-		err := fmt.Errorf("%s: %w", op, ErrUnavailable)
-		g.observe(op, 0, err)
-		return err
+	if g.failed.Load() {
+		end, err := g.enter(ctx, op)
+		if err != nil {
+			return err
+		}
+		defer end()
 	}
 	callCtx := ctx
 	if g.timeout > 0 {
@@ -64,17 +86,68 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 	start := time.Now()
 	err := fn(callCtx)
 	g.observe(op, time.Since(start), err)
-	if err != nil && ctx.Err() == nil && Unwell(err) {
-		g.down.Store(g.now().Add(g.cool).UnixNano())
+	switch {
+	case ctx.Err() != nil:
+		// Its caller gave up: the call says nothing of the store.
+	case err != nil && Unwell(err):
+		cool := g.cool
+		if errors.Is(err, context.DeadlineExceeded) {
+			cool = 0
+		}
+		g.down.Store(g.now().Add(cool).UnixNano())
+		g.failed.Store(true)
+	default:
+		g.failed.Store(false)
 	}
 	return err
+}
+
+// enter lets a call ask a store that failed when it is the one call to
+// try it (it then calls end when done), or when the call trying it is
+// answered within g.wait; otherwise it fails with ErrUnavailable.
+func (g *Guard) enter(ctx context.Context, op string) (end func(), err error) {
+	unavailable := func() (func(), error) {
+		err := fmt.Errorf("%s: %w", op, ErrUnavailable)
+		g.observe(op, 0, err)
+		return nil, err
+	}
+	if g.now().UnixNano() < g.down.Load() {
+		return unavailable()
+	}
+	g.mu.Lock()
+	trial := g.trial
+	if trial == nil {
+		trial = make(chan struct{})
+		g.trial = trial
+		g.mu.Unlock()
+		return func() {
+			g.mu.Lock()
+			close(trial)
+			g.trial = nil
+			g.mu.Unlock()
+		}, nil
+	}
+	g.mu.Unlock()
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	timer := time.NewTimer(g.wait)
+	defer timer.Stop()
+	select {
+	case <-trial:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if ctx.Err() != nil || g.failed.Load() {
+		return unavailable()
+	}
+	return func() {}, nil
 }
 
 // Unwell reports whether err says the store itself is failing
 // (unreachable, too slow, throttling, failing inside) rather than refusing
 // this one call (a validation error, an item too large, a missing table,
-// ErrNotFound, ErrConflict): only the former stops every call for a
-// cool-down, so one bad request cannot make the room answer 503; and only
+// ErrNotFound, ErrConflict): only the former holds the other calls back,
+// so one bad request cannot make the room answer 503; and only
 // the former lets a node start without its store (a refusal is a config
 // error).
 func Unwell(err error) bool {
