@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -131,6 +132,7 @@ type results struct {
 	Leavers      *leaverRow    `json:"leavers,omitempty"`
 	Windows      []window      `json:"windows"`
 	ByNode       []nodeRow     `json:"by_node,omitempty"`
+	Tabs         *tabsRow      `json:"tabs_at_nodes,omitempty"`
 	Rule         []ruleRow     `json:"rule_oracle,omitempty"`
 	ClockSamples []clockSample `json:"clock_samples,omitempty"`
 	Targets      []target      `json:"targets"`
@@ -182,6 +184,7 @@ func analyse(vs []*visitor, c config, samples []clockSample) *results {
 	}
 	if c.Nodes > 1 {
 		res.ByNode = byNode(vs, c.Nodes)
+		res.Tabs = tabsAlike(vs, c.SaleStart)
 	}
 	res.judge()
 	return res
@@ -685,6 +688,77 @@ func byNode(vs []*visitor, n int) []nodeRow {
 	return rows
 }
 
+// tabsRow compares the moments the nodes told one login's tabs to come
+// back: the logins whose tabs were answered at two nodes within
+// tabsCompared of each other, how many were told moments further apart
+// than tabsTick plus the time between the answers, and the worst.
+type tabsRow struct {
+	Logins int      `json:"logins"`
+	Apart  int      `json:"apart"`
+	Worst  float64  `json:"worst_s"` // the largest excess over the allowance, seconds
+	Trace  []string `json:"trace,omitempty"`
+}
+
+const (
+	// tabsCompared: answers at two nodes this close in time are compared.
+	tabsCompared = time.Second
+	// tabsTick is how far apart two nodes may place one moment: a node
+	// reads the room's counter, its show share and its ranks up to a
+	// tick late.
+	tabsTick = time.Second
+)
+
+// tabsAlike compares, for each login whose tabs asked at different
+// nodes, its wait answers (the moment its key is expected) and its busy
+// answers (its one slot), two of a kind at a time.
+func tabsAlike(vs []*visitor, start time.Time) *tabsRow {
+	row := &tabsRow{}
+	rel := since(start)
+	for _, v := range vs {
+		if !slices.ContainsFunc(v.Nodes, func(n int) bool { return n != v.Nodes[0] }) {
+			continue // its tabs asked one node
+		}
+		var told []event
+		for _, e := range v.Events {
+			if e.Status == http.StatusTooManyRequests && e.Nxt > 0 && (e.Outcome == "wait" || e.Outcome == "busy") && e.Tab < len(v.Nodes) {
+				told = append(told, e)
+			}
+		}
+		compared, worst := false, time.Duration(0)
+		var worstPair [2]event
+		for i, a := range told {
+			for _, b := range told[i+1:] {
+				gap := b.At.Sub(a.At).Abs()
+				if v.Nodes[a.Tab] == v.Nodes[b.Tab] || a.Outcome != b.Outcome || gap > tabsCompared {
+					continue
+				}
+				compared = true
+				excess := time.UnixMilli(a.Nxt).Sub(time.UnixMilli(b.Nxt)).Abs() - tabsTick - gap
+				if excess > worst {
+					worst, worstPair = excess, [2]event{a, b}
+				}
+			}
+		}
+		if !compared {
+			continue
+		}
+		row.Logins++
+		if worst <= 0 {
+			continue
+		}
+		row.Apart++
+		if worst.Seconds() > row.Worst {
+			row.Worst = worst.Seconds()
+			row.Trace = row.Trace[:0]
+			for _, e := range worstPair {
+				row.Trace = append(row.Trace, fmt.Sprintf("%s tab %d at node %d, answered %s: %s, next %s",
+					v.ID, e.Tab, v.Nodes[e.Tab]+1, rel(e.At), e.Outcome, rel(time.UnixMilli(e.Nxt))))
+			}
+		}
+	}
+	return row
+}
+
 func (res *results) judge() {
 	add := func(name string, ok bool, format string, args ...any) {
 		res.Targets = append(res.Targets, target{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -697,6 +771,9 @@ func (res *results) judge() {
 	add("passes per login", len(res.LoginsOverOne) == 0, "%d logins with more than one pass", len(res.LoginsOverOne))
 	add("stayers admitted", res.StayersWaiting == 0, "%d honest visitors who stayed not admitted by the run's end", res.StayersWaiting)
 	backs, most := stepsBack(res.ClockSamples)
+	if t := res.Tabs; t != nil {
+		add("tabs told alike", t.Apart == 0, "%d of %d logins with tabs at two nodes told moments more than %s (and the time between the answers) apart, the worst by %.2fs more", t.Apart, t.Logins, tabsTick, t.Worst)
+	}
 	add("clock never steps back", backs == 0, "%d of %d readings of the room's clock at node 1 below the one before (the largest by %.3f)", backs, len(res.ClockSamples), most)
 	for _, b := range res.Fifo {
 		// A small run's few pairs cannot measure P to ±0.05: it is held
@@ -737,6 +814,12 @@ func (res *results) print(w io.Writer, skip []string) int {
 		fmt.Fprintf(w, "  %4s %6s %6s %6s\n", "node", "share", "tabs", "passes")
 		for _, r := range res.ByNode {
 			fmt.Fprintf(w, "  %4d %5.0f%% %6d %6d\n", r.Node+1, 100*c.Weights[r.Node], r.Tabs, r.Passes)
+		}
+	}
+	if t := res.Tabs; t != nil && len(t.Trace) > 0 {
+		fmt.Fprintf(w, "tabs told apart, the worst pair:\n")
+		for _, line := range t.Trace {
+			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
 	fmt.Fprintf(w, "page timing (from the script): one-way cap %s, rate-limit jitter %s, closed wait %s, trouble wait %s, network retry %s\n\n",

@@ -539,3 +539,40 @@ func TestStepsBack(t *testing.T) {
 		})
 	}
 }
+
+// tabsVisitor is a login with two tabs at nodes, each answered once:
+// tab 0 at a0 with outcome o0 naming n0, tab 1 at a1 with o1 naming n1.
+func tabsVisitor(nodes []int, a0 float64, o0 string, n0, a1 float64, o1 string, n1 float64) *visitor {
+	v := &visitor{ID: "t", Login: "l", Strategy: tabs, Pair: 0, Nodes: nodes}
+	v.record(event{Tab: 0, Path: "/admit", Status: 429, At: at(a0), Outcome: o0, Nxt: at(n0).UnixMilli()})
+	v.record(event{Tab: 1, Path: "/admit", Status: 429, At: at(a1), Outcome: o1, Nxt: at(n1).UnixMilli()})
+	return v
+}
+
+func TestTabsToldAlike(t *testing.T) {
+	tests := []struct {
+		name              string
+		v                 *visitor
+		wantLogins, apart int
+		wantWorst         float64
+	}{
+		{"alike at two nodes", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 30.9), 1, 0, 0},
+		{"apart at two nodes", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 33), 1, 1, 2},
+		{"the answers' gap allowed", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.8, "wait", 31.7), 1, 0, 0},
+		{"slots apart", tabsVisitor([]int{0, 2}, 10, "busy", 12, 10.5, "busy", 14), 1, 1, 0.5},
+		{"one node", tabsVisitor([]int{1, 1}, 10, "wait", 30, 10, "wait", 40), 0, 0, 0},
+		{"answers too far apart in time", tabsVisitor([]int{0, 1}, 10, "wait", 30, 11.5, "wait", 40), 0, 0, 0},
+		{"different outcomes", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "busy", 40), 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			row := tabsAlike([]*visitor{tt.v}, t0)
+			if row.Logins != tt.wantLogins || row.Apart != tt.apart || math.Abs(row.Worst-tt.wantWorst) > 1e-9 {
+				t.Fatalf("logins %d, apart %d, worst %.3f; want %d, %d, %.3f", row.Logins, row.Apart, row.Worst, tt.wantLogins, tt.apart, tt.wantWorst)
+			}
+			if (tt.apart > 0) != (len(row.Trace) == 2) {
+				t.Fatalf("trace %q", row.Trace)
+			}
+		})
+	}
+}
