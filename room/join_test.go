@@ -78,8 +78,9 @@ func TestAJoiningNodeSizesTheWindowsBeforeAdmitFromByTheStoredRate(t *testing.T)
 }
 
 // joinedNode is cfg's room state as node name on store, joined. Its
-// store calls may take 10 s, as a loaded machine's can: a call that timed
-// out would stop its calls for a StoreCool the test's clock never ends.
+// store calls may take 10 s, as a loaded machine's can: after a call that
+// timed out, the next one that did would stop its calls for a StoreCool
+// the test's clock never ends.
 func joinedNode(t *testing.T, cfg Config, name string, store roomstate.Store, clock func() time.Time) *Shared {
 	t.Helper()
 	cfg.StateStore = &StateStore{Type: StoreBolt, Path: "unused", Node: name, CallTimeout: Duration(10 * time.Second)}

@@ -23,16 +23,18 @@ type Observer func(op string, took time.Duration, err error)
 
 // Guard wraps a store so a failing store costs the request path one call
 // at a time, not one per request: after a failure, one call tries the
-// store; the others wait up to trialWait for its answer, then fail with
-// ErrUnavailable, until a call is answered. A call that failed at its
-// deadline has already waited, so the next call may try at once (a slow
-// store is asked one call deadline at a time); after a quick failure
-// (refused, throttled, a 5xx) the next try waits for cool. So a node that
-// stopped running for a moment (starved of CPU, paused), whose calls in
-// flight then end at their deadlines together, serves again as soon as one
-// call is answered, the requests sent to it meanwhile included. Only a
-// failure of the store itself trips it (see Unwell). It reports each call
-// to observe.
+// store; the others wait up to trialWait (within their own deadline) for
+// its answer, then fail with ErrUnavailable, until a call is answered. A
+// call that was sent while the store answered and failed at its deadline
+// lets the next call try at once: it waited already, and a node that
+// stopped running for a moment (starved of CPU, paused) ends its calls in
+// flight at their deadlines together, though the store is well, and
+// serves again, the requests sent to it meanwhile included, as soon as one
+// call is answered. After a quick failure (refused, throttled, a 5xx), or
+// a trying call that timed out, the next try waits for cool. A call's
+// outcome counts only if nothing was learnt of the store since it began,
+// and only a failure of the store itself trips the guard (see Unwell). It
+// reports each call to observe.
 type Guard struct {
 	Store
 	observe Observer
@@ -40,10 +42,11 @@ type Guard struct {
 	now     func() time.Time
 	timeout time.Duration // per call, when set (SetCallTimeout)
 	wait    time.Duration // trialWait; a test may shorten it
-	down    atomic.Int64  // unix nanos before which no call tries the store
 	failed  atomic.Bool   // no call was answered since the last failure
+	epoch   atomic.Uint64 // counts what was learnt of the store; written under mu
 	waiting atomic.Int64  // calls waiting for the call trying the store
 	mu      sync.Mutex
+	down    time.Time     // before it no call tries the store
 	trial   chan struct{} // closed when the call trying the store ends; nil if none
 }
 
@@ -70,13 +73,6 @@ func NewGuard(store Store, cool time.Duration, now func() time.Time, observe Obs
 func (g *Guard) Failing() bool { return g.failed.Load() }
 
 func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) error) error {
-	if g.failed.Load() {
-		end, err := g.enter(ctx, op)
-		if err != nil {
-			return err
-		}
-		defer end()
-	}
 	callCtx := ctx
 	if g.timeout > 0 {
 		var cancel context.CancelFunc
@@ -84,63 +80,95 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 		defer cancel()
 	}
 	start := time.Now()
+	epoch, trying := g.epoch.Load(), false
+	if g.failed.Load() {
+		var ok bool
+		epoch, trying, ok = g.enter(callCtx)
+		if !ok {
+			err := fmt.Errorf("%s: %w", op, ErrUnavailable)
+			g.observe(op, time.Since(start), err)
+			return err
+		}
+		if trying {
+			defer g.endTrial()
+		}
+	}
 	err := fn(callCtx)
 	g.observe(op, time.Since(start), err)
-	switch {
-	case ctx.Err() != nil:
-		// Its caller gave up: the call says nothing of the store.
-	case err != nil && Unwell(err):
-		cool := g.cool
-		if errors.Is(err, context.DeadlineExceeded) {
-			cool = 0
-		}
-		g.down.Store(g.now().Add(cool).UnixNano())
-		g.failed.Store(true)
-	default:
-		g.failed.Store(false)
-	}
+	g.learn(ctx, epoch, trying, err)
 	return err
 }
 
-// enter lets a call ask a store that failed when it is the one call to
-// try it (it then calls end when done), or when the call trying it is
-// answered within g.wait; otherwise it fails with ErrUnavailable.
-func (g *Guard) enter(ctx context.Context, op string) (end func(), err error) {
-	unavailable := func() (func(), error) {
-		err := fmt.Errorf("%s: %w", op, ErrUnavailable)
-		g.observe(op, 0, err)
-		return nil, err
+// enter decides whether a call may ask a store that failed: as the one
+// call trying it, or once the call trying it was answered within g.wait
+// and ctx. epoch is what the guard had learnt when the call went on.
+func (g *Guard) enter(ctx context.Context) (epoch uint64, trying, ok bool) {
+	wait := time.NewTimer(g.wait)
+	defer wait.Stop()
+	for {
+		g.mu.Lock()
+		epoch = g.epoch.Load()
+		switch {
+		case !g.failed.Load():
+			g.mu.Unlock()
+			return epoch, false, true
+		case g.now().Before(g.down), ctx.Err() != nil:
+			g.mu.Unlock()
+			return 0, false, false
+		case g.trial == nil:
+			g.trial = make(chan struct{})
+			g.mu.Unlock()
+			return epoch, true, true
+		}
+		trial := g.trial
+		g.mu.Unlock()
+		g.waiting.Add(1)
+		select {
+		case <-trial:
+			// Answered, failed again, or its caller gave up: look again.
+			g.waiting.Add(-1)
+			continue
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		g.waiting.Add(-1)
+		return 0, false, false
 	}
-	if g.now().UnixNano() < g.down.Load() {
-		return unavailable()
+}
+
+func (g *Guard) endTrial() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.trial)
+	g.trial = nil
+}
+
+// learn records what a call's outcome says of the store, unless something
+// was learnt since the call began (its epoch): a call sent before a
+// failure that answers after it, or one of many calls in flight that end
+// at their deadline together, is no news.
+func (g *Guard) learn(ctx context.Context, epoch uint64, trying bool, err error) {
+	answered := err == nil || (ctx.Err() == nil && !Unwell(err))
+	switch {
+	case !answered && ctx.Err() != nil:
+		return // its caller gave up: the call says nothing of the store
+	case answered && !g.failed.Load():
+		return // nothing new, as almost always: no lock taken
 	}
 	g.mu.Lock()
-	trial := g.trial
-	if trial == nil {
-		trial = make(chan struct{})
-		g.trial = trial
-		g.mu.Unlock()
-		return func() {
-			g.mu.Lock()
-			close(trial)
-			g.trial = nil
-			g.mu.Unlock()
-		}, nil
+	defer g.mu.Unlock()
+	if g.epoch.Load() != epoch || answered && !g.failed.Load() {
+		return
 	}
-	g.mu.Unlock()
-	g.waiting.Add(1)
-	defer g.waiting.Add(-1)
-	timer := time.NewTimer(g.wait)
-	defer timer.Stop()
-	select {
-	case <-trial:
-	case <-timer.C:
-	case <-ctx.Done():
+	if !answered {
+		cool := g.cool
+		if !trying && errors.Is(err, context.DeadlineExceeded) {
+			cool = 0
+		}
+		g.down = g.now().Add(cool)
 	}
-	if ctx.Err() != nil || g.failed.Load() {
-		return unavailable()
-	}
-	return func() {}, nil
+	g.failed.Store(!answered)
+	g.epoch.Add(1)
 }
 
 // Unwell reports whether err says the store itself is failing

@@ -83,13 +83,18 @@ func TestGuardTripsOnlyWhenTheStoreFails(t *testing.T) {
 }
 
 // heldStore is a real store whose LoadControl fails with fail while it is
-// set, and otherwise waits for release before answering; entered counts
-// the calls that reached it.
+// set, and otherwise waits for release, then answers, or fails with
+// then when that is set; entered counts the calls that reached it.
 type heldStore struct {
 	roomstate.Store
 	fail    atomic.Pointer[error]
+	then    atomic.Pointer[error]
 	release chan struct{}
 	entered atomic.Int64
+}
+
+func newHeldStore(t *testing.T) *heldStore {
+	return &heldStore{Store: openBolt(t), release: make(chan struct{})}
 }
 
 func (h *heldStore) LoadControl(ctx context.Context, room string) (roomstate.Control, uint64, error) {
@@ -102,106 +107,125 @@ func (h *heldStore) LoadControl(ctx context.Context, room string) (roomstate.Con
 	case <-ctx.Done():
 		return roomstate.Control{}, 0, ctx.Err()
 	}
+	if err := h.then.Load(); err != nil {
+		return roomstate.Control{}, 0, *err
+	}
 	return h.Store.LoadControl(ctx, room)
 }
+
+// until spins until cond holds, and fails the test after 10 s: a broken
+// guard fails it rather than hanging it.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s passed waiting for %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+// load is one LoadControl through g, its error sent on the returned
+// channel.
+func load(ctx context.Context, g *roomstate.Guard) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := g.LoadControl(ctx, "r")
+		done <- err
+	}()
+	return done
+}
+
+var (
+	errDeadline = fmt.Errorf("load: %w", context.DeadlineExceeded)
+	errRefused  = error(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")})
+)
 
 // After a failure one call at a time tries the store. The others wait a
 // moment for its answer: when the store answers they go on to it (a node
 // resuming after a stall is sent every request it was sent meanwhile at
-// once, while its first call tries the store), and when it does not they
-// fail, so a down store holds one request for its deadline, not all of
-// them. The first answer ends the failure for every call.
+// once, while its first call tries the store); when it fails or stays
+// silent they fail, so a down store holds one request for its deadline,
+// not all of them. The first answer ends the failure for every call.
 func TestGuardTriesAFailedStoreOneCallAtATime(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		err     error
-		cool    time.Duration // before the next call may try
-		answers bool          // within the others' wait
+		name  string
+		first error
+		cool  time.Duration // before the next call may try
+		trial string        // what the call trying the store gets: "answer", "silence", "refusal"
 	}{
-		{"at its deadline, then answers", fmt.Errorf("load: %w", context.DeadlineExceeded), 0, true},
-		{"at its deadline, then silent", fmt.Errorf("load: %w", context.DeadlineExceeded), 0, false},
-		{"refused, then answers", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, time.Second, true},
-		{"refused, then silent", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, time.Second, false},
+		{"at its deadline, then an answer", errDeadline, 0, "answer"},
+		{"at its deadline, then silence", errDeadline, 0, "silence"},
+		{"at its deadline, then a refusal", errDeadline, 0, "refusal"},
+		{"refused, then an answer", errRefused, time.Second, "answer"},
+		{"refused, then silence", errRefused, time.Second, "silence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const others = 20
 			now := time.Unix(1_700_000_000, 0)
-			h := &heldStore{Store: openBolt(t), release: make(chan struct{})}
-			h.fail.Store(&tc.err)
+			h := newHeldStore(t)
+			h.fail.Store(&tc.first)
 			g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
-			wait := time.Hour
-			if !tc.answers {
+			wait := 10 * time.Second
+			if tc.trial == "silence" {
 				wait = time.Millisecond
 			}
 			roomstate.SetGuardWait(g, wait)
-			if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, tc.err) {
-				t.Fatalf("first call: %v, want %v", err, tc.err)
+			if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, tc.first) {
+				t.Fatalf("first call: %v, want %v", err, tc.first)
 			}
 			h.fail.Store(nil)
+			if tc.trial == "refusal" {
+				h.then.Store(&errRefused)
+			}
 			if tc.cool > 0 {
 				if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, roomstate.ErrUnavailable) {
 					t.Fatalf("a call within the cool-down: %v, want ErrUnavailable", err)
 				}
 				now = now.Add(tc.cool)
 			}
-			tried := make(chan error, 1)
-			go func() {
-				_, _, err := g.LoadControl(t.Context(), "r")
-				tried <- err
-			}()
-			for h.entered.Load() < 2 {
-				select {
-				case err := <-tried:
-					t.Fatalf("the call that should try the store answered %v without reaching it", err)
-				default:
-					runtime.Gosched()
-				}
+			tried := load(t.Context(), g)
+			until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
+			results := make([]<-chan error, others)
+			for i := range results {
+				results[i] = load(t.Context(), g)
 			}
-			// Bounded, so that a guard letting them reach the held store
-			// fails here rather than hanging.
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			results := make(chan error, others)
-			for range others {
-				go func() {
-					_, _, err := g.LoadControl(ctx, "r")
-					results <- err
-				}()
-			}
-			if tc.answers {
-				for roomstate.GuardWaiting(g) < others {
-					select {
-					case err := <-results:
-						t.Fatalf("a call answered %v without waiting for the one trying the store", err)
-					default:
-						runtime.Gosched()
-					}
-				}
+			if tc.trial != "silence" {
+				until(t, "the other calls to wait", func() bool { return roomstate.GuardWaiting(g) == others })
 				close(h.release)
 			}
-			for range others {
-				err := <-results
-				if tc.answers && !errors.Is(err, roomstate.ErrNotFound) {
+			for _, r := range results {
+				err := <-r
+				if tc.trial == "answer" && !errors.Is(err, roomstate.ErrNotFound) {
 					t.Fatalf("a call waiting for a store that answered: %v, want its answer (not found)", err)
 				}
-				if !tc.answers && !errors.Is(err, roomstate.ErrUnavailable) {
-					t.Fatalf("a call while another tries a silent store: %v, want ErrUnavailable", err)
+				if tc.trial != "answer" && !errors.Is(err, roomstate.ErrUnavailable) {
+					t.Fatalf("a call while another tries a store that gets %s: %v, want ErrUnavailable", tc.trial, err)
 				}
 			}
 			want := int64(2)
-			if tc.answers {
+			if tc.trial == "answer" {
 				want += others
-			} else {
-				close(h.release)
-			}
-			if err := <-tried; !errors.Is(err, roomstate.ErrNotFound) {
-				t.Fatalf("the call trying the store: %v, want its answer (not found)", err)
 			}
 			if n := h.entered.Load(); n != want {
 				t.Fatalf("%d calls reached the store, want %d", n, want)
 			}
-			if g.Failing() {
-				t.Fatal("Failing after the store answered")
+			if tc.trial == "silence" {
+				close(h.release)
+			}
+			wantTried := roomstate.ErrNotFound
+			if tc.trial == "refusal" {
+				wantTried = errRefused
+			}
+			if err := <-tried; !errors.Is(err, wantTried) {
+				t.Fatalf("the call trying the store: %v, want %v", err, wantTried)
+			}
+			if g.Failing() != (tc.trial == "refusal") {
+				t.Fatalf("Failing %v after the call trying the store got %s", g.Failing(), tc.trial)
+			}
+			if tc.trial == "refusal" {
+				return
 			}
 			if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, roomstate.ErrNotFound) {
 				t.Fatalf("after the answer: %v, want the store's answer", err)
@@ -210,20 +234,111 @@ func TestGuardTriesAFailedStoreOneCallAtATime(t *testing.T) {
 	}
 }
 
+// The call trying the store whose caller gives up hands the try to one
+// of the calls waiting; one that times out, having tried, leaves the next
+// try for after the cool-down (a silent store is asked once per deadline
+// and cool-down, not by every call of a request in turn); and a waiting
+// call waits no longer than its own deadline.
+func TestGuardTrialEnds(t *testing.T) {
+	t.Run("abandoned, handed over", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		h := newHeldStore(t)
+		h.fail.Store(&errDeadline)
+		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
+		roomstate.SetGuardWait(g, 10*time.Second)
+		g.LoadControl(t.Context(), "r")
+		h.fail.Store(nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		tried := load(ctx, g)
+		until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
+		waiting := load(t.Context(), g)
+		until(t, "a call to wait", func() bool { return roomstate.GuardWaiting(g) == 1 })
+		cancel()
+		if err := <-tried; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the abandoned call: %v, want its context's error", err)
+		}
+		until(t, "the waiting call to try the store", func() bool { return h.entered.Load() == 3 })
+		close(h.release)
+		if err := <-waiting; !errors.Is(err, roomstate.ErrNotFound) || g.Failing() {
+			t.Fatalf("the call that took the try over: %v, Failing %v; want the store's answer", err, g.Failing())
+		}
+	})
+	t.Run("timed out, cools down", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		h := newHeldStore(t)
+		h.fail.Store(&errDeadline)
+		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
+		g.LoadControl(t.Context(), "r")
+		if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the call trying the store: %v, want its deadline", err)
+		}
+		if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, roomstate.ErrUnavailable) || h.entered.Load() != 2 {
+			t.Fatalf("a call after a try timed out: %v, %d calls reached the store; want ErrUnavailable, 2", err, h.entered.Load())
+		}
+		now = now.Add(time.Second)
+		h.fail.Store(nil)
+		close(h.release)
+		if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, roomstate.ErrNotFound) {
+			t.Fatalf("after the cool-down: %v, want the store's answer", err)
+		}
+	})
+	t.Run("a waiting call's deadline", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		h := newHeldStore(t)
+		h.fail.Store(&errDeadline)
+		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
+		roomstate.SetGuardWait(g, time.Hour)
+		g.LoadControl(t.Context(), "r")
+		h.fail.Store(nil)
+		tried := load(t.Context(), g)
+		until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
+		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+		defer cancel()
+		if _, _, err := g.LoadControl(ctx, "r"); !errors.Is(err, roomstate.ErrUnavailable) {
+			t.Fatalf("a waiting call past its deadline: %v, want ErrUnavailable", err)
+		}
+		close(h.release)
+		<-tried
+	})
+}
+
+// What a call learns counts only if nothing was learnt since it began: a
+// call sent before a failure that answers after it does not end the
+// failure, and the other calls in flight that fail with it do not trip
+// the guard again.
+func TestGuardIgnoresStaleOutcomes(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	h := newHeldStore(t)
+	g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
+	early := load(t.Context(), g)
+	until(t, "the early call to reach the store", func() bool { return h.entered.Load() == 1 })
+	h.fail.Store(&errRefused)
+	if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, errRefused) || !g.Failing() {
+		t.Fatalf("failing call: %v, Failing %v", err, g.Failing())
+	}
+	h.fail.Store(nil)
+	close(h.release)
+	if err := <-early; !errors.Is(err, roomstate.ErrNotFound) {
+		t.Fatalf("the early call: %v, want the store's answer", err)
+	}
+	if !g.Failing() {
+		t.Fatal("an answer to a call sent before the failure ended it")
+	}
+}
+
 // A call whose caller gave up says nothing of the store: it neither trips
 // the guard nor ends a failure.
 func TestGuardIgnoresCallsItsCallerAbandoned(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	h := &heldStore{Store: openBolt(t), release: make(chan struct{})}
+	h := newHeldStore(t)
 	g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
 	defer cancel()
 	if _, _, err := g.LoadControl(ctx, "r"); !errors.Is(err, context.DeadlineExceeded) || g.Failing() {
 		t.Fatalf("abandoned call: %v, Failing %v; want its deadline and no failure", err, g.Failing())
 	}
-	down := fmt.Errorf("load: %w", context.DeadlineExceeded)
-	h.fail.Store(&down)
-	if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, down) || !g.Failing() {
+	h.fail.Store(&errDeadline)
+	if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, errDeadline) || !g.Failing() {
 		t.Fatalf("failing call: %v, Failing %v", err, g.Failing())
 	}
 	h.fail.Store(nil)

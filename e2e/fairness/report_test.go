@@ -550,28 +550,44 @@ func tabsVisitor(nodes []int, a0 float64, o0 string, n0, a1 float64, o1 string, 
 }
 
 func TestTabsToldAlike(t *testing.T) {
+	threeTabs := tabsVisitor([]int{0, 0, 1}, 10, "wait", 30, 10, "wait", 35)
+	threeTabs.record(event{Tab: 2, Path: "/admit", Status: 429, At: at(10.2), Outcome: "wait", Nxt: at(31).UnixMilli()})
+	filtered := tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 30)
+	filtered.record(event{Tab: 1, Path: "/admit", Status: 503, At: at(10), Nxt: at(40).UnixMilli()})
+	filtered.record(event{Tab: 1, Path: "/admit", Status: 429, At: at(10), Outcome: "wait"})
+	filtered.record(event{Tab: 5, Path: "/admit", Status: 429, At: at(10), Outcome: "wait", Nxt: at(40).UnixMilli()})
+	apart := func(id string, by float64) *visitor {
+		v := tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 31.25+by)
+		v.ID = id
+		return v
+	}
 	tests := []struct {
 		name              string
-		v                 *visitor
+		vs                []*visitor
 		wantLogins, apart int
 		wantWorst         float64
+		wantTraced        string
 	}{
-		{"alike at two nodes", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 30.9), 1, 0, 0},
-		{"apart at two nodes", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 33), 1, 1, 2},
-		{"the answers' gap allowed", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.8, "wait", 31.7), 1, 0, 0},
-		{"slots apart", tabsVisitor([]int{0, 2}, 10, "busy", 12, 10.5, "busy", 14), 1, 1, 0.5},
-		{"one node", tabsVisitor([]int{1, 1}, 10, "wait", 30, 10, "wait", 40), 0, 0, 0},
-		{"answers too far apart in time", tabsVisitor([]int{0, 1}, 10, "wait", 30, 11.5, "wait", 40), 0, 0, 0},
-		{"different outcomes", tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "busy", 40), 0, 0, 0},
+		{"alike at two nodes", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 31.25)}, 1, 0, 0, ""},
+		{"apart at two nodes", []*visitor{apart("t", 1.75)}, 1, 1, 1.75, "t"},
+		{"the answers' gap allowed", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.8, "wait", 32)}, 1, 0, 0, ""},
+		{"answers a second apart compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 11, "wait", 32.5)}, 1, 1, 0.25, "t"},
+		{"answers over a second apart not compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 11.5, "wait", 40)}, 0, 0, 0, ""},
+		{"one node", []*visitor{tabsVisitor([]int{1, 1}, 10, "wait", 30, 10, "wait", 40)}, 0, 0, 0, ""},
+		{"busy answers not compared", []*visitor{tabsVisitor([]int{0, 2}, 10, "busy", 12, 10.5, "busy", 20)}, 0, 0, 0, ""},
+		{"a wait and a busy not compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "busy", 40)}, 0, 0, 0, ""},
+		{"tabs at one node of a login at two not compared", []*visitor{threeTabs}, 1, 1, 2.55, "t"},
+		{"no moment, another status or an unknown tab ignored", []*visitor{filtered}, 1, 0, 0, ""},
+		{"logins counted once, the worst traced", []*visitor{apart("a", 0.5), apart("b", 2), apart("c", 1)}, 3, 3, 2, "b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row := tabsAlike([]*visitor{tt.v}, t0)
+			row := tabsAlike(tt.vs, t0)
 			if row.Logins != tt.wantLogins || row.Apart != tt.apart || math.Abs(row.Worst-tt.wantWorst) > 1e-9 {
 				t.Fatalf("logins %d, apart %d, worst %.3f; want %d, %d, %.3f", row.Logins, row.Apart, row.Worst, tt.wantLogins, tt.apart, tt.wantWorst)
 			}
-			if (tt.apart > 0) != (len(row.Trace) == 2) {
-				t.Fatalf("trace %q", row.Trace)
+			if tt.wantTraced == "" && len(row.Trace) > 0 || tt.wantTraced != "" && (len(row.Trace) != 2 || !strings.HasPrefix(row.Trace[0], tt.wantTraced+" ") || !strings.HasPrefix(row.Trace[1], tt.wantTraced+" ")) {
+				t.Fatalf("trace %q, want the pair of %q", row.Trace, tt.wantTraced)
 			}
 		})
 	}
