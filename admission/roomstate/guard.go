@@ -44,9 +44,9 @@ type Guard struct {
 	wait    time.Duration // trialWait; a test may shorten it
 	failed  atomic.Bool   // no call was answered since the last failure
 	epoch   atomic.Uint64 // counts what was learnt of the store; written under mu
+	down    atomic.Int64  // unix nanos before which no call tries the store; written under mu
 	waiting atomic.Int64  // calls waiting for the call trying the store
 	mu      sync.Mutex
-	down    time.Time     // before it no call tries the store
 	trial   chan struct{} // closed when the call trying the store ends; nil if none
 }
 
@@ -73,6 +73,11 @@ func NewGuard(store Store, cool time.Duration, now func() time.Time, observe Obs
 func (g *Guard) Failing() bool { return g.failed.Load() }
 
 func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) error) error {
+	if g.failed.Load() && g.cooling() {
+		err := fmt.Errorf("%s: %w", op, ErrUnavailable)
+		g.observe(op, 0, err)
+		return err
+	}
 	callCtx := ctx
 	if g.timeout > 0 {
 		var cancel context.CancelFunc
@@ -103,8 +108,8 @@ func (g *Guard) call(ctx context.Context, op string, fn func(context.Context) er
 // call trying it, or once the call trying it was answered within g.wait
 // and ctx. epoch is what the guard had learnt when the call went on.
 func (g *Guard) enter(ctx context.Context) (epoch uint64, trying, ok bool) {
-	wait := time.NewTimer(g.wait)
-	defer wait.Stop()
+	var wait *time.Timer
+	expired := false
 	for {
 		g.mu.Lock()
 		epoch = g.epoch.Load()
@@ -112,7 +117,7 @@ func (g *Guard) enter(ctx context.Context) (epoch uint64, trying, ok bool) {
 		case !g.failed.Load():
 			g.mu.Unlock()
 			return epoch, false, true
-		case g.now().Before(g.down), ctx.Err() != nil:
+		case g.cooling(), ctx.Err() != nil:
 			g.mu.Unlock()
 			return 0, false, false
 		case g.trial == nil:
@@ -122,19 +127,29 @@ func (g *Guard) enter(ctx context.Context) (epoch uint64, trying, ok bool) {
 		}
 		trial := g.trial
 		g.mu.Unlock()
+		if expired {
+			return 0, false, false
+		}
+		if wait == nil {
+			wait = time.NewTimer(g.wait)
+			defer wait.Stop()
+		}
+		// Whatever ends the wait, look again: the call trying the store
+		// may have been answered, failed again or been abandoned by its
+		// caller meanwhile.
 		g.waiting.Add(1)
 		select {
 		case <-trial:
-			// Answered, failed again, or its caller gave up: look again.
-			g.waiting.Add(-1)
-			continue
 		case <-wait.C:
+			expired = true
 		case <-ctx.Done():
 		}
 		g.waiting.Add(-1)
-		return 0, false, false
 	}
 }
+
+// cooling reports whether the cool-down after a quick failure runs.
+func (g *Guard) cooling() bool { return g.now().UnixNano() < g.down.Load() }
 
 func (g *Guard) endTrial() {
 	g.mu.Lock()
@@ -165,7 +180,7 @@ func (g *Guard) learn(ctx context.Context, epoch uint64, trying bool, err error)
 		if !trying && errors.Is(err, context.DeadlineExceeded) {
 			cool = 0
 		}
-		g.down = g.now().Add(cool)
+		g.down.Store(g.now().Add(cool).UnixNano())
 	}
 	g.failed.Store(!answered)
 	g.epoch.Add(1)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,19 +85,29 @@ func TestGuardTripsOnlyWhenTheStoreFails(t *testing.T) {
 }
 
 // heldStore is a real store whose LoadControl fails with fail while it is
-// set, and otherwise waits for release, then answers, or fails with
-// then when that is set; entered counts the calls that reached it.
+// set, and otherwise waits for release, then panics once when boom is set,
+// fails with then when that is set, or answers; entered counts the calls
+// that reached it.
 type heldStore struct {
 	roomstate.Store
 	fail    atomic.Pointer[error]
 	then    atomic.Pointer[error]
+	boom    atomic.Bool // panic instead
 	release chan struct{}
+	freed   sync.Once
 	entered atomic.Int64
 }
 
+// newHeldStore is a held store released when the test ends, so that a
+// broken guard fails the test rather than leaving calls held.
 func newHeldStore(t *testing.T) *heldStore {
-	return &heldStore{Store: openBolt(t), release: make(chan struct{})}
+	h := &heldStore{Store: openBolt(t), release: make(chan struct{})}
+	t.Cleanup(h.free)
+	return h
 }
+
+// free releases the held calls, once.
+func (h *heldStore) free() { h.freed.Do(func() { close(h.release) }) }
 
 func (h *heldStore) LoadControl(ctx context.Context, room string) (roomstate.Control, uint64, error) {
 	h.entered.Add(1)
@@ -106,6 +118,9 @@ func (h *heldStore) LoadControl(ctx context.Context, room string) (roomstate.Con
 	case <-h.release:
 	case <-ctx.Done():
 		return roomstate.Control{}, 0, ctx.Err()
+	}
+	if h.boom.CompareAndSwap(true, false) {
+		panic("store failed inside")
 	}
 	if err := h.then.Load(); err != nil {
 		return roomstate.Control{}, 0, *err
@@ -126,11 +141,28 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// recv is the error a load sends, failing the test after 10 s.
+func recv(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("10 s passed waiting for a call's answer")
+		return nil
+	}
+}
+
 // load is one LoadControl through g, its error sent on the returned
-// channel.
+// channel (a panic's value as an error).
 func load(ctx context.Context, g *roomstate.Guard) <-chan error {
 	done := make(chan error, 1)
 	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panic: %v", p)
+			}
+		}()
 		_, _, err := g.LoadControl(ctx, "r")
 		done <- err
 	}()
@@ -193,10 +225,10 @@ func TestGuardTriesAFailedStoreOneCallAtATime(t *testing.T) {
 			}
 			if tc.trial != "silence" {
 				until(t, "the other calls to wait", func() bool { return roomstate.GuardWaiting(g) == others })
-				close(h.release)
+				h.free()
 			}
 			for _, r := range results {
-				err := <-r
+				err := recv(t, r)
 				if tc.trial == "answer" && !errors.Is(err, roomstate.ErrNotFound) {
 					t.Fatalf("a call waiting for a store that answered: %v, want its answer (not found)", err)
 				}
@@ -212,13 +244,13 @@ func TestGuardTriesAFailedStoreOneCallAtATime(t *testing.T) {
 				t.Fatalf("%d calls reached the store, want %d", n, want)
 			}
 			if tc.trial == "silence" {
-				close(h.release)
+				h.free()
 			}
 			wantTried := roomstate.ErrNotFound
 			if tc.trial == "refusal" {
 				wantTried = errRefused
 			}
-			if err := <-tried; !errors.Is(err, wantTried) {
+			if err := recv(t, tried); !errors.Is(err, wantTried) {
 				t.Fatalf("the call trying the store: %v, want %v", err, wantTried)
 			}
 			if g.Failing() != (tc.trial == "refusal") {
@@ -254,13 +286,34 @@ func TestGuardTrialEnds(t *testing.T) {
 		waiting := load(t.Context(), g)
 		until(t, "a call to wait", func() bool { return roomstate.GuardWaiting(g) == 1 })
 		cancel()
-		if err := <-tried; !errors.Is(err, context.Canceled) {
+		if err := recv(t, tried); !errors.Is(err, context.Canceled) {
 			t.Fatalf("the abandoned call: %v, want its context's error", err)
 		}
 		until(t, "the waiting call to try the store", func() bool { return h.entered.Load() == 3 })
-		close(h.release)
-		if err := <-waiting; !errors.Is(err, roomstate.ErrNotFound) || g.Failing() {
+		h.free()
+		if err := recv(t, waiting); !errors.Is(err, roomstate.ErrNotFound) || g.Failing() {
 			t.Fatalf("the call that took the try over: %v, Failing %v; want the store's answer", err, g.Failing())
+		}
+	})
+	t.Run("panicked, handed over", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		h := newHeldStore(t)
+		h.fail.Store(&errDeadline)
+		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
+		roomstate.SetGuardWait(g, 10*time.Second)
+		g.LoadControl(t.Context(), "r")
+		h.fail.Store(nil)
+		tried := load(t.Context(), g)
+		until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
+		waiting := load(t.Context(), g)
+		until(t, "a call to wait", func() bool { return roomstate.GuardWaiting(g) == 1 })
+		h.boom.Store(true)
+		h.free()
+		if err := recv(t, tried); err == nil || !strings.HasPrefix(err.Error(), "panic") {
+			t.Fatalf("the call trying the store: %v, want its panic", err)
+		}
+		if err := recv(t, waiting); !errors.Is(err, roomstate.ErrNotFound) || h.entered.Load() != 3 {
+			t.Fatalf("the waiting call: %v after %d calls reached the store; want it to try the store (3)", err, h.entered.Load())
 		}
 	})
 	t.Run("timed out, cools down", func(t *testing.T) {
@@ -277,7 +330,7 @@ func TestGuardTrialEnds(t *testing.T) {
 		}
 		now = now.Add(time.Second)
 		h.fail.Store(nil)
-		close(h.release)
+		h.free()
 		if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, roomstate.ErrNotFound) {
 			t.Fatalf("after the cool-down: %v, want the store's answer", err)
 		}
@@ -297,8 +350,8 @@ func TestGuardTrialEnds(t *testing.T) {
 		if _, _, err := g.LoadControl(ctx, "r"); !errors.Is(err, roomstate.ErrUnavailable) {
 			t.Fatalf("a waiting call past its deadline: %v, want ErrUnavailable", err)
 		}
-		close(h.release)
-		<-tried
+		h.free()
+		recv(t, tried)
 	})
 }
 
@@ -317,12 +370,35 @@ func TestGuardIgnoresStaleOutcomes(t *testing.T) {
 		t.Fatalf("failing call: %v, Failing %v", err, g.Failing())
 	}
 	h.fail.Store(nil)
-	close(h.release)
-	if err := <-early; !errors.Is(err, roomstate.ErrNotFound) {
+	h.free()
+	if err := recv(t, early); !errors.Is(err, roomstate.ErrNotFound) {
 		t.Fatalf("the early call: %v, want the store's answer", err)
 	}
 	if !g.Failing() {
 		t.Fatal("an answer to a call sent before the failure ended it")
+	}
+
+	// A call sent before the failure that fails after the store answered
+	// again does not trip the guard again.
+	late := newHeldStore(t)
+	g = roomstate.NewGuard(late, time.Second, func() time.Time { return now }, nil)
+	early = load(t.Context(), g)
+	until(t, "the early call to reach the store", func() bool { return late.entered.Load() == 1 })
+	late.fail.Store(&errRefused)
+	g.LoadControl(t.Context(), "r")
+	late.fail.Store(nil)
+	now = now.Add(time.Second)
+	w := roomstate.Window{Index: 1, Limit: 10, Expires: now.Add(time.Hour)}
+	if _, err := g.ReserveBudget(t.Context(), "r", w, 1); err != nil || g.Failing() {
+		t.Fatalf("the call trying the store: %v, Failing %v; want it answered", err, g.Failing())
+	}
+	late.then.Store(&errRefused)
+	late.free()
+	if err := recv(t, early); !errors.Is(err, errRefused) {
+		t.Fatalf("the early call: %v, want %v", err, errRefused)
+	}
+	if g.Failing() {
+		t.Fatal("a failure of a call sent before the store answered again tripped the guard")
 	}
 }
 
