@@ -19,8 +19,9 @@ import (
 const tickEvery = time.Second
 
 // StoreCool is how long a node waits before trying again a store whose
-// call failed quickly (refused, throttled, a 5xx): such a store is asked
-// once per StoreCool, not once per request (roomstate.Guard).
+// call failed quickly (refused, throttled, a 5xx), or whose call trying
+// it again timed out: such a store is asked once per StoreCool (and
+// call_timeout), not once per request (roomstate.Guard).
 const StoreCool = time.Second
 
 // SweepEvery is how often a room's loop sweeps its store's expired items.
