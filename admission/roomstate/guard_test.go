@@ -266,6 +266,33 @@ func TestGuardTriesAFailedStoreOneCallAtATime(t *testing.T) {
 	}
 }
 
+// failedGuard is a guard on a held store whose first call timed out, the
+// store's failure cleared after it; its calls wait up to wait for the one
+// trying the store.
+func failedGuard(t *testing.T, wait time.Duration) (*roomstate.Guard, *heldStore) {
+	t.Helper()
+	h := newHeldStore(t)
+	h.fail.Store(&errDeadline)
+	g := roomstate.NewGuard(h, time.Second, func() time.Time { return time.Unix(1_700_000_000, 0) }, nil)
+	roomstate.SetGuardWait(g, wait)
+	if _, _, err := g.LoadControl(t.Context(), "r"); !errors.Is(err, errDeadline) {
+		t.Fatalf("first call: %v, want %v", err, errDeadline)
+	}
+	h.fail.Store(nil)
+	return g, h
+}
+
+// tryAndWait starts the call trying g's store (on ctx), held there, and
+// one call waiting for it.
+func tryAndWait(ctx context.Context, t *testing.T, g *roomstate.Guard, h *heldStore) (tried, waiting <-chan error) {
+	t.Helper()
+	tried = load(ctx, g)
+	until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
+	waiting = load(t.Context(), g)
+	until(t, "a call to wait", func() bool { return roomstate.GuardWaiting(g) == 1 })
+	return tried, waiting
+}
+
 // The call trying the store whose caller gives up hands the try to one
 // of the calls waiting; one that times out, having tried, leaves the next
 // try for after the cool-down (a silent store is asked once per deadline
@@ -273,18 +300,9 @@ func TestGuardTriesAFailedStoreOneCallAtATime(t *testing.T) {
 // call waits no longer than its own deadline.
 func TestGuardTrialEnds(t *testing.T) {
 	t.Run("abandoned, handed over", func(t *testing.T) {
-		now := time.Unix(1_700_000_000, 0)
-		h := newHeldStore(t)
-		h.fail.Store(&errDeadline)
-		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
-		roomstate.SetGuardWait(g, 10*time.Second)
-		g.LoadControl(t.Context(), "r")
-		h.fail.Store(nil)
+		g, h := failedGuard(t, 10*time.Second)
 		ctx, cancel := context.WithCancel(t.Context())
-		tried := load(ctx, g)
-		until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
-		waiting := load(t.Context(), g)
-		until(t, "a call to wait", func() bool { return roomstate.GuardWaiting(g) == 1 })
+		tried, waiting := tryAndWait(ctx, t, g, h)
 		cancel()
 		if err := recv(t, tried); !errors.Is(err, context.Canceled) {
 			t.Fatalf("the abandoned call: %v, want its context's error", err)
@@ -296,17 +314,8 @@ func TestGuardTrialEnds(t *testing.T) {
 		}
 	})
 	t.Run("panicked, handed over", func(t *testing.T) {
-		now := time.Unix(1_700_000_000, 0)
-		h := newHeldStore(t)
-		h.fail.Store(&errDeadline)
-		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
-		roomstate.SetGuardWait(g, 10*time.Second)
-		g.LoadControl(t.Context(), "r")
-		h.fail.Store(nil)
-		tried := load(t.Context(), g)
-		until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
-		waiting := load(t.Context(), g)
-		until(t, "a call to wait", func() bool { return roomstate.GuardWaiting(g) == 1 })
+		g, h := failedGuard(t, 10*time.Second)
+		tried, waiting := tryAndWait(t.Context(), t, g, h)
 		h.boom.Store(true)
 		h.free()
 		if err := recv(t, tried); err == nil || !strings.HasPrefix(err.Error(), "panic") {
@@ -336,13 +345,7 @@ func TestGuardTrialEnds(t *testing.T) {
 		}
 	})
 	t.Run("a waiting call's deadline", func(t *testing.T) {
-		now := time.Unix(1_700_000_000, 0)
-		h := newHeldStore(t)
-		h.fail.Store(&errDeadline)
-		g := roomstate.NewGuard(h, time.Second, func() time.Time { return now }, nil)
-		roomstate.SetGuardWait(g, time.Hour)
-		g.LoadControl(t.Context(), "r")
-		h.fail.Store(nil)
+		g, h := failedGuard(t, time.Hour)
 		tried := load(t.Context(), g)
 		until(t, "the call trying the store to reach it", func() bool { return h.entered.Load() == 2 })
 		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
