@@ -754,8 +754,9 @@ const (
 	fifoReachPre = 2
 )
 
-// fifoWhen predicts when the counter passes key: the keys it is short of
-// its lead (View.Short) at its next tick, then the keys expected between
+// fifoWhen predicts when the counter passes key, from the room's last
+// tick's figures (View.Forecasting): the keys it is short of its lead at its
+// next tick, then the keys expected between
 // it and key at the target rate, or as the clock is planned before the
 // start. ok is false if it never does as things stand.
 func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
@@ -770,10 +771,11 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	if v.Rate <= 0 {
 		return time.Time{}, false
 	}
+	f := v.Forecasting(now)
 	const steps = 32
 	ahead, h := 0.0, (key-c)/steps
 	for i := range steps {
-		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, v.Ranked, v.FirstLuck, v.LastLuck)
+		ahead += h * keyDensity(c+(float64(i)+0.5)*h, v.PreQueue, f.Ranked, f.FirstLuck, f.LastLuck)
 	}
 	// The keys the counter is short of its lead pass at its next tick, at
 	// once. After the start that tick's plan says when: a counter running
@@ -782,8 +784,8 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	// speed's delay after it), and reaches them over the tick after it.
 	// Predicted at once, their pages would come back every fifoGrain
 	// until then.
-	rest := math.Max(0, ahead-v.Short)
-	if v.Short > 0 && from.Equal(now) {
+	rest := math.Max(0, ahead-f.Short)
+	if f.Short > 0 && from.Equal(now) {
 		next := from.Add(lotteryTick + v.Delay)
 		switch {
 		case v.Clock.SpeedAt(from) == 0:
@@ -797,7 +799,7 @@ func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 			return next, true
 		}
 	}
-	return from.Add(durationOf(rest * cmp.Or(v.Shows, 1) / v.Rate)), true
+	return from.Add(durationOf(rest * cmp.Or(f.Shows, 1) / v.Rate)), true
 }
 
 // pointFrom is the first checkpoint at or after target and after now.

@@ -724,6 +724,90 @@ func TestFIFOWhenTheShortfallPassesWithinATick(t *testing.T) {
 	}
 }
 
+// TestFIFOWhenFromTheSharedTick: nodes sharing a room predict from the
+// figures of the ticks made for them (View.Forecasts), whatever their own
+// (each learns the others' ranks, shows and lucks at its own tick), so
+// one key is told one moment at every node. Each tick's figures take
+// effect when its speed does, the tick before's until then, however
+// close the ticks; a room no node shares, or one not ticked for within
+// roomSumsFresh, predicts from its own.
+func TestFIFOWhenFromTheSharedTick(t *testing.T) {
+	clock := queue.Clock{Origin: t0, Value: 5, Segments: []queue.Segment{{Start: t0, Speed: 3}}}
+	node := func(ranked, luck, short, shows float64, fs ...Forecast) View {
+		return View{State: StateQueue, Rate: 3, RankSet: true, PreQueue: 20, Clock: clock,
+			Ranked: ranked, FirstLuck: luck, LastLuck: luck, Short: short, Shows: shows, Forecasts: fs}
+	}
+	const key = 60
+	when := func(v View, now time.Time) time.Duration {
+		t.Helper()
+		at, ok := v.fifoWhen(now, key)
+		if !ok {
+			t.Fatalf("key %v never passes", key)
+		}
+		return at.Sub(now)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tick := func(at time.Duration, ranked, short, shows float64) Forecast {
+		return Forecast{At: t0.Add(at), From: t0.Add(at + ms(1000)), Ranked: ranked, FirstLuck: 12, LastLuck: 10, Short: short, Shows: shows}
+	}
+	own := func(f Forecast) View { return node(f.Ranked, f.FirstLuck, f.Short, f.Shows) }
+	// Ticks 0.9 s apart, each in force a second after it.
+	first, second, third := tick(-ms(1200), 90, 4, 0.7), tick(-ms(300), 93, 0, 0.75), tick(ms(600), 97, 6, 0.6)
+	ticks := []Forecast{first, second, third}
+	a, b := node(96, 14, 7, 0.6, ticks...), node(88, 11, 2, 0.8, ticks...)
+	for _, tt := range []struct {
+		at   time.Duration
+		want Forecast
+	}{
+		{0, first},
+		{ms(699), first},
+		{ms(700), second},
+		{ms(1599), second},
+		{ms(1600), third},
+	} {
+		now := t0.Add(tt.at)
+		if wa, wb := when(a, now), when(b, now); wa != wb {
+			t.Errorf("at %v two nodes holding one tick told key %v %v and %v", tt.at, key, wa, wb)
+		}
+		if got, want := when(a, now), when(own(tt.want), now); got != want {
+			t.Errorf("at %v told %v; the tick of %v, in force, tells %v", tt.at, got, tt.want.At.Sub(t0), want)
+		}
+	}
+	if when(node(96, 14, 7, 0.6), t0) == when(a, t0) {
+		t.Error("a room alone predicted from figures it does not hold")
+	}
+	stale := third.At.Add(roomSumsFresh + time.Second)
+	if got, want := when(a, stale), when(node(96, 14, 7, 0.6), stale); got != want {
+		t.Errorf("a tick %v old told %v, want %v (the node's own figures)", stale.Sub(third.At), got, want)
+	}
+}
+
+// TestNoteForecastKeepsTheFiguresInForce: a tick made before the last
+// one took effect keeps it, and the one in force, so each takes effect in
+// turn; figures no longer in force are dropped.
+func TestNoteForecastKeepsTheFiguresInForce(t *testing.T) {
+	start := t0.Add(time.Minute)
+	room := fifoRoom(t, 5, 5*time.Second, StateScheduled, start)
+	room.SetSpeedDelay(time.Second)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	var ats []time.Duration
+	for _, at := range []time.Duration{0, ms(900), ms(1800), ms(2700), ms(5000)} {
+		room.NoteForecast(t0.Add(at))
+		ats = ats[:0]
+		for _, f := range room.View(t0.Add(at)).Forecasts {
+			ats = append(ats, f.At.Sub(t0))
+		}
+	}
+	if want := []time.Duration{ms(2700), ms(5000)}; !slices.Equal(ats, want) {
+		t.Errorf("after the tick at 5s the room keeps the ticks at %v, want %v", ats, want)
+	}
+	room.NoteForecast(t0.Add(ms(5500)))
+	fs := room.View(t0).Forecasts
+	if len(fs) != 3 || !fs[0].At.Equal(t0.Add(ms(2700))) {
+		t.Errorf("a tick before the last took effect: kept %d, the first of %v; want the one in force and the two after it", len(fs), fs[0].At.Sub(t0))
+	}
+}
+
 // TestFIFOHoldsAtThePreQueueEnd: the counter stops at the pre-queue's end
 // while a pre-queue place it passed is still to be found or a pre-queue
 // key is still ahead, at this node or (by the published sum) at another;

@@ -172,6 +172,47 @@ type View struct {
 	// (Room.showShare): it passes keys at the rate over it, skipping those
 	// that walked away (View.fifoWhen).
 	Shows float64
+	// Forecasts are the figures of the last ticks made for the nodes
+	// sharing a fifo room, oldest first, each in force from its From until
+	// the next one's: stored with the clock, so every node tells one key
+	// one moment (View.Forecasting); none on a room no node shares.
+	Forecasts []Forecast
+}
+
+// Forecast is what a fifo room shared by several nodes tells a place
+// ahead of its counter from (View.fifoWhen): the View fields of the same
+// names as the node that ticked for the room read them then. A node's
+// own figures differ from another's (each learns the others' ranks,
+// shows and lucks at its own tick), so the tick stores them with the
+// clock, and every node predicts from the ticking node's. Like the
+// counter's speed, they take effect the speed's delay after the tick, by
+// when every node has them.
+type Forecast struct {
+	// At is the tick's moment; From when its figures take effect.
+	At, From                    time.Time
+	Ranked, FirstLuck, LastLuck float64
+	Short, Shows                float64
+}
+
+// maxForecasts bounds View.Forecasts: the one in force and those still
+// to come, a tick apart over the speed's delay (two polls: 2 to 3 of
+// them at the default poll).
+const maxForecasts = 8
+
+// Forecasting is what fifoWhen predicts from at now: the shared tick's
+// figures in force, or this node's own when none is (alone, or no node
+// ticked for the room within roomSumsFresh).
+func (v *View) Forecasting(now time.Time) Forecast {
+	for _, f := range slices.Backward(v.Forecasts) {
+		if now.Before(f.From) {
+			continue
+		}
+		if now.Sub(f.At) <= roomSumsFresh {
+			return f
+		}
+		break
+	}
+	return Forecast{Ranked: v.Ranked, FirstLuck: v.FirstLuck, LastLuck: v.LastLuck, Short: v.Short, Shows: v.Shows}
 }
 
 // maxPast is the most readings View.Past keeps: a room whose speed
@@ -492,7 +533,7 @@ func (r *Room) SetState(s State, saleStart time.Time, now time.Time) error {
 		if r.fifo != nil {
 			// A new queue: ranks count from the next one taken, and
 			// nothing holds its counter.
-			v.RankSet, v.Hold = false, 0
+			v.RankSet, v.Hold, v.Forecasts = false, 0, nil
 			r.fifo.sharedPreTop.Store(0)
 			r.fifo.maxKey.Store(0)
 			r.fifo.firstLuck.Store(0)
@@ -564,6 +605,30 @@ func (r *Room) fifoTick(now time.Time, population float64) {
 	r.tickFIFO(&v, now, population)
 	v.State = r.stored
 	r.publish(&v, now)
+}
+
+// NoteForecast adds to a fifo room's Forecasts its figures as at now, for
+// the nodes sharing its state: the node that ticks for them notes them
+// after each tick, and stores them with the clock. A node alone notes
+// none, and predicts from its own figures, which are the room's.
+func (r *Room) NoteForecast(now time.Time) {
+	if r.fifo == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.View(now)
+	stored := *r.view.Load()
+	// Keep the figures in force now and those still to take effect.
+	fs := stored.Forecasts
+	i := len(fs)
+	for i > 0 && now.Before(fs[i-1].From) {
+		i--
+	}
+	fs = append(slices.Clone(fs[max(0, i-1):]), Forecast{At: now, From: now.Add(r.delay()),
+		Ranked: v.Ranked, FirstLuck: v.FirstLuck, LastLuck: v.LastLuck, Short: v.Short, Shows: v.Shows})
+	stored.Forecasts = fs[max(0, len(fs)-maxForecasts):]
+	r.view.Store(&stored)
 }
 
 // TickWith is Tick on observations made elsewhere: the population and

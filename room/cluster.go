@@ -582,6 +582,10 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	cl.share, cl.nodes, cl.demand = share, nodes, demandShare(mine, all)
 	_ = sh.rebalance(now, true)
 	lead := sh.adoptLead()
+	// Nodes sharing a fifo room tell places their moments from the
+	// ticking node's figures (admission.Forecast); a node alone from its
+	// own.
+	forecasts := fifo && nodes > 1
 	sh.mu.Unlock()
 	for _, l := range lanes {
 		l.room.SetSpeedDelay(lead)
@@ -640,23 +644,48 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		}
 		sh.mu.Unlock()
 		if !moved {
-			if fifo && sh.originPending() {
+			// Every reading kept costs the stored clock's past a
+			// segment: a speed that hardly moves is left as it is. A fifo
+			// room's tick stores the figures every node tells a place its
+			// moment from, about once a tick; it leaves the next node to
+			// try a tick of its own.
+			if forecasts && sh.forecastDue(now) {
+				for _, l := range sh.lanes() {
+					l.room.NoteForecast(sh.now())
+				}
 				return nil
 			}
-			// Every reading kept costs the stored clock's past a
-			// segment: a speed that hardly moves is left as it is.
+			if fifo && sh.originPending() {
+				return nil // store the rank origin this node set
+			}
 			return errSkip
 		}
 		for i, l := range sh.lanes() {
 			if i < len(total) && l == lanes[i] {
 				// At the moment of the tick, after this tick's store
 				// calls: a speed takes effect a lead after it.
-				l.room.TickWith(sh.now(), total[i].population, total[i].eligible)
+				at := sh.now()
+				l.room.TickWith(at, total[i].population, total[i].eligible)
+				if forecasts {
+					l.room.NoteForecast(at)
+				}
 			}
 		}
 		cl.ticked = now
 		return nil
 	})
+}
+
+// forecastDue reports whether a lane's latest stored fifo forecast is
+// older than a tick at now. Callers hold sh.cluster.mu.
+func (sh *Shared) forecastDue(now time.Time) bool {
+	for _, l := range sh.lanes() {
+		fs := l.room.View(now).Forecasts
+		if len(fs) == 0 || now.Sub(fs[len(fs)-1].At) >= tickEvery*9/10 {
+			return true
+		}
+	}
+	return false
 }
 
 // publishActive publishes this node's count of the visitors on the site,

@@ -93,6 +93,36 @@ type RoomStatus struct {
 	// first; absent without priority lanes. The room's own figures above
 	// are the default lane's, but for Rate, which is the whole room's.
 	Lanes []LaneStatus `json:"lanes,omitempty"`
+	// FIFO is what a fifo room places its keys on the clock with, as this
+	// node knows it; absent in a lottery room.
+	FIFO *FIFOStatus `json:"fifo,omitempty"`
+}
+
+// FIFOStatus is the figures a fifo room tells a place when its key is
+// reached from (admission.View.Forecasting): two nodes that hold
+// different figures tell one place different moments.
+type FIFOStatus struct {
+	// RankZero is the clock's reading at the first rank; a key is reached
+	// when the clock reads RankZero plus it. PreQueue is the ranks the
+	// pre-queue took; Hold where the counter stops until the pre-queue is
+	// found (0: nowhere).
+	RankZero float64 `json:"rank_zero"`
+	PreQueue float64 `json:"pre_queue"`
+	Hold     float64 `json:"hold"`
+	// ForecastAt is the tick whose figures below the node predicts from,
+	// stored with the clock by the node that made it; absent when it
+	// predicts from its own figures as they are now (alone, or no node
+	// ticked for the room within three ticks).
+	ForecastAt string `json:"forecast_at,omitempty"`
+	// Ranked is the ranks taken; FirstLuck and LastLuck the luck spans,
+	// in ranks, of the first and the latest place taken after the start;
+	// Short the present keys the counter was short of its lead, which its
+	// next tick passes; Shows the share of the places passed that came.
+	Ranked    float64 `json:"ranked"`
+	FirstLuck float64 `json:"first_luck"`
+	LastLuck  float64 `json:"last_luck"`
+	Short     float64 `json:"short"`
+	Shows     float64 `json:"shows"`
 }
 
 // Status reads a room's live figures.
@@ -119,6 +149,14 @@ func (sh *Shared) Status(now time.Time) RoomStatus {
 	if est, ok := v.EstimateWait(now); ok {
 		secs := math.Round(est.Seconds())
 		st.EstimateSeconds = &secs
+	}
+	if v.Order == admission.OrderFIFO {
+		f := v.Forecasting(now)
+		st.FIFO = &FIFOStatus{RankZero: v.RankZero, PreQueue: v.PreQueue, Hold: v.Hold,
+			Ranked: f.Ranked, FirstLuck: f.FirstLuck, LastLuck: f.LastLuck, Short: f.Short, Shows: f.Shows}
+		if !f.At.IsZero() {
+			st.FIFO.ForecastAt = f.At.UTC().Format(time.RFC3339Nano)
+		}
 	}
 	return st
 }

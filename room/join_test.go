@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,4 +97,52 @@ func joinedNode(t *testing.T, cfg Config, name string, store roomstate.Store, cl
 		t.Fatal(err)
 	}
 	return sh
+}
+
+// The node that ticks for a fifo room several nodes share stores the
+// figures it predicts from with the clock, whether or not its tick moved
+// the counter, and every node adopts them: one key is told one moment at
+// every node. A node alone keeps its own.
+func TestNodesPredictFromTheStoredTick(t *testing.T) {
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	cfg := Config{Room: "fifo", Rate: 5, QueueOrder: string(admission.OrderFIFO)}
+	a := joinedNode(t, cfg, "a", store, clock)
+	now = now.Add(time.Second)
+	if err := a.ClusterTick(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	if fs := a.Room.View(now).Forecasts; len(fs) > 0 {
+		t.Fatalf("a node ticking alone noted a forecast at %v", fs[0].At)
+	}
+	b := joinedNode(t, cfg, "b", store, clock)
+	for tick := range 4 {
+		now = now.Add(time.Second)
+		for _, n := range []*Shared{a, b} {
+			if err := n.ClusterTick(t.Context(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Poll(t.Context(), now); err != nil {
+			t.Fatal(err)
+		}
+		fa, fb := a.Room.View(now).Forecasts, b.Room.View(now).Forecasts
+		if len(fa) == 0 || !fa[len(fa)-1].At.Equal(now) {
+			t.Fatalf("tick %d: the ticking node holds the forecasts %+v, want its tick's (%v) last", tick, fa, now)
+		}
+		if !slices.EqualFunc(fa, fb, func(x, y admission.Forecast) bool { return utc(x) == utc(y) }) {
+			t.Errorf("tick %d: node b predicts from %+v, the ticking node from %+v", tick, fb, fa)
+		}
+	}
+}
+
+// utc is f with its times in UTC, as the store gives them back.
+func utc(f admission.Forecast) admission.Forecast {
+	f.At, f.From = f.At.UTC(), f.From.UTC()
+	return f
 }

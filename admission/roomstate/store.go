@@ -72,6 +72,9 @@ type Control struct {
 	// Hold is where the fifo counter stops until the pre-queue it passed
 	// is found (admission.View.Hold); 0: nowhere.
 	Hold float64 `json:"hold,omitempty"`
+	// Forecasts are what a fifo room's last ticks placed keys ahead of its
+	// counter with, oldest first (admission.View.Forecasts).
+	Forecasts []Forecast `json:"forecasts,omitempty"`
 	// Lanes are the control states of the room's priority lanes, by name:
 	// each lane has its own clock (their Lanes and Applied are empty).
 	Lanes map[string]Control `json:"lanes,omitempty"`
@@ -87,25 +90,44 @@ type Control struct {
 	Applied json.RawMessage `json:"applied,omitempty"`
 }
 
+// Forecast is the stored form of admission.Forecast.
+type Forecast struct {
+	At        time.Time `json:"at"`
+	From      time.Time `json:"from"`
+	Ranked    float64   `json:"ranked"`
+	FirstLuck float64   `json:"first_luck"`
+	LastLuck  float64   `json:"last_luck"`
+	Short     float64   `json:"short"`
+	Shows     float64   `json:"shows"`
+}
+
 // ControlOf is the stored form of a room's exported view and the time it
 // last began to queue (admission.Room.Export).
 func ControlOf(v admission.View, queueing time.Time) Control {
-	return Control{
+	c := Control{
 		State: v.State, SaleStart: v.SaleStart, Rate: v.Rate, Difficulty: v.Difficulty,
 		Cruise: v.Cruise, Clock: v.Clock, Past: v.Past, Opens: v.Opens, Queueing: queueing,
 		LatestStart: v.LatestStart, RankSet: v.RankSet, RankBase: v.RankBase, RankZero: v.RankZero,
 		KeyTop: v.KeyTop, PreTop: v.PreTop, Hold: v.Hold,
 	}
+	for _, f := range v.Forecasts {
+		c.Forecasts = append(c.Forecasts, Forecast(f))
+	}
+	return c
 }
 
 // View is the admission.View a node adopts from c, and the time the room
 // last began to queue (admission.Room.Adopt).
 func (c Control) View() (admission.View, time.Time) {
-	return admission.View{
+	v := admission.View{
 		State: c.State, SaleStart: c.SaleStart, Rate: c.Rate, Difficulty: c.Difficulty,
 		Cruise: c.Cruise, Clock: c.Clock, Past: c.Past, Opens: c.Opens, LatestStart: c.LatestStart,
 		RankSet: c.RankSet, RankBase: c.RankBase, RankZero: c.RankZero, KeyTop: c.KeyTop, PreTop: c.PreTop, Hold: c.Hold,
-	}, c.Queueing
+	}
+	for _, f := range c.Forecasts {
+		v.Forecasts = append(v.Forecasts, admission.Forecast(f))
+	}
+	return v, c.Queueing
 }
 
 // Window is one admission-budget window of a room: at most Limit

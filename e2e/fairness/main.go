@@ -153,24 +153,26 @@ func run(ctx context.Context, o options) (*results, error) {
 	runCtx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	started := time.Now()
-	var clock clockLog
+	clocks := make([]clockLog, len(r.admins))
 	clockCtx, stopClock := context.WithCancel(runCtx)
-	clockDone := make(chan struct{})
-	go func() { defer close(clockDone); clock.run(clockCtx, r.admins[0]) }()
+	var clocksRunning sync.WaitGroup
+	for i, admin := range r.admins {
+		clocksRunning.Go(func() { clocks[i].run(clockCtx, admin) })
+	}
 	stallCtx, stopStall := context.WithCancel(runCtx)
 	stallDone := make(chan error, 1)
 	go func() { stallDone <- stallNode(stallCtx, r, saleStart.Add(stallAt), o.stall) }()
 	d.drive(runCtx, vs)
 	stopStall()
 	stopClock()
-	<-clockDone
+	clocksRunning.Wait()
 	stallErr := <-stallDone
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
 	res := analyse(vs, config{Order: o.order, Scale: o.scaleName, Rate: sc.rate, SaleStart: saleStart,
 		LuckWindow: waitroom.DefaultLuckWindow, Timing: timing, Seed: o.seed, End: time.Now(), Deadline: end,
-		Nodes: o.nodes, Weights: weights, Leavers: o.leavers}, clock.all())
+		Nodes: o.nodes, Weights: weights, Leavers: o.leavers}, allSamples(clocks))
 	res.Wall = time.Since(started).Round(time.Second).String()
 	res.NodeLog = r.problems()
 	res.Notes = append(res.Notes, notes...)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -16,14 +17,51 @@ import (
 const clockEvery = 250 * time.Millisecond
 
 // clockSample is the room's serving clock S at a moment, by the room's
-// own account (its admin API's now and clock).
+// own account (its admin API's now and clock), and in a fifo room what
+// the node places keys on it with.
 type clockSample struct {
-	At time.Time `json:"at"`
-	S  float64   `json:"s"`
+	At   time.Time    `json:"at"`
+	S    float64      `json:"s"`
+	FIFO *fifoFigures `json:"fifo,omitempty"`
+}
+
+// fifoFigures is the admin API's fifo object: two nodes that hold
+// different figures tell one place different moments.
+type fifoFigures struct {
+	ForecastAt string  `json:"forecast_at"`
+	RankZero   float64 `json:"rank_zero"`
+	PreQueue   float64 `json:"pre_queue"`
+	Ranked     float64 `json:"ranked"`
+	FirstLuck  float64 `json:"first_luck"`
+	LastLuck   float64 `json:"last_luck"`
+	Short      float64 `json:"short"`
+	Shows      float64 `json:"shows"`
+	Hold       float64 `json:"hold"`
+}
+
+func (s clockSample) String() string {
+	out := fmt.Sprintf("S %.2f", s.S)
+	if f := s.FIFO; f != nil {
+		out += fmt.Sprintf(", ranked %.0f (pre-queue %.0f), luck %.1f–%.1f, short %.1f, shows %.2f, hold %.1f, rank zero %.2f",
+			f.Ranked, f.PreQueue, f.FirstLuck, f.LastLuck, f.Short, f.Shows, f.Hold, f.RankZero)
+		if at, err := time.Parse(time.RFC3339Nano, f.ForecastAt); err == nil {
+			out += fmt.Sprintf(", from the tick %s before", s.At.Sub(at).Round(time.Millisecond))
+		}
+	}
+	return out
+}
+
+// sampleAt is the last of samples taken at or before at.
+func sampleAt(samples []clockSample, at time.Time) (clockSample, bool) {
+	i := sort.Search(len(samples), func(i int) bool { return samples[i].At.After(at) })
+	if i == 0 {
+		return clockSample{}, false
+	}
+	return samples[i-1], true
 }
 
 // clockLog reads one node's serving clock until ctx ends (every node of a
-// room reads the same clock).
+// room reads the same clock, and may place keys on it differently).
 type clockLog struct {
 	mu      sync.Mutex
 	samples []clockSample
@@ -53,6 +91,15 @@ func (l *clockLog) all() []clockSample {
 	return append([]clockSample(nil), l.samples...)
 }
 
+// allSamples is each node's samples, node 1 first.
+func allSamples(logs []clockLog) [][]clockSample {
+	out := make([][]clockSample, len(logs))
+	for i := range logs {
+		out[i] = logs[i].all()
+	}
+	return out
+}
+
 func readClock(ctx context.Context, client *http.Client, admin string) (clockSample, bool) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/rooms/"+roomName, nil)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -62,8 +109,9 @@ func readClock(ctx context.Context, client *http.Client, admin string) (clockSam
 	}
 	defer resp.Body.Close()
 	var st struct {
-		Clock float64 `json:"clock"`
-		Now   string  `json:"now"`
+		Clock float64      `json:"clock"`
+		Now   string       `json:"now"`
+		FIFO  *fifoFigures `json:"fifo"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return clockSample{}, false
@@ -72,7 +120,7 @@ func readClock(ctx context.Context, client *http.Client, admin string) (clockSam
 	if err != nil {
 		return clockSample{}, false
 	}
-	return clockSample{At: at, S: st.Clock}, true
+	return clockSample{At: at, S: st.Clock, FIFO: st.FIFO}, true
 }
 
 // reaches is the moment the sampled clock first reads target, linear

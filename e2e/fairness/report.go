@@ -146,11 +146,16 @@ type place struct {
 	took, admitted, left time.Time
 }
 
-// analyse judges the run; samples are the room's serving clock (fifo's
-// counter), read through the run: the lottery's rule oracle reads them,
-// and the report keeps them in both orders.
-func analyse(vs []*visitor, c config, samples []clockSample) *results {
+// analyse judges the run; samples are each node's readings of the room's
+// serving clock (fifo's counter), node 1 first, taken through the run:
+// the lottery's rule oracle reads node 1's, the report keeps them in both
+// orders, and the tabs told apart are shown with each node's figures.
+func analyse(vs []*visitor, c config, nodeSamples [][]clockSample) *results {
 	res := &results{Config: c, Visitors: vs, PassesHistogram: map[int]int{}, Places: placeCount(vs)}
+	var samples []clockSample
+	if len(nodeSamples) > 0 {
+		samples = nodeSamples[0]
+	}
 	res.ClockSamples = samples
 	if c.Order == "lottery" && len(samples) > 0 {
 		res.Rule = ruleOracle(vs, samples)
@@ -184,7 +189,7 @@ func analyse(vs []*visitor, c config, samples []clockSample) *results {
 	}
 	if c.Nodes > 1 {
 		res.ByNode = byNode(vs, c.Nodes)
-		res.Tabs = tabsAlike(vs, c.SaleStart)
+		res.Tabs = tabsAlike(vs, c.SaleStart, nodeSamples)
 	}
 	res.judge()
 	return res
@@ -702,10 +707,13 @@ type tabsRow struct {
 
 const (
 	// tabsCompared: answers at two nodes this close in time are compared.
-	tabsCompared = time.Second
-	// tabsTick is how far apart two nodes may place one moment: a node
-	// reads the room's counter, its show share and its ranks up to a
-	// tick late.
+	// The counter's plan and the figures a node predicts from change at
+	// each tick, so one node may tell one tab moments far apart a second
+	// apart; answers at once show what sets the nodes apart.
+	tabsCompared = 100 * time.Millisecond
+	// tabsTick is how far apart two nodes may place one moment: the
+	// room's tick that sets it may take effect between the two answers,
+	// or reach a node late.
 	tabsTick = time.Second
 	// tabsGrain is the grid of the moments a fifo room names (each a
 	// point of the draw's grid: admission's fifoGrain).
@@ -717,8 +725,10 @@ const (
 // back, a share of the time to the moment its key is expected before it
 // (or a checkpoint, for a claim or a recheck). Busy answers are left out:
 // a slot is the place's own, but a busy answer without one (its node's
-// budget spent) names that node's next window.
-func tabsAlike(vs []*visitor, start time.Time) *tabsRow {
+// budget spent) names that node's next window. The worst pair's trace
+// shows the figures each node held before its answer, from samples (each
+// node's, node 1 first; none when not sampled).
+func tabsAlike(vs []*visitor, start time.Time, samples [][]clockSample) *tabsRow {
 	row := &tabsRow{}
 	rel := since(start)
 	for _, v := range vs {
@@ -758,8 +768,14 @@ func tabsAlike(vs []*visitor, start time.Time) *tabsRow {
 			row.Worst = worst.Seconds()
 			row.Trace = row.Trace[:0]
 			for _, e := range worstPair {
+				node := v.Nodes[e.Tab]
 				row.Trace = append(row.Trace, fmt.Sprintf("%s tab %d at node %d, answered %s: %s, next %s",
-					v.ID, e.Tab, v.Nodes[e.Tab]+1, rel(e.At), e.Outcome, rel(time.UnixMilli(e.Nxt))))
+					v.ID, e.Tab, node+1, rel(e.At), e.Outcome, rel(time.UnixMilli(e.Nxt))))
+				if node < len(samples) {
+					if s, ok := sampleAt(samples[node], e.Sent); ok {
+						row.Trace = append(row.Trace, fmt.Sprintf("  node %d at %s: %s", node+1, rel(s.At), s))
+					}
+				}
 			}
 		}
 	}

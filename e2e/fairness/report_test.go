@@ -551,7 +551,7 @@ func tabsVisitor(nodes []int, a0 float64, o0 string, n0, a1 float64, o1 string, 
 
 func TestTabsToldAlike(t *testing.T) {
 	threeTabs := tabsVisitor([]int{0, 0, 1}, 10, "wait", 30, 10, "wait", 35)
-	threeTabs.record(event{Tab: 2, Path: "/admit", Status: 429, At: at(10.2), Outcome: "wait", Nxt: at(31).UnixMilli()})
+	threeTabs.record(event{Tab: 2, Path: "/admit", Status: 429, At: at(10.05), Outcome: "wait", Nxt: at(31).UnixMilli()})
 	filtered := tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 30)
 	filtered.record(event{Tab: 1, Path: "/admit", Status: 503, At: at(10), Nxt: at(40).UnixMilli()})
 	filtered.record(event{Tab: 1, Path: "/admit", Status: 429, At: at(10), Outcome: "wait"})
@@ -570,19 +570,19 @@ func TestTabsToldAlike(t *testing.T) {
 	}{
 		{"alike at two nodes", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 31.25)}, 1, 0, 0, ""},
 		{"apart at two nodes", []*visitor{apart("t", 1.75)}, 1, 1, 1.75, "t"},
-		{"the answers' gap allowed", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.8, "wait", 32)}, 1, 0, 0, ""},
-		{"answers a second apart compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 11, "wait", 32.5)}, 1, 1, 0.25, "t"},
-		{"answers over a second apart not compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 11.5, "wait", 40)}, 0, 0, 0, ""},
+		{"the answers' gap allowed", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.08, "wait", 31.33)}, 1, 0, 0, ""},
+		{"answers 100 ms apart compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.1, "wait", 31.6)}, 1, 1, 0.25, "t"},
+		{"answers further apart not compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10.2, "wait", 40)}, 0, 0, 0, ""},
 		{"one node", []*visitor{tabsVisitor([]int{1, 1}, 10, "wait", 30, 10, "wait", 40)}, 0, 0, 0, ""},
 		{"busy answers not compared", []*visitor{tabsVisitor([]int{0, 2}, 10, "busy", 12, 10.5, "busy", 20)}, 0, 0, 0, ""},
 		{"a wait and a busy not compared", []*visitor{tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "busy", 40)}, 0, 0, 0, ""},
-		{"tabs at one node of a login at two not compared", []*visitor{threeTabs}, 1, 1, 2.55, "t"},
+		{"tabs at one node of a login at two not compared", []*visitor{threeTabs}, 1, 1, 2.70, "t"},
 		{"no moment, another status or an unknown tab ignored", []*visitor{filtered}, 1, 0, 0, ""},
 		{"logins counted once, the worst traced", []*visitor{apart("a", 0.5), apart("b", 2), apart("c", 1)}, 3, 3, 2, "b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row := tabsAlike(tt.vs, t0)
+			row := tabsAlike(tt.vs, t0, nil)
 			if row.Logins != tt.wantLogins || row.Apart != tt.apart || math.Abs(row.Worst-tt.wantWorst) > 1e-9 {
 				t.Fatalf("logins %d, apart %d, worst %.3f; want %d, %d, %.3f", row.Logins, row.Apart, row.Worst, tt.wantLogins, tt.apart, tt.wantWorst)
 			}
@@ -590,5 +590,33 @@ func TestTabsToldAlike(t *testing.T) {
 				t.Fatalf("trace %q, want the pair of %q", row.Trace, tt.wantTraced)
 			}
 		})
+	}
+}
+
+// The worst pair's trace shows, under each answer, the figures its node
+// predicted from, as sampled last before the answer was sent.
+func TestTabsTracedWithTheirNodesFigures(t *testing.T) {
+	v := tabsVisitor([]int{0, 1}, 10, "wait", 30, 10, "wait", 35)
+	for i := range v.Events {
+		v.Events[i].Sent = at(9.9)
+	}
+	sample := func(sec, ranked float64, tick float64) clockSample {
+		return clockSample{At: at(sec), S: 5, FIFO: &fifoFigures{Ranked: ranked, ForecastAt: at(tick).Format(time.RFC3339Nano)}}
+	}
+	samples := [][]clockSample{
+		{sample(9.5, 40, 9), sample(9.75, 41, 9), sample(10, 99, 9.9)},
+		{sample(9.8, 38, 8)},
+	}
+	row := tabsAlike([]*visitor{v}, t0, samples)
+	if len(row.Trace) != 4 {
+		t.Fatalf("trace %q, want each answer and its node's figures", row.Trace)
+	}
+	for i, want := range []string{"node 1 at +9.75s: S 5.00, ranked 41 ", "node 2 at +9.80s: S 5.00, ranked 38 "} {
+		if line := row.Trace[2*i+1]; !strings.Contains(line, want) {
+			t.Errorf("trace line %q, want %q", line, want)
+		}
+	}
+	if line := row.Trace[1]; !strings.HasSuffix(line, "from the tick 750ms before") {
+		t.Errorf("trace line %q, want the age of the tick its figures are from", line)
 	}
 }
