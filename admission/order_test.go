@@ -776,35 +776,63 @@ func TestFIFOWhenFromTheSharedTick(t *testing.T) {
 	if when(node(96, 14, 7, 0.6), t0) == when(a, t0) {
 		t.Error("a room alone predicted from figures it does not hold")
 	}
-	stale := third.At.Add(roomSumsFresh + time.Second)
+	stale := third.From.Add(roomSumsFresh + time.Millisecond)
 	if got, want := when(a, stale), when(node(96, 14, 7, 0.6), stale); got != want {
-		t.Errorf("a tick %v old told %v, want %v (the node's own figures)", stale.Sub(third.At), got, want)
+		t.Errorf("a tick in force for %v told %v, want %v (the node's own figures)", stale.Sub(third.From), got, want)
+	}
+	long := node(96, 14, 7, 0.6, Forecast{At: t0, From: t0.Add(4 * time.Second), Ranked: 90, Short: 4, Shows: 0.7})
+	if got, want := when(long, t0.Add(5*time.Second)), when(own(long.Forecasts[0]), t0.Add(5*time.Second)); got != want {
+		t.Errorf("a tick taking effect %v after it (slow polls), a second in force, told %v; want its %v", roomSumsFresh+time.Second, got, want)
 	}
 }
 
 // TestNoteForecastKeepsTheFiguresInForce: a tick made before the last
 // one took effect keeps it, and the one in force, so each takes effect in
-// turn; figures no longer in force are dropped.
+// turn; figures no longer in force are dropped. Only a room whose places
+// are told moments notes them (queueing or scheduled, a place ranked),
+// and a new queue starts without them.
 func TestNoteForecastKeepsTheFiguresInForce(t *testing.T) {
 	start := t0.Add(time.Minute)
 	room := fifoRoom(t, 5, 5*time.Second, StateScheduled, start)
 	room.SetSpeedDelay(time.Second)
+	if room.NoteForecast(t0); len(room.View(t0).Forecasts) > 0 {
+		t.Fatal("a room with no place ranked noted its figures")
+	}
+	if _, _, err := room.rank(context.Background(), t0, true); err != nil {
+		t.Fatal(err)
+	}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	var ats []time.Duration
+	ats := func(now time.Time) []time.Duration {
+		var out []time.Duration
+		for _, f := range room.View(now).Forecasts {
+			out = append(out, f.At.Sub(t0))
+		}
+		return out
+	}
 	for _, at := range []time.Duration{0, ms(900), ms(1800), ms(2700), ms(5000)} {
 		room.NoteForecast(t0.Add(at))
-		ats = ats[:0]
-		for _, f := range room.View(t0.Add(at)).Forecasts {
-			ats = append(ats, f.At.Sub(t0))
-		}
 	}
-	if want := []time.Duration{ms(2700), ms(5000)}; !slices.Equal(ats, want) {
-		t.Errorf("after the tick at 5s the room keeps the ticks at %v, want %v", ats, want)
+	if got, want := ats(t0.Add(ms(5000))), []time.Duration{ms(2700), ms(5000)}; !slices.Equal(got, want) {
+		t.Errorf("after the tick at 5s the room keeps the ticks at %v, want %v", got, want)
 	}
 	room.NoteForecast(t0.Add(ms(5500)))
-	fs := room.View(t0).Forecasts
-	if len(fs) != 3 || !fs[0].At.Equal(t0.Add(ms(2700))) {
-		t.Errorf("a tick before the last took effect: kept %d, the first of %v; want the one in force and the two after it", len(fs), fs[0].At.Sub(t0))
+	if got, want := ats(t0.Add(ms(5500))), []time.Duration{ms(2700), ms(5000), ms(5500)}; !slices.Equal(got, want) {
+		t.Errorf("a tick before the last took effect: kept %v, want %v (the one in force and the two after it)", got, want)
+	}
+	now := t0.Add(6 * time.Second)
+	for _, s := range []State{StatePaused, StateOpen} {
+		if err := room.SetState(s, time.Time{}, now); err != nil {
+			t.Fatal(err)
+		}
+		if room.ForecastDue(now.Add(time.Minute), time.Second) {
+			t.Errorf("a %s room wants its figures noted", s)
+		}
+	}
+	if err := room.SetState(StateQueue, time.Time{}, now); err != nil {
+		t.Fatal(err)
+	}
+	if fs := room.View(now).Forecasts; len(fs) > 0 {
+		t.Errorf("a new queue kept %d figures of the last", len(fs))
 	}
 }
 

@@ -175,7 +175,7 @@ type View struct {
 	// Forecasts are the figures of the last ticks made for the nodes
 	// sharing a fifo room, oldest first, each in force from its From until
 	// the next one's: stored with the clock, so every node tells one key
-	// one moment (View.Forecasting); none on a room no node shares.
+	// one moment (View.Forecasting).
 	Forecasts []Forecast
 }
 
@@ -201,17 +201,22 @@ const maxForecasts = 8
 
 // Forecasting is what fifoWhen predicts from at now: the shared tick's
 // figures in force, or this node's own when none is (alone, or no node
-// ticked for the room within roomSumsFresh).
+// ticked for the room within roomSumsFresh of their taking effect).
 func (v *View) Forecasting(now time.Time) Forecast {
 	for _, f := range slices.Backward(v.Forecasts) {
 		if now.Before(f.From) {
 			continue
 		}
-		if now.Sub(f.At) <= roomSumsFresh {
+		if now.Sub(f.From) <= roomSumsFresh {
 			return f
 		}
 		break
 	}
+	return v.ownForecast()
+}
+
+// ownForecast is the Forecast of this node's own figures.
+func (v *View) ownForecast() Forecast {
 	return Forecast{Ranked: v.Ranked, FirstLuck: v.FirstLuck, LastLuck: v.LastLuck, Short: v.Short, Shows: v.Shows}
 }
 
@@ -607,12 +612,28 @@ func (r *Room) fifoTick(now time.Time, population float64) {
 	r.publish(&v, now)
 }
 
-// NoteForecast adds to a fifo room's Forecasts its figures as at now, for
-// the nodes sharing its state: the node that ticks for them notes them
-// after each tick, and stores them with the clock. A node alone notes
-// none, and predicts from its own figures, which are the room's.
-func (r *Room) NoteForecast(now time.Time) {
+// ForecastDue reports whether a fifo room shared by several nodes wants
+// its figures noted at now: its places are told moments (it queues, or
+// waits for its start, and has ranked a place) and the last it noted are
+// older than every.
+func (r *Room) ForecastDue(now time.Time, every time.Duration) bool {
 	if r.fifo == nil {
+		return false
+	}
+	v := r.view.Load()
+	if !v.RankSet || v.State != StateQueue && v.State != StateScheduled {
+		return false
+	}
+	fs := v.Forecasts
+	return len(fs) == 0 || now.Sub(fs[len(fs)-1].At) >= every
+}
+
+// NoteForecast adds to a fifo room's Forecasts its figures as at now, for
+// the nodes sharing its state, when it wants them (ForecastDue): the node
+// that ticks for them notes them after each tick, and stores them with
+// the clock.
+func (r *Room) NoteForecast(now time.Time) {
+	if !r.ForecastDue(now, 0) {
 		return
 	}
 	r.mu.Lock()
@@ -625,8 +646,9 @@ func (r *Room) NoteForecast(now time.Time) {
 	for i > 0 && now.Before(fs[i-1].From) {
 		i--
 	}
-	fs = append(slices.Clone(fs[max(0, i-1):]), Forecast{At: now, From: now.Add(r.delay()),
-		Ranked: v.Ranked, FirstLuck: v.FirstLuck, LastLuck: v.LastLuck, Short: v.Short, Shows: v.Shows})
+	f := v.ownForecast()
+	f.At, f.From = now, now.Add(r.delay())
+	fs = append(slices.Clone(fs[max(0, i-1):]), f)
 	stored.Forecasts = fs[max(0, len(fs)-maxForecasts):]
 	r.view.Store(&stored)
 }

@@ -606,7 +606,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	}
 	releasing := releases()
 	cl.mu.Lock()
-	ticking := releasing || now.Sub(cl.ticked) >= tickEvery*9/10 // a poll may adopt another node's tick meanwhile
+	ticking := releasing || now.Sub(cl.ticked) >= tickDue
 	cl.mu.Unlock()
 	if fifo && ticking {
 		// About to tick: the counter may run as far as the ranks every
@@ -620,7 +620,7 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 		}
 	}
 	return sh.commit(ctx, now, func() error {
-		if now.Sub(cl.ticked) < tickEvery*9/10 && !(releasing && releases()) {
+		if now.Sub(cl.ticked) < tickDue && !(releasing && releases()) {
 			if fifo && sh.originPending() {
 				return nil // store the rank origin this node set
 			}
@@ -647,9 +647,11 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 			// Every reading kept costs the stored clock's past a
 			// segment: a speed that hardly moves is left as it is. A fifo
 			// room's tick stores the figures every node tells a place its
-			// moment from, about once a tick; it leaves the next node to
-			// try a tick of its own.
-			if forecasts && sh.forecastDue(now) {
+			// moment from, about once a tick, while places are told
+			// moments. It leaves the next node to try a tick of its own:
+			// a node that has not polled since pays a conflict and a
+			// read, as for any tick.
+			if forecasts && sh.forecastDue(sh.now()) {
 				for _, l := range sh.lanes() {
 					l.room.NoteForecast(sh.now())
 				}
@@ -676,16 +678,15 @@ func (sh *Shared) ClusterTick(ctx context.Context, now time.Time) error {
 	})
 }
 
-// forecastDue reports whether a lane's latest stored fifo forecast is
-// older than a tick at now. Callers hold sh.cluster.mu.
+// tickDue is how long after the cluster's last tick a node ticks for it:
+// a little less than a tick, as a poll may adopt another node's tick
+// meanwhile.
+const tickDue = tickEvery * 9 / 10
+
+// forecastDue reports whether a lane's fifo figures are due at now
+// (admission.Room.ForecastDue).
 func (sh *Shared) forecastDue(now time.Time) bool {
-	for _, l := range sh.lanes() {
-		fs := l.room.View(now).Forecasts
-		if len(fs) == 0 || now.Sub(fs[len(fs)-1].At) >= tickEvery*9/10 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(sh.lanes(), func(l *lane) bool { return l.room.ForecastDue(now, tickDue) })
 }
 
 // publishActive publishes this node's count of the visitors on the site,

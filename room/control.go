@@ -104,8 +104,8 @@ type RoomStatus struct {
 type FIFOStatus struct {
 	// RankZero is the clock's reading at the first rank; a key is reached
 	// when the clock reads RankZero plus it. PreQueue is the ranks the
-	// pre-queue took; Hold where the counter stops until the pre-queue is
-	// found (0: nowhere).
+	// pre-queue took, as this node knows them; Hold where the counter
+	// stops until the pre-queue is found (0: nowhere).
 	RankZero float64 `json:"rank_zero"`
 	PreQueue float64 `json:"pre_queue"`
 	Hold     float64 `json:"hold"`

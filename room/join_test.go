@@ -100,9 +100,9 @@ func joinedNode(t *testing.T, cfg Config, name string, store roomstate.Store, cl
 }
 
 // The node that ticks for a fifo room several nodes share stores the
-// figures it predicts from with the clock, whether or not its tick moved
-// the counter, and every node adopts them: one key is told one moment at
-// every node. A node alone keeps its own.
+// figures it predicts from with the clock at every tick (here its counter
+// keeps its speed: no place waits), and every node adopts them, so one
+// key is told one moment at every node. A node alone keeps its own.
 func TestNodesPredictFromTheStoredTick(t *testing.T) {
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "rooms.db"), 0)
 	if err != nil {
@@ -113,6 +113,18 @@ func TestNodesPredictFromTheStoredTick(t *testing.T) {
 	clock := func() time.Time { return now }
 	cfg := Config{Room: "fifo", Rate: 5, QueueOrder: string(admission.OrderFIFO)}
 	a := joinedNode(t, cfg, "a", store, clock)
+	// A place was ranked: its page is told moments from then on.
+	c, v, err := store.LoadControl(t.Context(), cfg.Room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RankSet = true
+	if _, err := store.SaveControl(t.Context(), cfg.Room, c, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Poll(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
 	now = now.Add(time.Second)
 	if err := a.ClusterTick(t.Context(), now); err != nil {
 		t.Fatal(err)
