@@ -20,8 +20,9 @@ import (
 // phase, some places walking away after their claims. Pages come to their
 // checkpoints up to most of a second late (within missedAfter: on time)
 // and to their slots when told, so no later arrival may go in before a
-// pre-queue place, whichever node found either, and every node reads the
-// counter alike. Where nobody leaves, the counter held at the pre-queue's
+// pre-queue place, whichever node found either, every node reads the
+// counter alike, and from two seconds after the start every node predicts
+// a key's moment from the same figures. Where nobody leaves, the counter held at the pre-queue's
 // end moves on within releaseWithin of its last place found. The draws
 // are seeded: the same worlds every run. In "the ticking node's places
 // few" the node that ticks holds one of the room's 29 waiting places near
@@ -198,7 +199,7 @@ func (tt boundaryWorld) run(t *testing.T) {
 	// after the tick began (its store calls), while the node's polls go on
 	// (room.Shared.Run).
 	poll := cmp.Or(tt.poll, 250*time.Millisecond)
-	apart := 0
+	apart, toldApart := 0, 0
 	wanted := make([]time.Time, len(nodes)) // when a wanted tick's change is made
 	var atEnd, pastEnd time.Time            // node 0's counter at the pre-queue's end, and past it
 	for now := clock.Now().Truncate(boundaryStep); now.Before(end) && waiting(); now = now.Add(boundaryStep) {
@@ -236,13 +237,26 @@ func (tt boundaryWorld) run(t *testing.T) {
 				pastEnd = now
 			}
 		}
+		// And tells one key one moment: from a tick after the start, every
+		// node predicts from the same figures, a tick's
+		// (admission.View.Forecasting).
+		told := v0.Forecasting(now)
 		for j, n := range nodes[1:] {
 			if !now.After(start.Add(poll)) {
 				break
 			}
-			if got := n.sh.Room.View(now).Clock.At(now); math.Abs(got-want) > 1e-6 {
+			v := n.sh.Room.View(now)
+			if got := v.Clock.At(now); math.Abs(got-want) > 1e-6 {
 				if apart++; apart <= 3 {
 					t.Errorf("+%v: node %d reads the clock at %.4f, node 0 at %.4f", now.Sub(start), j+1, got, want)
+				}
+			}
+			if order != "fifo" || !now.After(start.Add(2*time.Second)) {
+				continue
+			}
+			if f := v.Forecasting(now); told.At.IsZero() || !f.At.Equal(told.At) || f.Short != told.Short || f.Shows != told.Shows || f.Ranked != told.Ranked {
+				if toldApart++; toldApart <= 3 {
+					t.Errorf("+%v: node %d predicts from %+v, node 0 from %+v", now.Sub(start), j+1, f, told)
 				}
 			}
 		}
@@ -267,6 +281,9 @@ func (tt boundaryWorld) run(t *testing.T) {
 	checkRate(t, vs, start, [2]time.Time{atEnd, pastEnd}, cmp.Or(tt.holdShare, rateShare))
 	if apart > 0 {
 		t.Errorf("the nodes read the clock apart at %d moments", apart)
+	}
+	if toldApart > 0 {
+		t.Errorf("the nodes predicted from different figures at %d moments", toldApart)
 	}
 	for _, v := range vs {
 		if v.slotAhead > slotsWithin {
