@@ -754,11 +754,11 @@ const (
 	fifoReachPre = 2
 )
 
-// fifoWhen predicts when the counter passes key, from the room's last
-// tick's figures (View.Forecasting): the keys it is short of its lead at its
-// next tick, then the keys expected between
-// it and key at the target rate, or as the clock is planned before the
-// start. ok is false if it never does as things stand.
+// fifoWhen predicts when the counter passes key, from the figures in
+// force (View.Forecasting): the keys it is short of its lead at its next
+// tick, then the keys expected between it and key at the target rate, or
+// as the clock is planned before the start. ok is false if it never does
+// as things stand.
 func (v *View) fifoWhen(now time.Time, key float64) (time.Time, bool) {
 	from := now
 	if v.State == StateScheduled && now.Before(v.SaleStart) {
