@@ -23,6 +23,10 @@ type Bucket struct {
 	// opens is when the queue the bucket serves opened (OpenAt): the
 	// bucket holds nothing it refilled before then.
 	opens time.Time
+	// ordered keeps the slots in the order asked for (inOrder), and
+	// latest is the latest slot given.
+	ordered bool
+	latest  time.Time
 	// granted keeps the slots handed out (for LateMemory in
 	// NewRememberingBucket's, none in newBucket's).
 	granted grants
@@ -65,10 +69,34 @@ func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool
 	if b.tokens < 0 {
 		slot = now.Add(durationOf(-b.tokens / b.rate))
 	}
+	slot = b.inOrder(slot, now)
 	if b.granted.memory <= 0 {
 		return slot, false
 	}
 	return b.granted.take(found, slot, now)
+}
+
+// inOrder keeps the slots in the order they are asked for. An admission
+// given back (Refund: a slot lapsed, an attempt undone) puts the bucket's
+// next slot at or before one it already gave, ahead of a place asked for
+// earlier. So a slot that would not come after the
+// latest one still to come goes half a spacing after it instead: what was
+// given back is still used, at twice the rate until the bucket's own
+// next slot catches up, and places go in in the order they were found.
+// Slots at now (the bucket had a token, nothing still to come) are not
+// moved: a burst is taken together. A room's admission bucket keeps its
+// slots in order; the pacer's does not, as it spaces holders by when they
+// present, and one it spaced out ahead must not hold back a holder who
+// presents at its slot when an admission comes back.
+func (b *Bucket) inOrder(slot, now time.Time) time.Time {
+	if !b.ordered {
+		return slot
+	}
+	if b.rate > 0 && b.latest.After(now) && !slot.After(b.latest) {
+		slot = b.latest.Add(durationOf(0.5 / b.rate))
+	}
+	b.latest = later(b.latest, slot)
+	return slot
 }
 
 // Refund gives back a token a reservation took and did not use.
@@ -89,10 +117,16 @@ func (b *Bucket) Level(now time.Time) float64 {
 }
 
 // SetRate changes the refill rate and burst from now on, keeping any debt.
+// A new rate starts the order of slots afresh (inOrder): slots given at a
+// slower rate keep their moments, and those given from now on come at the
+// new one, not behind them.
 func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
+	if rate != b.rate {
+		b.latest = time.Time{}
+	}
 	b.rate, b.burst = rate, burst
 	b.tokens = math.Min(b.tokens, burst)
 }
@@ -149,9 +183,10 @@ func (b *Bucket) Burst() float64 {
 }
 
 // NewRememberingBucket is a room's admission bucket: full, keeping its slots
-// for LateMemory.
+// for LateMemory, and in the order they are asked for (inOrder).
 func NewRememberingBucket(rate, burst float64, now time.Time) *Bucket {
 	b := newBucket(rate, burst, now)
 	b.granted.memory = LateMemory
+	b.ordered = true
 	return b
 }

@@ -144,3 +144,74 @@ func TestBucketReserveFor(t *testing.T) {
 		})
 	}
 }
+
+// TestBucketKeepsSlotsInOrder: an admission given back never puts a later
+// reservation's slot at or before one given earlier; what was given back
+// is used half a spacing apart until the bucket's own slots catch up, a
+// burst at one moment is still taken together, and a new rate starts the
+// order afresh.
+func TestBucketKeepsSlotsInOrder(t *testing.T) {
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	type step struct {
+		at      int // milliseconds after t0
+		refunds int // admissions given back at at, before the reservation
+		rate    float64
+		want    int // slot, milliseconds after t0
+	}
+	tests := []struct {
+		name  string
+		burst float64
+		steps []step
+	}{
+		{"a burst is taken together", 3, []step{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 1000}}},
+		{"given back while slots are still to come", 1, []step{
+			{0, 0, 0, 0}, {0, 0, 0, 1000}, {0, 0, 0, 2000},
+			{500, 1, 0, 2500},  // the bucket's own next is 2000, given
+			{600, 0, 0, 3000},  // caught up
+			{700, 0, 0, 4000}}, // at the rate again
+		},
+		{"several given back", 1, []step{
+			{0, 0, 0, 0}, {0, 0, 0, 1000}, {0, 0, 0, 2000}, {0, 0, 0, 3000},
+			{100, 3, 0, 3500},  // the bucket would give 1000
+			{100, 0, 0, 4000},  // 2000
+			{100, 0, 0, 4500},  // 3000
+			{100, 0, 0, 5000},  // 4000
+			{100, 0, 0, 5500},  // 5000, no later than the latest
+			{100, 0, 0, 6000}}, // 6000: its own again
+		},
+		{"a faster rate starts afresh", 1, []step{
+			{0, 0, 0, 0}, {0, 0, 0, 1000}, {0, 0, 0, 2000},
+			{0, 0, 4, 750},   // the slots given at 1/s keep their moments
+			{0, 0, 0, 1000},  // at 4/s
+			{0, 1, 0, 1125}}, // given back: still in order
+		},
+		{"nothing still to come: not moved", 1, []step{
+			{0, 0, 0, 0}, {0, 0, 0, 1000}, {1500, 1, 0, 1500}}, // the slot at 1000 passed
+		},
+	}
+	t.Run("the pacer's bucket keeps none", func(t *testing.T) {
+		b := newBucket(1, 1, t0)
+		b.reserve(t0)
+		b.reserve(t0)
+		b.Refund(t0.Add(500 * time.Millisecond))
+		if got := b.reserve(t0.Add(500 * time.Millisecond)); !got.Equal(t0.Add(time.Second)) {
+			t.Fatalf("slot at %v, want the bucket's own, 1s", got.Sub(t0))
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewRememberingBucket(1, tt.burst, t0)
+			for i, s := range tt.steps {
+				for range s.refunds {
+					b.Refund(ms(s.at))
+				}
+				if s.rate > 0 {
+					b.SetRate(s.rate, tt.burst, ms(s.at))
+				}
+				if got := b.reserve(ms(s.at)); !got.Equal(ms(s.want)) {
+					t.Fatalf("step %d at %dms: slot at %v, want %dms", i, s.at, got.Sub(t0), s.want)
+				}
+			}
+		})
+	}
+}
