@@ -81,8 +81,8 @@ type budgetWindow struct {
 	// Admissions held beyond them (refunded) are placed after the limit,
 	// over counting them.
 	next, end, over int64
-	// last is the latest spaced slot handed out: a later one never falls
-	// due before it, whatever refunds or a new rate do to the spacing.
+	// last is the latest spaced slot handed out: a later one falls due
+	// after it, whatever refunds or a new rate do to the spacing.
 	last time.Time
 }
 
@@ -259,10 +259,24 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 		case !w.ahead:
 			return at, nil
 		}
-		w.last = later(later(at, spaced), w.last)
+		w.last = b.after(idx, r, later(at, spaced), w.last)
 		return w.last, nil
 	}
 	return time.Time{}, errBudgetSpent
+}
+
+// after is slot, or when it would not come after last, the latest slot
+// given in window idx, a moment after last: half a spacing, or half the
+// time left in the window when less. A tie would let two places found
+// apart go in in the order their requests happen to be served; the ties
+// come from admissions placed beside one already granted (a lapsed slot's,
+// given back, giveSpare) or after the window's limit (refunded, takeOver).
+func (b *Budget) after(idx int64, rate float64, slot, last time.Time) time.Time {
+	if last.IsZero() || slot.After(last) {
+		return slot
+	}
+	step := b.length / time.Duration(max(1, b.window(idx, rate).Limit)) / 2
+	return last.Add(min(step, b.start(idx+1).Sub(last)/2))
 }
 
 // spaced is the slot of the admission of window idx at place pos in the
@@ -407,8 +421,8 @@ const spareLife = time.Minute
 // store, in window idx, where the store has just granted this budget
 // admissions: the window the next place found anywhere is given, whose
 // limit it raises by one (the admission returned is granted next, at the
-// place in the window's order of the one just granted: a tie, never
-// before a slot given earlier). One a window, so admissions lapsing
+// place in the window's order of the one just granted, and given just
+// after it, Budget.after). One a window, so admissions lapsing
 // together are spread over the windows the crowd is given, not heaped
 // into one. It costs the grant's taker one more store call. A return
 // whose outcome is unknown counts as made (returnBatch). Callers hold mu.

@@ -464,7 +464,7 @@ func TestBudgetLapse(t *testing.T) {
 // given, spread evenly over the window's limit, and so do the window's
 // later ones once it has come; in a window given no slot ahead an
 // admission is at once. Slots lapsing together are put back one a window,
-// each granted beside the slot its window gave before it.
+// each given just after the slot its window gave before it, never with it.
 func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	const rate = 4.0
 	base, at := windowBase, inWindow
@@ -493,10 +493,51 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 		at(1, 0), at(1, 0.25), // ahead
 		at(1, 0.5), // after them, not at once
 		// Two lapsed: one more in each of the next two windows granted,
-		// beside the slot granted before it.
-		at(1, 0.75), at(1, 0.75),
-		at(2, 0), at(2, 0), at(2, 0.25), at(2, 0.5), at(2, 0.75),
+		// half a spacing after the slot granted before it.
+		at(1, 0.75), at(1, 0.875),
+		at(2, 0), at(2, 0.125), at(2, 0.25), at(2, 0.5), at(2, 0.75),
 		at(3, 0), at(3, 0.25), at(3, 0.5), at(3, 0.75),
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(base), want[i].Sub(base), got)
+		}
+	}
+}
+
+// Admissions refunded in a window whose slots were given ahead are held
+// beyond its places: given again, each falls due after the latest slot
+// of the window, half a spacing or half the time left later, never tied
+// with it nor past the window's end.
+func TestBudgetNeverTiesSlots(t *testing.T) {
+	const rate = 4.0
+	base, at := windowBase, inWindow
+	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(now time.Time) time.Time {
+		t.Helper()
+		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slot
+	}
+	var got []time.Time
+	for range 8 { // window 0 at once, window 1 ahead
+		got = append(got, reserve(at(0, 0.1)))
+	}
+	b.Refund(at(1, 0))
+	b.Refund(at(1, 0))
+	for range 3 {
+		got = append(got, reserve(at(0, 0.2)))
+	}
+	want := []time.Time{
+		at(0, 0.1), at(0, 0.1), at(0, 0.1), at(0, 0.1),
+		at(1, 0), at(1, 0.25), at(1, 0.5), at(1, 0.75),
+		at(1, 0.875), at(1, 0.9375), // the refunded two
+		at(2, 0),
 	}
 	for i := range want {
 		if !got[i].Equal(want[i]) {
