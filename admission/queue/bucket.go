@@ -79,15 +79,15 @@ func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool
 // inOrder keeps the slots in the order they are asked for. An admission
 // given back (Refund: a slot lapsed, an attempt undone) puts the bucket's
 // next slot at or before one it already gave, ahead of a place asked for
-// earlier. So a slot that would not come after the
-// latest one still to come goes half a spacing after it instead: what was
-// given back is still used, at twice the rate until the bucket's own
-// next slot catches up, and places go in in the order they were found.
-// Slots at now (the bucket had a token, nothing still to come) are not
-// moved: a burst is taken together. A room's admission bucket keeps its
-// slots in order; the pacer's does not, as it spaces holders by when they
-// present, and one it spaced out ahead must not hold back a holder who
-// presents at its slot when an admission comes back.
+// earlier. So a slot that would not come after the latest one still to
+// come goes half a spacing after it instead: what was given back is
+// still used, at twice the rate until the bucket's own slots catch up,
+// and places go in in the order they were found. Slots at now (the bucket
+// had a token, nothing still to come) are not moved: a burst is taken
+// together. A room's admission bucket keeps its slots in order; the
+// pacer's does not, as it spaces holders by when they present, and one it
+// spaced out ahead must not hold back a holder who presents at its slot
+// when an admission comes back.
 func (b *Bucket) inOrder(slot, now time.Time) time.Time {
 	if !b.ordered {
 		return slot
