@@ -80,20 +80,23 @@ func (b *Bucket) ReserveFor(found, now time.Time) (due time.Time, backdated bool
 // given back (Refund: a slot lapsed, an attempt undone) puts the bucket's
 // next slot at or before one it already gave, ahead of a place asked for
 // earlier. So a slot that would not come after the latest one still to
-// come goes half a spacing after it instead: what was given back is
-// still used, at twice the rate until the bucket's own slots catch up,
-// and places go in in the order they were found. Slots at now (the bucket
-// had a token, nothing still to come) are not moved: a burst is taken
-// together. A room's admission bucket keeps its slots in order; the
-// pacer's does not, as it spaces holders by when they present, and one it
-// spaced out ahead must not hold back a holder who presents at its slot
-// when an admission comes back.
+// come goes just after it instead: half a spacing for one given back,
+// closer together the more the bucket's own line lags the latest slot
+// (never under a millisecond, as places are told their slots to the
+// millisecond), so what was given back is used about as fast as it comes
+// back, and places go in in the order they were found. While no slot is
+// still to come a reservation is not moved: a burst is taken together. A
+// room's admission bucket keeps its slots in order; the pacer's does not,
+// as it spaces holders by when they present, and one it spaced out ahead
+// must not hold back a holder who presents at its slot when an admission
+// comes back.
 func (b *Bucket) inOrder(slot, now time.Time) time.Time {
 	if !b.ordered {
 		return slot
 	}
 	if b.rate > 0 && b.latest.After(now) && !slot.After(b.latest) {
-		slot = b.latest.Add(durationOf(0.5 / b.rate))
+		behind := b.latest.Sub(slot).Seconds() * b.rate // admissions given back, beyond the one
+		slot = b.latest.Add(max(time.Millisecond, durationOf(1/(b.rate*(2+behind)))))
 	}
 	b.latest = later(b.latest, slot)
 	return slot
@@ -117,14 +120,16 @@ func (b *Bucket) Level(now time.Time) float64 {
 }
 
 // SetRate changes the refill rate and burst from now on, keeping any debt.
-// A new rate starts the order of slots afresh (inOrder): slots given at a
-// slower rate keep their moments, and those given from now on come at the
-// new one, not behind them.
+// A faster rate starts the order of slots afresh (inOrder): slots given
+// at the slower rate keep their moments, and those given from now on come
+// at the new one, not behind them, so a capacity room that raises its
+// rate uses it at once (a place found later may then go in before one
+// found earlier, by at most the old rate's line).
 func (b *Bucket) SetRate(rate, burst float64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
-	if rate != b.rate {
+	if rate > b.rate {
 		b.latest = time.Time{}
 	}
 	b.rate, b.burst = rate, burst

@@ -170,25 +170,43 @@ func TestBucketKeepsSlotsInOrder(t *testing.T) {
 			{600, 0, 0, 3000},  // caught up
 			{700, 0, 0, 4000}}, // at the rate again
 		},
-		{"several given back", 1, []step{
-			{0, 0, 0, 0}, {0, 0, 0, 1000}, {0, 0, 0, 2000}, {0, 0, 0, 3000},
-			{100, 3, 0, 3500},  // the bucket would give 1000
-			{100, 0, 0, 4000},  // 2000
-			{100, 0, 0, 4500},  // 3000
-			{100, 0, 0, 5000},  // 4000
-			{100, 0, 0, 5500},  // 5000, no later than the latest
-			{100, 0, 0, 6000}}, // 6000: its own again
-		},
 		{"a faster rate starts afresh", 1, []step{
 			{0, 0, 0, 0}, {0, 0, 0, 1000}, {0, 0, 0, 2000},
 			{0, 0, 4, 750},   // the slots given at 1/s keep their moments
 			{0, 0, 0, 1000},  // at 4/s
 			{0, 1, 0, 1125}}, // given back: still in order
 		},
+		{"a slower rate keeps the order", 1, []step{
+			{0, 0, 0, 0}, {0, 0, 0, 1000}, {0, 0, 0, 2000},
+			{0, 2, 0.5, 3000}}, // at 0.5/s the bucket would give 2000 again: half its spacing after
+		},
 		{"nothing still to come: not moved", 1, []step{
 			{0, 0, 0, 0}, {0, 0, 0, 1000}, {1500, 1, 0, 1500}}, // the slot at 1000 passed
 		},
 	}
+	t.Run("several given back: in order, used sooner", func(t *testing.T) {
+		b := NewRememberingBucket(1, 1, t0)
+		for range 4 {
+			b.reserve(t0) // 0, 1 s, 2 s, 3 s
+		}
+		at := t0.Add(100 * time.Millisecond)
+		for range 3 {
+			b.Refund(at)
+		}
+		prev := t0.Add(3 * time.Second)
+		for i := range 4 {
+			got := b.reserve(at)
+			if !got.After(prev) {
+				t.Fatalf("reservation %d after the refunds at %v, not after %v", i, got.Sub(t0), prev.Sub(t0))
+			}
+			prev = got
+		}
+		// Half a spacing each would end at 5 s; the bucket's own line,
+		// without the refunds, at 7 s.
+		if end := prev.Sub(t0); end >= 5*time.Second {
+			t.Fatalf("the four after the refunds end at %v, want before 5s", end)
+		}
+	})
 	t.Run("the pacer's bucket keeps none", func(t *testing.T) {
 		b := newBucket(1, 1, t0)
 		b.reserve(t0)

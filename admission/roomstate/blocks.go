@@ -253,7 +253,9 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 		w, spaced := b.record(idx), b.spaced(idx, r, pos)
 		switch {
 		case idx > b.index(now) && idx == from && !at.Before(spaced):
-			return at, nil
+			// A moment ahead holds no place in line, but falls due
+			// after the slots given there before it.
+			return b.after(idx, r, at, w.last), nil
 		case idx > b.index(now):
 			w.ahead = true
 		case !w.ahead:
@@ -266,17 +268,19 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 }
 
 // after is slot, or when it would not come after last, the latest slot
-// given in window idx, a moment after last: half a spacing, or half the
-// time left in the window when less. A tie would let two places found
-// apart go in in the order their requests happen to be served; the ties
-// come from admissions placed beside one already granted (a lapsed slot's,
+// given in window idx, a moment after last: half a spacing,
+// or half the time left in the window when less, and at least a
+// millisecond (places are told their slots to the millisecond), which may
+// fall just past the window's end. A tie would let two places found apart
+// go in in the order their requests happen to be served; the ties come
+// from admissions placed beside one already granted (a lapsed slot's,
 // given back, giveSpare) or after the window's limit (refunded, takeOver).
 func (b *Budget) after(idx int64, rate float64, slot, last time.Time) time.Time {
 	if last.IsZero() || slot.After(last) {
 		return slot
 	}
 	step := b.length / time.Duration(max(1, b.window(idx, rate).Limit)) / 2
-	return last.Add(min(step, b.start(idx+1).Sub(last)/2))
+	return last.Add(max(time.Millisecond, min(step, b.start(idx+1).Sub(last)/2)))
 }
 
 // spaced is the slot of the admission of window idx at place pos in the
@@ -383,15 +387,36 @@ func (b *Budget) inUse() time.Time { return b.start(b.cur.Load()) }
 // admission was refused after the decision. An admission of a window that
 // has ended is gone: nobody can spend it any more. Nor is one this budget
 // did not hand out in that window added (one taken from another budget
-// before a window length change): the store never granted it here.
+// before a window length change): the store never granted it here. Once
+// this budget gave slots in line in a later window, the admission goes back at
+// the end of the line, as a lapsed one does (Lapse): held in its window,
+// it would go to the next place found, before those slots' holders.
 func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if w, ok := b.windows[idx]; ok && idx >= b.cur.Load() && w.given > 0 {
-		w.given--
-		w.held++
+	w, ok := b.windows[idx]
+	if !ok || idx < b.cur.Load() || w.given <= 0 {
+		return
 	}
+	w.given--
+	if b.givenAfter(idx) {
+		b.spare++
+		b.spareAt = b.inUse()
+		return
+	}
+	w.held++
+}
+
+// givenAfter reports whether this budget gave slots in line in a window
+// after idx (one given slots ahead). Callers hold mu.
+func (b *Budget) givenAfter(idx int64) bool {
+	for i, w := range b.windows {
+		if i > idx && w.ahead && w.given > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Lapse gives back one admission taken for a slot whose holder never

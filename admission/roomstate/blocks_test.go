@@ -546,6 +546,53 @@ func TestBudgetNeverTiesSlots(t *testing.T) {
 	}
 }
 
+// A slot never falls due at or before one the budget gave earlier: an
+// admission refunded in a window before later windows' slots goes back at
+// the end of the line, and a moment asked ahead in a window whose line is
+// longer falls due after its latest slot.
+func TestBudgetGivesLaterPlacesLaterSlots(t *testing.T) {
+	const rate = 4.0
+	base, at := windowBase, inWindow
+	tests := []struct {
+		name  string
+		then  func(b *roomstate.Budget) (time.Time, error)
+		after time.Time
+	}{
+		{"refunded before later windows' slots", func(b *roomstate.Budget) (time.Time, error) {
+			b.Refund(at(1, 0))
+			return b.Reserve(t.Context(), at(0, 0.2), at(0, 0.2), roomstate.Steady(rate))
+		}, at(2, 0.75)},
+		{"a moment ahead behind the line", func(b *roomstate.Budget) (time.Time, error) {
+			b.Refund(at(2, 0))
+			b.Refund(at(2, 0))
+			if _, err := b.Reserve(t.Context(), at(0, 0.2), at(0, 0.2), roomstate.Steady(rate)); err != nil {
+				return time.Time{}, err
+			}
+			return b.Reserve(t.Context(), at(2, 0.8), at(0, 0.3), roomstate.Steady(rate))
+		}, at(2, 0.875)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 12 { // window 0 at once, windows 1 and 2 ahead
+				if _, err := b.Reserve(t.Context(), at(0, 0.1), at(0, 0.1), roomstate.Steady(rate)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := tt.then(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.After(tt.after) {
+				t.Fatalf("slot at %v, want after %v", got.Sub(base), tt.after.Sub(base))
+			}
+		})
+	}
+}
+
 // Admissions a node gave back (its room stopping) are the store's again:
 // a request still in flight at that node afterwards asks the store, and
 // the nodes together admit no more than the window's limit.
