@@ -230,7 +230,7 @@ func (s *Store) page(event, section, after string, limit int) ([]seats.Seat, str
 	)
 	err := s.commit.read(func(r *snapshot) error {
 		bucket := seatsOf(event)
-		b := bucketOf(r.tx, bucket)
+		b := r.bucket(bucket)
 		if b == nil || r.get(string(eventsBucket), event) == nil { // none, or not imported yet
 			return fmt.Errorf("event %s: %w", event, seats.ErrNotFound)
 		}

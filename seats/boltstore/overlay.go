@@ -53,6 +53,33 @@ type snapshot struct {
 	// own is the mem the committing goroutine writes: it reads it without
 	// the lock.
 	own bool
+	// opened are the buckets looked up so far (bucket).
+	opened [4]openBucket
+}
+
+// openBucket is a bucket looked up in a snapshot's transaction (nil: it
+// has none).
+type openBucket struct {
+	name string
+	b    *bolt.Bucket
+}
+
+// bucket is a place's bucket in the snapshot's transaction (nil if there
+// is none). The first few are kept: bbolt opens a bucket afresh at every
+// lookup in a read transaction (a seek and allocations, twice for an
+// event's nested seat bucket), and a group's members look up the same
+// few buckets for every read and write.
+func (s *snapshot) bucket(name string) *bolt.Bucket {
+	for i := range s.opened {
+		switch o := &s.opened[i]; o.name {
+		case name:
+			return o.b
+		case "": // a free slot (no bucket is named "")
+			o.name, o.b = name, bucketOf(s.tx, name)
+			return o.b
+		}
+	}
+	return bucketOf(s.tx, name)
 }
 
 // read runs fn on a snapshot of the store.
@@ -93,7 +120,7 @@ func (s *snapshot) get(bucket, key string) []byte {
 		}
 		return c.value
 	}
-	b := bucketOf(s.tx, bucket)
+	b := s.bucket(bucket)
 	if b == nil {
 		return nil
 	}
@@ -133,7 +160,7 @@ func (s *snapshot) touches(bucket string) bool {
 
 // bucketExists reports whether bbolt has the bucket (the overlay only
 // changes keys of buckets that exist).
-func (s *snapshot) bucketExists(bucket string) bool { return bucketOf(s.tx, bucket) != nil }
+func (s *snapshot) bucketExists(bucket string) bool { return s.bucket(bucket) != nil }
 
 // txn is a group's view while its members run: its own changes over a
 // snapshot. What it puts is the txn's from then on, and outlives the
