@@ -280,10 +280,12 @@ func (a *API) pass(w http.ResponseWriter, r *http.Request, now time.Time) (*toke
 	return claims, true
 }
 
-// request is what a write handler gets: the verified pass, the request's
-// clock and, with an Idempotency-Key, the key the store commits with the
-// write.
+// request is what a write handler gets: the context its write runs in
+// (detached from the client, bounded by WriteTimeout: the handler uses it,
+// not the request's), the verified pass, the request's clock and, with an
+// Idempotency-Key, the key the store commits with the write.
 type request struct {
+	ctx  context.Context
 	pass *tokens.PassClaims
 	now  time.Time
 	key  *seats.Idempotency
@@ -322,8 +324,7 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.cfg.WriteTimeout)
 		defer cancel()
-		r = r.WithContext(ctx)
-		req := request{pass: claims, now: now, body: body}
+		req := request{ctx: ctx, pass: claims, now: now, body: body}
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
 			h(w, r, req)
@@ -338,16 +339,17 @@ func (a *API) idempotent(h handler) http.HandlerFunc {
 		fp := sha256.Sum256(body)
 		fingerprint := hex.EncodeToString(fp[:16])
 		req.key = &seats.Idempotency{Key: scoped, Fingerprint: fingerprint, Status: http.StatusOK}
-		rw := &capture{w: w, header: http.Header{}}
+		rw := newCapture(w)
+		defer rw.free()
 		h(rw, r, req)
 		switch {
 		case rw.keyUsed: // another try of this request committed first
-			if a.replay(w, r, scoped, fingerprint) {
+			if a.replay(ctx, w, scoped, fingerprint) {
 				return
 			}
 		case final(rw.status) && rw.status >= 400:
 			err := a.svc.Store().PutKey(ctx, scoped, seats.KeyRecord{ClaimedAt: now.UTC(), Fingerprint: fingerprint, Status: rw.status, Body: rw.body.Bytes()})
-			if errors.Is(err, seats.ErrKeyUsed) && a.replay(w, r, scoped, fingerprint) {
+			if errors.Is(err, seats.ErrKeyUsed) && a.replay(ctx, w, scoped, fingerprint) {
 				return
 			}
 			if err != nil && !errors.Is(err, seats.ErrKeyUsed) {
@@ -372,8 +374,8 @@ func appendScope(b []byte, subject, method, path, key string) []byte {
 func final(status int) bool { return status < 500 && status != http.StatusTooManyRequests }
 
 // replay answers from the key's record, if it has one.
-func (a *API) replay(w http.ResponseWriter, r *http.Request, key, fingerprint string) bool {
-	rec, found, err := a.svc.Store().Key(r.Context(), key)
+func (a *API) replay(ctx context.Context, w http.ResponseWriter, key, fingerprint string) bool {
+	rec, found, err := a.svc.Store().Key(ctx, key)
 	if err != nil {
 		a.fail(w, err)
 		return true
@@ -404,6 +406,30 @@ type capture struct {
 	passed  bool // the answer went straight to w
 	body    bytes.Buffer
 	keyUsed bool
+}
+
+// captures are reused: every keyed write takes one. One that held a
+// large answer is not kept.
+var captures = sync.Pool{New: func() any { return &capture{header: http.Header{}} }}
+
+const maxPooledCapture = 16 << 10
+
+func newCapture(w http.ResponseWriter) *capture {
+	c := captures.Get().(*capture)
+	c.w = w
+	return c
+}
+
+// free returns c to the pool once its answer is written. The header's
+// values went to w, which keeps them: only the map is cleared.
+func (c *capture) free() {
+	if c.body.Cap() > maxPooledCapture {
+		return
+	}
+	clear(c.header)
+	c.w, c.status, c.passed, c.keyUsed = nil, 0, false, false
+	c.body.Reset()
+	captures.Put(c)
 }
 
 func (c *capture) Header() http.Header { return c.header }
@@ -481,7 +507,7 @@ func (a *API) openSession(w http.ResponseWriter, r *http.Request, req request) {
 	if req.key != nil {
 		req.key.Status = http.StatusCreated
 	}
-	sess, err := a.svc.OpenSession(r.Context(), event, req.pass.Subject, req.pass.Wid, req.now, req.key)
+	sess, err := a.svc.OpenSession(req.ctx, event, req.pass.Subject, req.pass.Wid, req.now, req.key)
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -554,9 +580,9 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req request) {
 	var err error
 	switch {
 	case body.Best != nil && len(body.Seats) == 0:
-		sess, err = a.svc.HoldBest(r.Context(), r.PathValue("id"), req.pass.Subject, body.Best.Count, body.Best.Sections, req.now, req.key)
+		sess, err = a.svc.HoldBest(req.ctx, r.PathValue("id"), req.pass.Subject, body.Best.Count, body.Best.Sections, req.now, req.key)
 	case body.Best == nil && len(body.Seats) > 0:
-		sess, err = a.svc.HoldSeats(r.Context(), r.PathValue("id"), req.pass.Subject, body.Seats, req.now, req.key)
+		sess, err = a.svc.HoldSeats(req.ctx, r.PathValue("id"), req.pass.Subject, body.Seats, req.now, req.key)
 	default:
 		writeError(w, http.StatusBadRequest, "invalid", `send {"seats":[...]} or {"best":{"count":N}}`, nil)
 		return
@@ -565,11 +591,11 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req request) {
 }
 
 func (a *API) release(w http.ResponseWriter, r *http.Request, req request) {
-	a.reply(w)(a.svc.ReleaseSeat(r.Context(), r.PathValue("id"), req.pass.Subject, r.PathValue("seat"), req.now, req.key))
+	a.reply(w)(a.svc.ReleaseSeat(req.ctx, r.PathValue("id"), req.pass.Subject, r.PathValue("seat"), req.now, req.key))
 }
 
 func (a *API) checkout(w http.ResponseWriter, r *http.Request, req request) {
-	a.reply(w)(a.svc.Checkout(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.key))
+	a.reply(w)(a.svc.Checkout(req.ctx, r.PathValue("id"), req.pass.Subject, req.now, req.key))
 }
 
 func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
@@ -585,9 +611,9 @@ func (a *API) confirm(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, http.StatusForbidden, "payment_unverified", "a confirm needs the payment provider's signature ("+PaymentSignatureHeader+")", nil)
 		return
 	}
-	a.reply(w)(a.svc.Confirm(r.Context(), r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.key))
+	a.reply(w)(a.svc.Confirm(req.ctx, r.PathValue("id"), req.pass.Subject, body.PaymentRef, req.now, req.key))
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request, req request) {
-	a.reply(w)(a.svc.Cancel(r.Context(), r.PathValue("id"), req.pass.Subject, req.now, req.key))
+	a.reply(w)(a.svc.Cancel(req.ctx, r.PathValue("id"), req.pass.Subject, req.now, req.key))
 }
