@@ -44,6 +44,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -69,6 +70,7 @@ func main() {
 	timed := flag.String("timed", "hold", "what p50 and p99 time: hold, or cycle (the hold and its release, as this command timed before)")
 	overHTTP := flag.Bool("http", true, "run the same load over the HTTP API")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file (go tool trace: where goroutines wait for the CPU, the committer, the disk)")
 	withCeiling := flag.Bool("ceiling", true, "run the ceiling (a plain net/http server answering 200 bytes of JSON) with the same clients and load beside each HTTP run, and print the ratio")
 	rounds := flag.Int("rounds", 1, "HTTP runs of each client, alternated with the ceiling's (ceiling first in even rounds)")
 	client := flag.String("client", "raw", "the HTTP load's clients, one HTTP run each, comma-separated: raw (a minimal HTTP/1.1 client, one connection per client, as wrk) and net/http (Go's client, as this command used before)")
@@ -100,6 +102,14 @@ func main() {
 			os.Exit(1)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		stop, err := startTrace(*traceFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "holds:", err)
+			os.Exit(1)
+		}
+		defer stop()
 	}
 	ceilingRuns, httpRounds = *withCeiling, max(*rounds, 1)
 	if err := run(*kind, *endpoint, *clients, *hot, *inProc, *overHTTP, *duration); err != nil {
@@ -428,4 +438,18 @@ func report(kind, mode string, clients int, duration time.Duration, r result) fl
 		}
 	}
 	return float64(len(r.lat)+r.ok) / duration.Seconds()
+}
+
+// startTrace starts an execution trace into path; the returned function
+// stops it and closes the file.
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); _ = f.Close() }, nil
 }
