@@ -58,11 +58,17 @@ type committer struct {
 	// hooks learns of every group's start and end (the store's in-memory
 	// index of idempotency records follows what is logged).
 	hooks txHooks
-	// queue is unbuffered: a waiting write is a sender blocked on it, so a
-	// write that was never received can give up (its context, Close) with
-	// nothing written, and one that was received always runs (its done
-	// channel is buffered: the answer never waits for a reader).
-	queue chan *write
+	// queue holds the writes waiting for a group, in arrival order, under
+	// qmu; wake tells the committer there are some (one signal is
+	// enough). A write still in the queue can give up (its context,
+	// Close) with nothing written; one the committer took always runs
+	// (its done channel is buffered: the answer never waits for a
+	// reader). A waiting writer blocks once, on its answer: taking a
+	// group wakes none of them, so the goroutines the committer readies
+	// are the ones it answers.
+	qmu   sync.Mutex
+	queue []*write
+	wake  chan struct{}
 	// flushes asks for everything logged to be checkpointed into bbolt.
 	flushes chan flushRequest
 	stop    chan struct{}
@@ -101,8 +107,8 @@ type committer struct {
 	// (bbolt's TxStats.Write: the meta page and every dirty page).
 	commits, writes, busy, syncing, logged atomic.Int64
 	checkpoints, failed, pages             atomic.Int64
-	// waiting counts writes blocked on queue and taken the writes taken
-	// from it (tests wait for a full group).
+	// waiting counts the writes in queue and taken the writes taken from
+	// it (tests wait for a full group).
 	waiting, taken atomic.Int64
 	// afterMember, in tests, runs after member i of a group of n ran,
 	// before the group's record is written (the crash test dies there).
@@ -143,7 +149,7 @@ type txHooks interface {
 func newCommitter(db *bolt.DB, log *wal, seq uint64, hooks txHooks) *committer {
 	c := &committer{
 		db: db, log: log, seq: seq, hooks: hooks,
-		queue: make(chan *write), flushes: make(chan flushRequest), stop: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), flushes: make(chan flushRequest), stop: make(chan struct{}), done: make(chan struct{}),
 		mem:          newMemtable(),
 		toCheckpoint: make(chan *memtable, 1), checkpointed: make(chan error, 1), failedAttempt: make(chan error, 1), quit: make(chan struct{}), checkpointer: make(chan struct{}),
 	}
@@ -175,24 +181,76 @@ func (c *committer) close() error {
 // WriteTimeout, not the client's cancellation, so this is a stuck disk's
 // answer, never a hang.)
 func (c *committer) do(ctx context.Context, fn func(*txn) error) error {
-	w := &write{fn: fn, done: make(chan error, 1)}
+	w := writes.Get().(*write)
+	w.fn = fn
+	c.qmu.Lock()
+	c.queue = append(c.queue, w)
 	c.waiting.Add(1)
+	c.qmu.Unlock()
 	select {
-	case c.queue <- w:
-		c.waiting.Add(-1)
-	case <-ctx.Done():
-		c.waiting.Add(-1)
-		return fmt.Errorf("waiting for a commit: %w", ctx.Err())
-	case <-c.stop:
-		c.waiting.Add(-1)
-		return errClosed
+	case c.wake <- struct{}{}:
+	default: // the committer has a signal it has not taken yet
 	}
+	var gaveUp error
 	select {
 	case err := <-w.done:
+		writes.Put(w)
+		return err
+	case <-ctx.Done():
+		gaveUp = ctx.Err()
+	case <-c.stop:
+		if c.withdraw(w) {
+			return errClosed
+		}
+	}
+	if gaveUp != nil && c.withdraw(w) {
+		return fmt.Errorf("waiting for a commit: %w", gaveUp)
+	}
+	select { // taken: the group under way answers it
+	case err := <-w.done:
+		writes.Put(w)
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for a group commit (the write may yet commit): %w", ctx.Err())
 	}
+}
+
+// writes are reused: a write goes back once its caller has its answer
+// (never after giving up on it: the committer may yet answer it).
+var writes = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
+
+// withdraw takes w out of the queue if the committer has not taken it.
+func (c *committer) withdraw(w *write) bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	i := slices.Index(c.queue, w)
+	if i < 0 {
+		return false
+	}
+	c.queue = slices.Delete(c.queue, i, i+1)
+	c.waiting.Add(-1)
+	return true
+}
+
+// take appends the waiting writes to group, up to maxGroup; if more
+// wait, the committer is woken again for them.
+func (c *committer) take(group []*write) []*write {
+	c.qmu.Lock()
+	n := min(len(c.queue), maxGroup-len(group))
+	group = append(group, c.queue[:n]...)
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+	c.waiting.Add(int64(-n))
+	c.qmu.Unlock()
+	c.taken.Add(int64(n))
+	if rest > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return group
 }
 
 func (c *committer) run() {
@@ -204,9 +262,10 @@ func (c *committer) run() {
 	defer idle.Stop()
 	for {
 		select {
-		case w := <-c.queue:
-			c.taken.Add(1)
-			group = append(group[:0], w)
+		case <-c.wake:
+			if group = c.take(group[:0]); len(group) == 0 {
+				continue // the writes that signalled gave up
+			}
 		case req := <-c.flushes:
 			req.reply <- c.flush(req.ctx, c.stop)
 			continue
@@ -224,16 +283,6 @@ func (c *committer) run() {
 			continue
 		case <-c.stop:
 			return
-		}
-	gather: // everything already waiting joins the group
-		for len(group) < maxGroup {
-			select {
-			case w := <-c.queue:
-				c.taken.Add(1)
-				group = append(group, w)
-			default:
-				break gather
-			}
 		}
 		start := time.Now()
 		c.commit(group)
