@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +68,34 @@ func FuzzIfNoneMatch(f *testing.F) {
 			t.Fatalf("%d for If-None-Match %q (ETag %s)", resp.StatusCode, inm, etag)
 		case resp.StatusCode != http.StatusNotModified && resp.StatusCode != http.StatusOK:
 			t.Fatalf("If-None-Match %q: %d", inm, resp.StatusCode)
+		}
+	})
+}
+
+// FuzzPlainSeats: whenever plainSeats reads a hold's body, encoding/json
+// (as the API decodes a body: unknown fields refused, nothing after the
+// object) reads the same seats from it, and nothing else.
+func FuzzPlainSeats(f *testing.F) {
+	for _, seed := range []string{
+		`{"seats":["A-1-1-1"]}`, `{"seats":["A-1-1-1","A-1-1-2"]}` + "\n", `{"seats":[]}`, `{"seats":[""]}`,
+		`{"seats":["A\"1"]}`, `{"seats":["A\\u0041"]}`, `{"seats":["é"]}`, `{"seats":["A"],}`, `{"seats":["A"]} x`,
+		`{"seats":["A"]}{}`, `{"seats":["A",]}`, `{"seats":["A" ,"B"]}`, `{"seats":["A"]`, `{"seats":["A`, "{\"seats\":[\"A\x01\"]}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		got, ok := plainSeats([]byte(body))
+		if !ok {
+			return
+		}
+		var want holdBody
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&want); err != nil || dec.More() {
+			t.Fatalf("plainSeats read %q from %q, which encoding/json refuses (%v)", got, body, err)
+		}
+		if want.Best != nil || !slices.Equal(got, want.Seats) {
+			t.Fatalf("plainSeats read %q from %q, encoding/json %+v", got, body, want)
 		}
 	})
 }
