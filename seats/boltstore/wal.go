@@ -97,7 +97,7 @@ func encodeRecord(b []byte, salt, seq uint64, changes map[place]change) []byte {
 		b = appendBytes(b, p.bucket)
 		b = appendBytes(b, p.key)
 		if !c.deleted {
-			b = appendBytes(b, string(c.value))
+			b = appendBytes(b, c.value)
 		}
 	}
 	payload := b[start+recordHeader:]
@@ -106,7 +106,10 @@ func encodeRecord(b []byte, salt, seq uint64, changes map[place]change) []byte {
 	return b
 }
 
-func appendBytes(b []byte, s string) []byte {
+// appendBytes appends s with its length. It takes a value as it is, not
+// converted to a string: a conversion copies it, and the committer encodes
+// every record, on the path every write waits on.
+func appendBytes[T string | []byte](b []byte, s T) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
