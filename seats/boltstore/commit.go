@@ -191,20 +191,18 @@ func (c *committer) do(ctx context.Context, fn func(*txn) error) error {
 	case c.wake <- struct{}{}:
 	default: // the committer has a signal it has not taken yet
 	}
-	var gaveUp error
 	select {
 	case err := <-w.done:
 		writes.Put(w)
 		return err
 	case <-ctx.Done():
-		gaveUp = ctx.Err()
+		if c.withdraw(w) {
+			return fmt.Errorf("waiting for a commit: %w", ctx.Err())
+		}
 	case <-c.stop:
 		if c.withdraw(w) {
 			return errClosed
 		}
-	}
-	if gaveUp != nil && c.withdraw(w) {
-		return fmt.Errorf("waiting for a commit: %w", gaveUp)
 	}
 	select { // taken: the group under way answers it
 	case err := <-w.done:
