@@ -466,21 +466,13 @@ func TestBudgetLapse(t *testing.T) {
 // admission is at once. Slots lapsing together are put back one a window,
 // each given just after the slot its window gave before it, never with it.
 func TestBudgetSpacesSlotsAhead(t *testing.T) {
-	const rate = 4.0
-	base, at := windowBase, inWindow
-	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := inWindow
+	b, reserveOne := slotBudget(t, 4)
 	var got []time.Time
 	reserve := func(n int, now time.Time) {
 		t.Helper()
 		for range n {
-			slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, slot)
+			got = append(got, reserveOne(now))
 		}
 	}
 	reserve(6, at(0, 0.1))
@@ -498,11 +490,7 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 		at(2, 0), at(2, 0.125), at(2, 0.25), at(2, 0.5), at(2, 0.75),
 		at(3, 0), at(3, 0.25), at(3, 0.5), at(3, 0.75),
 	}
-	for i := range want {
-		if !got[i].Equal(want[i]) {
-			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(base), want[i].Sub(base), got)
-		}
-	}
+	wantSlots(t, got, want)
 }
 
 // Admissions refunded in a window whose slots were given ahead are held
@@ -510,20 +498,8 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 // of the window, half a spacing or half the time left later, never tied
 // with it nor past the window's end.
 func TestBudgetNeverTiesSlots(t *testing.T) {
-	const rate = 4.0
-	base, at := windowBase, inWindow
-	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reserve := func(now time.Time) time.Time {
-		t.Helper()
-		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slot
-	}
+	at := inWindow
+	b, reserve := slotBudget(t, 4)
 	var got []time.Time
 	for range 8 { // window 0 at once, window 1 ahead
 		got = append(got, reserve(at(0, 0.1)))
@@ -539,9 +515,36 @@ func TestBudgetNeverTiesSlots(t *testing.T) {
 		at(1, 0.875), at(1, 0.9375), // the refunded two
 		at(2, 0),
 	}
+	wantSlots(t, got, want)
+}
+
+// slotBudget is a budget of 1 s windows of rate admissions on a bolt
+// store, and a function reserving one slot of it for a place found at now.
+func slotBudget(t *testing.T, rate float64) (*roomstate.Budget, func(now time.Time) time.Time) {
+	t.Helper()
+	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, func(now time.Time) time.Time {
+		t.Helper()
+		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slot
+	}
+}
+
+// wantSlots fails unless the slots given are want, in order.
+func wantSlots(t *testing.T, got, want []time.Time) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d slots given, want %d", len(got), len(want))
+	}
 	for i := range want {
 		if !got[i].Equal(want[i]) {
-			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(base), want[i].Sub(base), got)
+			t.Fatalf("slot %d at %v, want %v (all: %v)", i, got[i].Sub(windowBase), want[i].Sub(windowBase), got)
 		}
 	}
 }
@@ -555,34 +558,27 @@ func TestBudgetGivesLaterPlacesLaterSlots(t *testing.T) {
 	base, at := windowBase, inWindow
 	tests := []struct {
 		name  string
-		then  func(b *roomstate.Budget) (time.Time, error)
+		then  func(b *roomstate.Budget, reserve func(time.Time) time.Time) (time.Time, error)
 		after time.Time
 	}{
-		{"refunded before later windows' slots", func(b *roomstate.Budget) (time.Time, error) {
+		{"refunded before later windows' slots", func(b *roomstate.Budget, reserve func(time.Time) time.Time) (time.Time, error) {
 			b.Refund(at(1, 0))
-			return b.Reserve(t.Context(), at(0, 0.2), at(0, 0.2), roomstate.Steady(rate))
+			return reserve(at(0, 0.2)), nil
 		}, at(2, 0.75)},
-		{"a moment ahead behind the line", func(b *roomstate.Budget) (time.Time, error) {
+		{"a moment ahead behind the line", func(b *roomstate.Budget, reserve func(time.Time) time.Time) (time.Time, error) {
 			b.Refund(at(2, 0))
 			b.Refund(at(2, 0))
-			if _, err := b.Reserve(t.Context(), at(0, 0.2), at(0, 0.2), roomstate.Steady(rate)); err != nil {
-				return time.Time{}, err
-			}
+			reserve(at(0, 0.2))
 			return b.Reserve(t.Context(), at(2, 0.8), at(0, 0.3), roomstate.Steady(rate))
 		}, at(2, 0.875)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b, reserve := slotBudget(t, rate)
 			for range 12 { // window 0 at once, windows 1 and 2 ahead
-				if _, err := b.Reserve(t.Context(), at(0, 0.1), at(0, 0.1), roomstate.Steady(rate)); err != nil {
-					t.Fatal(err)
-				}
+				reserve(at(0, 0.1))
 			}
-			got, err := tt.then(b)
+			got, err := tt.then(b, reserve)
 			if err != nil {
 				t.Fatal(err)
 			}
