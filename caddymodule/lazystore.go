@@ -117,6 +117,14 @@ func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.W
 	return st.ReturnBudget(ctx, room, w, n)
 }
 
+func (l *lazyStore) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
+	st, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return st.ReturnLapsed(ctx, room, w, n)
+}
+
 func (l *lazyStore) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (queue.Place, bool, error) {
 	st, err := l.get(ctx)
 	if err != nil {

@@ -78,9 +78,13 @@ type budgetWindow struct {
 	ahead bool
 	// next and end are the places in the window's order, across the
 	// cluster, of the admissions held from the store: next to end-1.
-	// Admissions held beyond them (refunded) are placed after the limit,
-	// over counting them.
+	// Admissions held beyond them (refunded) are placed after the limit
+	// and the lapsed ones, over counting them.
 	next, end, over int64
+	// lapsed is how many admissions were returned to the window after
+	// their slots lapsed, as its store's last grant said or this budget
+	// returned: its order has that many places beyond its limit.
+	lapsed int64
 	// last is the latest spaced slot handed out: a later one falls due
 	// after it, whatever refunds or a new rate do to the spacing.
 	last time.Time
@@ -250,7 +254,8 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 		if !ok {
 			continue
 		}
-		w, spaced := b.record(idx), b.spaced(idx, r, pos)
+		w := b.record(idx)
+		spaced := b.spaced(idx, r, w.lapsed, pos)
 		switch {
 		case idx > b.index(now) && idx == from && !at.Before(spaced):
 			// A moment ahead holds no place in line, but falls due
@@ -285,12 +290,15 @@ func (b *Budget) after(idx int64, rate float64, slot, last time.Time) time.Time 
 
 // spaced is the slot of the admission of window idx at place pos in the
 // window's order across the cluster: the window's start plus pos, its
-// limit spread evenly over it. Slots given ahead then fall due in the
-// order the store granted them, at whichever node, rather than all at the
-// window's start, where places found apart would tie and go in in the
-// order their requests happened to be served.
-func (b *Budget) spaced(idx int64, rate float64, pos int64) time.Time {
-	n := b.window(idx, rate).Limit
+// limit and the admissions returned to it lapsed spread evenly over it.
+// Slots given ahead then fall due in the order the store granted them, at
+// whichever node, rather than all at the window's start, where places
+// found apart would tie and go in in the order their requests happened to
+// be served. (A place granted after a lapsed admission came back is
+// spaced over one place more, which keeps it after every place granted
+// before it.)
+func (b *Budget) spaced(idx int64, rate float64, lapsed, pos int64) time.Time {
+	n := b.window(idx, rate).Limit + lapsed
 	k := min(pos, n-1)
 	if k <= 0 {
 		return b.start(idx)
@@ -338,6 +346,7 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 			b.round = 1 + b.queued.Load()
 		}
 		bw.ahead = bw.ahead || g.Ahead
+		bw.lapsed = max(bw.lapsed, g.Lapsed)
 		if g.N < want {
 			bw.spent, bw.spentAt = true, w.Limit
 		}
@@ -362,7 +371,7 @@ func (b *Budget) takeOver(idx int64, rate float64) (int64, bool, error) {
 	bw.held--
 	bw.given++
 	bw.over++
-	return b.window(idx, rate).Limit + bw.over - 1, true, nil
+	return b.window(idx, rate).Limit + bw.lapsed + bw.over - 1, true, nil
 }
 
 // forget drops what is held of windows before cur: nobody can spend it any
@@ -445,9 +454,9 @@ const spareLife = time.Minute
 // giveSpare returns one of the admissions given back here (Lapse) to the
 // store, in window idx, where the store has just granted this budget
 // admissions: the window the next place found anywhere is given, whose
-// limit it raises by one (the admission returned is granted next, at the
-// place in the window's order of the one just granted, and given just
-// after it, Budget.after). One a window, so admissions lapsing
+// limit it raises by one (the admission returned is granted at a place of
+// its own after every one the window granted, ReturnLapsed, at whichever
+// node takes it). One a window, so admissions lapsing
 // together are spread over the windows the crowd is given, not heaped
 // into one. It costs the grant's taker one more store call. A return
 // whose outcome is unknown counts as made (returnBatch). Callers hold mu.
@@ -459,11 +468,12 @@ func (b *Budget) giveSpare(ctx context.Context, idx int64, bw *budgetWindow) {
 		b.spare = 0
 		return
 	}
-	err := b.store.ReturnBudget(context.WithoutCancel(ctx), b.room, b.window(idx, 0), 1)
+	err := b.store.ReturnLapsed(context.WithoutCancel(ctx), b.room, b.window(idx, 0), 1)
 	if errors.Is(err, ErrUnavailable) {
 		return
 	}
 	b.spare, b.spareIn = b.spare-1, idx
+	bw.lapsed++
 	if err == nil {
 		bw.spent = false // the store holds one again: the next taker here asks it
 	}

@@ -464,7 +464,7 @@ func TestBudgetLapse(t *testing.T) {
 // given, spread evenly over the window's limit, and so do the window's
 // later ones once it has come; in a window given no slot ahead an
 // admission is at once. Slots lapsing together are put back one a window,
-// each given just after the slot its window gave before it, never with it.
+// each at a place of its own in the window's order, never with another.
 func TestBudgetSpacesSlotsAhead(t *testing.T) {
 	at := inWindow
 	b, reserveOne := slotBudget(t, 4)
@@ -485,9 +485,10 @@ func TestBudgetSpacesSlotsAhead(t *testing.T) {
 		at(1, 0), at(1, 0.25), // ahead
 		at(1, 0.5), // after them, not at once
 		// Two lapsed: one more in each of the next two windows granted,
-		// half a spacing after the slot granted before it.
-		at(1, 0.75), at(1, 0.875),
-		at(2, 0), at(2, 0.125), at(2, 0.25), at(2, 0.5), at(2, 0.75),
+		// at a place of its own, the window's slots from then on spread
+		// over one place more.
+		at(1, 0.6), at(1, 0.8),
+		at(2, 0), at(2, 0.2), at(2, 0.4), at(2, 0.6), at(2, 0.8),
 		at(3, 0), at(3, 0.25), at(3, 0.5), at(3, 0.75),
 	}
 	wantSlots(t, got, want)

@@ -257,6 +257,13 @@ func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n int64
 	})
 }
 
+// ReturnLapsed implements Store.
+func (g *Guard) ReturnLapsed(ctx context.Context, room string, w Window, n int64) error {
+	return g.call(ctx, "return_lapsed", func(ctx context.Context) error {
+		return g.Store.ReturnLapsed(ctx, room, w, n)
+	})
+}
+
 // HoldPlace implements Store.
 func (g *Guard) HoldPlace(ctx context.Context, room, id string, p queue.Place, until, now time.Time) (held queue.Place, won bool, err error) {
 	err = g.call(ctx, "hold_place", func(ctx context.Context) error {

@@ -145,12 +145,15 @@ type Window struct {
 
 // Grant is what ReserveBudget granted: N admissions, whose places in the
 // window's order, across every node, are First to First+N-1 (First counts
-// what the window had granted before, less what was returned); Ahead
-// reports whether any reservation granted in the window, this one
-// included, was made ahead of it.
+// what the window had granted before, less what was returned unspent);
+// Ahead reports whether any reservation granted in the window, this one
+// included, was made ahead of it; Lapsed is how many admissions were
+// returned to the window after their slots lapsed (ReturnLapsed): its
+// order has that many places beyond its limit.
 type Grant struct {
 	N, First int64
 	Ahead    bool
+	Lapsed   int64
 }
 
 // Store is the room state shared by every node. Every method is atomic and
@@ -171,6 +174,10 @@ type Store interface {
 	ReserveBudget(ctx context.Context, room string, w Window, n int64) (Grant, error)
 	// ReturnBudget gives back n admissions reserved in window w and not spent.
 	ReturnBudget(ctx context.Context, room string, w Window, n int64) error
+	// ReturnLapsed gives n admissions whose slots lapsed (spent in another
+	// window) to window w, which may grant them again, at places of their
+	// own after every place it granted: never a place a slot was given.
+	ReturnLapsed(ctx context.Context, room string, w Window, n int64) error
 
 	// HoldPlace records p for place id until the given time, unless the
 	// place has a record unexpired at now other than a lapsed one: it

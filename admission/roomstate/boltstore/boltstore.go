@@ -121,19 +121,19 @@ func (s *Store) SaveControl(ctx context.Context, room string, c roomstate.Contro
 
 // ReserveBudget implements roomstate.Store. A window's value is what it
 // granted (less what was returned), with aheadBit set once a reservation
-// was made ahead of it, and its expiry.
+// was made ahead of it, its expiry, and what was returned to it lapsed.
 func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	var g roomstate.Grant
 	err := s.batch(ctx, "reserving budget", func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(budgetBucket)
 		k := windowKey(room, w.Index)
-		used, ahead := budgetValue(b.Get(k))
-		g = roomstate.Grant{N: max(0, min(n, w.Limit-used)), First: used, Ahead: ahead}
+		v := budgetValue(b.Get(k))
+		g = roomstate.Grant{N: max(0, min(n, w.Limit-v.used)), First: v.used + v.lapsed, Ahead: v.ahead, Lapsed: v.lapsed}
 		if g.N == 0 {
 			return nil, nil
 		}
-		g.Ahead = ahead || w.Ahead
-		return nil, b.Put(k, budgetPair(used+g.N, g.Ahead, w.Expires))
+		g.Ahead = v.ahead || w.Ahead
+		return nil, b.Put(k, budget{used: v.used + g.N, ahead: g.Ahead, lapsed: v.lapsed}.value(w.Expires))
 	})
 	if err != nil {
 		return roomstate.Grant{}, err // op may still run past its deadline: read none of its results
@@ -147,11 +147,30 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 		b := tx.Bucket(budgetBucket)
 		k := windowKey(room, w.Index)
 		raw := b.Get(k)
-		if len(raw) != 16 {
+		if !isBudget(raw) {
 			return nil, nil
 		}
-		used, ahead := budgetValue(raw)
-		return nil, b.Put(k, budgetPair(max(0, used-n), ahead, w.Expires))
+		v := budgetValue(raw)
+		v.used = max(0, v.used-n)
+		return nil, b.Put(k, v.value(w.Expires))
+	})
+}
+
+// ReturnLapsed implements roomstate.Store.
+func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
+	return s.batch(ctx, "returning lapsed budget", func(tx *bolt.Tx) (error, error) {
+		b := tx.Bucket(budgetBucket)
+		k := windowKey(room, w.Index)
+		raw := b.Get(k)
+		if !isBudget(raw) {
+			return nil, nil
+		}
+		v := budgetValue(raw)
+		if v.used < n {
+			return nil, nil
+		}
+		v.used, v.lapsed = v.used-n, v.lapsed+n
+		return nil, b.Put(k, v.value(w.Expires))
 	})
 }
 
@@ -159,20 +178,40 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 // ahead in.
 const aheadBit = 1 << 63
 
-func budgetValue(raw []byte) (used int64, ahead bool) {
-	if len(raw) != 16 {
-		return 0, false
-	}
-	v := binary.BigEndian.Uint64(raw)
-	return int64(v &^ aheadBit), v&aheadBit != 0
+// budget is a window's value: what it granted less what was returned,
+// whether slots were given ahead in it, and what was returned to it
+// lapsed. It is stored as used with aheadBit, the expiry, and lapsed
+// (8 bytes each; a value of 16 bytes has none lapsed).
+type budget struct {
+	used   int64
+	ahead  bool
+	lapsed int64
 }
 
-func budgetPair(used int64, ahead bool, expires time.Time) []byte {
-	v := uint64(used)
-	if ahead {
+func isBudget(raw []byte) bool { return len(raw) == 16 || len(raw) == 24 }
+
+func budgetValue(raw []byte) budget {
+	if !isBudget(raw) {
+		return budget{}
+	}
+	v := binary.BigEndian.Uint64(raw)
+	b := budget{used: int64(v &^ aheadBit), ahead: v&aheadBit != 0}
+	if len(raw) == 24 {
+		b.lapsed = int64(binary.BigEndian.Uint64(raw[16:]))
+	}
+	return b
+}
+
+func (b budget) value(expires time.Time) []byte {
+	v := uint64(b.used)
+	if b.ahead {
 		v |= aheadBit
 	}
-	return pair(v, expires)
+	raw := pair(v, expires)
+	if b.lapsed > 0 {
+		raw = binary.BigEndian.AppendUint64(raw, uint64(b.lapsed))
+	}
+	return raw
 }
 
 // A place record is until (8 bytes), state (1), slot (8), big-endian;
@@ -418,7 +457,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 				return !live
 			},
 			string(budgetBucket): func(v []byte) bool {
-				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))
+				return isBudget(v) && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:16]))
 			},
 			string(populationBucket): func(v []byte) bool {
 				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))

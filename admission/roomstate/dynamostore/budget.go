@@ -47,7 +47,7 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 			if err := unmarshal(out.Attributes, &it); err != nil {
 				return roomstate.Grant{}, fmt.Errorf("room %s budget window %d: %w", room, w.Index, err)
 			}
-			return roomstate.Grant{N: n, First: it.Used - n, Ahead: it.Ahead}, nil
+			return roomstate.Grant{N: n, First: it.Used - n + it.Lapsed, Ahead: it.Ahead, Lapsed: it.Lapsed}, nil
 		}
 		var failed *types.ConditionalCheckFailedException
 		if !errors.As(err, &failed) {
@@ -62,7 +62,7 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 		}
 		n = left
 	}
-	return roomstate.Grant{First: it.Used, Ahead: it.Ahead}, nil
+	return roomstate.Grant{First: it.Used + it.Lapsed, Ahead: it.Ahead, Lapsed: it.Lapsed}, nil
 }
 
 // ReturnBudget implements roomstate.Store. A window whose item is gone
@@ -75,5 +75,21 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 		return err
 	}
 	_, err = s.conditionalUpdate(ctx, budgetKey(room, w.Index), expr, "returning budget")
+	return err
+}
+
+// ReturnLapsed implements roomstate.Store: used goes down and lapsed up by
+// n, in one conditional update. A window whose item is gone (expired) has
+// nothing to give back to.
+func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
+	expr, err := build(expression.NewBuilder().
+		WithCondition(usedName.GreaterThanEqual(expression.Value(n))).
+		WithUpdate(expression.
+			Set(usedName, usedName.Minus(expression.Value(n))).
+			Set(lapsedName, expression.Plus(lapsedName.IfNotExists(expression.Value(0)), expression.Value(n)))))
+	if err != nil {
+		return err
+	}
+	_, err = s.conditionalUpdate(ctx, budgetKey(room, w.Index), expr, "returning lapsed budget")
 	return err
 }

@@ -35,9 +35,10 @@ type controlItem struct {
 // budgetItem is one budget window: how much of its limit is reserved.
 type budgetItem struct {
 	itemKey
-	Used  int64 `dynamodbav:"used"`
-	Ahead bool  `dynamodbav:"ahead,omitempty"` // a reservation was made ahead of the window
-	TTL   int64 `dynamodbav:"ttl"`
+	Used   int64 `dynamodbav:"used"`
+	Ahead  bool  `dynamodbav:"ahead,omitempty"`  // a reservation was made ahead of the window
+	Lapsed int64 `dynamodbav:"lapsed,omitempty"` // returned lapsed (ReturnLapsed)
+	TTL    int64 `dynamodbav:"ttl"`
 }
 
 // placeItem is a used place id: its queue.PlaceState, its slot (Unix
@@ -126,6 +127,7 @@ var (
 	versionName = expression.Name("version")
 	usedName    = expression.Name("used")
 	aheadName   = expression.Name("ahead")
+	lapsedName  = expression.Name("lapsed")
 	ttlName     = expression.Name("ttl")
 	untilName   = expression.Name("until")
 	stateName   = expression.Name("state")

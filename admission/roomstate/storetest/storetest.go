@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) roomstate.Store) {
 		{"PlaceRacedLapseAndUse", testPlaceRacedLapseAndUse},
 		{"BudgetNeverExceedsLimit", testBudgetRace},
 		{"BudgetReturn", testBudgetReturn},
+		{"BudgetReturnLapsed", testBudgetReturnLapsed},
 		{"BudgetAhead", testBudgetAhead},
 		{"BudgetAllocatorsRaced", testBudgetAllocators},
 		{"PopulationSum", testPopulation},
@@ -603,6 +604,47 @@ func testBudgetReturn(t *testing.T, s roomstate.Store, room string) {
 		if g, err := s.ReserveBudget(c, room, w, step.ask); err != nil || g.N != step.want || g.First != step.first || g.Ahead {
 			t.Fatalf("ReserveBudget(%d) after returning %d = %+v, %v; want %d from place %d, not ahead", step.ask, step.give, g, err, step.want, step.first)
 		}
+	}
+}
+
+// testBudgetReturnLapsed: admissions returned lapsed are granted again at
+// places of their own after every place the window granted, unlike those
+// returned unspent, and the window says how many came back; a window with
+// fewer granted than returned, or none, takes nothing.
+func testBudgetReturnLapsed(t *testing.T, s roomstate.Store, room string) {
+	c := ctx(t)
+	w := window(11, 4)
+	for i, step := range []struct {
+		lapsed, unspent int64 // returned before the reservation
+		ask             int64
+		want            roomstate.Grant
+	}{
+		{ask: 3, want: roomstate.Grant{N: 3}},
+		// Places 0–2 granted: the lapsed one comes back as place 3.
+		{lapsed: 1, ask: 4, want: roomstate.Grant{N: 2, First: 3, Lapsed: 1}},
+		// One of places 3–4 returned unspent: its place is granted again.
+		{unspent: 1, ask: 4, want: roomstate.Grant{N: 1, First: 4, Lapsed: 1}},
+		{lapsed: 9, ask: 1, want: roomstate.Grant{First: 5, Lapsed: 1}},
+	} {
+		if step.lapsed > 0 {
+			if err := s.ReturnLapsed(c, room, w, step.lapsed); err != nil {
+				t.Fatalf("step %d: ReturnLapsed: %v", i, err)
+			}
+		}
+		if step.unspent > 0 {
+			if err := s.ReturnBudget(c, room, w, step.unspent); err != nil {
+				t.Fatalf("step %d: ReturnBudget: %v", i, err)
+			}
+		}
+		if g, err := s.ReserveBudget(c, room, w, step.ask); err != nil || g != step.want {
+			t.Fatalf("step %d: ReserveBudget(%d) = %+v, %v; want %+v", i, step.ask, g, err, step.want)
+		}
+	}
+	if err := s.ReturnLapsed(c, room, window(12, 4), 1); err != nil {
+		t.Fatalf("ReturnLapsed to a window never granted: %v", err)
+	}
+	if g, err := s.ReserveBudget(c, room, window(12, 4), 5); err != nil || g != (roomstate.Grant{N: 4}) {
+		t.Fatalf("a window returned to before any grant granted %+v, %v; want its limit from place 0", g, err)
 	}
 }
 
