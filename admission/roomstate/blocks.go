@@ -83,7 +83,8 @@ type budgetWindow struct {
 	next, end, over int64
 	// lapsed is how many admissions were returned to the window after
 	// their slots lapsed, as its store's last grant said or this budget
-	// returned: its order has that many places beyond its limit.
+	// returned: the store grants places up to that many past its limit,
+	// and refunded ones held here go after them.
 	lapsed int64
 	// last is the latest spaced slot handed out: a later one falls due
 	// after it, whatever refunds or a new rate do to the spacing.
@@ -254,8 +255,7 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 		if !ok {
 			continue
 		}
-		w := b.record(idx)
-		spaced := b.spaced(idx, r, w.lapsed, pos)
+		w, spaced := b.record(idx), b.spaced(idx, r, pos)
 		switch {
 		case idx > b.index(now) && idx == from && !at.Before(spaced):
 			// A moment ahead holds no place in line, but falls due
@@ -290,20 +290,25 @@ func (b *Budget) after(idx int64, rate float64, slot, last time.Time) time.Time 
 
 // spaced is the slot of the admission of window idx at place pos in the
 // window's order across the cluster: the window's start plus pos, its
-// limit and the admissions returned to it lapsed spread evenly over it.
-// Slots given ahead then fall due in the order the store granted them, at
-// whichever node, rather than all at the window's start, where places
-// found apart would tie and go in in the order their requests happened to
-// be served. (A place granted after a lapsed admission came back is
-// spaced over one place more, which keeps it after every place granted
-// before it.)
-func (b *Budget) spaced(idx int64, rate float64, lapsed, pos int64) time.Time {
-	n := b.window(idx, rate).Limit + lapsed
-	k := min(pos, n-1)
-	if k <= 0 {
+// limit spread evenly over it. Slots given ahead then fall due in the
+// order the store granted them, at whichever node, rather than all at the
+// window's start, where places found apart would tie and go in in the
+// order their requests happened to be served. Places past the limit
+// (admissions that came back lapsed, or refunded) fall in the window's
+// last spacing, each halfway from the one before to the window's end: a
+// slot depends on its place alone, never on a count that may change after
+// its grant, so a later place always falls due later.
+func (b *Budget) spaced(idx int64, rate float64, pos int64) time.Time {
+	n := b.window(idx, rate).Limit
+	if pos <= 0 || n <= 0 {
 		return b.start(idx)
 	}
-	return b.start(idx).Add(time.Duration(float64(b.length) * float64(k) / float64(n)))
+	step := float64(b.length) / float64(n)
+	at := float64(min(pos, n-1)) * step
+	if past := pos - (n - 1); past > 0 {
+		at += step * (1 - math.Pow(2, -float64(past)))
+	}
+	return b.start(idx).Add(time.Duration(at))
 }
 
 func later(a, b time.Time) time.Time {

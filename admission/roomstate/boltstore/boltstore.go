@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,7 +26,7 @@ import (
 
 var (
 	controlBucket    = []byte("control")    // room → stored
-	budgetBucket     = []byte("budget")     // room \x00 window → used, expires
+	budgetBucket     = []byte("budget")     // room \x00 window → used, expires; and "l" → lapsed, expires
 	ledgerBucket     = []byte("ledger")     // room \x00 place id → until, state, slot
 	populationBucket = []byte("population") // room \x00 node → value, until
 	ranksBucket      = []byte("ranks")      // room → next rank
@@ -121,19 +122,22 @@ func (s *Store) SaveControl(ctx context.Context, room string, c roomstate.Contro
 
 // ReserveBudget implements roomstate.Store. A window's value is what it
 // granted (less what was returned), with aheadBit set once a reservation
-// was made ahead of it, its expiry, and what was returned to it lapsed.
+// was made ahead of it, and its expiry; what was returned to it lapsed is
+// a value of its own (lapsedKey), which a file written before it never
+// has and a binary before it never reads.
 func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
 	var g roomstate.Grant
 	err := s.batch(ctx, "reserving budget", func(tx *bolt.Tx) (error, error) {
 		b := tx.Bucket(budgetBucket)
 		k := windowKey(room, w.Index)
-		v := budgetValue(b.Get(k))
-		g = roomstate.Grant{N: max(0, min(n, w.Limit-v.used)), First: v.used + v.lapsed, Ahead: v.ahead, Lapsed: v.lapsed}
+		used, ahead := budgetValue(b.Get(k))
+		lapsed, _ := budgetValue(b.Get(lapsedKey(k)))
+		g = roomstate.Grant{N: max(0, min(n, w.Limit-used)), First: used + lapsed, Ahead: ahead, Lapsed: lapsed}
 		if g.N == 0 {
 			return nil, nil
 		}
-		g.Ahead = v.ahead || w.Ahead
-		return nil, b.Put(k, budget{used: v.used + g.N, ahead: g.Ahead, lapsed: v.lapsed}.value(w.Expires))
+		g.Ahead = ahead || w.Ahead
+		return nil, b.Put(k, budgetPair(used+g.N, g.Ahead, w.Expires))
 	})
 	if err != nil {
 		return roomstate.Grant{}, err // op may still run past its deadline: read none of its results
@@ -147,12 +151,11 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 		b := tx.Bucket(budgetBucket)
 		k := windowKey(room, w.Index)
 		raw := b.Get(k)
-		if !isBudget(raw) {
+		if len(raw) != 16 {
 			return nil, nil
 		}
-		v := budgetValue(raw)
-		v.used = max(0, v.used-n)
-		return nil, b.Put(k, v.value(w.Expires))
+		used, ahead := budgetValue(raw)
+		return nil, b.Put(k, budgetPair(max(0, used-n), ahead, w.Expires))
 	})
 }
 
@@ -162,15 +165,15 @@ func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Windo
 		b := tx.Bucket(budgetBucket)
 		k := windowKey(room, w.Index)
 		raw := b.Get(k)
-		if !isBudget(raw) {
+		used, ahead := budgetValue(raw)
+		if len(raw) != 16 || used < n {
 			return nil, nil
 		}
-		v := budgetValue(raw)
-		if v.used < n {
-			return nil, nil
+		lapsed, _ := budgetValue(b.Get(lapsedKey(k)))
+		if err := b.Put(lapsedKey(k), budgetPair(lapsed+n, false, w.Expires)); err != nil {
+			return nil, err
 		}
-		v.used, v.lapsed = v.used-n, v.lapsed+n
-		return nil, b.Put(k, v.value(w.Expires))
+		return nil, b.Put(k, budgetPair(used-n, ahead, w.Expires))
 	})
 }
 
@@ -178,41 +181,25 @@ func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Windo
 // ahead in.
 const aheadBit = 1 << 63
 
-// budget is a window's value: what it granted less what was returned,
-// whether slots were given ahead in it, and what was returned to it
-// lapsed. It is stored as used with aheadBit, the expiry, and lapsed
-// (8 bytes each; a value of 16 bytes has none lapsed).
-type budget struct {
-	used   int64
-	ahead  bool
-	lapsed int64
-}
-
-func isBudget(raw []byte) bool { return len(raw) == 16 || len(raw) == 24 }
-
-func budgetValue(raw []byte) budget {
-	if !isBudget(raw) {
-		return budget{}
+func budgetValue(raw []byte) (used int64, ahead bool) {
+	if len(raw) != 16 {
+		return 0, false
 	}
 	v := binary.BigEndian.Uint64(raw)
-	b := budget{used: int64(v &^ aheadBit), ahead: v&aheadBit != 0}
-	if len(raw) == 24 {
-		b.lapsed = int64(binary.BigEndian.Uint64(raw[16:]))
-	}
-	return b
+	return int64(v &^ aheadBit), v&aheadBit != 0
 }
 
-func (b budget) value(expires time.Time) []byte {
-	v := uint64(b.used)
-	if b.ahead {
+func budgetPair(used int64, ahead bool, expires time.Time) []byte {
+	v := uint64(used)
+	if ahead {
 		v |= aheadBit
 	}
-	raw := pair(v, expires)
-	if b.lapsed > 0 {
-		raw = binary.BigEndian.AppendUint64(raw, uint64(b.lapsed))
-	}
-	return raw
+	return pair(v, expires)
 }
+
+// lapsedKey is the key of what was returned lapsed to the window whose
+// key is window: its key and a byte more, so no window's key.
+func lapsedKey(window []byte) []byte { return append(slices.Clip(window), 'l') }
 
 // A place record is until (8 bytes), state (1), slot (8), big-endian;
 // then, for a reserved place charged another slot's admission, charged
@@ -457,7 +444,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 				return !live
 			},
 			string(budgetBucket): func(v []byte) bool {
-				return isBudget(v) && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:16]))
+				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))
 			},
 			string(populationBucket): func(v []byte) bool {
 				return len(v) == 16 && now.UnixNano() >= int64(binary.BigEndian.Uint64(v[8:]))
