@@ -41,6 +41,13 @@ func TestItemLayout(t *testing.T) {
 	if n, err := s.ReserveBudget(ctx, room, roomstate.Window{Index: 7, Limit: 10, Expires: until}, 4); n.N != 4 || err != nil {
 		t.Fatalf("ReserveBudget = %+v, %v", n, err)
 	}
+	lapsedWindow := roomstate.Window{Index: 8, Limit: 10, Expires: until}
+	if n, err := s.ReserveBudget(ctx, room, lapsedWindow, 4); n.N != 4 || err != nil {
+		t.Fatalf("ReserveBudget = %+v, %v", n, err)
+	}
+	if err := s.ReturnLapsed(ctx, room, lapsedWindow, 1); err != nil {
+		t.Fatalf("ReturnLapsed: %v", err)
+	}
 	if _, ok, err := s.HoldPlace(ctx, room, "p1", queue.Place{State: queue.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {
 		t.Fatalf("HoldPlace = %v, %v", ok, err)
 	}
@@ -72,6 +79,7 @@ func TestItemLayout(t *testing.T) {
 	for _, want := range []item{
 		{"pk": s_("ROOM#" + room), "sk": s_("CONTROL"), "control": s_(string(raw)), "version": n(2)},
 		{"pk": s_("BUDGET#" + room + "#7"), "sk": s_("W"), "used": n(4), "ttl": ttl},
+		{"pk": s_("BUDGET#" + room + "#8"), "sk": s_("W"), "used": n(3), "lapsed": n(1), "ttl": ttl},
 		{"pk": s_("USED#" + room + "#p1"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(queue.PlaceReserved)), "slot": n(slot.UnixNano()), "ttl": ttl},
 		{"pk": s_("USED#" + room + "#p2"), "sk": s_("U"), "until": n(until.UnixMilli()), "state": n(int64(queue.PlaceUsed)), "slot": n(0), "ttl": ttl,
 			"by": s_("digest"), "pass": s_("pass-id"), "at": n(at.UnixNano())},
