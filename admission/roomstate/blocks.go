@@ -273,13 +273,13 @@ func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (t
 }
 
 // after is slot, or when it would not come after last, the latest slot
-// given in window idx, a moment after last: half a spacing,
-// or half the time left in the window when less, and at least a
-// millisecond (places are told their slots to the millisecond), which may
-// fall just past the window's end. A tie would let two places found apart
-// go in in the order their requests happen to be served; the ties come
-// from admissions placed beside one already granted (a lapsed slot's,
-// given back, giveSpare) or after the window's limit (refunded, takeOver).
+// given in window idx, a moment after last: half a spacing, or half the
+// time left in the window when less, and at least a millisecond (places
+// are told their slots to the millisecond), which may fall just past the
+// window's end. A tie would let two places found apart go in in the order
+// their requests happen to be served; here they would come from places
+// held past the window's limit (refunded, takeOver) or a moment asked
+// ahead.
 func (b *Budget) after(idx int64, rate float64, slot, last time.Time) time.Time {
 	if last.IsZero() || slot.After(last) {
 		return slot
@@ -402,9 +402,10 @@ func (b *Budget) inUse() time.Time { return b.start(b.cur.Load()) }
 // has ended is gone: nobody can spend it any more. Nor is one this budget
 // did not hand out in that window added (one taken from another budget
 // before a window length change): the store never granted it here. Once
-// this budget gave slots in line in a later window, the admission goes back at
-// the end of the line, as a lapsed one does (Lapse): held in its window,
-// it would go to the next place found, before those slots' holders.
+// this budget gave slots in line in a later window, the admission goes
+// back at the end of the line, as a lapsed one does (Lapse): held in its
+// window, it would go to the next place found, before those slots'
+// holders.
 func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
@@ -461,9 +462,8 @@ const spareLife = time.Minute
 // admissions: the window the next place found anywhere is given, whose
 // limit it raises by one (the admission returned is granted at a place of
 // its own after every one the window granted, ReturnLapsed, at whichever
-// node takes it). One a window, so admissions lapsing
-// together are spread over the windows the crowd is given, not heaped
-// into one. It costs the grant's taker one more store call. A return
+// node takes it). One a window, so admissions lapsing together are spread
+// over the windows the crowd is given, not heaped into one. It costs the grant's taker one more store call. A return
 // whose outcome is unknown counts as made (returnBatch). Callers hold mu.
 func (b *Budget) giveSpare(ctx context.Context, idx int64, bw *budgetWindow) {
 	if b.spare == 0 || idx <= b.spareIn {
