@@ -118,6 +118,10 @@ type results struct {
 	// StayersWaiting counts the honest visitors who took a token and
 	// never left, and whose place the room had not admitted by the end.
 	StayersWaiting int `json:"stayers_not_admitted"`
+	// SlotsShared counts the slots the room gave more than one login
+	// whose tabs all follow the page: two places found apart at one
+	// moment go in in whichever order their requests are served.
+	SlotsShared int `json:"slots_shared"`
 	// BoundaryTrace, when later arrivals went in before the pre-queue's
 	// last place, is that place's answers and the first of those
 	// arrivals, so a rare failure can be read from the report alone.
@@ -180,6 +184,7 @@ func analyse(vs []*visitor, c config, nodeSamples [][]clockSample) *results {
 	}
 	res.passes(vs)
 	res.StayersWaiting = stayersWaiting(vs)
+	res.SlotsShared = slotsShared(vs)
 	if c.Order == "fifo" {
 		res.fifo(vs)
 	}
@@ -365,6 +370,51 @@ func eventLines(v *visitor, rel func(time.Time) string) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// slotsShared counts the slots held, when their places were admitted, by
+// more than one login whose tabs all follow the page. A login with a
+// strategy tab is left out: a tab presenting late takes the slot its
+// place would have had, which another place holds, on purpose.
+func slotsShared(vs []*visitor) int {
+	page := map[string]bool{}
+	for _, v := range vs {
+		all, seen := page[v.Login]
+		page[v.Login] = (all || !seen) && v.followsPage()
+	}
+	logins := map[int64]map[string]bool{}
+	for _, v := range vs {
+		slot := heldSlot(v)
+		if slot == 0 || !page[v.Login] {
+			continue
+		}
+		if logins[slot] == nil {
+			logins[slot] = map[string]bool{}
+		}
+		logins[slot][v.Login] = true
+	}
+	shared := 0
+	for _, held := range logins {
+		if len(held) > 1 {
+			shared++
+		}
+	}
+	return shared
+}
+
+// heldSlot is the slot (Unix milliseconds) the last busy answer named to
+// an admitted visitor, 0 for one admitted without a slot or not at all.
+func heldSlot(v *visitor) int64 {
+	if v.Admitted.IsZero() {
+		return 0
+	}
+	var slot int64
+	for _, e := range v.Events {
+		if e.Outcome == "busy" && e.Nxt != 0 {
+			slot = e.Nxt
+		}
+	}
+	return slot
 }
 
 // stayersWaiting counts the honest visitors who took a token, did not
@@ -792,6 +842,7 @@ func (res *results) judge() {
 	add("honest tokens expired", res.HonestExpired == 0, "%d", res.HonestExpired)
 	add("slots lost", res.SlotsLost == 0, "%d", res.SlotsLost)
 	add("passes per login", len(res.LoginsOverOne) == 0, "%d logins with more than one pass", len(res.LoginsOverOne))
+	add("slots shared", res.SlotsShared == 0, "%d slots given to more than one login following the page", res.SlotsShared)
 	add("stayers admitted", res.StayersWaiting == 0, "%d honest visitors who stayed not admitted by the run's end", res.StayersWaiting)
 	backs, most := stepsBack(res.ClockSamples)
 	if t := res.Tabs; t != nil {

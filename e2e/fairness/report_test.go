@@ -620,3 +620,33 @@ func TestTabsTracedWithTheirNodesFigures(t *testing.T) {
 		t.Errorf("trace line %q, want the age of the tick its figures are from", line)
 	}
 }
+
+func TestSlotsShared(t *testing.T) {
+	late := slotVisitor("p1-late", 1, 2, 10, 10, 10)
+	late.Login, late.Strategy = "p1", "late-20s"
+	tab := slotVisitor("p1", 1, 2, 10, 10, 10)
+	waiting := slotVisitor("w", 1, 2, 10, 10, 10)
+	waiting.Admitted = time.Time{}
+	tests := []struct {
+		name string
+		vs   []*visitor
+		want int
+	}{
+		{"apart", []*visitor{slotVisitor("a", 1, 2, 10, 10, 10), slotVisitor("b", 1, 3, 11, 11, 11)}, 0},
+		{"two logins, one slot", []*visitor{slotVisitor("a", 1, 2, 10, 10, 10), slotVisitor("b", 1, 3, 10, 10, 10)}, 1},
+		{"one login's tabs, one slot", func() []*visitor {
+			a, b := slotVisitor("a", 1, 2, 10, 10, 10), slotVisitor("a2", 1, 2, 10, 10, 10)
+			b.Login = "a"
+			return []*visitor{a, b}
+		}(), 0},
+		{"a login with a late tab left out", []*visitor{slotVisitor("a", 1, 2, 10, 10, 10), tab, late}, 0},
+		{"one not admitted", []*visitor{slotVisitor("a", 1, 2, 10, 10, 10), waiting}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := slotsShared(tt.vs); got != tt.want {
+				t.Fatalf("%d slots shared, want %d", got, tt.want)
+			}
+		})
+	}
+}
