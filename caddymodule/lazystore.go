@@ -109,12 +109,12 @@ func (l *lazyStore) ReserveBudget(ctx context.Context, room string, w roomstate.
 	return st.ReserveBudget(ctx, room, w, n)
 }
 
-func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n int64) error {
+func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
 	st, err := l.get(ctx)
 	if err != nil {
 		return err
 	}
-	return st.ReturnBudget(ctx, room, w, n)
+	return st.ReturnBudget(ctx, room, w, n, top)
 }
 
 func (l *lazyStore) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {

@@ -59,6 +59,9 @@ type Budget struct {
 	// when the latest was given back.
 	spare, spareIn int64
 	spareAt        time.Time
+	// refunded marks, under mu, admissions refunded since the last
+	// unlock, which returns those of spaced windows (returnRefunded).
+	refunded bool
 }
 
 // budgetWindow is what a budget knows of one window.
@@ -119,11 +122,50 @@ func (b *Budget) lock() {
 // empty instead could hold the rest for as long as a crowd lasts.
 func (b *Budget) unlock(ctx context.Context) {
 	defer b.mu.Unlock()
+	if b.refunded {
+		b.returnRefunded(ctx)
+	}
 	if b.round == 0 {
 		return
 	}
 	if b.round--; b.round == 0 {
 		b.returnBatch(ctx)
+	}
+}
+
+// spacedIn reports whether window w, of index idx, spaces its slots: it
+// is ahead of now (the window of the latest moment seen), or slots were
+// given ahead in it. Callers hold mu.
+func (b *Budget) spacedIn(idx int64, w *budgetWindow) bool {
+	return idx > b.cur.Load() || w.ahead
+}
+
+// returnRefunded gives back to the store, lapsed, the admissions refunded
+// (Refund) in windows whose slots are spaced: granted again at places of
+// their own after every place the window granted, at whichever node
+// takes them. Held here, each would be spent past the window's limit at
+// a place counted by this node alone, which a refund at another node
+// gives too: two places found apart would tie. A return whose outcome is
+// unknown counts as made (returnBatch); one the guard did not ask keeps
+// them, for the next unlock. Callers hold mu.
+func (b *Budget) returnRefunded(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	b.refunded = false
+	for idx, w := range b.windows {
+		n := w.held - (w.end - w.next)
+		if n <= 0 || !b.spacedIn(idx, w) {
+			continue
+		}
+		err := b.store.ReturnLapsed(ctx, b.room, b.window(idx, 0), n)
+		if errors.Is(err, ErrUnavailable) {
+			b.refunded = true
+			continue
+		}
+		w.held -= n
+		w.lapsed += n
+		if err == nil {
+			w.spent = false // the store holds them again: the next taker here asks it
+		}
 	}
 }
 
@@ -139,14 +181,13 @@ func (b *Budget) unlock(ctx context.Context) {
 // Callers hold mu.
 func (b *Budget) returnBatch(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
-	cur := b.cur.Load()
 	for idx, w := range b.windows {
 		extra := w.end - w.next - (b.block - 1)
-		if extra <= 0 || (idx <= cur && !w.ahead) {
+		if extra <= 0 || !b.spacedIn(idx, w) {
 			continue
 		}
 		// A return names the window's item; its limit plays no part.
-		err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra)
+		err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra, w.end)
 		if errors.Is(err, ErrUnavailable) {
 			continue
 		}
@@ -405,7 +446,9 @@ func (b *Budget) inUse() time.Time { return b.start(b.cur.Load()) }
 // this budget gave slots in line in a later window, the admission goes
 // back at the end of the line, as a lapsed one does (Lapse): held in its
 // window, it would go to the next place found, before those slots'
-// holders.
+// holders. Else it is held in its window; in one whose slots are spaced,
+// only until the next taker here is served, which gives it back to the
+// store lapsed (returnRefunded).
 func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
@@ -421,6 +464,7 @@ func (b *Budget) Refund(at time.Time) {
 		return
 	}
 	w.held++
+	b.refunded = true
 }
 
 // givenAfter reports whether this budget gave slots in line in a window
@@ -493,12 +537,24 @@ func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 		if w.held == 0 {
 			continue
 		}
-		if err := b.store.ReturnBudget(ctx, b.room, b.window(idx, rate(b.start(idx))), w.held); err != nil {
-			return fmt.Errorf("returning admission budget: %w", err)
+		win := b.window(idx, rate(b.start(idx)))
+		if unspent := w.end - w.next; unspent > 0 {
+			if err := b.store.ReturnBudget(ctx, b.room, win, unspent, w.end); err != nil {
+				return fmt.Errorf("returning admission budget: %w", err)
+			}
+			// Places given back are the store's again: a take after the
+			// return (a request still in flight) asks the store anew.
+			w.held, w.next = w.held-unspent, w.end
 		}
-		// Places given back are the store's again: a take after the
-		// return (a request still in flight) asks the store anew.
-		w.held, w.next = 0, w.end
+		// The rest were refunded: they have no places of their own, and
+		// given back in place they would take the places below the
+		// unspent ones, which were given.
+		if w.held > 0 {
+			if err := b.store.ReturnLapsed(ctx, b.room, win, w.held); err != nil {
+				return fmt.Errorf("returning refunded admission budget: %w", err)
+			}
+			w.held = 0
+		}
 	}
 	return nil
 }

@@ -319,10 +319,17 @@ type stallingBudgetStore struct {
 	// returnFails makes each return and then answers an error, as a
 	// store whose deadline fires after its write.
 	returnFails bool
+	// beforeReturn, when set, runs before the first return reaches the
+	// store.
+	beforeReturn func()
+	returns      atomic.Int64
 }
 
-func (s *stallingBudgetStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n int64) error {
-	if err := s.Store.ReturnBudget(ctx, room, w, n); err != nil || !s.returnFails {
+func (s *stallingBudgetStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
+	if s.returns.Add(1) == 1 && s.beforeReturn != nil {
+		s.beforeReturn()
+	}
+	if err := s.Store.ReturnBudget(ctx, room, w, n, top); err != nil || !s.returnFails {
 		return err
 	}
 	return context.DeadlineExceeded
@@ -671,6 +678,80 @@ func TestBudgetReturnedIsNotGivenAgain(t *testing.T) {
 	}
 }
 
+// Admissions refunded at two nodes in a window whose slots are spaced
+// go back to the store: each is granted again at a place of its own, not
+// at a place past the limit each node counts alone, where they would tie.
+func TestRefundsAtTwoNodesTieNoSlots(t *testing.T) {
+	const rate = 4.0
+	nodes := twoNodes(t)
+	reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
+	for range 4 { // window 0 spent, at once
+		reserve(nodes[0], inWindow(0, 0.1))
+	}
+	// Each node gives a place of window 1, ahead, and its attempt is undone.
+	for i, b := range nodes {
+		b.Refund(reserve(b, inWindow(0, 0.2+0.05*float64(i))))
+	}
+	var slots []time.Time
+	for i := range 4 {
+		slots = append(slots, reserve(nodes[i%2], inWindow(0, 0.3+0.05*float64(i))))
+	}
+	for i := 1; i < len(slots); i++ {
+		if !slots[i].After(slots[i-1]) {
+			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
+		}
+	}
+	if in := countIn(slots, inWindow(1, 0), inWindow(2, 0)); in != 4 {
+		t.Errorf("window 1 admitted %d of its limit of 4 after two refunds (slots %v)", in, offsets(slots))
+	}
+}
+
+// What a stopping node gives back of a window whose slots are spaced
+// takes no place another node holds: its unspent places, below another
+// node's grant, and an admission refunded there go after every place
+// granted, and places found afterwards at a third node fall due after
+// the slots given before them.
+func TestAStoppingNodesReturnTakesNoPlaceGiven(t *testing.T) {
+	st := openBolt(t)
+	ctx := t.Context()
+	var nodes [3]*roomstate.Quota
+	for i := range nodes {
+		q, err := roomstate.NewQuota(st, "r", 4, 8, 8, false) // 1 s windows of 8, blocks of 4
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	reserve := func(node int, now time.Time) time.Time {
+		t.Helper()
+		slot, ok, err := nodes[node].Reserve(ctx, now, now)
+		if err != nil || !ok {
+			t.Fatalf("node %d: Reserve = %v, %v, %v", node, slot, ok, err)
+		}
+		return slot
+	}
+	for range 8 { // window 0 spent, at once
+		reserve(1, inWindow(0, 0.1))
+	}
+	// Node 0 is granted places 0–3 of window 1, ahead, and node 1 places
+	// 4–7; node 0 gives one place and its admission is refunded. Node 1
+	// gives its places; node 2 finds the next ones.
+	refunded := reserve(0, inWindow(0, 0.2))
+	slots := []time.Time{reserve(1, inWindow(0, 0.3))}
+	nodes[0].Refund(refunded)
+	if err := nodes[0].Return(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 { // node 1's places 5–7, then the window's next at node 2
+		slots = append(slots, reserve(min(2, 1+i/3), inWindow(0, 0.4+0.05*float64(i))))
+	}
+	for i := 1; i < len(slots); i++ {
+		if !slots[i].After(slots[i-1]) {
+			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
+		}
+	}
+}
+
 // An admission a node holds without a place in the window's order (one
 // refunded) is spent after the store's, but when the store fails it
 // serves at once: the store already counted it.
@@ -849,41 +930,10 @@ func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 			// window 0 while four takers of the current window queue
 			// behind it; the store grants all of window 1 to them, and
 			// only the place takes of it.
-			first := make(chan time.Time, 1)
-			go func() {
-				slot, err := batching.Reserve(t.Context(), now, now, roomstate.Steady(rate))
-				if err != nil {
-					t.Error(err)
-				}
-				first <- slot
-			}()
-			<-st.began
-			const queued = 4
-			took := make(chan bool, queued)
-			for range queued {
-				go func() {
-					ok, err := batching.Take(t.Context(), now, rate)
-					if err != nil {
-						t.Error(err)
-					}
-					took <- ok
-				}()
-			}
-			for deadline := time.Now().Add(10 * time.Second); roomstate.BudgetQueued(batching) < queued; {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d takers queued, want %d", roomstate.BudgetQueued(batching), queued)
-				}
-				runtime.Gosched()
-			}
-			close(st.release)
-			slots := []time.Time{<-first}
+			slot := reserveBehindQueued(t, st, batching, now, rate, 4)
+			slots := []time.Time{slot}
 			if !slots[0].Equal(at(1, 0)) {
 				t.Fatalf("the batching node's place at %v, want the start of window 1", slots[0].Sub(base))
-			}
-			for range queued {
-				if <-took {
-					t.Fatal("a taker of the spent window 0 was admitted")
-				}
 			}
 			// The other node finds a place, then the batching node another.
 			found, later := at(0, 0.3), at(0, 0.5)
@@ -898,17 +948,117 @@ func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 			for i := range 6 {
 				slots = append(slots, reserve([]*roomstate.Budget{batching, other}[i%2], at(0, 0.7)))
 			}
-			in := 0
-			for _, slot := range slots {
-				if !slot.Before(at(1, 0)) && slot.Before(at(2, 0)) {
-					in++
-				}
-			}
-			if in > 4 || in < tt.full {
+			if in := countIn(slots, at(1, 0), at(2, 0)); in > 4 || in < tt.full {
 				t.Errorf("window 1 admitted %d, want %d to 4 (its limit)", in, tt.full)
 			}
 		})
 	}
+}
+
+// reserveBehindQueued reserves b's slot for a place found at now while
+// queued takers of now's window queue behind its first store call (held by
+// st until they have), and fails the test if any of them is admitted: the
+// place's window is spent, and the call that finds it so reserves a batch
+// for them all in the next window, ahead.
+func reserveBehindQueued(t *testing.T, st *stallingBudgetStore, b *roomstate.Budget, now time.Time, rate float64, queued int) time.Time {
+	t.Helper()
+	first := make(chan time.Time, 1)
+	go func() {
+		slot, err := b.Reserve(t.Context(), now, now, roomstate.Steady(rate))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- slot
+	}()
+	<-st.began
+	took := make(chan bool, queued)
+	for range queued {
+		go func() {
+			ok, err := b.Take(t.Context(), now, rate)
+			if err != nil {
+				t.Error(err)
+			}
+			took <- ok
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); roomstate.BudgetQueued(b) < int64(queued); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d takers queued, want %d", roomstate.BudgetQueued(b), queued)
+		}
+		runtime.Gosched()
+	}
+	close(st.release)
+	slot := <-first
+	for range queued {
+		if <-took {
+			t.Fatal("a taker of the spent window was admitted")
+		}
+	}
+	return slot
+}
+
+// A batch's leftovers returned after another node was granted places
+// behind them go after that node's: the places the window grants next
+// are not its places again, nor before them. Places found one after
+// another, at either node, fall due one after another.
+func TestBudgetBatchReturnedBelowAnotherNodesGrantGoesLast(t *testing.T) {
+	const rate = 8.0
+	at := inWindow
+	bolt := openBolt(t)
+	st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{})}
+	batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
+	for range 8 { // window 0 spent at the other node
+		reserve(other, at(0, 0.1))
+	}
+	// The batching node is granted places 0–4 of window 1 for a place
+	// and four takers; before it returns the four left, the other node
+	// finds a place and is granted place 5.
+	var found []time.Time
+	st.beforeReturn = func() { found = append(found, reserve(other, at(0, 0.3))) }
+	slots := []time.Time{reserveBehindQueued(t, st, batching, at(0, 0.1), rate, 4)}
+	if len(found) != 1 {
+		t.Fatalf("the other node found %d places before the batch's return, want 1", len(found))
+	}
+	slots = append(slots, found[0])
+	for i := range 6 {
+		slots = append(slots, reserve([]*roomstate.Budget{batching, other}[i%2], at(0, 0.4+0.1*float64(i))))
+	}
+	for i := 1; i < len(slots); i++ {
+		if !slots[i].After(slots[i-1]) {
+			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
+		}
+	}
+	if in := countIn(slots, at(1, 0), at(2, 0)); in != 8 {
+		t.Errorf("window 1 admitted %d of its limit of 8 (slots %v)", in, offsets(slots))
+	}
+}
+
+// offsets is each slot's offset from windowBase, for messages.
+func offsets(slots []time.Time) []time.Duration {
+	out := make([]time.Duration, len(slots))
+	for i, s := range slots {
+		out[i] = s.Sub(windowBase)
+	}
+	return out
+}
+
+// countIn counts the slots in [from, to).
+func countIn(slots []time.Time, from, to time.Time) int {
+	n := 0
+	for _, s := range slots {
+		if !s.Before(from) && s.Before(to) {
+			n++
+		}
+	}
+	return n
 }
 
 // windowBase is the start of the 1 s budget window 0 in the tests that

@@ -251,9 +251,9 @@ func (g *Guard) ReserveBudget(ctx context.Context, room string, w Window, n int6
 }
 
 // ReturnBudget implements Store.
-func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n int64) error {
+func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n, top int64) error {
 	return g.call(ctx, "return_budget", func(ctx context.Context) error {
-		return g.Store.ReturnBudget(ctx, room, w, n)
+		return g.Store.ReturnBudget(ctx, room, w, n, top)
 	})
 }
 

@@ -172,8 +172,15 @@ type Store interface {
 	// everything granted in a window, less what was returned, never exceeds
 	// w.Limit, however many nodes race.
 	ReserveBudget(ctx context.Context, room string, w Window, n int64) (Grant, error)
-	// ReturnBudget gives back n admissions reserved in window w and not spent.
-	ReturnBudget(ctx context.Context, room string, w Window, n int64) error
+	// ReturnBudget gives back n admissions reserved in window w and not
+	// spent, the last places of a grant that ended at place top (First+N
+	// of the grant, or of the last of a node's grants it returns from).
+	// When the window has granted no place after top since (top is still
+	// its end), they go back in place and are granted again at the same
+	// places; else at places of their own after every place it granted, as
+	// ReturnLapsed gives them: granted again at their own places, they
+	// would be places another node holds already.
+	ReturnBudget(ctx context.Context, room string, w Window, n, top int64) error
 	// ReturnLapsed gives n admissions whose slots lapsed (spent in another
 	// window) to window w, which may grant them again, at places of their
 	// own after every place it granted: never a place a slot was given.

@@ -65,17 +65,56 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 	return roomstate.Grant{First: it.Used + it.Lapsed, Ahead: it.Ahead, Lapsed: it.Lapsed}, nil
 }
 
-// ReturnBudget implements roomstate.Store. A window whose item is gone
-// (expired) has nothing to give back to.
-func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n int64) error {
-	expr, err := build(expression.NewBuilder().
-		WithCondition(usedName.GreaterThanEqual(expression.Value(n))).
-		WithUpdate(expression.Set(usedName, usedName.Minus(expression.Value(n)))))
-	if err != nil {
-		return err
+// ReturnBudget implements roomstate.Store: used goes down by n on the
+// condition that the window still ends at top, else the admissions go
+// back lapsed (ReturnLapsed). An expression cannot add two attributes, so
+// the condition names used and lapsed apart: the first try takes none
+// lapsed, and when the item it fails on ends at top, the second takes
+// that item's split. A window whose item is gone (expired) has nothing to
+// give back to.
+func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var lapsed int64
+	for range 2 {
+		split := lapsedName.Equal(expression.Value(lapsed))
+		if lapsed == 0 {
+			split = expression.AttributeNotExists(lapsedName).Or(split)
+		}
+		expr, err := build(expression.NewBuilder().
+			WithCondition(usedName.GreaterThanEqual(expression.Value(n)).
+				And(usedName.Equal(expression.Value(top - lapsed))).
+				And(split)).
+			WithUpdate(expression.Set(usedName, usedName.Minus(expression.Value(n)))))
+		if err != nil {
+			return err
+		}
+		in := s.update(budgetKey(room, w.Index), expr)
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		_, err = s.db.UpdateItem(ctx, in)
+		if err == nil {
+			return nil
+		}
+		var failed *types.ConditionalCheckFailedException
+		if !errors.As(err, &failed) {
+			return s.wrap(ctx, "returning budget", err)
+		}
+		if failed.Item == nil {
+			return nil
+		}
+		var it budgetItem
+		if err := unmarshal(failed.Item, &it); err != nil {
+			return fmt.Errorf("room %s budget window %d: %w", room, w.Index, err)
+		}
+		if it.Used < n {
+			return nil
+		}
+		if it.Used+it.Lapsed != top || it.Lapsed == lapsed {
+			break
+		}
+		lapsed = it.Lapsed
 	}
-	_, err = s.conditionalUpdate(ctx, budgetKey(room, w.Index), expr, "returning budget")
-	return err
+	return s.ReturnLapsed(ctx, room, w, n)
 }
 
 // ReturnLapsed implements roomstate.Store: used goes down and lapsed up by

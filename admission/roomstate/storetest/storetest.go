@@ -583,27 +583,41 @@ func testBudgetRace(t *testing.T, s roomstate.Store, room string) {
 	}
 }
 
+// testBudgetReturn: admissions returned unspent from the window's end
+// are granted again at their places; returned from below it (another
+// grant came after theirs), at places of their own after every place it
+// granted, as lapsed ones are.
 func testBudgetReturn(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	w := window(7, 10)
-	for _, step := range []struct {
-		give        int64 // returned before the reservation
-		ask         int64
-		want, first int64
+	for i, step := range []struct {
+		give, top int64 // returned before the reservation, from below top
+		ask       int64
+		want      roomstate.Grant
 	}{
-		{ask: 8, want: 8, first: 0},
-		{ask: 8, want: 2, first: 8},
-		{give: 5, ask: 8, want: 5, first: 5},
-		{ask: 1, want: 0, first: 10},
+		{ask: 8, want: roomstate.Grant{N: 8}},
+		{ask: 8, want: roomstate.Grant{N: 2, First: 8}},
+		{give: 5, top: 10, ask: 8, want: roomstate.Grant{N: 5, First: 5}},
+		{ask: 1, want: roomstate.Grant{First: 10}},
+		// Places 7–9 were granted after 4–6: 4–6 come back after them.
+		{give: 3, top: 7, ask: 8, want: roomstate.Grant{N: 3, First: 10, Lapsed: 3}},
+		// The window ends at 13 again, with 3 lapsed: in place.
+		{give: 2, top: 13, ask: 8, want: roomstate.Grant{N: 2, First: 11, Lapsed: 3}},
 	} {
 		if step.give > 0 {
-			if err := s.ReturnBudget(c, room, w, step.give); err != nil {
-				t.Fatalf("ReturnBudget: %v", err)
+			if err := s.ReturnBudget(c, room, w, step.give, step.top); err != nil {
+				t.Fatalf("step %d: ReturnBudget: %v", i, err)
 			}
 		}
-		if g, err := s.ReserveBudget(c, room, w, step.ask); err != nil || g.N != step.want || g.First != step.first || g.Ahead {
-			t.Fatalf("ReserveBudget(%d) after returning %d = %+v, %v; want %d from place %d, not ahead", step.ask, step.give, g, err, step.want, step.first)
+		if g, err := s.ReserveBudget(c, room, w, step.ask); err != nil || g != step.want {
+			t.Fatalf("step %d: ReserveBudget(%d) after returning %d below %d = %+v, %v; want %+v", i, step.ask, step.give, step.top, g, err, step.want)
 		}
+	}
+	if err := s.ReturnBudget(c, room, window(8, 10), 1, 1); err != nil {
+		t.Fatalf("ReturnBudget to a window never granted: %v", err)
+	}
+	if g, err := s.ReserveBudget(c, room, window(8, 10), 10); err != nil || g != (roomstate.Grant{N: 10}) {
+		t.Fatalf("a window returned to before any grant granted %+v, %v; want its limit from place 0", g, err)
 	}
 }
 
@@ -622,7 +636,7 @@ func testBudgetReturnLapsed(t *testing.T, s roomstate.Store, room string) {
 		{ask: 3, want: roomstate.Grant{N: 3}},
 		// Places 0–2 granted: the lapsed one comes back as place 3.
 		{lapsed: 1, ask: 4, want: roomstate.Grant{N: 2, First: 3, Lapsed: 1}},
-		// One of places 3–4 returned unspent: its place is granted again.
+		// Place 4, the window's last, returned unspent: granted again.
 		{unspent: 1, ask: 4, want: roomstate.Grant{N: 1, First: 4, Lapsed: 1}},
 		{lapsed: 9, ask: 1, want: roomstate.Grant{First: 5, Lapsed: 1}},
 	} {
@@ -632,7 +646,7 @@ func testBudgetReturnLapsed(t *testing.T, s roomstate.Store, room string) {
 			}
 		}
 		if step.unspent > 0 {
-			if err := s.ReturnBudget(c, room, w, step.unspent); err != nil {
+			if err := s.ReturnBudget(c, room, w, step.unspent, 5); err != nil {
 				t.Fatalf("step %d: ReturnBudget: %v", i, err)
 			}
 		}
@@ -670,7 +684,7 @@ func testBudgetAhead(t *testing.T, s roomstate.Store, room string) {
 			t.Fatalf("step %d: ReserveBudget = %+v, %v; want %+v", i, g, err, step.want)
 		}
 		if step.give > 0 {
-			if err := s.ReturnBudget(c, room, step.w, step.give); err != nil {
+			if err := s.ReturnBudget(c, room, step.w, step.give, g.First+g.N); err != nil {
 				t.Fatal(err)
 			}
 		}
