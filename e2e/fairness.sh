@@ -29,8 +29,8 @@
 # learnt a tick late would), the tenths go in in arrival order, and no
 # later arrival goes in before the
 # pre-queue's last place (which holds there to within budget_block - 1
-# admissions, none by default, but for admissions a node holds beyond the
-# store's grants: docs/FAIRNESS.md, Known limits).
+# admissions, none by default: docs/FAIRNESS.md, Known limits), and no
+# slot goes to two logins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source e2e/lib.sh
