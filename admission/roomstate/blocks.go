@@ -33,8 +33,10 @@ import (
 // slots are spaced goes back to the store once they are served
 // (returnBatch): held, it would give a place this node finds later an
 // earlier slot than one another node found meanwhile and was given the
-// next window. Elsewhere the next takers spend it; a window admits at
-// least Limit - nodes*(maxBatch-1) at worst.
+// next window. It goes back in place, or, when another node was granted
+// places after it meanwhile, at the end of the line, as a lapsed slot's
+// admission does (Lapse). Elsewhere the next takers spend it; a window
+// admits at least Limit - nodes*(maxBatch-1) at worst.
 type Budget struct {
 	store  Store
 	room   string
@@ -108,11 +110,18 @@ func (b *Budget) record(idx int64) *budgetWindow {
 // behind it: about a second of a busy node's admissions.
 const maxBatch = 64
 
-// lock takes mu, counted among the takers queued while it waits.
-func (b *Budget) lock() {
+// lock takes mu for a taker at now, counted among the takers queued while
+// it waits, and drops what is held of windows over. Admissions refunded
+// meanwhile go back to the store first (returnRefunded), so the taker's
+// store call can grant them.
+func (b *Budget) lock(ctx context.Context, now time.Time) {
 	b.queued.Add(1)
 	b.mu.Lock()
 	b.queued.Add(-1)
+	b.forget(b.index(now))
+	if b.refunded {
+		b.returnRefunded(ctx)
+	}
 }
 
 // unlock releases mu after a taker was served; the last taker of a batch
@@ -122,9 +131,6 @@ func (b *Budget) lock() {
 // empty instead could hold the rest for as long as a crowd lasts.
 func (b *Budget) unlock(ctx context.Context) {
 	defer b.mu.Unlock()
-	if b.refunded {
-		b.returnRefunded(ctx)
-	}
 	if b.round == 0 {
 		return
 	}
@@ -145,15 +151,20 @@ func (b *Budget) spacedIn(idx int64, w *budgetWindow) bool {
 // their own after every place the window granted, at whichever node
 // takes them. Held here, each would be spent past the window's limit at
 // a place counted by this node alone, which a refund at another node
-// gives too: two places found apart would tie. A return whose outcome is
-// unknown counts as made (returnBatch); one the guard did not ask keeps
-// them, for the next unlock. Callers hold mu.
+// gives too: two places found apart would tie. Refunds in a window not
+// spaced (yet) stay, and so do those the guard did not ask the store
+// about: the next taker tries again. A return whose outcome is unknown
+// counts as made (returnBatch). Callers hold mu.
 func (b *Budget) returnRefunded(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	b.refunded = false
 	for idx, w := range b.windows {
 		n := w.held - (w.end - w.next)
-		if n <= 0 || !b.spacedIn(idx, w) {
+		if n <= 0 {
+			continue
+		}
+		if !b.spacedIn(idx, w) {
+			b.refunded = true
 			continue
 		}
 		err := b.store.ReturnLapsed(ctx, b.room, b.window(idx, 0), n)
@@ -174,7 +185,12 @@ func (b *Budget) returnRefunded(ctx context.Context) {
 // or given ahead in): another node's place found after the batch then
 // takes them, in its order, instead of a place this node finds later. It
 // gives back the last places held, so those it keeps stay the window's
-// next ones. A return whose outcome is unknown counts as made: the
+// next ones. When another node was granted places after them since, the
+// store does not take them back at their places (those follow that
+// node's): they go back one with each of this node's next grants, after
+// every place granted, as lapsed ones do (giveSpare), rather than heap
+// past one window's limit, where places crowd its last spacing and tie
+// to the millisecond. A return whose outcome is unknown counts as made: the
 // store may have them, and holding them here too could admit more than
 // the window's limit; only a store the guard did not ask keeps them.
 // The request that returns them may be gone: the call is its own.
@@ -187,14 +203,22 @@ func (b *Budget) returnBatch(ctx context.Context) {
 			continue
 		}
 		// A return names the window's item; its limit plays no part.
-		err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra, w.end)
+		returned, err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra, w.end)
 		if errors.Is(err, ErrUnavailable) {
 			continue
 		}
 		w.held -= extra
 		w.end -= extra
-		if err == nil {
+		switch {
+		case err == nil && returned:
 			w.spent = false // the store holds them again: the next taker here asks it
+		case err == nil:
+			// Another node was granted places after them: given here,
+			// they would fall due before its places; returned in place,
+			// they would be its places again. They go back as lapsed
+			// ones do, one with each of this node's next grants.
+			b.spare += extra
+			b.spareAt = b.inUse()
 		}
 	}
 }
@@ -236,9 +260,8 @@ func (b *Budget) window(idx int64, rate float64) Window {
 // when the local one is spent. It reports false when the window's budget is
 // spent across the cluster. On an error nothing was taken.
 func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, error) {
-	b.lock()
+	b.lock(ctx, now)
 	defer b.unlock(ctx)
-	b.forget(b.index(now))
 	_, ok, err := b.takeLocked(ctx, b.index(now), rate, false)
 	return ok, err
 }
@@ -246,9 +269,8 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 // takeIn takes one admission of the window holding at (never before now),
 // as Take; only the windows before now's are over.
 func (b *Budget) takeIn(ctx context.Context, at, now time.Time, rate float64) (bool, error) {
-	b.lock()
+	b.lock(ctx, now)
 	defer b.unlock(ctx)
-	b.forget(b.index(now))
 	_, ok, err := b.takeLocked(ctx, b.index(later(at, now)), rate, false)
 	return ok, err
 }
@@ -280,9 +302,8 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 // error nothing was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
-	b.lock()
+	b.lock(ctx, now)
 	defer b.unlock(ctx)
-	b.forget(b.index(now))
 	from := b.index(at)
 	for idx := from; idx < from+budgetLookahead; idx++ {
 		r := rate(b.start(idx))
@@ -539,19 +560,22 @@ func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 		}
 		win := b.window(idx, rate(b.start(idx)))
 		if unspent := w.end - w.next; unspent > 0 {
-			if err := b.store.ReturnBudget(ctx, b.room, win, unspent, w.end); err != nil {
+			returned, err := b.store.ReturnBudget(ctx, b.room, win, unspent, w.end)
+			if err != nil {
 				return fmt.Errorf("returning admission budget: %w", err)
 			}
 			// Places given back are the store's again: a take after the
 			// return (a request still in flight) asks the store anew.
-			w.held, w.next = w.held-unspent, w.end
+			w.next = w.end
+			if returned {
+				w.held -= unspent
+			}
 		}
-		// The rest were refunded: they have no places of their own, and
-		// given back in place they would take the places below the
-		// unspent ones, which were given.
+		// The rest were refunded, or are places another node was granted
+		// places after: they go after every place the window granted.
 		if w.held > 0 {
 			if err := b.store.ReturnLapsed(ctx, b.room, win, w.held); err != nil {
-				return fmt.Errorf("returning refunded admission budget: %w", err)
+				return fmt.Errorf("returning admission budget lapsed: %w", err)
 			}
 			w.held = 0
 		}

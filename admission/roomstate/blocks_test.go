@@ -325,14 +325,15 @@ type stallingBudgetStore struct {
 	returns      atomic.Int64
 }
 
-func (s *stallingBudgetStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
+func (s *stallingBudgetStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) (bool, error) {
 	if s.returns.Add(1) == 1 && s.beforeReturn != nil {
 		s.beforeReturn()
 	}
-	if err := s.Store.ReturnBudget(ctx, room, w, n, top); err != nil || !s.returnFails {
-		return err
+	returned, err := s.Store.ReturnBudget(ctx, room, w, n, top)
+	if err != nil || !s.returnFails {
+		return returned, err
 	}
-	return context.DeadlineExceeded
+	return false, context.DeadlineExceeded
 }
 
 func (s *stallingBudgetStore) ReserveBudget(ctx context.Context, room string, w roomstate.Window, n int64) (roomstate.Grant, error) {
@@ -752,6 +753,49 @@ func TestAStoppingNodesReturnTakesNoPlaceGiven(t *testing.T) {
 	}
 }
 
+// A stopping node whose grant is still the window's end gives an
+// admission refunded below places it gave back after every place granted,
+// not in place, where it would take the last place it gave.
+func TestAStoppingNodesRefundTakesNoPlaceGiven(t *testing.T) {
+	st := openBolt(t)
+	ctx := t.Context()
+	var nodes [2]*roomstate.Quota
+	for i := range nodes {
+		q, err := roomstate.NewQuota(st, "r", 4, 8, 8, false) // 1 s windows of 8, blocks of 4
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	reserve := func(node int, now time.Time) time.Time {
+		t.Helper()
+		slot, ok, err := nodes[node].Reserve(ctx, now, now)
+		if err != nil || !ok {
+			t.Fatalf("node %d: Reserve = %v, %v, %v", node, slot, ok, err)
+		}
+		return slot
+	}
+	for range 8 { // window 0 spent, at once
+		reserve(1, inWindow(0, 0.1))
+	}
+	// Node 0 is granted places 0–3 of window 1 and gives 0, 1 and 2;
+	// place 0's admission is refunded, and node 0 stops.
+	first := reserve(0, inWindow(0, 0.2))
+	slots := []time.Time{reserve(0, inWindow(0, 0.21)), reserve(0, inWindow(0, 0.22))}
+	nodes[0].Refund(first)
+	if err := nodes[0].Return(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		slots = append(slots, reserve(1, inWindow(0, 0.3+0.01*float64(i))))
+	}
+	for i := 1; i < len(slots); i++ {
+		if !slots[i].After(slots[i-1]) {
+			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
+		}
+	}
+}
+
 // An admission a node holds without a place in the window's order (one
 // refunded) is spent after the store's, but when the store fails it
 // serves at once: the store already counted it.
@@ -1036,8 +1080,68 @@ func TestBudgetBatchReturnedBelowAnotherNodesGrantGoesLast(t *testing.T) {
 			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
 		}
 	}
-	if in := countIn(slots, at(1, 0), at(2, 0)); in != 8 {
-		t.Errorf("window 1 admitted %d of its limit of 8 (slots %v)", in, offsets(slots))
+	// The four left go back one with each of the batching node's next
+	// grants, as lapsed ones do: window 1 admits its limit less those
+	// that went to later windows.
+	if in := countIn(slots, at(1, 0), at(2, 0)); in > 8 || in < 4 {
+		t.Errorf("window 1 admitted %d, want 4 to its limit of 8 (slots %v)", in, offsets(slots))
+	}
+}
+
+// Places found one after another at two nodes, after a batch's leftovers
+// went back below another node's grant, are told slots a millisecond
+// apart at least (slots are told to the millisecond): the leftovers do not
+// heap past one window's limit, where places crowd its last spacing.
+func TestBatchLeftoversBelowAnotherGrantTieNoMillisecond(t *testing.T) {
+	const rate = 20.0
+	at := inWindow
+	bolt := openBolt(t)
+	st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{})}
+	batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
+	for range 20 { // window 0 spent at the other node
+		reserve(other, at(0, 0.1))
+	}
+	var found []time.Time
+	st.beforeReturn = func() { found = append(found, reserve(other, at(0, 0.3))) }
+	slots := append([]time.Time{reserveBehindQueued(t, st, batching, at(0, 0.1), rate, 15)}, found...)
+	for i := range 30 {
+		slots = append(slots, reserve([]*roomstate.Budget{batching, other}[i%2], at(0, 0.4+0.01*float64(i))))
+	}
+	for i := 1; i < len(slots); i++ {
+		if slots[i].UnixMilli() <= slots[i-1].UnixMilli() {
+			t.Errorf("place %d found told the slot %v, not a millisecond after place %d's %v", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase))
+		}
+	}
+}
+
+// Refunds at two nodes in a window whose slots are spaced and the store
+// granted in full go back before the nodes' next takers are served: each
+// is granted again at a place of its own, not at the place past the limit
+// each node would count alone.
+func TestRefundsInAFullWindowTieNoSlots(t *testing.T) {
+	const rate = 4.0
+	nodes := twoNodes(t)
+	reserve := func(i int, now time.Time) time.Time { return reserveNow(t, nodes[i], now, rate) }
+	for range 4 { // window 0 spent, at once
+		reserve(0, inWindow(0, 0.1))
+	}
+	var given [4]time.Time
+	for i := range given { // window 1's places 0–3, ahead, alternately
+		given[i] = reserve(i%2, inWindow(0, 0.2+0.01*float64(i)))
+	}
+	nodes[0].Refund(given[2])
+	nodes[1].Refund(given[3])
+	a, b := reserve(0, inWindow(0, 0.3)), reserve(1, inWindow(0, 0.35))
+	if !b.After(a) {
+		t.Errorf("a place found at node 1 after node 0's fell due at %v, not after its %v", b.Sub(windowBase), a.Sub(windowBase))
 	}
 }
 

@@ -66,15 +66,12 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 }
 
 // ReturnBudget implements roomstate.Store: used goes down by n on the
-// condition that the window still ends at top, else the admissions go
-// back lapsed (ReturnLapsed). An expression cannot add two attributes, so
-// the condition names used and lapsed apart: the first try takes none
-// lapsed, and when the item it fails on ends at top, the second takes
-// that item's split. A window whose item is gone (expired) has nothing to
-// give back to.
-func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
+// condition that the window still ends at top. An expression cannot add
+// two attributes, so the condition names used and lapsed apart: the first
+// try takes none lapsed, and when the item it fails on ends at top, the
+// second takes that item's split. A window whose item is gone (expired)
+// has nothing to give back to.
+func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) (bool, error) {
 	var lapsed int64
 	for range 2 {
 		split := lapsedName.Equal(expression.Value(lapsed))
@@ -87,34 +84,47 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 				And(split)).
 			WithUpdate(expression.Set(usedName, usedName.Minus(expression.Value(n)))))
 		if err != nil {
-			return err
+			return false, err
 		}
-		in := s.update(budgetKey(room, w.Index), expr)
-		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-		_, err = s.db.UpdateItem(ctx, in)
-		if err == nil {
-			return nil
+		it, done, err := s.returnOnce(ctx, budgetKey(room, w.Index), expr)
+		if done || err != nil {
+			return done, err
 		}
-		var failed *types.ConditionalCheckFailedException
-		if !errors.As(err, &failed) {
-			return s.wrap(ctx, "returning budget", err)
-		}
-		if failed.Item == nil {
-			return nil
-		}
-		var it budgetItem
-		if err := unmarshal(failed.Item, &it); err != nil {
-			return fmt.Errorf("room %s budget window %d: %w", room, w.Index, err)
-		}
-		if it.Used < n {
-			return nil
+		if it == nil || it.Used < n {
+			return true, nil
 		}
 		if it.Used+it.Lapsed != top || it.Lapsed == lapsed {
-			break
+			return false, nil
 		}
 		lapsed = it.Lapsed
 	}
-	return s.ReturnLapsed(ctx, room, w, n)
+	return false, nil
+}
+
+// returnOnce makes one conditional budget update under its own deadline:
+// done when it was made, else the item as the failed condition found it
+// (nil when there is none).
+func (s *Store) returnOnce(ctx context.Context, key itemKey, expr expression.Expression) (*budgetItem, bool, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	in := s.update(key, expr)
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	_, err := s.db.UpdateItem(ctx, in)
+	if err == nil {
+		return nil, true, nil
+	}
+	var failed *types.ConditionalCheckFailedException
+	if !errors.As(err, &failed) {
+		return nil, false, s.wrap(ctx, "returning budget", err)
+	}
+	if failed.Item == nil {
+		return nil, false, nil
+	}
+	var it budgetItem
+	if err := unmarshal(failed.Item, &it); err != nil {
+		return nil, false, fmt.Errorf("budget window %s: %w", key.PK, err)
+	}
+	return &it, false, nil
 }
 
 // ReturnLapsed implements roomstate.Store: used goes down and lapsed up by
