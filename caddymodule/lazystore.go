@@ -109,10 +109,10 @@ func (l *lazyStore) ReserveBudget(ctx context.Context, room string, w roomstate.
 	return st.ReserveBudget(ctx, room, w, n)
 }
 
-func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) (bool, error) {
+func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
 	st, err := l.get(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
 	return st.ReturnBudget(ctx, room, w, n, top)
 }

@@ -34,9 +34,9 @@ import (
 // (returnBatch): held, it would give a place this node finds later an
 // earlier slot than one another node found meanwhile and was given the
 // next window. It goes back in place, or, when another node was granted
-// places after it meanwhile, at the end of the line, as a lapsed slot's
-// admission does (Lapse). Elsewhere the next takers spend it; a window
-// admits at least Limit - nodes*(maxBatch-1) at worst.
+// places after it meanwhile, after every place the window granted.
+// Elsewhere the next takers spend it; a window admits at least
+// Limit - nodes*(maxBatch-1) at worst.
 type Budget struct {
 	store  Store
 	room   string
@@ -61,9 +61,6 @@ type Budget struct {
 	// when the latest was given back.
 	spare, spareIn int64
 	spareAt        time.Time
-	// refunded marks, under mu, admissions refunded since the last
-	// unlock, which returns those of spaced windows (returnRefunded).
-	refunded bool
 }
 
 // budgetWindow is what a budget knows of one window.
@@ -111,17 +108,12 @@ func (b *Budget) record(idx int64) *budgetWindow {
 const maxBatch = 64
 
 // lock takes mu for a taker at now, counted among the takers queued while
-// it waits, and drops what is held of windows over. Admissions refunded
-// meanwhile go back to the store first (returnRefunded), so the taker's
-// store call can grant them.
-func (b *Budget) lock(ctx context.Context, now time.Time) {
+// it waits, and drops what is held of windows over.
+func (b *Budget) lock(now time.Time) {
 	b.queued.Add(1)
 	b.mu.Lock()
 	b.queued.Add(-1)
 	b.forget(b.index(now))
-	if b.refunded {
-		b.returnRefunded(ctx)
-	}
 }
 
 // unlock releases mu after a taker was served; the last taker of a batch
@@ -146,51 +138,15 @@ func (b *Budget) spacedIn(idx int64, w *budgetWindow) bool {
 	return idx > b.cur.Load() || w.ahead
 }
 
-// returnRefunded gives back to the store, lapsed, the admissions refunded
-// (Refund) in windows whose slots are spaced: granted again at places of
-// their own after every place the window granted, at whichever node
-// takes them. Held here, each would be spent past the window's limit at
-// a place counted by this node alone, which a refund at another node
-// gives too: two places found apart would tie. Refunds in a window not
-// spaced (yet) stay, and so do those the guard did not ask the store
-// about: the next taker tries again. A return whose outcome is unknown
-// counts as made (returnBatch). Callers hold mu.
-func (b *Budget) returnRefunded(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	b.refunded = false
-	for idx, w := range b.windows {
-		n := w.held - (w.end - w.next)
-		if n <= 0 {
-			continue
-		}
-		if !b.spacedIn(idx, w) {
-			b.refunded = true
-			continue
-		}
-		err := b.store.ReturnLapsed(ctx, b.room, b.window(idx, 0), n)
-		if errors.Is(err, ErrUnavailable) {
-			b.refunded = true
-			continue
-		}
-		w.held -= n
-		w.lapsed += n
-		if err == nil {
-			w.spent = false // the store holds them again: the next taker here asks it
-		}
-	}
-}
-
 // returnBatch gives back to the store the admissions this budget holds
 // beyond a block's rest in windows whose slots are spaced (ahead of now,
 // or given ahead in): another node's place found after the batch then
 // takes them, in its order, instead of a place this node finds later. It
 // gives back the last places held, so those it keeps stay the window's
 // next ones. When another node was granted places after them since, the
-// store does not take them back at their places (those follow that
-// node's): they go back one with each of this node's next grants, after
-// every place granted, as lapsed ones do (giveSpare), rather than heap
-// past one window's limit, where places crowd its last spacing and tie
-// to the millisecond. A return whose outcome is unknown counts as made: the
+// store takes them back lapsed, at places after every place granted
+// (Store.ReturnBudget): at their own places, they would be that node's
+// places again. A return whose outcome is unknown counts as made: the
 // store may have them, and holding them here too could admit more than
 // the window's limit; only a store the guard did not ask keeps them.
 // The request that returns them may be gone: the call is its own.
@@ -203,22 +159,14 @@ func (b *Budget) returnBatch(ctx context.Context) {
 			continue
 		}
 		// A return names the window's item; its limit plays no part.
-		returned, err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra, w.end)
+		err := b.store.ReturnBudget(ctx, b.room, b.window(idx, 0), extra, w.end)
 		if errors.Is(err, ErrUnavailable) {
 			continue
 		}
 		w.held -= extra
 		w.end -= extra
-		switch {
-		case err == nil && returned:
+		if err == nil {
 			w.spent = false // the store holds them again: the next taker here asks it
-		case err == nil:
-			// Another node was granted places after them: given here,
-			// they would fall due before its places; returned in place,
-			// they would be its places again. They go back as lapsed
-			// ones do, one with each of this node's next grants.
-			b.spare += extra
-			b.spareAt = b.inUse()
 		}
 	}
 }
@@ -260,7 +208,7 @@ func (b *Budget) window(idx int64, rate float64) Window {
 // when the local one is spent. It reports false when the window's budget is
 // spent across the cluster. On an error nothing was taken.
 func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, error) {
-	b.lock(ctx, now)
+	b.lock(now)
 	defer b.unlock(ctx)
 	_, ok, err := b.takeLocked(ctx, b.index(now), rate, false)
 	return ok, err
@@ -269,7 +217,7 @@ func (b *Budget) Take(ctx context.Context, now time.Time, rate float64) (bool, e
 // takeIn takes one admission of the window holding at (never before now),
 // as Take; only the windows before now's are over.
 func (b *Budget) takeIn(ctx context.Context, at, now time.Time, rate float64) (bool, error) {
-	b.lock(ctx, now)
+	b.lock(now)
 	defer b.unlock(ctx)
 	_, ok, err := b.takeLocked(ctx, b.index(later(at, now)), rate, false)
 	return ok, err
@@ -302,7 +250,7 @@ var errBudgetSpent = errors.New("admission budget spent as far ahead as it is re
 // error nothing was taken.
 func (b *Budget) Reserve(ctx context.Context, at, now time.Time, rate RateAt) (time.Time, error) {
 	at = later(at, now)
-	b.lock(ctx, now)
+	b.lock(now)
 	defer b.unlock(ctx)
 	from := b.index(at)
 	for idx := from; idx < from+budgetLookahead; idx++ {
@@ -394,13 +342,13 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 	if bw.next == bw.end {
 		w := b.window(idx, rate)
 		if bw.spent && w.Limit <= bw.spentAt || w.Limit == 0 {
-			return b.takeOver(idx, rate)
+			return b.takeOver(ctx, idx, rate, ahead)
 		}
 		w.Ahead = ahead
 		want := max(b.block, min(1+b.queued.Load(), maxBatch))
 		g, err := b.store.ReserveBudget(ctx, b.room, w, want)
 		if err != nil {
-			if pos, ok, _ := b.takeOver(idx, rate); ok {
+			if pos, ok := b.takeHeld(idx, rate); ok {
 				return pos, true, nil // one this node holds already serves while the store fails
 			}
 			return 0, false, fmt.Errorf("reserving admission budget: %w", err)
@@ -418,7 +366,7 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 			bw.spent, bw.spentAt = true, w.Limit
 		}
 		if g.N == 0 {
-			return b.takeOver(idx, rate)
+			return b.takeOver(ctx, idx, rate, ahead)
 		}
 		b.giveSpare(ctx, idx, bw)
 	}
@@ -429,16 +377,45 @@ func (b *Budget) takeLocked(ctx context.Context, idx int64, rate float64, ahead 
 }
 
 // takeOver takes one of window idx's admissions held beyond the places
-// the store granted, placed after the window's limit.
-func (b *Budget) takeOver(idx int64, rate float64) (int64, bool, error) {
+// the store granted (refunded), the window's own being spent. In a window
+// whose slots are spaced they go back to the store lapsed first, which
+// grants them again at places of their own after every place granted:
+// spent here, each would take a place past the limit counted by this node
+// alone, which a refund at another node gives too, and two places found
+// apart would tie. Held, they cost no store call until then.
+func (b *Budget) takeOver(ctx context.Context, idx int64, rate float64, ahead bool) (int64, bool, error) {
+	bw := b.record(idx)
+	if bw.held <= 0 || !b.spacedIn(idx, bw) {
+		pos, ok := b.takeHeld(idx, rate)
+		return pos, ok, nil
+	}
+	err := b.store.ReturnLapsed(context.WithoutCancel(ctx), b.room, b.window(idx, 0), bw.held)
+	if errors.Is(err, ErrUnavailable) {
+		pos, ok := b.takeHeld(idx, rate)
+		return pos, ok, nil
+	}
+	// A return whose outcome is unknown counts as made (returnBatch):
+	// nothing is left here to take.
+	bw.lapsed += bw.held
+	bw.held = 0
+	if err != nil {
+		return 0, false, nil
+	}
+	bw.spent = false
+	return b.takeLocked(ctx, idx, rate, ahead)
+}
+
+// takeHeld takes one of window idx's admissions held beyond the places the
+// store granted, placed after the window's limit.
+func (b *Budget) takeHeld(idx int64, rate float64) (int64, bool) {
 	bw := b.record(idx)
 	if bw.held <= 0 {
-		return 0, false, nil
+		return 0, false
 	}
 	bw.held--
 	bw.given++
 	bw.over++
-	return b.window(idx, rate).Limit + bw.lapsed + bw.over - 1, true, nil
+	return b.window(idx, rate).Limit + bw.lapsed + bw.over - 1, true
 }
 
 // forget drops what is held of windows before cur: nobody can spend it any
@@ -467,9 +444,7 @@ func (b *Budget) inUse() time.Time { return b.start(b.cur.Load()) }
 // this budget gave slots in line in a later window, the admission goes
 // back at the end of the line, as a lapsed one does (Lapse): held in its
 // window, it would go to the next place found, before those slots'
-// holders. Else it is held in its window; in one whose slots are spaced,
-// only until the next taker here is served, which gives it back to the
-// store lapsed (returnRefunded).
+// holders. Else it is held in its window (takeOver).
 func (b *Budget) Refund(at time.Time) {
 	idx := b.index(at)
 	b.mu.Lock()
@@ -485,7 +460,6 @@ func (b *Budget) Refund(at time.Time) {
 		return
 	}
 	w.held++
-	b.refunded = true
 }
 
 // givenAfter reports whether this budget gave slots in line in a window
@@ -560,22 +534,19 @@ func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 		}
 		win := b.window(idx, rate(b.start(idx)))
 		if unspent := w.end - w.next; unspent > 0 {
-			returned, err := b.store.ReturnBudget(ctx, b.room, win, unspent, w.end)
-			if err != nil {
+			if err := b.store.ReturnBudget(ctx, b.room, win, unspent, w.end); err != nil {
 				return fmt.Errorf("returning admission budget: %w", err)
 			}
 			// Places given back are the store's again: a take after the
 			// return (a request still in flight) asks the store anew.
-			w.next = w.end
-			if returned {
-				w.held -= unspent
-			}
+			w.held, w.next = w.held-unspent, w.end
 		}
-		// The rest were refunded, or are places another node was granted
-		// places after: they go after every place the window granted.
+		// The rest were refunded: they have no places of their own, and
+		// given back in place they would take the places below the
+		// unspent ones, which were given.
 		if w.held > 0 {
 			if err := b.store.ReturnLapsed(ctx, b.room, win, w.held); err != nil {
-				return fmt.Errorf("returning admission budget lapsed: %w", err)
+				return fmt.Errorf("returning refunded admission budget: %w", err)
 			}
 			w.held = 0
 		}

@@ -251,12 +251,10 @@ func (g *Guard) ReserveBudget(ctx context.Context, room string, w Window, n int6
 }
 
 // ReturnBudget implements Store.
-func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n, top int64) (returned bool, err error) {
-	err = g.call(ctx, "return_budget", func(ctx context.Context) error {
-		returned, err = g.Store.ReturnBudget(ctx, room, w, n, top)
-		return err
+func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n, top int64) error {
+	return g.call(ctx, "return_budget", func(ctx context.Context) error {
+		return g.Store.ReturnBudget(ctx, room, w, n, top)
 	})
-	return returned, err
 }
 
 // ReturnLapsed implements Store.

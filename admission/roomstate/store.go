@@ -174,13 +174,13 @@ type Store interface {
 	ReserveBudget(ctx context.Context, room string, w Window, n int64) (Grant, error)
 	// ReturnBudget gives back n admissions reserved in window w and not
 	// spent, the last places of a grant that ended at place top (First+N
-	// of the grant, or of the last of a node's grants it returns from),
-	// which the window grants again at the same places. It reports false,
-	// and changes nothing, when the window has granted a place after top
-	// since (top is no longer its end): those places are another node's,
-	// and the caller returns the admissions lapsed. A window that has
-	// none to take back (gone, or granted fewer) reports true.
-	ReturnBudget(ctx context.Context, room string, w Window, n, top int64) (bool, error)
+	// of the grant, or of the last of a node's grants it returns from).
+	// When the window has granted no place after top since (top is still
+	// its end), they go back in place and are granted again at the same
+	// places; else at places of their own after every place it granted, as
+	// ReturnLapsed gives them: granted again at their own places, they
+	// would be places another node holds already.
+	ReturnBudget(ctx context.Context, room string, w Window, n, top int64) error
 	// ReturnLapsed gives n admissions whose slots lapsed (spent in another
 	// window) to window w, which may grant them again, at places of their
 	// own after every place it granted: never a place a slot was given.

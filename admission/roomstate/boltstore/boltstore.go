@@ -146,44 +146,37 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 }
 
 // ReturnBudget implements roomstate.Store.
-func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) (bool, error) {
-	returned := true
-	err := s.batch(ctx, "returning budget", func(tx *bolt.Tx) (error, error) {
-		b := tx.Bucket(budgetBucket)
-		k := windowKey(room, w.Index)
-		raw := b.Get(k)
-		used, ahead := budgetValue(raw)
-		if len(raw) != 16 || used < n {
-			return nil, nil
-		}
-		if lapsed, _ := budgetValue(b.Get(lapsedKey(k))); used+lapsed != top {
-			returned = false
-			return nil, nil
-		}
-		return nil, b.Put(k, budgetPair(used-n, ahead, w.Expires))
+func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
+	return s.batch(ctx, "returning budget", func(tx *bolt.Tx) (error, error) {
+		return nil, giveBack(tx.Bucket(budgetBucket), windowKey(room, w.Index), n, top, w.Expires)
 	})
-	if err != nil {
-		return false, err // op may still run past its deadline: read none of its results
-	}
-	return returned, nil
 }
 
 // ReturnLapsed implements roomstate.Store.
 func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
 	return s.batch(ctx, "returning lapsed budget", func(tx *bolt.Tx) (error, error) {
-		b := tx.Bucket(budgetBucket)
-		k := windowKey(room, w.Index)
-		raw := b.Get(k)
-		used, ahead := budgetValue(raw)
-		if len(raw) != 16 || used < n {
-			return nil, nil
-		}
-		lapsed, _ := budgetValue(b.Get(lapsedKey(k)))
-		if err := b.Put(lapsedKey(k), budgetPair(lapsed+n, false, w.Expires)); err != nil {
-			return nil, err
-		}
-		return nil, b.Put(k, budgetPair(used-n, ahead, w.Expires))
+		return nil, giveBack(tx.Bucket(budgetBucket), windowKey(room, w.Index), n, -1, w.Expires)
 	})
+}
+
+// giveBack returns n admissions to the window at key k: in place when top
+// is the window's end (the place after every grant and lapsed return),
+// else (a negative top always) counted lapsed, so the window grants them
+// at places after its end. A window that granted fewer than n, or none,
+// takes nothing.
+func giveBack(b *bolt.Bucket, k []byte, n, top int64, expires time.Time) error {
+	raw := b.Get(k)
+	used, ahead := budgetValue(raw)
+	if len(raw) != 16 || used < n {
+		return nil
+	}
+	lapsed, _ := budgetValue(b.Get(lapsedKey(k)))
+	if used+lapsed != top {
+		if err := b.Put(lapsedKey(k), budgetPair(lapsed+n, false, expires)); err != nil {
+			return err
+		}
+	}
+	return b.Put(k, budgetPair(used-n, ahead, expires))
 }
 
 // aheadBit marks, in a budget window's count, a window slots were given

@@ -66,12 +66,13 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 }
 
 // ReturnBudget implements roomstate.Store: used goes down by n on the
-// condition that the window still ends at top. An expression cannot add
-// two attributes, so the condition names used and lapsed apart: the first
-// try takes none lapsed, and when the item it fails on ends at top, the
-// second takes that item's split. A window whose item is gone (expired)
-// has nothing to give back to.
-func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) (bool, error) {
+// condition that the window still ends at top, else the admissions go
+// back lapsed (ReturnLapsed). An expression cannot add two attributes, so
+// the condition names used and lapsed apart: the first try takes none
+// lapsed, and when the item it fails on ends at top, the second takes
+// that item's split. Each call has a deadline of its own. A window whose
+// item is gone (expired) has nothing to give back to.
+func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
 	var lapsed int64
 	for range 2 {
 		split := lapsedName.Equal(expression.Value(lapsed))
@@ -84,21 +85,21 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 				And(split)).
 			WithUpdate(expression.Set(usedName, usedName.Minus(expression.Value(n)))))
 		if err != nil {
-			return false, err
+			return err
 		}
 		it, done, err := s.returnOnce(ctx, budgetKey(room, w.Index), expr)
 		if done || err != nil {
-			return done, err
+			return err
 		}
 		if it == nil || it.Used < n {
-			return true, nil
+			return nil
 		}
 		if it.Used+it.Lapsed != top || it.Lapsed == lapsed {
-			return false, nil
+			break
 		}
 		lapsed = it.Lapsed
 	}
-	return false, nil
+	return s.ReturnLapsed(ctx, room, w, n)
 }
 
 // returnOnce makes one conditional budget update under its own deadline:

@@ -585,41 +585,35 @@ func testBudgetRace(t *testing.T, s roomstate.Store, room string) {
 
 // testBudgetReturn: admissions returned unspent from the window's end
 // are granted again at their places; returned from below it (another
-// grant came after theirs), they are not taken back at all.
+// grant came after theirs), at places of their own after every place it
+// granted, as lapsed ones are.
 func testBudgetReturn(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	w := window(7, 10)
 	for i, step := range []struct {
-		lapsed    int64 // returned lapsed before the reservation
-		give, top int64 // returned unspent before it, from below top
-		returned  bool  // what the unspent return reports
+		give, top int64 // returned before the reservation, from below top
 		ask       int64
 		want      roomstate.Grant
 	}{
 		{ask: 8, want: roomstate.Grant{N: 8}},
 		{ask: 8, want: roomstate.Grant{N: 2, First: 8}},
-		{give: 5, top: 10, returned: true, ask: 8, want: roomstate.Grant{N: 5, First: 5}},
+		{give: 5, top: 10, ask: 8, want: roomstate.Grant{N: 5, First: 5}},
 		{ask: 1, want: roomstate.Grant{First: 10}},
-		// Places 7–9 were granted after 4–6: nothing goes back.
-		{give: 3, top: 7, ask: 8, want: roomstate.Grant{First: 10}},
-		// With 2 lapsed the window still ends at 10: in place.
-		{lapsed: 2, give: 2, top: 10, returned: true, ask: 8, want: roomstate.Grant{N: 4, First: 8, Lapsed: 2}},
+		// Places 7–9 were granted after 4–6: 4–6 come back after them.
+		{give: 3, top: 7, ask: 8, want: roomstate.Grant{N: 3, First: 10, Lapsed: 3}},
+		// The window ends at 13 again, with 3 lapsed: in place.
+		{give: 2, top: 13, ask: 8, want: roomstate.Grant{N: 2, First: 11, Lapsed: 3}},
 	} {
-		if step.lapsed > 0 {
-			if err := s.ReturnLapsed(c, room, w, step.lapsed); err != nil {
-				t.Fatalf("step %d: ReturnLapsed: %v", i, err)
-			}
-		}
 		if step.give > 0 {
-			if returned, err := s.ReturnBudget(c, room, w, step.give, step.top); err != nil || returned != step.returned {
-				t.Fatalf("step %d: ReturnBudget(%d below %d) = %v, %v; want %v", i, step.give, step.top, returned, err, step.returned)
+			if err := s.ReturnBudget(c, room, w, step.give, step.top); err != nil {
+				t.Fatalf("step %d: ReturnBudget: %v", i, err)
 			}
 		}
 		if g, err := s.ReserveBudget(c, room, w, step.ask); err != nil || g != step.want {
-			t.Fatalf("step %d: ReserveBudget(%d) = %+v, %v; want %+v", i, step.ask, g, err, step.want)
+			t.Fatalf("step %d: ReserveBudget(%d) after returning %d below %d = %+v, %v; want %+v", i, step.ask, step.give, step.top, g, err, step.want)
 		}
 	}
-	if _, err := s.ReturnBudget(c, room, window(8, 10), 1, 1); err != nil {
+	if err := s.ReturnBudget(c, room, window(8, 10), 1, 1); err != nil {
 		t.Fatalf("ReturnBudget to a window never granted: %v", err)
 	}
 	if g, err := s.ReserveBudget(c, room, window(8, 10), 10); err != nil || g != (roomstate.Grant{N: 10}) {
@@ -652,7 +646,7 @@ func testBudgetReturnLapsed(t *testing.T, s roomstate.Store, room string) {
 			}
 		}
 		if step.unspent > 0 {
-			if _, err := s.ReturnBudget(c, room, w, step.unspent, 5); err != nil {
+			if err := s.ReturnBudget(c, room, w, step.unspent, 5); err != nil {
 				t.Fatalf("step %d: ReturnBudget: %v", i, err)
 			}
 		}
@@ -690,7 +684,7 @@ func testBudgetAhead(t *testing.T, s roomstate.Store, room string) {
 			t.Fatalf("step %d: ReserveBudget = %+v, %v; want %+v", i, g, err, step.want)
 		}
 		if step.give > 0 {
-			if _, err := s.ReturnBudget(c, room, step.w, step.give, g.First+g.N); err != nil {
+			if err := s.ReturnBudget(c, room, step.w, step.give, g.First+g.N); err != nil {
 				t.Fatal(err)
 			}
 		}
