@@ -696,11 +696,7 @@ func TestRefundsAtTwoNodesTieNoSlots(t *testing.T) {
 	for i := range 4 {
 		slots = append(slots, reserve(nodes[i%2], inWindow(0, 0.3+0.05*float64(i))))
 	}
-	for i := 1; i < len(slots); i++ {
-		if !slots[i].After(slots[i-1]) {
-			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
-		}
-	}
+	wantInOrder(t, slots)
 	if in := countIn(slots, inWindow(1, 0), inWindow(2, 0)); in != 4 {
 		t.Errorf("window 1 admitted %d of its limit of 4 after two refunds (slots %v)", in, offsets(slots))
 	}
@@ -712,24 +708,7 @@ func TestRefundsAtTwoNodesTieNoSlots(t *testing.T) {
 // granted, and places found afterwards at a third node fall due after
 // the slots given before them.
 func TestAStoppingNodesReturnTakesNoPlaceGiven(t *testing.T) {
-	st := openBolt(t)
-	ctx := t.Context()
-	var nodes [3]*roomstate.Quota
-	for i := range nodes {
-		q, err := roomstate.NewQuota(st, "r", 4, 8, 8, false) // 1 s windows of 8, blocks of 4
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = q
-	}
-	reserve := func(node int, now time.Time) time.Time {
-		t.Helper()
-		slot, ok, err := nodes[node].Reserve(ctx, now, now)
-		if err != nil || !ok {
-			t.Fatalf("node %d: Reserve = %v, %v, %v", node, slot, ok, err)
-		}
-		return slot
-	}
+	nodes, reserve := quotaNodes(t, 3)
 	for range 8 { // window 0 spent, at once
 		reserve(1, inWindow(0, 0.1))
 	}
@@ -739,41 +718,20 @@ func TestAStoppingNodesReturnTakesNoPlaceGiven(t *testing.T) {
 	refunded := reserve(0, inWindow(0, 0.2))
 	slots := []time.Time{reserve(1, inWindow(0, 0.3))}
 	nodes[0].Refund(refunded)
-	if err := nodes[0].Return(ctx); err != nil {
+	if err := nodes[0].Return(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 7 { // node 1's places 5–7, then the window's next at node 2
 		slots = append(slots, reserve(min(2, 1+i/3), inWindow(0, 0.4+0.05*float64(i))))
 	}
-	for i := 1; i < len(slots); i++ {
-		if !slots[i].After(slots[i-1]) {
-			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
-		}
-	}
+	wantInOrder(t, slots)
 }
 
 // A stopping node whose grant is still the window's end gives an
 // admission refunded below places it gave back after every place granted,
 // not in place, where it would take the last place it gave.
 func TestAStoppingNodesRefundTakesNoPlaceGiven(t *testing.T) {
-	st := openBolt(t)
-	ctx := t.Context()
-	var nodes [2]*roomstate.Quota
-	for i := range nodes {
-		q, err := roomstate.NewQuota(st, "r", 4, 8, 8, false) // 1 s windows of 8, blocks of 4
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = q
-	}
-	reserve := func(node int, now time.Time) time.Time {
-		t.Helper()
-		slot, ok, err := nodes[node].Reserve(ctx, now, now)
-		if err != nil || !ok {
-			t.Fatalf("node %d: Reserve = %v, %v, %v", node, slot, ok, err)
-		}
-		return slot
-	}
+	nodes, reserve := quotaNodes(t, 2)
 	for range 8 { // window 0 spent, at once
 		reserve(1, inWindow(0, 0.1))
 	}
@@ -782,17 +740,13 @@ func TestAStoppingNodesRefundTakesNoPlaceGiven(t *testing.T) {
 	first := reserve(0, inWindow(0, 0.2))
 	slots := []time.Time{reserve(0, inWindow(0, 0.21)), reserve(0, inWindow(0, 0.22))}
 	nodes[0].Refund(first)
-	if err := nodes[0].Return(ctx); err != nil {
+	if err := nodes[0].Return(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
 		slots = append(slots, reserve(1, inWindow(0, 0.3+0.01*float64(i))))
 	}
-	for i := 1; i < len(slots); i++ {
-		if !slots[i].After(slots[i-1]) {
-			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
-		}
-	}
+	wantInOrder(t, slots)
 }
 
 // An admission a node holds without a place in the window's order (one
@@ -954,16 +908,7 @@ func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			const rate = 4.0
 			base, at := windowBase, inWindow
-			bolt := openBolt(t)
-			st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{}), returnFails: tt.unknown}
-			batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, batching, other := batchingNodes(t, tt.unknown)
 			reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
 			now := at(0, 0.1)
 			for range 4 { // window 0 spent at the other node
@@ -996,6 +941,24 @@ func TestBudgetBatchLeftoversGoBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// batchingNodes is two nodes' budgets of one room on one bolt store,
+// reserving an admission at a time in 1 s windows: the first through st,
+// which holds its first reservation until release closes (and, with
+// returnFails, answers each return with an error after making it).
+func batchingNodes(t *testing.T, returnFails bool) (st *stallingBudgetStore, batching, other *roomstate.Budget) {
+	t.Helper()
+	bolt := openBolt(t)
+	st = &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{}), returnFails: returnFails}
+	var err error
+	if batching, err = roomstate.NewBudget(st, "room", 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = roomstate.NewBudget(bolt, "room", 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return st, batching, other
 }
 
 // reserveBehindQueued reserves b's slot for a place found at now while
@@ -1047,16 +1010,7 @@ func reserveBehindQueued(t *testing.T, st *stallingBudgetStore, b *roomstate.Bud
 func TestBudgetBatchReturnedBelowAnotherNodesGrantGoesLast(t *testing.T) {
 	const rate = 8.0
 	at := inWindow
-	bolt := openBolt(t)
-	st := &stallingBudgetStore{Store: bolt, began: make(chan struct{}), release: make(chan struct{})}
-	batching, err := roomstate.NewBudget(st, "room", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := roomstate.NewBudget(bolt, "room", 1, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, batching, other := batchingNodes(t, false)
 	reserve := func(b *roomstate.Budget, now time.Time) time.Time { return reserveNow(t, b, now, rate) }
 	for range 8 { // window 0 spent at the other node
 		reserve(other, at(0, 0.1))
@@ -1074,11 +1028,7 @@ func TestBudgetBatchReturnedBelowAnotherNodesGrantGoesLast(t *testing.T) {
 	for i := range 6 {
 		slots = append(slots, reserve([]*roomstate.Budget{batching, other}[i%2], at(0, 0.4+0.1*float64(i))))
 	}
-	for i := 1; i < len(slots); i++ {
-		if !slots[i].After(slots[i-1]) {
-			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
-		}
-	}
+	wantInOrder(t, slots)
 	if in := countIn(slots, at(1, 0), at(2, 0)); in != 8 {
 		t.Errorf("window 1 admitted %d of its limit of 8 (slots %v)", in, offsets(slots))
 	}
@@ -1104,6 +1054,41 @@ func TestRefundsInAFullWindowTieNoSlots(t *testing.T) {
 	a, b := reserve(0, inWindow(0, 0.3)), reserve(1, inWindow(0, 0.35))
 	if !b.After(a) {
 		t.Errorf("a place found at node 1 after node 0's fell due at %v, not after its %v", b.Sub(windowBase), a.Sub(windowBase))
+	}
+}
+
+// quotaNodes is n nodes' quotas of one room on one bolt store, in 1 s
+// windows of 8 reserved 4 at a time, and a reserve that fails the test
+// unless the node gives a slot.
+func quotaNodes(t *testing.T, n int) ([]*roomstate.Quota, func(node int, now time.Time) time.Time) {
+	t.Helper()
+	st := openBolt(t)
+	nodes := make([]*roomstate.Quota, n)
+	for i := range nodes {
+		q, err := roomstate.NewQuota(st, "r", 4, 8, 8, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	return nodes, func(node int, now time.Time) time.Time {
+		t.Helper()
+		slot, ok, err := nodes[node].Reserve(t.Context(), now, now)
+		if err != nil || !ok {
+			t.Fatalf("node %d: Reserve = %v, %v, %v", node, slot, ok, err)
+		}
+		return slot
+	}
+}
+
+// wantInOrder fails the test unless each of the slots, given to places
+// found one after another, falls due after the one before.
+func wantInOrder(t *testing.T, slots []time.Time) {
+	t.Helper()
+	for i := 1; i < len(slots); i++ {
+		if !slots[i].After(slots[i-1]) {
+			t.Errorf("place %d found fell due at %v, not after place %d's slot at %v (slots %v)", i, slots[i].Sub(windowBase), i-1, slots[i-1].Sub(windowBase), offsets(slots))
+		}
 	}
 }
 
