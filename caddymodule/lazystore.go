@@ -117,10 +117,10 @@ func (l *lazyStore) ReturnBudget(ctx context.Context, room string, w roomstate.W
 	return st.ReturnBudget(ctx, room, w, n, top)
 }
 
-func (l *lazyStore) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
+func (l *lazyStore) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
 	st, err := l.get(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	return st.ReturnLapsed(ctx, room, w, n)
 }

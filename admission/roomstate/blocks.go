@@ -389,20 +389,25 @@ func (b *Budget) takeOver(ctx context.Context, idx int64, rate float64, ahead bo
 		pos, ok := b.takeHeld(idx, rate)
 		return pos, ok, nil
 	}
-	err := b.store.ReturnLapsed(context.WithoutCancel(ctx), b.room, b.window(idx, 0), bw.held)
-	if errors.Is(err, ErrUnavailable) {
-		pos, ok := b.takeHeld(idx, rate)
-		return pos, ok, nil
-	}
-	// A return whose outcome is unknown counts as made (returnBatch):
-	// nothing is left here to take.
-	bw.lapsed += bw.held
-	bw.held = 0
-	if err != nil {
+	taken, err := b.store.ReturnLapsed(context.WithoutCancel(ctx), b.room, b.window(idx, 0), bw.held)
+	switch {
+	case errors.Is(err, ErrUnavailable):
+	case err != nil:
+		// A return whose outcome is unknown counts as made (returnBatch):
+		// nothing is left here to take.
+		bw.lapsed += bw.held
+		bw.held = 0
 		return 0, false, nil
+	case taken > 0:
+		// The store takes back no more than its count of the window:
+		// the rest stay here.
+		bw.lapsed += taken
+		bw.held -= taken
+		bw.spent = false
+		return b.takeLocked(ctx, idx, rate, ahead)
 	}
-	bw.spent = false
-	return b.takeLocked(ctx, idx, rate, ahead)
+	pos, ok := b.takeHeld(idx, rate)
+	return pos, ok, nil
 }
 
 // takeHeld takes one of window idx's admissions held beyond the places the
@@ -512,13 +517,17 @@ func (b *Budget) giveSpare(ctx context.Context, idx int64, bw *budgetWindow) {
 		b.spare = 0
 		return
 	}
-	err := b.store.ReturnLapsed(context.WithoutCancel(ctx), b.room, b.window(idx, 0), 1)
+	taken, err := b.store.ReturnLapsed(context.WithoutCancel(ctx), b.room, b.window(idx, 0), 1)
 	if errors.Is(err, ErrUnavailable) {
 		return
 	}
 	b.spare, b.spareIn = b.spare-1, idx
-	bw.lapsed++
-	if err == nil {
+	if err != nil {
+		bw.lapsed++
+		return
+	}
+	bw.lapsed += taken
+	if taken > 0 {
 		bw.spent = false // the store holds one again: the next taker here asks it
 	}
 }
@@ -545,7 +554,7 @@ func (b *Budget) returnHeld(ctx context.Context, rate RateAt) error {
 		// given back in place they would take the places below the
 		// unspent ones, which were given.
 		if w.held > 0 {
-			if err := b.store.ReturnLapsed(ctx, b.room, win, w.held); err != nil {
+			if _, err := b.store.ReturnLapsed(ctx, b.room, win, w.held); err != nil {
 				return fmt.Errorf("returning refunded admission budget: %w", err)
 			}
 			w.held = 0

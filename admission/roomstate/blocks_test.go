@@ -557,7 +557,7 @@ func TestBudgetLapsedReturnsKeepTheOrderAcrossNodes(t *testing.T) {
 		last = later(last, slot)
 	}
 	for range 2 {
-		if err := st.ReturnLapsed(ctx, "room", w, 1); err != nil {
+		if _, err := st.ReturnLapsed(ctx, "room", w, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -699,6 +699,33 @@ func TestRefundsAtTwoNodesTieNoSlots(t *testing.T) {
 	wantInOrder(t, slots)
 	if in := countIn(slots, inWindow(1, 0), inWindow(2, 0)); in != 4 {
 		t.Errorf("window 1 admitted %d of its limit of 4 after two refunds (slots %v)", in, offsets(slots))
+	}
+}
+
+// Admissions refunded in a spaced window whose store count a lapsed one
+// given back there lowered below them go back as far as the store takes
+// them; the rest are spent at the node: none is lost.
+func TestRefundsBeyondTheStoresCountAreNotLost(t *testing.T) {
+	const rate = 1.0
+	b, err := roomstate.NewBudget(openBolt(t), "room", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := inWindow(0, 0.1)
+	reserveNow(t, b, now, rate) // window 0's one
+	b.Lapse(now)
+	// Window 1: its one, and the lapsed one given back with its grant.
+	given := []time.Time{reserveNow(t, b, now, rate), reserveNow(t, b, now, rate)}
+	for _, slot := range given {
+		if !slot.Before(inWindow(2, 0)) {
+			t.Fatalf("slots %v, want both in window 1", offsets(given))
+		}
+		b.Refund(slot)
+	}
+	for i := range 2 {
+		if slot := reserveNow(t, b, now, rate); !slot.Before(inWindow(2, 0)) {
+			t.Errorf("place %d found after two refunds in window 1 fell due at %v, past it", i, slot.Sub(windowBase))
+		}
 	}
 }
 

@@ -258,10 +258,12 @@ func (g *Guard) ReturnBudget(ctx context.Context, room string, w Window, n, top 
 }
 
 // ReturnLapsed implements Store.
-func (g *Guard) ReturnLapsed(ctx context.Context, room string, w Window, n int64) error {
-	return g.call(ctx, "return_lapsed", func(ctx context.Context) error {
-		return g.Store.ReturnLapsed(ctx, room, w, n)
+func (g *Guard) ReturnLapsed(ctx context.Context, room string, w Window, n int64) (taken int64, err error) {
+	err = g.call(ctx, "return_lapsed", func(ctx context.Context) error {
+		taken, err = g.Store.ReturnLapsed(ctx, room, w, n)
+		return err
 	})
+	return taken, err
 }
 
 // HoldPlace implements Store.

@@ -182,9 +182,11 @@ type Store interface {
 	// would be places another node holds already.
 	ReturnBudget(ctx context.Context, room string, w Window, n, top int64) error
 	// ReturnLapsed gives n admissions whose slots lapsed (spent in another
-	// window) to window w, which may grant them again, at places of their
-	// own after every place it granted: never a place a slot was given.
-	ReturnLapsed(ctx context.Context, room string, w Window, n int64) error
+	// window), or refunded, to window w, which may grant them again, at
+	// places of their own after every place it granted: never a place a
+	// slot was given. The window takes back no more than it has granted
+	// (less what came back), and it reports how many it took.
+	ReturnLapsed(ctx context.Context, room string, w Window, n int64) (int64, error)
 
 	// HoldPlace records p for place id until the given time, unless the
 	// place has a record unexpired at now other than a lapsed one: it

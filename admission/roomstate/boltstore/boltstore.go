@@ -148,35 +148,47 @@ func (s *Store) ReserveBudget(ctx context.Context, room string, w roomstate.Wind
 // ReturnBudget implements roomstate.Store.
 func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Window, n, top int64) error {
 	return s.batch(ctx, "returning budget", func(tx *bolt.Tx) (error, error) {
-		return nil, giveBack(tx.Bucket(budgetBucket), windowKey(room, w.Index), n, top, w.Expires)
+		_, err := giveBack(tx.Bucket(budgetBucket), windowKey(room, w.Index), n, top, w.Expires)
+		return nil, err
 	})
 }
 
 // ReturnLapsed implements roomstate.Store.
-func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
-	return s.batch(ctx, "returning lapsed budget", func(tx *bolt.Tx) (error, error) {
-		return nil, giveBack(tx.Bucket(budgetBucket), windowKey(room, w.Index), n, -1, w.Expires)
+func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	var taken int64
+	err := s.batch(ctx, "returning lapsed budget", func(tx *bolt.Tx) (error, error) {
+		var err error
+		taken, err = giveBack(tx.Bucket(budgetBucket), windowKey(room, w.Index), n, -1, w.Expires)
+		return nil, err
 	})
+	if err != nil {
+		return 0, err // op may still run past its deadline: read none of its results
+	}
+	return taken, nil
 }
 
-// giveBack returns n admissions to the window at key k: in place when top
-// is the window's end (the place after every grant and lapsed return),
-// else (a negative top always) counted lapsed, so the window grants them
-// at places after its end. A window that granted fewer than n, or none,
-// takes nothing.
-func giveBack(b *bolt.Bucket, k []byte, n, top int64, expires time.Time) error {
+// giveBack returns n admissions to the window at key k and reports how
+// many it took: all n in place when top is the window's end (the place
+// after every grant and lapsed return) and it granted that many, else (a
+// negative top always) as many as it granted, counted lapsed, so the
+// window grants them at places after its end.
+func giveBack(b *bolt.Bucket, k []byte, n, top int64, expires time.Time) (int64, error) {
 	raw := b.Get(k)
 	used, ahead := budgetValue(raw)
-	if len(raw) != 16 || used < n {
-		return nil
+	if len(raw) != 16 {
+		return 0, nil
 	}
 	lapsed, _ := budgetValue(b.Get(lapsedKey(k)))
-	if used+lapsed != top {
-		if err := b.Put(lapsedKey(k), budgetPair(lapsed+n, false, expires)); err != nil {
-			return err
-		}
+	if used+lapsed == top && used >= n {
+		return n, b.Put(k, budgetPair(used-n, ahead, expires))
 	}
-	return b.Put(k, budgetPair(used-n, ahead, expires))
+	if n = min(n, used); n <= 0 {
+		return 0, nil
+	}
+	if err := b.Put(lapsedKey(k), budgetPair(lapsed+n, false, expires)); err != nil {
+		return 0, err
+	}
+	return n, b.Put(k, budgetPair(used-n, ahead, expires))
 }
 
 // aheadBit marks, in a budget window's count, a window slots were given

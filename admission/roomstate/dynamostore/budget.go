@@ -99,7 +99,8 @@ func (s *Store) ReturnBudget(ctx context.Context, room string, w roomstate.Windo
 		}
 		lapsed = it.Lapsed
 	}
-	return s.ReturnLapsed(ctx, room, w, n)
+	_, err := s.ReturnLapsed(ctx, room, w, n)
+	return err
 }
 
 // returnOnce makes one conditional budget update under its own deadline:
@@ -129,17 +130,31 @@ func (s *Store) returnOnce(ctx context.Context, key itemKey, expr expression.Exp
 }
 
 // ReturnLapsed implements roomstate.Store: used goes down and lapsed up by
-// n, in one conditional update. A window whose item is gone (expired) has
-// nothing to give back to.
-func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) error {
-	expr, err := build(expression.NewBuilder().
-		WithCondition(usedName.GreaterThanEqual(expression.Value(n))).
-		WithUpdate(expression.
-			Set(usedName, usedName.Minus(expression.Value(n))).
-			Set(lapsedName, expression.Plus(lapsedName.IfNotExists(expression.Value(0)), expression.Value(n)))))
-	if err != nil {
-		return err
+// n, in one conditional update on used >= n. When fewer are used, the
+// failed condition returns the item and the call takes what is used: each
+// try asks for strictly less, as ReserveBudget's do. A window whose item
+// is gone (expired) has nothing to give back to.
+func (s *Store) ReturnLapsed(ctx context.Context, room string, w roomstate.Window, n int64) (int64, error) {
+	for n > 0 {
+		expr, err := build(expression.NewBuilder().
+			WithCondition(usedName.GreaterThanEqual(expression.Value(n))).
+			WithUpdate(expression.
+				Set(usedName, usedName.Minus(expression.Value(n))).
+				Set(lapsedName, expression.Plus(lapsedName.IfNotExists(expression.Value(0)), expression.Value(n)))))
+		if err != nil {
+			return 0, err
+		}
+		it, done, err := s.returnOnce(ctx, budgetKey(room, w.Index), expr)
+		if err != nil {
+			return 0, err
+		}
+		if done {
+			return n, nil
+		}
+		if it == nil || it.Used >= n {
+			return 0, nil
+		}
+		n = it.Used
 	}
-	_, err = s.conditionalUpdate(ctx, budgetKey(room, w.Index), expr, "returning lapsed budget")
-	return err
+	return 0, nil
 }

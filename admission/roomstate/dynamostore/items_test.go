@@ -45,7 +45,7 @@ func TestItemLayout(t *testing.T) {
 	if n, err := s.ReserveBudget(ctx, room, lapsedWindow, 4); n.N != 4 || err != nil {
 		t.Fatalf("ReserveBudget = %+v, %v", n, err)
 	}
-	if err := s.ReturnLapsed(ctx, room, lapsedWindow, 1); err != nil {
+	if _, err := s.ReturnLapsed(ctx, room, lapsedWindow, 1); err != nil {
 		t.Fatalf("ReturnLapsed: %v", err)
 	}
 	if _, ok, err := s.HoldPlace(ctx, room, "p1", queue.Place{State: queue.PlaceReserved, Slot: slot}, until, storetest.T0); !ok || err != nil {

@@ -623,26 +623,28 @@ func testBudgetReturn(t *testing.T, s roomstate.Store, room string) {
 
 // testBudgetReturnLapsed: admissions returned lapsed are granted again at
 // places of their own after every place the window granted, unlike those
-// returned unspent, and the window says how many came back; a window with
-// fewer granted than returned, or none, takes nothing.
+// returned unspent, and the window says how many came back; a window takes
+// back no more than it granted, and says how many it took.
 func testBudgetReturnLapsed(t *testing.T, s roomstate.Store, room string) {
 	c := ctx(t)
 	w := window(11, 4)
 	for i, step := range []struct {
 		lapsed, unspent int64 // returned before the reservation
+		taken           int64 // of the lapsed
 		ask             int64
 		want            roomstate.Grant
 	}{
 		{ask: 3, want: roomstate.Grant{N: 3}},
 		// Places 0–2 granted: the lapsed one comes back as place 3.
-		{lapsed: 1, ask: 4, want: roomstate.Grant{N: 2, First: 3, Lapsed: 1}},
+		{lapsed: 1, taken: 1, ask: 4, want: roomstate.Grant{N: 2, First: 3, Lapsed: 1}},
 		// Place 4, the window's last, returned unspent: granted again.
 		{unspent: 1, ask: 4, want: roomstate.Grant{N: 1, First: 4, Lapsed: 1}},
-		{lapsed: 9, ask: 1, want: roomstate.Grant{First: 5, Lapsed: 1}},
+		// 9 returned to a window with 4 granted: it takes 4.
+		{lapsed: 9, taken: 4, ask: 1, want: roomstate.Grant{N: 1, First: 5, Lapsed: 5}},
 	} {
 		if step.lapsed > 0 {
-			if err := s.ReturnLapsed(c, room, w, step.lapsed); err != nil {
-				t.Fatalf("step %d: ReturnLapsed: %v", i, err)
+			if taken, err := s.ReturnLapsed(c, room, w, step.lapsed); err != nil || taken != step.taken {
+				t.Fatalf("step %d: ReturnLapsed(%d) = %d, %v; want %d taken", i, step.lapsed, taken, err, step.taken)
 			}
 		}
 		if step.unspent > 0 {
@@ -654,8 +656,8 @@ func testBudgetReturnLapsed(t *testing.T, s roomstate.Store, room string) {
 			t.Fatalf("step %d: ReserveBudget(%d) = %+v, %v; want %+v", i, step.ask, g, err, step.want)
 		}
 	}
-	if err := s.ReturnLapsed(c, room, window(12, 4), 1); err != nil {
-		t.Fatalf("ReturnLapsed to a window never granted: %v", err)
+	if taken, err := s.ReturnLapsed(c, room, window(12, 4), 1); err != nil || taken != 0 {
+		t.Fatalf("ReturnLapsed to a window never granted = %d, %v; want none taken", taken, err)
 	}
 	if g, err := s.ReserveBudget(c, room, window(12, 4), 5); err != nil || g != (roomstate.Grant{N: 4}) {
 		t.Fatalf("a window returned to before any grant granted %+v, %v; want its limit from place 0", g, err)
